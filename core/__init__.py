@@ -1,0 +1,12 @@
+"""The pure domain of logwright: events, projections and decisions. Standard library only, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import CATALOG
+from .group_offsets import GROUP_OFFSETS
+from .partition_log import PARTITIONS
+from .projection import Projection
+
+CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS)

@@ -1,0 +1,157 @@
+"""Config keys that topics, groups and the broker accept: defaults, validation and documentation.
+
+A `ConfigRegistry` is built at start-up (plugins add their keys through a registration hook) and is
+read-only afterwards. Invalid values are refused with `InvalidConfig` naming the key and the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .errors import InvalidConfig
+
+Validator = Callable[[str], str | None]
+"""Returns ``None`` when the value is valid, otherwise why it is not."""
+
+
+def long_at_least(minimum: int) -> Validator:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return "must be an integer"
+        return None if number >= minimum else f"must be at least {minimum}"
+
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
+def boolean(value: str) -> str | None:
+    return None if value.lower() in ("true", "false") else "must be true or false"
+
+
+def ratio(value: str) -> str | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return "must be a number"
+    return None if 0.0 <= number <= 1.0 else "must be between 0 and 1"
+
+
+def any_value(value: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    resource_type: str
+    default: str | None
+    validate: Validator
+    doc: str
+    value_type: str = "STRING"
+    sensitive: bool = False
+    read_only: bool = False
+
+
+@dataclass(slots=True)
+class ConfigRegistry:
+    """Known keys per resource type (``topic``, ``group``, ``broker``)."""
+
+    keys: dict[tuple[str, str], ConfigKey] = field(default_factory=dict)
+
+    def register(self, key: ConfigKey) -> None:
+        if (key.resource_type, key.name) in self.keys:
+            raise ValueError(f"config key {key.name!r} for {key.resource_type} is registered twice")
+        self.keys[(key.resource_type, key.name)] = key
+
+    def known(self, resource_type: str) -> list[ConfigKey]:
+        return [key for (kind, _), key in sorted(self.keys.items()) if kind == resource_type]
+
+    def get(self, resource_type: str, name: str) -> ConfigKey | None:
+        return self.keys.get((resource_type, name))
+
+    def validate(self, resource_type: str, entries: Iterable[tuple[str, str | None]]) -> None:
+        """Refuse unknown keys, read-only keys and invalid values; ``None`` (reset) is always valid."""
+        for name, value in entries:
+            key = self.keys.get((resource_type, name))
+            if key is None:
+                raise InvalidConfig(f"unknown {resource_type} config {name!r}")
+            if key.read_only:
+                raise InvalidConfig(f"{resource_type} config {name!r} is read-only")
+            if value is None:
+                continue
+            problem = key.validate(value)
+            if problem is not None:
+                raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {name!r}: {problem}")
+
+    def effective(self, resource_type: str, overrides: Mapping[str, str]) -> dict[str, tuple[str | None, bool]]:
+        """Every known key's value and whether it is the default, for DescribeConfigs."""
+        result: dict[str, tuple[str | None, bool]] = {}
+        for key in self.known(resource_type):
+            if key.name in overrides:
+                result[key.name] = (overrides[key.name], False)
+            else:
+                result[key.name] = (key.default, True)
+        return result
+
+
+_TOPIC_KEYS = (
+    ConfigKey("cleanup.policy", "topic", "delete", one_of("delete", "compact", "compact,delete", "delete,compact"),
+              "Retention policy; compaction is accepted but logs are only deleted by time and size.", "LIST"),
+    ConfigKey("retention.ms", "topic", "604800000", long_at_least(-1),
+              "How long batches are kept; -1 keeps them forever.", "LONG"),
+    ConfigKey("retention.bytes", "topic", "-1", long_at_least(-1),
+              "Largest size of a partition's log before whole batches are deleted; -1 for no limit.", "LONG"),
+    ConfigKey("max.message.bytes", "topic", "1048588", long_at_least(0),
+              "Largest record batch a producer may send to this topic.", "INT"),
+    ConfigKey("message.timestamp.type", "topic", "CreateTime", one_of("CreateTime", "LogAppendTime"),
+              "Whether record timestamps are the producer's or the broker's append time."),
+    ConfigKey("compression.type", "topic", "producer",
+              one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+              "Batches are stored as the producer compressed them; other values are accepted for "
+              "compatibility."),
+    ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(14),
+              "Accepted for compatibility; RocksDB has no segments.", "INT"),
+    ConfigKey("segment.ms", "topic", "604800000", long_at_least(1),
+              "Accepted for compatibility; RocksDB has no segments.", "LONG"),
+    ConfigKey("min.insync.replicas", "topic", "1", long_at_least(1),
+              "Accepted for compatibility; there is one replica.", "INT"),
+    ConfigKey("unclean.leader.election.enable", "topic", "false", boolean,
+              "Accepted for compatibility; there is one replica.", "BOOLEAN"),
+    ConfigKey("min.cleanable.dirty.ratio", "topic", "0.5", ratio, "Accepted for compatibility.", "DOUBLE"),
+    ConfigKey("delete.retention.ms", "topic", "86400000", long_at_least(0), "Accepted for compatibility.",
+              "LONG"),
+    ConfigKey("message.timestamp.before.max.ms", "topic", "9223372036854775807", long_at_least(0),
+              "Accepted for compatibility.", "LONG"),
+    ConfigKey("message.timestamp.after.max.ms", "topic", "3600000", long_at_least(0),
+              "Accepted for compatibility.", "LONG"),
+)
+
+_BROKER_KEYS = (
+    ConfigKey("auto.create.topics.enable", "broker", "true", boolean,
+              "Create a topic when Metadata or Produce names one that does not exist.", "BOOLEAN"),
+    ConfigKey("num.partitions", "broker", "1", long_at_least(1),
+              "Partitions of an automatically created topic.", "INT"),
+    ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
+              "Largest request frame accepted; larger ones close the connection.", "INT"),
+    ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
+              "Accepted for compatibility.", "INT"),
+    ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),
+              "Wait before the first rebalance of an empty group.", "INT"),
+)
+
+
+def default_registry() -> ConfigRegistry:
+    """The keys the core itself understands; plugins add theirs at start-up."""
+    registry = ConfigRegistry()
+    for key in (*_TOPIC_KEYS, *_BROKER_KEYS):
+        registry.register(key)
+    return registry

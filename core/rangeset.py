@@ -1,0 +1,119 @@
+"""An immutable set of integer offsets stored as sorted, disjoint, non-adjacent closed ranges.
+
+Cursors keep individually acknowledged offsets above the mark-delete position here; retention and
+ack holes need range operations, not per-offset sets. Immutable so projections stay pure folds.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSet:
+    """Closed ranges ``(first, last)``, sorted, disjoint and never touching (they are merged)."""
+
+    ranges: tuple[tuple[int, int], ...] = ()
+
+    @classmethod
+    def of(cls, offsets: Iterable[int]) -> RangeSet:
+        result = cls()
+        for offset in sorted(set(offsets)):
+            result = result.add(offset, offset)
+        return result
+
+    def __post_init__(self) -> None:
+        previous_last: int | None = None
+        for first, last in self.ranges:
+            if first > last:
+                raise ValueError(f"range ({first}, {last}) is empty")
+            if previous_last is not None and first <= previous_last + 1:
+                raise ValueError(f"ranges overlap or touch at {first}: {self.ranges}")
+            previous_last = last
+
+    def __contains__(self, offset: object) -> bool:
+        if not isinstance(offset, int):
+            return False
+        index = bisect_right(self.ranges, (offset, _MAX)) - 1
+        return index >= 0 and self.ranges[index][1] >= offset
+
+    def __iter__(self) -> Iterator[int]:
+        for first, last in self.ranges:
+            yield from range(first, last + 1)
+
+    def __len__(self) -> int:
+        return sum(last - first + 1 for first, last in self.ranges)
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges)
+
+    @property
+    def first(self) -> int | None:
+        return self.ranges[0][0] if self.ranges else None
+
+    @property
+    def last(self) -> int | None:
+        return self.ranges[-1][1] if self.ranges else None
+
+    def add(self, first: int, last: int | None = None) -> RangeSet:
+        """The set with ``first..last`` (inclusive) added, merging neighbours."""
+        last = first if last is None else last
+        if first > last:
+            raise ValueError(f"cannot add the empty range ({first}, {last})")
+        kept_before: list[tuple[int, int]] = []
+        kept_after: list[tuple[int, int]] = []
+        for range_first, range_last in self.ranges:
+            if range_last < first - 1:
+                kept_before.append((range_first, range_last))
+            elif range_first > last + 1:
+                kept_after.append((range_first, range_last))
+            else:
+                first = min(first, range_first)
+                last = max(last, range_last)
+        return RangeSet((*kept_before, (first, last), *kept_after))
+
+    def remove(self, first: int, last: int | None = None) -> RangeSet:
+        """The set with ``first..last`` (inclusive) taken out."""
+        last = first if last is None else last
+        kept: list[tuple[int, int]] = []
+        for range_first, range_last in self.ranges:
+            if range_last < first or range_first > last:
+                kept.append((range_first, range_last))
+                continue
+            if range_first < first:
+                kept.append((range_first, first - 1))
+            if range_last > last:
+                kept.append((last + 1, range_last))
+        return RangeSet(tuple(kept))
+
+    def below(self, limit: int) -> RangeSet:
+        """Only the offsets strictly below ``limit``."""
+        return self.remove(limit, _MAX) if self.ranges and self.ranges[-1][1] >= limit else self
+
+    def at_or_above(self, limit: int) -> RangeSet:
+        """Only the offsets at or above ``limit``: what is left after a mark-delete moves to ``limit - 1``."""
+        return self.remove(_MIN, limit - 1) if self.ranges and self.ranges[0][0] < limit else self
+
+    def union(self, other: RangeSet) -> RangeSet:
+        result = self
+        for first, last in other.ranges:
+            result = result.add(first, last)
+        return result
+
+    def missing(self, first: int, last: int) -> RangeSet:
+        """The offsets of ``first..last`` that are not in the set (the holes)."""
+        if first > last:
+            return RangeSet()
+        return RangeSet(((first, last),)).difference(self)
+
+    def difference(self, other: RangeSet) -> RangeSet:
+        result = self
+        for first, last in other.ranges:
+            result = result.remove(first, last)
+        return result
+
+
+_MAX = 2**63 - 1
+_MIN = -(2**63)

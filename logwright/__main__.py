@@ -1,0 +1,3 @@
+from logwright.cli import main
+
+main()

@@ -1,0 +1,94 @@
+"""The `logwright` command line: serve, events, check (more subcommands arrive with their issues)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+
+import click
+
+from logwright.eventstore.check import check_store
+from logwright.eventstore.codec import event_to_json
+from logwright.eventstore.interface import Durability
+from logwright.eventstore.rocksdb import RocksEventStore
+
+DATA_DIR = click.option(
+    "--data-dir", default="./data", show_default=True, type=click.Path(file_okay=False), help="RocksDB directory"
+)
+
+
+@click.group()
+@click.option("--log-level", default="INFO", show_default=True)
+def main(log_level: str) -> None:
+    """logwright: a Kafka-compatible, event-sourced message broker on RocksDB."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@DATA_DIR
+@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to listen on")
+@click.option("--advertised", default=None, help="HOST:PORT given to clients (defaults to --listen)")
+@click.option("--durability", type=click.Choice([d.value for d in Durability]), default="wal", show_default=True)
+def serve(data_dir: str, listen: str, advertised: str | None, durability: str) -> None:
+    """Run the broker on DATA_DIR."""
+    store = RocksEventStore(data_dir, durability=durability)
+    click.echo(f"opened {data_dir}: {store.last_sequence} events; the Kafka listener is not built yet")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+
+
+@main.command()
+@DATA_DIR
+@click.option("--from", "from_sequence", default=1, show_default=True, help="first sequence to print")
+@click.option("--json", "as_json", is_flag=True, help="print JSON lines")
+def events(data_dir: str, from_sequence: int, as_json: bool) -> None:
+    """Print the event log."""
+    store = _open_for_reading(data_dir)
+    try:
+        for logged in store.read_events(from_sequence):
+            if as_json:
+                line = {"sequence": logged.sequence, "time_ms": logged.time_ms, "type": type(logged.event).__name__}
+                line.update(event_to_json(logged.event))
+                click.echo(json.dumps(line, separators=(",", ":")))
+            else:
+                click.echo(f"{logged.sequence} {logged.time_ms} {logged.event!r}")
+    finally:
+        store.close()
+
+
+@main.command()
+@DATA_DIR
+def check(data_dir: str) -> None:
+    """Rebuild every projection from the events and compare it with the stored state."""
+    store = _open_for_reading(data_dir)
+    try:
+        report = check_store(store)
+    finally:
+        store.close()
+    for difference in report.differences:
+        click.echo(difference, err=True)
+    click.echo(report.summary())
+    sys.exit(0 if report.consistent else 1)
+
+
+def _open_for_reading(data_dir: str) -> RocksEventStore:
+    """Open read-write (creating a new store); if a broker holds the lock, open a read-only view."""
+    try:
+        return RocksEventStore(data_dir)
+    except Exception as error:
+        if "lock" not in str(error).lower():
+            raise
+        return RocksEventStore(data_dir, read_only=True)
+
+
+if __name__ == "__main__":
+    main()
