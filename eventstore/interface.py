@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 from logwright.core.events import Event
 
 
-class Durability(str, Enum):
+class Durability(StrEnum):
     WAL = "wal"
     """Written to RocksDB's write-ahead log before the answer: survives a process crash."""
     FSYNC = "fsync"
