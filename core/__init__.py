@@ -7,6 +7,7 @@ from typing import Any
 from .catalog import CATALOG
 from .group_offsets import GROUP_OFFSETS
 from .partition_log import PARTITIONS
+from .producers import PRODUCERS
 from .projection import Projection
 
-CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS)
+CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS)

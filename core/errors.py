@@ -44,3 +44,11 @@ class UnknownGroup(DomainError):
 
 class CorruptState(DomainError):
     """Stored bytes could not be decoded; the message names where they are."""
+
+
+class OutOfOrderSequence(DomainError):
+    pass
+
+
+class InvalidProducerEpoch(DomainError):
+    pass

@@ -119,6 +119,16 @@ class GroupDeleted(Event):
     group: str
 
 
+@dataclass(frozen=True, slots=True)
+class ProducerIdAllocated(Event):
+    """InitProducerId handed out an id (and epoch); ids are never reused, even across restarts."""
+
+    TAG: ClassVar[int] = 10
+    producer_id: int
+    producer_epoch: int
+    transactional_id: str | None = None
+
+
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     TopicCreated,
     PartitionsCreated,
@@ -129,4 +139,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     OffsetCommitted,
     OffsetDeleted,
     GroupDeleted,
+    ProducerIdAllocated,
 )

@@ -21,6 +21,7 @@ from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
 from logwright.core.group_offsets import CommittedOffset, GroupOffsets
 from logwright.core.partition_log import PartitionState
+from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
 
 _DATACLASS_EXT = 1
@@ -117,6 +118,9 @@ STATE_TYPES: dict[int, type[Any]] = {
     1005: CommittedOffset,
     1006: GroupOffsets,
     1007: RangeSet,
+    1008: BatchSequence,
+    1009: ProducerState,
+    1010: ProducerIdCounter,
 }
 
 

@@ -1,0 +1,121 @@
+"""Idempotent producers: per partition and producer id, the epoch and the last five batches' sequences.
+
+Kafka's rules, kept as a pure decision: a retried batch that matches one of the last five is a
+duplicate and is answered with its original offset; any other sequence than the next one is a gap
+(`OutOfOrderSequence`); an older epoch is fenced (`InvalidProducerEpoch`); a new epoch starts at 0.
+The state is a projection of `RecordsAppended`, so it survives restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+
+from .errors import InvalidProducerEpoch, OutOfOrderSequence
+from .events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
+from .projection import Projection
+
+RECENT_BATCHES = 5
+MAX_SEQUENCE = 2**31 - 1
+COUNTER_KEY = "next-producer-id"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSequence:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    producer_epoch: int
+    recent: tuple[BatchSequence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdCounter:
+    next_producer_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The batch was already appended at ``base_offset``."""
+
+    base_offset: int
+
+
+def producer_key(partition_id: int, producer_id: int) -> str:
+    return f"{partition_id}/{producer_id}"
+
+
+def last_sequence_of(base_sequence: int, record_count: int) -> int:
+    return (base_sequence + record_count - 1) % (MAX_SEQUENCE + 1)
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, RecordsAppended) and event.producer_id >= 0 and event.base_sequence >= 0:
+        return (producer_key(event.partition_id, event.producer_id),)
+    if isinstance(event, ProducerIdAllocated):
+        return (COUNTER_KEY,)
+    return ()
+
+
+@singledispatch
+def _evolve(event: Event, state: object, key: str) -> object:
+    return state
+
+
+@_evolve.register
+def _(event: RecordsAppended, state: object, key: str) -> object:
+    batch = BatchSequence(
+        event.base_sequence, last_sequence_of(event.base_sequence, event.record_count), event.base_offset
+    )
+    if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch:
+        return ProducerState(event.producer_epoch, (*state.recent, batch)[-RECENT_BATCHES:])
+    return ProducerState(event.producer_epoch, (batch,))
+
+
+@_evolve.register
+def _(event: ProducerIdAllocated, state: object, key: str) -> object:
+    current = state.next_producer_id if isinstance(state, ProducerIdCounter) else 0
+    return ProducerIdCounter(max(current, event.producer_id + 1))
+
+
+@_evolve.register
+def _(event: TopicDeleted, state: object, key: str) -> object:
+    return state
+
+
+PRODUCERS: Projection[object] = Projection(
+    name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+)
+
+
+def check_sequence(
+    state: ProducerState | None, producer_epoch: int, base_sequence: int, record_count: int
+) -> Duplicate | None:
+    """``None`` to append, `Duplicate` to answer with the original offset; raises on a gap or old epoch."""
+    if state is None or producer_epoch > state.producer_epoch:
+        if base_sequence != 0:
+            raise OutOfOrderSequence(
+                f"a new producer (or epoch {producer_epoch}) must start at sequence 0, not {base_sequence}"
+            )
+        return None
+    if producer_epoch < state.producer_epoch:
+        raise InvalidProducerEpoch(
+            f"producer epoch {producer_epoch} is older than the current epoch {state.producer_epoch}"
+        )
+    last_sequence = last_sequence_of(base_sequence, record_count)
+    for batch in state.recent:
+        if batch.first_sequence == base_sequence and batch.last_sequence == last_sequence:
+            return Duplicate(batch.base_offset)
+    expected = (state.recent[-1].last_sequence + 1) % (MAX_SEQUENCE + 1) if state.recent else 0
+    if base_sequence != expected:
+        raise OutOfOrderSequence(f"expected sequence {expected}, got {base_sequence}")
+    return None
+
+
+def allocate_producer_id(counter: ProducerIdCounter | None, transactional_id: str | None) -> ProducerIdAllocated:
+    producer_id = (counter or ProducerIdCounter()).next_producer_id
+    return ProducerIdAllocated(producer_id, 0, transactional_id)
