@@ -6,8 +6,9 @@ from typing import Any
 
 from .catalog import CATALOG
 from .group_offsets import GROUP_OFFSETS
+from .groups import GROUPS
 from .partition_log import PARTITIONS
 from .producers import PRODUCERS
 from .projection import Projection
 
-CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS)
+CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS)

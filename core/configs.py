@@ -146,6 +146,12 @@ _BROKER_KEYS = (
               "Accepted for compatibility.", "INT"),
     ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),
               "Wait before the first rebalance of an empty group.", "INT"),
+    ConfigKey("group.min.session.timeout.ms", "broker", "6000", long_at_least(0),
+              "Smallest session timeout a consumer group member may ask for.", "INT"),
+    ConfigKey("group.max.session.timeout.ms", "broker", "1800000", long_at_least(0),
+              "Largest session timeout a consumer group member may ask for.", "INT"),
+    ConfigKey("group.max.size", "broker", "2147483647", long_at_least(1),
+              "Most members a classic consumer group may have.", "INT"),
 )
 
 

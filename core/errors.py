@@ -52,3 +52,55 @@ class OutOfOrderSequence(DomainError):
 
 class InvalidProducerEpoch(DomainError):
     pass
+
+
+class InvalidGroupId(DomainError):
+    pass
+
+
+class UnknownMember(DomainError):
+    """The member id is not (or no longer) in the group: the client must rejoin without it."""
+
+
+class IllegalGeneration(DomainError):
+    """The request names an old generation of the group: the client must rejoin."""
+
+
+class RebalanceInProgress(DomainError):
+    """The group is rebalancing: the member must rejoin before it can sync or commit."""
+
+
+class InconsistentGroupProtocol(DomainError):
+    pass
+
+
+class InvalidSessionTimeout(DomainError):
+    pass
+
+
+class MemberIdRequired(DomainError):
+    """A v4+ JoinGroup without a member id: the client rejoins with ``member_id`` (KIP-394)."""
+
+    def __init__(self, message: str, member_id: str) -> None:
+        super().__init__(message)
+        self.member_id = member_id
+
+
+class FencedInstanceId(DomainError):
+    """Another member now holds this static ``group.instance.id``."""
+
+
+class GroupMaxSizeReached(DomainError):
+    pass
+
+
+class NonEmptyGroup(DomainError):
+    pass
+
+
+class GroupSubscribedToTopic(DomainError):
+    pass
+
+
+class OffsetMetadataTooLarge(DomainError):
+    pass

@@ -20,6 +20,7 @@ from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicStat
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
 from logwright.core.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups import GroupMember, GroupState
 from logwright.core.partition_log import PartitionState
 from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
@@ -121,6 +122,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1008: BatchSequence,
     1009: ProducerState,
     1010: ProducerIdCounter,
+    1020: GroupState,
+    1021: GroupMember,
 }
 
 

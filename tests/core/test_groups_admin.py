@@ -1,0 +1,77 @@
+"""Who may commit offsets, and deleting or listing groups: pure decisions over group state and offsets."""
+
+from __future__ import annotations
+
+import pytest
+from logwright.core.errors import (
+    GroupSubscribedToTopic,
+    IllegalGeneration,
+    NonEmptyGroup,
+    OffsetMetadataTooLarge,
+    RebalanceInProgress,
+    UnknownGroup,
+    UnknownMember,
+)
+from logwright.core.events import GroupDeleted, OffsetDeleted
+from logwright.core.group_admin import (
+    check_offset_commit,
+    check_offset_metadata,
+    decide_delete_group,
+    decide_offset_delete,
+    list_groups,
+)
+from logwright.core.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups import GroupMember, GroupPhase, GroupState
+
+MEMBER = GroupMember("m1", None, "c", "h", 10_000, 30_000, (("range", b""),))
+STABLE = GroupState("g", GroupPhase.STABLE, 3, "consumer", "range", "m1", (MEMBER,))
+OFFSETS = GroupOffsets().with_offset("t", 0, CommittedOffset(5)).with_offset("u", 1, CommittedOffset(7))
+
+
+def test_members_commit_with_their_current_generation() -> None:
+    assert check_offset_commit(STABLE, 3, "m1", None) == MEMBER
+    with pytest.raises(IllegalGeneration):
+        check_offset_commit(STABLE, 2, "m1", None)
+    with pytest.raises(UnknownMember):
+        check_offset_commit(STABLE, 3, "m2", None)
+    with pytest.raises(UnknownMember):
+        check_offset_commit(STABLE, -1, "", None)
+    completing = GroupState("g", GroupPhase.COMPLETING_REBALANCE, 3, "consumer", "range", "m1", (MEMBER,))
+    with pytest.raises(RebalanceInProgress):
+        check_offset_commit(completing, 3, "m1", None)
+
+
+def test_simple_commits_need_a_group_without_members() -> None:
+    assert check_offset_commit(None, -1, "", None) is None
+    assert check_offset_commit(GroupState("g", GroupPhase.EMPTY, 4, "consumer"), -1, "", None) is None
+    with pytest.raises(IllegalGeneration):
+        check_offset_commit(None, 1, "m1", None)
+    check_offset_metadata("x" * 4096)
+    with pytest.raises(OffsetMetadataTooLarge):
+        check_offset_metadata("x" * 4097)
+
+
+def test_delete_group() -> None:
+    assert decide_delete_group("g", None, OFFSETS) == GroupDeleted("g")
+    assert decide_delete_group("g", GroupState("g"), None) == GroupDeleted("g")
+    with pytest.raises(NonEmptyGroup):
+        decide_delete_group("g", STABLE, OFFSETS)
+    with pytest.raises(UnknownGroup):
+        decide_delete_group("g", None, None)
+
+
+def test_offset_delete_spares_subscribed_topics() -> None:
+    outcome = decide_offset_delete("g", STABLE, OFFSETS, [("t", 0), ("u", 1), ("v", 0)], frozenset({"t"}))
+    assert outcome.events == (OffsetDeleted("g", "u", 1),)
+    assert list(outcome.errors) == [("t", 0)] and isinstance(outcome.errors[("t", 0)], GroupSubscribedToTopic)
+    with pytest.raises(NonEmptyGroup):
+        decide_offset_delete("g", STABLE, OFFSETS, [("t", 0)], None)
+    with pytest.raises(UnknownGroup):
+        decide_offset_delete("g", None, None, [("t", 0)], None)
+    assert decide_offset_delete("g", None, OFFSETS, [("t", 0)], None).events == (OffsetDeleted("g", "t", 0),)
+
+
+def test_listing_includes_offset_only_groups_as_empty() -> None:
+    listed = list_groups([STABLE], ["g", "offsets-only"])
+    assert [(entry.group_id, entry.protocol_type, entry.phase) for entry in listed] == [
+        ("g", "consumer", "Stable"), ("offsets-only", "", "Empty")]
