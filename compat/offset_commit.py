@@ -1,0 +1,66 @@
+"""OffsetCommit (key 8), versions 2-9: committed positions of a group, one `OffsetCommitted` event each.
+
+v0-v1 are not served: kio cannot parse them (they are answered UNSUPPORTED_VERSION). Members commit
+with their generation (v7+ also with ``group.instance.id``); generation -1 with no member id is a
+"simple" commit, accepted while the group has no members. Retention fields (v2-v4) are ignored, the
+metadata string is round-tripped (null is stored as ""), and a commit counts as a member's heartbeat.
+As in Kafka, the empty group id is allowed here for backward compatibility.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.core.errors import DomainError
+from logwright.core.events import OffsetCommitted
+from logwright.core.group_admin import check_offset_commit, check_offset_metadata
+
+from .errors import ErrorCode, error_code_for
+from .group_coordinator import coordinator, group_state
+from .registry import RequestContext, handler, make, response_module
+
+
+@handler(8, "OffsetCommit", 2, 9)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("offset_commit", context.api_version)
+    group_id = request.group_id
+    generation = int(request.generation_id_or_member_epoch)
+    member = None
+    group_error: ErrorCode | None = None
+    try:
+        member = check_offset_commit(group_state(broker, group_id), generation, request.member_id,
+                                     getattr(request, "group_instance_id", None))
+    except DomainError as error:
+        group_error = error_code_for(error)
+    now_ms = broker.clock.now_ms()
+    events: list[OffsetCommitted] = []
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            code = group_error
+            if code is None and broker.partition_id(topic.name, partition.partition_index) is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if code is None:
+                try:
+                    check_offset_metadata(partition.committed_metadata)
+                except DomainError as error:
+                    code = error_code_for(error)
+            if code is None:
+                code = ErrorCode.NONE
+                events.append(OffsetCommitted(
+                    group_id, topic.name, int(partition.partition_index), int(partition.committed_offset),
+                    int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
+                    now_ms,
+                ))
+            partitions.append(make(module.OffsetCommitResponsePartition, partition_index=partition.partition_index,
+                                   error_code=code))
+        topics.append(make(module.OffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))
+    if events:
+        broker.stage(events)
+        await broker.durable()
+    if member is not None:
+        coordinator(broker).sessions.touch(group_id, member.member_id, now_ms)
+    return make(module.OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))

@@ -1,0 +1,206 @@
+"""Group API handlers over a real RocksEventStore and a ManualClock: kio requests in, kio responses out."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import io
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.heartbeat.v1.request import HeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.list_groups.v4.request import ListGroupsRequest
+from kio.schema.offset_commit.v2.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_delete.v0.request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from kio.schema.offset_fetch.v1.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetchRequestV8
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup
+from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.serial import entity_writer
+from logwright.compat import (
+    delete_groups,
+    describe_groups,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.group_coordinator import TICK_SECONDS, coordinator
+from logwright.compat.registry import RequestContext
+from logwright.core.clock import ManualClock
+from logwright.eventstore.rocksdb import RocksEventStore
+
+T = TypeVar("T")
+GROUP = "workers"
+
+
+def subscription(*topics: str) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(ConsumerProtocolSubscription)(buffer, ConsumerProtocolSubscription(topics=topics,
+                                                                                      owned_partitions=()))
+    return b"\x00\x01" + buffer.getvalue()
+
+
+class Harness:
+    def __init__(self, path: Path, clock: ManualClock) -> None:
+        self.store = RocksEventStore(path, clock=clock)
+        self.broker = Broker(self.store, clock=clock)
+
+    async def call(self, handle: Callable[[RequestContext, Any], Awaitable[T]], version: int, request: Any) -> T:
+        return await handle(RequestContext(self.broker, 0, version, 1, "tester", 1, "127.0.0.1"), request)
+
+    async def join(self, member_id: str) -> Any:
+        request = JoinGroupRequest(
+            group_id=GROUP, session_timeout=datetime.timedelta(seconds=10),
+            rebalance_timeout=datetime.timedelta(seconds=30), member_id=member_id, group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription("t")),),
+        )
+        return await self.call(join_group.handle, 5, request)
+
+    async def sync(self, member_id: str, generation: int, assignments: dict[str, bytes]) -> Any:
+        request = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
+                                   group_instance_id=None, assignments=tuple(
+                                       SyncGroupRequestAssignment(member_id=m, assignment=a)
+                                       for m, a in assignments.items()))
+        return await self.call(sync_group.handle, 3, request)
+
+    async def new_member(self) -> str:
+        first = await self.join("")
+        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.member_id
+        return str(first.member_id)
+
+    def close(self) -> None:
+        coordinator(self.broker).close()
+        self.broker.commit_now()
+        self.store.close()
+
+
+def commit(member_id: str, generation: int, offsets: dict[tuple[str, int], int]) -> OffsetCommitRequest:
+    topics = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(OffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_metadata="meta"))
+    return OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=generation, member_id=member_id,
+                               retention_time=datetime.timedelta(milliseconds=-1), topics=tuple(
+                                   OffsetCommitRequestTopic(name=name, partitions=tuple(parts))
+                                   for name, parts in topics.items()))
+
+
+def test_a_two_member_group_survives_a_restart(tmp_path: Path) -> None:
+    asyncio.run(_two_members_and_a_restart(tmp_path))
+
+
+async def _rebalance(harness: Harness) -> tuple[str, str]:
+    lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=(GROUP,))
+    found = await harness.call(find_coordinator.handle, 4, lookup)
+    assert found.coordinators[0].node_id == harness.broker.node_id
+    m1 = await harness.new_member()
+    joined = await harness.join(m1)
+    assert (joined.error_code, joined.generation_id, joined.leader) == (ErrorCode.NONE, 1, m1)
+    assert (await harness.sync(m1, 1, {m1: b"all"})).assignment == b"all"
+    m2 = await harness.new_member()
+    second = asyncio.ensure_future(harness.join(m2))
+    await asyncio.sleep(0)
+    beat = await harness.call(heartbeat.handle, 1, HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=m1))
+    assert beat.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    leader, follower = await asyncio.gather(harness.join(m1), second)
+    assert leader.generation_id == follower.generation_id == 2
+    assert [member.member_id for member in leader.members] == [m1, m2] and follower.members == ()
+    waiting = asyncio.ensure_future(harness.sync(m2, 2, {}))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    await harness.sync(m1, 2, {m1: b"p0,p1", m2: b"p2,p3"})
+    assert (await waiting).assignment == b"p2,p3"
+    return m1, m2
+
+
+async def _two_members_and_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+    harness = Harness(tmp_path, clock)
+    harness.broker.create_topic("t", 4)
+    await harness.broker.durable()
+    m1, m2 = await _rebalance(harness)
+    committed = await harness.call(offset_commit.handle, 2, commit(m1, 2, {("t", 0): 42, ("t", 1): 7, ("nope", 0): 1}))
+    codes = {(t.name, p.partition_index): p.error_code for t in committed.topics for p in t.partitions}
+    assert codes == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE,
+                     ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    stale = await harness.call(offset_commit.handle, 2, commit(m1, 1, {("t", 0): 1}))
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
+    harness.close()
+
+    restarted = Harness(tmp_path, clock)
+    described = await restarted.call(describe_groups.handle, 5, DescribeGroupsRequest(
+        groups=(GROUP, "ghost"), include_authorized_operations=False))
+    group, ghost = described.groups
+    assert (group.group_state, group.protocol_data, ghost.group_state) == ("Stable", "range", "Dead")
+    assert {m.member_id: m.member_assignment for m in group.members} == {m1: b"p0,p1", m2: b"p2,p3"}
+    beat = await restarted.call(heartbeat.handle, 1, HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=m2))
+    assert beat.error_code == ErrorCode.NONE
+    fetched = await restarted.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
+        OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1, 2)),)))
+    assert [(p.committed_offset, p.metadata) for p in fetched.topics[0].partitions] == [
+        (42, "meta"), (7, "meta"), (-1, "")]
+    batched = await restarted.call(offset_fetch.handle, 8, OffsetFetchRequestV8(groups=(
+        OffsetFetchRequestGroup(group_id=GROUP, topics=None),), require_stable=True))
+    assert {p.partition_index for p in batched.groups[0].topics[0].partitions} == {0, 1}
+
+    listed = await restarted.call(list_groups.handle, 4, ListGroupsRequest(states_filter=("stable",)))
+    assert [(g.group_id, g.group_state) for g in listed.groups] == [(GROUP, "Stable")]
+    refused = await restarted.call(offset_delete.handle, 0, OffsetDeleteRequest(group_id=GROUP, topics=(
+        OffsetDeleteRequestTopic(name="t", partitions=(OffsetDeleteRequestPartition(partition_index=0),)),)))
+    assert refused.topics[0].partitions[0].error_code == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+    not_empty = await restarted.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(GROUP,)))
+    assert not_empty.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+
+    left = await restarted.call(leave_group.handle, 3, LeaveGroupRequest(group_id=GROUP, members=tuple(
+        MemberIdentity(member_id=member_id, group_instance_id=None) for member_id in (m1, m2, "ghost"))))
+    assert [m.error_code for m in left.members] == [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
+    deleted = await restarted.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(GROUP, "ghost")))
+    assert [r.error_code for r in deleted.results] == [ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND]
+    fetched = await restarted.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
+        OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),)))
+    assert fetched.topics[0].partitions[0].committed_offset == -1
+    restarted.close()
+
+
+def test_the_session_timer_expires_a_silent_member(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = ManualClock()
+        harness = Harness(tmp_path, clock)
+        member_id = await harness.new_member()
+        assert (await harness.join(member_id)).generation_id == 1
+        await harness.sync(member_id, 1, {member_id: b"x"})
+        clock.advance(10_001)
+        await asyncio.sleep(3 * TICK_SECONDS)
+        described = await harness.call(describe_groups.handle, 5, DescribeGroupsRequest(
+            groups=(GROUP,), include_authorized_operations=False))
+        assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())
+        beat = await harness.call(heartbeat.handle, 1, HeartbeatRequest(group_id=GROUP, generation_id=1,
+                                                                        member_id=member_id))
+        assert beat.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        harness.close()
+
+    asyncio.run(scenario())
