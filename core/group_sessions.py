@@ -12,9 +12,8 @@ from ``started_ms`` (the broker's start), and a rebalance that was in progress g
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from .errors import DomainError, FencedInstanceId, MemberIdRequired, RebalanceInProgress, UnknownMember
 from .events import (
@@ -40,42 +39,10 @@ from .group_membership import (
     leaving_member,
     removal_events,
 )
-from .groups import GROUPS, GroupPhase, GroupState
+from .group_store import GroupStore, MemoryGroupStore
+from .groups import GroupPhase, GroupState
 
-
-class GroupStore(Protocol):
-    """Where group state is read and group events are staged (folded at once, written by group commit)."""
-
-    def group(self, group_id: str) -> GroupState | None: ...
-
-    def groups(self) -> Iterable[GroupState]: ...
-
-    def stage(self, events: Sequence[Event]) -> None: ...
-
-
-class MemoryGroupStore:
-    """A `GroupStore` folding events in memory: the store of core tests and of refold checks."""
-
-    def __init__(self, events: Iterable[Event] = ()) -> None:
-        self.events: list[Event] = []
-        self._states: dict[str, GroupState] = {}
-        self.stage(list(events))
-
-    def group(self, group_id: str) -> GroupState | None:
-        return self._states.get(group_id)
-
-    def groups(self) -> Iterable[GroupState]:
-        return list(self._states.values())
-
-    def stage(self, events: Sequence[Event]) -> None:
-        for event in events:
-            self.events.append(event)
-            for key in GROUPS.entity_keys(event):
-                state = GROUPS.evolve(self._states.get(key), event, key)
-                if state is None:
-                    self._states.pop(key, None)
-                else:
-                    self._states[key] = state
+__all__ = ["GroupSessions", "GroupStore", "JoinReply", "MemoryGroupStore", "Reply", "SyncReply"]
 
 
 @dataclass(frozen=True, slots=True)
