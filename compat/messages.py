@@ -1,0 +1,242 @@
+"""Request and response plumbing over kio: headers, the (api key, version) registry, decode and encode.
+
+The request header is parsed by hand because the broker must read the API key, version and
+correlation id of requests it cannot decode (an unknown version gets ``UNSUPPORTED_VERSION``, not a
+dropped connection). Bodies are parsed by kio's compiled reader; responses are written by
+`encoder` (generated per class, byte-identical to kio's writer).
+
+Measured on the project machine (2 cores, CPython 3.11; ``pytest tests/compat -k timing -s`` prints
+them again), per call, best of three:
+
+- ``encode_response`` ProduceResponse v9, 1 topic, 1 partition: 2.4 µs (kio's writer: 15 µs);
+  v7 (what aiokafka asks for): 2.0 µs (kio: 7.3 µs).
+- ``encode_response`` FetchResponse v12, 1 topic, 4 partitions of 16 KiB records: 8.3 µs (kio: 44 µs);
+  of 100 B: 4.7 µs (kio: 40 µs); v11 with 4 x 16 KiB: 5.4 µs (kio: 27 µs).
+- ``decode_request`` ProduceRequest v9 with one 1 KiB batch: 3.2 µs, of which the header 1.2-1.6 µs;
+  v7: 2.6 µs.
+
+Versions kio does not know (Produce v0-2, Fetch v0-3, ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0,
+CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, ...: Kafka 4 removed them) have no classes
+here; `decode_request` refuses them with `UnsupportedVersion`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from functools import cache
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader
+from kio.static.constants import EntityType
+
+from .encoder import entity_encoder
+from .varints import VarintTooLong, read_uvarint, uvarint
+
+API_VERSIONS_KEY: Final = 18
+
+_HEADER_PREFIX = struct.Struct(">hhih")
+_CORRELATION = struct.Struct(">i")
+
+
+class MalformedRequest(ValueError):
+    """A request frame could not be read; the message says which request and where it went wrong."""
+
+
+class UnsupportedVersion(MalformedRequest):
+    """kio has no schema for this (api key, version): the body cannot be read, only the header."""
+
+
+class ResponseEncodingError(ValueError):
+    """A handler built a response that cannot be written (a value out of range, a missing field)."""
+
+
+def _version_ranges() -> dict[int, range]:
+    ranges = {}
+    for api_key, name in api_key_map.items():
+        versions = sorted(v for v, types in schema_name_map[name].items() if EntityType.request in types)
+        ranges[api_key] = range(versions[0], versions[-1] + 1)
+    return ranges
+
+
+API_NAMES: Final[Mapping[int, str]] = api_key_map
+"""kio's snake_case API names by API key (``0: "produce"``)."""
+
+KNOWN_VERSIONS: Final[Mapping[int, range]] = MappingProxyType(_version_ranges())
+"""The versions kio can parse, per API key; contiguous for every key in kio 0.6.5."""
+
+
+class RequestHeader(NamedTuple):
+    """What precedes every request body (a named tuple: built once per request, 4x cheaper than a
+    frozen dataclass).
+
+    ``header_length`` is where the body starts. For a version kio does not know it is a best guess:
+    header v2 (tagged fields) is assumed above the known range when the newest known version is
+    flexible, v1 otherwise.
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_length: int
+    flexible: bool
+
+
+@cache
+def request_type(api_key: int, api_version: int) -> type[Any]:
+    """kio's request class for ``(api_key, api_version)``; `UnsupportedVersion` if kio has none."""
+    if api_version not in KNOWN_VERSIONS.get(api_key, ()):
+        raise UnsupportedVersion(f"no schema for API key {api_key} version {api_version}")
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_type(api_key: int, api_version: int) -> type[Any]:
+    """kio's response class for ``(api_key, api_version)``; `UnsupportedVersion` if kio has none."""
+    if api_version not in KNOWN_VERSIONS.get(api_key, ()):
+        raise UnsupportedVersion(f"no schema for API key {api_key} version {api_version}")
+    return load_response_schema(api_key, api_version)
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    """Whether the version uses compact encodings and tagged fields (request header v2).
+
+    Kafka makes every version from some N on flexible, so unknown versions are placed by that N:
+    above the known range they are flexible if the newest known version is.
+    """
+    first = _FIRST_FLEXIBLE.get(api_key, -1)
+    if first == -1:
+        if api_key not in KNOWN_VERSIONS:
+            return False
+        first = _FIRST_FLEXIBLE[api_key] = next(
+            (v for v in KNOWN_VERSIONS[api_key] if request_type(api_key, v).__flexible__), None)
+    return first is not None and api_version >= first
+
+
+_FIRST_FLEXIBLE: dict[int, int | None] = {}
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """0 (correlation id only) or 1 (plus tagged fields). ApiVersions always answers with v0,
+    so that a client can read the answer whatever version it asked for."""
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if is_flexible(api_key, api_version) else 0
+
+
+def parse_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
+    """Read the header of any request, even one whose API key or version is unknown."""
+    if len(frame) < _HEADER_PREFIX.size:
+        raise MalformedRequest(f"a {len(frame)}-byte frame is too short for a request header")
+    api_key, api_version, correlation_id, client_id_length = _HEADER_PREFIX.unpack_from(frame, 0)
+    position = _HEADER_PREFIX.size
+    client_id = None
+    if client_id_length >= 0:
+        end = position + client_id_length
+        if end > len(frame):
+            raise MalformedRequest(f"the client id of correlation id {correlation_id} runs past the frame end")
+        client_id = str(frame[position:end], "utf-8", "replace")
+        position = end
+    flexible = is_flexible(api_key, api_version)
+    if flexible:
+        try:
+            position = _skip_tagged_fields(frame, position)
+        except MalformedRequest:
+            if api_version in KNOWN_VERSIONS.get(api_key, ()):
+                raise
+    return RequestHeader(api_key, api_version, correlation_id, client_id, position, flexible)
+
+
+def _skip_tagged_fields(frame: bytes | bytearray | memoryview, position: int) -> int:
+    if position < len(frame) and frame[position] == 0:
+        return position + 1
+    try:
+        count, position = read_uvarint(frame, position)
+        for _ in range(count):
+            _tag, position = read_uvarint(frame, position)
+            size, position = read_uvarint(frame, position)
+            position += size
+    except (IndexError, VarintTooLong) as error:
+        raise MalformedRequest("a varint in the header's tagged fields is truncated or too long") from error
+    if position > len(frame):
+        raise MalformedRequest("the header's tagged fields run past the frame end")
+    return position
+
+
+def _reader(cls: type[Any]) -> Any:
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
+
+
+_READERS: dict[type[Any], Any] = {}
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
+    """The header and kio request object of one frame.
+
+    Bytes after the body are ignored, as Kafka does. Raises `UnsupportedVersion` when kio has no
+    schema for the version and `MalformedRequest` when the body cannot be read.
+    """
+    if type(frame) is not bytes:
+        frame = bytes(frame)
+    header = parse_request_header(frame)
+    cls = request_type(header.api_key, header.api_version)
+    try:
+        request, _size = _reader(cls)(frame, header.header_length)
+    except Exception as error:
+        raise MalformedRequest(
+            f"{API_NAMES[header.api_key]} v{header.api_version} request (correlation id "
+            f"{header.correlation_id}) is unreadable: {type(error).__name__}: {error}"
+        ) from error
+    return header, request
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, response: Any) -> bytes:
+    """Response header and body, ready for `framing.encode_frame`.
+
+    ``response`` must be kio's class for exactly this API key and version.
+    """
+    cls = type(response)
+    if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != api_version:
+        raise ResponseEncodingError(f"a {cls.__name__} cannot answer API key {api_key} version {api_version}")
+    parts: list[Any] = [_CORRELATION.pack(correlation_id)]
+    if response_header_version(api_key, api_version):
+        parts.append(b"\x00")
+    try:
+        entity_encoder(cls)(response, parts.append)
+    except Exception as error:
+        raise ResponseEncodingError(
+            f"cannot encode {cls.__name__} v{api_version} (correlation id {correlation_id}): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    return b"".join(parts)
+
+
+def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """Request header and body (for the native client and for tests)."""
+    cls = type(request)
+    name = None if client_id is None else client_id.encode()
+    header = _HEADER_PREFIX.pack(cls.__api_key__, cls.__version__, correlation_id, -1 if name is None else len(name))
+    parts: list[Any] = [header, name or b""]
+    if cls.__flexible__:
+        parts.append(uvarint(0))
+    entity_encoder(cls)(request, parts.append)
+    return b"".join(parts)
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
+    """The correlation id and kio response object of one response frame (for the native client)."""
+    if len(payload) < _CORRELATION.size:
+        raise ValueError(f"a {len(payload)}-byte response is too short for a response header")
+    (correlation_id,) = _CORRELATION.unpack_from(payload, 0)
+    position = _CORRELATION.size
+    if response_header_version(api_key, api_version):
+        position = _skip_tagged_fields(payload, position)
+    response, _size = _reader(response_type(api_key, api_version))(payload, position)
+    return correlation_id, response

@@ -1,0 +1,92 @@
+"""The frame decoder: golden bytes, any chunking, and refusal of bad size prefixes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from logwright.compat.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
+
+
+def test_encode_frame_prefixes_the_big_endian_size() -> None:
+    assert encode_frame(b"abc") == b"\x00\x00\x00\x03abc"
+    assert encode_frame(b"") == b"\x00\x00\x00\x00"
+    assert encode_frame(memoryview(b"xy")) == b"\x00\x00\x00\x02xy"
+
+
+def test_two_frames_in_one_read_and_a_partial_third() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(b"\x00\x00\x00\x02hi\x00\x00\x00\x01!\x00\x00\x00\x05ab") == [b"hi", b"!"]
+    assert decoder.buffered == 6
+    assert decoder.feed(b"c") == []
+    assert decoder.feed(b"de\x00") == [b"abcde"]
+    assert decoder.buffered == 1
+
+
+def test_frame_prefix_split_across_reads() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(b"\x00") == []
+    assert decoder.feed(b"\x00\x00") == []
+    assert decoder.feed(bytearray(b"\x03ab")) == []
+    assert decoder.feed(memoryview(b"c")) == [b"abc"]
+    assert decoder.buffered == 0
+
+
+def test_empty_frame_is_returned_for_the_header_parser_to_refuse() -> None:
+    assert FrameDecoder().feed(b"\x00\x00\x00\x00") == [b""]
+
+
+def test_oversize_prefix_is_refused_before_the_body_arrives() -> None:
+    decoder = FrameDecoder(max_request_bytes=1000)
+    with pytest.raises(FrameTooLarge) as refused:
+        decoder.feed((1001).to_bytes(4, "big"))
+    assert refused.value.size == 1001
+    assert refused.value.limit == 1000
+    assert "1001" in str(refused.value) and "1000" in str(refused.value)
+
+
+def test_frame_at_the_limit_is_accepted() -> None:
+    assert FrameDecoder(max_request_bytes=3).feed(encode_frame(b"abc")) == [b"abc"]
+
+
+def test_default_limit_is_kafkas_socket_request_max_bytes() -> None:
+    with pytest.raises(FrameTooLarge, match="104857600"):
+        FrameDecoder().feed((104857601).to_bytes(4, "big"))
+
+
+def test_oversize_prefix_after_a_good_frame_is_still_refused() -> None:
+    with pytest.raises(FrameTooLarge):
+        FrameDecoder(max_request_bytes=10).feed(encode_frame(b"ok") + (11).to_bytes(4, "big"))
+
+
+def test_negative_size_is_an_invalid_frame() -> None:
+    with pytest.raises(InvalidFrame, match="-1"):
+        FrameDecoder().feed(b"\xff\xff\xff\xff")
+
+
+def test_http_request_is_not_mistaken_for_a_frame() -> None:
+    with pytest.raises(FrameTooLarge):
+        FrameDecoder().feed(b"GET / HTTP/1.1\r\n")
+
+
+def test_large_frame_in_small_pieces() -> None:
+    payload = bytes(range(256)) * 4096
+    stream = encode_frame(payload)
+    decoder = FrameDecoder()
+    frames = [frame for start in range(0, len(stream), 4093) for frame in decoder.feed(stream[start : start + 4093])]
+    assert frames == [payload]
+
+
+@given(
+    frames=st.lists(st.binary(max_size=300), max_size=20),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
+)
+def test_any_chunking_returns_the_same_frames(frames: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(encode_frame(frame) for frame in frames)
+    points = sorted({cut % (len(stream) + 1) for cut in cuts} | {0, len(stream)})
+    decoder = FrameDecoder()
+    received: list[bytes] = []
+    for start, end in zip(points, points[1:], strict=False):
+        received += decoder.feed(stream[start:end])
+    assert received == frames
+    assert decoder.buffered == 0
