@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -71,6 +72,12 @@ class _BoundedIterator:
         return bytes(self.iterator.value())
 
 
+def _last_offset(iterator: _BoundedIterator) -> int:
+    """The last offset of the stored batch under the iterator, from its RecordBatch v2 header."""
+    (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(iterator.value(), 23)
+    return keys.parse_record_key(iterator.key())[1] + int(last_delta)
+
+
 class StoreFailed(RuntimeError):
     """A write to RocksDB failed; in-memory state may be ahead of disk, so the store refuses more work."""
 
@@ -116,9 +123,14 @@ class RocksEventStore:
         self._dirty: dict[tuple[str, str], int] = {}
         self._pending_events: list[LoggedEvent] = []
         self._failed: BaseException | None = None
-        self._last_sequence = self._find_last_sequence()
-        self._committed_sequence = self._last_sequence
-        self._recover()
+        try:
+            self._last_sequence = self._find_last_sequence()
+            self._committed_sequence = self._last_sequence
+            self._recover()
+        except BaseException as error:
+            self._release()
+            traceback.clear_frames(error.__traceback__)  # their locals hold views too: release the LOCK now
+            raise
 
     # -- opening and recovery -------------------------------------------------------------------
 
@@ -237,6 +249,8 @@ class RocksEventStore:
         state = self.state("partitions", partition_key(partition_id))
         if state is None:
             raise UnknownPartition(f"partition id {partition_id} does not exist")
+        if truncate(state, log_start_offset) is None:
+            return None
         target = state.next_offset if log_start_offset == -1 else log_start_offset
         first_kept = self._first_batch_to_keep(partition_id, target)
         removed_batches = removed_bytes = 0
@@ -273,8 +287,7 @@ class RocksEventStore:
         if iterator.valid():
             found_partition, base_offset = keys.parse_record_key(iterator.key())
             if found_partition == partition_id:
-                (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(iterator.value(), 23)
-                return base_offset if base_offset + last_delta >= log_start_offset else log_start_offset
+                return base_offset if _last_offset(iterator) >= log_start_offset else log_start_offset
         return log_start_offset
 
     def _write_staged_state(self, sequence: int) -> None:
@@ -336,6 +349,8 @@ class RocksEventStore:
         iterator.seek_for_prev(keys.record_key(partition_id, start_offset))
         if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
             iterator.seek(keys.record_key(partition_id, start_offset))
+        elif _last_offset(iterator) < start_offset:
+            iterator.next()
         batches: list[bytes] = []
         total = 0
         while iterator.valid():
@@ -388,6 +403,10 @@ class RocksEventStore:
     def close(self) -> None:
         if not self.read_only and self._failed is None and (self._pending_events or not self._batch.is_empty()):
             self.commit()
+        self._release()
+
+    def _release(self) -> None:
+        """Close the database. Column family views keep it (and its LOCK) open, so they go first."""
         self._views.clear()
         self._cf.clear()
         self._db.close()
