@@ -1,0 +1,151 @@
+"""The event and state codec: every registered type round-trips with generated values; damage is CorruptState."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from logwright.core.errors import CorruptState
+from logwright.core.events import ALL_EVENT_TYPES, Event, OffsetCommitted, RecordsAppended
+from logwright.core.rangeset import RangeSet
+from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry
+
+CODEC = default_registry()
+I64 = st.integers(-(2**63), 2**63 - 1)
+
+
+def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
+    """Values of a field's type, built from the dataclasses' own annotations so new fields are covered."""
+    if hint is int:
+        return I64
+    if hint is bool:
+        return st.booleans()
+    if hint is str:
+        return st.text(max_size=20)
+    if hint is bytes:
+        return st.binary(max_size=20)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(st.none() if arg is type(None) else strategy_for(arg) for arg in args))
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
+        return st.tuples(*(strategy_for(arg) for arg in args))
+    if dataclasses.is_dataclass(hint):
+        return instances(hint)
+    raise AssertionError(f"no strategy for {hint!r}: teach strategy_for about it")
+
+
+def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
+    if cls is RangeSet:
+        return st.lists(st.tuples(I64, st.integers(0, 5)), max_size=4).map(
+            lambda spans: RangeSet.of(n for start, width in spans for n in range(start, min(start + width, 2**63))))
+    hints = typing.get_type_hints(cls)
+    return st.builds(cls, **{field.name: strategy_for(hints[field.name]) for field in dataclasses.fields(cls)})
+
+
+def test_every_event_type_and_state_type_is_registered_under_a_unique_tag() -> None:
+    assert len({cls.TAG for cls in ALL_EVENT_TYPES}) == len(ALL_EVENT_TYPES)
+    assert set(CODEC.event_types()) == set(ALL_EVENT_TYPES)
+    assert not {cls.TAG for cls in ALL_EVENT_TYPES} & set(STATE_TYPES)
+
+
+@pytest.mark.parametrize("cls", ALL_EVENT_TYPES, ids=lambda cls: cls.__name__)
+@settings(max_examples=60)
+@given(data=st.data(), time_ms=I64)
+def test_events_round_trip(cls: type[Event], data: st.DataObject, time_ms: int) -> None:
+    event = data.draw(instances(cls))
+    assert CODEC.decode_event(CODEC.encode_event(time_ms, event), "test") == (time_ms, event)
+    assert CODEC.decode(CODEC.encode(event), "test") == event
+
+
+@pytest.mark.parametrize("cls", list(STATE_TYPES.values()), ids=lambda cls: cls.__name__)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_states_round_trip(cls: type[Any], data: st.DataObject) -> None:
+    state = data.draw(instances(cls))
+    decoded = CODEC.decode(CODEC.encode(state), "test")
+    assert decoded == state
+    assert type(decoded) is cls
+
+
+@pytest.mark.parametrize(
+    "value", [b"", b"\xc1", b"\x93\x01\x02", b"\x92\xcd\x03\xe9\x01", b"\xff" * 9, b"\x91\x00"],
+    ids=["empty", "never-used-byte", "unknown-tag", "wrong-field-count", "junk", "tag-zero"],
+)
+def test_undecodable_bytes_raise_corrupt_state_naming_where(value: bytes) -> None:
+    with pytest.raises(CorruptState, match="at the-place"):
+        CODEC.decode(value, "the-place")
+    with pytest.raises(CorruptState, match="at the-place"):
+        CODEC.decode_event(value, "the-place")
+
+
+def test_a_state_is_not_an_event() -> None:
+    with pytest.raises(CorruptState, match="is not an event"):
+        CODEC.decode_event(CODEC._packer.pack([0, *CODEC._as_list(RangeSet.of([1]))]), "x")
+
+
+def test_unregistered_types_are_refused_when_encoding() -> None:
+    @dataclass(frozen=True)
+    class Stranger:
+        value: int
+
+    with pytest.raises(TypeError, match="register it"):
+        CODEC.encode(Stranger(1))
+
+
+@dataclass(frozen=True, slots=True)
+class Renamed(Event):
+    TAG: ClassVar[int] = 7_001
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RenamedV2(Event):
+    """Version 2 split ``name`` into two fields; version 1 logs stay readable."""
+
+    TAG: ClassVar[int] = 7_001
+    VERSION: ClassVar[int] = 2
+    first: str
+    last: str
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        first, _, last = fields[0].partition(" ")
+        return [first, last]
+
+
+def registry_with(*classes: type[Any]) -> TypeRegistry:
+    registry = default_registry()
+    registry.register_all(classes)
+    return registry
+
+
+def test_an_older_version_is_upgraded_when_read() -> None:
+    old = registry_with(Renamed).encode_event(5, Renamed("Ada Lovelace"))
+    assert registry_with(RenamedV2).decode_event(old, "x") == (5, RenamedV2("Ada", "Lovelace"))
+
+
+def test_a_newer_version_than_this_build_reads_is_corrupt() -> None:
+    new = registry_with(RenamedV2).encode_event(5, RenamedV2("Ada", "Lovelace"))
+    with pytest.raises(CorruptState, match="version 2 cannot be read"):
+        registry_with(Renamed).decode_event(new, "x")
+
+
+def test_a_tag_cannot_be_taken_twice() -> None:
+    with pytest.raises(ValueError, match="taken by"):
+        registry_with(Renamed).register(RenamedV2)
+    with pytest.raises(ValueError, match="positive tag"):
+        TypeRegistry().register(Event)
+
+
+def test_a_records_appended_stays_small() -> None:
+    encoded = CODEC.encode_event(1_700_000_000_000, RecordsAppended(3, 1_000_000, 500, 1 << 20, 1_700_000_000_000))
+    assert len(encoded) < 40
+    assert len(CODEC.encode_event(0, OffsetCommitted("group", "topic", 0, 1))) < 30

@@ -1,0 +1,90 @@
+"""The EventStore contract on `RocksEventStore`, and what only the RocksDB engine offers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logwright.core.clock import ManualClock
+from logwright.core.errors import CorruptState
+from logwright.core.events import OffsetCommitted, TopicDeleted
+from logwright.core.partition_log import PARTITIONS
+from logwright.eventstore import keys
+from logwright.eventstore.interface import Durability
+from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
+
+from . import raw
+from .contract import BIG, EventStoreContract, Opener
+from .support import new_topic, produce
+
+
+class TestRocksEventStore(EventStoreContract):
+    read_only_error = ReadOnlyStore
+
+    def open_store(self, path: Path, **options: Any) -> RocksEventStore:
+        return RocksEventStore(path, **options)
+
+    def forget_projection(self, path: Path, projection: str) -> None:
+        prefix = keys.state_key(projection, "")
+        doomed = [key for key in raw.items(path, "state") if key.startswith(prefix)]
+        assert doomed, f"projection {projection!r} has no state rows to forget"
+        raw.delete(path, "state", doomed)
+        raw.delete(path, "meta", [raw.state_sequence_key(projection)])
+
+    def claim_coverage(self, path: Path, projection: str, sequence: int) -> None:
+        raw.put(path, "meta", raw.state_sequence_key(projection), keys.encode_sequence(sequence))
+
+
+@pytest.fixture
+def opener(tmp_path: Path) -> Any:
+    opener = Opener(TestRocksEventStore(), tmp_path / "store", ManualClock())
+    yield opener
+    opener.close_all()
+
+
+def test_close_commits_what_is_staged(opener: Opener) -> None:
+    store = opener()
+    store.append([OffsetCommitted("g", "t", 0, 1)])
+    assert opener.reopen(store).committed_sequence == 1
+
+
+def test_index_entries_are_written_with_the_append_and_removed_with_the_topic(opener: Opener) -> None:
+    store = opener()
+    created = new_topic(store, "t", 2)
+    produce(store, 0)
+    store.append([], index_entries=[(keys.time_index_key(0, 1_000), b"\x00" * 8),
+                                    (keys.time_index_key(1, 2_000), b"\x01" * 8)])
+    assert store.seek_index(keys.time_index_key(0, 0), keys.time_index_key(2, 0)) is None, "staged, not written"
+    store.commit()
+    assert store.seek_index(keys.time_index_key(0, 0), keys.time_index_key(1, 0)) == (
+        keys.time_index_key(0, 1_000), b"\x00" * 8)
+    assert store.seek_index(keys.time_index_key(0, 1_001), keys.time_index_key(1, 0)) is None
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
+    store.commit()
+    assert store.seek_index(keys.time_index_key(0, 0), keys.time_index_key(2, 0)) is None
+    assert store.read_batches(0, 0, BIG) == []
+
+
+def test_the_format_version_is_recorded_and_a_newer_one_is_refused(opener: Opener) -> None:
+    opener.close(opener())
+    assert keys.decode_sequence(raw.items(opener.path, "meta")[keys.META_FORMAT_VERSION]) == keys.FORMAT_VERSION
+    raw.put(opener.path, "meta", keys.META_FORMAT_VERSION, keys.encode_sequence(keys.FORMAT_VERSION + 1))
+    with pytest.raises(CorruptState, match="newer logwright") as refused:
+        opener()
+    assert refused.value is not None, "the caller may keep the error while it repairs the database"
+    raw.put(opener.path, "meta", keys.META_FORMAT_VERSION, keys.encode_sequence(keys.FORMAT_VERSION))
+    assert opener().committed_sequence == 0, "a failed open leaves the database unlocked"
+
+
+def test_durability_is_validated(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        RocksEventStore(tmp_path / "store", durability="sometimes")
+    store = RocksEventStore(tmp_path / "other", durability="fsync")
+    assert store.durability is Durability.FSYNC
+    store.close()
+
+
+def test_projection_names_must_be_unique(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unique"):
+        RocksEventStore(tmp_path / "store", projections=(PARTITIONS, PARTITIONS))
