@@ -1,0 +1,44 @@
+"""The child of the crash test: appends and commits forever, printing each commit once it has returned.
+
+Run as ``python -m tests.eventstore.crash_writer DATA_DIR DURABILITY SEED`` from the repository root; the
+parent kills it with SIGKILL. A printed line ``sequence partition base_offset record_count`` promises that
+everything up to ``sequence`` was committed under the durability setting.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+
+from logwright.core.catalog import topic_key
+from logwright.core.events import OffsetCommitted
+from logwright.eventstore.rocksdb import RocksEventStore
+
+from .support import new_topic, produce
+
+TOPIC = "crash"
+PARTITIONS = 2
+
+
+def main(data_dir: str, durability: str, seed: int) -> None:
+    chance = random.Random(seed)
+    store = RocksEventStore(data_dir, durability=durability)
+    if store.state("catalog", topic_key(TOPIC)) is None:
+        new_topic(store, TOPIC, PARTITIONS)
+        store.commit()
+    topic = store.state("catalog", topic_key(TOPIC))
+    appends = 0
+    while True:
+        partition_id = topic.partition_ids[appends % PARTITIONS]
+        event = produce(store, partition_id, record_count=chance.randint(1, 50),
+                        payload_size=chance.choice([100, 1_024, 16_384]))
+        if appends % 3 == 2:
+            store.append([OffsetCommitted("g", TOPIC, appends % PARTITIONS, event.last_offset + 1)])
+        store.commit()
+        sys.stdout.write(f"{store.committed_sequence} {partition_id} {event.base_offset} {event.record_count}\n")
+        sys.stdout.flush()
+        appends += 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
