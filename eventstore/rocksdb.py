@@ -16,7 +16,7 @@ import logging
 import os
 import struct
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -78,6 +78,10 @@ def _last_offset(iterator: _BoundedIterator) -> int:
     return keys.parse_record_key(iterator.key())[1] + int(last_delta)
 
 
+_Fold = tuple[str, Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str], Any], dict[str, Any]]
+"""A projection as the store folds it: name, entity keys, evolve, and its live entity states."""
+
+
 class StoreFailed(RuntimeError):
     """A write to RocksDB failed; in-memory state may be ahead of disk, so the store refuses more work."""
 
@@ -118,6 +122,10 @@ class RocksEventStore:
         self._write_options = WriteOptions()
         self._write_options.sync = self.durability is Durability.FSYNC
         self._states: dict[str, dict[str, Any]] = {projection.name: {} for projection in self._projections}
+        self._folds: list[_Fold] = [
+            (projection.name, projection.entity_keys, projection.evolve, self._states[projection.name])
+            for projection in self._projections
+        ]
         self._listeners: list[CommitListener] = []
         self._batch = WriteBatch(raw_mode=True)
         self._dirty: dict[tuple[str, str], int] = {}
@@ -181,9 +189,8 @@ class RocksEventStore:
             return
         log.info("replaying events %d..%d into projections", start, self._last_sequence)
         for logged in self.read_events(start):
-            for projection in self._projections:
-                if logged.sequence > covered[projection.name]:
-                    self._fold(projection, logged)
+            folds = [fold for fold in self._folds if logged.sequence > covered[fold[0]]]
+            self._fold(folds, logged.event, logged.sequence)
         if not self.read_only:
             self._write_staged_state(self._last_sequence)
             self._db.write(self._batch, self._write_options)
@@ -206,15 +213,17 @@ class RocksEventStore:
         if self.read_only:
             raise ReadOnlyStore(f"the store at {self.path} was opened read-only")
 
-    def _fold(self, projection: Projection[Any], logged: LoggedEvent) -> None:
-        states = self._states[projection.name]
-        for entity in projection.entity_keys(logged.event):
-            new_state = projection.evolve(states.get(entity), logged.event, entity)
-            if new_state is None:
-                states.pop(entity, None)
-            else:
-                states[entity] = new_state
-            self._dirty[(projection.name, entity)] = logged.sequence
+    def _fold(self, folds: list[_Fold], event: Event, sequence: int) -> None:
+        """Evolve the entities ``event`` names in each of ``folds``; one call per event keeps appends cheap."""
+        dirty = self._dirty
+        for name, entity_keys, evolve, states in folds:
+            for entity in entity_keys(event):
+                new_state = evolve(states.get(entity), event, entity)
+                if new_state is None:
+                    states.pop(entity, None)
+                else:
+                    states[entity] = new_state
+                dirty[(name, entity)] = sequence
 
     def append(
         self,
@@ -224,19 +233,18 @@ class RocksEventStore:
     ) -> int:
         self._check_writable()
         time_ms = self._clock.now_ms()
-        events_cf, records_cf, index_cf = self._cf["events"], self._cf["records"], self._cf["index"]
+        put, encode_event, events_cf = self._batch.put, self._types.encode_event, self._cf["events"]
         for event in events:
-            self._last_sequence += 1
-            logged = LoggedEvent(self._last_sequence, time_ms, event)
-            self._batch.put(keys.event_key(logged.sequence), self._types.encode_event(time_ms, event), events_cf)
-            for projection in self._projections:
-                self._fold(projection, logged)
+            sequence = self._last_sequence = self._last_sequence + 1
+            put(keys.event_key(sequence), encode_event(time_ms, event), events_cf)
+            self._fold(self._folds, event, sequence)
             self._delete_physically(event)
-            self._pending_events.append(logged)
+            self._pending_events.append(LoggedEvent(sequence, time_ms, event))
+        records_cf = self._cf["records"]
         for batch in batches:
-            self._batch.put(keys.record_key(batch.partition_id, batch.base_offset), batch.data, records_cf)
+            put(keys.record_key(batch.partition_id, batch.base_offset), batch.data, records_cf)
         for key, value in index_entries:
-            self._batch.put(key, value, index_cf)
+            put(key, value, self._cf["index"])
         return self._last_sequence
 
     def truncate(self, partition_id: int, log_start_offset: int, reason: str = "delete-records") -> int | None:
