@@ -6,6 +6,7 @@ read-only afterwards. Invalid values are refused with `InvalidConfig` naming the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -22,6 +23,17 @@ def long_at_least(minimum: int) -> Validator:
         except ValueError:
             return "must be an integer"
         return None if number >= minimum else f"must be at least {minimum}"
+
+    return check
+
+
+def long_between(minimum: int, maximum: int) -> Validator:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return "must be an integer"
+        return None if minimum <= number <= maximum else f"must be between {minimum} and {maximum}"
 
     return check
 
@@ -47,6 +59,19 @@ def ratio(value: str) -> str | None:
 
 def any_value(value: str) -> str | None:
     return None
+
+
+_ISO_DURATION = re.compile(r"P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?", re.IGNORECASE)
+
+
+def share_auto_offset_reset(value: str) -> str | None:
+    """KIP-932/KIP-1106: ``latest``, ``earliest`` or ``by_duration:`` and a non-negative ISO-8601 duration."""
+    if value in ("latest", "earliest"):
+        return None
+    prefix, _, duration = value.partition(":")
+    if prefix == "by_duration" and _ISO_DURATION.fullmatch(duration):
+        return None
+    return "must be latest, earliest or by_duration:<ISO-8601 duration>, e.g. by_duration:PT1H"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +180,31 @@ _BROKER_KEYS = (
 )
 
 
+_GROUP_KEYS = (
+    ConfigKey("consumer.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+              "Session timeout of members of a KIP-848 consumer group; accepted for compatibility (classic "
+              "groups use the timeout each member asks for).", "INT"),
+    ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+              "Heartbeat interval of members of a KIP-848 consumer group; accepted for compatibility.", "INT"),
+    ConfigKey("share.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+              "A share group member that does not heartbeat for this long is removed.", "INT"),
+    ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+              "How often share group members heartbeat.", "INT"),
+    ConfigKey("share.record.lock.duration.ms", "group", "30000", long_between(15000, 60000),
+              "How long a share consumer holds acquired records before they are delivered again.", "INT"),
+    ConfigKey("share.delivery.count.limit", "group", "5", long_between(2, 10),
+              "Deliveries of one record to a share group before it is archived (dead-lettered).", "INT"),
+    ConfigKey("share.auto.offset.reset", "group", "latest", share_auto_offset_reset,
+              "Where a share group starts on a partition it has never read: latest, earliest or "
+              "by_duration:<ISO-8601 duration> (the first record at most that old)."),
+    ConfigKey("share.isolation.level", "group", "read_uncommitted", one_of("read_uncommitted", "read_committed"),
+              "Whether share consumers see records of open transactions; there are no transactions yet."),
+)
+
+
 def default_registry() -> ConfigRegistry:
     """The keys the core itself understands; plugins add theirs at start-up."""
     registry = ConfigRegistry()
-    for key in (*_TOPIC_KEYS, *_BROKER_KEYS):
+    for key in (*_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS):
         registry.register(key)
     return registry

@@ -104,3 +104,23 @@ class GroupSubscribedToTopic(DomainError):
 
 class OffsetMetadataTooLarge(DomainError):
     pass
+
+
+class InvalidReplicationFactor(DomainError):
+    """There is one broker: a topic can have one replica only."""
+
+
+class InvalidReplicaAssignment(DomainError):
+    """A manual assignment named another broker, several replicas or a wrong set of partitions."""
+
+
+class InvalidRequest(DomainError):
+    """The request contradicts itself (duplicate entries, fields that exclude each other)."""
+
+
+class UnknownTopicId(DomainError):
+    pass
+
+
+class UnsupportedFeature(DomainError):
+    """The request is valid Kafka but asks for something logwright does not implement yet."""
