@@ -205,6 +205,11 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.NonEmptyGroup: ErrorCode.NON_EMPTY_GROUP,
     domain.GroupSubscribedToTopic: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
     domain.OffsetMetadataTooLarge: ErrorCode.OFFSET_METADATA_TOO_LARGE,
+    domain.InvalidReplicationFactor: ErrorCode.INVALID_REPLICATION_FACTOR,
+    domain.InvalidReplicaAssignment: ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    domain.InvalidRequest: ErrorCode.INVALID_REQUEST,
+    domain.UnknownTopicId: ErrorCode.UNKNOWN_TOPIC_ID,
+    domain.UnsupportedFeature: ErrorCode.UNSUPPORTED_VERSION,
 }
 
 

@@ -1,0 +1,187 @@
+"""Admin APIs through real clients: kafka-python's KafkaAdminClient and confluent-kafka's AdminClient."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kafka.errors as kafka_errors
+import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ResourceType
+from confluent_kafka.admin import ConfigResource as ConfluentResource
+from confluent_kafka.admin import NewTopic as ConfluentTopic
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, KafkaAdminClient, NewPartitions, NewTopic
+
+from .broker_process import BrokerProcess
+
+DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT, DYNAMIC_GROUP = 1, 2, 4, 5, 8
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    yield client
+    client.close()
+
+
+def topic_configs(admin: KafkaAdminClient, topic: str) -> dict[str, Any]:
+    result = admin.describe_configs([ConfigResource("TOPIC", topic)], config_filter="all")
+    configs: dict[str, Any] = result["topic"][topic]
+    return configs
+
+
+def test_create_list_describe_and_delete_topics(admin: KafkaAdminClient) -> None:
+    first, second = name("admin-a"), name("admin-b")
+    admin.create_topics([NewTopic(first, 3, 1), NewTopic(second, -1, -1)])
+    assert {first, second} <= set(admin.list_topics())
+    described = {topic["name"]: len(topic["partitions"]) for topic in admin.describe_topics([first, second])}
+    assert described == {first: 3, second: 1}
+    admin.delete_topics([first, second])
+    assert not {first, second} & set(admin.list_topics())
+    result = admin.delete_topics([first], raise_errors=False)
+    assert result["topics"][0]["error_code"] == kafka_errors.UnknownTopicOrPartitionError.errno
+
+
+@pytest.mark.parametrize(("topic", "error", "message"), [
+    (NewTopic("wide-topic", 1, 3), kafka_errors.InvalidReplicationFactorError, "this cluster has 1 broker"),
+    (NewTopic("bad/name", 1, 1), kafka_errors.InvalidTopicError, "may contain only ASCII letters"),
+    (NewTopic("cfg-topic", 1, 1, topic_configs={"retention.ms": "soon"}), kafka_errors.InvalidConfigurationError,
+     "invalid value 'soon' for topic config 'retention.ms': must be an integer"),
+    (NewTopic("zero-topic", 0, 1), kafka_errors.InvalidPartitionsError, "must be positive"),
+])
+def test_refused_topics_say_why(admin: KafkaAdminClient, topic: NewTopic, error: type[Exception],
+                                message: str) -> None:
+    with pytest.raises(error, match=message):
+        admin.create_topics([topic])
+
+
+def test_an_existing_topic_is_refused(admin: KafkaAdminClient) -> None:
+    topic = name("admin-dup")
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    with pytest.raises(kafka_errors.TopicAlreadyExistsError, match=f"topic '{topic}' already exists"):
+        admin.create_topics([NewTopic(topic, 1, 1)])
+
+
+def test_describe_configs_lists_defaults_with_their_sources(admin: KafkaAdminClient) -> None:
+    topic = name("admin-cfg")
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "60000"})])
+    configs = topic_configs(admin, topic)
+    def value_and_source(key: str) -> tuple[str, str]:
+        return configs[key]["value"], configs[key]["config_source"]
+
+    assert value_and_source("retention.ms") == ("60000", "DYNAMIC_TOPIC_CONFIG")
+    assert value_and_source("cleanup.policy") == ("delete", "DEFAULT_CONFIG")
+    assert {"max.message.bytes", "retention.bytes", "message.timestamp.type"} <= set(configs)
+    only = admin.describe_configs([ConfigResource("TOPIC", topic, ["retention.ms"])], config_filter="all")
+    assert list(only["topic"][topic]) == ["retention.ms"]
+    ghost = name("ghost")
+    assert admin.describe_configs([ConfigResource("TOPIC", ghost)])["topic"][ghost] == {}, "kafka-python drops errors"
+
+
+def test_alter_configs_incrementally_and_with_the_legacy_call(admin: KafkaAdminClient) -> None:
+    topic = name("admin-alter")
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    changes = {"retention.ms": "1000", "cleanup.policy": ("APPEND", "compact")}
+    admin.alter_configs([ConfigResource("TOPIC", topic, changes)], incremental=True)
+    configs = topic_configs(admin, topic)
+    assert configs["retention.ms"]["value"] == "1000"
+    assert configs["cleanup.policy"]["value"] == "delete,compact"
+    admin.alter_configs([ConfigResource("TOPIC", topic, {"retention.bytes": "4096"})], incremental=False)
+    configs = topic_configs(admin, topic)
+    assert (configs["retention.bytes"]["value"], configs["retention.bytes"]["config_source"]) == (
+        "4096", "DYNAMIC_TOPIC_CONFIG")
+    assert configs["retention.ms"]["value"] == "1000"
+    admin.reset_configs([ConfigResource("TOPIC", topic, ["retention.ms"])])
+    assert topic_configs(admin, topic)["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
+
+
+def test_an_invalid_config_value_is_invalid_config(admin: KafkaAdminClient) -> None:
+    topic = name("admin-invalid")
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    result = admin.alter_configs([ConfigResource("TOPIC", topic, {"max.message.bytes": "-7"})], incremental=True)
+    assert str(result["topic"][topic]) == ("[Error 40] InvalidConfigurationError: invalid value '-7' for topic config "
+                                           "'max.message.bytes': must be at least 0")
+    assert topic_configs(admin, topic)["max.message.bytes"]["config_source"] == "DEFAULT_CONFIG"
+
+
+def test_create_partitions_and_delete_records(admin: KafkaAdminClient, bootstrap: str) -> None:
+    topic = name("admin-records")
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    admin.create_partitions({topic: NewPartitions(3)})
+    assert len(admin.describe_topics([topic])[0]["partitions"]) == 3
+    with pytest.raises(kafka_errors.InvalidPartitionsError, match="has 3 partitions; the new count must be larger"):
+        admin.create_partitions({topic: NewPartitions(2)})
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for value in range(10):
+        producer.send(topic, f"v{value}".encode(), partition=0)
+    producer.flush()
+    producer.close()
+    partition = TopicPartition(topic, 0)
+    deleted = admin.delete_records({partition: 4})
+    assert deleted[partition]["low_watermark"] == 4
+    assert admin.delete_records({partition: -1})[partition]["low_watermark"] == 10
+    with pytest.raises(kafka_errors.OffsetOutOfRangeError):
+        admin.delete_records({partition: 20})
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    assert consumer.beginning_offsets([partition]) == {partition: 10}
+    consumer.close()
+
+
+def test_static_broker_configs_and_the_default_partition_count(tmp_path: Path) -> None:
+    process = BrokerProcess(tmp_path / "data", config={"num.partitions": "2"}).start()
+    client = KafkaAdminClient(bootstrap_servers=process.bootstrap, request_timeout_ms=10000)
+    try:
+        client.create_topics([NewTopic("defaulted", -1, -1)])
+        assert len(client.describe_topics(["defaulted"])[0]["partitions"]) == 2
+        broker = client.describe_configs([ConfigResource("BROKER", "1")], config_filter="all")["broker"]["1"]
+        assert (broker["num.partitions"]["value"], broker["num.partitions"]["config_source"]) == (
+            "2", "STATIC_BROKER_CONFIG")
+        assert broker["auto.create.topics.enable"]["config_source"] == "DEFAULT_CONFIG"
+        client.alter_configs([ConfigResource("BROKER", "1", {"num.partitions": "4"})], incremental=True)
+        broker = client.describe_configs([ConfigResource("BROKER", "1")], include_synonyms=True,
+                                         config_filter="all")["broker"]["1"]
+        assert broker["num.partitions"]["config_source"] == "DYNAMIC_BROKER_CONFIG"
+        client.create_topics([NewTopic("dynamic", -1, -1)])
+        assert len(client.describe_topics(["dynamic"])[0]["partitions"]) == 4
+        cluster = client.describe_cluster()
+        assert (cluster["controller_id"], cluster["cluster_id"]) == (1, "logwright-cluster")
+        assert [(node["broker_id"], node["port"]) for node in cluster["brokers"]] == [(1, process.port)]
+    finally:
+        client.close()
+        process.kill()
+
+
+def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic, group = name("confluent-admin"), name("share-group")
+    for future in admin.create_topics([ConfluentTopic(topic, 2, 1, config={"retention.ms": "5000"})]).values():
+        assert future.result(10) is None
+    (described,) = admin.describe_configs([ConfluentResource(ResourceType.TOPIC, topic)]).values()
+    configs = described.result(10)
+    assert (configs["retention.ms"].value, int(configs["retention.ms"].source)) == ("5000", DYNAMIC_TOPIC)
+    assert int(configs["cleanup.policy"].source) == DEFAULT
+
+    def set_group(key: str, value: str) -> Any:
+        resource = ConfluentResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        (future,) = admin.incremental_alter_configs([resource]).values()
+        return future
+
+    assert set_group("share.auto.offset.reset", "earliest").result(10) is None
+    (described,) = admin.describe_configs([ConfluentResource(ResourceType.GROUP, group)]).values()
+    configs = described.result(10)
+    assert (configs["share.auto.offset.reset"].value, int(configs["share.auto.offset.reset"].source)) == (
+        "earliest", DYNAMIC_GROUP)
+    assert (configs["share.record.lock.duration.ms"].value, int(configs["share.record.lock.duration.ms"].source)) == (
+        "30000", DEFAULT)
+    with pytest.raises(Exception, match="INVALID_CONFIG.*'share.auto.offset.reset': must be latest, earliest"):
+        set_group("share.auto.offset.reset", "sometime").result(10)
+    cluster = admin.describe_cluster().result(10)
+    assert cluster.controller.id == 1 and [node.id for node in cluster.nodes] == [1]

@@ -1,0 +1,132 @@
+"""Idempotent producers end to end: aiokafka and confluent-kafka producers, and hand-built retries.
+
+The hand-built part speaks through aiokafka's client with batches from its record builder, so each rule
+is shown on the wire: a retried batch is answered with its original offset, a gap is
+OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch is INVALID_PRODUCER_EPOCH, and all of it survives a
+restart, as the producer ids do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.client import AIOKafkaClient
+from aiokafka.protocol.produce import ProduceRequest
+from aiokafka.protocol.transaction import InitProducerIdRequest
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from confluent_kafka import Producer
+
+from .broker_process import BrokerProcess
+
+NONE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 0, 45, 47
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+async def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        await admin.close()
+
+
+def test_aiokafka_idempotent_producer_writes_each_record_once(bootstrap: str) -> None:
+    asyncio.run(_aiokafka_round_trip(bootstrap, name("idem-aiokafka")))
+
+
+async def _aiokafka_round_trip(bootstrap: str, topic: str) -> None:
+    await create_topic(bootstrap, topic)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=5)
+    await producer.start()
+    try:
+        sent = await asyncio.gather(*[await producer.send(topic, f"m{i}".encode(), partition=0) for i in range(50)])
+    finally:
+        await producer.stop()
+    assert [metadata.offset for metadata in sent] == list(range(50))
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        records = await consumer.getmany(timeout_ms=5000, max_records=100)
+    finally:
+        await consumer.stop()
+    assert [record.value for batch in records.values() for record in batch] == [f"m{i}".encode() for i in range(50)]
+
+
+def test_confluent_idempotent_producer_writes_each_record_once(bootstrap: str) -> None:
+    topic = name("idem-confluent")
+    asyncio.run(create_topic(bootstrap, topic))
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    delivered: list[int] = []
+    errors: list[Any] = []
+
+    def report(error: Any, message: Any) -> None:
+        if error is not None:
+            errors.append(error)
+        else:
+            delivered.append(message.offset())
+
+    for index in range(300):
+        producer.produce(topic, f"m{index}".encode(), partition=0, on_delivery=report)
+        producer.poll(0)
+    assert producer.flush(15) == 0
+    assert errors == [] and sorted(delivered) == list(range(300))
+
+
+class RawProducer:
+    """Produce v3+ requests with hand-set producer id, epoch and sequence, through aiokafka's client."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.client = AIOKafkaClient(bootstrap_servers=bootstrap)
+        self.topic = topic
+
+    async def __aenter__(self) -> RawProducer:
+        await self.client.bootstrap()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.close()
+
+    async def init_producer_id(self) -> tuple[int, int]:
+        response = await self.client.send(self.client.get_random_node(), InitProducerIdRequest(None, 60000))
+        assert response.error_code == NONE
+        return int(response.producer_id), int(response.producer_epoch)
+
+    async def produce(self, producer_id: int, epoch: int, sequence: int, count: int = 3) -> tuple[int, int]:
+        builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, epoch, sequence, 1 << 20)
+        for index in range(count):
+            builder.append(index, None, None, f"s{sequence + index}".encode(), [])
+        request = ProduceRequest(None, -1, 10000, [(self.topic, [(0, bytes(builder.build()))])])
+        response = await self.client.send(self.client.get_random_node(), request)
+        partition = response.topics[0][1][0]
+        return int(partition[1]), int(partition[2])
+
+
+def test_retries_gaps_and_old_epochs_are_answered_as_kafka_does(broker: BrokerProcess) -> None:
+    asyncio.run(_sequence_rules(broker, name("idem-raw")))
+
+
+async def _sequence_rules(broker: BrokerProcess, topic: str) -> None:
+    await create_topic(broker.bootstrap, topic)
+    async with RawProducer(broker.bootstrap, topic) as raw:
+        producer_id, epoch = await raw.init_producer_id()
+        assert epoch == 0
+        assert await raw.produce(producer_id, 0, 0) == (NONE, 0)
+        assert await raw.produce(producer_id, 0, 3) == (NONE, 3)
+        assert await raw.produce(producer_id, 0, 0) == (NONE, 0), "a retry of an acknowledged batch"
+        assert (await raw.produce(producer_id, 0, 9))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert await raw.produce(producer_id, 1, 0) == (NONE, 6), "a new epoch starts at sequence 0"
+        assert (await raw.produce(producer_id, 0, 6))[0] == INVALID_PRODUCER_EPOCH
+    broker.kill()
+    broker.start()
+    async with RawProducer(broker.bootstrap, topic) as raw:
+        assert await raw.produce(producer_id, 1, 0) == (NONE, 6), "duplicates are still known after a restart"
+        assert await raw.produce(producer_id, 1, 3) == (NONE, 9)
+        assert (await raw.init_producer_id())[0] > producer_id, "producer ids are never handed out twice"
