@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import signal
 import sys
-import threading
 
 import click
 
+from logwright.compat.broker import BrokerSettings
 from logwright.eventstore.check import check_store
 from logwright.eventstore.codec import event_to_json
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
+
+from .app import parse_address, run_broker
 
 DATA_DIR = click.option(
     "--data-dir", default="./data", show_default=True, type=click.Path(file_okay=False), help="RocksDB directory"
@@ -32,18 +34,21 @@ def main(log_level: str) -> None:
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to listen on")
 @click.option("--advertised", default=None, help="HOST:PORT given to clients (defaults to --listen)")
 @click.option("--durability", type=click.Choice([d.value for d in Durability]), default="wal", show_default=True)
-def serve(data_dir: str, listen: str, advertised: str | None, durability: str) -> None:
-    """Run the broker on DATA_DIR."""
-    store = RocksEventStore(data_dir, durability=durability)
-    click.echo(f"opened {data_dir}: {store.last_sequence} events; the Kafka listener is not built yet")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        stop.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        store.close()
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="broker config override")
+@click.option("--ready-file", default=None, hidden=True, help="write HOST:PORT here once listening (tests)")
+def serve(data_dir: str, listen: str, advertised: str | None, durability: str, overrides: tuple[str, ...],
+          ready_file: str | None) -> None:
+    """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
+    host, port = parse_address(listen)
+    settings = BrokerSettings(host=host, port=port)
+    if advertised:
+        settings.advertised_host, settings.advertised_port = parse_address(advertised)
+    for override in overrides:
+        key, separator, value = override.partition("=")
+        if not separator:
+            raise click.BadParameter(f"expected KEY=VALUE, got {override!r}", param_hint="--config")
+        settings.overrides[key] = value
+    asyncio.run(run_broker(data_dir, settings, Durability(durability), ready_file))
 
 
 @main.command()

@@ -1,0 +1,250 @@
+"""The running broker's shared state: the store, the catalog lookups, high watermarks and group commit.
+
+Handlers run as tasks on one event loop and stage their effects with `stage`; `durable()` resolves once
+the WriteBatch holding them is written, which happens once per loop turn (group commit). High
+watermarks move only when a commit lands, so Fetch never returns data that a crash could lose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logwright.core.catalog import (
+    COUNTER_KEY,
+    PartitionIdCounter,
+    ResourceConfig,
+    TopicState,
+    create_topic,
+    resource_key,
+    topic_key,
+)
+from logwright.core.clock import Clock
+from logwright.core.configs import ConfigRegistry, default_registry
+from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.partition_log import PartitionState, partition_key
+from logwright.eventstore.clock import SystemClock
+from logwright.eventstore.interface import LoggedEvent, StoredBatch
+from logwright.eventstore.rocksdb import RocksEventStore
+
+log = logging.getLogger(__name__)
+
+NODE_ID = 1
+_OFFSET = struct.Struct(">Q")
+
+
+@dataclass(slots=True)
+class BrokerSettings:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    cluster_id: str = "logwright-cluster"
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def public_host(self) -> str:
+        return self.advertised_host or self.host
+
+    @property
+    def public_port(self) -> int:
+        return self.advertised_port or self.port
+
+
+class Broker:
+    """One broker instance: everything a handler needs, owned by the event loop's thread."""
+
+    def __init__(
+        self,
+        store: RocksEventStore,
+        settings: BrokerSettings | None = None,
+        configs: ConfigRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings or BrokerSettings()
+        self.configs = configs or default_registry()
+        self.clock: Clock = clock or SystemClock()
+        self.node_id = NODE_ID
+        self._commit_waiters: list[asyncio.Future[None]] = []
+        self._commit_scheduled = False
+        self._high_watermarks: dict[int, int] = {}
+        self._data_arrived: asyncio.Event | None = None
+        self._topic_names_by_id: dict[bytes, str] = {}
+        for key, state in store.entities("partitions").items():
+            self._high_watermarks[int(key)] = state.next_offset
+        for state in store.entities("catalog").values():
+            if isinstance(state, TopicState):
+                self._topic_names_by_id[state.topic_id] = state.name
+        store.add_commit_listener(self._on_commit)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def broker_config(self, name: str) -> str:
+        """Effective broker config: this broker's stored override, the cluster-wide stored default (""),
+        the command-line override, then the registry default (Kafka's precedence)."""
+        for resource_name in (str(self.node_id), ""):
+            stored = self.store.state("catalog", resource_key("broker", resource_name))
+            if isinstance(stored, ResourceConfig):
+                for key, value in stored.overrides:
+                    if key == name:
+                        return value
+        if name in self.settings.overrides:
+            return self.settings.overrides[name]
+        key_info = self.configs.get("broker", name)
+        if key_info is None or key_info.default is None:
+            raise KeyError(f"unknown broker config {name!r}")
+        return key_info.default
+
+    def topic_config(self, topic: TopicState, name: str) -> str | None:
+        value = topic.config(name)
+        if value is not None:
+            return value
+        key_info = self.configs.get("topic", name)
+        return key_info.default if key_info else None
+
+    # -- catalog ------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicState | None:
+        state = self.store.state("catalog", topic_key(name))
+        return state if isinstance(state, TopicState) else None
+
+    def topic_by_id(self, topic_id: uuid.UUID | bytes) -> TopicState | None:
+        raw = topic_id.bytes if isinstance(topic_id, uuid.UUID) else topic_id
+        name = self._topic_names_by_id.get(raw)
+        return self.topic(name) if name is not None else None
+
+    def topics(self) -> list[TopicState]:
+        return sorted(
+            (state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)),
+            key=lambda state: state.name,
+        )
+
+    def partition_id(self, topic: str, index: int) -> int | None:
+        state = self.topic(topic)
+        if state is None or not 0 <= index < len(state.partition_ids):
+            return None
+        return state.partition_ids[index]
+
+    def partition(self, partition_id: int) -> PartitionState:
+        state = self.store.state("partitions", partition_key(partition_id))
+        assert isinstance(state, PartitionState), f"partition id {partition_id} has no state"
+        return state
+
+    def high_watermark(self, partition_id: int) -> int:
+        return self._high_watermarks.get(partition_id, 0)
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Sequence[tuple[str, str]] = (), validate_only: bool = False
+    ) -> TopicCreated:
+        """Decide and stage a topic creation (only decide if ``validate_only``); raises a `DomainError` if refused."""
+        counter = self.store.state("catalog", COUNTER_KEY)
+        event = create_topic(
+            self.topic(name),
+            counter if isinstance(counter, PartitionIdCounter) else None,
+            name,
+            partitions,
+            tuple(configs),
+            uuid.uuid4().bytes,
+            self.configs,
+        )
+        if not validate_only:
+            self.stage([event])
+        return event
+
+    def auto_create_enabled(self) -> bool:
+        return self.broker_config("auto.create.topics.enable").lower() == "true"
+
+    # -- group commit -------------------------------------------------------------------------
+
+    def stage(
+        self,
+        events: Sequence[Event],
+        batches: Sequence[StoredBatch] = (),
+        index_entries: Sequence[tuple[bytes, bytes]] = (),
+    ) -> int:
+        """Stage effects for this turn's WriteBatch; visible to later decisions at once."""
+        sequence = self.store.append(events, batches, index_entries)
+        for event in events:
+            if isinstance(event, TopicCreated):
+                self._topic_names_by_id[event.topic_id] = event.topic
+        self._schedule_commit()
+        return sequence
+
+    def durable(self) -> asyncio.Future[None]:
+        """A future that resolves when everything staged so far is written (or fails with the error)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._commit_waiters.append(future)
+        self._schedule_commit()
+        return future
+
+    def _schedule_commit(self) -> None:
+        if not self._commit_scheduled:
+            self._commit_scheduled = True
+            asyncio.get_running_loop().call_soon(self._commit)
+
+    def _commit(self) -> None:
+        self._commit_scheduled = False
+        waiters, self._commit_waiters = self._commit_waiters, []
+        try:
+            self.store.commit()
+        except BaseException as error:
+            log.critical("the store could not commit; the broker must stop: %s", error)
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(error)
+            raise
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def commit_now(self) -> None:
+        """Flush at shutdown or from synchronous code paths."""
+        self._commit()
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        appended = False
+        for logged in events:
+            event = logged.event
+            if isinstance(event, RecordsAppended):
+                self._high_watermarks[event.partition_id] = event.base_offset + event.record_count
+                appended = True
+            elif isinstance(event, TopicDeleted):
+                self._topic_names_by_id.pop(event.topic_id, None)
+                for partition_id in event.partition_ids:
+                    self._high_watermarks.pop(partition_id, None)
+            elif isinstance(event, LogTruncated):
+                self._high_watermarks.setdefault(event.partition_id, event.log_start_offset)
+        if appended and self._data_arrived is not None:
+            self._data_arrived.set()
+            self._data_arrived = None
+
+    async def wait_for_data(self, timeout_s: float) -> None:
+        """Sleep until a commit appends records anywhere, or the timeout passes (Fetch long polls)."""
+        if timeout_s <= 0:
+            return
+        if self._data_arrived is None:
+            self._data_arrived = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._data_arrived.wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+    # -- time index ---------------------------------------------------------------------------
+
+    @staticmethod
+    def encode_offset(offset: int) -> bytes:
+        return _OFFSET.pack(offset)
+
+    @staticmethod
+    def decode_offset(value: bytes) -> int:
+        (offset,) = _OFFSET.unpack(value)
+        return int(offset)
+
+    def describe(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "host": self.settings.public_host, "port": self.settings.public_port}

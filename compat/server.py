@@ -1,0 +1,169 @@
+"""The asyncio server: the only socket code. It moves frames between sockets and handlers.
+
+Each connection reads frames through the sans-I/O `FrameDecoder`, runs one task per request and
+writes responses strictly in request order (Kafka clients pipeline). A bad frame or an internal error
+closes that connection only; the broker and every other connection carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable
+from typing import Any
+
+from .broker import Broker
+from .errors import ErrorCode
+from .fallback import error_response, unsupported_version_response
+from .framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
+from .messages import MalformedRequest, decode_request, encode_response, parse_request_header
+from .registry import HANDLERS, RequestContext, load_handlers
+
+log = logging.getLogger(__name__)
+
+_READ_SIZE = 256 * 1024
+_connection_ids = itertools.count(1)
+
+
+class KafkaServer:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.handlers = load_handlers()
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        settings = self.broker.settings
+        self._server = await asyncio.start_server(self._accept, settings.host, settings.port, reuse_address=True)
+        sockets = self._server.sockets or []
+        if sockets and settings.port == 0:
+            settings.port = sockets[0].getsockname()[1]
+        log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,
+                 settings.public_host, settings.public_port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await Connection(self, reader, writer).run()
+        finally:
+            self._connections.discard(task)
+
+
+class Connection:
+    def __init__(self, server: KafkaServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.broker = server.broker
+        self.reader = reader
+        self.writer = writer
+        self.connection_id = next(_connection_ids)
+        peer = writer.get_extra_info("peername")
+        self.client_host = str(peer[0]) if peer else "?"
+        self.decoder = FrameDecoder(int(self.broker.broker_config("socket.request.max.bytes")))
+        self.responses: asyncio.Queue[Awaitable[bytes | None] | None] = asyncio.Queue()
+
+    async def run(self) -> None:
+        sender = asyncio.create_task(self._send_responses())
+        try:
+            await self._read_requests()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            await self.responses.put(None)
+            try:
+                await sender
+            except Exception:
+                pass
+            self.writer.close()
+
+    async def _read_requests(self) -> None:
+        while True:
+            data = await self.reader.read(_READ_SIZE)
+            if not data:
+                return
+            try:
+                frames = self.decoder.feed(data)
+            except (FrameTooLarge, InvalidFrame) as error:
+                log.warning("closing connection %d from %s: %s", self.connection_id, self.client_host, error)
+                return
+            for frame in frames:
+                if not self._dispatch(frame):
+                    return
+
+    def _dispatch(self, frame: bytes) -> bool:
+        """Queue the response for one frame; ``False`` when the connection must close."""
+        try:
+            header = parse_request_header(frame)
+        except MalformedRequest as error:
+            log.warning("closing connection %d from %s: unreadable request header: %s",
+                        self.connection_id, self.client_host, error)
+            return False
+        entry = self.server.handlers.get(header.api_key)
+        if entry is None or not entry.min_version <= header.api_version <= entry.max_version:
+            fallback = unsupported_version_response(header, frame)
+            if fallback is None:
+                log.warning("closing connection %d from %s: unsupported API key %d version %d",
+                            self.connection_id, self.client_host, header.api_key, header.api_version)
+                return False
+            log.info("API key %d version %d is not supported; answered UNSUPPORTED_VERSION",
+                     header.api_key, header.api_version)
+            self.responses.put_nowait(_ready(fallback))
+            return True
+        try:
+            _, request = decode_request(frame)
+        except MalformedRequest as error:
+            log.warning("closing connection %d from %s: malformed %s v%d request: %s", self.connection_id,
+                        self.client_host, entry.name, header.api_version, error)
+            return False
+        context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
+                                 header.client_id, self.connection_id, self.client_host)
+        self.responses.put_nowait(asyncio.ensure_future(self._handle(entry.handle, context, request)))
+        return True
+
+    async def _handle(self, handle: Any, context: RequestContext, request: Any) -> bytes | None:
+        try:
+            response = await handle(context, request)
+        except Exception:
+            log.exception("%s handler failed for correlation id %d", HANDLERS[context.api_key].name,
+                          context.correlation_id)
+            fallback = error_response(context.api_key, context.api_version, context.correlation_id,
+                                      ErrorCode.UNKNOWN_SERVER_ERROR)
+            if fallback is None:
+                raise
+            return fallback
+        if response is None:
+            return None
+        return encode_response(context.api_key, context.api_version, context.correlation_id, response)
+
+    async def _send_responses(self) -> None:
+        while True:
+            pending = await self.responses.get()
+            if pending is None:
+                return
+            try:
+                payload = await pending
+            except Exception:
+                log.exception("closing connection %d: a request could not be answered", self.connection_id)
+                self.writer.close()
+                return
+            if payload is None:
+                continue
+            self.writer.write(encode_frame(payload))
+            if self.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
+                await self.writer.drain()
+
+
+def _ready(payload: bytes) -> asyncio.Future[bytes | None]:
+    future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+    future.set_result(payload)
+    return future

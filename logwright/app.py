@@ -1,0 +1,46 @@
+"""Wiring: open the store, build the broker and its server, run until asked to stop, flush on the way out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.server import KafkaServer
+from logwright.eventstore.interface import Durability
+from logwright.eventstore.rocksdb import RocksEventStore
+
+log = logging.getLogger(__name__)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, separator, port = address.rpartition(":")
+    if not separator or not port.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+async def run_broker(
+    data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None
+) -> None:
+    store = RocksEventStore(data_dir, durability=durability)
+    broker = Broker(store, settings)
+    server = KafkaServer(broker)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signal_number, stop.set)
+    try:
+        await server.start()
+        log.info("logwright is serving %s with %d events (durability %s)", data_dir, store.last_sequence,
+                 durability.value)
+        if ready_file:
+            with open(ready_file, "w") as handle:
+                handle.write(f"{settings.host}:{settings.port}\n")
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await server.stop()
+        broker.commit_now()
+        store.close()
