@@ -57,7 +57,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         partition_results = []
         for partition_data in topic_data.partition_data:
             if acks not in (0, 1, -1):
-                result = PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks} is not 0, 1 or -1")
+                message = f"acks={acks} is not 0, 1 or -1"
+                result = PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)
             else:
                 result = produce_partition(broker, topic, int(partition_data.index), partition_data.records)
                 appended = appended or result.error_code == ErrorCode.NONE

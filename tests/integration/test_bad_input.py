@@ -1,0 +1,120 @@
+"""Bad input over a raw socket: the offending connection gets an error or is closed, the broker carries on."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import uuid
+
+from confluent_kafka import Consumer, Producer
+from logwright.compat.record_batch import build_batch
+from logwright.compat.records import Record
+
+
+def _connect(bootstrap: str) -> socket.socket:
+    host, port = bootstrap.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _request(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    client = b"bad-input-test"
+    header = struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    size_bytes = sock.recv(4, socket.MSG_WAITALL)
+    assert len(size_bytes) == 4, "the connection was closed"
+    (size,) = struct.unpack(">i", size_bytes)
+    return sock.recv(size, socket.MSG_WAITALL)
+
+
+def _closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _broker_still_serves(bootstrap: str) -> None:
+    topic = f"alive-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"still here")
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    for _ in range(100):
+        message = consumer.poll(0.3)
+        if message is not None and not message.error():
+            assert message.value() == b"still here"
+            break
+    else:
+        raise AssertionError("no record came back")
+    consumer.close()
+
+
+def test_garbage_bytes_close_only_that_connection(bootstrap: str) -> None:
+    with _connect(bootstrap) as sock:
+        sock.sendall(struct.pack(">i", 6) + b"\xff\xff\x00")
+        sock.sendall(b"\x00\x00\x00")
+        assert _closed(sock)
+    _broker_still_serves(bootstrap)
+
+
+def test_oversized_frame_is_refused_at_its_length_prefix(bootstrap: str) -> None:
+    with _connect(bootstrap) as sock:
+        sock.sendall(struct.pack(">i", 200 * 1024 * 1024))
+        assert _closed(sock)
+    _broker_still_serves(bootstrap)
+
+
+def test_unsupported_api_versions_version_gets_v0_error_with_the_api_list(bootstrap: str) -> None:
+    with _connect(bootstrap) as sock:
+        sock.sendall(_request(18, 99, 7, b""))
+        response = _read_response(sock)
+        correlation_id, error_code, count = struct.unpack_from(">ihi", response)
+        assert (correlation_id, error_code) == (7, 35)
+        assert count > 5
+
+
+def test_old_produce_version_gets_unsupported_version_not_a_dropped_connection(bootstrap: str) -> None:
+    topic = b"old-format"
+    message_set = b"\x00" * 30
+    body = struct.pack(">hii", 1, 1000, 1) + struct.pack(">h", len(topic)) + topic
+    body += struct.pack(">iii", 1, 0, len(message_set)) + message_set
+    with _connect(bootstrap) as sock:
+        sock.sendall(_request(0, 2, 11, body))
+        response = _read_response(sock)
+        correlation_id, topics, name_length = struct.unpack_from(">iih", response)
+        assert (correlation_id, topics) == (11, 1)
+        partition, error_code = struct.unpack_from(">ih", response, 10 + name_length + 4)
+        assert (partition, error_code) == (0, 35)
+
+
+def test_unknown_api_key_closes_only_that_connection(bootstrap: str) -> None:
+    with _connect(bootstrap) as sock:
+        sock.sendall(_request(31999, 0, 1, b""))
+        assert _closed(sock)
+    _broker_still_serves(bootstrap)
+
+
+def test_wrong_crc_gets_corrupt_message(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"crc-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1)])[topic].result(20)
+    batch = bytearray(build_batch([Record(0, 1_700_000_000_000, None, b"payload")]))
+    batch[-1] ^= 0xFF
+    name = topic.encode()
+    body = struct.pack(">hhi", -1, 1, 1000)  # transactional id null, acks, timeout (Produce v3)
+    body += struct.pack(">i", 1) + struct.pack(">h", len(name)) + name
+    body += struct.pack(">iii", 1, 0, len(batch)) + bytes(batch)
+    with _connect(bootstrap) as sock:
+        sock.sendall(_request(0, 3, 5, body))
+        response = _read_response(sock)
+        offset = 4 + 4 + 2 + len(name) + 4
+        partition, error_code = struct.unpack_from(">ih", response, offset)
+        assert (partition, error_code) == (0, 2)
+    _broker_still_serves(bootstrap)
