@@ -58,12 +58,14 @@ def _(event: TopicDeleted, state: PartitionState | None, key: str) -> PartitionS
 @_evolve.register
 def _(event: RecordsAppended, state: PartitionState | None, key: str) -> PartitionState | None:
     current = state or PartitionState(event.partition_id)
-    return replace(
-        current,
-        next_offset=event.base_offset + event.record_count,
-        byte_size=current.byte_size + event.byte_size,
-        batch_count=current.batch_count + 1,
-        max_timestamp=max(current.max_timestamp, event.max_timestamp),
+    # Built directly rather than with dataclasses.replace: this fold runs once per produced batch.
+    return PartitionState(
+        current.partition_id,
+        current.log_start_offset,
+        event.base_offset + event.record_count,
+        current.byte_size + event.byte_size,
+        current.batch_count + 1,
+        current.max_timestamp if current.max_timestamp >= event.max_timestamp else event.max_timestamp,
     )
 
 
