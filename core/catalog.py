@@ -124,7 +124,8 @@ def _(event: ConfigChanged, state: object, key: str) -> object:
 
 
 CATALOG: Projection[object] = Projection(
-    name="catalog", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+    name="catalog", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({TopicCreated, PartitionsCreated, TopicDeleted, ConfigChanged})
 )
 
 

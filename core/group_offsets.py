@@ -73,6 +73,7 @@ def _(event: GroupDeleted, state: GroupOffsets | None, key: str) -> GroupOffsets
 
 
 GROUP_OFFSETS: Projection[GroupOffsets] = Projection(
-    name="group_offsets", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+    name="group_offsets", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({OffsetCommitted, OffsetDeleted, GroupDeleted})
 )
 

@@ -81,7 +81,8 @@ def _(event: LogTruncated, state: PartitionState | None, key: str) -> PartitionS
 
 
 PARTITIONS: Projection[PartitionState] = Projection(
-    name="partitions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+    name="partitions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted})
 )
 
 

@@ -98,7 +98,8 @@ def _(event: TopicDeleted, state: object, key: str) -> object:
 
 
 PRODUCERS: Projection[object] = Projection(
-    name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+    name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({RecordsAppended, ProducerIdAllocated})
 )
 
 

@@ -24,6 +24,14 @@ class Projection(Generic[S]):
     name: str
     entity_keys: Callable[[Event], tuple[str, ...]]
     evolve: Callable[[S | None, Event, str], S | None]
+    handles: frozenset[type[Event]] | None = None
+    """The event types this projection folds; ``None`` means it must be asked about every event.
+
+    Declaring them lets the store skip the projection for other events (it runs on every append).
+    """
+
+    def may_fold(self, event_type: type[Event]) -> bool:
+        return self.handles is None or any(issubclass(event_type, handled) for handled in self.handles)
 
 
 def fold(projection: Projection[Any], events: Iterable[Event]) -> dict[str, Any]:

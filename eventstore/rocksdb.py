@@ -126,6 +126,7 @@ class RocksEventStore:
             (projection.name, projection.entity_keys, projection.evolve, self._states[projection.name])
             for projection in self._projections
         ]
+        self._folds_by_type: dict[type[Event], list[_Fold]] = {}
         self._listeners: list[CommitListener] = []
         self._batch = WriteBatch(raw_mode=True)
         self._dirty: dict[tuple[str, str], int] = {}
@@ -213,6 +214,11 @@ class RocksEventStore:
         if self.read_only:
             raise ReadOnlyStore(f"the store at {self.path} was opened read-only")
 
+    def _folds_for(self, event_type: type[Event]) -> list[_Fold]:
+        """The folds of the projections that declare (or may) fold ``event_type``."""
+        wanted = {projection.name for projection in self._projections if projection.may_fold(event_type)}
+        return [fold for fold in self._folds if fold[0] in wanted]
+
     def _fold(self, folds: list[_Fold], event: Event, sequence: int) -> None:
         """Evolve the entities ``event`` names in each of ``folds``; one call per event keeps appends cheap."""
         dirty = self._dirty
@@ -237,7 +243,10 @@ class RocksEventStore:
         for event in events:
             sequence = self._last_sequence = self._last_sequence + 1
             put(keys.event_key(sequence), encode_event(time_ms, event), events_cf)
-            self._fold(self._folds, event, sequence)
+            folds = self._folds_by_type.get(type(event))
+            if folds is None:
+                folds = self._folds_by_type[type(event)] = self._folds_for(type(event))
+            self._fold(folds, event, sequence)
             self._delete_physically(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
         records_cf = self._cf["records"]
