@@ -20,7 +20,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy core eventstore compat plugins logwright
+	$(BIN)/python tools/typecheck.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/eventstore.py

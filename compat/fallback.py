@@ -14,7 +14,6 @@ import datetime
 import struct
 import typing
 import uuid
-from functools import cache
 from typing import Any
 
 from .errors import ErrorCode
@@ -92,9 +91,14 @@ def _old_produce_error(header: RequestHeader, frame: bytes) -> bytes | None:
     return body
 
 
-@cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _empty(cls: type[Any], code: ErrorCode) -> Any:

@@ -82,9 +82,14 @@ def register_extension(entry: HandlerEntry) -> None:
     HANDLERS[entry.api_key] = entry
 
 
-@cache
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
 def _field_names(cls: type[Any]) -> frozenset[str]:
-    return frozenset(field.name for field in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(field.name for field in dataclasses.fields(cls))
+    return names
 
 
 def make(cls: type[Any], **values: Any) -> Any:

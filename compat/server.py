@@ -36,7 +36,7 @@ class KafkaServer:
     async def start(self) -> None:
         settings = self.broker.settings
         self._server = await asyncio.start_server(self._accept, settings.host, settings.port, reuse_address=True)
-        sockets = self._server.sockets or []
+        sockets: tuple[Any, ...] = tuple(self._server.sockets or ())
         if sockets and settings.port == 0:
             settings.port = sockets[0].getsockname()[1]
         log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,

@@ -18,7 +18,7 @@ import struct
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import Clock
@@ -168,14 +168,14 @@ class RocksEventStore:
         elif keys.decode_sequence(version) > keys.FORMAT_VERSION:
             raise CorruptState(f"{self.path} was written by a newer logwright (format {keys.decode_sequence(version)})")
         for key, value in self._views["state"].items():
-            projection, entity = keys.parse_state_key(key)
-            if projection not in self._states:
-                log.warning("state of unknown projection %r is ignored (a plugin is missing?)", projection)
+            projection_name, entity = keys.parse_state_key(cast(bytes, key))
+            if projection_name not in self._states:
+                log.warning("state of unknown projection %r is ignored (a plugin is missing?)", projection_name)
                 continue
             where = f"column family 'state' key {key!r}"
             if len(value) < 8:
                 raise CorruptState(f"cannot decode the value at {where}: {len(value)} bytes is too short")
-            self._states[projection][entity] = self._types.decode(value[8:], where)
+            self._states[projection_name][entity] = self._types.decode(value[8:], where)
         covered = {}
         for projection in self._projections:
             raw = meta.get(_state_sequence_key(projection.name))
@@ -309,9 +309,9 @@ class RocksEventStore:
 
     def _write_staged_state(self, sequence: int) -> None:
         state_cf, meta_cf = self._cf["state"], self._cf["meta"]
-        for (projection, entity), entity_sequence in self._dirty.items():
-            key = keys.state_key(projection, entity)
-            value = self._states[projection].get(entity)
+        for (projection_name, entity), entity_sequence in self._dirty.items():
+            key = keys.state_key(projection_name, entity)
+            value = self._states[projection_name].get(entity)
             if value is None:
                 self._batch.delete(key, state_cf)
             else:
@@ -404,8 +404,8 @@ class RocksEventStore:
     def stored_states(self) -> Iterator[tuple[str, str, int, bytes]]:
         """Raw ``state`` rows (projection, entity, covered sequence, encoded state) for `check`."""
         for key, value in self._views["state"].items():
-            projection, entity = keys.parse_state_key(key)
-            yield projection, entity, keys.decode_sequence(value), value[8:]
+            projection_name, entity = keys.parse_state_key(cast(bytes, key))
+            yield projection_name, entity, keys.decode_sequence(value), value[8:]
 
     @property
     def types(self) -> TypeRegistry:
