@@ -210,6 +210,8 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.InvalidRequest: ErrorCode.INVALID_REQUEST,
     domain.UnknownTopicId: ErrorCode.UNKNOWN_TOPIC_ID,
     domain.UnsupportedFeature: ErrorCode.UNSUPPORTED_VERSION,
+    domain.InvalidRecordState: ErrorCode.INVALID_RECORD_STATE,
+    domain.UnknownSubscription: ErrorCode.GROUP_ID_NOT_FOUND,
 }
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import CATALOG
+from .cursor import CURSORS
 from .group_offsets import GROUP_OFFSETS
 from .groups import GROUPS
 from .partition_log import PARTITIONS
 from .producers import PRODUCERS
 from .projection import Projection
 
-CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS)
+CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS)

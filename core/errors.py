@@ -124,3 +124,11 @@ class UnknownTopicId(DomainError):
 
 class UnsupportedFeature(DomainError):
     """The request is valid Kafka but asks for something logwright does not implement yet."""
+
+
+class InvalidRecordState(DomainError):
+    """An acknowledgement names records that are not in the state it needs (not acquired by that consumer)."""
+
+
+class UnknownSubscription(DomainError):
+    """No cursor exists for that subscription on that partition."""

@@ -196,6 +196,9 @@ class StaticMemberReplaced(Event):
     new_member_id: str
 
 
+# Defined after Event, which they subclass; the import is here so this stays the one list of event types.
+from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
+
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     TopicCreated,
     PartitionsCreated,
@@ -213,4 +216,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     GenerationStarted,
     AssignmentsSynced,
     StaticMemberReplaced,
+    *CURSOR_EVENT_TYPES,
 )

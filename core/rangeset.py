@@ -24,6 +24,19 @@ class RangeSet:
             result = result.add(offset, offset)
         return result
 
+    @classmethod
+    def from_ranges(cls, ranges: Iterable[tuple[int, int]]) -> RangeSet:
+        """Ranges in any order, overlapping or touching, merged into one set."""
+        merged: list[tuple[int, int]] = []
+        for first, last in sorted(ranges):
+            if first > last:
+                raise ValueError(f"range ({first}, {last}) is empty")
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+            else:
+                merged.append((first, last))
+        return cls(tuple(merged))
+
     def __post_init__(self) -> None:
         previous_last: int | None = None
         for first, last in self.ranges:
@@ -96,11 +109,17 @@ class RangeSet:
         """Only the offsets at or above ``limit``: what is left after a mark-delete moves to ``limit - 1``."""
         return self.remove(_MIN, limit - 1) if self.ranges and self.ranges[0][0] < limit else self
 
+    def within(self, first: int, last: int) -> RangeSet:
+        """Only the offsets inside ``first..last``."""
+        clipped = tuple(
+            (max(range_first, first), min(range_last, last))
+            for range_first, range_last in self.ranges
+            if range_last >= first and range_first <= last
+        )
+        return RangeSet(clipped)
+
     def union(self, other: RangeSet) -> RangeSet:
-        result = self
-        for first, last in other.ranges:
-            result = result.add(first, last)
-        return result
+        return RangeSet.from_ranges((*self.ranges, *other.ranges))
 
     def missing(self, first: int, last: int) -> RangeSet:
         """The offsets of ``first..last`` that are not in the set (the holes)."""
@@ -109,10 +128,23 @@ class RangeSet:
         return RangeSet(((first, last),)).difference(self)
 
     def difference(self, other: RangeSet) -> RangeSet:
-        result = self
-        for first, last in other.ranges:
-            result = result.remove(first, last)
-        return result
+        """One sweep over both sorted range lists: O(len(self.ranges) + len(other.ranges))."""
+        kept: list[tuple[int, int]] = []
+        removing = other.ranges
+        index = 0
+        for first, last in self.ranges:
+            while index < len(removing) and removing[index][1] < first:
+                index += 1
+            position = first
+            probe = index
+            while probe < len(removing) and removing[probe][0] <= last:
+                if removing[probe][0] > position:
+                    kept.append((position, removing[probe][0] - 1))
+                position = max(position, removing[probe][1] + 1)
+                probe += 1
+            if position <= last:
+                kept.append((position, last))
+        return RangeSet(tuple(kept))
 
 
 _MAX = 2**63 - 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgpack
 from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicState
+from logwright.core.cursor import CursorState, Delivery, Redelivery
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
 from logwright.core.group_offsets import CommittedOffset, GroupOffsets
@@ -124,6 +125,9 @@ STATE_TYPES: dict[int, type[Any]] = {
     1010: ProducerIdCounter,
     1020: GroupState,
     1021: GroupMember,
+    1030: CursorState,
+    1031: Delivery,
+    1032: Redelivery,
 }
 
 

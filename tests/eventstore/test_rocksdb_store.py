@@ -88,3 +88,27 @@ def test_durability_is_validated(tmp_path: Path) -> None:
 def test_projection_names_must_be_unique(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unique"):
         RocksEventStore(tmp_path / "store", projections=(PARTITIONS, PARTITIONS))
+
+
+def test_cursor_state_with_holes_in_flight_and_counts_survives_a_reopen(opener: Opener) -> None:
+    """Every ack is durable and nothing is capped (W3); locks and delivery counts come back too (W1, W4)."""
+    from logwright.core import cursor_commands as commands
+    from logwright.core.cursor import CURSORS, cursor_key
+    from logwright.core.cursor_events import SubscriptionCreated
+
+    store = opener()
+    key = cursor_key("sub", 0)
+    store.append([SubscriptionCreated("sub", 0, "t", 0)])
+    acquired = commands.acquire(store.state("cursors", key), 0, 20_002, "c1", 20_002, 0, 30_000)
+    store.append([acquired])
+    every_other = tuple((offset, offset) for offset in range(0, 20_000, 2))
+    store.append([commands.acknowledge(store.state("cursors", key), "c1", every_other)])
+    store.append(commands.release(store.state("cursors", key), "c1", ((20_001, 20_001),), 0, 0, 5))
+    store.commit()
+    before = store.state("cursors", key)
+    assert len(before.settled.ranges) == 10_000 - 1 and before.mark_delete_position == 0
+    reopened = opener.reopen(store)
+    assert reopened.state("cursors", key) == before
+    assert commands.delivery_count(reopened.state("cursors", key), 20_001) == 1
+    assert commands.in_flight_for(reopened.state("cursors", key), "c1")[0] == (1, 1)
+    assert CURSORS.name == "cursors"
