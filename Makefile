@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean
+.PHONY: serve test lint bench clean compat-peers
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,14 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# kafka-python's own integration suite against a logwright broker (sdist fetched into peers/.cache).
+$(VENV)/.peers-installed: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,peers]'
+	touch $@
+
+compat-peers: $(VENV)/.peers-installed
+	$(BIN)/python peers/kafka_python.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -8,6 +8,7 @@ watermarks move only when a commit lands, so Fetch never returns data that a cra
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import struct
 import uuid
@@ -56,6 +57,20 @@ class BrokerSettings:
         return self.advertised_port or self.port
 
 
+def with_static_configs(settings: BrokerSettings) -> BrokerSettings:
+    """The settings with the static keys Kafka reports for every broker filled in where not given.
+
+    ``node.id`` is Kafka's static broker id (test harnesses written for Kafka often use 0);
+    ``listeners`` and ``advertised.listeners`` say where this broker serves, in Kafka's form.
+    """
+    static = {"node.id": str(NODE_ID), "listeners": f"PLAINTEXT://{settings.host}:{settings.port}",
+              "advertised.listeners": f"PLAINTEXT://{settings.public_host}:{settings.public_port}"}
+    node_id = settings.overrides.get("node.id", static["node.id"])
+    if not node_id.isdigit():
+        raise ValueError(f"node.id must be a non-negative integer, got {node_id!r}")
+    return dataclasses.replace(settings, overrides={**static, **settings.overrides})
+
+
 class Broker:
     """One broker instance: everything a handler needs, owned by the event loop's thread."""
 
@@ -67,10 +82,10 @@ class Broker:
         clock: Clock | None = None,
     ) -> None:
         self.store = store
-        self.settings = settings or BrokerSettings()
+        self.settings = with_static_configs(settings or BrokerSettings())
         self.configs = configs or default_registry()
         self.clock: Clock = clock or SystemClock()
-        self.node_id = NODE_ID
+        self.node_id = int(self.settings.overrides["node.id"])
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}

@@ -177,6 +177,13 @@ _BROKER_KEYS = (
               "Largest session timeout a consumer group member may ask for.", "INT"),
     ConfigKey("group.max.size", "broker", "2147483647", long_at_least(1),
               "Most members a classic consumer group may have.", "INT"),
+    ConfigKey("node.id", "broker", "1", long_at_least(0),
+              "This broker's id in Metadata and FindCoordinator; set at start-up (--config node.id=N).", "INT",
+              read_only=True),
+    ConfigKey("listeners", "broker", None, any_value, "Where this broker listens (--listen).", "LIST",
+              read_only=True),
+    ConfigKey("advertised.listeners", "broker", None, any_value,
+              "The address given to clients (--advertised, else --listen).", "LIST", read_only=True),
 )
 
 
