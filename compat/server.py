@@ -43,12 +43,17 @@ class KafkaServer:
                  settings.public_host, settings.public_port)
 
     async def stop(self) -> None:
+        """Stop accepting, end every open connection, then wait for the listener to close.
+
+        Connections are ended first: from Python 3.12 on, ``wait_closed`` waits for them.
+        """
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -56,6 +61,10 @@ class KafkaServer:
         self._connections.add(task)
         try:
             await Connection(self, reader, writer).run()
+        except asyncio.CancelledError:
+            # Only stop() cancels a connection. Ending normally matters on Python 3.11, whose
+            # start_server callback logs a cancelled connection task as an unhandled error.
+            writer.close()
         finally:
             self._connections.discard(task)
 
