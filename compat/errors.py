@@ -212,6 +212,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.UnsupportedFeature: ErrorCode.UNSUPPORTED_VERSION,
     domain.InvalidRecordState: ErrorCode.INVALID_RECORD_STATE,
     domain.UnknownSubscription: ErrorCode.GROUP_ID_NOT_FOUND,
+    domain.ConsumerBusy: ErrorCode.GROUP_MAX_SIZE_REACHED,
 }
 
 

@@ -132,3 +132,8 @@ class InvalidRecordState(DomainError):
 
 class UnknownSubscription(DomainError):
     """No cursor exists for that subscription on that partition."""
+
+
+class ConsumerBusy(DomainError):
+    """The subscription's mode refuses this consumer: an Exclusive subscription already has one, or the
+    key-hash ranges it declares are owned by another consumer (Pulsar's ``ConsumerBusy``)."""

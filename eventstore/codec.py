@@ -22,9 +22,11 @@ from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
 from logwright.core.group_offsets import CommittedOffset, GroupOffsets
 from logwright.core.groups import GroupMember, GroupState
+from logwright.core.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
 from logwright.core.partition_log import PartitionState
 from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
+from logwright.core.subscription_mode import Membership, ModeConsumer
 
 _DATACLASS_EXT = 1
 
@@ -128,6 +130,11 @@ STATE_TYPES: dict[int, type[Any]] = {
     1030: CursorState,
     1031: Delivery,
     1032: Redelivery,
+    1040: HashRange,
+    1041: OwnedRange,
+    1042: KeyHashOwnership,
+    1043: ModeConsumer,
+    1044: Membership,
 }
 
 

@@ -1,0 +1,199 @@
+"""The plugin host: one pluggy `PluginManager` per broker, behind typed accessors.
+
+Nothing else in logwright touches pluggy. The host registers the built-in plugins and those found in
+the ``logwright.plugins`` entry-point group, refuses misspelled hooks (`check_pending`), and hands out
+what the registration hooks added as plain objects (modes, config keys, projections, handlers, tasks),
+so per-record dispatch calls them directly. Decisions and wrappers are called per request.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, cast
+
+import pluggy
+from logwright.compat.registry import HandlerEntry
+from logwright.core import CORE_PROJECTIONS
+from logwright.core.configs import ConfigKey, ConfigRegistry, default_registry, one_of
+from logwright.core.errors import InvalidConfig
+from logwright.core.plugin_decisions import Admission, AppendRequest, Redeliver, ReleasedDelivery, ReleaseDecision
+from logwright.core.projection import Projection
+from logwright.core.subscription_mode import SubscriptionMode
+from logwright.eventstore.codec import TypeRegistry
+from logwright.eventstore.codec import default_registry as default_types
+
+from . import spec
+from .registrars import (
+    BackgroundTask,
+    BackgroundTaskRegister,
+    ConfigKeyRegister,
+    ExtensionHandlerRegister,
+    Ledger,
+    PluginProjection,
+    ProjectionRegister,
+    Registration,
+    SubscriptionModeRegister,
+)
+
+ENTRY_POINT_GROUP = "logwright.plugins"
+BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
+"""Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
+
+SUBSCRIPTION_MODE_KEY = "logwright.subscription.mode"
+DEFAULT_MODE = "shared"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSource:
+    """Where a plugin came from: ``builtin``, or an entry point of an installed distribution."""
+
+    kind: str
+    module: str
+    entry_point: str = ""
+    distribution: str = ""
+    version: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "builtin":
+            return f"builtin ({self.module})"
+        return f"entry point {self.entry_point} of {self.distribution} {self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    name: str
+    source: PluginSource
+    registrations: tuple[Registration, ...]
+
+
+class PluginHost:
+    """One broker's plugins. Build with `PluginHost.load()`; register extra plugins before serving."""
+
+    def __init__(self) -> None:
+        self._manager = pluggy.PluginManager(spec.PROJECT)
+        self._manager.add_hookspecs(spec)
+        self._ledger = Ledger()
+        self._sources: dict[str, PluginSource] = {}
+        hooks = self._manager.hook
+        hooks.logwright_register_subscription_modes.call_historic(
+            kwargs={"register": SubscriptionModeRegister(self._ledger)})
+        hooks.logwright_register_config_keys.call_historic(kwargs={"register": ConfigKeyRegister(self._ledger)})
+        hooks.logwright_register_extension_handlers.call_historic(
+            kwargs={"register": ExtensionHandlerRegister(self._ledger)})
+        hooks.logwright_register_projections.call_historic(kwargs={"register": ProjectionRegister(self._ledger)})
+        hooks.logwright_register_background_tasks.call_historic(
+            kwargs={"register": BackgroundTaskRegister(self._ledger)})
+
+    @classmethod
+    def load(cls, *, builtins: bool = True, installed: bool = True, extra: Iterable[tuple[str, object]] = ()
+             ) -> PluginHost:
+        """A host with the built-in plugins, the installed ones and ``extra`` (name, plugin), checked."""
+        host = cls()
+        if builtins:
+            host.load_builtins()
+        if installed:
+            host.load_entry_points()
+        for name, plugin in extra:
+            host.register(plugin, name, PluginSource("extra", getattr(plugin, "__name__", type(plugin).__name__)))
+        host.check_pending()
+        return host
+
+    # -- registration ----------------------------------------------------------------------------
+
+    def register(self, plugin: object, name: str, source: PluginSource) -> None:
+        """Register ``plugin``; its registration hooks run now (pluggy replays the historic calls)."""
+        if name in self._sources:
+            raise ValueError(f"a plugin named {name!r} is already registered ({self._sources[name].describe()})")
+        with self._ledger.attributing(name):
+            self._manager.register(plugin, name)
+        self._sources[name] = source
+
+    def load_builtins(self) -> None:
+        for name in BUILTIN_PLUGINS:
+            module = importlib.import_module(f"{__package__}.{name}")
+            self.register(module, name, PluginSource("builtin", module.__name__))
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Register every plugin installed under ``group`` (name = the entry point's name)."""
+        for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+            if self._manager.is_blocked(entry.name):
+                continue
+            plugin = entry.load()
+            distribution = entry.dist
+            self.register(plugin, entry.name, PluginSource(
+                "entry point", getattr(plugin, "__name__", type(plugin).__name__), entry.value,
+                distribution.name if distribution else "?", distribution.version if distribution else "?"))
+
+    def check_pending(self) -> None:
+        """Refuse ``logwright_*`` hook implementations that match no hook spec (misspellings)."""
+        self._manager.check_pending()
+
+    def plugins(self) -> list[PluginInfo]:
+        """Each plugin, where it came from and what it registered, in registration order."""
+        return [PluginInfo(name, source, tuple(e for e in self._ledger.entries if e.plugin == name))
+                for name, source in self._sources.items()]
+
+    # -- what the registries collected -----------------------------------------------------------
+
+    def subscription_modes(self) -> Mapping[str, SubscriptionMode]:
+        return {mode.name: mode for mode in self._ledger.of_kind(SubscriptionModeRegister.KIND)}
+
+    def subscription_mode(self, name: str) -> SubscriptionMode:
+        modes = self.subscription_modes()
+        if name not in modes:
+            raise InvalidConfig(f"unknown subscription mode {name!r}: expected one of {', '.join(sorted(modes))}")
+        return modes[name]
+
+    def config_keys(self) -> tuple[ConfigKey, ...]:
+        """Plugin keys, plus ``logwright.subscription.mode`` whose values are the registered modes."""
+        keys: list[ConfigKey] = self._ledger.of_kind(ConfigKeyRegister.KIND)
+        modes = sorted(self.subscription_modes())
+        if modes:
+            default = DEFAULT_MODE if DEFAULT_MODE in modes else modes[0]
+            keys.append(ConfigKey(SUBSCRIPTION_MODE_KEY, "group", default, one_of(*modes),
+                                  f"How the group's subscription dispatches records: {', '.join(modes)}."))
+        return tuple(keys)
+
+    def config_registry(self) -> ConfigRegistry:
+        """The core's keys and every plugin's; a plugin key that clashes with a core key is refused."""
+        registry = default_registry()
+        for key in self.config_keys():
+            registry.register(key)
+        return registry
+
+    def extension_handlers(self) -> Mapping[int, HandlerEntry]:
+        return {entry.api_key: entry for entry in self._ledger.of_kind(ExtensionHandlerRegister.KIND)}
+
+    def plugin_projections(self) -> tuple[PluginProjection, ...]:
+        return tuple(self._ledger.of_kind(ProjectionRegister.KIND))
+
+    def projections(self) -> tuple[Projection[Any], ...]:
+        """The core projections followed by the plugins', for the event store."""
+        return (*CORE_PROJECTIONS, *(p.projection for p in self.plugin_projections()))
+
+    def type_registry(self) -> TypeRegistry:
+        """The codec's core types and every plugin's events and states."""
+        types = default_types()
+        for plugin_projection in self.plugin_projections():
+            types.register_all(plugin_projection.event_types)
+            for tag, cls in plugin_projection.state_types.items():
+                types.register(cls, tag)
+        return types
+
+    def background_tasks(self) -> tuple[BackgroundTask, ...]:
+        return tuple(self._ledger.of_kind(BackgroundTaskRegister.KIND))
+
+    # -- decisions and wrappers ------------------------------------------------------------------
+
+    def decide_release(self, delivery: ReleasedDelivery) -> ReleaseDecision:
+        """What to do with released or expired records (redeliver at once if no plugin decides)."""
+        decision = self._manager.hook.logwright_decide_release(delivery=delivery)
+        return cast(ReleaseDecision, decision) if decision is not None else Redeliver(0)
+
+    def admit_append(self, request: AppendRequest) -> Admission:
+        """Which partitions of a produce request are refused (none if no plugin objects)."""
+        admission = self._manager.hook.logwright_admit_append(request=request)
+        return cast(Admission, admission) if admission is not None else Admission()

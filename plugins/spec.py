@@ -1,0 +1,131 @@
+"""The hooks a logwright plugin may implement, each named ``logwright_*``.
+
+Three families (DESIGN §5):
+
+- **registries** (``historic``): a plugin adds subscription modes, config keys, extension API handlers,
+  projections and background tasks. The host calls them once for each plugin, as the plugin is
+  registered at start-up; what they add is handed out as plain objects, so per-record work never goes
+  through pluggy.
+- **decisions** (``firstresult``): the first plugin with an opinion decides; built-in defaults run last.
+- **wrappers**: implement the hook with ``@hookimpl(wrapper=True)``, ``yield`` to get the inner result,
+  and return it or a changed one. They run per request, never per record.
+
+Implement a hook with ``from logwright.plugins.spec import hookimpl``. A misspelled ``logwright_`` hook
+is refused when the broker starts (`PluginHost.check_pending`).
+"""
+
+from __future__ import annotations
+
+import pluggy
+from logwright.core.plugin_decisions import Admission, AppendRequest, ReleasedDelivery, ReleaseDecision
+
+from .registrars import (
+    BackgroundTaskRegister,
+    ConfigKeyRegister,
+    ExtensionHandlerRegister,
+    ProjectionRegister,
+    SubscriptionModeRegister,
+)
+
+PROJECT = "logwright"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -- registries ------------------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
+    """Add subscription modes with ``register.add(mode)``.
+
+    :param register: takes objects implementing `logwright.core.subscription_mode.SubscriptionMode`;
+        two plugins offering the same ``mode.name`` stop the broker from starting.
+
+    Called once per plugin at start-up. The names become the allowed values of the group config
+    ``logwright.subscription.mode``. Return value: ignored.
+    """
+
+
+@hookspec(historic=True)
+def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
+    """Add topic, group or broker config keys with ``register.add(ConfigKey(...))``.
+
+    :param register: takes `logwright.core.configs.ConfigKey` (name, resource type, default, validator,
+        documentation). The keys join the broker's `ConfigRegistry`, so DescribeConfigs lists them and
+        (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and the validator's message.
+
+    Called once per plugin at start-up. Prefix names with ``logwright.`` and the plugin's name.
+    Return value: ignored.
+    """
+
+
+@hookspec(historic=True)
+def logwright_register_extension_handlers(register: ExtensionHandlerRegister) -> None:
+    """Serve API keys Kafka does not have with ``register.add(api_key, name, min_version, max_version, handle)``.
+
+    :param register: ``api_key`` must be in ``registrars.EXTENSION_API_KEYS``; ``handle`` is a coroutine
+        ``(RequestContext, request) -> response`` as for the built-in handlers in ``compat/``.
+
+    Called once per plugin at start-up; ApiVersions advertises the keys (standard clients ignore them).
+    Return value: ignored.
+    """
+
+
+@hookspec(historic=True)
+def logwright_register_projections(register: ProjectionRegister) -> None:
+    """Add projections with ``register.add(projection, event_types, state_types)``.
+
+    :param register: takes a `logwright.core.projection.Projection` (declare ``handles`` so the store
+        folds only the events it needs), the plugin's own event classes (each with a ``TAG`` that no
+        other event uses) and its state classes (tag → class, tags from 2000 up) for the codec.
+
+    Called once per plugin at start-up. The projection's state is written with each event, and
+    ``logwright check`` refolds it like the core ones. Return value: ignored.
+    """
+
+
+@hookspec(historic=True)
+def logwright_register_background_tasks(register: BackgroundTaskRegister) -> None:
+    """Add long-running coroutines with ``register.add(BackgroundTask(name, run, doc))``.
+
+    :param register: takes `registrars.BackgroundTask`; ``run(broker)`` starts with the server and is
+        cancelled at shutdown. It must wait through the broker's clock, never sleep on wall time alone.
+
+    Called once per plugin at start-up. Return value: ignored.
+    """
+
+
+# -- decisions -------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | None:
+    """Decide what happens to records that came back unacknowledged.
+
+    :param delivery: one partition's records with the same delivery count, why they came back
+        (released by the consumer, lock expired, consumer left), the delay the consumer asked for and
+        the group's configs.
+
+    Called when a consumer releases records, when locks expire and when a consumer leaves holding
+    records: once per partition and delivery count, never per record. Return `Redeliver(delay_ms)`
+    to make them available again after the delay, `Reject(reason)` to archive (dead-letter) them, or
+    ``None`` to let the next plugin decide. The built-in ``redelivery`` plugin decides last: it rejects
+    at ``share.delivery.count.limit`` deliveries and otherwise redelivers after the requested delay.
+    """
+
+
+# -- wrappers --------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def logwright_admit_append(request: AppendRequest) -> Admission | None:
+    """Admit or refuse a produce request's appends before anything is written.
+
+    :param request: every partition the request appends to, with record counts and sizes.
+
+    Called once per produce request. The built-in ``admission`` plugin admits everything; quota and
+    dedup plugins wrap it (``@hookimpl(wrapper=True)``): ``admission = yield`` and return
+    ``admission.refuse(partition_id, SomeDomainError("why"))`` for partitions they refuse. A refused
+    partition is answered with the error's Kafka code and message; the others are appended.
+    """
