@@ -14,6 +14,7 @@ from logwright.eventstore.check import check_store
 from logwright.eventstore.codec import event_to_json
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
 
 from .app import parse_address, run_broker
 
@@ -85,14 +86,35 @@ def check(data_dir: str) -> None:
     sys.exit(0 if report.consistent else 1)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object per plugin")
+def plugins(as_json: bool) -> None:
+    """List the loaded plugins, where each comes from and what it registers."""
+    for info in PluginHost.load().plugins():
+        registered = [f"{entry.kind}: {entry.name}" for entry in info.registrations]
+        if as_json:
+            click.echo(json.dumps({"name": info.name, "source": info.source.describe(), "registers": registered,
+                                   "hooks": list(info.hooks)}))
+            continue
+        click.echo(f"{info.name}  [{info.source.describe()}]")
+        for line in (*registered, f"hooks: {', '.join(info.hooks)}"):
+            click.echo(f"    {line}")
+
+
 def _open_for_reading(data_dir: str) -> RocksEventStore:
-    """Open read-write (creating a new store); if a broker holds the lock, open a read-only view."""
+    """Open read-write (creating a new store); if a broker holds the lock, open a read-only view.
+
+    The installed plugins' projections and event types are included, so their events decode and
+    their projections are checked like the core ones.
+    """
+    host = PluginHost.load()
+    projections, types = host.projections(), host.type_registry()
     try:
-        return RocksEventStore(data_dir)
+        return RocksEventStore(data_dir, projections=projections, types=types)
     except Exception as error:
         if "lock" not in str(error).lower():
             raise
-        return RocksEventStore(data_dir, read_only=True)
+        return RocksEventStore(data_dir, read_only=True, projections=projections, types=types)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ class PluginInfo:
     name: str
     source: PluginSource
     registrations: tuple[Registration, ...]
+    hooks: tuple[str, ...]
+    """The ``logwright_*`` hooks it implements."""
 
 
 class PluginHost:
@@ -133,7 +135,9 @@ class PluginHost:
 
     def plugins(self) -> list[PluginInfo]:
         """Each plugin, where it came from and what it registered, in registration order."""
-        return [PluginInfo(name, source, tuple(e for e in self._ledger.entries if e.plugin == name))
+        return [PluginInfo(name, source, tuple(e for e in self._ledger.entries if e.plugin == name),
+                           tuple(sorted(caller.name for caller in self._manager.get_hookcallers(
+                               self._manager.get_plugin(name)) or ())))
                 for name, source in self._sources.items()]
 
     # -- what the registries collected -----------------------------------------------------------

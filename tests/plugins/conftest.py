@@ -33,7 +33,7 @@ class Subscription:
     def __init__(self, mode: SubscriptionMode, keys: list[bytes | None] | None = None, partition_count: int = 1,
                  records: int = 10, settings: Mapping[str, str] | None = None) -> None:
         self.mode = mode
-        self.keys = keys if keys is not None else [None] * records
+        self.keys: list[bytes | None] = keys if keys is not None else [None] * records
         self.partition_count = partition_count
         self.membership = Membership("sub")
         self.settings = dict(settings or {})
