@@ -76,7 +76,13 @@ def load_handlers() -> dict[int, HandlerEntry]:
 
 
 def register_extension(entry: HandlerEntry) -> None:
-    """Plugins add API keys outside Kafka's range through the same table."""
+    """Plugins add API keys outside Kafka's range through the same table.
+
+    Registering an equal entry again changes nothing (a second broker in one process loading the same
+    plugins); a different handler for a taken key is refused.
+    """
+    if HANDLERS.get(entry.api_key) == entry:
+        return
     if entry.api_key in HANDLERS:
         raise ValueError(f"API key {entry.api_key} ({entry.name}) has two handlers")
     HANDLERS[entry.api_key] = entry

@@ -7,6 +7,10 @@ that order (Pulsar's newer brokers use a hash ring of names there; a fixed order
 and survives restarts through the membership the caller records). When a consumer leaves, the order
 is recomputed over those that remain; the caller releases the leaver's unacknowledged records, so the
 new active consumer receives everything from mark-delete + 1 and no acknowledgement is lost.
+
+A new active consumer starts on a partition only once no other consumer holds records there: when a
+higher-priority consumer joins while the previous active one still works, it waits for those acks (or
+their lock expiry) instead of Pulsar's rewind, so the switch-over neither duplicates nor reorders.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class FailoverMode:
 
     def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
         if active_consumer(view.membership, view.partition_index) != consumer_id:
+            return RangeSet()
+        if any(held for other, held in view.in_flight.items() if other != consumer_id):
             return RangeSet()
         return first_offsets(candidates, limit)
 

@@ -8,14 +8,15 @@ so per-record dispatch calls them directly. Decisions and wrappers are called pe
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
-from logwright.compat.registry import HandlerEntry
+from logwright.compat.registry import HandlerEntry, register_extension
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.configs import ConfigKey, ConfigRegistry, default_registry, one_of
 from logwright.core.errors import InvalidConfig
@@ -37,6 +38,9 @@ from .registrars import (
     Registration,
     SubscriptionModeRegister,
 )
+
+if TYPE_CHECKING:
+    from logwright.compat.broker import Broker
 
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
@@ -187,8 +191,19 @@ class PluginHost:
                 types.register(cls, tag)
         return types
 
+    def install_extension_handlers(self) -> None:
+        """Put the plugins' extension APIs into the server's handler table (and so into ApiVersions)."""
+        for entry in self.extension_handlers().values():
+            register_extension(entry)
+
     def background_tasks(self) -> tuple[BackgroundTask, ...]:
         return tuple(self._ledger.of_kind(BackgroundTaskRegister.KIND))
+
+    def start_background_tasks(self, broker: Broker) -> list[asyncio.Task[None]]:
+        """Start every plugin task on the running loop; the caller cancels them at shutdown."""
+        loop = asyncio.get_running_loop()
+        return [loop.create_task(_run(task, broker), name=f"plugin task {task.name}")
+                for task in self.background_tasks()]
 
     # -- decisions and wrappers ------------------------------------------------------------------
 
@@ -201,3 +216,7 @@ class PluginHost:
         """Which partitions of a produce request are refused (none if no plugin objects)."""
         admission = self._manager.hook.logwright_admit_append(request=request)
         return cast(Admission, admission) if admission is not None else Admission()
+
+
+async def _run(task: BackgroundTask, broker: Broker) -> None:
+    await task.run(broker)

@@ -93,6 +93,19 @@ def test_failover_switch_over_redelivers_unacked_from_mark_delete(host: PluginHo
     assert subscription.state().mark_delete_position == 4
 
 
+def test_a_new_active_consumer_waits_for_the_previous_ones_records(host: PluginHost) -> None:
+    subscription = Subscription(host.subscription_mode("failover"))
+    subscription.join("b", name="B", priority=1)
+    assert subscription.fetch("b", 5) == [0, 1, 2, 3, 4]
+    subscription.join("a", name="A", priority=0)  # takes over while b still holds 0..4
+    assert subscription.fetch("b") == []
+    assert subscription.fetch("a") == []  # no overtaking of b's records
+    subscription.ack("b", 0, 1, 2)
+    assert subscription.fetch("a") == []
+    subscription.ack("b", 3, 4)  # b's acks count: nothing is lost or redelivered
+    assert subscription.fetch("a") == [5, 6, 7, 8, 9]
+
+
 def test_single_active_modes_allow_cumulative_acks_and_shared_ones_refuse(host: PluginHost) -> None:
     for name in ("exclusive", "failover"):
         require_cumulative_ack(host.subscription_mode(name), "sub")

@@ -224,3 +224,56 @@ def test_admission_wrappers_refine_the_inner_answer(host: PluginHost) -> None:
     assert admission.error_for(7) is None
     assert str(admission.error_for(8)) == "t is full"
     assert calls == [2]  # once per request, not per partition or record
+
+
+async def _example_handle(context: object, request: object) -> None:
+    return None
+
+
+class _ExtensionPlugin:
+    @hookimpl
+    def logwright_register_extension_handlers(self, register: ExtensionHandlerRegister) -> None:
+        register.add(31999, "ExampleExtension", 0, 0, _example_handle)
+
+
+def test_extension_handlers_join_the_handler_table_once_per_process() -> None:
+    from logwright.compat.registry import HANDLERS
+
+    hosts = [PluginHost.load(installed=False, extra=[("ext", _ExtensionPlugin())]) for _ in range(2)]
+    try:
+        for plugin_host in hosts:
+            plugin_host.install_extension_handlers()  # the second, equal registration changes nothing
+        assert HANDLERS[31999].name == "ExampleExtension"
+        assert HANDLERS[31999].handle is _example_handle
+    finally:
+        HANDLERS.pop(31999, None)
+
+
+def test_background_tasks_start_on_the_loop_and_stop_when_cancelled(host: PluginHost) -> None:
+    import asyncio
+
+    seen: list[object] = []
+
+    async def watch(broker: object) -> None:
+        seen.append(broker)
+        await asyncio.Event().wait()
+
+    class Watcher:
+        @hookimpl
+        def logwright_register_background_tasks(self, register: BackgroundTaskRegister) -> None:
+            register.add(BackgroundTask("watch", watch))
+
+    host.register(Watcher(), "watcher", host.plugins()[0].source)
+    broker = object()
+
+    async def main() -> bool:
+        tasks = host.start_background_tasks(broker)  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        for task in tasks:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        return all(isinstance(result, asyncio.CancelledError) for result in results) and tasks[0].get_name() == \
+            "plugin task watch"
+
+    assert asyncio.run(main())
+    assert seen == [broker]
