@@ -213,6 +213,9 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.InvalidRecordState: ErrorCode.INVALID_RECORD_STATE,
     domain.UnknownSubscription: ErrorCode.GROUP_ID_NOT_FOUND,
     domain.ConsumerBusy: ErrorCode.GROUP_MAX_SIZE_REACHED,
+    domain.FencedMemberEpoch: ErrorCode.FENCED_MEMBER_EPOCH,
+    domain.ShareSessionNotFound: ErrorCode.SHARE_SESSION_NOT_FOUND,
+    domain.InvalidShareSessionEpoch: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
 }
 
 

@@ -17,7 +17,7 @@ from .broker import Broker
 from .errors import ErrorCode
 from .fallback import error_response, unsupported_version_response
 from .framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
-from .messages import MalformedRequest, decode_request, encode_response, parse_request_header
+from .messages import KNOWN_VERSIONS, MalformedRequest, decode_request, encode_response, parse_request_header
 from .registry import HANDLERS, RequestContext, load_handlers
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,13 @@ class Connection:
                      header.api_key, header.api_version)
             self.responses.put_nowait(_ready(fallback))
             return True
+        if header.api_key not in KNOWN_VERSIONS:
+            # An extension API key (outside Kafka's range): the handler reads and writes its own body.
+            context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
+                                     header.client_id, self.connection_id, self.client_host)
+            body = bytes(frame[header.header_length:])
+            self.responses.put_nowait(asyncio.ensure_future(self._handle_raw(entry.handle, context, body)))
+            return True
         try:
             _, request = decode_request(frame)
         except MalformedRequest as error:
@@ -138,6 +145,11 @@ class Connection:
                                  header.client_id, self.connection_id, self.client_host)
         self.responses.put_nowait(asyncio.ensure_future(self._handle(entry.handle, context, request)))
         return True
+
+    async def _handle_raw(self, handle: Any, context: RequestContext, body: bytes) -> bytes | None:
+        """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
+        response = await handle(context, body)
+        return None if response is None else context.correlation_id.to_bytes(4, "big", signed=True) + response
 
     async def _handle(self, handle: Any, context: RequestContext, request: Any) -> bytes | None:
         try:

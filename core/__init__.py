@@ -11,5 +11,8 @@ from .groups import GROUPS
 from .partition_log import PARTITIONS
 from .producers import PRODUCERS
 from .projection import Projection
+from .share_groups import SHARE_GROUPS
 
-CORE_PROJECTIONS: tuple[Projection[Any], ...] = (CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS)
+CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
+    CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS,
+)

@@ -137,3 +137,15 @@ class UnknownSubscription(DomainError):
 class ConsumerBusy(DomainError):
     """The subscription's mode refuses this consumer: an Exclusive subscription already has one, or the
     key-hash ranges it declares are owned by another consumer (Pulsar's ``ConsumerBusy``)."""
+
+
+class FencedMemberEpoch(DomainError):
+    """A share (or KIP-848) group member sent an epoch that is not its current one: it must rejoin with epoch 0."""
+
+
+class ShareSessionNotFound(DomainError):
+    """A ShareFetch or ShareAcknowledge continues a share session the broker does not have."""
+
+
+class InvalidShareSessionEpoch(DomainError):
+    """A share session request carries an epoch other than the one the broker expects next."""

@@ -198,6 +198,7 @@ class StaticMemberReplaced(Event):
 
 # Defined after Event, which they subclass; the import is here so this stays the one list of event types.
 from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
+from .share_group_events import SHARE_GROUP_EVENT_TYPES  # noqa: E402
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     TopicCreated,
@@ -217,4 +218,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     AssignmentsSynced,
     StaticMemberReplaced,
     *CURSOR_EVENT_TYPES,
+    *SHARE_GROUP_EVENT_TYPES,
 )

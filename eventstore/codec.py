@@ -26,6 +26,7 @@ from logwright.core.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRan
 from logwright.core.partition_log import PartitionState
 from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
+from logwright.core.share_groups import ShareGroupState, ShareMember
 from logwright.core.subscription_mode import Membership, ModeConsumer
 
 _DATACLASS_EXT = 1
@@ -135,6 +136,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1042: KeyHashOwnership,
     1043: ModeConsumer,
     1044: Membership,
+    1050: ShareGroupState,
+    1051: ShareMember,
 }
 
 

@@ -6,8 +6,11 @@ import asyncio
 import logging
 import signal
 
+from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.server import KafkaServer
+from logwright.core.clock import Clock, ManualClock
+from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -22,11 +25,18 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 async def run_broker(
-    data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None
+    data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None,
+    manual_clock: bool = False,
 ) -> None:
     store = RocksEventStore(data_dir, durability=durability)
-    broker = Broker(store, settings)
+    clock: Clock | None = None
+    if manual_clock:
+        # Start from the wall clock so record timestamps look ordinary; only the extension API moves it.
+        clock = ManualClock(SystemClock().now_ms())
+    broker = Broker(store, settings, clock=clock)
     server = KafkaServer(broker)
+    if manual_clock:
+        clock_control.enable()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGINT, signal.SIGTERM):

@@ -37,8 +37,10 @@ def main(log_level: str) -> None:
 @click.option("--durability", type=click.Choice([d.value for d in Durability]), default="wal", show_default=True)
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="broker config override")
 @click.option("--ready-file", default=None, hidden=True, help="write HOST:PORT here once listening (tests)")
+@click.option("--manual-clock", is_flag=True, hidden=True,
+              help="run on a clock that only the LogwrightAdvanceClock extension API moves (tests)")
 def serve(data_dir: str, listen: str, advertised: str | None, durability: str, overrides: tuple[str, ...],
-          ready_file: str | None) -> None:
+          ready_file: str | None, manual_clock: bool) -> None:
     """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
     host, port = parse_address(listen)
     settings = BrokerSettings(host=host, port=port)
@@ -49,7 +51,7 @@ def serve(data_dir: str, listen: str, advertised: str | None, durability: str, o
         if not separator:
             raise click.BadParameter(f"expected KEY=VALUE, got {override!r}", param_hint="--config")
         settings.overrides[key] = value
-    asyncio.run(run_broker(data_dir, settings, Durability(durability), ready_file))
+    asyncio.run(run_broker(data_dir, settings, Durability(durability), ready_file, manual_clock))
 
 
 @main.command()

@@ -23,8 +23,9 @@ def free_port() -> int:
 
 class BrokerProcess:
     def __init__(self, data_dir: Path, port: int | None = None, durability: str = "wal",
-                 config: dict[str, str] | None = None) -> None:
+                 config: dict[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
+        self.extra_args = extra_args
         self.port = port or free_port()
         self.durability = durability
         self.config = dict(config or {})
@@ -42,6 +43,7 @@ class BrokerProcess:
                    "--listen", self.bootstrap, "--durability", self.durability, "--ready-file", str(ready)]
         for key, value in self.config.items():
             command += ["--config", f"{key}={value}"]
+        command += list(self.extra_args)
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
         deadline = time.monotonic() + timeout_s

@@ -1,0 +1,47 @@
+"""LogwrightAdvanceClock: an extension API key (outside Kafka's range) that moves a manual broker clock.
+
+Served only by a broker started with ``logwright serve --manual-clock`` (tests and replays), and only
+then advertised in ApiVersions. After moving the clock it runs the share group timer at once, so when
+the answer arrives every lock that ran out has expired and every silent member has been removed, and
+those events are durable: tests advance time instead of sleeping.
+
+Wire format (request header v1, response header v0, big-endian):
+request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from logwright.core.clock import ManualClock
+
+from .errors import ErrorCode
+from .registry import HandlerEntry, RequestContext, register_extension
+from .share_coordinator import share_coordinator
+
+API_KEY = 32001
+NAME = "LogwrightAdvanceClock"
+_REQUEST = struct.Struct(">q")
+_RESPONSE = struct.Struct(">hq")
+
+
+async def handle(context: RequestContext, body: bytes) -> bytes:
+    broker = context.broker
+    clock = broker.clock
+    if not isinstance(clock, ManualClock) or len(body) < _REQUEST.size:
+        return _RESPONSE.pack(ErrorCode.INVALID_REQUEST, broker.clock.now_ms())
+    (advance_ms,) = _REQUEST.unpack_from(body)
+    if advance_ms < 0:
+        return _RESPONSE.pack(ErrorCode.INVALID_REQUEST, clock.now_ms())
+    now = clock.advance(advance_ms)
+    share_coordinator(broker).tick()
+    await broker.durable()
+    return _RESPONSE.pack(ErrorCode.NONE, now)
+
+
+def enable() -> None:
+    """Register the key (idempotent): called by the wiring when the broker runs on a manual clock."""
+    from .registry import HANDLERS
+
+    if API_KEY not in HANDLERS:
+        register_extension(HandlerEntry(API_KEY, NAME, 0, 0, handle))

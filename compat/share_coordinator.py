@@ -1,0 +1,293 @@
+"""The async glue around share groups: membership, share sessions, cursors and the timers that drive them.
+
+Decisions are pure (`core.share_groups`, `core.share_sessions`, `core.share_acks`, `core.cursor_commands`);
+this module reads the projections, stages the events and keeps what is not persisted: when each member
+last heartbeated and each member's share session. One timer task wakes every `TICK_SECONDS` and reads
+`broker.clock`, so a manual clock (``logwright serve --manual-clock``) drives session timeouts and lock
+expiry exactly as the wall clock would; `tick` is also called right after the clock is advanced.
+
+A share group is the Shared subscription named after the group: cursor ``(group id, partition id)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logwright.core import cursor_commands
+from logwright.core.catalog import ResourceConfig, resource_key
+from logwright.core.cursor import CursorState, cursor_key
+from logwright.core.cursor_events import SubscriptionCreated
+from logwright.core.events import Event
+from logwright.core.share_acks import AckBatch, AckLimits, decide
+from logwright.core.share_groups import (
+    SESSION_TIMEOUT_REASON,
+    ShareGroupState,
+    ShareHeartbeat,
+    heartbeat,
+    remove_member,
+)
+from logwright.core.share_sessions import PartitionRef, ShareSession, advance
+
+from .broker import Broker
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 0.1
+_ATTRIBUTE = "_logwright_share_coordinator"
+
+
+def share_coordinator(broker: Broker) -> ShareCoordinator:
+    found = getattr(broker, _ATTRIBUTE, None)
+    if not isinstance(found, ShareCoordinator):
+        found = ShareCoordinator(broker)
+        setattr(broker, _ATTRIBUTE, found)
+    found.ensure_ticking()
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """What one partition gave a ShareFetch: stored batches and the acquired ranges with delivery counts."""
+
+    records: bytes
+    ranges: tuple[tuple[int, int, int], ...]
+
+
+class ShareCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._last_seen: dict[tuple[str, str], int] = {}
+        self._locks: dict[str, int] = {}
+        """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
+        self._available = asyncio.Event()
+        self._ticker: asyncio.Task[None] | None = None
+        now = broker.clock.now_ms()
+        for group in self.groups():
+            for member in group.members:
+                self._last_seen[(group.group_id, member.member_id)] = now
+        groups = {group.group_id for group in self.groups()}
+        for key, state in broker.store.entities("cursors").items():
+            if isinstance(state, CursorState) and state.subscription in groups:
+                self._track(key, state)
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def group_config(self, group_id: str, name: str) -> str:
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        if isinstance(stored, ResourceConfig):
+            for key, value in stored.overrides:
+                if key == name:
+                    return value
+        key_info = self.broker.configs.get("group", name)
+        assert key_info is not None and key_info.default is not None, f"unknown group config {name!r}"
+        return key_info.default
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.record.lock.duration.ms"))
+
+    def delivery_count_limit(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.delivery.count.limit"))
+
+    # -- membership -----------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ShareGroupState | None:
+        state = self.broker.store.state("share_groups", group_id)
+        return state if isinstance(state, ShareGroupState) else None
+
+    def groups(self) -> list[ShareGroupState]:
+        return [s for s in self.broker.store.entities("share_groups").values() if isinstance(s, ShareGroupState)]
+
+    def _topic(self, name: str) -> tuple[bytes, int] | None:
+        topic = self.broker.topic(name)
+        return (topic.topic_id, len(topic.partition_ids)) if topic is not None else None
+
+    async def heartbeat(self, command: ShareHeartbeat) -> tuple[str, ShareGroupState]:
+        """Decide, stage, wait until durable; raises a `DomainError` for a refusal."""
+        member_id, events = heartbeat(self.group(command.group_id), command, self._topic, lambda: str(uuid.uuid4()))
+        now = self.broker.clock.now_ms()
+        if command.member_epoch == -1:
+            events.extend(self._release_member(command.group_id, member_id, failed=False))
+            self._last_seen.pop((command.group_id, member_id), None)
+            self.sessions.pop((command.group_id, member_id), None)
+        else:
+            self._last_seen[(command.group_id, member_id)] = now
+        if events:
+            self.broker.stage(events)
+            self._wake_if_released(events)
+            await self.broker.durable()
+        state = self.group(command.group_id)
+        assert state is not None
+        return member_id, state
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.heartbeat.interval.ms"))
+
+    def _release_member(self, group_id: str, member_id: str, failed: bool) -> list[Event]:
+        events: list[Event] = []
+        now = self.broker.clock.now_ms()
+        for key in list(self._locks):
+            state = self.broker.store.state("cursors", key)
+            if isinstance(state, CursorState) and state.subscription == group_id:
+                released = cursor_commands.release_consumer(state, member_id, now, count_as_failed=failed)
+                if released is not None:
+                    events.append(released)
+        return events
+
+    # -- cursors --------------------------------------------------------------------------------
+
+    def cursor(self, group_id: str, topic: str, partition_id: int) -> CursorState:
+        """The group's cursor on the partition, created at ``share.auto.offset.reset`` on first use."""
+        key = cursor_key(group_id, partition_id)
+        state = self.broker.store.state("cursors", key)
+        if isinstance(state, CursorState):
+            return state
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        log_start = self.broker.partition(partition_id).log_start_offset
+        start = log_start if reset == "earliest" else self.broker.high_watermark(partition_id)
+        self.broker.stage([SubscriptionCreated(group_id, partition_id, topic, start)])
+        created = self.broker.store.state("cursors", key)
+        assert isinstance(created, CursorState)
+        return created
+
+    def acquire(
+        self, group_id: str, member_id: str, topic: str, partition_id: int, max_records: int
+    ) -> Acquired | None:
+        """Lock up to ``max_records`` available records of the partition for the member and read their batches."""
+        state = self.cursor(group_id, topic, partition_id)
+        now = self.broker.clock.now_ms()
+        log_start = self.broker.partition(partition_id).log_start_offset
+        event = cursor_commands.acquire(state, log_start, self.broker.high_watermark(partition_id), member_id,
+                                        max_records, now, self.lock_duration_ms(group_id))
+        if event is None:
+            return None
+        self.broker.stage([event])
+        key = cursor_key(group_id, partition_id)
+        after = self.broker.store.state("cursors", key)
+        assert isinstance(after, CursorState)
+        self._track(key, after)
+        deliveries = cursor_commands.deliveries(after, event.ranges)
+        batches: dict[int, bytes] = {}
+        for first, last in event.ranges:
+            for batch in self.broker.store.read_batches(partition_id, first, 2**31 - 1, end_offset=last):
+                batches.setdefault(int.from_bytes(batch[:8], "big"), batch)
+        records = b"".join(batch for _, batch in sorted(batches.items()))
+        return Acquired(records, tuple((d.first, d.last, d.delivery_count) for d in deliveries))
+
+    def acknowledge(self, group_id: str, member_id: str, topic: str, partition_id: int,
+                    batches: Sequence[AckBatch], renew_allowed: bool) -> None:
+        """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
+        state = self.cursor(group_id, topic, partition_id)
+        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id), renew_allowed)
+        events = decide(state, member_id, batches, self.broker.clock.now_ms(), limits)
+        if events:
+            self.broker.stage(events)
+            key = cursor_key(group_id, partition_id)
+            after = self.broker.store.state("cursors", key)
+            if isinstance(after, CursorState):
+                self._track(key, after)
+            self._wake_if_released(events)
+
+    # -- share sessions -------------------------------------------------------------------------
+
+    def advance_session(self, group_id: str, member_id: str, epoch: int, added: Sequence[PartitionRef],
+                        forgotten: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
+        key = (group_id, member_id)
+        session, partitions = advance(self.sessions.get(key), group_id, member_id, epoch, added, forgotten)
+        if session is None:
+            self.sessions.pop(key, None)
+        else:
+            self.sessions[key] = session
+        return partitions
+
+    # -- waiting --------------------------------------------------------------------------------
+
+    async def wait_for_records(self, timeout_s: float) -> None:
+        """Sleep until records are appended or released anywhere, or the timeout passes (ShareFetch long polls)."""
+        if timeout_s <= 0:
+            return
+        available = asyncio.ensure_future(self._available.wait())
+        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s))
+        try:
+            await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            available.cancel()
+            data.cancel()
+
+    def _wake_if_released(self, events: Sequence[Event] | bool) -> None:
+        if events:
+            self._available.set()
+            self._available = asyncio.Event()
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def _track(self, key: str, state: CursorState) -> None:
+        deadline = cursor_commands.next_deadline(state, self.broker.clock.now_ms())
+        if deadline is None:
+            self._locks.pop(key, None)
+        else:
+            self._locks[key] = deadline
+
+    def tick(self) -> list[Event]:
+        """Expire sessions of silent members and locks that ran out; stage the events and return them."""
+        now = self.broker.clock.now_ms()
+        events: list[Event] = []
+        due = False
+        for (group_id, member_id), seen in list(self._last_seen.items()):
+            if now - seen < self.session_timeout_ms(group_id):
+                continue
+            self._last_seen.pop((group_id, member_id), None)
+            self.sessions.pop((group_id, member_id), None)
+            left = remove_member(self.group(group_id), member_id, SESSION_TIMEOUT_REASON)
+            if left is not None:
+                log.info("share group %s: member %s timed out", group_id, member_id)
+                self.broker.stage([left])
+                events.append(left)
+                released = self._release_member(group_id, member_id, failed=True)
+                if released:
+                    self.broker.stage(released)
+                    events.extend(released)
+        for key, deadline in list(self._locks.items()):
+            if deadline > now:
+                continue
+            due = True
+            state = self.broker.store.state("cursors", key)
+            if not isinstance(state, CursorState):
+                self._locks.pop(key, None)
+                continue
+            expired = cursor_commands.expire_locks(state, now, self.delivery_count_limit(state.subscription))
+            if expired:
+                self.broker.stage(expired)
+                events.extend(expired)
+            after = self.broker.store.state("cursors", key)
+            if isinstance(after, CursorState):
+                self._track(key, after)
+            else:
+                self._locks.pop(key, None)
+        # Delayed redeliveries coming due change nothing in the cursor, but fetchers waiting must look again.
+        self._wake_if_released(bool(events) or due)
+        return events
+
+    def ensure_ticking(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
+            self._ticker = loop.create_task(self._tick_forever(), name="logwright-share-groups")
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                self.tick()
+            except Exception:
+                log.exception("the share group timer failed; retrying")
+
+    def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()

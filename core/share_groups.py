@@ -1,0 +1,206 @@
+"""KIP-932 share groups: persisted membership and the ShareGroupHeartbeat decisions.
+
+A share group has no rebalance barrier: each member reconciles on its own heartbeat. The assignor is
+KIP-932's simple one in its homogeneous form: every member is assigned every partition of the topics it
+subscribed to, because records are shared through acquisition locks, not through partition ownership.
+
+Epochs. The group epoch goes up with every membership change; a member's epoch goes up whenever its
+assignment changes (a topic appears, grows, or the member changes its subscription) and is always
+above its previous one. A heartbeat must carry exactly the member's current epoch, otherwise Kafka's
+FENCED_MEMBER_EPOCH: share groups have no revocation phase, so there is no older epoch to tolerate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import singledispatch
+
+from .errors import FencedMemberEpoch, InvalidRequest, UnknownMember
+from .events import Event
+from .projection import Projection
+from .share_group_events import (
+    SHARE_GROUP_EVENT_TYPES,
+    ShareAssignment,
+    ShareGroupEvent,
+    ShareMemberAssigned,
+    ShareMemberJoined,
+    ShareMemberLeft,
+    ShareMemberSubscribed,
+)
+
+LEAVE_EPOCH = -1
+JOIN_EPOCH = 0
+SESSION_TIMEOUT_REASON = "session timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMember:
+    member_id: str
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed_topics: tuple[str, ...]
+    member_epoch: int = 0
+    assignment: ShareAssignment = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupState:
+    group_id: str
+    group_epoch: int = 0
+    members: tuple[ShareMember, ...] = ()
+
+    def member(self, member_id: str) -> ShareMember | None:
+        for member in self.members:
+            if member.member_id == member_id:
+                return member
+        return None
+
+    @property
+    def phase(self) -> str:
+        """KIP-932's group states as ShareGroupDescribe reports them."""
+        return "Stable" if self.members else "Empty"
+
+
+def _with_member(state: ShareGroupState, member: ShareMember) -> tuple[ShareMember, ...]:
+    others = [existing for existing in state.members if existing.member_id != member.member_id]
+    return tuple(sorted((*others, member), key=lambda m: m.member_id))
+
+
+@singledispatch
+def _evolve(event: Event, state: ShareGroupState) -> ShareGroupState:
+    return state
+
+
+@_evolve.register
+def _(event: ShareMemberJoined, state: ShareGroupState) -> ShareGroupState:
+    member = ShareMember(event.member_id, event.client_id, event.client_host, event.rack_id, event.subscribed_topics)
+    return replace(state, group_epoch=state.group_epoch + 1, members=_with_member(state, member))
+
+
+@_evolve.register
+def _(event: ShareMemberSubscribed, state: ShareGroupState) -> ShareGroupState:
+    member = state.member(event.member_id)
+    if member is None:
+        return state
+    updated = replace(member, subscribed_topics=event.subscribed_topics)
+    return replace(state, group_epoch=state.group_epoch + 1, members=_with_member(state, updated))
+
+
+@_evolve.register
+def _(event: ShareMemberAssigned, state: ShareGroupState) -> ShareGroupState:
+    member = state.member(event.member_id)
+    if member is None:
+        return state
+    updated = replace(member, member_epoch=event.member_epoch, assignment=event.assignment)
+    return replace(state, group_epoch=max(state.group_epoch, event.member_epoch),
+                   members=_with_member(state, updated))
+
+
+@_evolve.register
+def _(event: ShareMemberLeft, state: ShareGroupState) -> ShareGroupState:
+    members = tuple(member for member in state.members if member.member_id != event.member_id)
+    return replace(state, group_epoch=state.group_epoch + 1, members=members)
+
+
+def evolve(state: ShareGroupState | None, event: Event, key: str) -> ShareGroupState | None:
+    if not isinstance(event, ShareGroupEvent):
+        return state
+    return _evolve(event, state if state is not None else ShareGroupState(event.group_id))
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    return (event.group_id,) if isinstance(event, ShareGroupEvent) else ()
+
+
+SHARE_GROUPS: Projection[ShareGroupState] = Projection(
+    "share_groups", _keys, evolve, frozenset(SHARE_GROUP_EVENT_TYPES)
+)
+
+
+# -- decisions ------------------------------------------------------------------------------------
+
+TopicLookup = Callable[[str], tuple[bytes, int] | None]
+"""Topic name → (topic id, partition count), or ``None`` if the topic does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topics: tuple[str, ...] | None
+    """``None``: unchanged since the last heartbeat (clients send it only when it changes)."""
+    client_id: str = ""
+    client_host: str = ""
+
+
+def target_assignment(subscribed: Sequence[str], topics: TopicLookup) -> ShareAssignment:
+    """Every partition of every subscribed topic that exists (the simple assignor, homogeneous)."""
+    assignment = []
+    for name in sorted(set(subscribed)):
+        found = topics(name)
+        if found is not None and found[1] > 0:
+            assignment.append((name, found[0], tuple(range(found[1]))))
+    return tuple(assignment)
+
+
+def fold(state: ShareGroupState | None, events: Sequence[Event], group_id: str) -> ShareGroupState:
+    """``state`` with ``events`` applied, as the projection will see it once they are appended."""
+    folded = state if state is not None else ShareGroupState(group_id)
+    for event in events:
+        folded = _evolve(event, folded)
+    return folded
+
+
+def heartbeat(
+    state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, new_member_id: Callable[[], str]
+) -> tuple[str, list[Event]]:
+    """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append.
+
+    Raises `UnknownMember`, `FencedMemberEpoch` or `InvalidRequest` without changing anything.
+    """
+    group_id = command.group_id
+    if not group_id:
+        raise InvalidRequest("a share group heartbeat needs a non-empty group id")
+    member = state.member(command.member_id) if state is not None and command.member_id else None
+    if command.member_epoch == LEAVE_EPOCH:
+        if member is None:
+            raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}")
+        return command.member_id, [ShareMemberLeft(group_id, command.member_id, "left the group")]
+    events: list[Event] = []
+    if command.member_epoch == JOIN_EPOCH:
+        if not command.subscribed_topics:
+            raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
+        member_id = command.member_id or new_member_id()
+        events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,
+                                        command.rack_id, tuple(sorted(set(command.subscribed_topics)))))
+    else:
+        if member is None:
+            raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}; rejoin with epoch 0")
+        if command.member_epoch != member.member_epoch:
+            raise FencedMemberEpoch(
+                f"member {member.member_id!r} of share group {group_id!r} sent epoch {command.member_epoch}, its "
+                f"current epoch is {member.member_epoch}; rejoin with epoch 0"
+            )
+        member_id = member.member_id
+        wanted = tuple(sorted(set(command.subscribed_topics))) if command.subscribed_topics is not None else None
+        if wanted is not None and wanted != member.subscribed_topics:
+            events.append(ShareMemberSubscribed(group_id, member_id, wanted))
+    folded = fold(state, events, group_id)
+    current = folded.member(member_id)
+    assert current is not None
+    assignment = target_assignment(current.subscribed_topics, topics)
+    if command.member_epoch == JOIN_EPOCH or assignment != current.assignment:
+        epoch = max(folded.group_epoch, current.member_epoch + 1)
+        events.append(ShareMemberAssigned(group_id, member_id, epoch, assignment))
+    return member_id, events
+
+
+def remove_member(state: ShareGroupState | None, member_id: str, reason: str) -> ShareMemberLeft | None:
+    """A member the coordinator gave up on (session timeout); ``None`` if it is already gone."""
+    if state is None or state.member(member_id) is None:
+        return None
+    return ShareMemberLeft(state.group_id, member_id, reason)
