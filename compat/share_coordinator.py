@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from logwright.core import cursor_commands
 from logwright.core.catalog import ResourceConfig, resource_key
+from logwright.core.configs import iso_duration_ms
 from logwright.core.cursor import CursorState, cursor_key
 from logwright.core.cursor_events import SubscriptionCreated
 from logwright.core.events import Event
@@ -33,6 +34,7 @@ from logwright.core.share_groups import (
 from logwright.core.share_sessions import PartitionRef, ShareSession, advance
 
 from .broker import Broker
+from .list_offsets import lookup
 
 log = logging.getLogger(__name__)
 
@@ -149,13 +151,24 @@ class ShareCoordinator:
         state = self.broker.store.state("cursors", key)
         if isinstance(state, CursorState):
             return state
-        reset = self.group_config(group_id, "share.auto.offset.reset")
-        log_start = self.broker.partition(partition_id).log_start_offset
-        start = log_start if reset == "earliest" else self.broker.high_watermark(partition_id)
+        start = self._start_offset(group_id, partition_id)
         self.broker.stage([SubscriptionCreated(group_id, partition_id, topic, start)])
         created = self.broker.store.state("cursors", key)
         assert isinstance(created, CursorState)
         return created
+
+    def _start_offset(self, group_id: str, partition_id: int) -> int:
+        """Where ``share.auto.offset.reset`` puts a new cursor: log start, log end, or the first record at most
+        ``by_duration:<ISO-8601>`` old (the log end if there is none)."""
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        if reset == "earliest":
+            return self.broker.partition(partition_id).log_start_offset
+        high_watermark = self.broker.high_watermark(partition_id)
+        prefix, _, duration = reset.partition(":")
+        if prefix != "by_duration":
+            return high_watermark
+        _, offset = lookup(self.broker, partition_id, self.broker.clock.now_ms() - iso_duration_ms(duration))
+        return offset if offset >= 0 else high_watermark
 
     def acquire(
         self, group_id: str, member_id: str, topic: str, partition_id: int, max_records: int

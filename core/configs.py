@@ -74,6 +74,22 @@ def share_auto_offset_reset(value: str) -> str | None:
     return "must be latest, earliest or by_duration:<ISO-8601 duration>, e.g. by_duration:PT1H"
 
 
+def iso_duration_ms(duration: str) -> int:
+    """Milliseconds of a validated ISO-8601 duration such as ``PT1H`` or ``P1DT30M`` (days, hours, minutes, seconds)."""
+    match = _ISO_DURATION.fullmatch(duration)
+    if match is None:
+        raise ValueError(f"not an ISO-8601 duration: {duration!r}")
+    days, _, hours, minutes, seconds, _ = match.groups()
+    total = float(seconds[:-1]) if seconds else 0.0
+    total += 60 * int(minutes[:-1]) if minutes else 0
+    total += 3600 * int(hours[:-1]) if hours else 0
+    total += 86400 * int(days[:-1]) if days else 0
+    return int(total * 1000)
+
+
+SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     name: str
@@ -206,6 +222,10 @@ _GROUP_KEYS = (
               "by_duration:<ISO-8601 duration> (the first record at most that old)."),
     ConfigKey("share.isolation.level", "group", "read_uncommitted", one_of("read_uncommitted", "read_committed"),
               "Whether share consumers see records of open transactions; there are no transactions yet."),
+    ConfigKey("logwright.subscription.mode", "group", "shared", one_of(*SUBSCRIPTION_MODES),
+              "How the group's consumers divide records: exclusive (one consumer), failover (one active consumer "
+              "per partition, by priority then name), shared (any consumer takes any record) or key_shared "
+              "(records of one key go to one consumer). A share group is shared unless this says otherwise."),
 )
 
 

@@ -262,3 +262,33 @@ def test_delivery_count_survives_a_broker_kill(share_broker: BrokerProcess) -> N
     assert commit(after) == {(topic, 0): None}
     after.close()
     check_consistent(share_broker)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("logwright.subscription.mode", "round_robin"),
+    ("share.record.lock.duration.ms", "1000"),
+    ("share.delivery.count.limit", "11"),
+    ("share.auto.offset.reset", "yesterday"),
+])
+def test_invalid_share_group_configs_are_refused_with_a_message(bootstrap: str, key: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    group = f"config-{uuid.uuid4().hex[:8]}"
+    entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
+    with pytest.raises(Exception) as refused:
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG and key in error.str()
+
+
+def test_share_group_configs_are_stored_and_described(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    group = f"config-{uuid.uuid4().hex[:8]}"
+    values = {"logwright.subscription.mode": "key_shared", "share.delivery.count.limit": "3",
+              "share.record.lock.duration.ms": "20000", "share.auto.offset.reset": "by_duration:PT1H"}
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()]
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, group)])
+    configs = next(iter(described.values())).result(30)
+    assert {key: configs[key].value for key in values} == values

@@ -1,0 +1,200 @@
+"""Share group handlers over a real RocksEventStore on a manual clock: kio requests in, kio responses out."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.share_acknowledge.v1.request import AcknowledgementBatch as AckBatchV1
+from kio.schema.share_acknowledge.v1.request import AcknowledgePartition, AcknowledgeTopic, ShareAcknowledgeRequest
+from kio.schema.share_acknowledge.v2.request import AcknowledgementBatch as AckBatchV2
+from kio.schema.share_acknowledge.v2.request import AcknowledgePartition as AcknowledgePartitionV2
+from kio.schema.share_acknowledge.v2.request import AcknowledgeTopic as AcknowledgeTopicV2
+from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeRequestV2
+from kio.schema.share_fetch.v1.request import AcknowledgementBatch, FetchPartition, FetchTopic, ShareFetchRequest
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+from logwright.compat import (
+    clock_control,
+    produce,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+)
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.record_batch import build_batch
+from logwright.compat.records import Record
+from logwright.compat.registry import RequestContext
+from logwright.compat.share_coordinator import share_coordinator
+from logwright.core.clock import ManualClock
+from logwright.core.events import ConfigChanged
+from logwright.eventstore.rocksdb import RocksEventStore
+
+GROUP, TOPIC = "g", "orders"
+
+
+class Harness:
+    def __init__(self, path: Path) -> None:
+        self.store = RocksEventStore(path)
+        self.clock = ManualClock()
+        self.broker = Broker(self.store, clock=self.clock)
+        self.correlation = 0
+
+    async def call(self, handle: Callable[[RequestContext, Any], Awaitable[Any]], version: int, request: Any) -> Any:
+        self.correlation += 1
+        context = RequestContext(self.broker, 0, version, self.correlation, "tester", 1, "127.0.0.1")
+        return await handle(context, request)
+
+    async def produce(self, count: int) -> uuid.UUID:
+        if self.broker.topic(TOPIC) is None:
+            self.broker.create_topic(TOPIC, 1)
+        records = [Record(i, 1_000, None, f"v{i}".encode()) for i in range(count)]
+        request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
+            TopicProduceData(name=TOPIC, partition_data=(PartitionProduceData(index=0, records=build_batch(records)),)),
+        ))
+        answer = await self.call(produce.handle, 9, request)
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        topic = self.broker.topic(TOPIC)
+        assert topic is not None
+        return uuid.UUID(bytes=topic.topic_id)
+
+    def start_at_earliest(self) -> None:
+        self.broker.stage([ConfigChanged("group", GROUP, (("share.auto.offset.reset", "earliest"),))])
+
+    async def join(self, member: str) -> Any:
+        request = ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=0, rack_id=None,
+                                             subscribed_topic_names=(TOPIC,))
+        return await self.call(share_group_heartbeat.handle, 1, request)
+
+    async def fetch(self, member: str, epoch: int, topic_id: uuid.UUID,
+                    acks: tuple[tuple[int, int, int], ...] = (), max_records: int = 100) -> Any:
+        partition = FetchPartition(partition_index=0, acknowledgement_batches=tuple(
+            AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=(kind,))
+            for first, last, kind in acks))
+        request = ShareFetchRequest(group_id=GROUP, member_id=member, share_session_epoch=epoch,
+                                    max_wait=datetime.timedelta(0), min_bytes=1, max_records=max_records,
+                                    batch_size=max_records, forgotten_topics_data=(),
+                                    topics=(FetchTopic(topic_id=topic_id, partitions=(partition,)),))
+        return await self.call(share_fetch.handle, 1, request)
+
+
+def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]]) -> None:
+    harness = Harness(tmp_path / "data")
+
+    async def main() -> None:
+        try:
+            await scenario(harness)
+        finally:
+            share_coordinator(harness.broker).close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        harness.broker.commit_now()
+        harness.store.close()
+
+
+def acquired(response: Any) -> list[tuple[int, int, int]]:
+    return [(r.first_offset, r.last_offset, r.delivery_count)
+            for topic in response.responses for p in topic.partitions for r in p.acquired_records]
+
+
+def test_heartbeat_join_assignment_fencing_describe_and_leave(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(1)
+        joined = await h.join("m1")
+        assert joined.error_code == ErrorCode.NONE and joined.member_epoch > 0
+        assert [(tp.topic_id, tp.partitions) for tp in joined.assignment.topic_partitions] == [(topic_id, (0,))]
+        steady = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m1", member_epoch=joined.member_epoch, rack_id=None,
+            subscribed_topic_names=None))
+        assert steady.error_code == ErrorCode.NONE and steady.assignment is None
+        fenced = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m1", member_epoch=joined.member_epoch + 5, rack_id=None,
+            subscribed_topic_names=None))
+        assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH and fenced.error_message
+        described = await h.call(share_group_describe.handle, 1, ShareGroupDescribeRequest(
+            group_ids=(GROUP, "nope"), include_authorized_operations=False))
+        group, missing = described.groups
+        assert group.group_state == "Stable" and [m.member_id for m in group.members] == ["m1"]
+        assert group.members[0].assignment.topic_partitions[0].topic_name == TOPIC
+        assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
+        assert left.error_code == ErrorCode.NONE and left.member_epoch == -1
+
+    run(tmp_path, scenario)
+
+
+def test_share_session_errors_are_kafkas(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(3)
+        await h.join("m1")
+        assert (await h.fetch("m1", 4, topic_id)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert (await h.fetch("m1", 0, topic_id, acks=((0, 0, 1),))).error_code == ErrorCode.INVALID_REQUEST
+        opened = await h.fetch("m1", 0, topic_id)
+        assert opened.error_code == ErrorCode.NONE and acquired(opened) == []  # latest: nothing before the join
+        assert (await h.fetch("m1", 2, topic_id)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await h.fetch("m1", 1, topic_id)).error_code == ErrorCode.NONE
+
+    run(tmp_path, scenario)
+
+
+def test_fetch_acquire_ack_release_and_lock_expiry(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(4)
+        h.start_at_earliest()
+        await h.join("m1")
+        await h.join("m2")
+        first = await h.fetch("m1", 0, topic_id, max_records=3)
+        assert acquired(first) == [(0, 2, 1)] and first.responses[0].partitions[0].records
+        other = await h.fetch("m2", 0, topic_id)
+        assert acquired(other) == [(3, 3, 1)]
+        # m1 accepts 0, releases 1 and names 3, which m2 holds: that partition's acks are refused whole.
+        refused = await h.fetch("m1", 1, topic_id, acks=((0, 0, 1), (1, 1, 2), (3, 3, 1)), max_records=0)
+        assert refused.responses[0].partitions[0].acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
+        done = await h.fetch("m1", 2, topic_id, acks=((0, 0, 1), (1, 1, 2)))
+        part = done.responses[0].partitions[0]
+        assert part.acknowledge_error_code == ErrorCode.NONE and acquired(done) == [(1, 1, 2)]
+        # Nothing else is free until the locks run out; then m2 gets m1's records 1 (third delivery) and 2, and
+        # its own 3 back.
+        assert acquired(await h.fetch("m2", 1, topic_id)) == []
+        lock_ms = int(h.broker.configs.get("group", "share.record.lock.duration.ms").default)  # type: ignore[union-attr]
+        h.clock.advance(lock_ms)
+        expired = await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        assert int.from_bytes(expired[:2], "big") == 0
+        assert acquired(await h.fetch("m2", 2, topic_id)) == [(1, 1, 3), (2, 3, 2)]
+
+    run(tmp_path, scenario)
+
+
+def test_share_acknowledge_v1_refuses_renew_and_v2_extends_the_lock(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(2)
+        h.start_at_earliest()
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 1, 1)]
+        v1 = await h.call(share_acknowledge.handle, 1, ShareAcknowledgeRequest(
+            group_id=GROUP, member_id="m1", share_session_epoch=1, topics=(AcknowledgeTopic(
+                topic_id=topic_id, partitions=(AcknowledgePartition(partition_index=0, acknowledgement_batches=(
+                    AckBatchV1(first_offset=0, last_offset=1, acknowledge_types=(4,)),)),)),)))
+        assert v1.responses[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+        h.clock.advance(20_000)
+        v2 = await h.call(share_acknowledge.handle, 2, ShareAcknowledgeRequestV2(
+            group_id=GROUP, member_id="m1", share_session_epoch=2, is_renew_ack=True, topics=(AcknowledgeTopicV2(
+                topic_id=topic_id, partitions=(AcknowledgePartitionV2(partition_index=0, acknowledgement_batches=(
+                    AckBatchV2(first_offset=0, last_offset=1, acknowledge_types=(4,)),)),)),)))
+        assert v2.error_code == ErrorCode.NONE and v2.responses[0].partitions[0].error_code == ErrorCode.NONE
+        h.clock.advance(20_000)  # 40 s after the acquisition, 20 s after the renewal: still locked
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        await h.join("m2")
+        assert acquired(await h.fetch("m2", 0, topic_id)) == []
+
+    run(tmp_path, scenario)

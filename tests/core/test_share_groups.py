@@ -1,0 +1,149 @@
+"""Share groups, share sessions and acknowledgement batches: given events, when a command runs, then these events."""
+
+from __future__ import annotations
+
+import pytest
+from logwright.core import cursor_commands
+from logwright.core.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursor_events import RecordsAcked, RecordsRejected, RecordsReleased, SubscriptionCreated
+from logwright.core.errors import (
+    FencedMemberEpoch,
+    InvalidRecordState,
+    InvalidRequest,
+    InvalidShareSessionEpoch,
+    ShareSessionNotFound,
+    UnknownMember,
+)
+from logwright.core.events import Event
+from logwright.core.projection import fold as fold_projection
+from logwright.core.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
+from logwright.core.share_group_events import ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
+from logwright.core.share_groups import SHARE_GROUPS, ShareGroupState, ShareHeartbeat, heartbeat
+from logwright.core.share_sessions import MAX_EPOCH, advance
+
+TOPICS = {"orders": (b"o" * 16, 3), "audit": (b"a" * 16, 1)}
+
+
+def lookup(name: str) -> tuple[bytes, int] | None:
+    return TOPICS.get(name)
+
+
+class Group:
+    def __init__(self) -> None:
+        self.log: list[Event] = []
+
+    @property
+    def state(self) -> ShareGroupState | None:
+        state = fold_projection(SHARE_GROUPS, self.log).get("g")
+        return state if isinstance(state, ShareGroupState) else None
+
+    def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = None) -> list[Event]:
+        command = ShareHeartbeat("g", member, epoch, None, topics, "client", "/127.0.0.1")
+        _, events = heartbeat(self.state, command, lookup, lambda: "generated")
+        self.log.extend(events)
+        return events
+
+
+def test_join_assigns_every_partition_of_the_subscribed_topics_to_every_member() -> None:
+    group = Group()
+    group.beat("a", 0, ("orders",))
+    group.beat("b", 0, ("orders", "missing"))
+    state = group.state
+    assert state is not None
+    for member_id in ("a", "b"):
+        member = state.member(member_id)
+        assert member is not None and member.assignment == (("orders", b"o" * 16, (0, 1, 2)),)
+    a, b = state.member("a"), state.member("b")
+    assert a is not None and b is not None and 0 < a.member_epoch < b.member_epoch <= state.group_epoch
+
+
+def test_a_steady_heartbeat_changes_nothing_and_a_new_subscription_bumps_the_epoch() -> None:
+    group = Group()
+    group.beat("a", 0, ("orders",))
+    epoch = group.state.member("a").member_epoch  # type: ignore[union-attr]
+    assert group.beat("a", epoch) == []
+    events = group.beat("a", epoch, ("orders", "audit"))
+    assigned = [e for e in events if isinstance(e, ShareMemberAssigned)]
+    assert assigned and assigned[0].member_epoch > epoch
+    assert [name for name, _, _ in assigned[0].assignment] == ["audit", "orders"]
+
+
+def test_stale_or_future_epochs_are_fenced_and_unknown_members_refused() -> None:
+    group = Group()
+    group.beat("a", 0, ("orders",))
+    stale = group.state.member("a").member_epoch  # type: ignore[union-attr]
+    group.beat("a", stale, ("orders", "audit"))
+    epoch = group.state.member("a").member_epoch  # type: ignore[union-attr]
+    assert epoch > stale > 0
+    for wrong in (stale, epoch + 1):
+        with pytest.raises(FencedMemberEpoch):
+            group.beat("a", wrong)
+    with pytest.raises(UnknownMember):
+        group.beat("nobody", 3)
+    with pytest.raises(InvalidRequest):
+        group.beat("c", 0, None)
+
+
+def test_leave_removes_the_member_and_rejoin_starts_over() -> None:
+    group = Group()
+    group.beat("a", 0, ("orders",))
+    assert isinstance(group.beat("a", -1)[0], ShareMemberLeft)
+    state = group.state
+    assert state is not None and state.members == () and state.phase == "Empty"
+    with pytest.raises(UnknownMember):
+        group.beat("a", -1)
+    events = group.beat("", 0, ("audit",))
+    assert isinstance(events[0], ShareMemberJoined) and events[0].member_id == "generated"
+
+
+def test_share_session_epochs() -> None:
+    session, partitions = advance(None, "g", "m", 0, [(b"t", 0), (b"t", 1)], [])
+    assert session is not None and session.next_epoch == 1 and partitions == ((b"t", 0), (b"t", 1))
+    with pytest.raises(InvalidShareSessionEpoch):
+        advance(session, "g", "m", 2, [], [])
+    session, partitions = advance(session, "g", "m", 1, [(b"u", 0)], [(b"t", 0)])
+    assert session is not None and session.next_epoch == 2 and partitions == ((b"t", 1), (b"u", 0))
+    closed, last = advance(session, "g", "m", -1, [], [])
+    assert closed is None and last == ((b"t", 1), (b"u", 0))
+    with pytest.raises(ShareSessionNotFound):
+        advance(None, "g", "m", 5, [], [])
+    wrapped, _ = advance(session.__class__("g", "m", MAX_EPOCH, ()), "g", "m", MAX_EPOCH, [], [])
+    assert wrapped is not None and wrapped.next_epoch == 1
+
+
+def cursor_with_deliveries() -> CursorState:
+    log: list[Event] = [SubscriptionCreated("g", 1, "t", 0)]
+    state = fold_projection(CURSORS, log)[cursor_key("g", 1)]
+    acquired = cursor_commands.acquire(state, 0, 10, "m", 10, 1_000, 30_000)
+    assert acquired is not None
+    log.append(acquired)
+    return fold_projection(CURSORS, log)[cursor_key("g", 1)]
+
+
+LIMITS = AckLimits(delivery_count_limit=5, lock_duration_ms=30_000, renew_allowed=False)
+
+
+def test_ack_batches_map_to_cursor_commands_per_type_and_per_offset() -> None:
+    state = cursor_with_deliveries()
+    events = decide(state, "m", [AckBatch(0, 3, (ACCEPT,)), AckBatch(4, 6, (GAP, RELEASE, REJECT))], 2_000, LIMITS)
+    acked = [e for e in events if isinstance(e, RecordsAcked)]
+    assert sorted(r for e in acked for r in e.ranges) == [(0, 3), (4, 4)]
+    assert [e.ranges for e in events if isinstance(e, RecordsReleased)] == [((5, 5),)]
+    assert [e.ranges for e in events if isinstance(e, RecordsRejected)] == [((6, 6),)]
+
+
+def test_wrong_state_and_malformed_acks_are_refused_whole() -> None:
+    state = cursor_with_deliveries()
+    with pytest.raises(InvalidRecordState):
+        decide(state, "other", [AckBatch(0, 0, (ACCEPT,))], 2_000, LIMITS)
+    with pytest.raises(InvalidRecordState):
+        decide(state, "m", [AckBatch(8, 12, (ACCEPT,))], 2_000, LIMITS)
+    with pytest.raises(InvalidRequest):
+        decide(state, "m", [AckBatch(0, 3, (ACCEPT, ACCEPT))], 2_000, LIMITS)
+    with pytest.raises(InvalidRequest):
+        decide(state, "m", [AckBatch(0, 3, (ACCEPT,)), AckBatch(3, 4, (REJECT,))], 2_000, LIMITS)
+    with pytest.raises(InvalidRequest):
+        decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000, LIMITS)
+    renewed = decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000,
+                     AckLimits(5, 30_000, renew_allowed=True))
+    assert len(renewed) == 1 and renewed[0].lock_deadline_ms == 32_000  # type: ignore[attr-defined]
