@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from logwright.core import cursor_commands
@@ -23,18 +23,23 @@ from logwright.core.configs import iso_duration_ms
 from logwright.core.cursor import CursorState, cursor_key
 from logwright.core.cursor_events import SubscriptionCreated
 from logwright.core.events import Event
+from logwright.core.key_hash import key_hash
+from logwright.core.rangeset import RangeSet
 from logwright.core.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups import (
     SESSION_TIMEOUT_REASON,
     ShareGroupState,
     ShareHeartbeat,
     heartbeat,
-    remove_member,
+    leave,
 )
 from logwright.core.share_sessions import PartitionRef, ShareSession, advance
+from logwright.core.subscription_mode import DispatchView, SubscriptionMode
+from logwright.plugins.host import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, PluginHost
 
 from .broker import Broker
 from .list_offsets import lookup
+from .record_batch import decode_records
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +64,22 @@ class Acquired:
     ranges: tuple[tuple[int, int, int], ...]
 
 
+def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
+    chosen: list[tuple[int, int]] = []
+    for first, last in candidates.ranges:
+        take = min(last, first + count - 1)
+        chosen.append((first, take))
+        count -= take - first + 1
+        if count <= 0:
+            break
+    return chosen
+
+
 class ShareCoordinator:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, host: PluginHost | None = None) -> None:
         self.broker = broker
+        self.host = host
+        """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
@@ -89,6 +107,19 @@ class ShareCoordinator:
         assert key_info is not None and key_info.default is not None, f"unknown group config {name!r}"
         return key_info.default
 
+    def group_settings(self, group_id: str) -> dict[str, str]:
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
+        effective = self.broker.configs.effective("group", overrides)
+        return {name: value for name, (value, _) in effective.items() if value is not None}
+
+    def mode(self, group_id: str) -> SubscriptionMode:
+        """The group's subscription mode from the plugin host (``logwright.subscription.mode``, shared by default)."""
+        if self.host is None:
+            self.host = PluginHost.load(installed=False)
+        settings = self.group_settings(group_id)
+        return self.host.subscription_mode(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
+
     def lock_duration_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
 
@@ -110,7 +141,8 @@ class ShareCoordinator:
 
     async def heartbeat(self, command: ShareHeartbeat) -> tuple[str, ShareGroupState]:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal."""
-        member_id, events = heartbeat(self.group(command.group_id), command, self._topic, lambda: str(uuid.uuid4()))
+        member_id, events = heartbeat(self.group(command.group_id), command, self._topic, lambda: str(uuid.uuid4()),
+                                      self.mode(command.group_id))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1:
             events.extend(self._release_member(command.group_id, member_id, failed=False))
@@ -177,8 +209,13 @@ class ShareCoordinator:
         state = self.cursor(group_id, topic, partition_id)
         now = self.broker.clock.now_ms()
         log_start = self.broker.partition(partition_id).log_start_offset
-        event = cursor_commands.acquire(state, log_start, self.broker.high_watermark(partition_id), member_id,
-                                        max_records, now, self.lock_duration_ms(group_id))
+        log_end = self.broker.high_watermark(partition_id)
+        candidates = RangeSet.from_ranges(cursor_commands.available(state, log_start, log_end, now))
+        if not candidates:
+            return None
+        eligible = self._eligible(group_id, member_id, topic, partition_id, state, candidates, max_records)
+        event = cursor_commands.acquire(state, log_start, log_end, member_id, max_records, now,
+                                        self.lock_duration_ms(group_id), eligible=eligible)
         if event is None:
             return None
         self.broker.stage([event])
@@ -193,6 +230,42 @@ class ShareCoordinator:
                 batches.setdefault(int.from_bytes(batch[:8], "big"), batch)
         records = b"".join(batch for _, batch in sorted(batches.items()))
         return Acquired(records, tuple((d.first, d.last, d.delivery_count) for d in deliveries))
+
+    def _eligible(self, group_id: str, member_id: str, topic: str, partition_id: int, state: CursorState,
+                  candidates: RangeSet, limit: int) -> RangeSet:
+        """What the group's subscription mode lets ``member_id`` acquire of the available ``candidates``."""
+        group = self.group(group_id)
+        topic_state = self.broker.topic(topic)
+        if group is None or topic_state is None:
+            return RangeSet()
+        mode = self.mode(group_id)
+        holders: dict[str, list[tuple[int, int]]] = {}
+        for delivery in state.in_flight:
+            holders.setdefault(delivery.consumer, []).append((delivery.first, delivery.last))
+        view = DispatchView(
+            membership=group.mode_membership(),
+            partition_index=topic_state.partition_ids.index(partition_id),
+            partition_count=len(topic_state.partition_ids),
+            in_flight={consumer: RangeSet.from_ranges(ranges) for consumer, ranges in holders.items()},
+            key_hash_of=self._key_hashes(partition_id) if mode.uses_key_hashes else None,
+            settings=self.group_settings(group_id),
+        )
+        # A bounded window of the backlog: modes that skip records (key_shared) scan at most this much.
+        window = RangeSet.from_ranges(_first(candidates, max(limit * 16, 1024)))
+        return mode.eligible(view, member_id, window, limit)
+
+    def _key_hashes(self, partition_id: int) -> Callable[[int], int]:
+        """Key hash of an offset, read from its stored batch once per fetch (Key_Shared only)."""
+        hashes: dict[int, int] = {}
+
+        def key_hash_of(offset: int) -> int:
+            if offset not in hashes:
+                for batch in self.broker.store.read_batches(partition_id, offset, 1, end_offset=offset):
+                    for record in decode_records(batch):
+                        hashes[record.offset] = key_hash(record.key)
+            return hashes.get(offset, key_hash(None))
+
+        return key_hash_of
 
     def acknowledge(self, group_id: str, member_id: str, topic: str, partition_id: int,
                     batches: Sequence[AckBatch], renew_allowed: bool) -> None:
@@ -258,11 +331,11 @@ class ShareCoordinator:
                 continue
             self._last_seen.pop((group_id, member_id), None)
             self.sessions.pop((group_id, member_id), None)
-            left = remove_member(self.group(group_id), member_id, SESSION_TIMEOUT_REASON)
-            if left is not None:
+            left = leave(self.group(group_id), member_id, SESSION_TIMEOUT_REASON, self.mode(group_id))
+            if left:
                 log.info("share group %s: member %s timed out", group_id, member_id)
-                self.broker.stage([left])
-                events.append(left)
+                self.broker.stage(left)
+                events.extend(left)
                 released = self._release_member(group_id, member_id, failed=True)
                 if released:
                     self.broker.stage(released)

@@ -87,9 +87,6 @@ def iso_duration_ms(duration: str) -> int:
     return int(total * 1000)
 
 
-SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
-
-
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     name: str
@@ -222,10 +219,6 @@ _GROUP_KEYS = (
               "by_duration:<ISO-8601 duration> (the first record at most that old)."),
     ConfigKey("share.isolation.level", "group", "read_uncommitted", one_of("read_uncommitted", "read_committed"),
               "Whether share consumers see records of open transactions; there are no transactions yet."),
-    ConfigKey("logwright.subscription.mode", "group", "shared", one_of(*SUBSCRIPTION_MODES),
-              "How the group's consumers divide records: exclusive (one consumer), failover (one active consumer "
-              "per partition, by priority then name), shared (any consumer takes any record) or key_shared "
-              "(records of one key go to one consumer). A share group is shared unless this says otherwise."),
 )
 
 

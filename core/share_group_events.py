@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .events import Event
+from .subscription_mode import Membership
 
 ShareAssignment = tuple[tuple[str, bytes, tuple[int, ...]], ...]
 """``(topic name, topic id, partition indexes)`` per assigned topic, sorted by topic name."""
@@ -60,9 +61,19 @@ class ShareMemberLeft(ShareGroupEvent):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShareMembershipChanged(ShareGroupEvent):
+    """The subscription mode's view of the group after ``member_id`` joined or left (key-hash ownership
+    included), recorded as a value so a restart rebuilds exactly the same dispatch."""
+
+    TAG: ClassVar[int] = 54
+    membership: Membership
+
+
 SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareMemberJoined,
     ShareMemberSubscribed,
     ShareMemberAssigned,
     ShareMemberLeft,
+    ShareMembershipChanged,
 )

@@ -3,6 +3,9 @@
 A share group has no rebalance barrier: each member reconciles on its own heartbeat. The assignor is
 KIP-932's simple one in its homogeneous form: every member is assigned every partition of the topics it
 subscribed to, because records are shared through acquisition locks, not through partition ownership.
+The group's subscription mode (``logwright.subscription.mode``, shared by default) may narrow that:
+Exclusive refuses a second member, Failover gives each partition to one active member, Key_Shared
+splits key hashes. The mode's `Membership` is recorded after every join and leave.
 
 Epochs. The group epoch goes up with every membership change; a member's epoch goes up whenever its
 assignment changes (a topic appears, grows, or the member changes its subscription) and is always
@@ -26,8 +29,10 @@ from .share_group_events import (
     ShareMemberAssigned,
     ShareMemberJoined,
     ShareMemberLeft,
+    ShareMembershipChanged,
     ShareMemberSubscribed,
 )
+from .subscription_mode import Membership, ModeConsumer, SubscriptionMode
 
 LEAVE_EPOCH = -1
 JOIN_EPOCH = 0
@@ -50,6 +55,10 @@ class ShareGroupState:
     group_id: str
     group_epoch: int = 0
     members: tuple[ShareMember, ...] = ()
+    membership: Membership | None = None
+
+    def mode_membership(self) -> Membership:
+        return self.membership if self.membership is not None else Membership(self.group_id)
 
     def member(self, member_id: str) -> ShareMember | None:
         for member in self.members:
@@ -104,6 +113,11 @@ def _(event: ShareMemberLeft, state: ShareGroupState) -> ShareGroupState:
     return replace(state, group_epoch=state.group_epoch + 1, members=members)
 
 
+@_evolve.register
+def _(event: ShareMembershipChanged, state: ShareGroupState) -> ShareGroupState:
+    return replace(state, membership=event.membership)
+
+
 def evolve(state: ShareGroupState | None, event: Event, key: str) -> ShareGroupState | None:
     if not isinstance(event, ShareGroupEvent):
         return state
@@ -137,13 +151,17 @@ class ShareHeartbeat:
     client_host: str = ""
 
 
-def target_assignment(subscribed: Sequence[str], topics: TopicLookup) -> ShareAssignment:
-    """Every partition of every subscribed topic that exists (the simple assignor, homogeneous)."""
+def target_assignment(subscribed: Sequence[str], topics: TopicLookup, mode: SubscriptionMode,
+                      membership: Membership, member_id: str) -> ShareAssignment:
+    """The partitions of the subscribed topics that exist and that the mode lets the member acquire from
+    (with Shared: all of them, the simple assignor's homogeneous case)."""
     assignment = []
     for name in sorted(set(subscribed)):
         found = topics(name)
         if found is not None and found[1] > 0:
-            assignment.append((name, found[0], tuple(range(found[1]))))
+            partitions = tuple(sorted(mode.assigned_partitions(membership, member_id, found[1])))
+            if partitions:
+                assignment.append((name, found[0], partitions))
     return tuple(assignment)
 
 
@@ -156,11 +174,13 @@ def fold(state: ShareGroupState | None, events: Sequence[Event], group_id: str) 
 
 
 def heartbeat(
-    state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, new_member_id: Callable[[], str]
+    state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, new_member_id: Callable[[], str],
+    mode: SubscriptionMode,
 ) -> tuple[str, list[Event]]:
     """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append.
 
-    Raises `UnknownMember`, `FencedMemberEpoch` or `InvalidRequest` without changing anything.
+    Raises `UnknownMember`, `FencedMemberEpoch`, `InvalidRequest` or the mode's `ConsumerBusy` without
+    changing anything.
     """
     group_id = command.group_id
     if not group_id:
@@ -169,14 +189,17 @@ def heartbeat(
     if command.member_epoch == LEAVE_EPOCH:
         if member is None:
             raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}")
-        return command.member_id, [ShareMemberLeft(group_id, command.member_id, "left the group")]
+        return command.member_id, leave(state, command.member_id, "left the group", mode)
     events: list[Event] = []
     if command.member_epoch == JOIN_EPOCH:
         if not command.subscribed_topics:
             raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
         member_id = command.member_id or new_member_id()
+        current_membership = state.mode_membership() if state is not None else Membership(group_id)
+        membership = mode.join(current_membership, ModeConsumer(member_id, name=command.client_id or member_id))
         events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,
                                         command.rack_id, tuple(sorted(set(command.subscribed_topics)))))
+        events.append(ShareMembershipChanged(group_id, member_id, membership))
     else:
         if member is None:
             raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}; rejoin with epoch 0")
@@ -192,15 +215,17 @@ def heartbeat(
     folded = fold(state, events, group_id)
     current = folded.member(member_id)
     assert current is not None
-    assignment = target_assignment(current.subscribed_topics, topics)
+    assignment = target_assignment(current.subscribed_topics, topics, mode, folded.mode_membership(), member_id)
     if command.member_epoch == JOIN_EPOCH or assignment != current.assignment:
         epoch = max(folded.group_epoch, current.member_epoch + 1)
         events.append(ShareMemberAssigned(group_id, member_id, epoch, assignment))
     return member_id, events
 
 
-def remove_member(state: ShareGroupState | None, member_id: str, reason: str) -> ShareMemberLeft | None:
-    """A member the coordinator gave up on (session timeout); ``None`` if it is already gone."""
+def leave(state: ShareGroupState | None, member_id: str, reason: str, mode: SubscriptionMode) -> list[Event]:
+    """A member leaves or is given up on (session timeout): nothing if it is already gone."""
     if state is None or state.member(member_id) is None:
-        return None
-    return ShareMemberLeft(state.group_id, member_id, reason)
+        return []
+    membership = mode.leave(state.mode_membership(), member_id)
+    return [ShareMemberLeft(state.group_id, member_id, reason),
+            ShareMembershipChanged(state.group_id, member_id, membership)]

@@ -9,10 +9,12 @@ import signal
 from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.server import KafkaServer
+from logwright.compat.share_coordinator import share_coordinator
 from logwright.core.clock import Clock, ManualClock
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +35,10 @@ async def run_broker(
     if manual_clock:
         # Start from the wall clock so record timestamps look ordinary; only the extension API moves it.
         clock = ManualClock(SystemClock().now_ms())
-    broker = Broker(store, settings, clock=clock)
+    host = PluginHost.load()
+    broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
+    share_coordinator(broker).host = host
     if manual_clock:
         clock_control.enable()
     stop = asyncio.Event()

@@ -7,6 +7,7 @@ from logwright.core import cursor_commands
 from logwright.core.cursor import CURSORS, CursorState, cursor_key
 from logwright.core.cursor_events import RecordsAcked, RecordsRejected, RecordsReleased, SubscriptionCreated
 from logwright.core.errors import (
+    ConsumerBusy,
     FencedMemberEpoch,
     InvalidRecordState,
     InvalidRequest,
@@ -20,7 +21,12 @@ from logwright.core.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBa
 from logwright.core.share_group_events import ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
 from logwright.core.share_groups import SHARE_GROUPS, ShareGroupState, ShareHeartbeat, heartbeat
 from logwright.core.share_sessions import MAX_EPOCH, advance
+from logwright.core.subscription_mode import SubscriptionMode
+from logwright.plugins.exclusive import ExclusiveMode
+from logwright.plugins.failover import FailoverMode
+from logwright.plugins.shared import SharedMode
 
+SHARED = SharedMode()
 TOPICS = {"orders": (b"o" * 16, 3), "audit": (b"a" * 16, 1)}
 
 
@@ -29,8 +35,9 @@ def lookup(name: str) -> tuple[bytes, int] | None:
 
 
 class Group:
-    def __init__(self) -> None:
+    def __init__(self, mode: SubscriptionMode = SHARED) -> None:
         self.log: list[Event] = []
+        self.mode = mode
 
     @property
     def state(self) -> ShareGroupState | None:
@@ -39,7 +46,7 @@ class Group:
 
     def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = None) -> list[Event]:
         command = ShareHeartbeat("g", member, epoch, None, topics, "client", "/127.0.0.1")
-        _, events = heartbeat(self.state, command, lookup, lambda: "generated")
+        _, events = heartbeat(self.state, command, lookup, lambda: "generated", self.mode)
         self.log.extend(events)
         return events
 
@@ -94,6 +101,30 @@ def test_leave_removes_the_member_and_rejoin_starts_over() -> None:
         group.beat("a", -1)
     events = group.beat("", 0, ("audit",))
     assert isinstance(events[0], ShareMemberJoined) and events[0].member_id == "generated"
+
+
+def test_the_subscription_mode_decides_who_joins_and_what_each_member_is_assigned() -> None:
+    exclusive = Group(ExclusiveMode())
+    exclusive.beat("a", 0, ("orders",))
+    with pytest.raises(ConsumerBusy):
+        exclusive.beat("b", 0, ("orders",))
+    failover = Group(FailoverMode())
+    failover.beat("a", 0, ("orders",))
+    failover.beat("b", 0, ("orders",))
+    state = failover.state
+    assert state is not None and state.membership is not None
+    assert [c.consumer_id for c in state.membership.consumers] == ["a", "b"]
+    a = state.member("a")
+    assert a is not None
+    failover.beat("a", a.member_epoch)  # a's next heartbeat catches up with b's arrival
+    state = failover.state
+    assert state is not None
+    parts = [set(m.assignment[0][2]) if m.assignment else set() for m in state.members]
+    assert parts[0].isdisjoint(parts[1]) and parts[0] | parts[1] == {0, 1, 2}
+    failover.beat("b", -1)
+    state = failover.state
+    assert state is not None and state.membership is not None
+    assert [c.consumer_id for c in state.membership.consumers] == ["a"]
 
 
 def test_share_session_epochs() -> None:
