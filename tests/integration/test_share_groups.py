@@ -7,6 +7,7 @@ clock through the LogwrightAdvanceClock extension API, never by sleeping. Every 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import subprocess
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, KafkaError, Message, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from .broker_process import BrokerProcess
@@ -292,3 +293,57 @@ def test_share_group_configs_are_stored_and_described(bootstrap: str) -> None:
     described = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, group)])
     configs = next(iter(described.values())).result(30)
     assert {key: configs[key].value for key in values} == values
+
+
+def test_an_exclusive_share_group_refuses_a_second_member_clearly(share_broker: BrokerProcess) -> None:
+    bootstrap, group = share_broker.bootstrap, "exclusive-group"
+    topic = setup_topic(bootstrap, group, 3, **{"logwright.subscription.mode": "exclusive"})
+    first = consumer(bootstrap, group, topic)
+    taken = take_all(first, 3)
+    assert sorted(m.offset() for m in taken) == [0, 1, 2]
+    second = consumer(bootstrap, group, topic)
+    with pytest.raises(KafkaException) as refused:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            second.poll(0.5)
+    assert refused.value.args[0].code() == KafkaError.GROUP_MAX_SIZE_REACHED
+    with contextlib.suppress(KafkaException):
+        second.close()
+    first.close()
+    check_consistent(share_broker)
+
+
+def test_key_shared_keeps_each_key_on_one_consumer(share_broker: BrokerProcess) -> None:
+    bootstrap, group = share_broker.bootstrap, "key-shared-group"
+    topic = setup_topic(bootstrap, group, 0, **{"logwright.subscription.mode": "key_shared"})
+    pair = [consumer(bootstrap, group, topic) for _ in range(2)]
+    for share in pair:  # both join before any record exists, so the key space is split once
+        assert poll_batch(share, 2.0) == []
+    producer = Producer({"bootstrap.servers": bootstrap})
+    keys = [f"key-{i}" for i in range(20)]
+    for round_ in range(5):
+        for key in keys:
+            producer.produce(topic, key=key.encode(), value=f"{key}/{round_}".encode())
+    assert producer.flush(30) == 0
+    owners: dict[bytes, set[int]] = {}
+    order: dict[bytes, list[bytes]] = {}
+    seen = 0
+    deadline = time.monotonic() + 90
+    while seen < 100 and time.monotonic() < deadline:
+        for index, share in enumerate(pair):
+            batch = poll_batch(share, 1.0)
+            for message in batch:
+                owners.setdefault(message.key(), set()).add(index)
+                order.setdefault(message.key(), []).append(message.value())
+                share.acknowledge(message)
+            seen += len(batch)
+            if batch:
+                assert all(error is None for error in commit(share).values())
+    assert seen == 100
+    assert all(len(holders) == 1 for holders in owners.values()), owners
+    assert {next(iter(holders)) for holders in owners.values()} == {0, 1}, "one consumer owned every key"
+    for key, values in order.items():
+        assert values == [f"{key.decode()}/{r}".encode() for r in range(5)]
+    for share in pair:
+        share.close()
+    check_consistent(share_broker)
