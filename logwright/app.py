@@ -8,6 +8,7 @@ import signal
 
 from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.registry import register_extension
 from logwright.compat.server import KafkaServer
 from logwright.compat.share_coordinator import share_coordinator
 from logwright.core.clock import Clock, ManualClock
@@ -30,15 +31,18 @@ async def run_broker(
     data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None,
     manual_clock: bool = False,
 ) -> None:
-    store = RocksEventStore(data_dir, durability=durability)
+    host = PluginHost.load()
+    store = RocksEventStore(data_dir, durability=durability, projections=host.projections(),
+                            types=host.type_registry())
     clock: Clock | None = None
     if manual_clock:
         # Start from the wall clock so record timestamps look ordinary; only the extension API moves it.
         clock = ManualClock(SystemClock().now_ms())
-    host = PluginHost.load()
     broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
     share_coordinator(broker).host = host
+    for entry in host.extension_handlers().values():
+        register_extension(entry)  # keys outside Kafka's range: the handler reads and writes raw bodies
     if manual_clock:
         clock_control.enable()
     stop = asyncio.Event()
