@@ -8,7 +8,6 @@ import signal
 
 from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
-from logwright.compat.registry import register_extension
 from logwright.compat.server import KafkaServer
 from logwright.compat.share_coordinator import share_coordinator
 from logwright.core.clock import Clock, ManualClock
@@ -41,8 +40,7 @@ async def run_broker(
     broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
     share_coordinator(broker).host = host
-    for entry in host.extension_handlers().values():
-        register_extension(entry)  # keys outside Kafka's range: the handler reads and writes raw bodies
+    host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     if manual_clock:
         clock_control.enable()
     stop = asyncio.Event()
