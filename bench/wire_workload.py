@@ -1,0 +1,125 @@
+"""The produce and consume workloads, run by librdkafka (confluent-kafka) against any bootstrap address.
+
+Both sides are timed from the client: produce from the first ``produce()`` call to the end of ``flush()``
+(every record acknowledged with ``acks=all``), consume from ``assign()`` at the start of the full topic to
+the last record in hand. Consumption assigns the partition instead of joining a group, so the figure is
+fetch throughput rather than group coordination. A workload that loses or fails a record raises: a fast
+wrong answer is not a result.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """``records`` of ``record_bytes`` value bytes moved in ``seconds`` (wall clock, client side)."""
+
+    records: int
+    record_bytes: int
+    seconds: float
+
+    @property
+    def msg_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.records * self.record_bytes / self.seconds / 1e6
+
+
+PRODUCER_CONFIG = {"acks": "all", "linger.ms": 5, "compression.type": "none",
+                   "enable.idempotence": False, "queue.buffering.max.messages": 500_000}
+"""librdkafka defaults otherwise (batch.size 1 MB): what an application gets without tuning."""
+
+CONSUMER_CONFIG = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+                   "max.partition.fetch.bytes": 1_048_576}
+
+
+def create_topic(bootstrap: str, prefix: str, partitions: int = 1) -> str:
+    """A fresh topic (a unique name per run, so repeats never read each other's records)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30).values():
+        future.result(timeout=60)
+    return name
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Free the broker's memory or disk between repeats; a peer that cannot delete keeps the topic."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    for future in admin.delete_topics([topic], operation_timeout=30).values():
+        try:
+            future.result(timeout=60)
+        except Exception:  # noqa: BLE001 - not part of what is measured
+            pass
+
+
+def produce(bootstrap: str, topic: str, records: int, record_bytes: int) -> Measurement:
+    """Send ``records`` values of ``record_bytes`` (null keys) and wait until all are acknowledged."""
+    failures: list[KafkaError] = []
+    acked = 0
+
+    def delivered(error: KafkaError | None, _message: Message) -> None:
+        nonlocal acked
+        if error is not None:
+            failures.append(error)
+        else:
+            acked += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+    producer.list_topics(topic, timeout=30)
+    value = bytes(record_bytes)
+    send = producer.produce
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                send(topic, value, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    remaining = producer.flush(120)
+    seconds = time.perf_counter() - started
+    if failures or remaining or acked != records:
+        first = failures[0] if failures else None
+        raise RuntimeError(f"produce to {topic}: {acked}/{records} acked, {len(failures)} failed "
+                           f"({first}), {remaining} unsent")
+    return Measurement(records, record_bytes, seconds)
+
+
+def consume(bootstrap: str, topic: str, records: int, record_bytes: int,
+            idle_timeout_s: float = 30.0) -> Measurement:
+    """Read ``records`` records from offset 0 of partition 0; fails if the stream stalls or errs."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         **CONSUMER_CONFIG})
+    try:
+        consumer.list_topics(topic, timeout=30)
+        received = 0
+        started = time.perf_counter()
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        last_progress = started
+        while received < records:
+            batch = consumer.consume(10_000, 1.0)
+            now = time.perf_counter()
+            if not batch:
+                if now - last_progress > idle_timeout_s:
+                    raise RuntimeError(f"consume {topic}: stalled at {received}/{records}")
+                continue
+            for message in batch:
+                error = message.error()
+                if error is None:
+                    received += 1
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"consume {topic}: {error}")
+            last_progress = now
+        seconds = time.perf_counter() - started
+    finally:
+        consumer.close()
+    return Measurement(received, record_bytes, seconds)
