@@ -8,7 +8,8 @@ favour one of them. The table shows medians of msg/s and MB/s (value bytes) and 
 to the reference peer; every single run is kept in the JSON output.
 
     .venv/bin/python bench/produce_consume.py [--repeats 5] [--records 100:500000,1024:100000]
-        [--scale 0.2] [--peers logwright,tansu] [--profile out.svg|out.prof] [--markdown report.md]
+        [--scale 0.2] [--peers logwright,tansu] [--profile out.svg|out.prof|out.txt] [--tmp-root /dev/shm]
+        [--markdown report.md] [--json runs.json]
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--durability", default="wal", choices=["wal", "fsync"], help="logwright's")
     parser.add_argument("--profile", help="profile logwright: a .prof (cProfile), .svg or .txt (py-spy) path")
     parser.add_argument("--reference", default="tansu", help="the peer ratios are taken against")
+    parser.add_argument("--tmp-root", type=Path, help="where the peers' work dirs go (e.g. /dev/shm: logwright "
+                        "on tmpfs, to separate the broker's cost from this disk's)")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--json", type=Path, help="write every run here")
     args = parser.parse_args(argv)
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         logwright_options["profile"] = str(Path(args.profile).resolve())
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="logwright-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="logwright-bench-", dir=args.tmp_root) as tmp:
         runs = measure(names, sizes, args.repeats, Path(tmp), {"logwright": logwright_options},
                        lambda text: console.print(text, highlight=False))
     table = markdown(runs, names, sizes, "logwright", args.reference, args.repeats)
