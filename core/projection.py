@@ -45,3 +45,11 @@ def fold(projection: Projection[Any], events: Iterable[Event]) -> dict[str, Any]
             else:
                 states[key] = new_state
     return states
+
+
+def fold_entity(projection: Projection[Any], entity: str, events: Iterable[Event]) -> Any:
+    """One entity's state folded from the events that name it, in log order (Spark replays per entity)."""
+    state: Any = None
+    for event in events:
+        state = projection.evolve(state, event, entity)
+    return state

@@ -19,13 +19,16 @@ class CheckReport:
     projections: int
     entities: int
     differences: list[str] = field(default_factory=list)
+    total_differences: int | None = None
+    """When only the first differences are kept (Spark replay), how many there were in all."""
 
     @property
     def consistent(self) -> bool:
         return not self.differences
 
     def summary(self) -> str:
-        verdict = "consistent" if self.consistent else f"INCONSISTENT ({len(self.differences)} differences)"
+        count = self.total_differences if self.total_differences is not None else len(self.differences)
+        verdict = "consistent" if self.consistent else f"INCONSISTENT ({count} differences)"
         return f"{verdict}: {self.events} events, {self.projections} projections, {self.entities} entities"
 
 
@@ -44,10 +47,15 @@ def check_store(store: RocksEventStore, max_reported: int = 50) -> CheckReport:
         on_disk = stored[projection.name]
         report.entities += len(rebuilt)
         for entity in sorted(rebuilt.keys() | on_disk.keys()):
-            expected, found = rebuilt.get(entity), on_disk.get(entity)
-            if expected != found:
-                report.differences.append(
-                    f"{projection.name}/{entity}: replay gives {expected!r}, state holds {found!r}"
-                )
+            difference = describe_difference(projection.name, entity, rebuilt.get(entity), on_disk.get(entity))
+            if difference is not None:
+                report.differences.append(difference)
     del report.differences[max_reported:]
     return report
+
+
+def describe_difference(projection: str, entity: str, expected: Any, found: Any) -> str | None:
+    """How a refolded entity differs from the stored one, or ``None``; `check` and Spark replay share it."""
+    if expected == found:
+        return None
+    return f"{projection}/{entity}: replay gives {expected!r}, state holds {found!r}"

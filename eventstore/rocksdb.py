@@ -16,7 +16,7 @@ import logging
 import os
 import struct
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -72,6 +72,12 @@ class _BoundedIterator:
         return bytes(self.iterator.value())
 
 
+def _items(iterator: _BoundedIterator) -> Iterator[tuple[bytes, bytes]]:
+    while iterator.valid():
+        yield iterator.key(), iterator.value()
+        iterator.next()
+
+
 def _last_offset(iterator: _BoundedIterator) -> int:
     """The last offset of the stored batch under the iterator, from its RecordBatch v2 header."""
     (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(iterator.value(), 23)
@@ -106,10 +112,17 @@ class RocksEventStore:
         types: TypeRegistry | None = None,
         clock: Clock | None = None,
         read_only: bool = False,
+        secondary: str | os.PathLike[str] | None = None,
+        load_state: bool = True,
     ) -> None:
+        """``secondary`` opens a RocksDB secondary instance (read-only, its own directory there) that
+        follows a running primary through `catch_up`; ``load_state=False`` skips loading and refolding
+        projection state, for readers that only scan the log and the records (Spark)."""
         self.path = os.fspath(path)
         self.durability = Durability(durability)
-        self.read_only = read_only
+        self.secondary = os.fspath(secondary) if secondary is not None else None
+        self.read_only = read_only or self.secondary is not None
+        self._load_state = load_state
         self._types = types or default_registry()
         self._clock: Clock = clock or SystemClock()
         self._projections = list(projections)
@@ -148,6 +161,10 @@ class RocksEventStore:
         options.create_if_missing(not self.read_only)
         options.create_missing_column_families(not self.read_only)
         families = {name: Options(raw_mode=True) for name in keys.COLUMN_FAMILIES}
+        if self.secondary is not None:
+            options.set_max_open_files(-1)  # RocksDB requires it of secondary instances
+            access = AccessType.secondary(self.secondary)
+            return Rdict(self.path, options, column_families=families, access_type=access)
         if self.read_only:
             return Rdict(self.path, options, column_families=families, access_type=AccessType.read_only(False))
         os.makedirs(self.path, exist_ok=True)
@@ -167,6 +184,8 @@ class RocksEventStore:
                 meta[keys.META_FORMAT_VERSION] = keys.encode_sequence(keys.FORMAT_VERSION)
         elif keys.decode_sequence(version) > keys.FORMAT_VERSION:
             raise CorruptState(f"{self.path} was written by a newer logwright (format {keys.decode_sequence(version)})")
+        if not self._load_state:
+            return
         for key, value in self._views["state"].items():
             projection_name, entity = keys.parse_state_key(cast(bytes, key))
             if projection_name not in self._states:
@@ -199,6 +218,14 @@ class RocksEventStore:
             self._dirty.clear()
 
     # -- writing --------------------------------------------------------------------------------
+
+    def catch_up(self) -> int:
+        """A secondary instance: apply what the primary wrote since; returns the new last sequence."""
+        if self.secondary is None:
+            raise ReadOnlyStore(f"only a secondary instance catches up, {self.path} is not opened as one")
+        self._db.try_catch_up_with_primary()
+        self._last_sequence = self._committed_sequence = self._find_last_sequence()
+        return self._last_sequence
 
     @property
     def last_sequence(self) -> int:
@@ -401,9 +428,20 @@ class RocksEventStore:
             yield LoggedEvent(sequence, time_ms, event)
             iterator.next()
 
-    def stored_states(self) -> Iterator[tuple[str, str, int, bytes]]:
-        """Raw ``state`` rows (projection, entity, covered sequence, encoded state) for `check`."""
-        for key, value in self._views["state"].items():
+    def stored_states(self, projection: str | None = None) -> Iterator[tuple[str, str, int, bytes]]:
+        """Raw ``state`` rows (projection, entity, covered sequence, encoded state) for `check`.
+
+        With ``projection``, only that projection's rows (a bounded scan: Spark reads one per task).
+        """
+        rows: Iterable[tuple[Any, Any]]
+        if projection is None:
+            rows = self._views["state"].items()
+        else:
+            prefix = keys.state_key(projection, "")
+            iterator = self._bounded_iterator("state", prefix[:-1] + b"\x01")
+            iterator.seek(prefix)
+            rows = _items(iterator)
+        for key, value in rows:
             projection_name, entity = keys.parse_state_key(cast(bytes, key))
             yield projection_name, entity, keys.decode_sequence(value), value[8:]
 

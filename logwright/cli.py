@@ -103,6 +103,19 @@ def plugins(as_json: bool) -> None:
             click.echo(f"    {line}")
 
 
+@main.command()
+@DATA_DIR
+@click.option("--spark", "master", default="local[*]", show_default=True, help="Spark master: local[N] or a URL")
+@click.option("--events-per-task", default=250_000, show_default=True, help="events each Spark task reads")
+def replay(data_dir: str, master: str, events_per_task: int) -> None:
+    """Recompute every projection in Spark with the core folds and diff with the stored state."""
+    try:
+        from logwright.spark.cli import run_replay
+    except ImportError as error:
+        raise click.ClickException(f"replay needs the spark extra (pip install 'logwright[spark]'): {error}") from error
+    sys.exit(run_replay(data_dir, master, events_per_task))
+
+
 def _open_for_reading(data_dir: str) -> RocksEventStore:
     """Open read-write (creating a new store); if a broker holds the lock, open a read-only view.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted
-from logwright.core.projection import Projection, fold
+from logwright.core.projection import Projection, fold, fold_entity
 
 
 def _keys(event: Event) -> tuple[str, ...]:
@@ -57,3 +57,14 @@ def test_the_evolve_function_receives_the_entity_key() -> None:
     projection: Projection[str] = Projection("keys", _keys, lambda state, event, key: seen.append(key) or key)
     assert fold(projection, [OffsetCommitted("a", "t", 0, 1)]) == {"a": "a", "topic:t": "topic:t"}
     assert seen == ["a", "topic:t"]
+
+
+def test_folding_one_entity_from_only_its_events_matches_the_whole_fold() -> None:
+    """What Spark replay relies on: an entity's state depends only on the events that name it."""
+    events = [OffsetCommitted("a", "t", 0, 1), OffsetCommitted("b", "t", 0, 1), GroupDeleted("a"),
+              OffsetCommitted("a", "u", 0, 2), OffsetCommitted("b", "u", 0, 3), GroupDeleted("b")]
+    whole = fold(COUNTS, events)
+    for entity in ("a", "b", "topic:t", "topic:u"):
+        named = [event for event in events if entity in _keys(event)]
+        assert fold_entity(COUNTS, entity, named) == whole.get(entity)
+    assert whole == {"a": 1, "topic:t": 2, "topic:u": 2}

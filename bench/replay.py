@@ -1,0 +1,97 @@
+"""Replay speed: `logwright check` (one process) against `logwright replay --spark local[2]`, same log.
+
+Writes a log of ``--events`` events through `RocksEventStore` (produced batches round-robin over
+``--partitions`` partitions of one topic, with a consumer group's offset commit every ``--commit-every``
+batches), then runs both commands as a user would and prints events/s of each and their ratio. Both
+times include process start (and for Spark the session start, 10-50 s on 2 cores), which is what a
+user waits for; the Spark figure also prints the job's own time from its output.
+
+    .venv/bin/python bench/replay.py [--events 1000000] [--partitions 8] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from logwright.core.catalog import COUNTER_KEY, create_topic, topic_key
+from logwright.core.configs import default_registry as default_configs
+from logwright.core.events import OffsetCommitted
+from logwright.core.partition_log import append_batch, partition_key
+from logwright.eventstore.interface import StoredBatch
+from logwright.eventstore.rocksdb import RocksEventStore
+from rich.console import Console
+from rich.table import Table
+
+LOGWRIGHT = str(Path(sys.executable).with_name("logwright"))
+_BATCH = bytes(61) + b"x" * 100  # a 61-byte header the store never parses for appends, then "records"
+
+
+def write_log(path: Path, events: int, partitions: int, commit_every: int) -> int:
+    store = RocksEventStore(path)
+    try:
+        store.append([create_topic(None, store.state("catalog", COUNTER_KEY), "bench", partitions, (),
+                                   b"bench".ljust(16, b"\x00"), default_configs())])
+        partition_ids = store.state("catalog", topic_key("bench")).partition_ids
+        produced = 0
+        while store.last_sequence < events:
+            partition_id = partition_ids[produced % partitions]
+            decided = append_batch(store.state("partitions", partition_key(partition_id)), 10, len(_BATCH), produced)
+            store.append([decided], [StoredBatch(partition_id, decided.base_offset, _BATCH)])
+            produced += 1
+            if produced % commit_every == 0 and store.last_sequence < events:
+                store.append([OffsetCommitted("bench-group", "bench", produced % partitions, decided.base_offset)])
+            if produced % 1000 == 0:
+                store.commit()
+        store.commit()
+        return store.last_sequence
+    finally:
+        store.close()
+
+
+def timed(*args: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = subprocess.run([LOGWRIGHT, *args], capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"logwright {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return elapsed, result.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--commit-every", type=int, default=10)
+    parser.add_argument("--spark", default="local[2]")
+    parser.add_argument("--keep", type=Path, help="write (or reuse) the log here instead of a temporary directory")
+    args = parser.parse_args()
+    console = Console()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="logwright-bench-replay-"))
+    data = root / "data"
+    try:
+        if not data.exists():
+            started = time.perf_counter()
+            total = write_log(data, args.events, args.partitions, args.commit_every)
+            console.print(f"wrote {total:,} events in {time.perf_counter() - started:.1f} s")
+        check_s, check_out = timed("check", "--data-dir", str(data))
+        replay_s, replay_out = timed("replay", "--data-dir", str(data), "--spark", args.spark)
+        events = int(check_out.split(": ")[1].split()[0])
+        table = Table("command", "seconds", "events/s", "output")
+        table.add_row("logwright check", f"{check_s:.1f}", f"{events / check_s:,.0f}", check_out)
+        table.add_row(f"logwright replay --spark {args.spark}", f"{replay_s:.1f}", f"{events / replay_s:,.0f}",
+                      replay_out)
+        console.print(table)
+        console.print(f"replay / check speed ratio: {check_s / replay_s:.2f}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

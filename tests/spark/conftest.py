@@ -1,0 +1,21 @@
+"""One local[2] SparkSession for every Spark test (starting one takes 10-50 s on this machine)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from logwright.spark.session import spark_session
+
+    session = spark_session("local[2]", "logwright-tests", **{"spark.sql.shuffle.partitions": "4",
+                                                                      "spark.ui.showConsoleProgress": "false"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
