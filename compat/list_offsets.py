@@ -1,4 +1,8 @@
-"""ListOffsets (key 2), versions 1-8: earliest (-2), latest (-1), max timestamp (-3), by time.
+"""ListOffsets (key 2), versions 1-11: earliest (-2), latest (-1), max timestamp (-3), by time.
+
+v9 and v11 add the tiered-storage queries latest tiered (-5) and earliest pending upload (-6); with no
+tiered storage they find nothing (offset -1), as Kafka answers for a topic without remote storage.
+v10 adds a timeout for remote lookups, which never wait here.
 
 A time lookup seeks the time index (keyed by the running maximum timestamp, so the first entry at or
 after the target is the first batch that can hold it) and then decodes that one batch to find the
@@ -23,7 +27,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 
 
-@handler(2, "ListOffsets", 1, 8)
+@handler(2, "ListOffsets", 1, 11)
 async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     module = response_module("list_offsets", context.api_version)

@@ -1,0 +1,170 @@
+"""Admin APIs whose answers follow from having one broker: elections, reassignments, paged topic
+descriptions, the list of config resources, and ListOffsets' tiered-storage queries (no tiers here)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.alter_partition_reassignments.v1.request import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from kio.schema.alter_replica_log_dirs.v2.request import (
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirTopic,
+)
+from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.describe_log_dirs.v4.request import DescribableLogDirTopic, DescribeLogDirsRequest
+from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.schema.list_config_resources.v0.request import ListConfigResourcesRequest as ListConfigResourcesV0
+from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
+from kio.schema.list_offsets.v11.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+from logwright.compat import (
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
+    create_topics,
+    describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
+    incremental_alter_configs,
+    list_config_resources,
+    list_offsets,
+    list_partition_reassignments,
+)
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext
+from logwright.eventstore.rocksdb import RocksEventStore
+
+TIMEOUT = datetime.timedelta(seconds=5)
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    store = RocksEventStore(tmp_path / "data")
+    opened = Broker(store)
+    create = CreateTopicsRequest(topics=tuple(
+        CreatableTopic(name=name, num_partitions=count, replication_factor=1, assignments=(),
+                       configs=(CreatableTopicConfig(name="retention.ms", value="1000"),))
+        for name, count in (("b-three", 3), ("a-two", 2), ("c-one", 1))), timeout=TIMEOUT, validate_only=False)
+    call(opened, create_topics.handle, 7, create)
+    yield opened
+    opened.commit_now()
+    store.close()
+
+
+def call(broker: Broker, handle: Any, version: int, request: Any) -> Any:
+    return asyncio.run(handle(RequestContext(broker, 0, version, 1, "tester", 1, "127.0.0.1"), request))
+
+
+def test_every_partition_is_led_by_its_preferred_replica_so_no_election_is_needed(broker: Broker) -> None:
+    for election_type in (0, 1):
+        answer = call(broker, elect_leaders.handle, 2, ElectLeadersRequest(
+            election_type=election_type, timeout=TIMEOUT,
+            topic_partitions=(TopicPartitions(topic="b-three", partitions=(0, 2, 3)),)))
+        (result,) = answer.replica_election_results
+        codes = [(partition.partition_id, partition.error_code) for partition in result.partition_result]
+        assert codes == [(0, ErrorCode.ELECTION_NOT_NEEDED), (2, ErrorCode.ELECTION_NOT_NEEDED),
+                         (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    every = call(broker, elect_leaders.handle, 2, ElectLeadersRequest(election_type=0, timeout=TIMEOUT,
+                                                                      topic_partitions=None))
+    assert every.replica_election_results == ()
+
+
+def test_reassignment_confirms_the_one_placement_and_refuses_others(broker: Broker) -> None:
+    request = AlterPartitionReassignmentsRequest(timeout=TIMEOUT, allow_replication_factor_change=False, topics=(
+        ReassignableTopic(name="a-two", partitions=(
+            ReassignablePartition(partition_index=0, replicas=(1,)),
+            ReassignablePartition(partition_index=1, replicas=(1, 2)),
+            ReassignablePartition(partition_index=5, replicas=(1,)))),
+        ReassignableTopic(name="c-one", partitions=(ReassignablePartition(partition_index=0, replicas=None),))))
+    answer = call(broker, alter_partition_reassignments.handle, 1, request)
+    outcomes = [[(p.partition_index, p.error_code) for p in topic.partitions] for topic in answer.responses]
+    assert outcomes == [[(0, ErrorCode.NONE), (1, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+                         (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)], [(0, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)]]
+    assert "must be assigned to exactly [1]" in answer.responses[0].partitions[1].error_message
+    assert answer.allow_replication_factor_change is False
+    listed = call(broker, list_partition_reassignments.handle, 0,
+                  ListPartitionReassignmentsRequest(timeout=TIMEOUT, topics=None))
+    assert (listed.error_code, listed.topics) == (ErrorCode.NONE, ())
+
+
+def describe(broker: Broker, names: tuple[str, ...], limit: int, cursor: Cursor | None = None) -> Any:
+    return call(broker, describe_topic_partitions.handle, 0, DescribeTopicPartitionsRequest(
+        topics=tuple(TopicRequest(name=name) for name in names), response_partition_limit=limit, cursor=cursor))
+
+
+def test_topic_partitions_come_in_name_order_a_page_at_a_time(broker: Broker) -> None:
+    pages = []
+    cursor = None
+    while True:
+        answer = describe(broker, (), 2, cursor)
+        pages.append([(t.name, [p.partition_index for p in t.partitions]) for t in answer.topics])
+        if answer.next_cursor is None:
+            break
+        cursor = Cursor(topic_name=answer.next_cursor.topic_name, partition_index=answer.next_cursor.partition_index)
+    assert pages == [[("a-two", [0, 1])], [("b-three", [0, 1])], [("b-three", [2]), ("c-one", [0])]]
+    whole = describe(broker, ("c-one", "missing", "a-two"), 0)
+    assert [(t.name, t.error_code, len(t.partitions)) for t in whole.topics] == [
+        ("a-two", ErrorCode.NONE, 2), ("c-one", ErrorCode.NONE, 1),
+        ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0)]
+    partition = whole.topics[0].partitions[0]
+    assert (partition.leader_id, partition.replica_nodes, partition.isr_nodes) == (1, (1,), (1,))
+    assert whole.next_cursor is None
+
+
+def test_config_resources_are_topics_the_broker_and_groups_with_configs(broker: Broker) -> None:
+    call(broker, incremental_alter_configs.handle, 1, IncrementalAlterConfigsRequest(validate_only=False, resources=(
+        AlterConfigsResource(resource_type=32, resource_name="billing", configs=(
+            AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest"),)),)))
+    answer = call(broker, list_config_resources.handle, 1, ListConfigResourcesRequest(resource_types=()))
+    assert [(r.resource_type, r.resource_name) for r in answer.config_resources] == [
+        (2, "a-two"), (2, "b-three"), (2, "c-one"), (4, "1"), (32, "billing")]
+    brokers = call(broker, list_config_resources.handle, 1, ListConfigResourcesRequest(resource_types=(4, 16)))
+    assert [(r.resource_type, r.resource_name) for r in brokers.config_resources] == [(4, "1")]
+    assert call(broker, list_config_resources.handle, 0, ListConfigResourcesV0()).config_resources == ()
+    unknown = call(broker, list_config_resources.handle, 1, ListConfigResourcesRequest(resource_types=(3,)))
+    assert unknown.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_tiered_storage_offsets_are_not_found_without_tiers(broker: Broker) -> None:
+    request = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout=TIMEOUT, topics=(ListOffsetsTopic(
+        name="c-one", partitions=tuple(ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=t)
+                                       for t in (-1, -2, -5, -6))),))
+    answer = call(broker, list_offsets.handle, 11, request)
+    assert [(p.error_code, p.offset) for p in answer.topics[0].partitions] == [
+        (ErrorCode.NONE, 0), (ErrorCode.NONE, 0), (ErrorCode.NONE, -1), (ErrorCode.NONE, -1)]
+
+
+def test_the_data_directory_is_the_one_log_dir(broker: Broker, tmp_path: Path) -> None:
+    every = call(broker, describe_log_dirs.handle, 4, DescribeLogDirsRequest(topics=None)).results
+    assert [(r.error_code, r.log_dir) for r in every] == [(ErrorCode.NONE, str((tmp_path / "data").resolve()))]
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in every[0].topics] == [
+        ("a-two", [0, 1]), ("b-three", [0, 1, 2]), ("c-one", [0])]
+    assert every[0].total_bytes >= every[0].usable_bytes > 0
+    named = call(broker, describe_log_dirs.handle, 4, DescribeLogDirsRequest(topics=(
+        DescribableLogDirTopic(topic="b-three", partitions=(2, 7)),
+        DescribableLogDirTopic(topic="nope", partitions=(0,)))))
+    assert [(t.name, [(p.partition_index, p.partition_size, p.offset_lag) for p in t.partitions])
+            for t in named.results[0].topics] == [("b-three", [(2, 0, 0)])]
+    moves = AlterReplicaLogDirsRequest(dirs=tuple(
+        AlterReplicaLogDir(path=path, topics=(AlterReplicaLogDirTopic(name="c-one", partitions=(0, 1)),))
+        for path in (str(tmp_path / "data"), str(tmp_path / "elsewhere"))))
+    answer = call(broker, alter_replica_log_dirs.handle, 2, moves)
+    assert [[(p.partition_index, p.error_code) for p in r.partitions] for r in answer.results] == [
+        [(0, ErrorCode.NONE), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
+        [(0, ErrorCode.LOG_DIR_NOT_FOUND), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]]
