@@ -6,6 +6,11 @@ FindCoordinator v1, JoinGroup v5 with its own partition assignor, SyncGroup, Off
 The counts are read back with confluent-kafka from the table's changelog and the agent's output topic.
 A second worker run must recover the table from the changelog and resume from committed offsets:
 counting the new words only, none of the old ones twice.
+
+Words are produced only once a worker reports "Worker ready": faust-streaming drops records it fetched
+while recovering a table and may then commit past them (faust-streaming issues #596 and #606, open for
+0.15.3). Under load that lost one word in a run where the words were waiting before the worker started;
+the loss is faust's (the record was stored and fetched, the offset committed, the agent never saw it).
 """
 
 from __future__ import annotations
@@ -36,8 +41,16 @@ class Worker:
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         self.log_path = log_path
         with log_path.open("ab") as log:
-            self.process = subprocess.Popen([sys.executable, str(APP), "worker", "--loglevel", "info"], env=env,
+            self.process = subprocess.Popen([sys.executable, str(APP), "worker", "--without-web",
+                                             "--loglevel", "info"], env=env,
                                             stdout=log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 120
+        while "Worker ready" not in self.log_path.read_text(errors="replace"):
+            assert self.process.poll() is None, f"the faust worker exited:\n{self.log_tail()}"
+            assert time.monotonic() < deadline, f"the faust worker was not ready in 120 s:\n{self.log_tail()}"
+            time.sleep(0.2)
 
     def log_tail(self) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
@@ -139,10 +152,11 @@ def test_faust_agent_counts_words_in_a_table_and_resumes(broker: BrokerProcess, 
     admin.create_topics([NewTopic(names["input"], 2)])[names["input"]].result(20)
     chooser = random.Random(7)
     first = [chooser.choice(VOCABULARY) for _ in range(300)]
-    produce(bootstrap, names["input"], first)
 
     worker = Worker(worker_env, tmp_path / "worker-1.log")
     try:
+        worker.wait_ready()
+        produce(bootstrap, names["input"], first)
         table = wait_for_counts(bootstrap, names["app"], dict(collections.Counter(first)), worker)
         wait_for_commits(bootstrap, names["app"], names["input"], high_watermarks(bootstrap, names["input"]))
         assert worker.stop() == 0, worker.log_tail()
@@ -159,9 +173,10 @@ def test_faust_agent_counts_words_in_a_table_and_resumes(broker: BrokerProcess, 
     assert described["cleanup.policy"].value == "compact"
 
     second = [chooser.choice(VOCABULARY[:4]) for _ in range(50)]
-    produce(bootstrap, names["input"], second)
     worker = Worker(worker_env, tmp_path / "worker-2.log")
     try:
+        worker.wait_ready()
+        produce(bootstrap, names["input"], second)
         table = wait_for_counts(bootstrap, names["app"], dict(collections.Counter(first + second)), worker)
         assert worker.stop() == 0, worker.log_tail()
     finally:
