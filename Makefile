@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire clean compat-peers
+.PHONY: serve test lint bench bench-store bench-wire clean compat-peers compat-franz
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ $(VENV)/.peers-installed: $(STAMP)
 
 compat-peers: $(VENV)/.peers-installed
 	$(BIN)/python peers/kafka_python.py
+
+# franz-go's own pkg/kgo tests against a logwright broker (module fetched into peers/.cache; needs go).
+compat-franz: $(STAMP)
+	$(BIN)/python peers/franz_go.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
