@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable
 from typing import Any
 
 from .broker import Broker
@@ -79,19 +78,32 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else "?"
         self.decoder = FrameDecoder(int(self.broker.broker_config("socket.request.max.bytes")))
-        self.responses: asyncio.Queue[Awaitable[bytes | None] | None] = asyncio.Queue()
+        self.responses: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
 
     async def run(self) -> None:
+        """Serve until the client leaves, or until `KafkaServer.stop` cancels us.
+
+        A cancelled connection returns instead of raising: Python 3.11's asyncio logs every cancelled
+        client task as an "Exception in callback" traceback, one per connection open at Ctrl-C. It also
+        drops the answers not yet sent: a long-polling Fetch (or a JoinGroup waiting for its rebalance)
+        would otherwise hold up the shutdown until the client's max wait ends.
+        """
         sender = asyncio.create_task(self._send_responses())
         try:
             await self._read_requests()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            sender.cancel()
+            while not self.responses.empty():
+                pending = self.responses.get_nowait()
+                if pending is not None:
+                    pending.cancel()
         finally:
             await self.responses.put(None)
             try:
                 await sender
-            except Exception:
+            except (Exception, asyncio.CancelledError):
                 pass
             self.writer.close()
 
