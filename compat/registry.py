@@ -48,7 +48,8 @@ class HandlerEntry:
 
 HANDLERS: dict[int, HandlerEntry] = {}
 
-_NOT_HANDLERS = frozenset({"server", "client", "registry", "broker", "fallback", "framing", "messages"})
+_NOT_HANDLERS = frozenset({"server", "client", "client_wire", "client_consumer", "registry", "broker", "fallback",
+                           "framing", "messages"})
 
 
 def handler(api_key: int, name: str, min_version: int, max_version: int) -> Callable[[Handler], Handler]:

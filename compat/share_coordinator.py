@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from logwright.core import cursor_commands
 from logwright.core.catalog import ResourceConfig, resource_key
@@ -28,6 +28,7 @@ from logwright.core.rangeset import RangeSet
 from logwright.core.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups import (
     SESSION_TIMEOUT_REASON,
+    ConsumerOptions,
     ShareGroupState,
     ShareHeartbeat,
     heartbeat,
@@ -81,6 +82,8 @@ class ShareCoordinator:
         self.host = host
         """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
+        """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
         """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
@@ -141,6 +144,8 @@ class ShareCoordinator:
 
     async def heartbeat(self, command: ShareHeartbeat) -> tuple[str, ShareGroupState]:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal."""
+        if command.member_epoch == 0 and command.member_id:
+            command = replace(command, options=self.consumer_options.get((command.group_id, command.member_id)))
         member_id, events = heartbeat(self.group(command.group_id), command, self._topic, lambda: str(uuid.uuid4()),
                                       self.mode(command.group_id))
         now = self.broker.clock.now_ms()
@@ -148,6 +153,7 @@ class ShareCoordinator:
             events.extend(self._release_member(command.group_id, member_id, failed=False))
             self._last_seen.pop((command.group_id, member_id), None)
             self.sessions.pop((command.group_id, member_id), None)
+            self.consumer_options.pop((command.group_id, member_id), None)
         else:
             self._last_seen[(command.group_id, member_id)] = now
         if events:
@@ -272,7 +278,10 @@ class ShareCoordinator:
         """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
         state = self.cursor(group_id, topic, partition_id)
         limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id), renew_allowed)
-        events = decide(state, member_id, batches, self.broker.clock.now_ms(), limits)
+        self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
+
+    def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:
+        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers."""
         if events:
             self.broker.stage(events)
             key = cursor_key(group_id, partition_id)

@@ -21,6 +21,7 @@ from functools import singledispatch
 
 from .errors import FencedMemberEpoch, InvalidRequest, UnknownMember
 from .events import Event
+from .key_hash_ranges import HashRange
 from .projection import Projection
 from .share_group_events import (
     SHARE_GROUP_EVENT_TYPES,
@@ -140,6 +141,20 @@ TopicLookup = Callable[[str], tuple[bytes, int] | None]
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    """What a subscription mode needs to know of a consumer and Kafka's heartbeat cannot say.
+
+    Sent by the bundled client before it joins (extension key ``LogwrightConsumerOptions``); an empty
+    ``name`` falls back to the client id, as for any Kafka client.
+    """
+
+    name: str = ""
+    priority: int = 0
+    hash_ranges: tuple[HashRange, ...] = ()
+    max_in_flight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ShareHeartbeat:
     group_id: str
     member_id: str
@@ -149,6 +164,15 @@ class ShareHeartbeat:
     """``None``: unchanged since the last heartbeat (clients send it only when it changes)."""
     client_id: str = ""
     client_host: str = ""
+    options: ConsumerOptions | None = None
+    """The member's declared mode options, used when it joins (epoch 0)."""
+
+
+def mode_consumer(member_id: str, command: ShareHeartbeat) -> ModeConsumer:
+    """The consumer a joining member is to its subscription mode."""
+    options = command.options or ConsumerOptions()
+    return ModeConsumer(member_id, name=options.name or command.client_id or member_id, priority=options.priority,
+                        hash_ranges=options.hash_ranges, max_in_flight=options.max_in_flight)
 
 
 def target_assignment(subscribed: Sequence[str], topics: TopicLookup, mode: SubscriptionMode,
@@ -196,7 +220,7 @@ def heartbeat(
             raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
         member_id = command.member_id or new_member_id()
         current_membership = state.mode_membership() if state is not None else Membership(group_id)
-        membership = mode.join(current_membership, ModeConsumer(member_id, name=command.client_id or member_id))
+        membership = mode.join(current_membership, mode_consumer(member_id, command))
         events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,
                                         command.rack_id, tuple(sorted(set(command.subscribed_topics)))))
         events.append(ShareMembershipChanged(group_id, member_id, membership))

@@ -1,0 +1,148 @@
+"""``logwright.compat.client``: the bundled asyncio client, with an API that reads like Pulsar's.
+
+    client = await Client.connect("127.0.0.1:9092")
+    consumer = await client.subscribe("orders", "billing", mode="failover", consumer_name="a")
+    msg = await consumer.receive(timeout=10)
+    await consumer.acknowledge(msg)            # or negative_acknowledge(msg), acknowledge_cumulative(msg)
+    await consumer.close(); await client.close()
+
+A subscription is a KIP-932 share group named after it; ``subscribe`` sets the group's configs with
+IncrementalAlterConfigs (``logwright.subscription.mode``, ``share.auto.offset.reset`` and, for an ack
+timeout, ``share.record.lock.duration.ms``), so the last subscriber's settings are the group's. What
+Kafka cannot say goes through logwright's extension API keys (`compat/extension_wire.py`).
+
+Semantics worth knowing: the ack timeout is the broker's lock duration (15 s to 60 s); a negative ack
+is released on the broker with the delay the backoff gives for the record's *persisted* redelivery
+count, so a multiplier backoff keeps growing across reconnects and broker restarts; ``close`` leaves
+the group and whatever the consumer still held is redelivered at once, without using up an attempt.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any
+
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from logwright.core.redelivery_backoff import FixedDelay, MultiplierBackoff
+
+from .client_consumer import (
+    Consumer,
+    ConsumerBusy,
+    ConsumerSettings,
+    InvalidConfiguration,
+    Message,
+    Timeout,
+)
+from .client_wire import BrokerError, ClientError, Connection, ConnectionClosed
+from .errors import ErrorCode
+
+__all__ = ["BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy", "FixedDelay",
+           "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
+
+MODES = ("exclusive", "failover", "shared", "key_shared")
+INITIAL_POSITIONS = ("latest", "earliest")
+GROUP_RESOURCE = 32
+SET = 0
+ADVANCE_CLOCK_KEY = 32001
+INSPECT_CURSOR_KEY = 32006
+
+
+class Client:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._consumers: list[Consumer] = []
+
+    @classmethod
+    async def connect(cls, bootstrap: str, client_id: str = "logwright-client") -> Client:
+        return cls(await Connection.open(bootstrap, client_id))
+
+    async def subscribe(
+        self,
+        topic: str,
+        subscription: str,
+        mode: str = "shared",
+        consumer_name: str = "",
+        priority: int = 0,
+        initial_position: str = "latest",
+        ack_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = 60_000,
+        redelivery_backoff: MultiplierBackoff | None = None,
+        key_hash_ranges: tuple[tuple[int, int], ...] = (),
+        receiver_queue_size: int = 100,
+        heartbeat_interval_ms: int | None = None,
+    ) -> Consumer:
+        """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
+
+        ``key_hash_ranges`` are Key_Shared STICKY ranges (inclusive, within 0..65535; empty: AUTO_SPLIT).
+        ``heartbeat_interval_ms`` overrides the group's interval (tests, fast failover switch-over).
+        """
+        if mode not in MODES:
+            raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if initial_position not in INITIAL_POSITIONS:
+            raise InvalidConfiguration(f"initial_position must be 'latest' or 'earliest', got {initial_position!r}")
+        if receiver_queue_size < 1:
+            raise InvalidConfiguration(f"receiver_queue_size must be positive, got {receiver_queue_size}")
+        configs = {"logwright.subscription.mode": mode, "share.auto.offset.reset": initial_position}
+        if ack_timeout_ms is not None:
+            configs["share.record.lock.duration.ms"] = str(ack_timeout_ms)
+        await self._set_group_configs(subscription, configs)
+        settings = ConsumerSettings(
+            topic=topic, topic_id=await self._topic_id(topic), subscription=subscription, mode=mode,
+            consumer_name=consumer_name, priority=priority, hash_ranges=tuple(key_hash_ranges),
+            receiver_queue_size=receiver_queue_size,
+            negative_ack_backoff=redelivery_backoff or FixedDelay(negative_ack_redelivery_delay_ms),
+            heartbeat_interval_ms=heartbeat_interval_ms)
+        consumer = Consumer(self._connection, settings)
+        await consumer.join()
+        self._consumers.append(consumer)
+        return consumer
+
+    async def _set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        response = await self._connection.request(IncrementalAlterConfigsRequest(
+            resources=(AlterConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group, configs=tuple(
+                AlterableConfig(name=name, config_operation=SET, value=value) for name, value in configs.items())),),
+            validate_only=False))
+        for resource in response.responses:
+            if resource.error_code == ErrorCode.INVALID_CONFIG:
+                raise InvalidConfiguration(f"subscription {group!r}: {resource.error_message}")
+            if resource.error_code:
+                raise BrokerError(int(resource.error_code), resource.error_message, f"configure {group!r}")
+
+    async def _topic_id(self, topic: str) -> uuid.UUID:
+        response = await self._connection.request(MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name=topic),), allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False))
+        for found in response.topics:
+            if found.name == topic:
+                if found.error_code:
+                    raise BrokerError(int(found.error_code), None, f"topic {topic!r}")
+                assert found.topic_id is not None
+                return found.topic_id
+        raise BrokerError(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, f"topic {topic!r}")
+
+    async def inspect(self, subscription: str, topic: str) -> list[dict[str, Any]]:
+        """The subscription's cursor on every partition of ``topic`` (LogwrightInspectCursor)."""
+        answer = await self._connection.extension(INSPECT_CURSOR_KEY, {"group_id": subscription, "topic": topic},
+                                                  "inspect cursor")
+        return list(answer["partitions"])
+
+    async def advance_clock(self, milliseconds: int) -> int:
+        """Move a ``--manual-clock`` broker's clock (LogwrightAdvanceClock); the broker's new time."""
+        answer = await self._connection.raw(ADVANCE_CLOCK_KEY, struct.pack(">q", milliseconds))
+        code, now_ms = struct.unpack(">hq", answer)
+        if code:
+            raise BrokerError(code, "the broker does not run on a manual clock", "advance clock")
+        return int(now_ms)
+
+    async def close(self) -> None:
+        for consumer in self._consumers:
+            await consumer.close()
+        self._consumers.clear()
+        await self._connection.close()
+
