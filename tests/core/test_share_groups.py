@@ -16,12 +16,13 @@ from logwright.core.errors import (
     UnknownMember,
 )
 from logwright.core.events import Event
+from logwright.core.key_hash_ranges import HashRange
 from logwright.core.projection import fold as fold_projection
 from logwright.core.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
 from logwright.core.share_group_events import ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
-from logwright.core.share_groups import SHARE_GROUPS, ShareGroupState, ShareHeartbeat, heartbeat
+from logwright.core.share_groups import SHARE_GROUPS, ConsumerOptions, ShareGroupState, ShareHeartbeat, heartbeat
 from logwright.core.share_sessions import MAX_EPOCH, advance
-from logwright.core.subscription_mode import SubscriptionMode
+from logwright.core.subscription_mode import ModeConsumer, SubscriptionMode
 from logwright.plugins.exclusive import ExclusiveMode
 from logwright.plugins.failover import FailoverMode
 from logwright.plugins.shared import SharedMode
@@ -125,6 +126,27 @@ def test_the_subscription_mode_decides_who_joins_and_what_each_member_is_assigne
     state = failover.state
     assert state is not None and state.membership is not None
     assert [c.consumer_id for c in state.membership.consumers] == ["a"]
+
+
+def test_declared_consumer_options_reach_the_mode_at_join_and_default_to_the_client_id() -> None:
+    failover = Group(FailoverMode())
+    options = ConsumerOptions(name="zeta", priority=1, hash_ranges=(HashRange(0, 99),), max_in_flight=7)
+    command = ShareHeartbeat("g", "m1", 0, None, ("orders",), "client", "/127.0.0.1", options)
+    _, events = heartbeat(failover.state, command, lookup, lambda: "generated", failover.mode)
+    failover.log.extend(events)
+    failover.beat("m2", 0, ("orders",))
+    state = failover.state
+    assert state is not None and state.membership is not None
+    assert state.membership.consumers == (ModeConsumer("m1", "zeta", 1, (HashRange(0, 99),), 7),
+                                          ModeConsumer("m2", "client"))
+    m1 = state.member("m1")
+    assert m1 is not None
+    failover.beat("m1", m1.member_epoch)
+    state = failover.state
+    assert state is not None
+    # priority 0 beats 1: m2 is active on every partition, m1 stands by
+    assert [(m.member_id, m.assignment) for m in state.members] == [("m1", ()),
+                                                                    ("m2", (("orders", b"o" * 16, (0, 1, 2)),))]
 
 
 def test_share_session_epochs() -> None:
