@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from logwright.compat.client import (
     BrokerError,
     Client,
@@ -361,6 +362,9 @@ def test_extension_keys_answer_bad_input_with_kafka_errors(clock_broker: BrokerP
     async def scenario() -> None:
         client = await Client.connect(clock_broker.bootstrap)
         connection = client._connection
+        versions = await connection.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+        advertised = {int(entry.api_key): (entry.min_version, entry.max_version) for entry in versions.api_keys}
+        assert all(advertised.get(key) == (0, 0) for key in range(32002, 32007)), advertised
         bad = [
             (32003, b"\xc1", 42, "not msgpack"),
             (32004, b"\x93\x01\x02\x03", 42, "must be a msgpack map"),
