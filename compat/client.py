@@ -41,6 +41,7 @@ from .client_consumer import (
 )
 from .client_wire import BrokerError, ClientError, Connection, ConnectionClosed
 from .errors import ErrorCode
+from .registry import make
 
 __all__ = ["BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy", "FixedDelay",
            "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
@@ -104,10 +105,12 @@ class Client:
         return consumer
 
     async def _set_group_configs(self, group: str, configs: dict[str, str]) -> None:
-        response = await self._connection.request(IncrementalAlterConfigsRequest(
-            resources=(AlterConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group, configs=tuple(
-                AlterableConfig(name=name, config_operation=SET, value=value) for name, value in configs.items())),),
-            validate_only=False))
+        changes = tuple(make(AlterableConfig, name=name, config_operation=SET, value=value)
+                        for name, value in configs.items())
+        response = await self._connection.request(make(
+            IncrementalAlterConfigsRequest, validate_only=False,
+            resources=(make(AlterConfigsResource, resource_type=GROUP_RESOURCE, resource_name=group,
+                            configs=changes),)))
         for resource in response.responses:
             if resource.error_code == ErrorCode.INVALID_CONFIG:
                 raise InvalidConfiguration(f"subscription {group!r}: {resource.error_message}")
@@ -115,15 +118,15 @@ class Client:
                 raise BrokerError(int(resource.error_code), resource.error_message, f"configure {group!r}")
 
     async def _topic_id(self, topic: str) -> uuid.UUID:
-        response = await self._connection.request(MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name=topic),), allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False))
+        response = await self._connection.request(make(
+            MetadataRequest, topics=(make(MetadataRequestTopic, topic_id=None, name=topic),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
         for found in response.topics:
             if found.name == topic:
                 if found.error_code:
                     raise BrokerError(int(found.error_code), None, f"topic {topic!r}")
                 assert found.topic_id is not None
-                return found.topic_id
+                return uuid.UUID(bytes=found.topic_id.bytes)
         raise BrokerError(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, f"topic {topic!r}")
 
     async def inspect(self, subscription: str, topic: str) -> list[dict[str, Any]]:

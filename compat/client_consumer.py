@@ -26,6 +26,7 @@ from logwright.core.redelivery_backoff import RedeliveryBackoff
 from .client_wire import BrokerError, ClientError, Connection
 from .errors import ErrorCode
 from .record_batch import decode_records, iter_batches, parse_header
+from .registry import make
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,9 @@ class Consumer:
                                                                       name=f"logwright-heartbeat-{self.member_id}")
 
     async def _heartbeat(self, topics: tuple[str, ...] | None) -> Any:
-        response = await self._connection.request(ShareGroupHeartbeatRequest(
-            group_id=self.settings.subscription, member_id=self.member_id, member_epoch=self.member_epoch,
-            rack_id=None, subscribed_topic_names=topics))
+        response = await self._connection.request(make(
+            ShareGroupHeartbeatRequest, group_id=self.settings.subscription, member_id=self.member_id,
+            member_epoch=self.member_epoch, rack_id=None, subscribed_topic_names=topics))
         if not response.error_code:
             self.member_epoch = int(response.member_epoch)
             interval_ms = self.settings.heartbeat_interval_ms or response.heartbeat_interval.total_seconds() * 1000
@@ -163,14 +164,15 @@ class Consumer:
         wanted = self.assignment
         added = wanted if self._session_epoch == 0 else wanted - self._session
         forgotten = () if self._session_epoch == 0 else tuple(sorted(self._session - wanted))
-        response = await self._connection.request(ShareFetchRequest(
-            group_id=s.subscription, member_id=self.member_id, share_session_epoch=self._session_epoch,
-            max_wait=datetime.timedelta(seconds=max_wait_s), min_bytes=1, max_bytes=64 * 1024 * 1024,
-            max_records=s.receiver_queue_size, batch_size=s.receiver_queue_size,
-            topics=(FetchTopic(topic_id=s.topic_id, partitions=tuple(
-                FetchPartition(partition_index=p, acknowledgement_batches=()) for p in sorted(added))),)
-            if added else (),
-            forgotten_topics_data=(ForgottenTopic(topic_id=s.topic_id, partitions=forgotten),) if forgotten else ()))
+        topics = (make(FetchTopic, topic_id=s.topic_id, partitions=tuple(
+            make(FetchPartition, partition_index=p, acknowledgement_batches=()) for p in sorted(added))),)
+        response = await self._connection.request(make(
+            ShareFetchRequest, group_id=s.subscription, member_id=self.member_id,
+            share_session_epoch=self._session_epoch, max_wait=datetime.timedelta(seconds=max_wait_s), min_bytes=1,
+            max_bytes=64 * 1024 * 1024, max_records=s.receiver_queue_size, batch_size=s.receiver_queue_size,
+            topics=topics if added else (),
+            forgotten_topics_data=(make(ForgottenTopic, topic_id=s.topic_id, partitions=forgotten),)
+            if forgotten else ()))
         if response.error_code in _NEW_SESSION:
             self._session_epoch, self._session = 0, frozenset()
             return

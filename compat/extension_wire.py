@@ -40,7 +40,8 @@ MAX_RANGES = 100_000
 
 
 def answer(code: int = ErrorCode.NONE, message: str | None = None, **fields: Any) -> bytes:
-    return msgpack.packb({"error_code": int(code), "error_message": message, **fields}, use_bin_type=True)
+    packed: bytes = msgpack.packb({"error_code": int(code), "error_message": message, **fields}, use_bin_type=True)
+    return packed
 
 
 def decode(body: bytes) -> Body:
