@@ -23,7 +23,7 @@ from kio.schema.share_fetch.v1.request import FetchPartition, FetchTopic, Forgot
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.core.redelivery_backoff import RedeliveryBackoff
 
-from .client_wire import BrokerError, ClientError, Connection
+from .client_wire import BrokerError, ClientError, Connection, ConnectionClosed
 from .errors import ErrorCode
 from .record_batch import decode_records, iter_batches, parse_header
 from .registry import make
@@ -137,8 +137,9 @@ class Consumer:
                     log.info("member %s must rejoin %s: %s", self.member_id, self.settings.subscription,
                              response.error_message)
                     await self.join()
-            except asyncio.CancelledError:
-                raise
+            except ConnectionClosed:
+                log.warning("member %s stops heartbeating: the connection is closed", self.member_id)
+                return
             except Exception:
                 log.exception("heartbeat of %s failed; trying again", self.member_id)
 
