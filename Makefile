@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire clean compat-peers compat-franz
+.PHONY: serve test lint bench bench-store bench-wire clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,22 @@ compat-franz: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python tools/typecheck.py
+
+# Differential mode: the integration scenarios on Apache Kafka 4.x (assembled from Maven Central; needs java 17+
+# and mvn). A scenario that fails there encodes a wrong expectation. The fast subset is what CI runs.
+compat-kafka: $(STAMP)
+	$(BIN)/python -m pytest -q tests/integration --against kafka
+
+compat-kafka-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/integration --against kafka -m differential
+
+# The Java client scenario (kafka-clients, javac) against logwright and Apache Kafka in the same run.
+compat-java: $(STAMP)
+	$(BIN)/python -m pytest -q tests/peers/test_java_client.py --peers
+
+# An Apache Kafka node on a free loopback port, started and stopped once, with its timings.
+kafka: $(STAMP)
+	$(BIN)/python bench/kafka_peer.py
 
 # Benchmarks, not tests: the store alone, then produce/consume over the wire beside Tansu (about 2 min).
 $(VENV)/.bench-installed: $(STAMP)

@@ -1,28 +1,66 @@
+"""Fixtures for scenarios against a real broker: logwright by default, Apache Kafka with ``--against kafka``.
+
+The differential mode is how the suite's expectations are checked: a scenario that fails on Apache Kafka
+encodes the wrong expectation, one that passes there and fails on logwright is a logwright bug. Scenarios
+that need a private logwright process (restarts, SIGKILL, ``logwright check``) or assert logwright-specific
+bytes are marked ``logwright_only``; the ``broker`` fixture skips on Kafka as a safety net too.
+"""
+
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
 from .broker_process import BrokerProcess
 
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+
+class Server(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+
+    def alive(self) -> bool: ...
+
+
+def against(config: pytest.Config) -> str:
+    return str(config.getoption("--against", default="logwright"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kafka = against(config) == "kafka"
     for item in items:
-        if "tests/integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
+        if "tests/integration" not in str(item.fspath):
+            continue
+        item.add_marker(pytest.mark.integration)
+        only = item.get_closest_marker("logwright_only")
+        if kafka and only is not None:
+            reason = only.kwargs.get("reason", "needs a private logwright process")
+            item.add_marker(pytest.mark.skip(reason=f"logwright only: {reason}"))
 
 
 @pytest.fixture(scope="session")
-def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def shared_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One broker for the whole session; tests use their own topic names so they do not interfere.
 
-    ``LOGWRIGHT_BOOTSTRAP`` points the suite at an already running broker (or Apache Kafka) instead.
+    ``--against kafka`` makes it an Apache Kafka node; ``LOGWRIGHT_BOOTSTRAP`` points the suite at an
+    already running broker instead.
     """
     if os.environ.get("LOGWRIGHT_BOOTSTRAP"):
-        yield _External(os.environ["LOGWRIGHT_BOOTSTRAP"])  # type: ignore[misc]
+        yield _External(os.environ["LOGWRIGHT_BOOTSTRAP"])
+        return
+    if against(request.config) == "kafka":
+        sys.path.insert(0, str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(tmp_path_factory.mktemp("kafka")) as kafka:
+            yield kafka
+            assert kafka.alive(), kafka.log_tail()
         return
     broker = BrokerProcess(tmp_path_factory.mktemp("shared") / "data").start()
     try:
@@ -33,8 +71,10 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerProcess]:
     """A broker of the test's own, for restarts and kills."""
+    if against(request.config) == "kafka":
+        pytest.skip("needs a private logwright process")
     process = BrokerProcess(tmp_path / "data").start()
     try:
         yield process
@@ -43,7 +83,13 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture
-def bootstrap(shared_broker: BrokerProcess) -> str:
+def target(request: pytest.FixtureRequest) -> str:
+    """Which broker the scenarios run on, for the few places where Kafka and logwright differ on purpose."""
+    return against(request.config)
+
+
+@pytest.fixture
+def bootstrap(shared_broker: Server) -> str:
     return shared_broker.bootstrap
 
 

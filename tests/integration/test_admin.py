@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as kafka_errors
 import pytest
@@ -17,6 +19,7 @@ from kafka.admin import ConfigResource, KafkaAdminClient, NewPartitions, NewTopi
 
 from .broker_process import BrokerProcess
 
+T = TypeVar("T")
 DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT, DYNAMIC_GROUP = 1, 2, 4, 5, 8
 
 
@@ -31,30 +34,53 @@ def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
     client.close()
 
 
+def _eventually(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    """Metadata is eventually consistent on Kafka: the broker that answers a describe learns of a topic, a
+    deletion or a config change only after the controller has committed it, so reads after writes poll."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _settled(read: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 30.0) -> T:
+    """``read()`` once ``done`` holds for it (or the last value read when it never does, for the assertion)."""
+    value = read()
+    deadline = time.monotonic() + timeout_s
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        value = read()
+    return value
+
+
 def topic_configs(admin: KafkaAdminClient, topic: str) -> dict[str, Any]:
     result = admin.describe_configs([ConfigResource("TOPIC", topic)], config_filter="all")
     configs: dict[str, Any] = result["topic"][topic]
     return configs
 
 
+@pytest.mark.differential
 def test_create_list_describe_and_delete_topics(admin: KafkaAdminClient) -> None:
     first, second = name("admin-a"), name("admin-b")
     admin.create_topics([NewTopic(first, 3, 1), NewTopic(second, -1, -1)])
-    assert {first, second} <= set(admin.list_topics())
+    assert _eventually(lambda: {first, second} <= set(admin.list_topics())), "created topics are not listed"
     described = {topic["name"]: len(topic["partitions"]) for topic in admin.describe_topics([first, second])}
     assert described == {first: 3, second: 1}
     admin.delete_topics([first, second])
-    assert not {first, second} & set(admin.list_topics())
+    assert _eventually(lambda: not {first, second} & set(admin.list_topics())), "deleted topics are still listed"
     result = admin.delete_topics([first], raise_errors=False)
     assert result["topics"][0]["error_code"] == kafka_errors.UnknownTopicOrPartitionError.errno
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize(("topic", "error", "message"), [
-    (NewTopic("wide-topic", 1, 3), kafka_errors.InvalidReplicationFactorError, "this cluster has 1 broker"),
-    (NewTopic("bad/name", 1, 1), kafka_errors.InvalidTopicError, "may contain only ASCII letters"),
+    (NewTopic("wide-topic", 1, 3), kafka_errors.InvalidReplicationFactorError, "1 broker"),
+    (NewTopic("bad/name", 1, 1), kafka_errors.InvalidTopicError, "ASCII"),
     (NewTopic("cfg-topic", 1, 1, topic_configs={"retention.ms": "soon"}), kafka_errors.InvalidConfigurationError,
-     "invalid value 'soon' for topic config 'retention.ms': must be an integer"),
-    (NewTopic("zero-topic", 0, 1), kafka_errors.InvalidPartitionsError, "must be positive"),
+     r"(?i)invalid value '?soon'? for .*retention\.ms"),
+    (NewTopic("zero-topic", 0, 1), kafka_errors.InvalidPartitionsError, "positive"),
 ])
 def test_refused_topics_say_why(admin: KafkaAdminClient, topic: NewTopic, error: type[Exception],
                                 message: str) -> None:
@@ -65,14 +91,14 @@ def test_refused_topics_say_why(admin: KafkaAdminClient, topic: NewTopic, error:
 def test_an_existing_topic_is_refused(admin: KafkaAdminClient) -> None:
     topic = name("admin-dup")
     admin.create_topics([NewTopic(topic, 1, 1)])
-    with pytest.raises(kafka_errors.TopicAlreadyExistsError, match=f"topic '{topic}' already exists"):
+    with pytest.raises(kafka_errors.TopicAlreadyExistsError, match=f"(?i)topic '{topic}' already exists"):
         admin.create_topics([NewTopic(topic, 1, 1)])
 
 
 def test_describe_configs_lists_defaults_with_their_sources(admin: KafkaAdminClient) -> None:
     topic = name("admin-cfg")
     admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "60000"})])
-    configs = topic_configs(admin, topic)
+    configs = _settled(lambda: topic_configs(admin, topic), lambda found: "retention.ms" in found)
     def value_and_source(key: str) -> tuple[str, str]:
         return configs[key]["value"], configs[key]["config_source"]
 
@@ -90,33 +116,40 @@ def test_alter_configs_incrementally_and_with_the_legacy_call(admin: KafkaAdminC
     admin.create_topics([NewTopic(topic, 1, 1)])
     changes = {"retention.ms": "1000", "cleanup.policy": ("APPEND", "compact")}
     admin.alter_configs([ConfigResource("TOPIC", topic, changes)], incremental=True)
-    configs = topic_configs(admin, topic)
+    configs = _settled(lambda: topic_configs(admin, topic),
+                       lambda found: found.get("retention.ms", {}).get("value") == "1000")
     assert configs["retention.ms"]["value"] == "1000"
     assert configs["cleanup.policy"]["value"] == "delete,compact"
     admin.alter_configs([ConfigResource("TOPIC", topic, {"retention.bytes": "4096"})], incremental=False)
-    configs = topic_configs(admin, topic)
+    configs = _settled(lambda: topic_configs(admin, topic),
+                       lambda found: found.get("retention.bytes", {}).get("value") == "4096")
     assert (configs["retention.bytes"]["value"], configs["retention.bytes"]["config_source"]) == (
         "4096", "DYNAMIC_TOPIC_CONFIG")
     assert configs["retention.ms"]["value"] == "1000"
     admin.reset_configs([ConfigResource("TOPIC", topic, ["retention.ms"])])
-    assert topic_configs(admin, topic)["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
+    configs = _settled(lambda: topic_configs(admin, topic),
+                       lambda found: found.get("retention.ms", {}).get("config_source") == "DEFAULT_CONFIG")
+    assert configs["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
 
 
 def test_an_invalid_config_value_is_invalid_config(admin: KafkaAdminClient) -> None:
     topic = name("admin-invalid")
     admin.create_topics([NewTopic(topic, 1, 1)])
     result = admin.alter_configs([ConfigResource("TOPIC", topic, {"max.message.bytes": "-7"})], incremental=True)
-    assert str(result["topic"][topic]) == ("[Error 40] InvalidConfigurationError: invalid value '-7' for topic config "
-                                           "'max.message.bytes': must be at least 0")
-    assert topic_configs(admin, topic)["max.message.bytes"]["config_source"] == "DEFAULT_CONFIG"
+    assert str(result["topic"][topic]).startswith("[Error 40] InvalidConfigurationError: ")
+    assert re.search(r"(?i)invalid value '?-7'? for .*max\.message\.bytes'?: (value )?must be at least 0",
+                     str(result["topic"][topic]))
+    configs = _settled(lambda: topic_configs(admin, topic), lambda found: "max.message.bytes" in found)
+    assert configs["max.message.bytes"]["config_source"] == "DEFAULT_CONFIG"
 
 
+@pytest.mark.differential
 def test_create_partitions_and_delete_records(admin: KafkaAdminClient, bootstrap: str) -> None:
     topic = name("admin-records")
     admin.create_topics([NewTopic(topic, 1, 1)])
     admin.create_partitions({topic: NewPartitions(3)})
-    assert len(admin.describe_topics([topic])[0]["partitions"]) == 3
-    with pytest.raises(kafka_errors.InvalidPartitionsError, match="has 3 partitions; the new count must be larger"):
+    assert _eventually(lambda: len(admin.describe_topics([topic])[0]["partitions"]) == 3)
+    with pytest.raises(kafka_errors.InvalidPartitionsError, match="has 3 partition"):
         admin.create_partitions({topic: NewPartitions(2)})
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     for value in range(10):
@@ -134,6 +167,7 @@ def test_create_partitions_and_delete_records(admin: KafkaAdminClient, bootstrap
     consumer.close()
 
 
+@pytest.mark.logwright_only(reason="starts a private logwright process with static configs")
 def test_static_broker_configs_and_the_default_partition_count(tmp_path: Path) -> None:
     process = BrokerProcess(tmp_path / "data", config={"num.partitions": "2"}).start()
     client = KafkaAdminClient(bootstrap_servers=process.bootstrap, request_timeout_ms=10000)
@@ -158,13 +192,17 @@ def test_static_broker_configs_and_the_default_partition_count(tmp_path: Path) -
         process.kill()
 
 
+@pytest.mark.differential
 def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic, group = name("confluent-admin"), name("share-group")
     for future in admin.create_topics([ConfluentTopic(topic, 2, 1, config={"retention.ms": "5000"})]).values():
         assert future.result(10) is None
-    (described,) = admin.describe_configs([ConfluentResource(ResourceType.TOPIC, topic)]).values()
-    configs = described.result(10)
+    def described(kind: ResourceType, name: str) -> Any:
+        (future,) = admin.describe_configs([ConfluentResource(kind, name)]).values()
+        return future.result(10)
+
+    configs = _settled(lambda: described(ResourceType.TOPIC, topic), lambda found: "retention.ms" in found)
     assert (configs["retention.ms"].value, int(configs["retention.ms"].source)) == ("5000", DYNAMIC_TOPIC)
     assert int(configs["cleanup.policy"].source) == DEFAULT
 
@@ -175,13 +213,14 @@ def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> Non
         return future
 
     assert set_group("share.auto.offset.reset", "earliest").result(10) is None
-    (described,) = admin.describe_configs([ConfluentResource(ResourceType.GROUP, group)]).values()
-    configs = described.result(10)
+    configs = _settled(lambda: described(ResourceType.GROUP, group),
+                       lambda found: getattr(found.get("share.auto.offset.reset"), "value", None) == "earliest")
     assert (configs["share.auto.offset.reset"].value, int(configs["share.auto.offset.reset"].source)) == (
         "earliest", DYNAMIC_GROUP)
     assert (configs["share.record.lock.duration.ms"].value, int(configs["share.record.lock.duration.ms"].source)) == (
         "30000", DEFAULT)
-    with pytest.raises(Exception, match="INVALID_CONFIG.*'share.auto.offset.reset': must be latest, earliest"):
+    refused = r"(?i)INVALID_CONFIG.*invalid value '?sometime'? for .*share\.auto\.offset\.reset"
+    with pytest.raises(Exception, match=refused):
         set_group("share.auto.offset.reset", "sometime").result(10)
     cluster = admin.describe_cluster().result(10)
     assert cluster.controller.id == 1 and [node.id for node in cluster.nodes] == [1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -31,6 +32,7 @@ def _member(bootstrap: str, group: str, topic: str) -> Consumer:
     return consumer
 
 
+@pytest.mark.differential
 def test_two_members_share_four_partitions_then_resume_from_commits(bootstrap: str) -> None:
     topic = _topic(bootstrap, 4)
     group = f"g-{uuid.uuid4().hex[:8]}"

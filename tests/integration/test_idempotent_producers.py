@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient
@@ -109,13 +110,23 @@ class RawProducer:
         return int(partition[1]), int(partition[2])
 
 
-def test_retries_gaps_and_old_epochs_are_answered_as_kafka_does(broker: BrokerProcess) -> None:
-    asyncio.run(_sequence_rules(broker, name("idem-raw")))
+@pytest.mark.differential
+def test_retries_gaps_and_old_epochs_are_answered_as_kafka_does(bootstrap: str) -> None:
+    asyncio.run(_sequence_rules(bootstrap, name("idem-raw")))
 
 
-async def _sequence_rules(broker: BrokerProcess, topic: str) -> None:
-    await create_topic(broker.bootstrap, topic)
-    async with RawProducer(broker.bootstrap, topic) as raw:
+@pytest.mark.logwright_only(reason="restarts a private logwright process")
+def test_sequences_are_still_known_after_a_restart(broker: BrokerProcess) -> None:
+    topic = name("idem-restart")
+    producer_id = asyncio.run(_sequence_rules(broker.bootstrap, topic))
+    broker.kill()
+    broker.start()
+    asyncio.run(_after_restart(broker.bootstrap, topic, producer_id))
+
+
+async def _sequence_rules(bootstrap: str, topic: str) -> int:
+    await create_topic(bootstrap, topic)
+    async with RawProducer(bootstrap, topic) as raw:
         producer_id, epoch = await raw.init_producer_id()
         assert epoch == 0
         assert await raw.produce(producer_id, 0, 0) == (NONE, 0)
@@ -124,9 +135,11 @@ async def _sequence_rules(broker: BrokerProcess, topic: str) -> None:
         assert (await raw.produce(producer_id, 0, 9))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
         assert await raw.produce(producer_id, 1, 0) == (NONE, 6), "a new epoch starts at sequence 0"
         assert (await raw.produce(producer_id, 0, 6))[0] == INVALID_PRODUCER_EPOCH
-    broker.kill()
-    broker.start()
-    async with RawProducer(broker.bootstrap, topic) as raw:
+    return producer_id
+
+
+async def _after_restart(bootstrap: str, topic: str, producer_id: int) -> None:
+    async with RawProducer(bootstrap, topic) as raw:
         assert await raw.produce(producer_id, 1, 0) == (NONE, 6), "duplicates are still known after a restart"
         assert await raw.produce(producer_id, 1, 3) == (NONE, 9)
         assert (await raw.init_producer_id())[0] > producer_id, "producer ids are never handed out twice"

@@ -39,6 +39,7 @@ def _consume(bootstrap: str, topic: str, count: int, group: str | None = None) -
     return received
 
 
+@pytest.mark.differential
 @pytest.mark.parametrize("codec", CODECS)
 def test_every_codec_keeps_keys_headers_and_order(bootstrap: str, codec: str) -> None:
     topic = f"codec-{codec}-{uuid.uuid4().hex[:8]}"
@@ -50,6 +51,7 @@ def test_every_codec_keeps_keys_headers_and_order(bootstrap: str, codec: str) ->
     assert [m.offset() for m in received] == list(range(200))
 
 
+@pytest.mark.differential
 def test_offsets_for_times(bootstrap: str) -> None:
     topic = f"times-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": bootstrap})
@@ -64,6 +66,7 @@ def test_offsets_for_times(bootstrap: str) -> None:
     consumer.close()
 
 
+@pytest.mark.logwright_only(reason="SIGKILLs a private logwright process and runs `logwright check`")
 def test_acknowledged_records_survive_sigkill(broker: BrokerProcess) -> None:
     topic = "restart"
     _produce(broker.bootstrap, topic, 500)
