@@ -1,0 +1,192 @@
+package logwright.peers;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.UUID;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
+ *
+ * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|share}. Each step prints {@code OK <step>} and
+ * exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the failing step. The
+ * share step uses explicit acknowledgement: it releases the first record once, checks that it comes back
+ * with delivery count 2, and accepts everything.
+ */
+public final class ClientScenario {
+    private static final int COUNT = 50;
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    private ClientScenario() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String step = args[1];
+        String topic = "java-" + step + "-" + UUID.randomUUID().toString().substring(0, 8);
+        createTopic(bootstrap, topic, 2);
+        switch (step) {
+            case "producer" -> produce(bootstrap, topic);
+            case "group" -> {
+                produce(bootstrap, topic);
+                consumerGroup(bootstrap, topic);
+            }
+            case "share" -> shareGroup(bootstrap, topic);
+            default -> fail("unknown step " + step);
+        }
+        System.out.println("OK " + step);
+    }
+
+    private static void fail(String message) {
+        System.out.println("FAIL " + message);
+        System.exit(1);
+    }
+
+    private static Properties common(String bootstrap) {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        return props;
+    }
+
+    private static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
+        try (Admin admin = Admin.create(common(bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!admin.listTopics().names().get().contains(topic)) {
+                if (System.nanoTime() > deadline) {
+                    fail("topic " + topic + " was created but is not listed");
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    private static void produce(String bootstrap, String topic) throws Exception {
+        Properties props = common(bootstrap);
+        props.put("acks", "all");
+        props.put("enable.idempotence", "true");
+        props.put("key.serializer", StringSerializer.class.getName());
+        props.put("value.serializer", StringSerializer.class.getName());
+        Map<Integer, Long> next = new HashMap<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < COUNT; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % 2, "k" + i, "v" + i)));
+            }
+            for (var future : sent) {
+                RecordMetadata metadata = future.get();
+                long expected = next.getOrDefault(metadata.partition(), 0L);
+                if (metadata.offset() != expected) {
+                    fail("partition " + metadata.partition() + " got offset " + metadata.offset()
+                            + ", expected " + expected);
+                }
+                next.put(metadata.partition(), expected + 1);
+            }
+        }
+        if (next.getOrDefault(0, 0L) + next.getOrDefault(1, 0L) != COUNT) {
+            fail("acknowledged offsets " + next);
+        }
+    }
+
+    private static Properties consumerProps(String bootstrap, String group) {
+        Properties props = common(bootstrap);
+        props.put("group.id", group);
+        props.put("key.deserializer", StringDeserializer.class.getName());
+        props.put("value.deserializer", StringDeserializer.class.getName());
+        return props;
+    }
+
+    private static void consumerGroup(String bootstrap, String topic) throws Exception {
+        String group = topic + "-group";
+        Properties props = consumerProps(bootstrap, group);
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        Set<String> seen = new java.util.HashSet<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (seen.size() < COUNT && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    seen.add(record.value());
+                }
+            }
+            consumer.commitSync();
+        }
+        if (seen.size() != COUNT) {
+            fail("the group consumer saw " + seen.size() + " of " + COUNT + " records");
+        }
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(bootstrap, group))) {
+            Set<TopicPartition> partitions = Set.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(partitions, WAIT);
+            long total = committed.values().stream().mapToLong(OffsetAndMetadata::offset).sum();
+            if (total != COUNT) {
+                fail("committed offsets " + committed);
+            }
+        }
+    }
+
+    private static void shareGroup(String bootstrap, String topic) throws Exception {
+        String group = topic + "-share";
+        try (Admin admin = Admin.create(common(bootstrap))) {
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+            Collection<AlterConfigOp> ops = List.of(new AlterConfigOp(
+                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET));
+            admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
+        }
+        produce(bootstrap, topic);
+        Properties props = consumerProps(bootstrap, group);
+        props.put("share.acknowledgement.mode", "explicit");
+        Set<String> accepted = new java.util.HashSet<>();
+        String released = null;
+        boolean redelivered = false;
+        try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while ((accepted.size() < COUNT || !redelivered) && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
+                    short deliveries = record.deliveryCount().orElse((short) 0);
+                    if (released == null) {
+                        released = record.value();
+                        consumer.acknowledge(record, AcknowledgeType.RELEASE);
+                        continue;
+                    }
+                    if (record.value().equals(released)) {
+                        if (deliveries != 2) {
+                            fail("the released record came back with delivery count " + deliveries);
+                        }
+                        redelivered = true;
+                    }
+                    accepted.add(record.value());
+                    consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                }
+                consumer.commitSync();
+            }
+        }
+        if (accepted.size() != COUNT || !redelivered) {
+            fail("the share consumer accepted " + accepted.size() + " of " + COUNT
+                    + " records; released record redelivered: " + redelivered);
+        }
+    }
+}
