@@ -109,10 +109,10 @@ class KafkaPeer:
 
     def __init__(self, work_dir: Path | None = None, config: dict[str, str] | None = None,
                  features: dict[str, int] | None = None, heap: str = DEFAULT_HEAP,
-                 log_level: str = "warn") -> None:
+                 log_level: str = "warn", port: int | None = None) -> None:
         self._own_dir = work_dir is None
         self.work_dir = Path(tempfile.mkdtemp(prefix="kafka-peer-")) if work_dir is None else work_dir
-        self.port = free_port()
+        self.port = port or free_port()
         self.controller_port = free_port()
         self.config = dict(config or {})
         self.features = {"share.version": 1} if features is None else dict(features)
@@ -164,8 +164,11 @@ class KafkaPeer:
                 f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}",
                 "-cp", str(LIB / "*"), main, *args]
 
-    def start(self, timeout_s: float = 120.0) -> KafkaPeer:
-        """Resolve (if needed), format, launch, and wait until the broker says it started and accepts TCP."""
+    def prepare(self) -> list[str]:
+        """Resolve the jars (if needed), write the configs, format the log directory; return the broker's command.
+
+        bench/peers.py launches that command itself; :meth:`start` does it here.
+        """
         self.resolve_s = resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         server_properties = self.work_dir / "server.properties"
@@ -178,10 +181,14 @@ class KafkaPeer:
                                   heap="-Xmx256m"),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.format_s = time.monotonic() - started
+        return self._java("kafka.Kafka", str(server_properties), heap=self.heap)
+
+    def start(self, timeout_s: float = 120.0) -> KafkaPeer:
+        """Prepare, launch, and wait until the broker says it started and accepts TCP."""
+        command = self.prepare()
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self._java("kafka.Kafka", str(server_properties), heap=self.heap),
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while not self._ready():

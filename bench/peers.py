@@ -9,7 +9,8 @@ interrupted or killed benchmark leaves no broker behind.
     with peers.running("tansu", workdir) as broker:
         produce(broker.bootstrap, ...)
 
-New peers (Apache Kafka, issue 6) add a ``PeerSpec`` to ``PEERS``.
+New peers add a ``PeerSpec`` to ``PEERS``; Apache Kafka's jars, configs and storage format come from
+kafka_peer.py (Maven Central, Java 17+).
 """
 
 from __future__ import annotations
@@ -91,9 +92,20 @@ def _tansu(port: int, workdir: Path, options: dict[str, str]) -> Launch:
                    "--storage-engine", options.get("storage", "memory://tansu/")])
 
 
+def _kafka(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+    """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; option ``heap`` (-Xmx512m).
+
+    Resolving the jars (first run only) and formatting storage happen here, before the JVM is launched.
+    """
+    from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
+
+    return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP)).prepare())
+
+
 PEERS: dict[str, PeerSpec] = {
     "logwright": PeerSpec("logwright", _logwright),
     "tansu": PeerSpec("tansu", _tansu),
+    "kafka": PeerSpec("kafka", _kafka, start_timeout_s=180.0),
 }
 
 
