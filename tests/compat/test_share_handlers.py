@@ -198,3 +198,42 @@ def test_share_acknowledge_v1_refuses_renew_and_v2_extends_the_lock(tmp_path: Pa
         assert acquired(await h.fetch("m2", 0, topic_id)) == []
 
     run(tmp_path, scenario)
+
+
+def test_a_silent_member_times_out_on_the_broker_clock_and_its_records_go_back(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(2)
+        h.start_at_earliest()
+        joined = await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 1, 1)]
+        other = await h.join("m2")
+        h.clock.advance(30_000)  # m2 heartbeats in time, m1 does not
+        alive = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m2", member_epoch=other.member_epoch, rack_id=None,
+            subscribed_topic_names=None))
+        assert alive.error_code == ErrorCode.NONE
+        h.clock.advance(15_000)
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        gone = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m1", member_epoch=joined.member_epoch, rack_id=None,
+            subscribed_topic_names=None))
+        assert gone.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        # The timeout counts as a failed delivery: the records come back with their second delivery.
+        assert acquired(await h.fetch("m2", 0, topic_id)) == [(0, 1, 2)]
+
+    run(tmp_path, scenario)
+
+
+def test_the_delivery_count_limit_archives_a_record(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(1)
+        h.broker.stage([ConfigChanged("group", GROUP, (("share.auto.offset.reset", "earliest"),
+                                                        ("share.delivery.count.limit", "2")))])
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 0, 1)]
+        assert acquired(await h.fetch("m1", 1, topic_id, acks=((0, 0, 2),))) == [(0, 0, 2)]
+        released = await h.fetch("m1", 2, topic_id, acks=((0, 0, 2),))
+        assert released.responses[0].partitions[0].acknowledge_error_code == ErrorCode.NONE
+        assert acquired(released) == []  # the second release reached the limit: archived, never again
+
+    run(tmp_path, scenario)
