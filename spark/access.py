@@ -22,13 +22,45 @@ from logwright.eventstore.rocksdb import RocksEventStore
 
 from .registry import replay_setup
 
+_PREFIX = "logwright-secondary-"
+
+
+def sweep_stale(scratch_dir: str | None = None) -> list[str]:
+    """Remove secondary directories whose process is gone; returns them.
+
+    Spark kills Python workers without running ``finally`` blocks (a stopped streaming query ends its
+    source runner mid-poll), so a directory can outlive its task; the next reader on the host sweeps it.
+    The owner's pid is in the name.
+    """
+    parent = scratch_dir or tempfile.gettempdir()
+    removed = []
+    for name in os.listdir(parent) if os.path.isdir(parent) else ():
+        if not name.startswith(_PREFIX):
+            continue
+        pid = name[len(_PREFIX):].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 @contextmanager
 def secondary_store(data_dir: str, scratch_dir: str | None = None) -> Iterator[RocksEventStore]:
     """A secondary instance of ``data_dir`` (log and records only), removed with its directory after."""
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(f"no logwright data directory at {data_dir}")
-    directory = tempfile.mkdtemp(prefix="logwright-secondary-", dir=scratch_dir)
+    sweep_stale(scratch_dir)
+    directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_dir)
     try:
         store = RocksEventStore(data_dir, secondary=directory, load_state=False, projections=(),
                                 types=replay_setup().types)
