@@ -55,12 +55,8 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.mark.parametrize("step", ["producer", "group", "share"])
-def test_java_client(classpath: str, server: tuple[str, str], step: str, request: pytest.FixtureRequest) -> None:
-    name, bootstrap = server
-    if name == "logwright" and step == "share":
-        request.applymarker(pytest.mark.xfail(
-            reason="share groups (ShareGroupHeartbeat v1+, ShareFetch, ShareAcknowledge) are not served yet",
-            strict=False))
+def test_java_client(classpath: str, server: tuple[str, str], step: str) -> None:
+    _name, bootstrap = server
     run = subprocess.run([java(), "-cp", classpath, "logwright.peers.ClientScenario", bootstrap, step],
                          capture_output=True, text=True, timeout=240)
     assert run.returncode == 0 and f"OK {step}" in run.stdout, f"{run.stdout}\n{run.stderr[-3000:]}"
