@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
+.PHONY: serve test lint bench bench-store bench-wire bench-compare clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ bench-store: $(STAMP)
 
 bench-wire: $(VENV)/.bench-installed
 	$(BIN)/python bench/produce_consume.py $(BENCH_ARGS)
+
+# Apache Kafka, Tansu and logwright in one session, every workload of bench/compare.py (~15 min; needs java 17+
+# and mvn): bench/results/compare.md and .png. BENCH_ARGS=--quick for a 2-3 min smoke run (compare-quick.*).
+bench-compare: $(VENV)/.bench-installed
+	$(BIN)/python bench/compare.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

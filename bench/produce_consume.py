@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from wire_workload import Measurement, consume, create_topic, delete_topic, produce  # noqa: E402
+from wire_workload import Measurement, produce_then_consume  # noqa: E402
 
 import peers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
@@ -53,12 +53,7 @@ def parse_records(spec: str, scale: float) -> dict[int, int]:
 
 
 def run_once(peer: peers.RunningPeer, record_bytes: int, records: int, repeat: int) -> list[Run]:
-    topic = create_topic(peer.bootstrap, f"bench-{record_bytes}")
-    try:
-        produced = produce(peer.bootstrap, topic, records, record_bytes)
-        consumed = consume(peer.bootstrap, topic, records, record_bytes)
-    finally:
-        delete_topic(peer.bootstrap, topic)
+    produced, consumed = produce_then_consume(peer.bootstrap, record_bytes, records)
     return [Run(peer.name, "produce", repeat, produced), Run(peer.name, "consume", repeat, consumed)]
 
 

@@ -123,3 +123,13 @@ def consume(bootstrap: str, topic: str, records: int, record_bytes: int,
     finally:
         consumer.close()
     return Measurement(received, record_bytes, seconds)
+
+
+def produce_then_consume(bootstrap: str, record_bytes: int, records: int,
+                         prefix: str = "bench") -> tuple[Measurement, Measurement]:
+    """Fill a fresh one-partition topic, read it back from offset 0, delete it: (produced, consumed)."""
+    topic = create_topic(bootstrap, f"{prefix}-{record_bytes}")
+    try:
+        return produce(bootstrap, topic, records, record_bytes), consume(bootstrap, topic, records, record_bytes)
+    finally:
+        delete_topic(bootstrap, topic)

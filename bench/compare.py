@@ -1,0 +1,194 @@
+"""Apache Kafka, Tansu and logwright side by side: the same workloads, one session, one report and one plot.
+
+Each workload (compare_api.Workload, listed through WORKLOAD_MODULES) measures every peer it supports once
+per repeat; the rounds go repeat by repeat over all workloads and the peers take turns in an order that
+rotates, so the drift of this shared machine is spread over everyone. The shared brokers (bench/peers.py)
+start on first use and are stopped at the end, however the run ends. Results: ``OUT.md`` (a table per
+workload: median (min–max) per broker, ratios to Kafka, the targets), ``OUT.png`` (ratios to Kafka) and
+``OUT.json`` (every sample, so ``--from-json`` rebuilds the report without measuring again).
+
+    make bench-compare [BENCH_ARGS="--quick"]        # ~15 min; --quick is a 2-3 min smoke run
+    .venv/bin/python bench/compare.py [--quick] [--repeats 5] [--scale 1.0] [--only latency,memory]
+        [--peers kafka,tansu,logwright] [--durability wal|fsync] [--tmp-root /dev/shm]
+        [--out bench/results/compare] [--from-json bench/results/compare.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from compare_api import PEER_NAMES, Context, NotApplicable, Workload  # noqa: E402
+from compare_report import Sample, markdown  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+WORKLOAD_MODULES = ("throughput",)
+"""Modules of bench/ that define ``WORKLOADS: list[Workload]``; the report follows this order."""
+
+
+def load_workloads(only: Sequence[str] = ()) -> list[Workload]:
+    """Every registered workload, or those whose module or name contains one of ``only``."""
+    found: list[Workload] = []
+    for module in WORKLOAD_MODULES:
+        for workload in importlib.import_module(module).WORKLOADS:
+            if not only or any(word in module or word in workload.name for word in only):
+                found.append(workload)
+    return found
+
+
+def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sample:
+    """One call of ``measure``: a value per metric, or n/a, or the failure, never an exception."""
+    load = os.getloadavg()[0]
+    try:
+        values = {key: float(value) for key, value in workload.measure(ctx, peer).items()}
+    except NotApplicable as exc:
+        return Sample(workload.name, peer, repeat, not_applicable=str(exc), load=load)
+    except Exception as exc:  # noqa: BLE001 - a failed repeat is reported, the session goes on
+        return Sample(workload.name, peer, repeat, error=f"{type(exc).__name__}: {exc}"[:400], load=load)
+    return Sample(workload.name, peer, repeat, values, load=load)
+
+
+def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequence[str],
+        samples: list[Sample]) -> None:
+    """Warm-ups, then round after round: every workload, every supported peer in a rotating order.
+
+    Samples are appended as they come, so an interrupted session still reports what it measured.
+    """
+    warm = dataclasses.replace(ctx, scale=ctx.scale / 5)
+    for workload in workloads:
+        if workload.warmup:
+            for peer in workload.peers(tuple(names)):
+                sample = measure_one(workload, warm, peer, -1)
+                ctx.say(f"warm-up {workload.name} {peer}: {'ok' if sample.values else sample.error}")
+    rounds = max((min(repeats, w.repeats or repeats) for w in workloads), default=0)
+    for repeat in range(rounds):
+        for workload in workloads:
+            if repeat >= min(repeats, workload.repeats or repeats):
+                continue
+            order = workload.peers(tuple(names))
+            shift = repeat % len(order) if order else 0
+            for peer in order[shift:] + order[:shift]:
+                sample = measure_one(workload, ctx, peer, repeat)
+                samples.append(sample)
+                shown = ", ".join(f"{k} {v:,.1f}" for k, v in sample.values.items())
+                ctx.say(f"#{repeat + 1} {workload.name} | {peer}: "
+                        f"{shown or sample.error or sample.not_applicable} (load {sample.load:.1f})")
+
+
+def _command(args: list[str]) -> str:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else "?"
+
+
+def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
+    """Where and how the figures were taken: hardware, versions, load, session settings."""
+    import confluent_kafka  # noqa: PLC0415
+    import psutil  # noqa: PLC0415
+    from kafka_peer import POM, java  # noqa: PLC0415
+
+    from peers import tansu_binary  # noqa: PLC0415
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    kafka_version = re.search(r"<kafka.version>([^<]+)<", POM.read_text())
+    loads = [s.load for s in samples if s.load == s.load]
+    during = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
+    commit = _command(["git", "-C", str(HERE), "describe", "--always", "--dirty"])
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "run": f"{'quick' if args.quick else 'full'}, {args.repeats} repeats, scale {args.scale:g}, "
+               f"took {(time.monotonic() - began) / 60:.1f} min",
+        "machine": f"{os.cpu_count()} cores ({cpu}), {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
+                   f"{platform.system()} {platform.release()}",
+        "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
+                                f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
+        "Python": platform.python_version(),
+        "Java": _command([java(), "-version"]),
+        "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}",
+        "Apache Kafka": f"{kafka_version.group(1) if kafka_version else '?'} (KRaft, one node, -Xmx512m, "
+                        "log dirs under the session's temp dir)",
+        "Tansu": f"{_command([str(tansu_binary()), '--version'])} (memory:// storage)",
+        "logwright": f"{commit} (durability {args.durability}, data under the session's temp dir)",
+        "temp dir": str(args.tmp_root or tempfile.gettempdir()),
+    }
+
+
+def write(out: Path, workloads: Sequence[Workload], samples: Sequence[Sample], info: dict[str, str],
+          title: str) -> None:
+    """``out``.md, .png and .json, side by side (the Markdown embeds the PNG by its file name)."""
+    from compare_plot import plot  # noqa: PLC0415 - matplotlib only here
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    plot(workloads, samples, png, f"{title}: ratios to Apache Kafka ({info['date']})")
+    out.with_suffix(".md").write_text(markdown(workloads, samples, info, png.name, title))
+    out.with_suffix(".json").write_text(json.dumps(
+        {"title": title, "machine": info, "samples": [dataclasses.asdict(s) for s in samples]}, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke-sized workloads, 2 repeats (~2-3 min)")
+    parser.add_argument("--repeats", type=int, help="rounds of every workload (default 5, quick 2)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
+    parser.add_argument("--only", default="", help="comma-separated words: workloads whose module or name match")
+    parser.add_argument("--peers", default=",".join(PEER_NAMES), help="subset of " + ",".join(PEER_NAMES))
+    parser.add_argument("--durability", default="wal", choices=["wal", "fsync"], help="logwright's")
+    parser.add_argument("--tmp-root", type=Path, help="where the brokers' work dirs go (default: the temp dir)")
+    parser.add_argument("--out", type=Path, help="output path without suffix (default bench/results/compare, "
+                        "or compare-quick with --quick; the quick files are not tracked by git)")
+    parser.add_argument("--from-json", type=Path, help="rebuild the report and plot from a run's JSON")
+    args = parser.parse_args(argv)
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    out = args.out or RESULTS / ("compare-quick" if args.quick else "compare")
+    workloads = load_workloads([w for w in args.only.split(",") if w])
+
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        write(out, workloads, [Sample(**s) for s in saved["samples"]], saved["machine"], saved["title"])
+        return 0
+
+    from rich.console import Console  # noqa: PLC0415
+
+    console = Console(stderr=True)
+    say: Callable[[str], None] = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
+    began, load_start = time.monotonic(), os.getloadavg()[0]
+    names = [n for n in args.peers.split(",") if n]
+    title = "logwright, Apache Kafka and Tansu side by side" + (" (quick run)" if args.quick else "")
+    samples: list[Sample] = []
+    with tempfile.TemporaryDirectory(prefix="logwright-compare-", dir=args.tmp_root) as tmp:
+        ctx = Context(Path(tmp), quick=args.quick, scale=args.scale, say=say,
+                      options={"logwright": {"durability": args.durability}})
+        try:
+            run(workloads, ctx, args.repeats, names, samples)
+        except KeyboardInterrupt:
+            say("interrupted: writing the report of what was measured")
+            title += " (interrupted)"
+        finally:
+            ctx.close()
+    write(out, workloads, samples, machine(began, load_start, samples, args), title)
+    say(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.png')} in {(time.monotonic() - began) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,132 @@
+"""What bench/compare.py runs: a ``Workload`` names its metrics and measures one peer per call.
+
+A workload module exposes ``WORKLOADS: list[Workload]`` and is listed once in ``compare.WORKLOAD_MODULES``;
+nothing else has to change for its table, its targets and its bars in the plot to appear. ``measure(ctx,
+peer)`` is called once per repeat for every peer the workload supports (the peers take turns in a rotating
+order) and returns one value per metric key; it raises ``NotApplicable`` when the peer turns out unable to
+run it, and any other exception is recorded as a failed repeat with its message, not a crash of the session.
+
+    def measure(ctx: Context, peer: str) -> dict[str, float]:
+        broker = ctx.broker(peer)            # shared by every workload, started on first use
+        ...
+        return {"MB/s": 123.0}
+
+    WORKLOADS = [Workload("share consume, 1 KiB", (Metric("MB/s", target=1.0),), measure,
+                          method="How it is measured, one paragraph for the report.",
+                          not_applicable={"tansu": "Tansu 0.6 has no share groups"})]
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import peers
+
+PEER_NAMES = ("kafka", "tansu", "logwright")
+"""Every broker compared, the reference first; report columns follow this order."""
+
+REFERENCE = "kafka"
+"""Every figure is also given as a ratio to Apache Kafka measured in the same session."""
+
+SUBJECT = "logwright"
+"""The peer whose ratios are checked against the targets."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One figure a workload reports, e.g. ``Metric("p99", "ms", higher_is_better=False, target=1.5)``.
+
+    ``target`` is the ratio logwright/Kafka the issue asks for: at least it when ``higher_is_better``,
+    at most it otherwise. ``plot=False`` keeps a metric out of the PNG (msg/s has the same ratio as MB/s).
+    """
+
+    key: str
+    unit: str = ""
+    higher_is_better: bool = True
+    target: float | None = None
+    plot: bool = True
+    decimals: int = 1
+
+
+class NotApplicable(Exception):  # noqa: N818 - a result ("n/a"), not a failure
+    """Raised by ``measure`` when the peer cannot run the workload; the message is the reason shown."""
+
+
+@dataclass(slots=True)
+class Context:
+    """What a measure function gets besides the peer's name: sizes, shared brokers, private brokers.
+
+    ``quick`` asks for a smoke-sized run; ``size(full, quick)`` picks between the two and applies ``scale``.
+    """
+
+    workdir: Path
+    quick: bool = False
+    scale: float = 1.0
+    options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    say: Callable[[str], None] = print
+    _shared: dict[str, peers.RunningPeer] = field(default_factory=dict)
+    _numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def size(self, full: int, quick: int) -> int:
+        """``full`` or, in a quick run, ``quick``; multiplied by ``--scale`` and at least 1."""
+        return max(1, int((quick if self.quick else full) * self.scale))
+
+    def new_dir(self, label: str) -> Path:
+        """A fresh, empty directory under the session's work dir (removed with it)."""
+        path = self.workdir / f"{label}-{next(self._numbers)}"
+        path.mkdir(parents=True)
+        return path
+
+    def broker(self, name: str) -> peers.RunningPeer:
+        """The session's long-running broker ``name``, started on first use, stopped when the session ends."""
+        peer = self._shared.get(name)
+        if peer is not None and peer.process.poll() is not None:
+            raise RuntimeError(f"the shared {name} broker exited ({peer.process.returncode}): {peer.log_tail()}")
+        if peer is None:
+            started = time.monotonic()
+            peer = peers.start(name, self.new_dir(f"shared-{name}"), **self.options.get(name, {}))
+            self._shared[name] = peer
+            self.say(f"started {name} on {peer.bootstrap} in {time.monotonic() - started:.1f} s")
+        return peer
+
+    @contextmanager
+    def fresh(self, name: str, workdir: Path | None = None, **options: str) -> Iterator[peers.RunningPeer]:
+        """A private broker ``name`` for one measurement (start-up, memory at rest), stopped at block end.
+
+        Pass the same ``workdir`` again to restart a broker on the data it stored.
+        """
+        merged = {**self.options.get(name, {}), **options}
+        with peers.running(name, workdir or self.new_dir(f"fresh-{name}"), **merged) as peer:
+            yield peer
+
+    def close(self) -> None:
+        """Stop every shared broker."""
+        for peer in self._shared.values():
+            peer.stop()
+        self._shared.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A unit of the comparison: its name (a report section), metrics, measure function and method.
+
+    ``not_applicable`` maps a peer to the reason it is skipped. ``repeats`` caps the session's repeats for
+    a slow workload. ``warmup`` runs ``measure`` once per peer at a fifth of the size before the first
+    repeat and discards it (JIT, first-request schema loading, connection set-up).
+    """
+
+    name: str
+    metrics: tuple[Metric, ...]
+    measure: Callable[[Context, str], Mapping[str, float]]
+    method: str
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+    repeats: int | None = None
+    warmup: bool = False
+
+    def peers(self, names: tuple[str, ...] = PEER_NAMES) -> list[str]:
+        return [name for name in names if name not in self.not_applicable]

@@ -1,0 +1,175 @@
+"""Medians, spreads, ratios to Apache Kafka, targets and the Markdown report of bench/compare.py.
+
+Pure functions over the recorded samples, so a report can be rebuilt from the JSON of a run
+(``compare.py --from-json``) and the arithmetic is unit-tested without starting a broker.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from compare_api import PEER_NAMES, REFERENCE, SUBJECT, Metric, Workload
+
+DISPLAY = {"kafka": "Apache Kafka", "tansu": "Tansu", "logwright": "logwright"}
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One call of a workload's ``measure`` for one peer: its values, or why there are none."""
+
+    workload: str
+    peer: str
+    repeat: int
+    values: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
+    not_applicable: str | None = None
+    load: float = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A metric of one peer over the repeats: median and range of ``n`` values, or a reason for none."""
+
+    median: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    n: int = 0
+    reason: str | None = None
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile (0 < q <= 100): a value that was observed, never interpolated."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = math.ceil(round(q * len(ordered) / 100, 9))  # 99.9 * 1000 / 100 is 999.0000000000001
+    return ordered[min(max(rank, 1), len(ordered)) - 1]
+
+
+def cell(samples: Iterable[Sample], key: str) -> Cell:
+    """Median and min–max of ``key`` over the samples that have it; else the first reason given."""
+    chosen = list(samples)
+    values = [s.values[key] for s in chosen if key in s.values and not math.isnan(s.values[key])]
+    if values:
+        return Cell(statistics.median(values), min(values), max(values), len(values))
+    reasons = [s.not_applicable for s in chosen if s.not_applicable] or [s.error for s in chosen if s.error]
+    return Cell(reason=reasons[0] if reasons else "not measured")
+
+
+def ratio(subject: Cell, reference: Cell) -> float:
+    """subject/reference of the medians; NaN when either is missing or the reference is zero."""
+    if subject.n == 0 or reference.n == 0 or reference.median == 0:
+        return math.nan
+    return subject.median / reference.median
+
+
+def meets(metric: Metric, value: float) -> bool | None:
+    """Whether a ratio meets the metric's target; None when there is no target or no ratio."""
+    if metric.target is None or math.isnan(value):
+        return None
+    return value >= metric.target if metric.higher_is_better else value <= metric.target
+
+
+def table(workload: Workload, samples: Sequence[Sample],
+          names: Sequence[str] = PEER_NAMES) -> dict[tuple[str, str], Cell]:
+    """(metric key, peer) -> Cell for one workload; unsupported peers carry their n/a reason."""
+    cells: dict[tuple[str, str], Cell] = {}
+    for peer in names:
+        mine = [s for s in samples if s.workload == workload.name and s.peer == peer]
+        for metric in workload.metrics:
+            if peer in workload.not_applicable:
+                cells[metric.key, peer] = Cell(reason=f"n/a: {workload.not_applicable[peer]}")
+            else:
+                cells[metric.key, peer] = cell(mine, metric.key)
+    return cells
+
+
+def ratios(workloads: Sequence[Workload], samples: Sequence[Sample], peer: str,
+           plotted_only: bool = False) -> list[tuple[Workload, Metric, float]]:
+    """Every metric's ratio of ``peer`` to Apache Kafka, in workload order (NaN where there is none)."""
+    rows = []
+    for workload in workloads:
+        cells = table(workload, samples)
+        for metric in workload.metrics:
+            if plotted_only and not metric.plot:
+                continue
+            rows.append((workload, metric, ratio(cells[metric.key, peer], cells[metric.key, REFERENCE])))
+    return rows
+
+
+def _number(value: float, decimals: int) -> str:
+    return "n/a" if math.isnan(value) else f"{value:,.{decimals}f}"
+
+
+def _cell_text(c: Cell, decimals: int, repeats: int) -> str:
+    if c.n == 0:
+        return "n/a" if (c.reason or "").startswith("n/a") else "failed"
+    text = _number(c.median, decimals)
+    if c.n > 1:
+        text += f" ({_number(c.low, decimals)}–{_number(c.high, decimals)})"
+    if c.n < repeats:
+        text += f" [{c.n}/{repeats}]"
+    return text
+
+
+def _verdict(metric: Metric, value: float) -> str:
+    ok = meets(metric, value)
+    if metric.target is None:
+        return ""
+    sign = "≥" if metric.higher_is_better else "≤"
+    return f"{sign} {metric.target:g}: " + {True: "met", False: "**not met**", None: "n/a"}[ok]
+
+
+def workload_section(workload: Workload, samples: Sequence[Sample]) -> list[str]:
+    """A workload's heading, method, table (median (min–max) per peer, ratios to Kafka) and notes."""
+    mine = [s for s in samples if s.workload == workload.name]
+    repeats = max((s.repeat + 1 for s in mine), default=0)
+    cells = table(workload, samples)
+    others = [p for p in PEER_NAMES if p != REFERENCE]
+    header = ["metric", *(DISPLAY[p] for p in PEER_NAMES), *(f"{DISPLAY[p]} / Kafka" for p in others), "target"]
+    lines = [f"### {workload.name}", "", workload.method, "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for metric in workload.metrics:
+        better = "higher" if metric.higher_is_better else "lower"
+        row = [f"{metric.key} ({metric.unit}, {better} is better)" if metric.unit else metric.key]
+        row += [_cell_text(cells[metric.key, p], metric.decimals, repeats) for p in PEER_NAMES]
+        row += [_number(ratio(cells[metric.key, p], cells[metric.key, REFERENCE]), 2) for p in others]
+        row.append(_verdict(metric, ratio(cells[metric.key, SUBJECT], cells[metric.key, REFERENCE])))
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    notes = sorted({f"{DISPLAY[p]}: {c.reason}" for (_, p), c in cells.items() if c.n == 0 and c.reason})
+    notes += [f"{DISPLAY[s.peer]} repeat {s.repeat + 1} failed: {s.error}" for s in mine if s.error]
+    lines += [f"- {note}" for note in notes]
+    if notes:
+        lines.append("")
+    return lines
+
+
+def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) -> list[str]:
+    """One row per metric that has a target: logwright's ratio to Kafka and whether it meets it."""
+    lines = ["| workload | metric | target (logwright / Kafka) | ratio | met |", "|---|---|---|---|---|"]
+    for workload, metric, value in ratios(workloads, samples, SUBJECT):
+        if metric.target is None:
+            continue
+        sign = "≥" if metric.higher_is_better else "≤"
+        ok = {True: "yes", False: "**no**", None: "n/a"}[meets(metric, value)]
+        lines.append(f"| {workload.name} | {metric.key} | {sign} {metric.target:g} | {_number(value, 2)} | {ok} |")
+    return lines
+
+
+def markdown(workloads: Sequence[Workload], samples: Sequence[Sample], machine: Mapping[str, str],
+             plot: str | None, title: str) -> str:
+    """The whole report: machine and session, targets, one section per workload, the plot."""
+    lines = [f"# {title}", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), "",
+             "Each cell: median (min–max) over the repeats, [n/N] when only n of N repeats gave a value. "
+             "Ratios are medians divided by Apache Kafka's median in the same session.", "",
+             "## Targets", "", *targets_section(workloads, samples), ""]
+    if plot:
+        lines += [f"![ratios to Apache Kafka]({plot})", ""]
+    lines += ["## Workloads", ""]
+    for workload in workloads:
+        lines += workload_section(workload, samples)
+    return "\n".join(lines).rstrip() + "\n"

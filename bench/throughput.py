@@ -1,0 +1,48 @@
+"""Produce and consume throughput for bench/compare.py, 100 B and 1 KiB records (wire_workload.py does the work).
+
+Each repeat fills a fresh one-partition topic on the peer's shared broker with a librdkafka producer
+(``acks=all``, linger 5 ms, no compression), reads it back from offset 0 with an assigned librdkafka consumer,
+and deletes it. Both figures are timed by the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from compare_api import Context, Metric, Workload
+from wire_workload import PRODUCER_CONFIG, produce_then_consume
+
+SIZES = {100: (1_000_000, 200_000), 1024: (300_000, 60_000)}
+"""record bytes -> (records in a full run, records in a quick run)."""
+
+
+def metrics() -> tuple[Metric, ...]:
+    return (Metric("produce MB/s", "MB/s", target=1.0), Metric("produce msg/s", "msg/s", plot=False, decimals=0),
+            Metric("consume MB/s", "MB/s", target=1.0), Metric("consume msg/s", "msg/s", plot=False, decimals=0))
+
+
+def measure_size(record_bytes: int) -> Callable[[Context, str], dict[str, float]]:
+    full, quick = SIZES[record_bytes]
+
+    def measure(ctx: Context, peer: str) -> dict[str, float]:
+        produced, consumed = produce_then_consume(ctx.broker(peer).bootstrap, record_bytes, ctx.size(full, quick))
+        return {"produce MB/s": produced.mb_per_s, "produce msg/s": produced.msg_per_s,
+                "consume MB/s": consumed.mb_per_s, "consume msg/s": consumed.msg_per_s}
+
+    return measure
+
+
+def _label(record_bytes: int) -> str:
+    return f"{record_bytes // 1024} KiB" if record_bytes % 1024 == 0 else f"{record_bytes} B"
+
+
+WORKLOADS = [
+    Workload(f"produce and consume, {_label(size)} records", metrics(), measure_size(size),
+             method=(f"{full:,} records of {_label(size)} ({quick:,} in a quick run) into a fresh one-partition "
+                     f"topic by one librdkafka producer (acks=all, linger.ms={PRODUCER_CONFIG['linger.ms']}, no "
+                     "compression, null keys), timed from the first produce() to the end of flush(); then read "
+                     "back from offset 0 by one assigned librdkafka consumer, timed until the last record is in "
+                     "hand. MB/s counts value bytes (10^6). One warm-up at a fifth of the size is discarded."),
+             warmup=True)
+    for size, (full, quick) in SIZES.items()
+]

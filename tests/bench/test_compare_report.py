@@ -1,0 +1,66 @@
+"""The arithmetic and wording of bench/compare.py's report: percentiles, medians, ratios, targets, n/a.
+
+No broker and no timing: samples are built by hand.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from compare_api import Metric, NotApplicable, Workload  # noqa: E402
+from compare_report import Sample, cell, markdown, meets, percentile, ratio, ratios, table  # noqa: E402
+
+
+def _never(ctx: object, peer: str) -> dict[str, float]:
+    raise NotApplicable("not called")
+
+
+THROUGHPUT = Workload("produce", (Metric("MB/s", "MB/s", target=1.0), Metric("msg/s", plot=False)), _never,
+                      method="m")
+LATENCY = Workload("latency", (Metric("p99", "ms", higher_is_better=False, target=1.5),), _never, method="m",
+                   not_applicable={"tansu": "no reason"})
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 1001)]
+    assert percentile(values, 50) == 500
+    assert percentile(values, 99) == 990
+    assert percentile(values, 99.9) == 999
+    assert percentile([3.0, 1.0, 2.0], 100) == 3.0
+    assert percentile([7.0], 0.1) == 7.0
+    assert math.isnan(percentile([], 50))
+
+
+def test_cell_takes_median_and_range_over_the_repeats_that_gave_a_value() -> None:
+    samples = [Sample("produce", "kafka", 0, {"MB/s": 10.0}), Sample("produce", "kafka", 1, {"MB/s": 30.0}),
+               Sample("produce", "kafka", 2, {"MB/s": 12.0}), Sample("produce", "kafka", 3, error="boom")]
+    got = cell(samples, "MB/s")
+    assert (got.median, got.low, got.high, got.n) == (12.0, 10.0, 30.0, 3)
+    assert cell(samples[3:], "MB/s").reason == "boom"
+
+
+def test_ratio_and_targets_follow_the_direction_of_better() -> None:
+    samples = [Sample("produce", "kafka", 0, {"MB/s": 100.0}), Sample("produce", "logwright", 0, {"MB/s": 80.0}),
+               Sample("latency", "kafka", 0, {"p99": 10.0}), Sample("latency", "logwright", 0, {"p99": 14.0})]
+    by_metric = {(w.name, m.key): r for w, m, r in ratios([THROUGHPUT, LATENCY], samples, "logwright")}
+    assert by_metric["produce", "MB/s"] == pytest.approx(0.8)
+    assert by_metric["latency", "p99"] == pytest.approx(1.4)
+    assert meets(THROUGHPUT.metrics[0], 0.8) is False
+    assert meets(LATENCY.metrics[0], 1.4) is True
+    assert meets(THROUGHPUT.metrics[1], 2.0) is None
+    assert math.isnan(ratio(cell([], "MB/s"), cell(samples[:1], "MB/s")))
+
+
+def test_unsupported_peer_is_na_with_its_reason_in_the_report() -> None:
+    samples = [Sample("latency", "kafka", 0, {"p99": 10.0}), Sample("latency", "logwright", 0, {"p99": 20.0})]
+    assert table(LATENCY, samples)["p99", "tansu"].reason == "n/a: no reason"
+    text = markdown([LATENCY], samples, {"date": "today"}, "compare.png", "title")
+    assert "| latency | p99 | ≤ 1.5 | 2.00 | **no** |" in text
+    assert "- Tansu: n/a: no reason" in text
+    assert "| p99 (ms, lower is better) | 10.0 | n/a | 20.0 | n/a | 2.00 | ≤ 1.5: **not met** |" in text
