@@ -38,7 +38,7 @@ from compare_report import Sample, markdown  # noqa: E402
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
-WORKLOAD_MODULES = ("throughput",)
+WORKLOAD_MODULES = ("throughput", "latency")
 """Modules of bench/ that define ``WORKLOADS: list[Workload]``; the report follows this order."""
 
 
@@ -102,7 +102,6 @@ def _command(args: list[str]) -> str:
 def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
     """Where and how the figures were taken: hardware, versions, load, session settings."""
     import confluent_kafka  # noqa: PLC0415
-    import psutil  # noqa: PLC0415
     from kafka_peer import POM, java  # noqa: PLC0415
 
     from peers import tansu_binary  # noqa: PLC0415
@@ -112,12 +111,13 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
     kafka_version = re.search(r"<kafka.version>([^<]+)<", POM.read_text())
     loads = [s.load for s in samples if s.load == s.load]
     during = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     commit = _command(["git", "-C", str(HERE), "describe", "--always", "--dirty"])
     return {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "run": f"{'quick' if args.quick else 'full'}, {args.repeats} repeats, scale {args.scale:g}, "
                f"took {(time.monotonic() - began) / 60:.1f} min",
-        "machine": f"{os.cpu_count()} cores ({cpu}), {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
+        "machine": f"{os.cpu_count()} cores ({cpu}), {ram:.0f} GiB RAM, "
                    f"{platform.system()} {platform.release()}",
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
