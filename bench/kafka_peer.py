@@ -167,21 +167,30 @@ class KafkaPeer:
     def prepare(self) -> list[str]:
         """Resolve the jars (if needed), write the configs, format the log directory; return the broker's command.
 
-        bench/peers.py launches that command itself; :meth:`start` does it here.
+        A log directory formatted before (``meta.properties``) is kept as it is, with its cluster id and
+        records, so a second broker on the same ``work_dir`` restarts on the first one's data (on new ports).
+        bench/peers.py launches the command itself; :meth:`start` does it here.
         """
         self.resolve_s = resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         server_properties = self.work_dir / "server.properties"
         server_properties.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         (self.work_dir / "log4j2.properties").write_text(_LOG4J2.format(level=self.log_level))
+        if not (self.work_dir / "data" / "meta.properties").exists():
+            self._format(server_properties)
+        return self._java("kafka.Kafka", str(server_properties), heap=self.heap)
+
+    def _format(self, server_properties: Path) -> None:
         started = time.monotonic()
         feature_args = [arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")]
-        subprocess.run(self._java("kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(),
-                                  "--config", str(server_properties), "--ignore-formatted", *feature_args,
-                                  heap="-Xmx256m"),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        formatted = subprocess.run(self._java("kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(),
+                                              "--config", str(server_properties), "--ignore-formatted",
+                                              *feature_args, heap="-Xmx256m"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if formatted.returncode != 0:
+            raise RuntimeError(f"formatting {self.work_dir / 'data'} failed ({formatted.returncode}): "
+                               f"{formatted.stdout.decode(errors='replace')[-2000:]}")
         self.format_s = time.monotonic() - started
-        return self._java("kafka.Kafka", str(server_properties), heap=self.heap)
 
     def start(self, timeout_s: float = 120.0) -> KafkaPeer:
         """Prepare, launch, and wait until the broker says it started and accepts TCP."""

@@ -1,10 +1,11 @@
 """Start and stop a Kafka-compatible broker by name, for benchmarks that compare logwright with its peers.
 
 Every broker runs as a child process in its own session on a free loopback port with a private work
-directory, and is only handed out once a Kafka client has read its metadata (a TCP accept is not enough:
-Tansu listens before its storage is ready, logwright writes its ready file before the first request). The
-context manager, an ``atexit`` hook and a SIGTERM handler all stop the whole process group, so a failed,
-interrupted or killed benchmark leaves no broker behind.
+directory, which outlives it: starting the same peer on the same directory again restarts it on the data it
+stored (bench/startup.py times that). A broker is only handed out once a Kafka client has read its metadata
+(a TCP accept is not enough: Tansu listens before its storage is ready, logwright writes its ready file
+before the first request). The context manager, an ``atexit`` hook and a SIGTERM handler all stop the whole
+process group, so a failed, interrupted or killed benchmark leaves no broker behind.
 
     with peers.running("tansu", workdir) as broker:
         produce(broker.bootstrap, ...)
@@ -93,13 +94,15 @@ def _tansu(port: int, workdir: Path, options: dict[str, str]) -> Launch:
 
 
 def _kafka(port: int, workdir: Path, options: dict[str, str]) -> Launch:
-    """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; option ``heap`` (-Xmx512m).
+    """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; options ``heap`` (-Xmx512m)
+    and ``log_level`` (warn).
 
     Resolving the jars (first run only) and formatting storage happen here, before the JVM is launched.
     """
     from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
 
-    return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP)).prepare())
+    return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
+                            log_level=options.get("log_level", "warn")).prepare())
 
 
 PEERS: dict[str, PeerSpec] = {
@@ -111,13 +114,19 @@ PEERS: dict[str, PeerSpec] = {
 
 @dataclass(slots=True, eq=False)
 class RunningPeer:
-    """A started broker; ``stop`` is idempotent and ends its whole process group."""
+    """A started broker; ``stop`` is idempotent and ends its whole process group.
+
+    ``launched_at`` is the ``time.monotonic()`` of the launch and ``ready_s`` the seconds from it until the
+    broker answered Metadata, so a caller can time further readiness steps from the same origin.
+    """
 
     name: str
     port: int
     workdir: Path
     process: subprocess.Popen[bytes]
     log: IO[bytes]
+    launched_at: float
+    ready_s: float = float("nan")
 
     @property
     def bootstrap(self) -> str:
@@ -132,6 +141,18 @@ class RunningPeer:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the broker's whole process group now (the JVM, or Python and its threads)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.process.pid:  # pgrp, the third field after the command name
+                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss in pages
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGINT first (logwright flushes, profilers write their output), SIGKILL if it hangs."""
@@ -171,11 +192,19 @@ if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
     signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+FAST_RECONNECT = {"reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 100}
+"""librdkafka settings for a client that polls a starting broker."""
+
+
 def wait_ready(bootstrap: str, deadline: float, alive: Callable[[], bool]) -> None:
-    """Until ``deadline``: a Kafka client reads metadata listing at least one broker."""
+    """Until ``deadline``: a Kafka client reads metadata listing at least one broker.
+
+    The client retries a refused connection within 100 ms (librdkafka backs off up to 10 s by default),
+    so the moment a broker is found ready is also a start-up time worth reporting.
+    """
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415 - the bench extra
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **FAST_RECONNECT})
     while True:
         if not alive():
             raise RuntimeError("the broker exited during start-up")
@@ -190,23 +219,31 @@ def wait_ready(bootstrap: str, deadline: float, alive: Callable[[], bool]) -> No
 
 
 def start(name: str, workdir: Path, **options: str) -> RunningPeer:
-    """Start the peer ``name`` in ``workdir`` (created) and return once it answers Metadata."""
+    """Start the peer ``name`` in ``workdir`` and return once it answers Metadata.
+
+    A new ``workdir`` is created; one a stopped peer left behind is started on again, with its data (and
+    on a new port). The port is free when chosen, the launch comes a moment later.
+    """
     spec = PEERS[name]
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     launch = spec.launch(port, workdir, options)
+    if launch.ready_file is not None:
+        launch.ready_file.unlink(missing_ok=True)
     log = open(workdir / "broker.log", "ab")  # noqa: SIM115 - owned by RunningPeer
+    launched_at = time.monotonic()
     process = subprocess.Popen(launch.command, stdout=log, stderr=subprocess.STDOUT,
                                env={**os.environ, **launch.env}, start_new_session=True)
-    peer = RunningPeer(name, port, workdir, process, log)
+    peer = RunningPeer(name, port, workdir, process, log, launched_at)
     _LIVE.add(peer)
-    deadline = time.monotonic() + spec.start_timeout_s
+    deadline = launched_at + spec.start_timeout_s
     try:
         while launch.ready_file is not None and not launch.ready_file.exists():
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("no ready file")
             time.sleep(0.05)
         wait_ready(peer.bootstrap, deadline, lambda: process.poll() is None)
+        peer.ready_s = time.monotonic() - launched_at
     except (RuntimeError, TimeoutError) as exc:
         peer.stop(timeout_s=5.0)
         raise RuntimeError(f"{name} did not start ({exc}): {peer.log_tail()}") from exc
