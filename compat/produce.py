@@ -101,7 +101,7 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
     max_message_bytes = int(broker.topic_config(topic, "max.message.bytes") or 1048588)
     log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
     try:
-        batches = [(bytes(batch), parse_header(batch)) for batch in iter_batches(records)]
+        batches = [(batch, parse_header(batch)) for batch in iter_batches(records)]
     except UnsupportedMessageFormat as error:
         return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
     except CorruptBatch as error:
@@ -124,7 +124,7 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
                            state.log_start_offset, now)
 
 
-def _validate(data: bytes, header: BatchHeader, max_message_bytes: int) -> PartitionResult | None:
+def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> PartitionResult | None:
     if len(data) > max_message_bytes:
         return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE,
                                error_message=f"a {len(data)}-byte batch is over max.message.bytes={max_message_bytes}")
@@ -139,8 +139,13 @@ def _validate(data: bytes, header: BatchHeader, max_message_bytes: int) -> Parti
     return None
 
 
-def _stage_batch(broker: Broker, partition_id: int, data: bytes, header: BatchHeader, append_time: int) -> int:
-    """Stage one batch; returns its base offset (the original one for a duplicate retry)."""
+def _stage_batch(
+    broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int
+) -> int:
+    """Stage one batch; returns its base offset (the original one for a duplicate retry).
+
+    ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
+    """
     if header.producer_id >= 0 and header.base_sequence >= 0:
         producer_state = broker.store.state("producers", producer_key(partition_id, header.producer_id))
         verdict = check_sequence(
