@@ -102,22 +102,30 @@ def response_type(api_key: int, api_version: int) -> type[Any]:
     return load_response_schema(api_key, api_version)
 
 
+FIRST_FLEXIBLE_VERSION: Final[Mapping[int, int | None]] = MappingProxyType({
+    0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 17: None, 18: 3, 19: 5,
+    20: 4, 21: 2, 22: 2, 23: 4, 24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 29: 2, 30: 2, 31: 2, 32: 4, 33: 2, 34: 2, 35: 2,
+    36: 2, 37: 2, 38: 2, 39: 2, 40: 2, 41: 2, 42: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: None, 48: 1, 49: 1, 50: 0,
+    51: 0, 52: 0, 53: 1, 54: 1, 55: 0, 56: 2, 57: 0, 58: 0, 59: 0, 60: 0, 61: 0, 62: 0, 63: 0, 64: 0, 65: 0, 66: 0,
+    67: 0, 68: 0, 69: 0, 70: 0, 71: 0, 72: 0, 73: 0, 74: 0, 75: 0, 76: 1, 77: 1, 78: 1, 79: 1, 80: 0, 81: 0, 82: 0,
+    83: 0, 84: 0, 85: 0, 86: 0, 87: 0, 88: 0, 89: 0, 90: 0, 91: 0, 92: 0,
+})
+"""The first flexible version (KIP-482) of every API key kio 0.6.5 knows; ``None``: never flexible.
+
+A table rather than a question to kio, which can only answer by loading every schema version below
+it: that cost 10-50 ms on the first request of each API key (7% of a one-minute benchmark's broker
+CPU). `tests/compat/test_messages.py` checks the table against kio's schemas.
+"""
+
+
 def is_flexible(api_key: int, api_version: int) -> bool:
     """Whether the version uses compact encodings and tagged fields (request header v2).
 
     Kafka makes every version from some N on flexible, so unknown versions are placed by that N:
     above the known range they are flexible if the newest known version is.
     """
-    first = _FIRST_FLEXIBLE.get(api_key, -1)
-    if first == -1:
-        if api_key not in KNOWN_VERSIONS:
-            return False
-        first = _FIRST_FLEXIBLE[api_key] = next(
-            (v for v in KNOWN_VERSIONS[api_key] if request_type(api_key, v).__flexible__), None)
+    first = FIRST_FLEXIBLE_VERSION.get(api_key)
     return first is not None and api_version >= first
-
-
-_FIRST_FLEXIBLE: dict[int, int | None] = {}
 
 
 def response_header_version(api_key: int, api_version: int) -> int:

@@ -16,6 +16,7 @@ from kio.schema.produce.v9 import response as produce_v9
 from logwright.compat.errors import ErrorCode
 from logwright.compat.framing import FrameDecoder, encode_frame
 from logwright.compat.messages import (
+    FIRST_FLEXIBLE_VERSION,
     KNOWN_VERSIONS,
     MalformedRequest,
     ResponseEncodingError,
@@ -198,6 +199,14 @@ def test_registry_knows_kafka_4_ranges() -> None:
 ])
 def test_flexible_versions(api_key: int, version: int, flexible: bool) -> None:
     assert is_flexible(api_key, version) is flexible
+
+
+def test_the_first_flexible_versions_are_kios() -> None:
+    assert FIRST_FLEXIBLE_VERSION.keys() == KNOWN_VERSIONS.keys()
+    for api_key, versions in KNOWN_VERSIONS.items():
+        flexible = [version for version in versions if request_type(api_key, version).__flexible__]
+        assert flexible == list(range(flexible[0], versions[-1] + 1)) if flexible else True, api_key
+        assert FIRST_FLEXIBLE_VERSION[api_key] == (flexible[0] if flexible else None), api_key
 
 
 def test_response_header_versions() -> None:
