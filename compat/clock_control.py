@@ -6,7 +6,7 @@ the answer arrives every lock that ran out has expired and every silent member h
 those events are durable: tests advance time instead of sleeping.
 
 Wire format (request header v1, response header v0, big-endian):
-request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64``.
+request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64`` (-1 when the handler failed).
 """
 
 from __future__ import annotations
@@ -44,4 +44,8 @@ def enable() -> None:
     from .registry import HANDLERS
 
     if API_KEY not in HANDLERS:
-        register_extension(HandlerEntry(API_KEY, NAME, 0, 0, handle))
+        register_extension(HandlerEntry(API_KEY, NAME, 0, 0, handle, error_answer=_error_answer))
+
+
+def _error_answer(code: int, _message: str) -> bytes:
+    return _RESPONSE.pack(code, -1)

@@ -16,7 +16,6 @@ are answered with the matching Kafka error code and a message; the connection st
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,8 +28,6 @@ from .broker import Broker
 from .errors import ErrorCode, error_code_for
 from .registry import HandlerEntry, RequestContext, register_extension
 from .share_coordinator import ShareCoordinator
-
-log = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 ExtensionHandler = Callable[[RequestContext, Body], Awaitable[Body]]
@@ -58,8 +55,9 @@ def decode(body: bytes) -> Body:
 def extension(api_key: int, name: str) -> Callable[[ExtensionHandler], ExtensionHandler]:
     """Register ``handle`` (taking the decoded map, returning the answer's fields) for ``api_key`` v0.
 
-    Every failure becomes an answer: a `DomainError` its Kafka code, anything else
-    UNKNOWN_SERVER_ERROR with the exception's text (and a log line), never a dropped connection.
+    Every failure becomes an answer: a `DomainError` its Kafka code, anything else (through the
+    server's guard, which logs it) UNKNOWN_SERVER_ERROR with the exception's text, never a dropped
+    connection.
     """
 
     def register(handle: ExtensionHandler) -> ExtensionHandler:
@@ -68,11 +66,8 @@ def extension(api_key: int, name: str) -> Callable[[ExtensionHandler], Extension
                 return answer(**await handle(context, decode(body)))
             except DomainError as error:
                 return answer(error_code_for(error), str(error))
-            except Exception as error:
-                log.exception("%s failed for correlation id %d", name, context.correlation_id)
-                return answer(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}")
 
-        register_extension(HandlerEntry(api_key, name, 0, 0, raw))
+        register_extension(HandlerEntry(api_key, name, 0, 0, raw, error_answer=answer))
         return handle
 
     return register

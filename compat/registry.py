@@ -35,15 +35,21 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+ErrorAnswer = Callable[[int, str], bytes]
+"""``(error_code, message) -> body``: how an extension key answers a request its handler failed on."""
 
 
 @dataclass(frozen=True, slots=True)
 class HandlerEntry:
+    """``error_answer`` matters only for extension keys, whose bodies the server cannot write itself:
+    without it, a request whose handler raised is answered by closing that connection."""
+
     api_key: int
     name: str
     min_version: int
     max_version: int
     handle: Handler
+    error_answer: ErrorAnswer | None = None
 
 
 HANDLERS: dict[int, HandlerEntry] = {}

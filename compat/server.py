@@ -1,8 +1,12 @@
 """The asyncio server: the only socket code. It moves frames between sockets and handlers.
 
 Each connection reads frames through the sans-I/O `FrameDecoder`, runs one task per request and
-writes responses strictly in request order (Kafka clients pipeline). A bad frame or an internal error
-closes that connection only; the broker and every other connection carry on.
+writes responses strictly in request order (Kafka clients pipeline). A handler that raises is logged
+with its traceback and its request answered with an error (UNKNOWN_SERVER_ERROR) where the response
+can carry one, as Kafka's ``getErrorResponse`` does; a request that cannot be answered (an unreadable
+frame, a response type without an error code, an extension key without an error answer) closes that
+connection only, after the answers to the requests before it. The broker and every other connection
+carry on.
 """
 
 from __future__ import annotations
@@ -16,13 +20,25 @@ from .broker import Broker
 from .errors import ErrorCode
 from .fallback import error_response, unsupported_version_response
 from .framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
-from .messages import KNOWN_VERSIONS, MalformedRequest, decode_request, encode_response, parse_request_header
-from .registry import HANDLERS, RequestContext, load_handlers
+from .messages import (
+    KNOWN_VERSIONS,
+    MalformedRequest,
+    RequestHeader,
+    UnsupportedVersion,
+    decode_request,
+    encode_response,
+    parse_request_header,
+)
+from .registry import HandlerEntry, RequestContext, load_handlers
 
 log = logging.getLogger(__name__)
 
 _READ_SIZE = 256 * 1024
 _connection_ids = itertools.count(1)
+
+
+class Unanswerable(Exception):
+    """A request that failed and has no error answer: its connection closes once the answers before it are out."""
 
 
 class KafkaServer:
@@ -91,20 +107,23 @@ class Connection:
         sender = asyncio.create_task(self._send_responses())
         try:
             await self._read_requests()
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (OSError, asyncio.IncompleteReadError):
             pass
+        except Exception:
+            log.exception("closing connection %d from %s: a request could not be dispatched",
+                          self.connection_id, self.client_host)
         except asyncio.CancelledError:
             sender.cancel()
-            while not self.responses.empty():
-                pending = self.responses.get_nowait()
-                if pending is not None:
-                    pending.cancel()
         finally:
             await self.responses.put(None)
             try:
                 await sender
             except (Exception, asyncio.CancelledError):
                 pass
+            while not self.responses.empty():  # left when cancelled or closed after an unanswerable request
+                pending = self.responses.get_nowait()
+                if pending is not None:
+                    pending.cancel()
             self.writer.close()
 
     async def _read_requests(self) -> None:
@@ -131,52 +150,74 @@ class Connection:
             return False
         entry = self.server.handlers.get(header.api_key)
         if entry is None or not entry.min_version <= header.api_version <= entry.max_version:
-            fallback = unsupported_version_response(header, frame)
-            if fallback is None:
-                log.warning("closing connection %d from %s: unsupported API key %d version %d",
-                            self.connection_id, self.client_host, header.api_key, header.api_version)
-                return False
-            log.info("API key %d version %d is not supported; answered UNSUPPORTED_VERSION",
-                     header.api_key, header.api_version)
-            self.responses.put_nowait(_ready(fallback))
-            return True
+            return self._dispatch_unsupported(header, frame)
         if header.api_key not in KNOWN_VERSIONS:
             # An extension API key (outside Kafka's range): the handler reads and writes its own body.
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                      header.client_id, self.connection_id, self.client_host)
             body = bytes(frame[header.header_length:])
-            self.responses.put_nowait(asyncio.ensure_future(self._handle_raw(entry.handle, context, body)))
+            self.responses.put_nowait(asyncio.ensure_future(self._handle_raw(entry, context, body)))
             return True
         try:
             _, request = decode_request(frame)
+        except UnsupportedVersion:
+            # A version in the handler's range that kio cannot read (ApiVersions never offers one).
+            return self._dispatch_unsupported(header, frame)
         except MalformedRequest as error:
             log.warning("closing connection %d from %s: malformed %s v%d request: %s", self.connection_id,
                         self.client_host, entry.name, header.api_version, error)
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)
-        self.responses.put_nowait(asyncio.ensure_future(self._handle(entry.handle, context, request)))
+        self.responses.put_nowait(asyncio.ensure_future(self._handle(entry, context, request)))
         return True
 
-    async def _handle_raw(self, handle: Any, context: RequestContext, body: bytes) -> bytes | None:
-        """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
-        response = await handle(context, body)
-        return None if response is None else context.correlation_id.to_bytes(4, "big", signed=True) + response
+    def _dispatch_unsupported(self, header: RequestHeader, frame: bytes) -> bool:
+        fallback = unsupported_version_response(header, frame)
+        if fallback is None:
+            log.warning("closing connection %d from %s: unsupported API key %d version %d",
+                        self.connection_id, self.client_host, header.api_key, header.api_version)
+            return False
+        log.info("API key %d version %d is not supported; answered UNSUPPORTED_VERSION",
+                 header.api_key, header.api_version)
+        self.responses.put_nowait(_ready(fallback))
+        return True
 
-    async def _handle(self, handle: Any, context: RequestContext, request: Any) -> bytes | None:
+    async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> bytes | None:
+        """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
         try:
-            response = await handle(context, request)
-        except Exception:
-            log.exception("%s handler failed for correlation id %d", HANDLERS[context.api_key].name,
-                          context.correlation_id)
+            response = await entry.handle(context, body)
+            if response is not None and not isinstance(response, bytes | bytearray | memoryview):
+                raise TypeError(f"the handler returned {type(response).__name__}, not bytes")
+        except Exception as error:
+            self._log_failure(entry, context)
+            if entry.error_answer is None:
+                raise Unanswerable(f"{entry.name} (key {entry.api_key}) failed and has no error answer") from error
+            response = entry.error_answer(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}")
+        if response is None:
+            return None
+        return context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response)
+
+    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> bytes | None:
+        """A handler's response, encoded; if the handler or the encoding fails, the error answer."""
+        try:
+            response = await entry.handle(context, request)
+            if response is None:
+                return None
+            return encode_response(context.api_key, context.api_version, context.correlation_id, response)
+        except Exception as error:
+            self._log_failure(entry, context)
             fallback = error_response(context.api_key, context.api_version, context.correlation_id,
                                       ErrorCode.UNKNOWN_SERVER_ERROR)
             if fallback is None:
-                raise
+                raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
+                                   "has no top-level error code") from error
             return fallback
-        if response is None:
-            return None
-        return encode_response(context.api_key, context.api_version, context.correlation_id, response)
+
+    def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
+        log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",
+                      entry.name, context.api_version, context.correlation_id, self.connection_id,
+                      self.client_host, context.client_id)
 
     async def _send_responses(self) -> None:
         while True:
@@ -185,8 +226,13 @@ class Connection:
                 return
             try:
                 payload = await pending
+            except Unanswerable as error:
+                log.warning("closing connection %d from %s: %s", self.connection_id, self.client_host, error)
+                self.writer.close()
+                return
             except Exception:
-                log.exception("closing connection %d: a request could not be answered", self.connection_id)
+                log.exception("closing connection %d from %s: a request could not be answered",
+                              self.connection_id, self.client_host)
                 self.writer.close()
                 return
             if payload is None:

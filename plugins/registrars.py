@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from logwright.compat.registry import Handler, HandlerEntry
+from logwright.compat.registry import ErrorAnswer, Handler, HandlerEntry
 from logwright.core.configs import ConfigKey
 from logwright.core.events import Event
 from logwright.core.projection import Projection
@@ -122,14 +122,20 @@ class ExtensionHandlerRegister:
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
 
-    def add(self, api_key: int, name: str, min_version: int, max_version: int, handle: Handler) -> None:
-        """Serve ``api_key`` (in `EXTENSION_API_KEYS`) versions ``min_version..max_version`` with ``handle``."""
+    def add(self, api_key: int, name: str, min_version: int, max_version: int, handle: Handler,
+            error_answer: ErrorAnswer | None = None) -> None:
+        """Serve ``api_key`` (in `EXTENSION_API_KEYS`) versions ``min_version..max_version`` with ``handle``.
+
+        ``error_answer(error_code, message)`` writes the body that answers a request ``handle`` raised on;
+        without it such a request closes its connection (the server cannot know the key's body format).
+        """
         if api_key not in EXTENSION_API_KEYS:
             raise ValueError(f"extension API {name!r}: key {api_key} is outside {EXTENSION_API_KEYS.start}.."
                              f"{EXTENSION_API_KEYS.stop - 1}")
         if not 0 <= min_version <= max_version:
             raise ValueError(f"extension API {name!r}: versions {min_version}..{max_version} are not a range")
-        self._ledger.add(self.KIND, str(api_key), HandlerEntry(api_key, name, min_version, max_version, handle))
+        self._ledger.add(self.KIND, str(api_key),
+                         HandlerEntry(api_key, name, min_version, max_version, handle, error_answer))
 
 
 class ProjectionRegister:

@@ -65,7 +65,11 @@ def logwright_register_extension_handlers(register: ExtensionHandlerRegister) ->
     """Serve API keys Kafka does not have with ``register.add(api_key, name, min_version, max_version, handle)``.
 
     :param register: ``api_key`` must be in ``registrars.EXTENSION_API_KEYS``; ``handle`` is a coroutine
-        ``(RequestContext, request) -> response`` as for the built-in handlers in ``compat/``.
+        ``(RequestContext, body: bytes) -> bytes | None`` reading the body after the request header v1
+        and writing the body after the response header v0 (the server adds the correlation id).
+        An exception it raises is logged; the request is answered with
+        ``error_answer(UNKNOWN_SERVER_ERROR, message)`` if the plugin passed ``error_answer``, else its
+        connection is closed. The broker and every other connection carry on either way.
 
     Called once per plugin at start-up; ApiVersions advertises the keys (standard clients ignore them).
     Return value: ignored.
