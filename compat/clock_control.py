@@ -3,7 +3,8 @@
 Served only by a broker started with ``logwright serve --manual-clock`` (tests and replays), and only
 then advertised in ApiVersions. After moving the clock it runs the share group timer at once, so when
 the answer arrives every lock that ran out has expired and every silent member has been removed, and
-those events are durable: tests advance time instead of sleeping.
+those events are durable: tests advance time instead of sleeping. Each advance is a `ManualClockSet`
+event, so a restarted broker resumes at the same time (`logwright.app.resume_manual_clock`).
 
 Wire format (request header v1, response header v0, big-endian):
 request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64`` (-1 when the handler failed).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import struct
 
 from logwright.core.clock import ManualClock
+from logwright.core.events import ManualClockSet
 
 from .errors import ErrorCode
 from .registry import HandlerEntry, RequestContext, register_extension
@@ -34,6 +36,8 @@ async def handle(context: RequestContext, body: bytes) -> bytes:
     if advance_ms < 0:
         return _RESPONSE.pack(ErrorCode.INVALID_REQUEST, clock.now_ms())
     now = clock.advance(advance_ms)
+    if advance_ms:
+        broker.stage([ManualClockSet(now)])
     share_coordinator(broker).tick()
     await broker.durable()
     return _RESPONSE.pack(ErrorCode.NONE, now)

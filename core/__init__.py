@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import CATALOG
+from .clock import MANUAL_CLOCK
 from .cursor import CURSORS
 from .group_offsets import GROUP_OFFSETS
 from .groups import GROUPS
@@ -14,5 +15,5 @@ from .projection import Projection
 from .share_groups import SHARE_GROUPS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
-    CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS,
+    CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK,
 )

@@ -196,6 +196,18 @@ class StaticMemberReplaced(Event):
     new_member_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ManualClockSet(Event):
+    """A manual clock (``serve --manual-clock``, tests) started or was advanced to ``now_ms``.
+
+    A restarted broker resumes from the last one, so deadlines recorded before a restart stay where
+    they were in the broker's time. A broker on the wall clock never writes it.
+    """
+
+    TAG: ClassVar[int] = 11
+    now_ms: int
+
+
 # Defined after Event, which they subclass; the import is here so this stays the one list of event types.
 from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
 from .share_group_events import SHARE_GROUP_EVENT_TYPES  # noqa: E402
@@ -217,6 +229,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     GenerationStarted,
     AssignmentsSynced,
     StaticMemberReplaced,
+    ManualClockSet,
     *CURSOR_EVENT_TYPES,
     *SHARE_GROUP_EVENT_TYPES,
 )

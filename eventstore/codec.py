@@ -17,6 +17,7 @@ from typing import Any
 
 import msgpack
 from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicState
+from logwright.core.clock import ManualClockState
 from logwright.core.cursor import CursorState, Delivery, Redelivery
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
@@ -138,6 +139,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1044: Membership,
     1050: ShareGroupState,
     1051: ShareMember,
+    1060: ManualClockState,
 }
 
 

@@ -10,7 +10,8 @@ from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.server import KafkaServer
 from logwright.compat.share_coordinator import share_coordinator
-from logwright.core.clock import Clock, ManualClock
+from logwright.core.clock import MANUAL_CLOCK, MANUAL_CLOCK_KEY, Clock, ManualClock, ManualClockState
+from logwright.core.events import ManualClockSet
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -26,6 +27,21 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def resume_manual_clock(store: RocksEventStore) -> ManualClock:
+    """The time the manual clock was last set to in this data directory, or the wall clock on a new one.
+
+    A new clock's start is written too, so a broker restarted before any advance resumes where it
+    began; record timestamps look ordinary and only the extension API moves time after that.
+    """
+    state = store.state(MANUAL_CLOCK.name, MANUAL_CLOCK_KEY)
+    if isinstance(state, ManualClockState):
+        return ManualClock(state.now_ms)
+    clock = ManualClock(SystemClock().now_ms())
+    store.append([ManualClockSet(clock.now_ms())])
+    store.commit()
+    return clock
+
+
 async def run_broker(
     data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None,
     manual_clock: bool = False,
@@ -33,10 +49,7 @@ async def run_broker(
     host = PluginHost.load()
     store = RocksEventStore(data_dir, durability=durability, projections=host.projections(),
                             types=host.type_registry())
-    clock: Clock | None = None
-    if manual_clock:
-        # Start from the wall clock so record timestamps look ordinary; only the extension API moves it.
-        clock = ManualClock(SystemClock().now_ms())
+    clock: Clock | None = resume_manual_clock(store) if manual_clock else None
     broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
     share_coordinator(broker).host = host

@@ -182,8 +182,7 @@ def test_multiplier_backoff_grows_with_the_persisted_count_across_a_kill(clock_b
         [cursor] = await client.inspect("backoff", topic)
         [waiting] = cursor["redeliveries"]
         assert waiting["delivery_count"] == 3
-        # A restarted manual clock starts again from the wall clock, which may be behind the old broker time.
-        await client.advance_clock(max(0, waiting["available_at_ms"] - await client.advance_clock(0)))
+        assert waiting["available_at_ms"] == await client.advance_clock(0), "the clock did not resume at the due time"
         consumer = await client.subscribe(topic, "backoff", initial_position="earliest", redelivery_backoff=backoff)
         [message] = await receive_all(consumer)
         assert message.redelivery_count == 3, "the count of 3 deliveries was not kept across the kill"
@@ -194,6 +193,27 @@ def test_multiplier_backoff_grows_with_the_persisted_count_across_a_kill(clock_b
         await client.close()
 
     run(after)
+    check_consistent(clock_broker)
+
+
+def test_the_manual_clock_resumes_where_it_was_after_a_stop_and_a_kill(clock_broker: BrokerProcess) -> None:
+    async def now_after(advance_ms: int) -> int:
+        client = await Client.connect(clock_broker.bootstrap)
+        try:
+            return await client.advance_clock(advance_ms)
+        finally:
+            await client.close()
+
+    started = asyncio.run(now_after(0))
+    assert clock_broker.stop() == 0
+    clock_broker.start()
+    assert asyncio.run(now_after(0)) == started, "a restart before any advance moved the clock"
+    advanced = asyncio.run(now_after(3_600_000))
+    assert advanced == started + 3_600_000
+    clock_broker.kill()
+    clock_broker.start()
+    assert asyncio.run(now_after(0)) == advanced, "the clock did not resume after a kill"
+    assert asyncio.run(now_after(1)) == advanced + 1
     check_consistent(clock_broker)
 
 
