@@ -28,6 +28,7 @@ from logwright.core.catalog import (
 from logwright.core.clock import Clock
 from logwright.core.configs import ConfigRegistry, default_registry
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
 from logwright.core.partition_log import PartitionState, partition_key
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
@@ -171,6 +172,15 @@ class Broker:
         if not validate_only:
             self.stage([event])
         return event
+
+    def ensure_consumer_offsets_topic(self) -> bool:
+        """Stage ``__consumer_offsets`` with Kafka's partition count and configs if it is missing, as Kafka
+        creates it on the first coordinator lookup; ``True`` when the caller must await `durable`."""
+        if self.topic(CONSUMER_OFFSETS) is not None:
+            return False
+        self.create_topic(CONSUMER_OFFSETS, int(self.broker_config("offsets.topic.num.partitions")),
+                          CONSUMER_OFFSETS_CONFIGS)
+        return True
 
     def auto_create_enabled(self) -> bool:
         return self.broker_config("auto.create.topics.enable").lower() == "true"

@@ -13,6 +13,7 @@ import datetime
 from typing import Any
 
 from logwright.core.errors import DomainError
+from logwright.core.internal_topics import refuse_append
 
 from .config_resources import failure
 from .errors import ErrorCode
@@ -35,6 +36,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 try:
+                    refuse_append(topic.name)
                     truncated = broker.store.truncate(partition_id, int(partition.offset)) is not None or truncated
                     low_watermark = broker.partition(partition_id).log_start_offset
                 except DomainError as error:

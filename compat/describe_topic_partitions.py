@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from logwright.core.catalog import TopicState
+from logwright.core.internal_topics import is_internal_topic
 
 from .errors import ErrorCode
 from .registry import RequestContext, handler, make, response_module
@@ -47,7 +48,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         if state is None:
             topics.append(make(module.DescribeTopicPartitionsResponseTopic,
                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=uuid.UUID(int=0),
-                               is_internal=False, partitions=(), topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+                               is_internal=is_internal_topic(name), partitions=(),
+                               topic_authorized_operations=ALL_TOPIC_OPERATIONS))
             continue
         if remaining == 0:
             next_cursor = make(module.Cursor, topic_name=name, partition_index=start)
@@ -73,5 +75,6 @@ def _topic(module: Any, state: TopicState, indexes: range, node_id: int) -> Any:
         for index in indexes
     )
     return make(module.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.NONE, name=state.name,
-                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=False, partitions=partitions,
+                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
+                partitions=partitions,
                 topic_authorized_operations=ALL_TOPIC_OPERATIONS)

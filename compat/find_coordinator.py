@@ -2,7 +2,8 @@
 
 v0 asks for a group by key; v1-v3 add ``key_type`` (0 group, 1 transaction); v4+ batch the keys in
 ``coordinator_keys`` and answer one entry per key; v6 adds key type 2 (share groups). A group lookup
-also loads the persisted groups, so their session timers run from then on.
+also loads the persisted groups, so their session timers run from then on, and creates the internal
+``__consumer_offsets`` topic if it is missing, as Kafka does (see `core.internal_topics`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
     key_type = int(getattr(request, "key_type", 0))
     if key_type == 0:
         coordinator(broker)
+        if broker.ensure_consumer_offsets_topic():
+            await broker.durable()
     settings = broker.settings
     code, message = ErrorCode.NONE, None
     node_id, host, port = broker.node_id, settings.public_host, settings.public_port

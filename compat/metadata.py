@@ -3,6 +3,8 @@
 v0 treats an empty topic list as "all topics"; v1+ use null for that. v10+ carry topic ids, and a
 topic may be named by id alone. Auto-creation needs both the request's permission (v4+) and the
 broker's ``auto.create.topics.enable``; a name Kafka would refuse gets INVALID_TOPIC_EXCEPTION.
+``__consumer_offsets`` is reported with ``is_internal`` (even while it does not exist, as Kafka does) and
+created with Kafka's partition count whenever the request allows auto-creation.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from logwright.core.catalog import TopicState
 from logwright.core.errors import DomainError
+from logwright.core.internal_topics import is_internal_topic
 
 from .errors import ErrorCode, error_code_for
 from .registry import RequestContext, handler, make, response_module
@@ -37,11 +40,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 wanted.append((state.name if state else None, state))
             else:
                 wanted.append((name, broker.topic(name) if name is not None else None))
-    allow_auto_create = bool(getattr(request, "allow_auto_topic_creation", True)) and broker.auto_create_enabled()
+    may_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    allow_auto_create = may_create and broker.auto_create_enabled()
     errors: dict[str, ErrorCode] = {}
     created = False
     for name, state in wanted:
-        if state is None and name is not None and allow_auto_create:
+        if state is None and name is not None and may_create and is_internal_topic(name):
+            created = broker.ensure_consumer_offsets_topic() or created
+        elif state is None and name is not None and allow_auto_create:
             try:
                 broker.create_topic(name, int(broker.broker_config("num.partitions")))
                 created = True
@@ -57,7 +63,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             topics.append(make(module.MetadataResponseTopic, error_code=code, name=name,
-                               topic_id=uuid.UUID(int=0), partitions=(),
+                               topic_id=uuid.UUID(int=0), partitions=(), is_internal=is_internal_topic(name),
                                topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
             continue
         topics.append(_topic(module, state, broker.node_id))
@@ -83,5 +89,6 @@ def _topic(module: Any, state: TopicState, node_id: int) -> Any:
         for index in range(len(state.partition_ids))
     )
     return make(module.MetadataResponseTopic, error_code=ErrorCode.NONE, name=state.name,
-                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=False, partitions=partitions,
+                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
+                partitions=partitions,
                 topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

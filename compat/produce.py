@@ -5,7 +5,8 @@ partition's batches are validated together (magic, CRC32C, size, record count, p
 appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
 (there is one replica, so both mean the same). Topics with ``message.timestamp.type=LogAppendTime``
-get the broker's time written into the batch header, with the CRC recomputed.
+get the broker's time written into the batch header, with the CRC recomputed. Internal topics
+(``__consumer_offsets``) refuse records with INVALID_TOPIC_EXCEPTION, as Kafka does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from logwright.core.catalog import TopicState
 from logwright.core.errors import DomainError
 from logwright.core.events import Event, RecordsAppended
+from logwright.core.internal_topics import refuse_append
 from logwright.core.partition_log import append_batch
 from logwright.core.producers import Duplicate, ProducerState, check_sequence, producer_key
 from logwright.eventstore.interface import StoredBatch
@@ -97,6 +99,10 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
         return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
     if not records:
         return PartitionResult(ErrorCode.INVALID_RECORD, error_message="the produce request carries no records")
+    try:
+        refuse_append(topic.name)
+    except DomainError as error:
+        return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
     max_message_bytes = int(broker.topic_config(topic, "max.message.bytes") or 1048588)
     log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"

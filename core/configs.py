@@ -178,6 +178,9 @@ _BROKER_KEYS = (
               "Create a topic when Metadata or Produce names one that does not exist.", "BOOLEAN"),
     ConfigKey("num.partitions", "broker", "1", long_at_least(1),
               "Partitions of an automatically created topic.", "INT"),
+    ConfigKey("offsets.topic.num.partitions", "broker", "50", long_at_least(1),
+              "Partitions of the internal __consumer_offsets topic when the broker creates it (it stays empty: "
+              "offsets are events).", "INT"),
     ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
               "Largest request frame accepted; larger ones close the connection.", "INT"),
     ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
