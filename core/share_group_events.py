@@ -70,10 +70,19 @@ class ShareMembershipChanged(ShareGroupEvent):
     membership: Membership
 
 
+@dataclass(frozen=True, slots=True)
+class ShareGroupCreated(ShareGroupEvent):
+    """An empty share group came into being without a member: AlterShareGroupOffsets on a group that did
+    not exist creates it, as Kafka does. ``member_id`` is empty."""
+
+    TAG: ClassVar[int] = 55
+
+
 SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareMemberJoined,
     ShareMemberSubscribed,
     ShareMemberAssigned,
     ShareMemberLeft,
     ShareMembershipChanged,
+    ShareGroupCreated,
 )

@@ -1,9 +1,9 @@
 """The Java client (kafka-clients 4.x from Maven Central) against logwright and, in the same run, Apache Kafka.
 
 peers/java/src/.../ClientScenario.java is compiled with javac; each step (producer, consumer group, share
-consumer with explicit acknowledgement) runs as its own JVM and prints ``OK <step>`` or ``FAIL <why>``.
-Opt-in (``make compat-java`` or ``pytest tests/peers --peers``): it needs java, javac and mvn, and starts a
-Kafka JVM.
+consumer with explicit acknowledgement, share group offsets through the Admin client) runs as its own JVM
+and prints ``OK <step>`` or ``FAIL <why>``. Opt-in (``make compat-java`` or ``pytest tests/peers --peers``):
+it needs java, javac and mvn, and starts a Kafka JVM.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         broker.kill()
 
 
-@pytest.mark.parametrize("step", ["producer", "group", "share"])
+@pytest.mark.parametrize("step", ["producer", "group", "share", "share-offsets"])
 def test_java_client(classpath: str, server: tuple[str, str], step: str) -> None:
     _name, bootstrap = server
     run = subprocess.run([java(), "-cp", classpath, "logwright.peers.ClientScenario", bootstrap, step],
