@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire bench-compare clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
+.PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,14 @@ bench-wire: $(VENV)/.bench-installed
 # and mvn): bench/results/compare.md and .png. BENCH_ARGS=--quick for a 2-3 min smoke run (compare-quick.*).
 bench-compare: $(VENV)/.bench-installed
 	$(BIN)/python bench/compare.py $(BENCH_ARGS)
+
+# Share-group consumption (ACCEPT per record) beside Fetch, logwright and Apache Kafka (needs java and mvn; ~3 min).
+bench-share: $(VENV)/.bench-installed
+	$(BIN)/python bench/share_consume.py $(BENCH_ARGS)
+
+# Start-up time and RSS with 1 M records stored, logwright and Apache Kafka (~2 min).
+bench-startup: $(VENV)/.bench-installed
+	$(BIN)/python bench/startup.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

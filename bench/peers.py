@@ -24,12 +24,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, TypeVar
+
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -251,6 +253,27 @@ def start(name: str, workdir: Path, **options: str) -> RunningPeer:
         peer.stop(timeout_s=5.0)
         raise
     return peer
+
+
+@contextmanager
+def running_all(names: Sequence[str], workdir: Path, options: Mapping[str, Mapping[str, str]],
+                say: Callable[[str], None]) -> Iterator[list[RunningPeer]]:
+    """Start every peer of ``names`` (each in ``workdir / name``, with its ``options``), stop all at block end."""
+    started: list[RunningPeer] = []
+    try:
+        for name in names:
+            started.append(start(name, workdir / name, **options.get(name, {})))
+            say(f"started {name} on {started[-1].bootstrap}")
+        yield started
+    finally:
+        for peer in started:
+            peer.stop()
+
+
+def in_turn(items: Sequence[T], repeat: int) -> list[T]:
+    """``items`` rotated by ``repeat``: peers take turns going first, so a shared machine's drift favours none."""
+    shift = repeat % len(items) if items else 0
+    return [*items[shift:], *items[:shift]]
 
 
 @contextmanager

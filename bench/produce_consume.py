@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from wire_workload import Measurement, produce_then_consume  # noqa: E402
+from wire_workload import Measurement, librdkafka_version, produce_then_consume  # noqa: E402
 
 import peers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
@@ -60,24 +60,16 @@ def run_once(peer: peers.RunningPeer, record_bytes: int, records: int, repeat: i
 def measure(names: list[str], sizes: dict[int, int], repeats: int, workdir: Path,
             options: dict[str, dict[str, str]], say: Callable[[str], None]) -> list[Run]:
     """Start every peer, run all repeats with the peers taking turns, stop every peer."""
-    started: list[peers.RunningPeer] = []
     runs: list[Run] = []
-    try:
-        for name in names:
-            started.append(peers.start(name, workdir / name, **options.get(name, {})))
-            say(f"started {name} on {started[-1].bootstrap}")
+    with peers.running_all(names, workdir, options, say) as started:
         for repeat in range(repeats):
             for record_bytes, records in sizes.items():
-                order = started[repeat % len(started):] + started[:repeat % len(started)]
-                for peer in order:
+                for peer in peers.in_turn(started, repeat):
                     new = run_once(peer, record_bytes, records, repeat)
                     runs += new
                     say(f"#{repeat + 1} {peer.name:10} {record_bytes:5} B  " + "  ".join(
                         f"{r.workload} {r.measurement.msg_per_s:9,.0f} msg/s {r.measurement.mb_per_s:6.1f} MB/s"
                         for r in new))
-    finally:
-        for peer in started:
-            peer.stop()
     return runs
 
 
@@ -113,15 +105,9 @@ def markdown(runs: list[Run], names: list[str], sizes: dict[int, int], subject: 
                 row.append(f"{medians[subject] / medians[reference]:.2f}")
             lines.append("| " + " | ".join(row) + " |")
     lines.append("")
-    lines.append(f"Medians of {repeats} repeats; librdkafka {_librdkafka()}, acks=all, one partition, "
+    lines.append(f"Medians of {repeats} repeats; librdkafka {librdkafka_version()}, acks=all, one partition, "
                  "MB/s counts value bytes (10^6).")
     return "\n".join(lines)
-
-
-def _librdkafka() -> str:
-    import confluent_kafka  # noqa: PLC0415
-
-    return str(confluent_kafka.libversion()[0])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,13 @@ CONSUMER_CONFIG = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
                    "max.partition.fetch.bytes": 1_048_576}
 
 
+def librdkafka_version() -> str:
+    """The librdkafka inside confluent-kafka, for the reports."""
+    import confluent_kafka  # noqa: PLC0415
+
+    return str(confluent_kafka.libversion()[0])
+
+
 def create_topic(bootstrap: str, prefix: str, partitions: int = 1) -> str:
     """A fresh topic (a unique name per run, so repeats never read each other's records)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
