@@ -17,6 +17,12 @@ from compare_report import DISPLAY, Sample, ratios
 COLOURS = {"logwright": "#2b6cb0", "tansu": "#dd8452"}
 
 
+def _two_and_five(y: float, _position: int) -> str:
+    """Minor tick labels at 2x and 5x of each decade only: every one crowds the axis over several decades."""
+    digit = f"{y:.0e}"[0]
+    return f"{y:g}" if digit in "25" else ""
+
+
 def plot(workloads: Sequence[Workload], samples: Sequence[Sample], path: Path, title: str) -> None:
     import matplotlib  # noqa: PLC0415 - the bench extra; only when a plot is written
 
@@ -27,9 +33,9 @@ def plot(workloads: Sequence[Workload], samples: Sequence[Sample], path: Path, t
     others = [p for p in PEER_NAMES if p != REFERENCE]
     series = {peer: ratios(workloads, samples, peer, plotted_only=True) for peer in others}
     rows = series[SUBJECT]
-    labels = [textwrap.fill(w.name, 22) + f"\n{m.key} {'↑' if m.higher_is_better else '↓'}" for w, m, _ in rows]
+    labels = [textwrap.fill(w.name, 17) + f"\n{m.key} {'↑' if m.higher_is_better else '↓'}" for w, m, _ in rows]
     width = 0.8 / len(others)
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.5 * len(rows) + 1), 5.5))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.05 * len(rows) + 1.5), 6.5))
     for i, peer in enumerate(others):
         xs = [x + (i - (len(others) - 1) / 2) * width for x in range(len(rows))]
         heights = [0.0 if math.isnan(v) else v - 1.0 for _, _, v in series[peer]]
@@ -46,7 +52,7 @@ def plot(workloads: Sequence[Workload], samples: Sequence[Sample], path: Path, t
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_two_and_five))
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_ylabel("ratio to Apache Kafka (same session, medians)")
     ax.set_xticks(range(len(rows)), labels, fontsize=7)

@@ -134,7 +134,8 @@ def workload_section(workload: Workload, samples: Sequence[Sample]) -> list[str]
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for metric in workload.metrics:
         better = "higher" if metric.higher_is_better else "lower"
-        row = [f"{metric.key} ({metric.unit}, {better} is better)" if metric.unit else metric.key]
+        unit = f"{metric.unit}, " if metric.unit and metric.unit not in metric.key else ""
+        row = [f"{metric.key} ({unit}{better} is better)"]
         row += [_cell_text(cells[metric.key, p], metric.decimals, repeats) for p in PEER_NAMES]
         row += [_number(ratio(cells[metric.key, p], cells[metric.key, REFERENCE]), 2) for p in others]
         row.append(_verdict(metric, ratio(cells[metric.key, SUBJECT], cells[metric.key, REFERENCE])))

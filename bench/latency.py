@@ -148,15 +148,15 @@ WORKLOADS = [
               Metric("max", "ms", higher_is_better=False, plot=False, decimals=1),
               Metric("sent msg/s", "msg/s", plot=False, decimals=0)),
              measure,
-             method=(f"A paced librdkafka producer sends {RATE:,} records/s of {RECORD_BYTES} B for {SECONDS[0]:g} s "
-                     f"({SECONDS[1]:g} s in a quick run) to a fresh one-partition topic (acks=all, linger.ms=1); "
-                     "each value starts with the CLOCK_MONOTONIC time of its produce() call. A librdkafka consumer "
-                     "in a second process, assigned and fetching before the first record is sent, subtracts it "
-                     "from the same clock when poll() hands it the record. Records of the first "
-                     f"{WARMUP_S:g} s are dropped; percentiles are nearest-rank over the rest ({RATE:,} × "
-                     f"{SECONDS[0] - WARMUP_S:g} s = {int(RATE * (SECONDS[0] - WARMUP_S)):,} records per repeat, "
-                     f"so p999 is the {int(RATE * (SECONDS[0] - WARMUP_S) / 1000)}th worst). The producer sleeps "
-                     "between records instead of spinning, so it does not take a core from the broker; 'sent msg/s' "
-                     "is the rate it kept."),
+             method=(f"A paced librdkafka producer sends {RATE:,} records/s of {RECORD_BYTES // 1024} KiB for "
+                     f"{SECONDS[0]:g} s ({SECONDS[1]:g} s in a quick run) to a fresh one-partition topic "
+                     "(acks=all, linger.ms=1); each value starts with the CLOCK_MONOTONIC time of its produce() "
+                     "call. A librdkafka consumer in a second process, assigned and fetching before the first "
+                     "record is sent, subtracts it from the same clock when poll() hands it the record. Records "
+                     f"of the first {WARMUP_S:g} s are dropped; percentiles are nearest-rank over the rest "
+                     f"({RATE:,} × {SECONDS[0] - WARMUP_S:g} s = {int(RATE * (SECONDS[0] - WARMUP_S)):,} records "
+                     f"per repeat, so p999 is the {int(RATE * (SECONDS[0] - WARMUP_S) / 1000)}th worst). The "
+                     "producer sleeps between records instead of spinning, so it does not take a core from the "
+                     "broker; 'sent msg/s' is the rate it kept. One warm-up run per broker is discarded."),
              repeats=3, warmup=True)
 ]
