@@ -32,8 +32,7 @@ from kio.schema.produce.v9 import request as produce_v9
 from kio.static.primitive import i32Timedelta
 from logwright.compat import fetch, produce
 from logwright.compat.broker import Broker
-from logwright.compat.framing import encode_frame
-from logwright.compat.messages import decode_request, decode_response, encode_request, encode_response
+from logwright.compat.messages import decode_request, decode_response, encode_request, encode_response_frame
 from logwright.compat.record_batch import Record, build_batch, iter_batches, parse_header
 from logwright.compat.registry import RequestContext
 from logwright.core.catalog import delete_topic
@@ -64,18 +63,20 @@ def fetch_frame(correlation_id: int, offset: int) -> bytes:
     return encode_request(request, correlation_id, "hot-path")
 
 
-async def serve_frame(broker: Broker, handle: Callable[[RequestContext, Any], Awaitable[Any]], frame: bytes) -> bytes:
-    """What the server does for one frame of a handled API key, minus the socket."""
+async def serve_frame(
+    broker: Broker, handle: Callable[[RequestContext, Any], Awaitable[Any]], frame: bytes
+) -> list[bytes]:
+    """What the server does for one frame of a handled API key, minus the socket: the pieces it would write."""
     header, request = decode_request(frame)
     context = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id,
                              1, "127.0.0.1")
     response = await handle(context, request)
-    return encode_frame(encode_response(header.api_key, header.api_version, header.correlation_id, response))
+    return encode_response_frame(header.api_key, header.api_version, header.correlation_id, response)
 
 
-def next_offset(response_frame: bytes) -> int:
+def next_offset(pieces: list[bytes]) -> int:
     """The offset after the last whole batch of a FetchResponse v12 frame."""
-    _, response = decode_response(1, 12, response_frame[4:])
+    _, response = decode_response(1, 12, b"".join(pieces)[4:])
     (partition,) = response.responses[0].partitions
     last = -1
     for batch in iter_batches(partition.records or b"", allow_partial_tail=True):
@@ -94,7 +95,7 @@ async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple
         answer = await serve_frame(broker, produce.handle, frames[i % len(frames)])
         produce_times.append(time.perf_counter() - started)
         if i == 0:
-            _, response = decode_response(0, 9, answer[4:])
+            _, response = decode_response(0, 9, b"".join(answer)[4:])
             (result,) = response.responses[0].partition_responses
             if result.error_code:
                 raise SystemExit(f"produce refused: {result.error_code!r} {result.error_message}")

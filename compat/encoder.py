@@ -3,9 +3,10 @@
 kio's own writer is pure Python that walks every field through a generic writer and an
 ``io.BytesIO``; answering every Produce and Fetch with it costs more than the rest of the request.
 Here each class gets source code written once, at first use: consecutive fixed-width fields are packed
-by one precompiled ``struct.Struct``, strings and lengths are written inline, and the pieces are joined
-once at the end, so record payloads are copied a single time. The output is byte-for-byte what kio
-writes (a property test checks every request and response class kio knows).
+by one precompiled ``struct.Struct``, strings and lengths are written inline, and record payloads are
+handed on as they are (a records field may be a list of stored batches), so Python never copies them.
+The output is byte-for-byte what kio writes (a property test checks every request and response class
+kio knows).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def _uuid(value: uuid.UUID | None) -> bytes:
     return _ZERO_UUID if value is None else value.bytes
 
 
+def _records_size(records: bytes | list[bytes]) -> int:
+    return sum(map(len, records)) if records.__class__ is list else len(records)
+
+
 def encode_entity(entity: Any) -> bytes:
     """The wire bytes of one kio entity (request or response body, without any header)."""
     parts: list[Any] = []
@@ -86,7 +91,7 @@ class _Generator:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
             "_uv": uvarint, "_SMALL": _SMALL_UVARINTS, "_millis": _millis, "_epoch_ms": _epoch_ms, "_uuid": _uuid,
-            "_pack": struct.pack,
+            "_pack": struct.pack, "_size": _records_size,
         }
         self.pending: list[tuple[str, str]] = []
         self.counter = 0
@@ -192,6 +197,9 @@ class _Generator:
                 null = "b'\\xff\\xff'" if kafka_type == "string" else "b'\\xff\\xff\\xff\\xff'"
             self.lines += [f"{indent}if v is None:", f"{indent}    {append}({null})", f"{indent}else:"]
             inner = indent + "    "
+        if kafka_type == "records":
+            self.records(inner, append)
+            return
         self.lines.append(f"{inner}b = v{encode}")
         if self.flexible:
             self.lines += [f"{inner}n = len(b) + 1", f"{inner}{append}(_SMALL[n] if n < 128 else _uv(n))"]
@@ -199,3 +207,11 @@ class _Generator:
             width = "h" if kafka_type == "string" else "i"
             self.lines.append(f"{inner}{append}(_pack('>{width}', len(b)))")
         self.lines.append(f"{inner}{append}(b)")
+
+    def records(self, indent: str, append: str) -> None:
+        """A records field may hold a list of stored batches: each is appended as it is, never joined."""
+        size = "n = _size(v) + 1" if self.flexible else "n = _size(v)"
+        length = f"{append}(_SMALL[n] if n < 128 else _uv(n))" if self.flexible else f"{append}(_pack('>i', n))"
+        self.lines += [f"{indent}{size}", f"{indent}{length}", f"{indent}if v.__class__ is list:",
+                       f"{indent}    for b in v:", f"{indent}        {append}(b)", f"{indent}else:",
+                       f"{indent}    {append}(v)"]

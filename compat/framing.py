@@ -8,6 +8,7 @@ prefix arrives, before any of the body is buffered, so a client cannot make the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
@@ -94,3 +95,27 @@ class FrameDecoder:
 def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     """``payload`` with its 4-byte big-endian size prefix, ready for the socket."""
     return len(payload).to_bytes(_PREFIX, "big") + payload
+
+
+_JOIN_BELOW: Final = 16 * 1024
+
+
+def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
+    """`encode_frame` of the payload ``b"".join(parts)``, as pieces to write one after the other.
+
+    Runs of small parts are joined (one socket write each, not one per field); parts of 16 KiB or
+    more, the record batches of a Fetch answer, are passed on as they are, so Python never copies them.
+    """
+    pieces: list[bytes] = []
+    small: list[bytes] = [sum(map(len, parts)).to_bytes(_PREFIX, "big")]
+    for part in parts:
+        if len(part) < _JOIN_BELOW:
+            small.append(part)
+            continue
+        if small:
+            pieces.append(b"".join(small))
+            small = []
+        pieces.append(part)
+    if small:
+        pieces.append(b"".join(small))
+    return pieces

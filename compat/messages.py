@@ -34,6 +34,7 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
 from .encoder import entity_encoder
+from .framing import frame_pieces
 from .varints import VarintTooLong, read_uvarint, uvarint
 
 API_VERSIONS_KEY: Final = 18
@@ -210,6 +211,16 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, respons
 
     ``response`` must be kio's class for exactly this API key and version.
     """
+    return b"".join(_response_parts(api_key, api_version, correlation_id, response))
+
+
+def encode_response_frame(api_key: int, api_version: int, correlation_id: int, response: Any) -> list[bytes]:
+    """The whole response frame (size prefix included) as pieces for the socket (`framing.frame_pieces`):
+    record batches are not copied."""
+    return frame_pieces(_response_parts(api_key, api_version, correlation_id, response))
+
+
+def _response_parts(api_key: int, api_version: int, correlation_id: int, response: Any) -> list[Any]:
     cls = type(response)
     if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != api_version:
         raise ResponseEncodingError(f"a {cls.__name__} cannot answer API key {api_key} version {api_version}")
@@ -223,7 +234,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, respons
             f"cannot encode {cls.__name__} v{api_version} (correlation id {correlation_id}): "
             f"{type(error).__name__}: {error}"
         ) from error
-    return b"".join(parts)
+    return parts
 
 
 def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:

@@ -26,7 +26,7 @@ from .messages import (
     RequestHeader,
     UnsupportedVersion,
     decode_request,
-    encode_response,
+    encode_response_frame,
     parse_request_header,
 )
 from .registry import HandlerEntry, RequestContext, load_handlers
@@ -94,7 +94,7 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else "?"
         self.decoder = FrameDecoder(int(self.broker.broker_config("socket.request.max.bytes")))
-        self.responses: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
+        self.responses: asyncio.Queue[asyncio.Future[list[bytes] | None] | None] = asyncio.Queue()
 
     async def run(self) -> None:
         """Serve until the client leaves, or until `KafkaServer.stop` cancels us.
@@ -183,7 +183,7 @@ class Connection:
         self.responses.put_nowait(_ready(fallback))
         return True
 
-    async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> bytes | None:
+    async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> list[bytes] | None:
         """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
         try:
             response = await entry.handle(context, body)
@@ -196,15 +196,16 @@ class Connection:
             response = entry.error_answer(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}")
         if response is None:
             return None
-        return context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response)
+        return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
 
-    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> bytes | None:
-        """A handler's response, encoded; if the handler or the encoding fails, the error answer."""
+    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> list[bytes] | None:
+        """A handler's response frame in pieces (`framing.frame_pieces`: stored record batches go out
+        uncopied); if the handler or the encoding fails, the error answer."""
         try:
             response = await entry.handle(context, request)
             if response is None:
                 return None
-            return encode_response(context.api_key, context.api_version, context.correlation_id, response)
+            return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except Exception as error:
             self._log_failure(entry, context)
             fallback = error_response(context.api_key, context.api_version, context.correlation_id,
@@ -212,7 +213,7 @@ class Connection:
             if fallback is None:
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error
-            return fallback
+            return [encode_frame(fallback)]
 
     def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
         log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",
@@ -237,12 +238,13 @@ class Connection:
                 return
             if payload is None:
                 continue
-            self.writer.write(encode_frame(payload))
+            for piece in payload:
+                self.writer.write(piece)
             if self.writer.transport.get_write_buffer_size() > 4 * 1024 * 1024:
                 await self.writer.drain()
 
 
-def _ready(payload: bytes) -> asyncio.Future[bytes | None]:
-    future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-    future.set_result(payload)
+def _ready(payload: bytes) -> asyncio.Future[list[bytes] | None]:
+    future: asyncio.Future[list[bytes] | None] = asyncio.get_running_loop().create_future()
+    future.set_result([encode_frame(payload)])
     return future

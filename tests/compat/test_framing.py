@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logwright.compat.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
+from logwright.compat.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame, frame_pieces
 
 
 def test_encode_frame_prefixes_the_big_endian_size() -> None:
@@ -90,3 +90,16 @@ def test_any_chunking_returns_the_same_frames(frames: list[bytes], cuts: list[in
         received += decoder.feed(stream[start:end])
     assert received == frames
     assert decoder.buffered == 0
+
+
+def test_frame_pieces_join_small_parts_and_pass_large_ones_on_uncopied() -> None:
+    batch = bytes(range(256)) * 100
+    parts = [b"\x00\x00\x00\x07", b"\x00", batch, b"\x01\x02", batch, b"\x00"]
+    pieces = frame_pieces(parts)
+    assert b"".join(pieces) == encode_frame(b"".join(parts))
+    assert len(pieces) == 5 and pieces[1] is batch and pieces[3] is batch
+
+
+@given(st.lists(st.binary(max_size=20_000), max_size=6))
+def test_frame_pieces_are_the_frame(parts: list[bytes]) -> None:
+    assert b"".join(frame_pieces(parts)) == encode_frame(b"".join(parts))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import importlib
 import io
+import uuid
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 from logwright.compat.encoder import encode_entity
+from logwright.compat.errors import ErrorCode
 from logwright.compat.messages import (
     KNOWN_VERSIONS,
     MalformedRequest,
@@ -19,6 +23,7 @@ from logwright.compat.messages import (
     request_type,
     response_type,
 )
+from logwright.compat.registry import make
 from logwright.compat.varints import VarintTooLong, read_uvarint, read_varint, uvarint, varint
 
 st.register_type_strategy(Records, st.binary(max_size=40).map(Records))
@@ -94,3 +99,23 @@ def test_varint_readers_refuse_truncation_and_overlong_input() -> None:
         read_uvarint(b"\x80\x80", 0)
     with pytest.raises(VarintTooLong):
         read_varint(b"\xff" * 11, 0)
+
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 17])
+@settings(TOLERANT, max_examples=30)
+@given(batches=st.lists(st.binary(min_size=1, max_size=300), max_size=4))
+def test_fetch_records_given_as_a_list_of_batches_are_written_as_their_concatenation(
+    version: int, batches: list[bytes]
+) -> None:
+    classes = importlib.import_module(response_type(1, version).__module__)
+
+    def response(records: Any) -> Any:
+        partition = make(classes.PartitionData, partition_index=0, error_code=ErrorCode.NONE, high_watermark=5,
+                         last_stable_offset=5, log_start_offset=0, aborted_transactions=(), preferred_read_replica=-1,
+                         records=records)
+        return make(classes.FetchResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                    session_id=0, responses=(make(classes.FetchableTopicResponse, topic="t", topic_id=uuid.UUID(int=1),
+                                    partitions=(partition,)),))
+
+    assert encode_entity(response(batches)) == kio_bytes(response(Records(b"".join(batches))))
