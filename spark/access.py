@@ -1,9 +1,15 @@
 """How Spark reads a data directory that a broker may be writing: never through the primary.
 
-- Scans (the batch and streaming data sources) open a RocksDB *secondary instance* per task, in a
-  scratch directory of their own that is deleted when the task ends. A secondary sees everything
-  the primary has written to its WAL when it opens; tasks read a sequence or offset range fixed by
-  the driver, so every task sees the same events however late it starts (the log is append-only).
+- Scans (the batch and streaming data sources) open a RocksDB *secondary instance* per task. A
+  secondary sees everything the primary has written to its WAL when it opens; tasks read a sequence
+  or offset range fixed by the driver, so every task sees the same events however late it starts
+  (the log is append-only). The streaming source's offset polling keeps one secondary open and
+  catches it up with the primary instead of opening one per poll.
+- A secondary needs a scratch directory only for its info log, which RocksDB keeps open: the
+  directory is removed as soon as the instance is open. Spark kills Python workers without running
+  ``finally`` blocks (stopping a streaming query SIGTERMs its source runner, often while it polls),
+  so a directory removed only after use would outlive every such kill; removed after opening, it can
+  be left behind only by a kill during the open itself, and the next reader sweeps it.
 - `replay` compares events with projection state, which must be cut at one moment: its driver reads
   the last sequence and every state row from one secondary instance (frozen until it catches up),
   and tasks refold events up to that sequence. A RocksDB checkpoint would not do: made from a
@@ -28,9 +34,8 @@ _PREFIX = "logwright-secondary-"
 def sweep_stale(scratch_dir: str | None = None) -> list[str]:
     """Remove secondary directories whose process is gone; returns them.
 
-    Spark kills Python workers without running ``finally`` blocks (a stopped streaming query ends its
-    source runner mid-poll), so a directory can outlive its task; the next reader on the host sweeps it.
-    The owner's pid is in the name.
+    A process killed while it opened a secondary leaves its directory; the next reader on the host
+    sweeps it. The owner's pid is in the name.
     """
     parent = scratch_dir or tempfile.gettempdir()
     removed = []
@@ -54,19 +59,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@contextmanager
-def secondary_store(data_dir: str, scratch_dir: str | None = None) -> Iterator[RocksEventStore]:
-    """A secondary instance of ``data_dir`` (log and records only), removed with its directory after."""
+def open_secondary(data_dir: str, scratch_dir: str | None = None) -> RocksEventStore:
+    """A secondary instance of ``data_dir`` (log and records only) whose scratch directory is already gone."""
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(f"no logwright data directory at {data_dir}")
     sweep_stale(scratch_dir)
     directory = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=scratch_dir)
     try:
-        store = RocksEventStore(data_dir, secondary=directory, load_state=False, projections=(),
-                                types=replay_setup().types)
-        try:
-            yield store
-        finally:
-            store.close()
+        return RocksEventStore(data_dir, secondary=directory, load_state=False, projections=(),
+                               types=replay_setup().types)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def secondary_store(data_dir: str, scratch_dir: str | None = None) -> Iterator[RocksEventStore]:
+    """`open_secondary`, closed after use."""
+    store = open_secondary(data_dir, scratch_dir)
+    try:
+        yield store
+    finally:
+        store.close()

@@ -20,10 +20,11 @@ from typing import Any
 from logwright.compat.record_batch import parse_header
 from logwright.core.catalog import TopicState
 from logwright.core.partition_log import PartitionState, partition_key
+from logwright.eventstore.rocksdb import RocksEventStore
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from .access import secondary_store
+from .access import open_secondary, secondary_store
 from .rows import EVENT_SCHEMA, RECORD_SCHEMA, event_rows, record_rows
 
 TABLES = ("events", "records")
@@ -160,17 +161,31 @@ def read_records(settings: Settings, partition: RecordRange) -> Iterator[tuple[A
 
 
 class LogwrightStreamReader(DataSourceStreamReader):
-    """Offsets are ``{"sequence": n}``: everything up to and including event ``n`` has been read."""
+    """Offsets are ``{"sequence": n}``: everything up to and including event ``n`` has been read.
+
+    Spark polls `latestOffset` continuously from one long-lived process (its source runner) and kills
+    that process when the query stops: the reader keeps one secondary instance there, opened at the
+    first poll and caught up with the primary at every poll (see `access`). It is not pickled with the
+    reader: tasks open their own.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._tail: RocksEventStore | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.settings, self._tail = state["settings"], None
 
     def initialOffset(self) -> dict[str, int]:
         return {"sequence": self.settings.starting_sequence}
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        with secondary_store(self.settings.path, self.settings.scratch_dir) as store:
-            last = store.last_sequence
+        if self._tail is None:
+            self._tail = open_secondary(self.settings.path, self.settings.scratch_dir)
+        last = self._tail.catch_up()
         max_rows = getattr(limit, "maxRows", None)
         if max_rows is None and limit is None:
             max_rows = self.settings.max_events_per_trigger
@@ -192,4 +207,9 @@ class LogwrightStreamReader(DataSourceStreamReader):
         return read_events(self.settings, partition)
 
     def commit(self, end: dict[str, int]) -> None:
-        """Nothing to release: the log keeps every event, and readers hold nothing open."""
+        """Nothing to release: the log keeps every event, and tasks hold nothing open."""
+
+    def stop(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
+            self._tail = None

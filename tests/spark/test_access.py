@@ -1,23 +1,62 @@
-"""Scratch directories of secondary instances: removed after a task, swept when their process died."""
+"""Scratch directories of secondary instances: gone once the instance is open, so a reader killed at any
+moment after that (Spark SIGTERMs a stopped query's source runner mid-poll) leaves nothing; those of a
+process killed during the open itself are swept by the next reader."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from logwright.core.events import OffsetCommitted
+from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.spark.access import secondary_store, sweep_stale
 
 from .support import write_known_log
 
+POLLER = """
+import sys
+from logwright.spark.datasource import LogwrightStreamReader, Settings
 
-def test_a_secondary_directory_goes_when_the_reader_is_done(tmp_path: Path) -> None:
+reader = LogwrightStreamReader(Settings.parse({"path": sys.argv[1], "scratchDir": sys.argv[2]}))
+while True:
+    print(reader.latestOffset()["sequence"], flush=True)
+"""
+
+
+def test_a_secondary_directory_is_gone_once_the_instance_is_open(tmp_path: Path) -> None:
     write_known_log(tmp_path / "data", batches_per_codec=1)
     with secondary_store(str(tmp_path / "data"), str(tmp_path)) as store:
-        assert store.last_sequence > 0
-        assert len([p for p in tmp_path.iterdir() if p.name.startswith("logwright-secondary-")]) == 1
+        assert [p.name for p in tmp_path.iterdir()] == ["data"]
+        assert len(list(store.read_events(1, store.last_sequence))) == store.last_sequence > 0
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
+
+
+def test_a_polling_stream_reader_killed_at_any_moment_leaves_nothing(tmp_path: Path) -> None:
+    write_known_log(tmp_path / "data", batches_per_codec=1)
+    writer = RocksEventStore(tmp_path / "data")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    poller = subprocess.Popen([sys.executable, "-c", POLLER, str(tmp_path / "data"), str(scratch)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert poller.stdout is not None
+        first = int(poller.stdout.readline())
+        assert first == writer.last_sequence
+        writer.append([OffsetCommitted("poller", "codecs", 0, 1)])
+        writer.commit()
+        while int(poller.stdout.readline()) != writer.last_sequence:  # one secondary, caught up at every poll
+            pass
+        for _ in range(20):
+            poller.stdout.readline()
+        poller.send_signal(signal.SIGTERM)  # as Spark stops a query's source runner, wherever it is
+        poller.wait(30)
+    finally:
+        poller.kill()
+        writer.close()
+    assert list(scratch.iterdir()) == []
 
 
 def test_only_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 from logwright.core.events import OffsetCommitted
 from logwright.eventstore.codec import event_to_json
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.spark.access import sweep_stale
 
 from .support import WrittenLog, write_known_log
 
@@ -94,9 +92,5 @@ def test_the_stream_sees_every_event_once_across_micro_batches_with_appends_betw
         if query is not None:
             query.stop()
         writer.close()
-    # Spark may kill the source's worker mid-poll when the query stops: what it leaves is swept
-    deadline = time.monotonic() + 60
-    while (left := [p for p in tmp_path.iterdir() if p.name.startswith("logwright-secondary-")]):
-        sweep_stale(str(tmp_path))
-        assert time.monotonic() < deadline, f"secondary directories left behind: {left}"
-        time.sleep(0.5)
+    # Stopping SIGTERMs the source runner, often while it polls: its secondary's directory was gone already
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
