@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup clean compat-peers compat-franz compat-kafka compat-kafka-fast compat-java kafka
+.PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup clean compat-peers compat-franz \
+	compat-kafka compat-kafka-fast compat-java compat-table kafka
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +46,12 @@ compat-kafka-fast: $(STAMP)
 # The Java client scenario (kafka-clients, javac) against logwright and Apache Kafka in the same run.
 compat-java: $(STAMP)
 	$(BIN)/python -m pytest -q tests/peers/test_java_client.py --peers
+
+# Every peer suite (kafka-python, franz-go, the Java scenario) against logwright, Apache Kafka and Tansu in one
+# session, one run at a time: writes peers/results.md (ran/passed/failed/skipped, logwright failures with reasons).
+# Opt-in and heavy (about half an hour); each suite alone takes --against logwright|kafka|tansu.
+compat-table: $(VENV)/.peers-installed $(VENV)/.bench-installed
+	$(BIN)/python peers/compat_table.py $(TABLE_ARGS)
 
 # An Apache Kafka node on a free loopback port, started and stopped once, with its timings.
 kafka: $(STAMP)

@@ -103,7 +103,8 @@ def cluster_id() -> str:
 class KafkaPeer:
     """One Apache Kafka node (broker and controller in one JVM) on free loopback ports.
 
-    ``config`` overrides or adds broker properties; ``features`` are passed to the storage tool as
+    ``config`` overrides or adds broker properties (a ``node.id`` there also names the controller voter);
+    ``features`` are passed to the storage tool as
     ``--feature name=level`` (``share.version=1`` by default, so share groups work).
     """
 
@@ -133,10 +134,11 @@ class KafkaPeer:
 
     def properties(self) -> dict[str, str]:
         """The server.properties of a one-node KRaft cluster on loopback, with every replication factor 1."""
+        node = self.config.get("node.id", "1")
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "node.id": node,
+            "controller.quorum.voters": f"{node}@127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER",

@@ -10,6 +10,10 @@ process group, so a failed, interrupted or killed benchmark leaves no broker beh
     with peers.running("tansu", workdir) as broker:
         produce(broker.bootstrap, ...)
 
+Broker settings (``config``, Kafka property names) reach logwright as ``--config`` and Apache Kafka as
+server.properties lines; Tansu has no such settings (its command line takes listeners and a storage URL
+only), so it runs with its defaults and ``accepts_config`` says so.
+
 New peers add a ``PeerSpec`` to ``PEERS``; Apache Kafka's jars, configs and storage format come from
 kafka_peer.py (Maven Central, Java 17+).
 """
@@ -52,11 +56,13 @@ class Launch:
 
 @dataclass(frozen=True, slots=True)
 class PeerSpec:
-    """A broker the benchmarks know by ``name``; ``launch`` builds its command for a port and work dir."""
+    """A broker the benchmarks know by ``name``; ``launch`` builds its command for a port, work dir,
+    options and broker settings."""
 
     name: str
-    launch: Callable[[int, Path, dict[str, str]], Launch]
+    launch: Callable[[int, Path, dict[str, str], dict[str, str]], Launch]
     start_timeout_s: float = 60.0
+    accepts_config: bool = True
 
 
 def tansu_binary() -> Path:
@@ -69,12 +75,14 @@ def tansu_binary() -> Path:
     return binary
 
 
-def _logwright(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
     """``logwright serve`` on a fresh data dir; options: ``durability`` (wal), ``profile`` (a path)."""
     ready = workdir / "ready"
     serve = ["-m", "logwright", "serve", "--data-dir", str(workdir / "data"),
              "--listen", f"127.0.0.1:{port}", "--durability", options.get("durability", "wal"),
              "--ready-file", str(ready)]
+    for key, value in config.items():
+        serve += ["--config", f"{key}={value}"]
     profile = options.get("profile")
     if profile is None:
         command = [sys.executable, *serve]
@@ -88,14 +96,14 @@ def _logwright(port: int, workdir: Path, options: dict[str, str]) -> Launch:
     return Launch(command, ready_file=ready)
 
 
-def _tansu(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+def _tansu(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
     """Tansu with in-memory storage (``memory://``): the fastest configuration it has."""
     url = f"tcp://127.0.0.1:{port}"
     return Launch([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
                    "--storage-engine", options.get("storage", "memory://tansu/")])
 
 
-def _kafka(port: int, workdir: Path, options: dict[str, str]) -> Launch:
+def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
     """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; options ``heap`` (-Xmx512m)
     and ``log_level`` (warn).
 
@@ -104,12 +112,12 @@ def _kafka(port: int, workdir: Path, options: dict[str, str]) -> Launch:
     from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
 
     return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
-                            log_level=options.get("log_level", "warn")).prepare())
+                            log_level=options.get("log_level", "warn"), config=config).prepare())
 
 
 PEERS: dict[str, PeerSpec] = {
     "logwright": PeerSpec("logwright", _logwright),
-    "tansu": PeerSpec("tansu", _tansu),
+    "tansu": PeerSpec("tansu", _tansu, accepts_config=False),
     "kafka": PeerSpec("kafka", _kafka, start_timeout_s=180.0),
 }
 
@@ -137,6 +145,9 @@ class RunningPeer:
     @property
     def log_path(self) -> Path:
         return self.workdir / "broker.log"
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -220,16 +231,17 @@ def wait_ready(bootstrap: str, deadline: float, alive: Callable[[], bool]) -> No
         time.sleep(0.1)
 
 
-def start(name: str, workdir: Path, **options: str) -> RunningPeer:
+def start(name: str, workdir: Path, config: dict[str, str] | None = None, **options: str) -> RunningPeer:
     """Start the peer ``name`` in ``workdir`` and return once it answers Metadata.
 
     A new ``workdir`` is created; one a stopped peer left behind is started on again, with its data (and
-    on a new port). The port is free when chosen, the launch comes a moment later.
+    on a new port). The port is free when chosen, the launch comes a moment later. ``config`` holds broker
+    settings by their Kafka names; a peer that has none ignores them.
     """
     spec = PEERS[name]
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    launch = spec.launch(port, workdir, options)
+    launch = spec.launch(port, workdir, options, dict(config or {}))
     if launch.ready_file is not None:
         launch.ready_file.unlink(missing_ok=True)
     log = open(workdir / "broker.log", "ab")  # noqa: SIM115 - owned by RunningPeer
@@ -277,9 +289,10 @@ def in_turn(items: Sequence[T], repeat: int) -> list[T]:
 
 
 @contextmanager
-def running(name: str, workdir: Path, **options: str) -> Iterator[RunningPeer]:
+def running(name: str, workdir: Path, config: dict[str, str] | None = None,
+            **options: str) -> Iterator[RunningPeer]:
     """``start`` as a context manager: the broker is stopped however the block ends."""
-    peer = start(name, workdir, **options)
+    peer = start(name, workdir, config, **options)
     try:
         yield peer
     finally:

@@ -14,6 +14,9 @@ or flood the log rather than fail. Other lines name tests expected to fail, each
 Exit status: 0 when every failing test is listed; 1 on an unlisted failure, a test with no result
 (timeout or panic) or a dead broker; listed tests that pass are reported (and fail the run with
 ``--strict``) so the list shrinks as logwright grows.
+
+``--against kafka|tansu`` runs the same tests on Apache Kafka or Tansu (peers/suite.py), every test started
+(the ``skip`` lines are logwright's), failures reported by name with their first error line.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from peers.go_toolchain import go_command  # noqa: E402
-from tests.integration.broker_process import BrokerProcess  # noqa: E402
+from peers.suite import Expected, Failure, SuiteResult, add_arguments, broker, read_expected  # noqa: E402
 
 MODULE = "github.com/twmb/franz-go"
 VERSION = "v1.22.2"
@@ -67,32 +71,30 @@ def source_tree(module: Path) -> Path:
     return tree
 
 
-def read_expected(path: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """``Test[/Sub]  # reason`` lines expected to fail and ``skip Test  # reason`` lines not run."""
-    failing: dict[str, str] = {}
-    skipped: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        name, _, reason = line.partition("#")
-        words = name.split()
-        if words[0] == "skip":
-            skipped[words[1]] = reason.strip()
-        else:
-            failing[words[0]] = reason.strip()
-    return failing, skipped
+@dataclass(slots=True)
+class TestOutcome:
+    status: str  # pass, fail, skip, or noresult when the test never ended (timeout, panic)
+    seconds: float = 0.0
+    output: list[str] = field(default_factory=list)
+
+    def first_error(self) -> str:
+        """The first ``file_test.go:N: message`` line the test logged: usually why it failed."""
+        for line in self.output:
+            if re.match(r"\s*\w+_test\.go:\d+: ", line):
+                return line.strip()[:300]
+        return "no result (the go test timeout or a panic ended it)" if self.status == "noresult" else ""
 
 
 def run_tests(tree: Path, go: list[str], env: dict[str, str], args: argparse.Namespace,
-              skipped: dict[str, str], events_path: Path) -> dict[str, tuple[str, float]]:
-    """``go test -json`` on pkg/kgo; every test's (status, seconds), "noresult" when it never ended."""
+              not_run: dict[str, str], events_path: Path) -> dict[str, TestOutcome]:
+    """``go test -json`` on pkg/kgo; every test's outcome, "noresult" when it never ended."""
     command = [*go, "test", "-json", "-count=1", f"-timeout={args.timeout}", "-p=1",
                f"-parallel={args.parallel}", "./pkg/kgo"]
-    if skipped:
-        command.append("-skip=^(" + "|".join(re.escape(name) for name in sorted(skipped)) + ")$")
+    if not_run:
+        command.append("-skip=^(" + "|".join(re.escape(name) for name in sorted(not_run)) + ")$")
     if args.run:
         command.append(f"-run={args.run}")
-    outcomes: dict[str, tuple[str, float]] = {}
+    outcomes: dict[str, TestOutcome] = {}
     with events_path.open("w") as sink:
         process = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=sink, text=True)
         assert process.stdout is not None
@@ -106,47 +108,80 @@ def run_tests(tree: Path, go: list[str], env: dict[str, str], args: argparse.Nam
             if not test:
                 continue
             if action == "run":
-                outcomes[test] = ("noresult", 0.0)
-            elif action in ("pass", "fail", "skip"):
-                outcomes[test] = (action, float(event.get("Elapsed", 0.0)))
+                outcomes[test] = TestOutcome("noresult")
+            elif action == "output" and test in outcomes and len(outcomes[test].output) < 200:
+                outcomes[test].output.append(event.get("Output", ""))
+            elif action in ("pass", "fail", "skip") and test in outcomes:
+                outcomes[test].status = action
+                outcomes[test].seconds = float(event.get("Elapsed", 0.0))
         process.wait()
     return outcomes
 
 
-def report(outcomes: dict[str, tuple[str, float]], failing: dict[str, str], skipped: dict[str, str],
-           strict: bool, seconds: float) -> int:
-    """Per-test lines, then the counts. A parent that fails only through its subtests is not counted twice."""
-    def listed(name: str) -> bool:
+def summarize(outcomes: dict[str, TestOutcome], expected: Expected, broker: str) -> tuple[SuiteResult, list[str]]:
+    """Counts of top-level tests and one failure per failing top-level test, with its first error line.
+
+    Also returns the failing leaves (subtests, or tests without failing subtests) that the list does not
+    cover: on logwright, those fail the run. A listed test covers its subtests.
+    """
+    failing = expected.failing if broker == "logwright" else {}
+
+    def listed(name: str) -> str | None:
         parts = name.split("/")
-        return any("/".join(parts[:index]) in failing for index in range(1, len(parts) + 1))
+        return next((failing[prefix] for prefix in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+                     if prefix in failing), None)
 
-    failed = {name for name, (status, _) in outcomes.items() if status in ("fail", "noresult")}
-    leaves = {name for name in failed if not any(other.startswith(name + "/") for other in failed)}
-    unexpected = sorted(name for name in leaves if not listed(name))
-    xpassed = sorted(name for name in failing if outcomes.get(name, ("", 0))[0] == "pass")
+    failed = {name for name, outcome in outcomes.items() if outcome.status in ("fail", "noresult")}
+    leaves = sorted(name for name in failed if not any(other.startswith(name + "/") for other in failed))
     top = {name: outcome for name, outcome in outcomes.items() if "/" not in name}
-    for name, (status, elapsed) in sorted(top.items()):
-        note = f"  # expected: {failing[name]}" if status == "fail" and name in failing else ""
-        print(f"  {status.upper():8} {name} ({elapsed:.2f}s){note}")
-    for name in sorted(skipped):
-        print(f"  NOT RUN  {name}  # {skipped[name]}")
+    result = SuiteResult(f"franz-go {VERSION}", broker, ran=len(top),
+                         not_run=dict(expected.not_run) if broker == "logwright" else {})
+    for name, outcome in sorted(top.items()):
+        if outcome.status == "pass":
+            result.passed += 1
+        elif outcome.status == "skip":
+            result.skipped += 1
+        else:
+            own = [leaf for leaf in leaves if leaf == name or leaf.startswith(name + "/")] or [name]
+            reasons = [listed(leaf) for leaf in own]
+            message = next((outcomes[leaf].first_error() for leaf in own if outcomes[leaf].first_error()), "")
+            if len(own) > 1 or own[0] != name:
+                message = f"{', '.join(leaf.removeprefix(name + '/') for leaf in own)}: {message}"
+            covered = None if None in reasons else "; ".join(dict.fromkeys(r for r in reasons if r))
+            result.failures.append(Failure(name, message, covered))
+    result.failed = len(result.failures)
+    result.unexpected_passes = sorted(name for name in failing if name in outcomes and outcomes[name].status == "pass")
+    subtests = [outcome.status for name, outcome in outcomes.items() if "/" in name]
+    sub_failed = subtests.count("fail") + subtests.count("noresult")
+    result.notes.append(f"subtests: {len(subtests)} ran, {subtests.count('pass')} passed, {sub_failed} failed, "
+                        f"{subtests.count('skip')} skipped")
+    unexpected = [leaf for leaf in leaves if listed(leaf) is None] if broker == "logwright" else []
+    return result, unexpected
+
+
+def report(result: SuiteResult, outcomes: dict[str, TestOutcome], unexpected: list[str], strict: bool) -> int:
+    """Per-test lines, then the counts. A parent that fails only through its subtests is not counted twice."""
+    failures = {failure.test: failure for failure in result.failures}
+    for name, outcome in sorted(outcomes.items()):
+        if "/" in name:
+            continue
+        failure = failures.get(name)
+        note = f"  # expected: {failure.listed}" if failure and failure.listed else ""
+        note = note or (f"  # {failure.message}" if failure else "")
+        print(f"  {outcome.status.upper():8} {name} ({outcome.seconds:.2f}s){note}")
+    for name, reason in sorted(result.not_run.items()):
+        print(f"  NOT RUN  {name}  # {reason}")
     for name in unexpected:
-        print(f"  UNEXPECTED {'FAILURE' if outcomes[name][0] == 'fail' else 'NO RESULT'}: {name}")
-    for name in xpassed:
+        print(f"  UNEXPECTED {'FAILURE' if outcomes[name].status == 'fail' else 'NO RESULT'}: {name}")
+    for name in result.unexpected_passes:
         print(f"  UNEXPECTED PASS (remove it from {EXPECTED.name}): {name}")
-
-    def count(pool: dict[str, tuple[str, float]], status: str) -> int:
-        return sum(1 for outcome in pool.values() if outcome[0] == status)
-
-    subtests = {name: outcome for name, outcome in outcomes.items() if "/" in name}
-    print(f"franz-go {VERSION} pkg/kgo against logwright: ran {len(top)} tests, passed {count(top, 'pass')}, "
-          f"failed {count(top, 'fail') + count(top, 'noresult')} ({sum(1 for n in top if n in failing)} listed "
-          f"in {EXPECTED.name}), skipped {count(top, 'skip')}, not run {len(skipped)}; subtests: "
-          f"{len(subtests)} ran, {count(subtests, 'pass')} passed, {count(subtests, 'fail')} failed, "
-          f"{count(subtests, 'skip')} skipped; {seconds:.1f}s")
+    listed = sum(1 for failure in result.failures if failure.listed)
+    print(f"franz-go {VERSION} pkg/kgo against {result.broker}: ran {result.ran} tests, passed {result.passed}, "
+          f"failed {result.failed} ({listed} listed in {EXPECTED.name}), skipped {result.skipped}, not run "
+          f"{len(result.not_run)}; {'; '.join(result.notes)}; {result.seconds:.1f}s")
     if unexpected:
         return 1
-    if xpassed and strict:
+    if result.unexpected_passes and strict:
         print("--strict: unexpected passes count as failures")
         return 1
     return 0
@@ -159,35 +194,46 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4, help="go test -parallel (default 4)")
     parser.add_argument("--strict", action="store_true", help="also fail on unexpected passes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary tree and broker log")
+    add_arguments(parser)
     args = parser.parse_args()
+    expected = read_expected(EXPECTED)
     CACHE.mkdir(parents=True, exist_ok=True)
     go, env = go_command(CACHE / "go")
     module = fetch_module(go, env)
-    failing, skipped = read_expected(EXPECTED)
+    not_run = expected.not_run if args.against == "logwright" else {}
     work = Path(tempfile.mkdtemp(prefix="franz-go-peers-"))
-    broker = BrokerProcess(work / "data")
-    events = CACHE / "franz-go-last-run.jsonl"
+    events = CACHE / f"franz-go-{args.against}-last-run.jsonl"
+    result = SuiteResult(f"franz-go {VERSION}", args.against)
     try:
         tree = source_tree(module)
-        broker.start()
-        started = time.monotonic()
-        test_env = {**env, **TEST_ENV, "KGO_SEEDS": broker.bootstrap}
-        outcomes = run_tests(tree, go, test_env, args, skipped, events)
-        seconds = time.monotonic() - started
-        alive = broker.alive()
+        with broker(args.against, work / args.against, {}) as peer:
+            started = time.monotonic()
+            test_env = {**env, **TEST_ENV, "KGO_SEEDS": peer.bootstrap}
+            outcomes = run_tests(tree, go, test_env, args, not_run, events)
+            seconds = time.monotonic() - started
+            alive, log_tail = peer.alive(), peer.log_tail()
         if not outcomes:
             print(events.read_text(errors="replace")[-5000:])
-            print("FAILED: go test reported no tests")
+            result.error = "go test reported no tests"
+            print(f"FAILED: {result.error}")
             return 1
-        status = report(outcomes, failing, skipped, args.strict, seconds)
+        result, unexpected = summarize(outcomes, expected, args.against)
+        result.seconds = seconds
+        status = report(result, outcomes, unexpected, args.strict)
         if status:
             print(f"go test's events are in {events}")
         if not alive:
-            print(f"FAILED: the broker died during the run:\n{broker.log_tail()}")
+            result.error = "the broker died during the run"
+            print(f"FAILED: {result.error}:\n{log_tail}")
             return 1
         return status
+    except RuntimeError as exc:  # the broker did not start
+        result.error = str(exc).splitlines()[0][:300]
+        print(f"FAILED: {exc}")
+        return 1
     finally:
-        broker.kill() if not broker.alive() else broker.stop()
+        if args.results:
+            result.write(args.results)
         if args.keep:
             print(f"kept {work}")
         else:

@@ -1,4 +1,4 @@
-"""Run kafka-python 3.0.12's own ``test/integration`` suite against a logwright broker process.
+"""Run kafka-python 3.0.12's own ``test/integration`` suite against a logwright broker process (or a peer).
 
 The peer suite is the strongest compatibility evidence we have: tests written by the client's authors
 for Apache Kafka, run unchanged. Its code is never committed: the sdist is downloaded from PyPI at run
@@ -14,6 +14,9 @@ Each test's outcome is compared with ``peers/kafka_python_expected_failures.txt`
 (a regression); unexpected passes are reported (and fail the run with ``--strict``) so the list is
 pruned as logwright grows. SASL and SSL tests need a broker with security, which logwright does not
 have yet: their files are not collected, and the summary says so.
+
+``--against kafka|tansu`` runs the same tests on Apache Kafka or Tansu (peers/suite.py): Kafka gets the rest of
+the suite's own broker template (an ACL authorizer among others), and failures there are reported by name only.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.broker_process import BrokerProcess  # noqa: E402
+from peers.suite import Failure, SuiteResult, accepts_config, add_arguments, broker, read_expected  # noqa: E402
 
 VERSION = "3.0.12"
 SDIST = f"kafka_python-{VERSION}.tar.gz"
@@ -45,8 +48,12 @@ EXPECTED = ROOT / "peers" / "kafka_python_expected_failures.txt"
 SECURITY_FILES = ("test_sasl_integration.py", "test_ssl_integration.py")
 BROKER_CONFIG = {"node.id": "0", "num.partitions": "4", "group.min.session.timeout.ms": "1000",
                  "group.initial.rebalance.delay.ms": "0"}
-"""What the suite's own Kafka fixture configures (its kafka.properties template): broker id 0, four
-partitions per topic, session timeouts down to one second, no initial rebalance delay."""
+"""What the suite's own Kafka fixture configures (its servers/4.0.0 kafka.properties template): broker id 0,
+four partitions per topic, session timeouts down to one second, no initial rebalance delay."""
+PEER_CONFIG = {"kafka": {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                         "allow.everyone.if.no.acl.found": "true", "default.replication.factor": "1",
+                         "offsets.topic.num.partitions": "2", "offsets.commit.timeout.ms": "500"}}
+"""The rest of that template, for Apache Kafka only: its ACL tests need an authorizer (logwright has none)."""
 
 SERVICE_SHIM = '''"""Written by logwright's peers/kafka_python.py: the sdist lacks test/service.py."""
 
@@ -142,39 +149,47 @@ def read_outcomes(junit: Path) -> list[Outcome]:
     return outcomes
 
 
-def read_expected(path: Path) -> dict[str, str]:
-    """``test id  # reason`` lines; blank lines and lines starting with ``#`` are ignored."""
-    expected = {}
-    for line in path.read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        test_id, _, reason = line.partition("#")
-        expected[test_id.strip()] = reason.strip()
-    return expected
+def summarize(outcomes: list[Outcome], expected: dict[str, str], broker: str) -> SuiteResult:
+    """The counts and failures; the expected-failures list applies to logwright runs only."""
+    listed = expected if broker == "logwright" else {}
+    result = SuiteResult(f"kafka-python {VERSION}", broker, ran=len(outcomes))
+    for outcome in outcomes:
+        if outcome.status in ("failed", "error"):
+            result.failures.append(Failure(outcome.test_id, outcome.message, listed.get(outcome.test_id)))
+        elif outcome.status == "skipped":
+            result.skipped += 1
+        else:
+            result.passed += 1
+            if outcome.test_id in listed:
+                result.unexpected_passes.append(outcome.test_id)
+    result.failed = len(result.failures)
+    result.notes.append(f"{', '.join(SECURITY_FILES)} not collected (no SASL/SSL listener in these runs)")
+    return result
 
 
-def report(outcomes: list[Outcome], expected: dict[str, str], strict: bool, seconds: float) -> int:
-    failed = {o.test_id: o for o in outcomes if o.status in ("failed", "error")}
-    skipped = [o for o in outcomes if o.status == "skipped"]
-    unexpected = sorted(set(failed) - set(expected))
-    xfailed = sorted(set(failed) & set(expected))
-    xpassed = sorted(o.test_id for o in outcomes if o.status == "passed" and o.test_id in expected)
-    passed = [o for o in outcomes if o.status == "passed" and o.test_id not in expected]
-    for test_id in xfailed:
-        print(f"  expected failure: {test_id}: {expected[test_id]}")
-    for test_id in unexpected:
-        print(f"  UNEXPECTED FAILURE: {test_id}: {failed[test_id].message}")
-    for test_id in xpassed:
+def report(result: SuiteResult, outcomes: list[Outcome], strict: bool) -> int:
+    for failure in result.failures:
+        if failure.listed is not None:
+            print(f"  expected failure: {failure.test}: {failure.listed}")
+        elif result.broker == "logwright":
+            print(f"  UNEXPECTED FAILURE: {failure.test}: {failure.message}")
+        else:
+            print(f"  failed on {result.broker}: {failure.test}: {failure.message}")
+    for test_id in result.unexpected_passes:
         print(f"  UNEXPECTED PASS (remove it from {EXPECTED.name}): {test_id}")
-    for outcome in skipped:
-        print(f"  skipped: {outcome.test_id}: {outcome.message}")
-    print(f"kafka-python {VERSION} test/integration against logwright (KAFKA_VERSION={KAFKA_VERSION}): ran "
-          f"{len(outcomes)}, passed {len(passed) + len(xpassed)}, failed {len(failed)} ({len(xfailed)} listed in "
-          f"{EXPECTED.name}), skipped {len(skipped)}; {', '.join(SECURITY_FILES)} not collected (no SASL/SSL yet)")
-    counts = [(len(unexpected), "failed"), (len(passed), "passed"), (len(skipped), "skipped"),
-              (len(xfailed), "xfailed"), (len(xpassed), "xpassed")]
+    for outcome in outcomes:
+        if outcome.status == "skipped":
+            print(f"  skipped: {outcome.test_id}: {outcome.message}")
+    xfailed = sum(1 for failure in result.failures if failure.listed is not None)
+    unexpected = result.failed - xfailed if result.broker == "logwright" else 0
+    print(f"kafka-python {VERSION} test/integration against {result.broker} (KAFKA_VERSION={KAFKA_VERSION}): ran "
+          f"{result.ran}, passed {result.passed}, failed {result.failed} ({xfailed} listed in {EXPECTED.name}), "
+          f"skipped {result.skipped}; {'; '.join(result.notes)}")
+    xpassed = len(result.unexpected_passes)
+    counts = [(unexpected, "failed"), (result.passed - xpassed, "passed"), (result.skipped, "skipped"),
+              (xfailed, "xfailed"), (xpassed, "xpassed")]
     print(", ".join(f"{count} {word}" for count, word in counts if count or word == "passed")
-          + f" in {seconds:.1f}s")
+          + f" in {result.seconds:.1f}s")
     if unexpected:
         return 1
     if xpassed and strict:
@@ -187,34 +202,49 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strict", action="store_true", help="also fail on unexpected passes")
     parser.add_argument("--keep", action="store_true", help="keep the temporary tree and broker log")
+    add_arguments(parser)
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (e.g. -k test_group)")
     args = parser.parse_args()
+    expected = read_expected(EXPECTED).failing
     archive = fetch_sdist()
     work = Path(tempfile.mkdtemp(prefix="kafka-python-peers-"))
-    broker = BrokerProcess(work / "data", config=BROKER_CONFIG)
     output = CACHE / "last-run.log"
+    result = SuiteResult(f"kafka-python {VERSION}", args.against)
     try:
         tree = unpack(archive, work)
-        broker.start()
-        started = time.monotonic()
-        run_suite(tree, broker.bootstrap, work / "junit.xml", output, args.pytest_args)
-        seconds = time.monotonic() - started
-        alive = broker.alive()
+        with broker(args.against, work / args.against, {**BROKER_CONFIG, **PEER_CONFIG.get(args.against, {})}) as peer:
+            started = time.monotonic()
+            run_suite(tree, peer.bootstrap, work / "junit.xml", output, args.pytest_args)
+            seconds = time.monotonic() - started
+            alive, log_tail = peer.alive(), peer.log_tail()
         if not (work / "junit.xml").exists():
             print(output.read_text(errors="replace")[-5000:])
-            print("FAILED: pytest wrote no results")
+            result.error = "pytest wrote no results"
+            print(f"FAILED: {result.error}")
             return 1
-        status = report(read_outcomes(work / "junit.xml"), read_expected(EXPECTED), args.strict, seconds)
+        outcomes = read_outcomes(work / "junit.xml")
+        result = summarize(outcomes, expected, args.against)
+        result.seconds = seconds
+        if not accepts_config(args.against):
+            settings = ", ".join(f"{key}={value}" for key, value in BROKER_CONFIG.items())
+            result.notes.append(f"{args.against} takes no broker settings: its defaults, not the suite's {settings}")
+        status = report(result, outcomes, args.strict)
         if status:
             print(f"pytest's output is in {output}; its summary:")
             text = output.read_text(errors="replace")
             print(text[text.rfind("short test summary"):][-5000:])
         if not alive:
-            print(f"FAILED: the broker died during the run:\n{broker.log_tail()}")
+            result.error = "the broker died during the run"
+            print(f"FAILED: {result.error}:\n{log_tail}")
             return 1
         return status
+    except RuntimeError as exc:  # the broker did not start
+        result.error = str(exc).splitlines()[0][:300]
+        print(f"FAILED: {exc}")
+        return 1
     finally:
-        broker.kill() if not broker.alive() else broker.stop()
+        if args.results:
+            result.write(args.results)
         if args.keep:
             print(f"kept {work}")
         else:

@@ -55,7 +55,7 @@ def shared_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         yield _External(os.environ["LOGWRIGHT_BOOTSTRAP"])
         return
     if against(request.config) == "kafka":
-        sys.path.insert(0, str(BENCH))
+        sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
 
         with KafkaPeer(tmp_path_factory.mktemp("kafka")) as kafka:

@@ -1,0 +1,162 @@
+"""Every peer suite against logwright, Apache Kafka and Tansu in one session, summed up in peers/results.md.
+
+``make compat-table`` (opt-in, heavy: a Kafka JVM, the franz-go tests three times). The suites run one at a
+time, each against a broker started fresh for it (peers/suite.py), and write their results as JSON; this
+script turns them into a Markdown table: per suite and broker, how many tests ran, passed, failed and were
+skipped; every logwright failure with its reason from the expected-failures file (or NOT LISTED); the
+failures on Kafka and Tansu by name, since they show which tests depend on the broker; and the tests that
+pass on Kafka but fail on logwright, which are logwright bugs. The console output of each run is kept
+in peers/.cache/compat-table/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from peers.suite import BROKERS, Failure, SuiteResult  # noqa: E402
+
+OUTPUT = ROOT / "peers" / "results.md"
+LOGS = ROOT / "peers" / ".cache" / "compat-table"
+BROKER_NAMES = {"logwright": "logwright", "kafka": "Apache Kafka 4.4.0 (KRaft, one node)",
+                "tansu": "Tansu {version} (memory storage)"}
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    name: str
+    script: str
+    expected: str | None
+    """The logwright expected-failures file, where each listed failure's reason is kept."""
+
+
+SUITES = (
+    Suite("kafka-python 3.0.12 test/integration", "peers/kafka_python.py", "peers/kafka_python_expected_failures.txt"),
+    Suite("franz-go v1.22.2 pkg/kgo", "peers/franz_go.py", "peers/franz_go_expected_failures.txt"),
+    Suite("Java kafka-clients 4.4.0 scenario", "peers/java_client.py", None),
+)
+
+
+def run(suite: Suite, broker: str) -> SuiteResult:
+    """One suite on one broker in a child process; a run that wrote no results becomes an error row."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    stem = f"{Path(suite.script).stem}-{broker}"
+    results, log = LOGS / f"{stem}.json", LOGS / f"{stem}.log"
+    results.unlink(missing_ok=True)
+    started = time.monotonic()
+    print(f"{suite.name} against {broker} ...", flush=True)
+    with log.open("w") as sink:
+        status = subprocess.run([sys.executable, suite.script, "--against", broker, "--results", str(results)],
+                                cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT).returncode
+    summary = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+    print(f"  exit {status} after {time.monotonic() - started:.0f} s: {summary[0][:200]}", flush=True)
+    if results.exists():
+        return SuiteResult.read(results)
+    return SuiteResult(suite.name, broker, error=f"no results (exit {status}); see {log.relative_to(ROOT)}")
+
+
+def tansu_version() -> str:
+    from bench.peers import tansu_binary  # noqa: PLC0415 - peers.suite put bench's scripts on the path
+
+    output = subprocess.run([str(tansu_binary()), "--version"], capture_output=True, text=True).stdout.split()
+    return output[-1] if output else "?"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(results: dict[tuple[str, str], SuiteResult], expected_files: dict[str, str | None],
+          broker_names: dict[str, str], started: datetime, minutes: float) -> str:
+    lines = [
+        "# Peer test suites against logwright, Apache Kafka and Tansu",
+        "",
+        f"Written by `make compat-table` (peers/compat_table.py), {started:%Y-%m-%d %H:%M} UTC, {minutes:.0f} min: "
+        "every suite against each broker in one session, one run at a time, each on a broker started fresh for it. "
+        "Brokers: " + "; ".join(broker_names[b] for b in BROKERS) + ". Counts are top-level tests (franz-go "
+        "subtests in the notes); *failed* includes errors and tests without a result.",
+        "",
+        "| suite | broker | ran | passed | failed | skipped | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (suite, broker), result in results.items():
+        notes = [f"not run: {', '.join(f'{name} ({why})' for name, why in result.not_run.items())}"] \
+            if result.not_run else []
+        notes += result.notes
+        if result.unexpected_passes:
+            notes.append(f"listed but passed: {', '.join(result.unexpected_passes)}")
+        if result.error:
+            notes.insert(0, f"**could not run: {result.error}**")
+        counts = [str(n) for n in (result.ran, result.passed, result.failed, result.skipped)]
+        lines.append(f"| {suite} | {broker} | {' | '.join(counts)} | {cell('; '.join(notes))} |")
+
+    lines += ["", "## logwright failures", "",
+              "Each is listed, with its reason, in the suite's expected-failures file (*tracked*); one that is not is "
+              "a regression. *Kafka* says whether the same test passed on Apache Kafka in this session.", "",
+              "| suite | test | reason | status | Kafka |", "|---|---|---|---|---|"]
+    for (suite, broker), result in results.items():
+        if broker != "logwright":
+            continue
+        kafka = results.get((suite, "kafka"))
+        kafka_failed = {failure.test for failure in kafka.failures} if kafka and not kafka.error else None
+        for failure in result.failures:
+            status = f"tracked ({expected_files[suite]})" if failure.listed else "**NOT LISTED**"
+            on_kafka = "not run" if kafka_failed is None else "fails too" if failure.test in kafka_failed else "passes"
+            reason = failure.listed or failure.message
+            lines.append(f"| {suite} | `{failure.test}` | {cell(reason)} | {status} | {on_kafka} |")
+
+    for broker in BROKERS[1:]:
+        lines += ["", f"## {broker_names[broker]}: failures", ""]
+        for (suite, name), result in results.items():
+            if name == broker:
+                lines.append(f"- {suite}: " + (", ".join(f"`{f.test}`" for f in result.failures) or "none"))
+
+    lines += ["", "## Pass on Apache Kafka, fail on logwright", ""]
+    only = logwright_only(results)
+    lines += [f"- {suite}: `{failure.test}`: {cell(failure.listed or failure.message)}" for suite, failure in only]
+    if not only:
+        lines.append("none")
+    return "\n".join(lines) + "\n"
+
+
+def logwright_only(results: dict[tuple[str, str], SuiteResult]) -> list[tuple[str, Failure]]:
+    """The logwright failures of tests that Apache Kafka passed in the same session: logwright bugs."""
+    found = []
+    for (suite, broker), result in results.items():
+        kafka = results.get((suite, "kafka"))
+        if broker != "logwright" or kafka is None or kafka.error:
+            continue
+        kafka_failed = {failure.test for failure in kafka.failures}
+        found += [(suite, failure) for failure in result.failures if failure.test not in kafka_failed]
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", default=",".join(Path(s.script).stem for s in SUITES),
+                        help="comma-separated script names (default: all)")
+    parser.add_argument("--brokers", default=",".join(BROKERS), help="comma-separated broker names (default: all)")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args()
+    chosen = [s for s in SUITES if Path(s.script).stem in args.suites.split(",")]
+    brokers = [b for b in BROKERS if b in args.brokers.split(",")]
+    started, clock = datetime.now(UTC), time.monotonic()
+    results = {(suite.name, broker): run(suite, broker) for suite in chosen for broker in brokers}
+    names = {**BROKER_NAMES, "tansu": BROKER_NAMES["tansu"].format(version=tansu_version())}
+    text = table(results, {s.name: s.expected for s in SUITES}, names, started, (time.monotonic() - clock) / 60)
+    args.output.write_text(text)
+    print(text)
+    print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""What the peer suites share: the broker they run against, their expected-failure lists, their results.
+
+Every suite runs against logwright by default (what CI runs) and, with ``--against kafka|tansu``, against
+Apache Kafka 4.x or Tansu started by ``bench/peers.py``, so a failure can be told apart: one that Kafka
+shares is the test's or the environment's, one that only logwright has is a logwright bug. The expected
+failures files describe logwright only; against a peer, failures are reported by name and do not fail the
+run. ``--results PATH`` writes a :class:`SuiteResult` as JSON for ``peers/compat_table.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKERS = ("logwright", "kafka", "tansu")
+if str(ROOT / "bench") not in sys.path:
+    sys.path.append(str(ROOT / "bench"))  # bench/peers.py imports kafka_peer as a script would
+
+from bench import peers as bench_peers  # noqa: E402 - bench/ is a folder of scripts beside this one
+
+RunningPeer = bench_peers.RunningPeer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--against", choices=BROKERS, default="logwright",
+                        help="the broker to run the suite on (default logwright; kafka and tansu are peers)")
+    parser.add_argument("--results", type=Path, help="write the counts and failures here as JSON")
+
+
+@contextmanager
+def broker(name: str, workdir: Path, config: dict[str, str]) -> Iterator[RunningPeer]:
+    """The broker ``name`` on a free loopback port, answering Metadata, stopped (whole group) on exit."""
+    with bench_peers.running(name, workdir, config) as peer:
+        yield peer
+
+
+def accepts_config(name: str) -> bool:
+    return bench_peers.PEERS[name].accepts_config
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """A suite's expected-failures file: tests expected to fail and tests not started, each with its reason."""
+
+    failing: dict[str, str]
+    not_run: dict[str, str]
+
+
+def read_expected(path: Path) -> Expected:
+    """``test  # reason`` and ``skip test  # reason`` lines; ``#`` lines and blank lines are comments.
+
+    A line without a reason is refused: the list is only useful if it says why each test fails.
+    """
+    failing: dict[str, str] = {}
+    not_run: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, _, reason = line.partition("#")
+        words = name.split()
+        if not reason.strip() or not words:
+            raise SystemExit(f"{path.name}:{number}: every line needs a test and a '# reason': {line!r}")
+        if words[0] == "skip":
+            not_run[words[1]] = reason.strip()
+        else:
+            failing[words[0]] = reason.strip()
+    return Expected(failing, not_run)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    test: str
+    message: str
+    listed: str | None = None
+    """The reason in the expected-failures file, when the test is listed there (logwright runs only)."""
+
+
+@dataclass(slots=True)
+class SuiteResult:
+    """One suite on one broker: counts of top-level tests, the failures, what was not started and why."""
+
+    suite: str
+    broker: str
+    ran: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+    not_run: dict[str, str] = field(default_factory=dict)
+    unexpected_passes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Why the suite produced no results on this broker (it could not start, or it broke down)."""
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+
+    @staticmethod
+    def read(path: Path) -> SuiteResult:
+        data = json.loads(path.read_text())
+        data["failures"] = [Failure(**failure) for failure in data["failures"]]
+        return SuiteResult(**data)
