@@ -1,5 +1,6 @@
 """Admin APIs whose answers follow from having one broker: elections, reassignments, paged topic
-descriptions, the list of config resources, and ListOffsets' tiered-storage queries (no tiers here)."""
+descriptions, the list of config resources, ListOffsets' tiered-storage queries (no tiers here) and the
+metadata quorum (this node alone, over its event log)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from kio.schema.alter_replica_log_dirs.v2.request import (
 )
 from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kio.schema.describe_log_dirs.v4.request import DescribableLogDirTopic, DescribeLogDirsRequest
+from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as DescribeQuorumV0
+from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
 from kio.schema.incremental_alter_configs.v1.request import (
@@ -38,6 +41,7 @@ from logwright.compat import (
     alter_replica_log_dirs,
     create_topics,
     describe_log_dirs,
+    describe_quorum,
     describe_topic_partitions,
     elect_leaders,
     incremental_alter_configs,
@@ -168,3 +172,32 @@ def test_the_data_directory_is_the_one_log_dir(broker: Broker, tmp_path: Path) -
     assert [[(p.partition_index, p.error_code) for p in r.partitions] for r in answer.results] == [
         [(0, ErrorCode.NONE), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
         [(0, ErrorCode.LOG_DIR_NOT_FOUND), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]]
+
+
+def test_the_quorum_is_this_node_leading_the_event_log(broker: Broker) -> None:
+    broker.commit_now()
+    request = DescribeQuorumRequest(topics=(
+        TopicData(topic_name="__cluster_metadata", partitions=(PartitionData(partition_index=0),
+                                                               PartitionData(partition_index=1))),
+        TopicData(topic_name="a-two", partitions=(PartitionData(partition_index=0),))))
+    before = broker.clock.now_ms()
+    answer = call(broker, describe_quorum.handle, 2, request)
+    after = broker.clock.now_ms()
+    assert answer.error_code == ErrorCode.NONE
+    metadata, other = answer.topics
+    quorum, second = metadata.partitions
+    events = broker.store.committed_sequence
+    assert events > 0
+    assert (quorum.error_code, quorum.leader_id, quorum.leader_epoch, quorum.high_watermark) == (
+        ErrorCode.NONE, broker.node_id, 1, events)
+    (voter,) = quorum.current_voters
+    assert (voter.replica_id, voter.log_end_offset, voter.last_fetch_timestamp) == (broker.node_id, events, -1)
+    assert before <= voter.last_caught_up_timestamp <= after
+    assert quorum.observers == ()
+    assert [p.error_code for p in (second, *other.partitions)] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2
+    (node,) = answer.nodes
+    assert [(listener.host, listener.port) for listener in node.listeners] == [
+        (broker.settings.public_host, broker.settings.public_port)]
+    old = call(broker, describe_quorum.handle, 0, DescribeQuorumV0(topics=(
+        TopicData(topic_name="__cluster_metadata", partitions=(PartitionData(partition_index=0),)),)))
+    assert old.topics[0].partitions[0].current_voters[0].log_end_offset == events

@@ -224,3 +224,17 @@ def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> Non
         set_group("share.auto.offset.reset", "sometime").result(10)
     cluster = admin.describe_cluster().result(10)
     assert cluster.controller.id == 1 and [node.id for node in cluster.nodes] == [1]
+
+
+@pytest.mark.differential
+def test_the_metadata_quorum_is_described(admin: KafkaAdminClient) -> None:
+    """DescribeQuorum: one leader of __cluster_metadata among the voters (logwright: itself, over its event log)."""
+    quorum = admin.describe_metadata_quorum()
+    (topic,) = quorum["topics"]
+    assert topic["topic_name"] == "__cluster_metadata"
+    (partition,) = topic["partitions"]
+    assert (partition["partition_index"], partition["error"]) == (0, None)
+    voters = {voter["replica_id"]: voter for voter in partition["current_voters"]}
+    assert partition["leader_id"] in voters and partition["leader_epoch"] >= 0
+    assert 0 <= voters[partition["leader_id"]]["log_end_offset"]
+    assert partition["high_watermark"] >= 0
