@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from peers.suite import BROKERS, Failure, SuiteResult  # noqa: E402
+from peers.suite import BROKERS, SuiteResult  # noqa: E402
 
 OUTPUT = ROOT / "peers" / "results.md"
 LOGS = ROOT / "peers" / ".cache" / "compat-table"
@@ -70,6 +70,11 @@ def tansu_version() -> str:
     return output[-1] if output else "?"
 
 
+def logwright_version() -> str:
+    described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
+    return f"logwright {described.stdout.strip() or '(no git)'}"
+
+
 def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -95,48 +100,34 @@ def table(results: dict[tuple[str, str], SuiteResult], expected_files: dict[str,
             notes.append(f"listed but passed: {', '.join(result.unexpected_passes)}")
         if result.error:
             notes.insert(0, f"**could not run: {result.error}**")
+        elif result.ran and result.failed == result.ran - result.skipped:
+            notes.insert(0, f"**every test fails**, the first with: {result.failures[0].message}")
         counts = [str(n) for n in (result.ran, result.passed, result.failed, result.skipped)]
         lines.append(f"| {suite} | {broker} | {' | '.join(counts)} | {cell('; '.join(notes))} |")
 
     lines += ["", "## logwright failures", "",
               "Each is listed, with its reason, in the suite's expected-failures file (*tracked*); one that is not is "
-              "a regression. *Kafka* says whether the same test passed on Apache Kafka in this session.", "",
-              "| suite | test | reason | status | Kafka |", "|---|---|---|---|---|"]
+              "a regression. *On Kafka*: the same test on Apache Kafka in this session; one that passes there is a "
+              "logwright bug or a missing feature.", "",
+              "| suite | test | reason | status | on Kafka |", "|---|---|---|---|---|"]
     for (suite, broker), result in results.items():
         if broker != "logwright":
             continue
         kafka = results.get((suite, "kafka"))
-        kafka_failed = {failure.test for failure in kafka.failures} if kafka and not kafka.error else None
         for failure in result.failures:
             status = f"tracked ({expected_files[suite]})" if failure.listed else "**NOT LISTED**"
-            on_kafka = "not run" if kafka_failed is None else "fails too" if failure.test in kafka_failed else "passes"
-            reason = failure.listed or failure.message
-            lines.append(f"| {suite} | `{failure.test}` | {cell(reason)} | {status} | {on_kafka} |")
+            lines.append(f"| {suite} | `{failure.test}` | {cell(failure.listed or failure.message)} | {status} | "
+                         f"{kafka.outcome(failure.test) if kafka else 'not run'} |")
+        for test, reason in result.not_run.items():
+            lines.append(f"| {suite} | `{test}` | {cell(reason)} | not started (`skip` line in "
+                         f"{expected_files[suite]}) | {kafka.outcome(test) if kafka else 'not run'} |")
 
     for broker in BROKERS[1:]:
         lines += ["", f"## {broker_names[broker]}: failures", ""]
         for (suite, name), result in results.items():
             if name == broker:
                 lines.append(f"- {suite}: " + (", ".join(f"`{f.test}`" for f in result.failures) or "none"))
-
-    lines += ["", "## Pass on Apache Kafka, fail on logwright", ""]
-    only = logwright_only(results)
-    lines += [f"- {suite}: `{failure.test}`: {cell(failure.listed or failure.message)}" for suite, failure in only]
-    if not only:
-        lines.append("none")
     return "\n".join(lines) + "\n"
-
-
-def logwright_only(results: dict[tuple[str, str], SuiteResult]) -> list[tuple[str, Failure]]:
-    """The logwright failures of tests that Apache Kafka passed in the same session: logwright bugs."""
-    found = []
-    for (suite, broker), result in results.items():
-        kafka = results.get((suite, "kafka"))
-        if broker != "logwright" or kafka is None or kafka.error:
-            continue
-        kafka_failed = {failure.test for failure in kafka.failures}
-        found += [(suite, failure) for failure in result.failures if failure.test not in kafka_failed]
-    return found
 
 
 def main() -> int:
@@ -150,7 +141,8 @@ def main() -> int:
     brokers = [b for b in BROKERS if b in args.brokers.split(",")]
     started, clock = datetime.now(UTC), time.monotonic()
     results = {(suite.name, broker): run(suite, broker) for suite in chosen for broker in brokers}
-    names = {**BROKER_NAMES, "tansu": BROKER_NAMES["tansu"].format(version=tansu_version())}
+    names = {**BROKER_NAMES, "logwright": logwright_version(),
+             "tansu": BROKER_NAMES["tansu"].format(version=tansu_version())}
     text = table(results, {s.name: s.expected for s in SUITES}, names, started, (time.monotonic() - clock) / 60)
     args.output.write_text(text)
     print(text)

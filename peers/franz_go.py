@@ -139,6 +139,7 @@ def summarize(outcomes: dict[str, TestOutcome], expected: Expected, broker: str)
     for name, outcome in sorted(top.items()):
         if outcome.status == "pass":
             result.passed += 1
+            result.passes.append(name)
         elif outcome.status == "skip":
             result.skipped += 1
         else:

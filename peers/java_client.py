@@ -78,6 +78,7 @@ def main() -> int:
                 result.ran += 1
                 if ok:
                     result.passed += 1
+                    result.passes.append(step)
                     print(f"  PASS {step}")
                 else:
                     result.failures.append(Failure(step, why(output)))

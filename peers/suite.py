@@ -93,11 +93,19 @@ class SuiteResult:
     skipped: int = 0
     seconds: float = 0.0
     failures: list[Failure] = field(default_factory=list)
+    passes: list[str] = field(default_factory=list)
+    """The tests that passed, by name: which of logwright's failures another broker passes."""
     not_run: dict[str, str] = field(default_factory=dict)
     unexpected_passes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     """Why the suite produced no results on this broker (it could not start, or it broke down)."""
+
+    def outcome(self, test: str) -> str:
+        """``passes``, ``fails`` or ``not run`` (skipped, not started, or no results at all)."""
+        if test in self.passes:
+            return "passes"
+        return "fails" if any(failure.test == test for failure in self.failures) else "not run"
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
