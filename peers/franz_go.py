@@ -27,7 +27,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from peers.go_toolchain import go_command  # noqa: E402
-from peers.suite import Expected, Failure, SuiteResult, add_arguments, broker, read_expected  # noqa: E402
+from peers.suite import (  # noqa: E402
+    Expected,
+    Failure,
+    SuiteResult,
+    add_arguments,
+    broker,
+    read_expected,
+    run_recorded,
+)
 
 MODULE = "github.com/twmb/franz-go"
 VERSION = "v1.22.2"
@@ -118,12 +125,14 @@ def run_tests(tree: Path, go: list[str], env: dict[str, str], args: argparse.Nam
     return outcomes
 
 
-def summarize(outcomes: dict[str, TestOutcome], expected: Expected, broker: str) -> tuple[SuiteResult, list[str]]:
-    """Counts of top-level tests and one failure per failing top-level test, with its first error line.
+def summarize(result: SuiteResult, outcomes: dict[str, TestOutcome], expected: Expected) -> list[str]:
+    """Counts of top-level tests and one failure per failing top-level test (with its first error line) into
+    ``result``.
 
-    Also returns the failing leaves (subtests, or tests without failing subtests) that the list does not
-    cover: on logwright, those fail the run. A listed test covers its subtests.
+    Returns the failing leaves (subtests, or tests without failing subtests) that the list does not cover:
+    on logwright, those fail the run. A listed test covers its subtests.
     """
+    broker = result.broker
     failing = expected.failing if broker == "logwright" else {}
 
     def listed(name: str) -> str | None:
@@ -134,8 +143,8 @@ def summarize(outcomes: dict[str, TestOutcome], expected: Expected, broker: str)
     failed = {name for name, outcome in outcomes.items() if outcome.status in ("fail", "noresult")}
     leaves = sorted(name for name in failed if not any(other.startswith(name + "/") for other in failed))
     top = {name: outcome for name, outcome in outcomes.items() if "/" not in name}
-    result = SuiteResult(f"franz-go {VERSION}", broker, ran=len(top),
-                         not_run=dict(expected.not_run) if broker == "logwright" else {})
+    result.ran = len(top)
+    result.not_run = dict(expected.not_run) if broker == "logwright" else {}
     for name, outcome in sorted(top.items()):
         if outcome.status == "pass":
             result.passed += 1
@@ -157,7 +166,7 @@ def summarize(outcomes: dict[str, TestOutcome], expected: Expected, broker: str)
     result.notes.append(f"subtests: {len(subtests)} ran, {subtests.count('pass')} passed, {sub_failed} failed, "
                         f"{subtests.count('skip')} skipped")
     unexpected = [leaf for leaf in leaves if listed(leaf) is None] if broker == "logwright" else []
-    return result, unexpected
+    return unexpected
 
 
 def report(result: SuiteResult, outcomes: dict[str, TestOutcome], unexpected: list[str], strict: bool) -> int:
@@ -202,43 +211,26 @@ def main() -> int:
     go, env = go_command(CACHE / "go")
     module = fetch_module(go, env)
     not_run = expected.not_run if args.against == "logwright" else {}
-    work = Path(tempfile.mkdtemp(prefix="franz-go-peers-"))
     events = CACHE / f"franz-go-{args.against}-last-run.jsonl"
-    result = SuiteResult(f"franz-go {VERSION}", args.against)
-    try:
+
+    def body(work: Path, result: SuiteResult) -> int:
         tree = source_tree(module)
         with broker(args.against, work / args.against, {}) as peer:
             started = time.monotonic()
             test_env = {**env, **TEST_ENV, "KGO_SEEDS": peer.bootstrap}
             outcomes = run_tests(tree, go, test_env, args, not_run, events)
-            seconds = time.monotonic() - started
+            result.seconds = time.monotonic() - started
             alive, log_tail = peer.alive(), peer.log_tail()
         if not outcomes:
             print(events.read_text(errors="replace")[-5000:])
-            result.error = "go test reported no tests"
-            print(f"FAILED: {result.error}")
-            return 1
-        result, unexpected = summarize(outcomes, expected, args.against)
-        result.seconds = seconds
+            return result.broke("go test reported no tests")
+        unexpected = summarize(result, outcomes, expected)
         status = report(result, outcomes, unexpected, args.strict)
         if status:
             print(f"go test's events are in {events}")
-        if not alive:
-            result.error = "the broker died during the run"
-            print(f"FAILED: {result.error}:\n{log_tail}")
-            return 1
-        return status
-    except RuntimeError as exc:  # the broker did not start
-        result.error = str(exc).splitlines()[0][:300]
-        print(f"FAILED: {exc}")
-        return 1
-    finally:
-        if args.results:
-            result.write(args.results)
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        return status if alive else result.broke("the broker died during the run", log_tail)
+
+    return run_recorded(args, f"franz-go {VERSION}", body)
 
 
 if __name__ == "__main__":

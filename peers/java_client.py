@@ -13,14 +13,13 @@ import argparse
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from peers.suite import Failure, SuiteResult, add_arguments, broker  # noqa: E402
+from peers.suite import Failure, SuiteResult, add_arguments, broker, run_recorded  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
 STEPS = ("producer", "group", "share", "share-offsets")
@@ -67,9 +66,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args()
-    result = SuiteResult(SUITE, args.against)
-    work = Path(tempfile.mkdtemp(prefix="java-client-peers-"))
-    try:
+
+    def body(work: Path, result: SuiteResult) -> int:
         classpath = build()
         with broker(args.against, work / args.against, {}) as peer:
             started = time.monotonic()
@@ -88,14 +86,8 @@ def main() -> int:
         print(f"{SUITE} scenario against {args.against}: ran {result.ran}, passed {result.passed}, "
               f"failed {result.failed}; {result.seconds:.1f}s")
         return 1 if result.failures and args.against == "logwright" else 0
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        result.error = str(exc).splitlines()[0][:300]
-        print(f"FAILED: {exc}")
-        return 1
-    finally:
-        if args.results:
-            result.write(args.results)
-        shutil.rmtree(work, ignore_errors=True)
+
+    return run_recorded(args, SUITE, body)
 
 
 if __name__ == "__main__":

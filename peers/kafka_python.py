@@ -24,11 +24,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -37,7 +35,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from peers.suite import Failure, SuiteResult, accepts_config, add_arguments, broker, read_expected  # noqa: E402
+from peers.suite import (  # noqa: E402
+    Failure,
+    SuiteResult,
+    accepts_config,
+    add_arguments,
+    broker,
+    read_expected,
+    run_recorded,
+)
 
 VERSION = "3.0.12"
 SDIST = f"kafka_python-{VERSION}.tar.gz"
@@ -157,10 +163,10 @@ def read_outcomes(junit: Path) -> list[Outcome]:
     return outcomes
 
 
-def summarize(outcomes: list[Outcome], expected: dict[str, str], broker: str) -> SuiteResult:
-    """The counts and failures; the expected-failures list applies to logwright runs only."""
-    listed = expected if broker == "logwright" else {}
-    result = SuiteResult(f"kafka-python {VERSION}", broker, ran=len(outcomes))
+def summarize(result: SuiteResult, outcomes: list[Outcome], expected: dict[str, str]) -> None:
+    """The counts and failures into ``result``; the expected-failures list applies to logwright runs only."""
+    listed = expected if result.broker == "logwright" else {}
+    result.ran = len(outcomes)
     for outcome in outcomes:
         if outcome.status in ("failed", "error"):
             result.failures.append(Failure(outcome.test_id, outcome.message, listed.get(outcome.test_id)))
@@ -172,9 +178,8 @@ def summarize(outcomes: list[Outcome], expected: dict[str, str], broker: str) ->
             if outcome.test_id in listed:
                 result.unexpected_passes.append(outcome.test_id)
     result.failed = len(result.failures)
-    result.notes.append(f"KAFKA_VERSION={kafka_version(broker)}")
+    result.notes.append(f"KAFKA_VERSION={kafka_version(result.broker)}")
     result.notes.append(f"{', '.join(SECURITY_FILES)} not collected (no SASL/SSL listener in these runs)")
-    return result
 
 
 def report(result: SuiteResult, outcomes: list[Outcome], strict: bool) -> int:
@@ -217,24 +222,20 @@ def main() -> int:
     args = parser.parse_args()
     expected = read_expected(EXPECTED).failing
     archive = fetch_sdist()
-    work = Path(tempfile.mkdtemp(prefix="kafka-python-peers-"))
     output = CACHE / "last-run.log"
-    result = SuiteResult(f"kafka-python {VERSION}", args.against)
-    try:
+
+    def body(work: Path, result: SuiteResult) -> int:
         tree = unpack(archive, work)
         with broker(args.against, work / args.against, {**BROKER_CONFIG, **PEER_CONFIG.get(args.against, {})}) as peer:
             started = time.monotonic()
             run_suite(tree, peer.bootstrap, kafka_version(args.against), work / "junit.xml", output, args.pytest_args)
-            seconds = time.monotonic() - started
+            result.seconds = time.monotonic() - started
             alive, log_tail = peer.alive(), peer.log_tail()
         if not (work / "junit.xml").exists():
             print(output.read_text(errors="replace")[-5000:])
-            result.error = "pytest wrote no results"
-            print(f"FAILED: {result.error}")
-            return 1
+            return result.broke("pytest wrote no results")
         outcomes = read_outcomes(work / "junit.xml")
-        result = summarize(outcomes, expected, args.against)
-        result.seconds = seconds
+        summarize(result, outcomes, expected)
         if not accepts_config(args.against):
             settings = ", ".join(f"{key}={value}" for key, value in BROKER_CONFIG.items())
             result.notes.append(f"{args.against} takes no broker settings: its defaults, not the suite's {settings}")
@@ -243,22 +244,9 @@ def main() -> int:
             print(f"pytest's output is in {output}; its summary:")
             text = output.read_text(errors="replace")
             print(text[text.rfind("short test summary"):][-5000:])
-        if not alive:
-            result.error = "the broker died during the run"
-            print(f"FAILED: {result.error}:\n{log_tail}")
-            return 1
-        return status
-    except RuntimeError as exc:  # the broker did not start
-        result.error = str(exc).splitlines()[0][:300]
-        print(f"FAILED: {exc}")
-        return 1
-    finally:
-        if args.results:
-            result.write(args.results)
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        return status if alive else result.broke("the broker died during the run", log_tail)
+
+    return run_recorded(args, f"kafka-python {VERSION}", body)
 
 
 if __name__ == "__main__":

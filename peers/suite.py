@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,6 +110,12 @@ class SuiteResult:
             return "passes"
         return "fails" if any(failure.test == test for failure in self.failures) else "not run"
 
+    def broke(self, why: str, detail: str = "") -> int:
+        """Record why the run produced no trustworthy results, say so, and return the exit status 1."""
+        self.error = why
+        print(f"FAILED: {why}" + (f":\n{detail}" if detail else ""))
+        return 1
+
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
 
@@ -115,3 +124,25 @@ class SuiteResult:
         data = json.loads(path.read_text())
         data["failures"] = [Failure(**failure) for failure in data["failures"]]
         return SuiteResult(**data)
+
+
+def run_recorded(args: argparse.Namespace, suite: str, body: Callable[[Path, SuiteResult], int]) -> int:
+    """``body(work, result)`` in a temporary directory, its exit status returned.
+
+    A broker that does not start, or a build step that fails, becomes the result's error; the result is
+    written to ``--results`` however the run ends; the directory is removed unless ``--keep`` was given.
+    """
+    result = SuiteResult(suite, args.against)
+    work = Path(tempfile.mkdtemp(prefix=f"{suite.split()[0].lower()}-peers-"))
+    try:
+        return body(work, result)
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        return result.broke(first, "" if str(exc) == first else str(exc))
+    finally:
+        if args.results:
+            result.write(args.results)
+        if getattr(args, "keep", False):
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
