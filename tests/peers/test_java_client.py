@@ -3,41 +3,37 @@
 peers/java_client.py compiles peers/java/src/.../ClientScenario.java with javac and runs each step
 (producer, consumer group, share consumer with explicit acknowledgement, share group offsets through the
 Admin client) as its own JVM. Opt-in (``make compat-java`` or ``pytest tests/peers --peers``): it needs java,
-javac and mvn, and starts a Kafka JVM.
-``peers/compat_table.py`` runs the same steps against Tansu too.
+javac and mvn, and starts a Kafka JVM. ``make compat-table`` runs the same script against Tansu too.
+
+The script runs as a child process, as the compat table runs it: this repository has two top-level
+``peers`` (the peers/ package and bench/peers.py), and a test session that imported the bench one
+cannot import the other.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from peers.java_client import STEPS, build, run_step
-from peers.suite import broker
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.peers
 
 
-@pytest.fixture(scope="module")
-def classpath() -> str:
-    """Resolve kafka-clients and compile the scenario once per run."""
+@pytest.mark.parametrize("against", ["logwright", "kafka"])
+def test_every_java_client_step_passes(against: str, tmp_path: Path) -> None:
     if shutil.which("javac") is None:
         pytest.fail("javac is missing: install a JDK 17+ (default-jdk-headless)")
-    return build()
-
-
-@pytest.fixture(scope="module", params=["logwright", "kafka"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The bootstrap of a broker started for this module: logwright, then Apache Kafka."""
-    name = str(request.param)
-    with broker(name, tmp_path_factory.mktemp(name), {}) as peer:
-        yield peer.bootstrap
-        assert peer.alive(), peer.log_tail()
-
-
-@pytest.mark.parametrize("step", STEPS)
-def test_java_client(classpath: str, server: str, step: str) -> None:
-    ok, output = run_step(classpath, server, step)
-    assert ok, output
+    results = tmp_path / "results.json"
+    run = subprocess.run([sys.executable, "peers/java_client.py", "--against", against, "--results", str(results)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert results.exists(), f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    result = json.loads(results.read_text())
+    assert result["error"] is None, run.stdout[-3000:]
+    failures = {failure["test"]: failure["message"] for failure in result["failures"]}
+    assert not failures and result["passed"] == result["ran"] > 0, f"{failures}\n{run.stdout[-5000:]}"
