@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,12 @@ from logwright.core.catalog import (
     resource_key,
     topic_key,
 )
-from logwright.core.clock import Clock
+from logwright.core.clock import Clock, ManualClock
 from logwright.core.configs import ConfigRegistry, default_registry
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
 from logwright.core.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
 from logwright.core.partition_log import PartitionState, partition_key
+from logwright.core.plugin_decisions import Admission, AppendRequest
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -87,10 +88,13 @@ class Broker:
         self.configs = configs or default_registry()
         self.clock: Clock = clock or SystemClock()
         self.node_id = int(self.settings.overrides["node.id"])
+        self.admission: Callable[[AppendRequest], Admission] | None = None
+        """The plugins' ``logwright_admit_append`` chain, set by the wiring; ``None``: admit every append."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}
         self._data_arrived: asyncio.Event | None = None
+        self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
         for key, state in store.entities("partitions").items():
             self._high_watermarks[int(key)] = state.next_offset
@@ -259,6 +263,37 @@ class Broker:
             await asyncio.wait_for(self._data_arrived.wait(), timeout_s)
         except TimeoutError:
             pass
+
+    # -- waiting on the broker clock ----------------------------------------------------------
+
+    async def sleep_until(self, time_ms: int) -> None:
+        """Wait until the broker clock reads ``time_ms`` (plugins' background tasks wait this way).
+
+        On the system clock that is the remaining wall time; on a manual clock (``serve --manual-clock``)
+        it is until LogwrightAdvanceClock moves the clock there: that request answers only after every
+        sleeper it woke has run up to its next ``await``, with what it staged meanwhile durable.
+        """
+        while (remaining_ms := time_ms - self.clock.now_ms()) > 0:
+            if self._clock_moved is None:
+                self._clock_moved = asyncio.Event()
+            moved = self._clock_moved.wait()
+            if isinstance(self.clock, ManualClock):
+                await moved
+                continue
+            try:
+                await asyncio.wait_for(moved, remaining_ms / 1000)
+            except TimeoutError:
+                pass
+
+    async def sleep(self, milliseconds: int) -> None:
+        """`sleep_until` ``milliseconds`` from now on the broker clock."""
+        await self.sleep_until(self.clock.now_ms() + milliseconds)
+
+    def clock_advanced(self) -> None:
+        """Wake every `sleep_until` to look at the clock again (after a manual clock moved)."""
+        if self._clock_moved is not None:
+            self._clock_moved.set()
+            self._clock_moved = None
 
     # -- time index ---------------------------------------------------------------------------
 

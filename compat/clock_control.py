@@ -5,6 +5,8 @@ then advertised in ApiVersions. After moving the clock it runs the share group t
 the answer arrives every lock that ran out has expired and every silent member has been removed, and
 those events are durable: tests advance time instead of sleeping. Each advance is a `ManualClockSet`
 event, so a restarted broker resumes at the same time (`logwright.app.resume_manual_clock`).
+Background tasks sleeping on the broker clock (`Broker.sleep_until`) that came due have run up to
+their next ``await`` by then, too.
 
 Wire format (request header v1, response header v0, big-endian):
 request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64`` (-1 when the handler failed).
@@ -38,6 +40,7 @@ async def handle(context: RequestContext, body: bytes) -> bytes:
     now = clock.advance(advance_ms)
     if advance_ms:
         broker.stage([ManualClockSet(now)])
+    broker.clock_advanced()
     share_coordinator(broker).tick()
     await broker.durable()
     return _RESPONSE.pack(ErrorCode.NONE, now)

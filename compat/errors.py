@@ -216,6 +216,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.FencedMemberEpoch: ErrorCode.FENCED_MEMBER_EPOCH,
     domain.ShareSessionNotFound: ErrorCode.SHARE_SESSION_NOT_FOUND,
     domain.InvalidShareSessionEpoch: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+    domain.PolicyViolation: ErrorCode.POLICY_VIOLATION,
 }
 
 

@@ -3,7 +3,8 @@
 ShareFetch's RELEASE makes a record available at once; Pulsar's negative ack redelivers it after a
 delay. The client computes the delay from the record's persisted delivery count (a fixed delay or a
 multiplier backoff), so the backoff keeps growing across reconnects and broker restarts. At the
-group's delivery-count limit the records are archived instead (`cursor_commands.release`).
+group's delivery-count limit the records are archived instead (`cursor_commands.release`); a plugin's
+``logwright_decide_release`` may choose another delay or archive them.
 
 Request (msgpack map): ``group_id, member_id, topic: str, partition: int, ranges: [[first, last], ...],
 delay_ms: int >= 0``. Response: ``error_code, error_message`` (INVALID_RECORD_STATE with the offsets
@@ -31,7 +32,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
     member_of(coordinator, group_id, member_id)
     state = coordinator.cursor(group_id, topic.name, partition_id)
     events = cursor_commands.release(state, member_id, offsets, broker.clock.now_ms(), delay_ms,
-                                     coordinator.delivery_count_limit(group_id))
+                                     coordinator.delivery_count_limit(group_id),
+                                     coordinator.release_context(group_id, topic.name, partition_id))
     coordinator.apply(group_id, partition_id, events)
     await broker.durable()
     return {}

@@ -7,11 +7,19 @@ answered once the WriteBatch holding the records is written under the store's du
 (there is one replica, so both mean the same). Topics with ``message.timestamp.type=LogAppendTime``
 get the broker's time written into the batch header, with the CRC recomputed. Internal topics
 (``__consumer_offsets``) refuse records with INVALID_TOPIC_EXCEPTION, as Kafka does.
+
+Plugins may refuse partitions before anything is written (``logwright_admit_append``, resolved once
+into `Broker.admission`): every partition is validated first, the plugins see the request's counts
+and sizes once, and only the admitted partitions are appended. Without such a plugin no request is
+built. A plugin that raises refuses the whole request (UNKNOWN_SERVER_ERROR), so a broken quota
+plugin never lets data through unchecked.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +28,7 @@ from logwright.core.errors import DomainError
 from logwright.core.events import Event, RecordsAppended
 from logwright.core.internal_topics import refuse_append
 from logwright.core.partition_log import append_batch
+from logwright.core.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.producers import Duplicate, ProducerState, check_sequence, producer_key
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
@@ -38,6 +47,8 @@ from .record_batch import (
 )
 from .registry import RequestContext, handler, make, response_module
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionResult:
@@ -52,20 +63,30 @@ class PartitionResult:
 async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     acks = int(request.acks)
-    results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
-    appended = False
+    outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
     for topic_data in request.topic_data:
         topic = broker.topic(topic_data.name)
-        partition_results = []
+        partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
+            index = int(partition_data.index)
             if acks not in (0, 1, -1):
                 message = f"acks={acks} is not 0, 1 or -1"
-                result = PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)
+                partitions.append((index, PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)))
             else:
-                result = produce_partition(broker, topic, int(partition_data.index), partition_data.records)
-                appended = appended or result.error_code == ErrorCode.NONE
-            partition_results.append((int(partition_data.index), result))
-        results.append((topic_data.name, partition_results))
+                partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
+        outcomes.append((topic_data.name, partitions))
+    refused = _admit(broker, context, [item for _, partitions in outcomes for _, item in partitions
+                                       if isinstance(item, Prepared)])
+    appended = False
+    results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
+    for name, partitions in outcomes:
+        staged = []
+        for index, item in partitions:
+            if isinstance(item, Prepared):
+                item = refused.get(item.partition_id) or stage_partition(broker, item)
+                appended = appended or item.error_code == ErrorCode.NONE
+            staged.append((index, item))
+        results.append((name, staged))
     if acks == 0:
         return None
     if appended:
@@ -83,6 +104,32 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
 
 
+def _admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:
+    """The partitions the plugins' ``logwright_admit_append`` refuses, once per request; nothing is asked (and
+    no request built) when no plugin but the built-in default implements the hook."""
+    admit = broker.admission
+    if admit is None or not prepared:
+        return {}
+    configs: dict[str, Mapping[str, str]] = {}
+    for item in prepared:
+        if item.topic.name not in configs:
+            effective = broker.configs.effective("topic", dict(item.topic.configs))
+            configs[item.topic.name] = {name: value for name, (value, _) in effective.items() if value is not None}
+    request = AppendRequest(tuple(item.append(configs[item.topic.name]) for item in prepared), context.client_id,
+                            broker.clock.now_ms())
+    try:
+        admission = admit(request)
+    except Exception as error:  # a broken plugin refuses the request rather than letting it bypass a quota
+        log.exception("the admission plugins failed on a produce request of %s", context.client_id)
+        message = f"the broker's admission plugins failed: {type(error).__name__}: {error}"
+        return {item.partition_id: PartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=message)
+                for item in prepared}
+    refused: dict[int, PartitionResult] = {}
+    for partition_id, refusal in admission.refused:
+        refused.setdefault(partition_id, PartitionResult(error_code_for(refusal), error_message=str(refusal)))
+    return refused
+
+
 def _partition_response(module: Any, index: int, result: PartitionResult) -> Any:
     append_time = (
         datetime.datetime.fromtimestamp(result.log_append_time / 1000, tz=datetime.UTC)
@@ -93,8 +140,33 @@ def _partition_response(module: Any, index: int, result: PartitionResult) -> Any
                 log_start_offset=result.log_start_offset, record_errors=(), error_message=result.error_message)
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One partition's batches, validated and ready to append."""
+
+    topic: TopicState
+    index: int
+    partition_id: int
+    batches: tuple[tuple[memoryview, BatchHeader], ...]
+    log_append_time: bool
+
+    def append(self, topic_configs: Mapping[str, str]) -> PartitionAppend:
+        """What admission plugins see of it: counts and sizes, never the records."""
+        return PartitionAppend(self.topic.name, self.index, self.partition_id,
+                               sum(header.record_count for _, header in self.batches),
+                               sum(len(data) for data, _ in self.batches), self.batches[0][1].producer_id,
+                               topic_configs)
+
+
 def produce_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None) -> PartitionResult:
-    """Validate and stage one partition's batches; the caller awaits durability before answering."""
+    """Validate and stage one partition's batches (no admission plugins asked); the caller awaits durability."""
+    prepared = prepare_partition(broker, topic, index, records)
+    return stage_partition(broker, prepared) if isinstance(prepared, Prepared) else prepared
+
+
+def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None
+                      ) -> Prepared | PartitionResult:
+    """Parse and validate one partition's batches without writing anything; an error answer if they are refused."""
     if topic is None or not 0 <= index < len(topic.partition_ids):
         return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
     if not records:
@@ -107,7 +179,7 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
     max_message_bytes = int(broker.topic_config(topic, "max.message.bytes") or 1048588)
     log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
     try:
-        batches = [(batch, parse_header(batch)) for batch in iter_batches(records)]
+        batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))
     except UnsupportedMessageFormat as error:
         return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
     except CorruptBatch as error:
@@ -116,10 +188,16 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
         problem = _validate(data, header, max_message_bytes)
         if problem is not None:
             return problem
-    now = broker.clock.now_ms() if log_append_time else -1
+    return Prepared(topic, index, partition_id, batches, log_append_time)
+
+
+def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:
+    """Stage prepared batches (producer sequences checked batch by batch); the caller awaits durability."""
+    partition_id = prepared.partition_id
+    now = broker.clock.now_ms() if prepared.log_append_time else -1
     first_offset: int | None = None
     try:
-        for data, header in batches:
+        for data, header in prepared.batches:
             outcome = _stage_batch(broker, partition_id, data, header, now)
             if first_offset is None:
                 first_offset = outcome

@@ -24,6 +24,7 @@ from logwright.core.cursor import CursorState, cursor_key
 from logwright.core.cursor_events import SubscriptionCreated
 from logwright.core.events import Event
 from logwright.core.key_hash import key_hash
+from logwright.core.plugin_decisions import ReleaseContext, ReleaseDecider
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups import (
@@ -79,8 +80,9 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
 class ShareCoordinator:
     def __init__(self, broker: Broker, host: PluginHost | None = None) -> None:
         self.broker = broker
+        self._host: PluginHost | None = None
+        self._release_decider: ReleaseDecider | None = None
         self.host = host
-        """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
@@ -97,6 +99,16 @@ class ShareCoordinator:
         for key, state in broker.store.entities("cursors").items():
             if isinstance(state, CursorState) and state.subscription in groups:
                 self._track(key, state)
+
+    @property
+    def host(self) -> PluginHost | None:
+        """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
+        return self._host
+
+    @host.setter
+    def host(self, host: PluginHost | None) -> None:
+        self._host = host
+        self._release_decider = host.release_decider() if host is not None else None
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -122,6 +134,15 @@ class ShareCoordinator:
             self.host = PluginHost.load(installed=False)
         settings = self.group_settings(group_id)
         return self.host.subscription_mode(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
+
+    def release_context(self, group_id: str, topic: str, partition_id: int) -> ReleaseContext | None:
+        """What a plugin's ``logwright_decide_release`` needs for records of this partition; ``None`` (and
+        nothing computed) when no plugin but the built-in default decides."""
+        if self._release_decider is None:
+            return None
+        topic_state = self.broker.topic(topic)
+        index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
+        return ReleaseContext(self._release_decider, index, self.group_settings(group_id))
 
     def lock_duration_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
@@ -176,9 +197,9 @@ class ShareCoordinator:
         for key in list(self._locks):
             state = self.broker.store.state("cursors", key)
             if isinstance(state, CursorState) and state.subscription == group_id:
-                released = cursor_commands.release_consumer(state, member_id, now, count_as_failed=failed)
-                if released is not None:
-                    events.append(released)
+                context = self.release_context(group_id, state.topic, state.partition_id) if failed else None
+                events.extend(cursor_commands.release_consumer(state, member_id, now, failed,
+                                                               self.delivery_count_limit(group_id), context))
         return events
 
     # -- cursors --------------------------------------------------------------------------------
@@ -277,7 +298,8 @@ class ShareCoordinator:
                     batches: Sequence[AckBatch], renew_allowed: bool) -> None:
         """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
         state = self.cursor(group_id, topic, partition_id)
-        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id), renew_allowed)
+        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id), renew_allowed,
+                           self.release_context(group_id, topic, partition_id))
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
     def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:
@@ -357,7 +379,9 @@ class ShareCoordinator:
             if not isinstance(state, CursorState):
                 self._locks.pop(key, None)
                 continue
-            expired = cursor_commands.expire_locks(state, now, self.delivery_count_limit(state.subscription))
+            expired = cursor_commands.expire_locks(state, now, self.delivery_count_limit(state.subscription),
+                                                   self.release_context(state.subscription, state.topic,
+                                                                        state.partition_id))
             if expired:
                 self.broker.stage(expired)
                 events.extend(expired)

@@ -204,7 +204,7 @@ def _(event: RecordsReleased, state: CursorState | None) -> CursorState | None:
 
 @_evolve.register
 def _(event: LockExpired, state: CursorState | None) -> CursorState | None:
-    return None if state is None else _make_available(state, event.ranges, 0, False)
+    return None if state is None else _make_available(state, event.ranges, event.available_at_ms, False)
 
 
 @_evolve.register

@@ -26,6 +26,7 @@ from .cursor_events import (
 )
 from .errors import InvalidRecordState, InvalidRequest
 from .events import Event
+from .plugin_decisions import Redeliver, Reject, ReleaseContext, ReleasedDelivery, ReleaseDecision, ReleaseReason
 from .rangeset import RangeSet
 
 DELIVERY_LIMIT_REASON = "delivery count limit reached"
@@ -117,14 +118,53 @@ def acknowledge_cumulative(state: CursorState, consumer: str, offset: int, log_e
     return RecordsAcked(state.subscription, state.partition_id, consumer, ((first, offset),), cumulative=True)
 
 
-def _limit_split(
-    state: CursorState, ranges: OffsetRanges, delivery_count_limit: int
-) -> tuple[OffsetRanges, OffsetRanges]:
-    """Split in-flight ``ranges`` into those that may go out again and those that used up their attempts."""
-    taken, _ = carve_all(state.in_flight, _normalised(ranges).ranges)
-    again = tuple((d.first, d.last) for d in taken if d.delivery_count < delivery_count_limit)
-    spent = tuple((d.first, d.last) for d in taken if d.delivery_count >= delivery_count_limit)
-    return RangeSet.from_ranges(again).ranges, RangeSet.from_ranges(spent).ranges
+def _returned(
+    state: CursorState,
+    taken: list[Delivery],
+    reason: ReleaseReason,
+    now_ms: int,
+    delay_ms: int,
+    delivery_count_limit: int | None,
+    context: ReleaseContext | None,
+) -> list[Event]:
+    """The events for in-flight ``taken`` deliveries that came back unacknowledged.
+
+    Without a ``context`` the records go out again after ``delay_ms`` (at once if 0), or are archived
+    once their count reached ``delivery_count_limit`` (``None``: never). With one, the plugins decide,
+    once per consumer and delivery count (never per record).
+    """
+    again: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    archived: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for delivery in taken:
+        groups.setdefault((delivery.consumer, delivery.delivery_count), []).append((delivery.first, delivery.last))
+    expired = reason is ReleaseReason.LOCK_EXPIRED
+    for (consumer, count), spans in groups.items():
+        decision: ReleaseDecision
+        if context is None:
+            limited = delivery_count_limit is not None and count >= delivery_count_limit
+            decision = Reject(DELIVERY_LIMIT_REASON) if limited else Redeliver(delay_ms)
+        else:
+            decision = context.decide(ReleasedDelivery(
+                state.subscription, state.topic, context.partition_index, RangeSet.from_ranges(spans).ranges, count,
+                reason, consumer, now_ms, delay_ms if reason is ReleaseReason.RELEASED else None, context.settings))
+        holder = "" if expired else consumer
+        if isinstance(decision, Reject):
+            archived.setdefault((holder, decision.reason), []).extend(spans)
+        else:
+            available_at = now_ms + decision.delay_ms if decision.delay_ms > 0 else 0
+            again.setdefault((holder, available_at), []).extend(spans)
+    events: list[Event] = []
+    for (holder, available_at), spans in again.items():
+        ranges = RangeSet.from_ranges(spans).ranges
+        if expired:
+            events.append(LockExpired(state.subscription, state.partition_id, ranges, available_at))
+        else:
+            events.append(RecordsReleased(state.subscription, state.partition_id, holder, ranges, available_at))
+    for (holder, why), spans in archived.items():
+        events.append(RecordsRejected(state.subscription, state.partition_id, holder,
+                                      RangeSet.from_ranges(spans).ranges, why))
+    return events
 
 
 def release(
@@ -134,19 +174,15 @@ def release(
     now_ms: int,
     delay_ms: int,
     delivery_count_limit: int,
+    context: ReleaseContext | None = None,
 ) -> list[Event]:
-    """Negative acknowledgement (RELEASE): redeliver after ``delay_ms``, or archive at the delivery limit."""
+    """Negative acknowledgement (RELEASE): redeliver after ``delay_ms``, or archive at the delivery limit
+    (or as the plugins decide, given a ``context``)."""
     if delay_ms < 0:
         raise InvalidRequest(f"a redelivery delay must not be negative, got {delay_ms} ms")
     _held_by(state, consumer, ranges, accept_expired=False)
-    again, spent = _limit_split(state, ranges, delivery_count_limit)
-    events: list[Event] = []
-    if again:
-        available_at = now_ms + delay_ms if delay_ms else 0
-        events.append(RecordsReleased(state.subscription, state.partition_id, consumer, again, available_at))
-    if spent:
-        events.append(RecordsRejected(state.subscription, state.partition_id, consumer, spent, DELIVERY_LIMIT_REASON))
-    return events
+    taken, _ = carve_all(state.in_flight, _normalised(ranges).ranges)
+    return _returned(state, taken, ReleaseReason.RELEASED, now_ms, delay_ms, delivery_count_limit, context)
 
 
 def reject(
@@ -164,31 +200,30 @@ def renew(state: CursorState, consumer: str, ranges: OffsetRanges, now_ms: int, 
                        now_ms + lock_duration_ms)
 
 
-def expire_locks(state: CursorState, now_ms: int, delivery_count_limit: int) -> list[Event]:
+def expire_locks(state: CursorState, now_ms: int, delivery_count_limit: int,
+                 context: ReleaseContext | None = None) -> list[Event]:
     """Locks whose deadline has passed: available again, or archived if their attempts are used up."""
-    expired = tuple((d.first, d.last) for d in state.in_flight if d.lock_deadline_ms <= now_ms)
+    expired = [d for d in state.in_flight if d.lock_deadline_ms <= now_ms]
     if not expired:
         return []
-    again, spent = _limit_split(state, expired, delivery_count_limit)
-    events: list[Event] = []
-    if again:
-        events.append(LockExpired(state.subscription, state.partition_id, again))
-    if spent:
-        events.append(RecordsRejected(state.subscription, state.partition_id, "", spent, DELIVERY_LIMIT_REASON))
-    return events
+    return _returned(state, expired, ReleaseReason.LOCK_EXPIRED, now_ms, 0, delivery_count_limit, context)
 
 
-def release_consumer(state: CursorState, consumer: str, now_ms: int, count_as_failed: bool) -> RecordsReleased | None:
+def release_consumer(state: CursorState, consumer: str, now_ms: int, count_as_failed: bool,
+                     delivery_count_limit: int | None = None, context: ReleaseContext | None = None) -> list[Event]:
     """A consumer left: what it held is available again at once.
 
-    ``count_as_failed=False`` (a clean leave) takes back the attempt; ``True`` (session timeout, crash)
-    keeps it, so a record that kills its consumers still reaches the delivery limit.
+    ``count_as_failed=False`` (a clean leave) takes back the attempt and asks nobody; ``True`` (session
+    timeout, crash) keeps it, so a record that kills its consumers still reaches the delivery limit and
+    is archived there (or goes where the plugins decide, given a ``context``).
     """
-    held = in_flight_for(state, consumer)
-    if not held:
-        return None
-    return RecordsReleased(state.subscription, state.partition_id, consumer, held, 0,
-                           delivery_uncounted=not count_as_failed)
+    taken = [d for d in state.in_flight if d.consumer == consumer]
+    if not taken:
+        return []
+    if not count_as_failed:
+        return [RecordsReleased(state.subscription, state.partition_id, consumer, in_flight_for(state, consumer), 0,
+                                delivery_uncounted=True)]
+    return _returned(state, taken, ReleaseReason.CONSUMER_LEFT, now_ms, 0, delivery_count_limit, context)
 
 
 def in_flight_for(state: CursorState, consumer: str) -> OffsetRanges:

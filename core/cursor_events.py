@@ -79,10 +79,12 @@ class RecordsRejected(CursorEvent):
 
 @dataclass(frozen=True, slots=True)
 class LockExpired(CursorEvent):
-    """Acquisition locks that ran out (the ack timeout): the records are available again at once."""
+    """Acquisition locks that ran out (the ack timeout): available again at ``available_at_ms`` (0: at once;
+    a later time when a plugin's release decision asked for a delay)."""
 
     TAG: ClassVar[int] = 35
     ranges: OffsetRanges
+    available_at_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

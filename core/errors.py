@@ -149,3 +149,7 @@ class ShareSessionNotFound(DomainError):
 
 class InvalidShareSessionEpoch(DomainError):
     """A share session request carries an epoch other than the one the broker expects next."""
+
+
+class PolicyViolation(DomainError):
+    """A plugin's policy refuses the request (an admission wrapper over a produce, for example)."""

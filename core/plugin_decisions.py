@@ -6,7 +6,7 @@ pluggy; the plugin host passes them through the decision and wrapper hooks of `p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -61,10 +61,31 @@ class Reject:
 
 ReleaseDecision = Redeliver | Reject
 
+ReleaseDecider = Callable[[ReleasedDelivery], ReleaseDecision]
+"""The plugins' ``logwright_decide_release`` chain, resolved once by the plugin host."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseContext:
+    """What a plugin decision about returned records needs besides the cursor.
+
+    Built only when a plugin other than the built-in ``redelivery`` implements the decision: without
+    one, the cursor commands apply ``share.delivery.count.limit`` themselves and build no
+    `ReleasedDelivery` at all.
+    """
+
+    decide: ReleaseDecider
+    partition_index: int
+    settings: Mapping[str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionAppend:
-    """What one request wants to append to one partition: counts and sizes, never the records."""
+    """What one request wants to append to one partition: counts and sizes, never the records.
+
+    ``topic_configs`` are the topic's effective configs (its overrides over the defaults, plugin keys
+    included), so a quota plugin reads its own topic keys from them.
+    """
 
     topic: str
     partition_index: int
@@ -72,6 +93,7 @@ class PartitionAppend:
     record_count: int
     byte_size: int
     producer_id: int = -1
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

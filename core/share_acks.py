@@ -16,6 +16,7 @@ from . import cursor_commands
 from .cursor import CursorState
 from .errors import InvalidRequest
 from .events import Event
+from .plugin_decisions import ReleaseContext
 from .rangeset import RangeSet
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
@@ -36,6 +37,8 @@ class AckLimits:
     delivery_count_limit: int
     lock_duration_ms: int
     renew_allowed: bool
+    release_context: ReleaseContext | None = None
+    """Set when a plugin decides the fate of released records (`cursor_commands.release`)."""
 
 
 def by_type(batches: Sequence[AckBatch], renew_allowed: bool) -> dict[int, list[tuple[int, int]]]:
@@ -76,7 +79,8 @@ def decide(state: CursorState, member_id: str, batches: Sequence[AckBatch], now_
         if kind in (GAP, ACCEPT):
             events.append(cursor_commands.acknowledge(state, member_id, spans))
         elif kind == RELEASE:
-            events.extend(cursor_commands.release(state, member_id, spans, now_ms, 0, limits.delivery_count_limit))
+            events.extend(cursor_commands.release(state, member_id, spans, now_ms, 0, limits.delivery_count_limit,
+                                                  limits.release_context))
         elif kind == REJECT:
             events.append(cursor_commands.reject(state, member_id, spans))
         else:

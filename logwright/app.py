@@ -53,6 +53,7 @@ async def run_broker(
     broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
     share_coordinator(broker).host = host
+    broker.admission = host.admission()  # None unless a plugin besides the built-in default admits appends
     host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     if manual_clock:
         clock_control.enable()
@@ -60,16 +61,21 @@ async def run_broker(
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signal_number, stop.set)
+    tasks: list[asyncio.Task[None]] = []
     try:
         await server.start()
-        log.info("logwright is serving %s with %d events (durability %s)", data_dir, store.last_sequence,
-                 durability.value)
+        tasks = host.start_background_tasks(broker)
+        log.info("logwright is serving %s with %d events (durability %s, %d plugin tasks)", data_dir,
+                 store.last_sequence, durability.value, len(tasks))
         if ready_file:
             with open(ready_file, "w") as handle:
                 handle.write(f"{settings.host}:{settings.port}\n")
         await stop.wait()
         log.info("shutting down")
     finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await server.stop()
         broker.commit_now()
         store.close()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
@@ -20,7 +21,16 @@ from logwright.compat.registry import HandlerEntry, register_extension
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.configs import ConfigKey, ConfigRegistry, default_registry, one_of
 from logwright.core.errors import InvalidConfig
-from logwright.core.plugin_decisions import Admission, AppendRequest, Redeliver, ReleasedDelivery, ReleaseDecision
+from logwright.core.plugin_decisions import (
+    ADMIT_ALL,
+    Admission,
+    AppendRequest,
+    Redeliver,
+    Reject,
+    ReleasedDelivery,
+    ReleaseDecider,
+    ReleaseDecision,
+)
 from logwright.core.projection import Projection
 from logwright.core.subscription_mode import SubscriptionMode
 from logwright.eventstore.codec import TypeRegistry
@@ -41,6 +51,8 @@ from .registrars import (
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
@@ -207,16 +219,89 @@ class PluginHost:
 
     # -- decisions and wrappers ------------------------------------------------------------------
 
+    def release_decider(self) -> ReleaseDecider | None:
+        """The ``logwright_decide_release`` chain as one plain callable, resolved now, for the share groups.
+
+        ``None`` when only the built-in ``redelivery`` plugin implements it: the cursor commands then apply
+        ``share.delivery.count.limit`` themselves, with no `ReleasedDelivery` built and no call made.
+        """
+        chain = _resolve(self._manager.hook.logwright_decide_release, "delivery", BUILTIN_DEFAULTS)
+        if chain is None:
+            return None
+
+        def decide(delivery: ReleasedDelivery) -> ReleaseDecision:
+            decision = chain(delivery)
+            if decision is None:
+                return Redeliver(max(0, delivery.requested_delay_ms or 0))
+            if not isinstance(decision, Redeliver | Reject):
+                raise TypeError(f"logwright_decide_release returned {decision!r}; expected Redeliver, Reject or None")
+            return decision
+
+        return decide
+
+    def admission(self) -> Callable[[AppendRequest], Admission] | None:
+        """The ``logwright_admit_append`` chain (wrappers included) as one callable, resolved now, for Produce.
+
+        ``None`` when only the built-in ``admission`` plugin (admit everything) implements it: the produce
+        path then builds no `AppendRequest` at all.
+        """
+        chain = _resolve(self._manager.hook.logwright_admit_append, "request", BUILTIN_DEFAULTS)
+        if chain is None:
+            return None
+
+        def admit(request: AppendRequest) -> Admission:
+            admission = chain(request)
+            if admission is None:
+                return ADMIT_ALL
+            if not isinstance(admission, Admission):
+                raise TypeError(f"logwright_admit_append returned {admission!r}; expected an Admission")
+            return admission
+
+        return admit
+
     def decide_release(self, delivery: ReleasedDelivery) -> ReleaseDecision:
-        """What to do with released or expired records (redeliver at once if no plugin decides)."""
+        """One decision through pluggy (tests, tools); the broker calls `release_decider` instead."""
         decision = self._manager.hook.logwright_decide_release(delivery=delivery)
         return cast(ReleaseDecision, decision) if decision is not None else Redeliver(0)
 
     def admit_append(self, request: AppendRequest) -> Admission:
-        """Which partitions of a produce request are refused (none if no plugin objects)."""
+        """One admission through pluggy (tests, tools); the broker calls `admission` instead."""
         admission = self._manager.hook.logwright_admit_append(request=request)
         return cast(Admission, admission) if admission is not None else Admission()
 
 
+BUILTIN_DEFAULTS = frozenset({"redelivery", "admission"})
+"""Built-in plugins whose decision the core applies itself when no other plugin implements the hook."""
+
+
+def _resolve(caller: pluggy.HookCaller, argument: str, defaults: frozenset[str]) -> Callable[[Any], Any] | None:
+    """One callable for a ``firstresult`` hook, resolved once: ``None`` if only a built-in default implements it.
+
+    Plain implementations become a loop over their functions in pluggy's call order (no pluggy machinery
+    per call); wrappers need pluggy's generator protocol, so with any wrapper the hook caller itself is used.
+    """
+    implementations = caller.get_hookimpls()
+    if all(impl.plugin_name in defaults for impl in implementations):
+        return None
+    if any(impl.wrapper or impl.hookwrapper for impl in implementations):
+        return lambda value: caller(**{argument: value})
+    functions = tuple((impl.function, bool(impl.argnames)) for impl in reversed(implementations))
+
+    def first_result(value: Any) -> Any:
+        for function, takes_value in functions:
+            result = function(value) if takes_value else function()
+            if result is not None:
+                return result
+        return None
+
+    return first_result
+
+
 async def _run(task: BackgroundTask, broker: Broker) -> None:
-    await task.run(broker)
+    """Run a plugin task; a failure is logged (it is not restarted) instead of vanishing with the task."""
+    try:
+        await task.run(broker)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("plugin background task %r failed and stopped", task.name)

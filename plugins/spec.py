@@ -93,8 +93,10 @@ def logwright_register_projections(register: ProjectionRegister) -> None:
 def logwright_register_background_tasks(register: BackgroundTaskRegister) -> None:
     """Add long-running coroutines with ``register.add(BackgroundTask(name, run, doc))``.
 
-    :param register: takes `registrars.BackgroundTask`; ``run(broker)`` starts with the server and is
-        cancelled at shutdown. It must wait through the broker's clock, never sleep on wall time alone.
+    :param register: takes `registrars.BackgroundTask`; ``run(broker)`` starts once ``logwright serve``
+        listens and is cancelled at shutdown (an exception is logged; the task is not restarted). It must
+        wait through the broker's clock (``await broker.sleep(ms)``, ``broker.sleep_until(time_ms)``), never
+        sleep on wall time alone, so a ``--manual-clock`` broker drives it in tests.
 
     Called once per plugin at start-up. Return value: ignored.
     """
@@ -111,11 +113,14 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | No
         (released by the consumer, lock expired, consumer left), the delay the consumer asked for and
         the group's configs.
 
-    Called when a consumer releases records, when locks expire and when a consumer leaves holding
-    records: once per partition and delivery count, never per record. Return `Redeliver(delay_ms)`
-    to make them available again after the delay, `Reject(reason)` to archive (dead-letter) them, or
-    ``None`` to let the next plugin decide. The built-in ``redelivery`` plugin decides last: it rejects
-    at ``share.delivery.count.limit`` deliveries and otherwise redelivers after the requested delay.
+    Called when a consumer releases records (RELEASE, a negative ack with its delay in
+    ``requested_delay_ms``), when locks expire and when a member's session times out holding records
+    (a clean leave gives the attempt back and is not asked): once per partition, consumer and delivery
+    count, never per record. Return `Redeliver(delay_ms)` to make them available again after the delay,
+    `Reject(reason)` to archive (dead-letter) them, or ``None`` to let the next plugin decide. The
+    built-in ``redelivery`` plugin decides last: it rejects at ``share.delivery.count.limit`` deliveries
+    and otherwise redelivers after the requested delay. While it is the only implementation the broker
+    applies that rule itself and never calls the hook.
     """
 
 
@@ -128,8 +133,11 @@ def logwright_admit_append(request: AppendRequest) -> Admission | None:
 
     :param request: every partition the request appends to, with record counts and sizes.
 
-    Called once per produce request. The built-in ``admission`` plugin admits everything; quota and
-    dedup plugins wrap it (``@hookimpl(wrapper=True)``): ``admission = yield`` and return
-    ``admission.refuse(partition_id, SomeDomainError("why"))`` for partitions they refuse. A refused
-    partition is answered with the error's Kafka code and message; the others are appended.
+    Called once per produce request, after every partition is validated and before anything is
+    written. The built-in ``admission`` plugin admits everything (while it is the only implementation the
+    hook is not called at all); quota and dedup plugins wrap it (``@hookimpl(wrapper=True)``):
+    ``admission = yield`` and return ``admission.refuse(partition_id, SomeDomainError("why"))`` for
+    partitions they refuse (``PolicyViolation`` answers POLICY_VIOLATION). A refused partition is answered
+    with the error's Kafka code and message; the others are appended. An exception refuses the whole
+    request with UNKNOWN_SERVER_ERROR.
     """

@@ -20,6 +20,14 @@ from logwright.core.cursor_events import (
 )
 from logwright.core.errors import InvalidRecordState, InvalidRequest
 from logwright.core.events import Event
+from logwright.core.plugin_decisions import (
+    Redeliver,
+    Reject,
+    ReleaseContext,
+    ReleasedDelivery,
+    ReleaseDecision,
+    ReleaseReason,
+)
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
 
@@ -273,3 +281,45 @@ def test_every_offset_is_in_exactly_one_state(steps: list[tuple[str, str, int, i
     assert all(isinstance(e, Event) for e in cursor.log)
     assert not any(isinstance(e, RecordsAcked) and not e.ranges for e in cursor.log)
     assert not any(isinstance(e, RecordsAcquired) and not e.ranges for e in cursor.log)
+
+
+def test_a_session_timeout_at_the_delivery_limit_archives_what_the_consumer_held() -> None:
+    """A record that kills every consumer holding it reaches the limit through timeouts too."""
+    cursor = Cursor(log_end=1)
+    for attempt in range(1, LIMIT + 1):
+        cursor.acquire("c", now=attempt)
+        events = cursor.apply(commands.release_consumer(cursor.state, "c", attempt, count_as_failed=True,
+                                                        delivery_count_limit=LIMIT))
+        assert [type(e) for e in events] == ([RecordsReleased] if attempt < LIMIT else [RecordsRejected])
+    assert cursor.state.mark_delete_position == 0
+
+
+def test_a_plugin_decision_sees_each_consumer_and_count_once_and_sets_the_fate() -> None:
+    """With a release context the plugins decide per (consumer, delivery count), never per record."""
+    seen: list[ReleasedDelivery] = []
+
+    def decide(delivery: ReleasedDelivery) -> ReleaseDecision:
+        seen.append(delivery)
+        if delivery.delivery_count >= 2:
+            return Reject("poison")
+        return Redeliver(500 if delivery.reason is ReleaseReason.LOCK_EXPIRED else 0)
+
+    context = ReleaseContext(decide, partition_index=3, settings={"k": "v"})
+    cursor = Cursor(log_end=6)
+    cursor.acquire("c1", max_records=2, now=0)                   # 0-1 first delivery
+    cursor.apply(commands.release(cursor.state, "c1", ((0, 1),), 0, 0, LIMIT))
+    cursor.acquire("c1", max_records=4, now=0)                   # 0-1 second delivery, 2-3 first
+    events = cursor.apply(commands.expire_locks(cursor.state, LOCK, LIMIT, context))
+    assert events == [LockExpired(SUB, PID, ((2, 3),), LOCK + 500), RecordsRejected(SUB, PID, "", ((0, 1),), "poison")]
+    assert [(d.ranges, d.delivery_count, d.reason, d.consumer, d.partition_index) for d in seen] == [
+        (((0, 1),), 2, ReleaseReason.LOCK_EXPIRED, "c1", 3), (((2, 3),), 1, ReleaseReason.LOCK_EXPIRED, "c1", 3)]
+    assert cursor.available(now=LOCK + 499) == [4, 5] and cursor.available(now=LOCK + 500) == [2, 3, 4, 5]
+    seen.clear()
+    cursor.acquire("c2", max_records=1, now=LOCK + 500)          # 2: second delivery
+    events = cursor.apply(commands.release(cursor.state, "c2", ((2, 2),), LOCK + 500, 700, LIMIT, context))
+    assert events == [RecordsRejected(SUB, PID, "c2", ((2, 2),), "poison")]
+    assert seen[0].requested_delay_ms == 700 and seen[0].settings == {"k": "v"}
+    cursor.acquire("c3", max_records=1, now=LOCK + 500)          # 3: second delivery; c3 times out
+    events = cursor.apply(commands.release_consumer(cursor.state, "c3", LOCK + 600, True, LIMIT, context))
+    assert events == [RecordsRejected(SUB, PID, "c3", ((3, 3),), "poison")]
+    assert seen[-1].reason is ReleaseReason.CONSUMER_LEFT and seen[-1].requested_delay_ms is None

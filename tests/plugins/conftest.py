@@ -55,9 +55,8 @@ class Subscription:
     def leave(self, consumer_id: str) -> None:
         self.membership = self.mode.leave(self.membership, consumer_id)
         for partition in range(self.partition_count):
-            released = commands.release_consumer(self.state(partition), consumer_id, self.now_ms, False)
-            if released is not None:
-                self.log[partition].append(released)
+            self.log[partition].extend(commands.release_consumer(self.state(partition), consumer_id, self.now_ms,
+                                                                 False))
 
     def view(self, partition: int = 0) -> DispatchView:
         in_flight: dict[str, RangeSet] = {}

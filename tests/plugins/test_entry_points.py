@@ -1,8 +1,7 @@
 """A third-party plugin installed from its own distribution is found through the entry-point group.
 
-``examples/plugin-example`` is built and installed with pip (offline: no index, no build isolation,
-the test extra's setuptools) into a temporary directory put on ``sys.path``, as a user's ``pip install``
-would put it in site-packages.
+``examples/plugin-example`` is built and installed with pip (`tests.example_plugin`) into a temporary
+directory put on ``sys.path``. `tests/integration/test_plugin_hooks.py` runs it inside a broker.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,17 +20,12 @@ from logwright.core.rangeset import RangeSet
 from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.plugins.host import PluginHost
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin-example"
+from tests.example_plugin import install_example_plugin
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("example-plugin")
-    source = shutil.copytree(EXAMPLE, work / "source")  # the build writes egg-info next to the sources
-    target = work / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(target), str(source)], check=True, timeout=300)
-    return target
+    return install_example_plugin(tmp_path_factory.mktemp("example-plugin"))
 
 
 @pytest.fixture
@@ -53,7 +46,9 @@ def test_the_installed_plugin_is_loaded_with_its_distribution(on_path: Path) -> 
     assert info.source.kind == "entry point"
     assert info.source.describe() == "entry point logwright_example_plugin of logwright-example-plugin 0.1.0"
     assert [(r.kind, r.name) for r in info.registrations] == [
-        ("config key", "group:logwright.example.backoff.ms"), ("subscription mode", "first_come")]
+        ("background task", "example-heartbeat"), ("config key", "group:logwright.example.backoff.ms"),
+        ("config key", "topic:logwright.example.max.records.per.request"),
+        ("config key", "broker:logwright.example.heartbeat.ms"), ("subscription mode", "first_come")]
     assert "first_come" in host.config_registry().get("group", "logwright.subscription.mode").doc  # type: ignore[union-attr]
 
 
@@ -87,8 +82,9 @@ def test_logwright_plugins_lists_it(installed: Path) -> None:
                             capture_output=True, text=True, check=True, timeout=120).stdout
     listed = {entry["name"]: entry for entry in map(json.loads, output.splitlines())}
     assert listed["first_come"]["source"] == "entry point logwright_example_plugin of logwright-example-plugin 0.1.0"
-    assert listed["first_come"]["hooks"] == ["logwright_decide_release", "logwright_register_config_keys",
-                                             "logwright_register_subscription_modes"]
+    assert listed["first_come"]["hooks"] == [
+        "logwright_admit_append", "logwright_decide_release", "logwright_register_background_tasks",
+        "logwright_register_config_keys", "logwright_register_subscription_modes"]
     assert listed["key_shared"]["registers"] == ["config key: group:logwright.key_shared.allow.out.of.order.delivery",
                                                  "subscription mode: key_shared"]
     assert list(listed)[:6] == ["exclusive", "failover", "shared", "key_shared", "redelivery", "admission"]

@@ -200,6 +200,55 @@ def test_a_plugin_decision_comes_before_the_default(host: PluginHost) -> None:
     assert host.decide_release(released(1)) == Redeliver(0)
 
 
+def test_with_only_the_builtin_defaults_nothing_is_resolved(host: PluginHost) -> None:
+    """The broker then applies the delivery limit and admits every append without building any request."""
+    assert host.release_decider() is None and host.admission() is None
+
+
+def test_resolved_decisions_never_call_through_pluggy(host: PluginHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+
+    class Early:
+        @hookimpl(tryfirst=True)
+        def logwright_decide_release(self, delivery: ReleasedDelivery) -> Reject | None:
+            order.append("early")
+            return Reject("early") if delivery.delivery_count == 1 else None
+
+    class Later:
+        @hookimpl
+        def logwright_decide_release(self) -> None:
+            order.append("later")
+            return None
+
+    host.register(Later(), "later", host.plugins()[0].source)
+    host.register(Early(), "early", host.plugins()[0].source)
+    decide = host.release_decider()
+    assert decide is not None
+
+    def through_pluggy(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a resolved decision went through pluggy")
+
+    monkeypatch.setattr(host._manager.hook.logwright_decide_release, "_hookexec", through_pluggy)
+    assert decide(released(1)) == Reject("early") and order == ["early"]
+    order.clear()
+    assert decide(released(2, delay=40)) == Redeliver(40), "the built-in default decides last"
+    assert decide(released(3)) == Reject("delivery count limit reached")
+    assert order[:2] == ["early", "later"]
+
+
+def test_a_decision_of_the_wrong_type_names_the_hook(host: PluginHost) -> None:
+    class Wrong:
+        @hookimpl
+        def logwright_decide_release(self, delivery: ReleasedDelivery) -> object:
+            return "redeliver please"
+
+    host.register(Wrong(), "wrong", host.plugins()[0].source)
+    decide = host.release_decider()
+    assert decide is not None
+    with pytest.raises(TypeError, match="logwright_decide_release returned 'redeliver please'"):
+        decide(released(1))
+
+
 class QuotaExceeded(DomainError):
     pass
 
@@ -224,6 +273,9 @@ def test_admission_wrappers_refine_the_inner_answer(host: PluginHost) -> None:
     assert admission.error_for(7) is None
     assert str(admission.error_for(8)) == "t is full"
     assert calls == [2]  # once per request, not per partition or record
+    admit = host.admission()
+    assert admit is not None
+    assert str(admit(request).error_for(8)) == "t is full" and calls == [2, 2]
 
 
 async def _example_handle(context: object, request: object) -> None:
