@@ -8,6 +8,7 @@ watermarks move only when a commit lands, so Fetch never returns data that a cra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import struct
@@ -280,10 +281,9 @@ class Broker:
             if isinstance(self.clock, ManualClock):
                 await moved
                 continue
-            try:
-                await asyncio.wait_for(moved, remaining_ms / 1000)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining_ms / 1000):
+                    await moved
 
     async def sleep(self, milliseconds: int) -> None:
         """`sleep_until` ``milliseconds`` from now on the broker clock."""

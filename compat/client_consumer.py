@@ -91,6 +91,7 @@ class Consumer:
         self._session: frozenset[int] = frozenset()
         self._buffer: deque[Message] = deque()
         self._heartbeats: asyncio.Task[None] | None = None
+        self._closing = False
         self._assigned = asyncio.Event()
 
     # -- membership ---------------------------------------------------------------------------
@@ -129,8 +130,11 @@ class Consumer:
         return response
 
     async def _heartbeat_forever(self) -> None:
-        while True:
+        """Heartbeat until `close` (which also cancels: the flag ends the loop even if a cancellation is lost)."""
+        while not self._closing:
             await asyncio.sleep(self._interval_s)
+            if self._closing:
+                return
             try:
                 response = await self._heartbeat(None)
                 if response.error_code in _REJOIN:
@@ -250,6 +254,7 @@ class Consumer:
 
     async def close(self) -> None:
         """Leave the subscription: records still held become available to the others at once."""
+        self._closing = True
         if self._heartbeats is not None:
             self._heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -93,7 +93,10 @@ class Connection:
         self._writer.write(_SIZE.pack(len(frame)) + frame)
         try:
             await self._writer.drain()
-            return await asyncio.wait_for(future, timeout_s)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that arrives
+            # as the answer does, and a cancelled heartbeat task would then never end.
+            async with asyncio.timeout(timeout_s):
+                return await future
         finally:
             self._pending.pop(correlation_id, None)
 

@@ -27,6 +27,7 @@ from logwright.core.key_hash import key_hash
 from logwright.core.plugin_decisions import ReleaseContext, ReleaseDecider
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_acks import AckBatch, AckLimits, decide
+from logwright.core.share_group_events import ShareMembershipChanged
 from logwright.core.share_groups import (
     SESSION_TIMEOUT_REASON,
     ConsumerOptions,
@@ -36,7 +37,7 @@ from logwright.core.share_groups import (
     leave,
 )
 from logwright.core.share_sessions import PartitionRef, ShareSession, advance
-from logwright.core.subscription_mode import DispatchView, SubscriptionMode
+from logwright.core.subscription_mode import DispatchView, Handover, SubscriptionMode, handover_delay_ms
 from logwright.plugins.host import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, PluginHost
 
 from .broker import Broker
@@ -89,6 +90,8 @@ class ShareCoordinator:
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
         """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
+        self._handovers: dict[str, Handover] = {}
+        """Group → its running switch delay (Failover), in memory: a restart forgets it."""
         self._available = asyncio.Event()
         self._ticker: asyncio.Task[None] | None = None
         now = broker.clock.now_ms()
@@ -167,7 +170,8 @@ class ShareCoordinator:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal."""
         if command.member_epoch == 0 and command.member_id:
             command = replace(command, options=self.consumer_options.get((command.group_id, command.member_id)))
-        member_id, events = heartbeat(self.group(command.group_id), command, self._topic, lambda: str(uuid.uuid4()),
+        before = self.group(command.group_id)
+        member_id, events = heartbeat(before, command, self._topic, lambda: str(uuid.uuid4()),
                                       self.mode(command.group_id))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1:
@@ -178,12 +182,24 @@ class ShareCoordinator:
         else:
             self._last_seen[(command.group_id, member_id)] = now
         if events:
+            self._note_membership_change(command.group_id, before, events, now)
             self.broker.stage(events)
             self._wake_if_released(events)
             await self.broker.durable()
         state = self.group(command.group_id)
         assert state is not None
         return member_id, state
+
+    def _note_membership_change(self, group_id: str, before: ShareGroupState | None, events: Sequence[Event],
+                                now: int) -> None:
+        """Start the mode's switch delay at a membership change, unless one is already running or nobody was
+        a member before (there was no active consumer to switch from)."""
+        if before is None or not before.members or not any(isinstance(e, ShareMembershipChanged) for e in events):
+            return
+        delay = handover_delay_ms(self.mode(group_id), self.group_settings(group_id))
+        running = self._handovers.get(group_id)
+        if delay > 0 and (running is None or running.until_ms <= now):
+            self._handovers[group_id] = Handover(before.mode_membership(), now + delay)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.session.timeout.ms"))
@@ -276,6 +292,8 @@ class ShareCoordinator:
             in_flight={consumer: RangeSet.from_ranges(ranges) for consumer, ranges in holders.items()},
             key_hash_of=self._key_hashes(partition_id) if mode.uses_key_hashes else None,
             settings=self.group_settings(group_id),
+            now_ms=self.broker.clock.now_ms(),
+            handover=self._handovers.get(group_id),
         )
         # A bounded window of the backlog: modes that skip records (key_shared) scan at most this much.
         window = RangeSet.from_ranges(_first(candidates, max(limit * 16, 1024)))
@@ -362,9 +380,11 @@ class ShareCoordinator:
                 continue
             self._last_seen.pop((group_id, member_id), None)
             self.sessions.pop((group_id, member_id), None)
-            left = leave(self.group(group_id), member_id, SESSION_TIMEOUT_REASON, self.mode(group_id))
+            before = self.group(group_id)
+            left = leave(before, member_id, SESSION_TIMEOUT_REASON, self.mode(group_id))
             if left:
                 log.info("share group %s: member %s timed out", group_id, member_id)
+                self._note_membership_change(group_id, before, left, now)
                 self.broker.stage(left)
                 events.extend(left)
                 released = self._release_member(group_id, member_id, failed=True)
@@ -390,7 +410,12 @@ class ShareCoordinator:
                 self._track(key, after)
             else:
                 self._locks.pop(key, None)
-        # Delayed redeliveries coming due change nothing in the cursor, but fetchers waiting must look again.
+        for group_id, handover in list(self._handovers.items()):
+            if handover.until_ms <= now:
+                del self._handovers[group_id]
+                due = True
+        # Delayed redeliveries and switch delays coming due change nothing persisted, but fetchers waiting must
+        # look again.
         self._wake_if_released(bool(events) or due)
         return events
 

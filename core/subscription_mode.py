@@ -67,6 +67,19 @@ class Membership:
 
 
 @dataclass(frozen=True, slots=True)
+class Handover:
+    """A change of membership whose delay is still running (Failover's active-consumer switch delay).
+
+    ``previous`` is the membership when the delay began; until ``until_ms`` a mode with a switch delay
+    lets no consumer acquire on a partition whose active consumer differs from the one in ``previous``.
+    Changes within the delay do not extend it (Pulsar does not reschedule its pending read either).
+    """
+
+    previous: Membership
+    until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class DispatchView:
     """What `SubscriptionMode.eligible` may look at for one partition of one subscription.
 
@@ -81,6 +94,9 @@ class DispatchView:
     in_flight: Mapping[str, RangeSet] = field(default_factory=dict)
     key_hash_of: Callable[[int], int] | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    now_ms: int = 0
+    handover: Handover | None = None
+    """The subscription's running switch delay, if any (see `handover_delay_ms`)."""
 
 
 @runtime_checkable
@@ -124,6 +140,16 @@ class SubscriptionMode(Protocol):
         At most ``limit`` offsets, the lowest eligible ones; a subset of ``candidates``.
         """
         ...
+
+
+def handover_delay_ms(mode: SubscriptionMode, settings: Mapping[str, str]) -> int:
+    """How long ``mode`` holds a partition back after its active consumer changed; 0 for modes without a delay.
+
+    A mode opts in by defining ``handover_delay_ms(settings) -> int`` (Failover does); the caller then
+    records a `Handover` at each membership change and passes it in `DispatchView.handover`.
+    """
+    delay = getattr(mode, "handover_delay_ms", None)
+    return int(delay(settings)) if callable(delay) else 0
 
 
 def require_cumulative_ack(mode: SubscriptionMode, subscription: str) -> None:

@@ -11,17 +11,31 @@ new active consumer receives everything from mark-delete + 1 and no acknowledgem
 A new active consumer starts on a partition only once no other consumer holds records there: when a
 higher-priority consumer joins while the previous active one still works, it waits for those acks (or
 their lock expiry) instead of Pulsar's rewind, so the switch-over neither duplicates nor reorders.
+
+Switch delay (Pulsar's ``activeConsumerFailoverDelayTimeMillis``, default 1 s): after a membership change
+that gives a partition a different active consumer, nobody acquires on it for
+``logwright.failover.switch.delay.ms`` of broker time, counted from the first change (changes within the
+delay neither extend nor shorten it); then whoever is active then starts from the first unsettled
+record. A consumer that reconnects within the delay is active again when it ends and the standby never
+received anything in between, so a quick reconnect does not flap. A partition that had no active
+consumer (the first join) starts at once. The delay is kept in memory: after a broker restart the
+members carry on without one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from logwright.core.configs import ConfigKey, long_at_least
 from logwright.core.rangeset import RangeSet
 from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 
-from .registrars import SubscriptionModeRegister
+from .registrars import ConfigKeyRegister, SubscriptionModeRegister
 from .spec import hookimpl
+
+SWITCH_DELAY_KEY = "logwright.failover.switch.delay.ms"
+DEFAULT_SWITCH_DELAY_MS = 1000
 
 
 def eligible_order(membership: Membership) -> tuple[ModeConsumer, ...]:
@@ -56,14 +70,31 @@ class FailoverMode:
             return frozenset()
         return frozenset(p for p in range(partition_count) if order[p % len(order)].consumer_id == consumer_id)
 
+    def handover_delay_ms(self, settings: Mapping[str, str]) -> int:
+        return int(settings.get(SWITCH_DELAY_KEY, DEFAULT_SWITCH_DELAY_MS))
+
     def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
         if active_consumer(view.membership, view.partition_index) != consumer_id:
             return RangeSet()
         if any(held for other, held in view.in_flight.items() if other != consumer_id):
             return RangeSet()
+        handover = view.handover
+        if handover is not None and view.now_ms < handover.until_ms:
+            before = active_consumer(handover.previous, view.partition_index)
+            if before is not None and before != consumer_id:
+                return RangeSet()
         return first_offsets(candidates, limit)
 
 
 @hookimpl
 def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
     register.add(FailoverMode())
+
+
+@hookimpl
+def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
+    register.add(ConfigKey(
+        SWITCH_DELAY_KEY, "group", str(DEFAULT_SWITCH_DELAY_MS), long_at_least(0),
+        "After the active consumer of a failover partition changes, how long (broker time) nobody acquires on it, "
+        "so a consumer that reconnects quickly takes it back without the standby having started; 0 switches at "
+        "once (Pulsar's activeConsumerFailoverDelayTimeMillis).", "LONG"))

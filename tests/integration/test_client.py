@@ -243,6 +243,7 @@ def test_failover_switch_over_keeps_acks_and_redelivers_the_rest(clock_broker: B
 
         # Joined in an order unlike the name order; "0-standby" sorts first by name but has a lower priority.
         c, standby, a, b = await join("c"), await join("0-standby", priority=1), await join("a"), await join("b")
+        await client.advance_clock(1000)  # the switch delay of the partitions that moved from c to a and b
         await asyncio.sleep(0.5)  # a few heartbeats: everyone has learnt its final assignment
         expected = {a: {0, 3}, b: {1, 4}, c: {2, 5}, standby: set()}
         assert {consumer: set(consumer.assignment) for consumer in expected} == expected
@@ -259,6 +260,7 @@ def test_failover_switch_over_keeps_acks_and_redelivers_the_rest(clock_broker: B
             await a.acknowledge(message)
         unacked = {(m.partition, m.offset) for m in received[a]} - {(m.partition, m.offset) for m in acked_by_a}
         await a.close()
+        await client.advance_clock(1000)
         await asyncio.sleep(0.5)
         # [b, c] remain at the top priority: partition i goes to [b, c][i % 2]
         assert (set(b.assignment), set(c.assignment), set(standby.assignment)) == ({0, 2, 4}, {1, 3, 5}, set())
@@ -271,6 +273,51 @@ def test_failover_switch_over_keeps_acks_and_redelivers_the_rest(clock_broker: B
             for message in after[consumer]:
                 await consumer.acknowledge_cumulative(message)
         assert all(p["backlog"] == 0 for p in await client.inspect("fo", topic))
+        await client.close()
+
+    run(scenario)
+    check_consistent(clock_broker)
+
+
+def test_failover_switch_waits_for_the_delay_and_a_quick_reconnect_does_not_flap(clock_broker: BrokerProcess) -> None:
+    """Pulsar's activeConsumerFailoverDelayTimeMillis (1 s by default) on the broker clock."""
+    topic = new_topic(clock_broker, 4)
+
+    async def scenario() -> None:
+        client = await Client.connect(clock_broker.bootstrap)
+
+        async def join(name: str) -> Consumer:
+            return await client.subscribe(topic, "delayed", mode="failover", consumer_name=name,
+                                          initial_position="earliest", heartbeat_interval_ms=100)
+
+        a = await join("a")
+        first = await receive_all(a)  # the first consumer starts at once: nobody was active before
+        assert [m.offset for m in first] == [0, 1, 2, 3]
+        b = await join("b")  # a stays active, so nothing waits
+        for message in first[:2]:
+            await a.acknowledge(message)
+        await a.close()  # 2 and 3 are released; b is active from now on, after the delay
+        assert await receive_all(b, 1.0) == []
+        await client.advance_clock(999)
+        assert await receive_all(b, 1.0) == []
+        await client.advance_clock(1)
+        again = await receive_all(b)
+        assert [(m.offset, m.redelivery_count) for m in again] == [(2, 0), (3, 0)]
+        for message in again:
+            await b.acknowledge(message)
+        c = await join("c")  # standby
+        await asyncio.to_thread(produce_everywhere, clock_broker.bootstrap, topic, 1, 2)
+        held = await receive_all(b)
+        assert [m.offset for m in held] == [4, 5]
+        await b.close()  # c would take over after the delay ...
+        b_again = await join("b")  # ... but b is back first: no flap
+        await client.advance_clock(1000)
+        assert await receive_all(c, 1.0) == [], "the standby never received anything"
+        back = await receive_all(b_again)
+        assert [m.offset for m in back] == [4, 5]
+        for message in back:
+            await b_again.acknowledge(message)
+        assert all(p["backlog"] == 0 for p in await client.inspect("delayed", topic))
         await client.close()
 
     run(scenario)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from logwright.core.errors import ConsumerBusy, InvalidRequest
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, require_cumulative_ack
+from logwright.core.subscription_mode import (
+    DispatchView,
+    Handover,
+    Membership,
+    ModeConsumer,
+    handover_delay_ms,
+    require_cumulative_ack,
+)
 from logwright.plugins.host import PluginHost
 
 from .conftest import Subscription
@@ -113,3 +120,30 @@ def test_single_active_modes_allow_cumulative_acks_and_shared_ones_refuse(host: 
         with pytest.raises(InvalidRequest, match=f"is {name}: cumulative acknowledgement is only allowed on "
                                                  "exclusive and failover"):
             require_cumulative_ack(host.subscription_mode(name), "sub")
+
+
+def test_failover_holds_a_partition_whose_active_consumer_changed_for_the_switch_delay(host: PluginHost) -> None:
+    """Pulsar's activeConsumerFailoverDelayTimeMillis: the new active consumer starts once the delay is over."""
+    mode = host.subscription_mode("failover")
+    before = failover(host, "a", "b")
+    after = mode.leave(before, "id-a")
+    settings = {"logwright.failover.switch.delay.ms": "1000"}
+    assert handover_delay_ms(mode, settings) == 1000 and handover_delay_ms(mode, {}) == 1000
+    assert handover_delay_ms(host.subscription_mode("shared"), settings) == 0
+    candidates = RangeSet.from_ranges([(0, 9)])
+
+    def eligible(membership: Membership, consumer: str, now: int, partition: int = 0) -> RangeSet:
+        view = DispatchView(membership, partition, 2, settings=settings, now_ms=now,
+                            handover=Handover(before, until_ms=1000))
+        return mode.eligible(view, consumer, candidates, 3)
+
+    assert eligible(after, "id-b", now=999) == RangeSet(), "b became active on partition 0: it waits"
+    assert eligible(after, "id-b", now=1000) == RangeSet.from_ranges([(0, 2)])
+    assert eligible(after, "id-b", now=0, partition=1) == RangeSet.from_ranges([(0, 2)]), "b kept partition 1"
+    back = mode.join(after, ModeConsumer("id-a2", "a"))  # a reconnects within the delay, as a new member
+    assert eligible(back, "id-b", now=10) == RangeSet() and eligible(back, "id-b", now=1000) == RangeSet()
+    assert eligible(back, "id-a2", now=999) == RangeSet(), "the delay is not extended, nor cut short"
+    assert eligible(back, "id-a2", now=1000) == RangeSet.from_ranges([(0, 2)])
+    first = mode.join(Membership("sub"), ModeConsumer("id-a", "a"))
+    view = DispatchView(first, 0, 1, now_ms=0, handover=Handover(Membership("sub"), 1000))
+    assert mode.eligible(view, "id-a", candidates, 3) == RangeSet.from_ranges([(0, 2)]), "nobody was active before"
