@@ -223,21 +223,11 @@ class PluginHost:
         """The ``logwright_decide_release`` chain as one plain callable, resolved now, for the share groups.
 
         ``None`` when only the built-in ``redelivery`` plugin implements it: the cursor commands then apply
-        ``share.delivery.count.limit`` themselves, with no `ReleasedDelivery` built and no call made.
+        ``share.delivery.count.limit`` themselves, with no `ReleasedDelivery` built and no call made. If every
+        plugin answers ``None``, the records are redelivered after the delay the consumer asked for.
         """
-        chain = _resolve(self._manager.hook.logwright_decide_release, "delivery", BUILTIN_DEFAULTS)
-        if chain is None:
-            return None
-
-        def decide(delivery: ReleasedDelivery) -> ReleaseDecision:
-            decision = chain(delivery)
-            if decision is None:
-                return Redeliver(max(0, delivery.requested_delay_ms or 0))
-            if not isinstance(decision, Redeliver | Reject):
-                raise TypeError(f"logwright_decide_release returned {decision!r}; expected Redeliver, Reject or None")
-            return decision
-
-        return decide
+        return _resolved(self._manager.hook.logwright_decide_release, "delivery", (Redeliver, Reject),
+                         lambda delivery: Redeliver(max(0, delivery.requested_delay_ms or 0)))
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
         """The ``logwright_admit_append`` chain (wrappers included) as one callable, resolved now, for Produce.
@@ -245,19 +235,7 @@ class PluginHost:
         ``None`` when only the built-in ``admission`` plugin (admit everything) implements it: the produce
         path then builds no `AppendRequest` at all.
         """
-        chain = _resolve(self._manager.hook.logwright_admit_append, "request", BUILTIN_DEFAULTS)
-        if chain is None:
-            return None
-
-        def admit(request: AppendRequest) -> Admission:
-            admission = chain(request)
-            if admission is None:
-                return ADMIT_ALL
-            if not isinstance(admission, Admission):
-                raise TypeError(f"logwright_admit_append returned {admission!r}; expected an Admission")
-            return admission
-
-        return admit
+        return _resolved(self._manager.hook.logwright_admit_append, "request", (Admission,), lambda _: ADMIT_ALL)
 
     def decide_release(self, delivery: ReleasedDelivery) -> ReleaseDecision:
         """One decision through pluggy (tests, tools); the broker calls `release_decider` instead."""
@@ -274,27 +252,43 @@ BUILTIN_DEFAULTS = frozenset({"redelivery", "admission"})
 """Built-in plugins whose decision the core applies itself when no other plugin implements the hook."""
 
 
-def _resolve(caller: pluggy.HookCaller, argument: str, defaults: frozenset[str]) -> Callable[[Any], Any] | None:
-    """One callable for a ``firstresult`` hook, resolved once: ``None`` if only a built-in default implements it.
+def _resolved(caller: pluggy.HookCaller, argument: str, answers: tuple[type[Any], ...],
+              default: Callable[[Any], Any]) -> Callable[[Any], Any] | None:
+    """One callable for a ``firstresult`` hook, resolved once; ``None`` if only a built-in default implements it.
 
     Plain implementations become a loop over their functions in pluggy's call order (no pluggy machinery
-    per call); wrappers need pluggy's generator protocol, so with any wrapper the hook caller itself is used.
+    per call); wrappers need pluggy's generator protocol, so with any wrapper the hook caller itself is
+    used. A ``None`` from every plugin gives ``default(value)``; an answer of another type than
+    ``answers`` raises a `TypeError` naming the hook.
     """
     implementations = caller.get_hookimpls()
-    if all(impl.plugin_name in defaults for impl in implementations):
+    if all(impl.plugin_name in BUILTIN_DEFAULTS for impl in implementations):
         return None
+    chain: Callable[[Any], Any]
     if any(impl.wrapper or impl.hookwrapper for impl in implementations):
-        return lambda value: caller(**{argument: value})
-    functions = tuple((impl.function, bool(impl.argnames)) for impl in reversed(implementations))
+        def chain(value: Any) -> Any:
+            return caller(**{argument: value})
+    else:
+        functions = tuple((impl.function, bool(impl.argnames)) for impl in reversed(implementations))
 
-    def first_result(value: Any) -> Any:
-        for function, takes_value in functions:
-            result = function(value) if takes_value else function()
-            if result is not None:
-                return result
-        return None
+        def chain(value: Any) -> Any:
+            for function, takes_value in functions:
+                result = function(value) if takes_value else function()
+                if result is not None:
+                    return result
+            return None
 
-    return first_result
+    expected = " or ".join(cls.__name__ for cls in answers)
+
+    def call(value: Any) -> Any:
+        answer = chain(value)
+        if answer is None:
+            return default(value)
+        if not isinstance(answer, answers):
+            raise TypeError(f"{caller.name} returned {answer!r}; expected {expected} or None")
+        return answer
+
+    return call
 
 
 async def _run(task: BackgroundTask, broker: Broker) -> None:
