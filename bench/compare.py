@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_api import PEER_NAMES, Context, NotApplicable, Workload  # noqa: E402
 from compare_report import Sample, markdown  # noqa: E402
 
+import peers  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
@@ -70,9 +72,9 @@ def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequen
 
     Samples are appended as they come, so an interrupted session still reports what it measured.
     """
-    warm = dataclasses.replace(ctx, scale=ctx.scale / 5)
     for workload in workloads:
         if workload.warmup:
+            warm = dataclasses.replace(ctx, scale=ctx.scale * workload.warmup_scale)
             for peer in workload.peers(tuple(names)):
                 sample = measure_one(workload, warm, peer, -1)
                 ctx.say(f"warm-up {workload.name} {peer}: {'ok' if sample.values else sample.error}")
@@ -81,9 +83,7 @@ def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequen
         for workload in workloads:
             if repeat >= min(repeats, workload.repeats or repeats):
                 continue
-            order = workload.peers(tuple(names))
-            shift = repeat % len(order) if order else 0
-            for peer in order[shift:] + order[:shift]:
+            for peer in peers.in_turn(workload.peers(tuple(names)), repeat):
                 sample = measure_one(workload, ctx, peer, repeat)
                 samples.append(sample)
                 shown = ", ".join(f"{k} {v:,.1f}" for k, v in sample.values.items())

@@ -116,8 +116,8 @@ class Workload:
     """A unit of the comparison: its name (a report section), metrics, measure function and method.
 
     ``not_applicable`` maps a peer to the reason it is skipped. ``repeats`` caps the session's repeats for
-    a slow workload. ``warmup`` runs ``measure`` once per peer at a fifth of the size before the first
-    repeat and discards it (JIT, first-request schema loading, connection set-up).
+    a slow workload. ``warmup`` runs ``measure`` once per peer at ``warmup_scale`` of the size before the
+    first repeat and discards it (JIT, first-request schema loading, connection set-up).
     """
 
     name: str
@@ -127,6 +127,7 @@ class Workload:
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     repeats: int | None = None
     warmup: bool = False
+    warmup_scale: float = 0.2
 
     def peers(self, names: tuple[str, ...] = PEER_NAMES) -> list[str]:
         return [name for name in names if name not in self.not_applicable]
