@@ -3,15 +3,18 @@
 ``make compat-table`` (opt-in, heavy: a Kafka JVM, the franz-go tests three times). The suites run one at a
 time, each against a broker started fresh for it (peers/suite.py), and write their results as JSON; this
 script turns them into a Markdown table: per suite and broker, how many tests ran, passed, failed and were
-skipped; every logwright failure with its reason from the expected-failures file (or NOT LISTED); the
-failures on Kafka and Tansu by name, since they show which tests depend on the broker; and the tests that
-pass on Kafka but fail on logwright, which are logwright bugs. The console output of each run is kept
-in peers/.cache/compat-table/.
+skipped; every logwright failure with its reason from the expected-failures file (or NOT LISTED) and what
+the same test did on Kafka (one that passes there is a logwright bug or a missing feature); the logwright
+failures of the previous table that pass now (*fixed*); the failures on Kafka and Tansu by name, since they
+show which tests depend on the broker. The console output and results of each run are kept in
+peers/.cache/compat-table/; ``--from-json`` writes the table again from them without running anything.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import subprocess
 import sys
 import time
@@ -79,8 +82,25 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def previous_failures(path: Path) -> dict[tuple[str, str], str]:
+    """The logwright failures an earlier table listed, (suite, test) to reason; rows already marked fixed aside."""
+    if not path.exists():
+        return {}
+    text = path.read_text()
+    section = text[text.find("## logwright failures"):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    row = re.compile(r"^\| (?P<suite>[^|]+) \| `(?P<test>[^`]+)` \| (?P<reason>.*?) \| (?P<status>[^|]+) \|[^|]*\|$")
+    found = {}
+    for line in section.splitlines():
+        match = row.match(line)
+        if match and not match["status"].startswith("fixed"):
+            found[(match["suite"], match["test"])] = match["reason"]
+    return found
+
+
 def table(results: dict[tuple[str, str], SuiteResult], expected_files: dict[str, str | None],
-          broker_names: dict[str, str], started: datetime, minutes: float) -> str:
+          broker_names: dict[str, str], started: datetime, minutes: float,
+          previous: dict[tuple[str, str], str]) -> str:
     lines = [
         "# Peer test suites against logwright, Apache Kafka and Tansu",
         "",
@@ -121,6 +141,10 @@ def table(results: dict[tuple[str, str], SuiteResult], expected_files: dict[str,
         for test, reason in result.not_run.items():
             lines.append(f"| {suite} | `{test}` | {cell(reason)} | not started (`skip` line in "
                          f"{expected_files[suite]}) | {kafka.outcome(test) if kafka else 'not run'} |")
+        for (earlier_suite, test), reason in previous.items():
+            if earlier_suite == suite and test in result.passes:
+                lines.append(f"| {suite} | `{test}` | {reason} | fixed: failed in the previous table, passes now | "
+                             f"{kafka.outcome(test) if kafka else 'not run'} |")
 
     for broker in BROKERS[1:]:
         lines += ["", f"## {broker_names[broker]}: failures", ""]
@@ -136,14 +160,24 @@ def main() -> int:
                         help="comma-separated script names (default: all)")
     parser.add_argument("--brokers", default=",".join(BROKERS), help="comma-separated broker names (default: all)")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--from-json", action="store_true", help="write the table from the last session's results")
     args = parser.parse_args()
     chosen = [s for s in SUITES if Path(s.script).stem in args.suites.split(",")]
     brokers = [b for b in BROKERS if b in args.brokers.split(",")]
-    started, clock = datetime.now(UTC), time.monotonic()
-    results = {(suite.name, broker): run(suite, broker) for suite in chosen for broker in brokers}
-    names = {**BROKER_NAMES, "logwright": logwright_version(),
-             "tansu": BROKER_NAMES["tansu"].format(version=tansu_version())}
-    text = table(results, {s.name: s.expected for s in SUITES}, names, started, (time.monotonic() - clock) / 60)
+    session = LOGS / "session.json"
+    if args.from_json:
+        results = {(suite.name, broker): SuiteResult.read(LOGS / f"{Path(suite.script).stem}-{broker}.json")
+                   for suite in chosen for broker in brokers}
+        recorded = json.loads(session.read_text())
+    else:
+        started, clock = datetime.now(UTC), time.monotonic()
+        names = {**BROKER_NAMES, "logwright": logwright_version(),
+                 "tansu": BROKER_NAMES["tansu"].format(version=tansu_version())}
+        results = {(suite.name, broker): run(suite, broker) for suite in chosen for broker in brokers}
+        recorded = {"started": started.isoformat(), "minutes": (time.monotonic() - clock) / 60, "names": names}
+        session.write_text(json.dumps(recorded, indent=1) + "\n")
+    text = table(results, {s.name: s.expected for s in SUITES}, recorded["names"],
+                 datetime.fromisoformat(recorded["started"]), recorded["minutes"], previous_failures(args.output))
     args.output.write_text(text)
     print(text)
     print(f"written to {args.output}")

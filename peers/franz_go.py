@@ -28,8 +28,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -101,27 +103,34 @@ def run_tests(tree: Path, go: list[str], env: dict[str, str], args: argparse.Nam
         command.append("-skip=^(" + "|".join(re.escape(name) for name in sorted(not_run)) + ")$")
     if args.run:
         command.append(f"-run={args.run}")
-    outcomes: dict[str, TestOutcome] = {}
     with events_path.open("w") as sink:
         process = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=sink, text=True)
         assert process.stdout is not None
-        for line in process.stdout:
-            sink.write(line)
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            test, action = event.get("Test"), event.get("Action")
-            if not test:
-                continue
-            if action == "run":
-                outcomes[test] = TestOutcome("noresult")
-            elif action == "output" and test in outcomes and len(outcomes[test].output) < 200:
-                outcomes[test].output.append(event.get("Output", ""))
-            elif action in ("pass", "fail", "skip") and test in outcomes:
-                outcomes[test].status = action
-                outcomes[test].seconds = float(event.get("Elapsed", 0.0))
+        outcomes = read_events(process.stdout, sink)
         process.wait()
+    return outcomes
+
+
+def read_events(lines: Iterable[str], sink: IO[str] | None = None) -> dict[str, TestOutcome]:
+    """Every test's outcome from ``go test -json`` lines (copied to ``sink`` as they come)."""
+    outcomes: dict[str, TestOutcome] = {}
+    for line in lines:
+        if sink is not None:
+            sink.write(line)
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        test, action = event.get("Test"), event.get("Action")
+        if not test:
+            continue
+        if action == "run":
+            outcomes[test] = TestOutcome("noresult")
+        elif action == "output" and test in outcomes and len(outcomes[test].output) < 200:
+            outcomes[test].output.append(event.get("Output", ""))
+        elif action in ("pass", "fail", "skip") and test in outcomes:
+            outcomes[test].status = action
+            outcomes[test].seconds = float(event.get("Elapsed", 0.0))
     return outcomes
 
 
@@ -165,6 +174,13 @@ def summarize(result: SuiteResult, outcomes: dict[str, TestOutcome], expected: E
     sub_failed = subtests.count("fail") + subtests.count("noresult")
     result.notes.append(f"subtests: {len(subtests)} ran, {subtests.count('pass')} passed, {sub_failed} failed, "
                         f"{subtests.count('skip')} skipped")
+    skipped_because: dict[str, list[str]] = {}
+    for name, outcome in sorted(outcomes.items()):
+        if outcome.status == "skip":
+            why = re.sub(r"^\w+_test\.go:\d+: ", "", outcome.first_error()) or "no reason given"
+            skipped_because.setdefault(why, []).append(name)
+    for why, names in skipped_because.items():
+        result.notes.append(f"skipped ({why}): {', '.join(names)}")
     unexpected = [leaf for leaf in leaves if listed(leaf) is None] if broker == "logwright" else []
     return unexpected
 
