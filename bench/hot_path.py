@@ -12,7 +12,8 @@ throughput. Compare two commits by running this alternately in two worktrees.
 
 Produce requests carry one uncompressed batch of COUNT records of SIZE bytes (librdkafka's default
 ``batch.size`` is 1 MB); fetches read the topic back from offset 0 with librdkafka's default
-``max.partition.fetch.bytes`` (1 MiB), each from the offset the previous answer ended at.
+``max.partition.fetch.bytes`` (1 MiB), each from the offset the previous answer ended at; a tail fetch
+follows every produce request and asks for the batch it just wrote.
 """
 
 from __future__ import annotations
@@ -84,16 +85,22 @@ def next_offset(pieces: list[bytes]) -> int:
     return last
 
 
-async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple[list[float], list[float]]:
-    """Seconds per produce request (until durable) and per fetch, for one round on a fresh topic."""
+async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple[list[float], list[float], list[float]]:
+    """Seconds per produce request (until durable), per fetch at the tail (of the batch just produced, as a
+    consumer that keeps up asks) and per fetch from the start, for one round on a fresh topic."""
     broker.create_topic(TOPIC, 1)
     broker.commit_now()
     frames = [produce_frame(i, count, size) for i in range(min(requests, 8))]
     produce_times: list[float] = []
+    tail_times: list[float] = []
     for i in range(requests):
         started = time.perf_counter()
         answer = await serve_frame(broker, produce.handle, frames[i % len(frames)])
         produce_times.append(time.perf_counter() - started)
+        request = fetch_frame(i, i * count)
+        started = time.perf_counter()
+        await serve_frame(broker, fetch.handle, request)
+        tail_times.append(time.perf_counter() - started)
         if i == 0:
             _, response = decode_response(0, 9, b"".join(answer)[4:])
             (result,) = response.responses[0].partition_responses
@@ -113,7 +120,7 @@ async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple
     assert topic is not None
     broker.stage([delete_topic(topic, TOPIC)])
     broker.commit_now()
-    return produce_times, fetch_times
+    return produce_times, tail_times, fetch_times
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -134,15 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for item in args.records.split(","):
                 size, count = (int(part) for part in item.split(":"))
-                produce_times: list[float] = []
-                fetch_times: list[float] = []
+                times: dict[str, list[float]] = {"produce": [], "tail fetch": [], "fetch from 0": []}
                 for _ in range(args.rounds):
-                    produced, fetched = asyncio.run(measure(broker, count, size, args.requests))
-                    produce_times += produced
-                    fetch_times += fetched
+                    for name, measured in zip(times, asyncio.run(measure(broker, count, size, args.requests)),
+                                              strict=True):
+                        times[name] += measured
                 print(f"{size:5} B x {count:5}: " + "  ".join(
-                    f"{name} p25 {_quantile(times, 0.25) * 1e6:5.0f} us, median {_quantile(times, 0.5) * 1e6:5.0f} us"
-                    for name, times in (("produce", produce_times), ("fetch", fetch_times))), flush=True)
+                    f"{name} p25 {_quantile(values, 0.25) * 1e6:5.0f} us, median {_quantile(values, 0.5) * 1e6:5.0f} us"
+                    for name, values in times.items()), flush=True)
         finally:
             store.close()
     return 0

@@ -32,10 +32,13 @@ from . import keys
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
+from .tail_cache import TailCache
 
 log = logging.getLogger(__name__)
 
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+TAIL_CACHE_BYTES = 64 * 1024 * 1024
+"""Default budget of the in-memory cache of the newest committed batches (all partitions together)."""
 
 
 class _BoundedIterator:
@@ -114,10 +117,12 @@ class RocksEventStore:
         read_only: bool = False,
         secondary: str | os.PathLike[str] | None = None,
         load_state: bool = True,
+        tail_cache_bytes: int = TAIL_CACHE_BYTES,
     ) -> None:
         """``secondary`` opens a RocksDB secondary instance (read-only, its own directory there) that
         follows a running primary through `catch_up`; ``load_state=False`` skips loading and refolding
-        projection state, for readers that only scan the log and the records (Spark)."""
+        projection state, for readers that only scan the log and the records (Spark). ``tail_cache_bytes``
+        bounds the newest committed batches kept in memory for `read_batches` (`tail_cache`)."""
         self.path = os.fspath(path)
         self.durability = Durability(durability)
         self.secondary = os.fspath(secondary) if secondary is not None else None
@@ -144,6 +149,9 @@ class RocksEventStore:
         self._batch = WriteBatch(raw_mode=True)
         self._dirty: dict[tuple[str, str], int] = {}
         self._pending_events: list[LoggedEvent] = []
+        self._tail = TailCache(tail_cache_bytes)
+        self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
+        """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._failed: BaseException | None = None
         try:
             self._last_sequence = self._find_last_sequence()
@@ -279,6 +287,9 @@ class RocksEventStore:
         records_cf = self._cf["records"]
         for batch in batches:
             put(keys.record_key(batch.partition_id, batch.base_offset), batch.data, records_cf)
+            (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
+            self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
+                                       batch.data))
         for key, value in index_entries:
             put(key, value, self._cf["index"])
         return self._last_sequence
@@ -311,12 +322,14 @@ class RocksEventStore:
         """Retention and topic deletion remove stored batches in the same WriteBatch as their event."""
         records_cf, index_cf = self._cf["records"], self._cf["index"]
         if isinstance(event, LogTruncated):
+            self._pending_tail.append((event.partition_id, 0, 0, None))
             first_kept = self._first_batch_to_keep(event.partition_id, event.log_start_offset)
             self._batch.delete_range(
                 keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
             )
         elif isinstance(event, TopicDeleted):
             for partition_id in event.partition_ids:
+                self._pending_tail.append((partition_id, 0, 0, None))
                 self._batch.delete_range(
                     keys.record_key(partition_id, 0), keys.record_key(partition_id + 1, 0), records_cf
                 )
@@ -362,6 +375,12 @@ class RocksEventStore:
             self._failed = error
             raise StoreFailed(f"writing to {self.path} failed: {error}") from error
         self._committed_sequence = self._last_sequence
+        tail, self._pending_tail = self._pending_tail, []
+        for partition_id, base_offset, last_offset, data in tail:
+            if data is None:
+                self._tail.drop(partition_id)
+            else:
+                self._tail.add(partition_id, base_offset, last_offset, data)
         for listener in self._listeners:
             listener(pending)
 
@@ -389,6 +408,9 @@ class RocksEventStore:
     def read_batches(
         self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
     ) -> list[bytes]:
+        cached = self._tail.read(partition_id, start_offset, max_bytes, end_offset)
+        if cached is not None:
+            return cached
         iterator = self._partition_iterator(partition_id)
         iterator.seek_for_prev(keys.record_key(partition_id, start_offset))
         if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:

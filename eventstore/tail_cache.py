@@ -1,0 +1,95 @@
+"""The newest committed record batches of every partition, in memory, so that Fetch at the tail skips RocksDB.
+
+A consumer that keeps up asks for what was committed a moment ago; opening a RocksDB iterator and
+seeking it costs more than the rest of such a Fetch (0.1-0.8 ms, more over range tombstones). The
+cache holds, per partition, a contiguous run of batches ending at the newest committed one, within one
+byte budget for all partitions (oldest batches leave first), so a read that starts inside that run is
+answered from memory exactly as the store would answer it, and any other read goes to RocksDB.
+Retention and topic deletion drop a partition's run in the same step as they delete its batches.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class _Run:
+    """One partition's cached batches, oldest first; entries before ``first`` are evicted."""
+
+    bases: list[int] = field(default_factory=list)
+    lasts: list[int] = field(default_factory=list)
+    batches: list[bytes] = field(default_factory=list)
+    first: int = 0
+
+    def evict_oldest(self) -> int:
+        size = len(self.batches[self.first])
+        self.batches[self.first] = b""
+        self.first += 1
+        if self.first > 64 and self.first * 2 > len(self.bases):
+            del self.bases[: self.first], self.lasts[: self.first], self.batches[: self.first]
+            self.first = 0
+        return size
+
+
+class TailCache:
+    """Not thread-safe: the store's writer (the event loop) adds, reads and drops."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self.size_bytes = 0
+        self._runs: dict[int, _Run] = {}
+        self._order: deque[int] = deque()
+        """Partition ids in the order their cached batches were added: eviction order."""
+
+    def add(self, partition_id: int, base_offset: int, last_offset: int, batch: bytes) -> None:
+        """Record a batch just committed; it must follow the partition's previous one."""
+        if len(batch) > self.budget_bytes:
+            self.drop(partition_id)
+            return
+        run = self._runs.get(partition_id)
+        if run is None:
+            run = self._runs[partition_id] = _Run()
+        elif run.first < len(run.bases) and run.lasts[-1] + 1 != base_offset:
+            self.drop(partition_id)
+            run = self._runs[partition_id] = _Run()
+        run.bases.append(base_offset)
+        run.lasts.append(last_offset)
+        run.batches.append(batch)
+        self._order.append(partition_id)
+        self.size_bytes += len(batch)
+        while self.size_bytes > self.budget_bytes:
+            oldest = self._runs.get(self._order.popleft())
+            if oldest is not None and oldest.first < len(oldest.bases):
+                self.size_bytes -= oldest.evict_oldest()
+
+    def drop(self, partition_id: int) -> None:
+        """Forget a partition's batches (its log was truncated or its topic deleted)."""
+        run = self._runs.pop(partition_id, None)
+        if run is not None:
+            self.size_bytes -= sum(len(batch) for batch in run.batches[run.first:])
+            self._order = deque(p for p in self._order if p != partition_id)
+
+    def read(self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None) -> list[bytes] | None:
+        """`RocksEventStore.read_batches` from memory, or ``None`` when ``start_offset`` is before the cached run."""
+        run = self._runs.get(partition_id)
+        if run is None or run.first == len(run.bases) or start_offset < run.bases[run.first]:
+            return None
+        index = bisect_right(run.bases, start_offset, run.first) - 1
+        if run.lasts[index] < start_offset:
+            index += 1
+        batches: list[bytes] = []
+        total = 0
+        for position in range(index, len(run.bases)):
+            if end_offset is not None and run.bases[position] > end_offset:
+                break
+            data = run.batches[position]
+            if batches and total + len(data) > max_bytes:
+                break
+            batches.append(data)
+            total += len(data)
+            if total >= max_bytes:
+                break
+        return batches
