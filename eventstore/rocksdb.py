@@ -34,7 +34,7 @@ from . import keys
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
-from .tail_cache import TailCache
+from .tail_cache import TailCache, collect_batches
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,13 @@ class _BoundedIterator:
 def _items(iterator: _BoundedIterator) -> Iterator[tuple[bytes, bytes]]:
     while iterator.valid():
         yield iterator.key(), iterator.value()
+        iterator.next()
+
+
+def _stored_batches(iterator: _BoundedIterator) -> Iterator[tuple[int, bytes]]:
+    """(base offset, batch) from the iterator's position on, read as they are asked for."""
+    while iterator.valid():
+        yield keys.parse_record_key(iterator.key())[1], iterator.value()
         iterator.next()
 
 
@@ -419,21 +426,7 @@ class RocksEventStore:
             iterator.seek(keys.record_key(partition_id, start_offset))
         elif _last_offset(iterator) < start_offset:
             iterator.next()
-        batches: list[bytes] = []
-        total = 0
-        while iterator.valid():
-            _, base_offset = keys.parse_record_key(iterator.key())
-            if end_offset is not None and base_offset > end_offset:
-                break
-            data = iterator.value()
-            if batches and total + len(data) > max_bytes:
-                break
-            batches.append(data)
-            total += len(data)
-            if total >= max_bytes:
-                break
-            iterator.next()
-        return batches
+        return collect_batches(_stored_batches(iterator), max_bytes, end_offset)
 
     def seek_index(self, start_key: bytes, upper_bound: bytes) -> tuple[bytes, bytes] | None:
         """The first ``index`` entry at or after ``start_key`` and below ``upper_bound``."""

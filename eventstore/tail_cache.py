@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -80,16 +81,22 @@ class TailCache:
         index = bisect_right(run.bases, start_offset, run.first) - 1
         if run.lasts[index] < start_offset:
             index += 1
-        batches: list[bytes] = []
-        total = 0
-        for position in range(index, len(run.bases)):
-            if end_offset is not None and run.bases[position] > end_offset:
-                break
-            data = run.batches[position]
-            if batches and total + len(data) > max_bytes:
-                break
-            batches.append(data)
-            total += len(data)
-            if total >= max_bytes:
-                break
-        return batches
+        return collect_batches(((run.bases[i], run.batches[i]) for i in range(index, len(run.bases))), max_bytes,
+                               end_offset)
+
+
+def collect_batches(batches: Iterable[tuple[int, bytes]], max_bytes: int, end_offset: int | None) -> list[bytes]:
+    """What `read_batches` returns from the (base offset, batch) pairs that follow the fetch offset: at least
+    one batch, then more while they fit in ``max_bytes``, none based above ``end_offset``."""
+    chosen: list[bytes] = []
+    total = 0
+    for base_offset, data in batches:
+        if end_offset is not None and base_offset > end_offset:
+            break
+        if chosen and total + len(data) > max_bytes:
+            break
+        chosen.append(data)
+        total += len(data)
+        if total >= max_bytes:
+            break
+    return chosen
