@@ -23,6 +23,7 @@ from logwright.core.configs import iso_duration_ms
 from logwright.core.cursor import CursorState, cursor_key
 from logwright.core.cursor_events import SubscriptionCreated
 from logwright.core.events import Event
+from logwright.core.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.key_hash import key_hash
 from logwright.core.plugin_decisions import ReleaseContext, ReleaseDecider
 from logwright.core.rangeset import RangeSet
@@ -42,7 +43,7 @@ from logwright.plugins.host import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, PluginHo
 
 from .broker import Broker
 from .list_offsets import lookup
-from .record_batch import decode_records
+from .record_batch import decode_records, parse_header
 
 log = logging.getLogger(__name__)
 
@@ -245,10 +246,10 @@ class ShareCoordinator:
         _, offset = lookup(self.broker, partition_id, self.broker.clock.now_ms() - iso_duration_ms(duration))
         return offset if offset >= 0 else high_watermark
 
-    def acquire(
-        self, group_id: str, member_id: str, topic: str, partition_id: int, max_records: int
-    ) -> Acquired | None:
-        """Lock up to ``max_records`` available records of the partition for the member and read their batches."""
+    def acquire(self, group_id: str, member_id: str, topic: str, partition_id: int, budget: FetchBudget
+                ) -> Acquired | None:
+        """Lock available records of the partition for the member within ``budget`` (and spend it), and read
+        their stored batches: whole batches in batch-optimized mode, the byte budget in whole batches."""
         state = self.cursor(group_id, topic, partition_id)
         now = self.broker.clock.now_ms()
         log_start = self.broker.partition(partition_id).log_start_offset
@@ -256,9 +257,17 @@ class ShareCoordinator:
         candidates = RangeSet.from_ranges(cursor_commands.available(state, log_start, log_end, now))
         if not candidates:
             return None
-        eligible = self._eligible(group_id, member_id, topic, partition_id, state, candidates, max_records)
-        event = cursor_commands.acquire(state, log_start, log_end, member_id, max_records, now,
-                                        self.lock_duration_ms(group_id), eligible=eligible)
+        chosen = self._eligible(group_id, member_id, topic, partition_id, state, candidates, budget.records)
+        stored = self._stored_batches(partition_id, chosen)
+        spans = list(stored)
+        tail = completing_batch(chosen, spans) if budget.batch_optimized else None
+        if tail is not None and chosen.last is not None:
+            wider = self._eligible(group_id, member_id, topic, partition_id, state, candidates.below(tail.last + 1),
+                                   budget.records + tail.last - chosen.last)
+            chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
+        chosen, kept = within_bytes(chosen, spans, budget)
+        event = cursor_commands.acquire(state, log_start, log_end, member_id, len(chosen), now,
+                                        self.lock_duration_ms(group_id), eligible=chosen)
         if event is None:
             return None
         self.broker.stage([event])
@@ -266,13 +275,19 @@ class ShareCoordinator:
         after = self.broker.store.state("cursors", key)
         assert isinstance(after, CursorState)
         self._track(key, after)
-        deliveries = cursor_commands.deliveries(after, event.ranges)
-        batches: dict[int, bytes] = {}
-        for first, last in event.ranges:
+        ranges = tuple((d.first, d.last, d.delivery_count) for d in cursor_commands.deliveries(after, event.ranges))
+        budget.spend(len(RangeSet.from_ranges(event.ranges)), sum(span.size for span in kept))
+        return Acquired(b"".join(stored[span] for span in kept),
+                        grouped(ranges, kept, budget.batch_size) if budget.batch_optimized else ranges)
+
+    def _stored_batches(self, partition_id: int, offsets: RangeSet) -> dict[BatchSpan, bytes]:
+        """The stored batches holding any of ``offsets``, in offset order (read once each)."""
+        found: dict[int, bytes] = {}
+        for first, last in offsets.ranges:
             for batch in self.broker.store.read_batches(partition_id, first, 2**31 - 1, end_offset=last):
-                batches.setdefault(int.from_bytes(batch[:8], "big"), batch)
-        records = b"".join(batch for _, batch in sorted(batches.items()))
-        return Acquired(records, tuple((d.first, d.last, d.delivery_count) for d in deliveries))
+                found.setdefault(int.from_bytes(batch[:8], "big"), batch)
+        return {BatchSpan(base, base + parse_header(batch).last_offset_delta, len(batch)): batch
+                for base, batch in sorted(found.items())}
 
     def _eligible(self, group_id: str, member_id: str, topic: str, partition_id: int, state: CursorState,
                   candidates: RangeSet, limit: int) -> RangeSet:

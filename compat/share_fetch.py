@@ -2,16 +2,24 @@
 
 Order within one request: the share session moves (epoch 0 opens, positive continues, -1 closes),
 acknowledgements are applied (per partition, all or nothing), then records are acquired from the
-session's partitions up to ``max_records`` under the group's ``share.record.lock.duration.ms``. Stored
-batches go out untouched; ``AcquiredRecords`` say which offsets of them the member holds and how often
-each was delivered, and the client drops the rest. Long polls wait, up to ``max_wait``, for records to
-be appended, released or to come back after a lock ran out. Nothing is sent before the acquisitions
-are durable, so a delivery count a client saw survives a crash.
+session's partitions within ``max_records``, ``max_bytes`` and ``batch_size`` as Kafka 4.x applies them
+(`core.fetch_budget`: whole stored batches, a soft record limit in the batch-optimized acquire mode of
+v1 and of v2's ``share_acquire_mode`` 0, an exact one in record-limit mode 1; the first batch of the
+response goes even over ``max_bytes``), under the group's ``share.record.lock.duration.ms`` or the
+member's own lock duration. Stored batches go out untouched; ``AcquiredRecords`` say which offsets of
+them the member holds and how often each was delivered, and the client drops the rest. Nothing is
+sent before the acquisitions are durable, so a delivery count a client saw survives a crash.
+
+Long polls wait, up to ``max_wait``, for records to be appended, released, to come back after a lock
+ran out or a delay ended, or for a Failover switch delay to end. ``max_wait`` is a network wait and is
+measured in wall time even on a ``--manual-clock`` broker (the client's own request timeout is wall
+time too, and a clock nobody advances would otherwise hold the request for ever); what the broker
+waits *for* is decided on the broker clock, and advancing a manual clock wakes the long polls at once.
 
 librdkafka reads the records field as a compact array and fails on null, so it is always bytes (maybe
 empty). Partitions are answered only when they have records, an error or an acknowledgement outcome.
 v2 adds ``is_renew_ack`` (RENEW acks; such a request acquires nothing) and ``share_acquire_mode``
-(record-limit: never more than ``max_records``, which is how acquisition always works here).
+(0 batch-optimized, 1 record-limit; anything else is INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -22,12 +30,16 @@ import uuid
 from typing import Any
 
 from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.fetch_budget import BATCH_OPTIMIZED, RECORD_LIMIT, FetchBudget
 from logwright.core.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, PartitionRef
 
 from .errors import ErrorCode, error_code_for
 from .registry import RequestContext, handler, make, response_module
 from .share_coordinator import Acquired, ShareCoordinator, share_coordinator
 from .share_wire import ack_batches, apply_acks, by_topic, leader, node_endpoints, resolve, topic_id_bytes
+
+MAX_RESPONSE_BYTES = 2**31 - 1
+"""The byte budget of a request whose ``max_bytes`` is not positive."""
 
 
 @handler(78, "ShareFetch", 1, 2)
@@ -45,6 +57,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
                     error_message=message, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
                     responses=(), node_endpoints=())
 
+    acquire_mode = int(getattr(request, "share_acquire_mode", BATCH_OPTIMIZED))
+    if acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        return refusal(ErrorCode.INVALID_REQUEST, f"share_acquire_mode {acquire_mode} is not 0 (batch_optimized) "
+                                                  "or 1 (record_limit)")
     acks = ack_batches(request.topics)
     added: list[PartitionRef] = [(topic_id_bytes(topic.topic_id), int(partition.partition_index))
                                  for topic in request.topics for partition in topic.partitions]
@@ -62,11 +78,13 @@ async def handle(context: RequestContext, request: Any) -> Any:
     errors: dict[PartitionRef, tuple[ErrorCode, str]] = {}
     acquired: dict[PartitionRef, Acquired] = {}
     max_records = int(request.max_records)
+    max_bytes = int(request.max_bytes) if int(request.max_bytes) > 0 else MAX_RESPONSE_BYTES
     if epoch != CLOSE_EPOCH and not renew and max_records > 0:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
         while True:
-            acquired = _acquire_round(context, coordinator, group_id, member_id, partitions, max_records, errors)
+            budget = FetchBudget(max_records, max_bytes, acquire_mode == BATCH_OPTIMIZED, int(request.batch_size))
+            acquired = _acquire_round(context, coordinator, group_id, member_id, partitions, budget, errors)
             remaining = deadline - loop.time()
             if acquired or errors or remaining <= 0:
                 break
@@ -96,11 +114,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 
 def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
-                   partitions: tuple[PartitionRef, ...], max_records: int,
+                   partitions: tuple[PartitionRef, ...], budget: FetchBudget,
                    errors: dict[PartitionRef, tuple[ErrorCode, str]]) -> dict[PartitionRef, Acquired]:
     """One pass over the session's partitions, starting at a rotating position so none is starved."""
     acquired: dict[PartitionRef, Acquired] = {}
-    budget = max_records
     if not partitions:
         return acquired
     start = context.correlation_id % len(partitions)
@@ -114,7 +131,6 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
         if got is None:
             continue
         acquired[ref] = got
-        budget -= sum(last - first + 1 for first, last, _ in got.ranges)
-        if budget <= 0:
+        if budget.exhausted:
             break
     return acquired

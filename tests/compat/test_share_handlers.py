@@ -16,7 +16,8 @@ from kio.schema.share_acknowledge.v2.request import AcknowledgementBatch as AckB
 from kio.schema.share_acknowledge.v2.request import AcknowledgePartition as AcknowledgePartitionV2
 from kio.schema.share_acknowledge.v2.request import AcknowledgeTopic as AcknowledgeTopicV2
 from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest as ShareAcknowledgeRequestV2
-from kio.schema.share_fetch.v1.request import AcknowledgementBatch, FetchPartition, FetchTopic, ShareFetchRequest
+from kio.schema.share_fetch.v1 import request as share_fetch_v1
+from kio.schema.share_fetch.v2 import request as share_fetch_v2
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.compat import (
@@ -31,7 +32,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.record_batch import build_batch
 from logwright.compat.records import Record
-from logwright.compat.registry import RequestContext
+from logwright.compat.registry import RequestContext, make
 from logwright.compat.share_coordinator import share_coordinator
 from logwright.core.clock import ManualClock
 from logwright.core.events import ConfigChanged
@@ -74,15 +75,18 @@ class Harness:
         return await self.call(share_group_heartbeat.handle, 1, request)
 
     async def fetch(self, member: str, epoch: int, topic_id: uuid.UUID,
-                    acks: tuple[tuple[int, int, int], ...] = (), max_records: int = 100) -> Any:
-        partition = FetchPartition(partition_index=0, acknowledgement_batches=tuple(
-            AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=(kind,))
+                    acks: tuple[tuple[int, int, int], ...] = (), max_records: int = 100,
+                    record_limit: bool = False) -> Any:
+        """ShareFetch v1 (batch-optimized), or v2 in record-limit mode: never more than ``max_records``."""
+        module = share_fetch_v2 if record_limit else share_fetch_v1
+        partition = make(module.FetchPartition, partition_index=0, acknowledgement_batches=tuple(
+            make(module.AcknowledgementBatch, first_offset=first, last_offset=last, acknowledge_types=(kind,))
             for first, last, kind in acks))
-        request = ShareFetchRequest(group_id=GROUP, member_id=member, share_session_epoch=epoch,
-                                    max_wait=datetime.timedelta(0), min_bytes=1, max_records=max_records,
-                                    batch_size=max_records, forgotten_topics_data=(),
-                                    topics=(FetchTopic(topic_id=topic_id, partitions=(partition,)),))
-        return await self.call(share_fetch.handle, 1, request)
+        request = make(module.ShareFetchRequest, group_id=GROUP, member_id=member, share_session_epoch=epoch,
+                       max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=max_records,
+                       batch_size=max_records, share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+                       topics=(make(module.FetchTopic, topic_id=topic_id, partitions=(partition,)),))
+        return await self.call(share_fetch.handle, 2 if record_limit else 1, request)
 
 
 def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]]) -> None:
@@ -153,7 +157,7 @@ def test_fetch_acquire_ack_release_and_lock_expiry(tmp_path: Path) -> None:
         h.start_at_earliest()
         await h.join("m1")
         await h.join("m2")
-        first = await h.fetch("m1", 0, topic_id, max_records=3)
+        first = await h.fetch("m1", 0, topic_id, max_records=3, record_limit=True)
         assert acquired(first) == [(0, 2, 1)] and first.responses[0].partitions[0].records
         other = await h.fetch("m2", 0, topic_id)
         assert acquired(other) == [(3, 3, 1)]
