@@ -1,6 +1,10 @@
 """DeleteGroups (key 42), versions 0-2: remove groups without members, offsets included (`GroupDeleted`).
 
-A group with members is refused with NON_EMPTY_GROUP, an unknown one with GROUP_ID_NOT_FOUND.
+A group with members is refused with NON_EMPTY_GROUP, an unknown one with GROUP_ID_NOT_FOUND. A share
+group is deleted the same way, as Kafka 4.4 does: only while empty, with its cursors (its delivery
+state); its config overrides stay. Then ShareGroupDescribe says GROUP_ID_NOT_FOUND, DescribeGroups
+Dead, ListGroups leaves it out, and a member joining under the name starts a new group from
+``share.auto.offset.reset``.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from logwright.core.errors import DomainError
 from logwright.core.group_admin import decide_delete_group
 from logwright.core.group_offsets import GroupOffsets
 
+from .broker import Broker
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
+from .share_coordinator import share_coordinator
 
 
 @handler(42, "DeleteGroups", 0, 2)
@@ -23,18 +29,25 @@ async def handle(context: RequestContext, request: Any) -> Any:
     module = response_module("delete_groups", context.api_version)
     results = []
     deleted = False
+    shares = share_coordinator(broker)
     for group_id in request.groups_names:
-        offsets = broker.store.state("group_offsets", group_id)
         try:
-            event = decide_delete_group(group_id, group_state(broker, group_id),
-                                        offsets if isinstance(offsets, GroupOffsets) else None)
+            if shares.group(group_id) is not None:
+                shares.delete_group(group_id)
+            else:
+                _delete_classic(broker, group_id)
         except DomainError as error:
             code = error_code_for(error)
         else:
-            broker.stage([event])
-            coordinator(broker).sessions.forget(group_id)
             deleted, code = True, ErrorCode.NONE
         results.append(make(module.DeletableGroupResult, group_id=group_id, error_code=code))
     if deleted:
         await broker.durable()
     return make(module.DeleteGroupsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+
+
+def _delete_classic(broker: Broker, group_id: str) -> None:
+    offsets = broker.store.state("group_offsets", group_id)
+    broker.stage([decide_delete_group(group_id, group_state(broker, group_id),
+                                      offsets if isinstance(offsets, GroupOffsets) else None)])
+    coordinator(broker).sessions.forget(group_id)

@@ -2,7 +2,9 @@
 
 As in Kafka, member metadata and assignments (and the protocol name) are reported only for a Stable
 group; a group that only has committed offsets is Empty. An unknown group is Dead with no error in
-v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). v4+ add members' ``group.instance.id``; authorized
+v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). A share group is not a classic group: Dead with no error
+in v0-v5 and GROUP_ID_NOT_FOUND ("... is not a classic group") in v6, as Kafka 4.4 answers; it is
+described by ShareGroupDescribe. v4+ add members' ``group.instance.id``; authorized
 operations are not computed (there are no ACLs).
 """
 
@@ -17,6 +19,7 @@ from logwright.core.groups import GroupPhase
 from .errors import ErrorCode
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
+from .share_coordinator import share_coordinator
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
@@ -38,6 +41,8 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
         phase = GroupPhase.EMPTY if has_offsets else GroupPhase.DEAD
         if phase == GroupPhase.DEAD and context.api_version >= 6:
             code, message = ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist"
+            if share_coordinator(broker).group(group_id) is not None:
+                message = f"group {group_id!r} is not a classic group: it is a share group (see ShareGroupDescribe)"
         return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                     group_state=str(phase), protocol_type="", protocol_data="", members=(),
                     authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

@@ -1,7 +1,8 @@
-"""ListGroups (key 16), versions 0-5: every classic group with members or committed offsets.
+"""ListGroups (key 16), versions 0-5: every classic group with members or committed offsets, and every share group.
 
 v4+ filter by state (case-insensitive, as Kafka) and report it; v5 filters by group type and reports
-it — every group here is ``classic``.
+it. Share groups are listed as Kafka 4.4 lists them: protocol type ``share``, state ``Stable`` or
+``Empty``, type ``share`` (a deleted one is gone); the type filter takes ``classic`` and ``share``.
 """
 
 from __future__ import annotations
@@ -9,14 +10,16 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from logwright.core.group_admin import list_groups
+from logwright.core.group_admin import GroupListing, list_groups
 from logwright.core.groups import GroupState
 
 from .errors import ErrorCode
 from .group_coordinator import coordinator
 from .registry import RequestContext, handler, make, response_module
+from .share_coordinator import share_coordinator
 
 GROUP_TYPE = "classic"
+SHARE_TYPE = "share"
 
 
 @handler(16, "ListGroups", 0, 5)
@@ -25,16 +28,17 @@ async def handle(context: RequestContext, request: Any) -> Any:
     store = context.broker.store
     coordinator(context.broker)
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
-    listed = list_groups(states, store.entities("group_offsets").keys())
+    listed = [(entry, GROUP_TYPE) for entry in list_groups(states, store.entities("group_offsets").keys())]
+    listed.extend((GroupListing(group.group_id, SHARE_TYPE, group.phase), SHARE_TYPE)
+                  for group in share_coordinator(context.broker).groups())
     wanted_states = {state.lower() for state in getattr(request, "states_filter", ())}
     wanted_types = {kind.lower() for kind in getattr(request, "types_filter", ())}
-    if wanted_types and GROUP_TYPE not in wanted_types:
-        listed = []
     groups = tuple(
         make(module.ListedGroup, group_id=entry.group_id, protocol_type=entry.protocol_type,
-             group_state=str(entry.phase), group_type=GROUP_TYPE)
-        for entry in listed
-        if not wanted_states or str(entry.phase).lower() in wanted_states
+             group_state=str(entry.phase), group_type=kind)
+        for entry, kind in sorted(listed, key=lambda item: item[0].group_id)
+        if (not wanted_states or str(entry.phase).lower() in wanted_states)
+        and (not wanted_types or kind in wanted_types)
     )
     return make(module.ListGroupsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 groups=groups)

@@ -37,6 +37,7 @@ from logwright.core.share_groups import (
     heartbeat,
     leave,
 )
+from logwright.core.share_groups import delete as delete_share_group
 from logwright.core.share_sessions import PartitionRef, ShareSession, advance
 from logwright.core.subscription_mode import DispatchView, Handover, SubscriptionMode, handover_delay_ms
 from logwright.plugins.host import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, PluginHost
@@ -201,6 +202,20 @@ class ShareCoordinator:
         running = self._handovers.get(group_id)
         if delay > 0 and (running is None or running.until_ms <= now):
             self._handovers[group_id] = Handover(before.mode_membership(), now + delay)
+
+    def delete_group(self, group_id: str) -> None:
+        """Stage an empty share group's deletion with its cursors (`core.share_groups.delete` refuses with a
+        `DomainError`) and forget what is kept of it in memory; the caller awaits durability."""
+        cursors = {key: state for key, state in self.broker.store.entities("cursors").items()
+                   if isinstance(state, CursorState) and state.subscription == group_id}
+        self.broker.stage(delete_share_group(self.group(group_id), group_id,
+                                             (state.partition_id for state in cursors.values())))
+        for key in cursors:
+            self._locks.pop(key, None)
+        for table in (self.sessions, self._last_seen, self.consumer_options):
+            for entry in [entry for entry in table if entry[0] == group_id]:
+                del table[entry]
+        self._handovers.pop(group_id, None)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.session.timeout.ms"))

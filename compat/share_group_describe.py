@@ -1,7 +1,8 @@
 """ShareGroupDescribe (key 77), version 1: a share group's epoch, state and members with their assignments.
 
-An unknown group answers GROUP_ID_NOT_FOUND, as Kafka does. Authorized operations are not computed
-(there are no ACLs), so they are reported as Kafka's "not requested" value.
+An unknown (or deleted) group answers GROUP_ID_NOT_FOUND with the fields Kafka 4.4 leaves at their
+defaults: state "", epochs 0, no assignor. A live group is Stable with members, Empty without. Authorized
+operations are not computed (there are no ACLs), so they are reported as Kafka's "not requested" value.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         if state is None:
             groups.append(make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                error_message=f"share group {group_id!r} does not exist", group_id=group_id,
-                               group_state="Dead", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                               group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                                members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
             continue
         members = tuple(

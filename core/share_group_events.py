@@ -78,6 +78,14 @@ class ShareGroupCreated(ShareGroupEvent):
     TAG: ClassVar[int] = 55
 
 
+@dataclass(frozen=True, slots=True)
+class ShareGroupDeleted(ShareGroupEvent):
+    """An empty share group was deleted (DeleteGroups): it is gone, and its cursors with it (their own
+    `SubscriptionDeleted` events). ``member_id`` is empty. Its config overrides stay, as in Kafka."""
+
+    TAG: ClassVar[int] = 56
+
+
 SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareMemberJoined,
     ShareMemberSubscribed,
@@ -85,4 +93,5 @@ SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareMemberLeft,
     ShareMembershipChanged,
     ShareGroupCreated,
+    ShareGroupDeleted,
 )

@@ -15,17 +15,19 @@ FENCED_MEMBER_EPOCH: share groups have no revocation phase, so there is no older
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
-from .errors import FencedMemberEpoch, InvalidRequest, UnknownMember
+from .cursor_events import SubscriptionDeleted
+from .errors import FencedMemberEpoch, InvalidRequest, NonEmptyGroup, UnknownGroup, UnknownMember
 from .events import Event
 from .key_hash_ranges import HashRange
 from .projection import Projection
 from .share_group_events import (
     SHARE_GROUP_EVENT_TYPES,
     ShareAssignment,
+    ShareGroupDeleted,
     ShareGroupEvent,
     ShareMemberAssigned,
     ShareMemberJoined,
@@ -69,7 +71,8 @@ class ShareGroupState:
 
     @property
     def phase(self) -> str:
-        """KIP-932's group states as ShareGroupDescribe reports them."""
+        """KIP-932's group states as ShareGroupDescribe and ListGroups report them (a deleted group is gone:
+        DescribeGroups calls it Dead)."""
         return "Stable" if self.members else "Empty"
 
 
@@ -122,6 +125,8 @@ def _(event: ShareMembershipChanged, state: ShareGroupState) -> ShareGroupState:
 def evolve(state: ShareGroupState | None, event: Event, key: str) -> ShareGroupState | None:
     if not isinstance(event, ShareGroupEvent):
         return state
+    if isinstance(event, ShareGroupDeleted):
+        return None
     return _evolve(event, state if state is not None else ShareGroupState(event.group_id))
 
 
@@ -253,3 +258,18 @@ def leave(state: ShareGroupState | None, member_id: str, reason: str, mode: Subs
     membership = mode.leave(state.mode_membership(), member_id)
     return [ShareMemberLeft(state.group_id, member_id, reason),
             ShareMembershipChanged(state.group_id, member_id, membership)]
+
+
+def delete(state: ShareGroupState | None, group_id: str, cursor_partitions: Iterable[int]) -> list[Event]:
+    """DeleteGroups of a share group: only an empty one, and its cursors (on ``cursor_partitions``) go with it.
+
+    Raises `UnknownGroup` or `NonEmptyGroup` (Kafka's GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP). The group's
+    config overrides stay, as Kafka 4.4 keeps them: a group of the same name made later finds them.
+    """
+    if state is None:
+        raise UnknownGroup(f"share group {group_id!r} does not exist")
+    if state.members:
+        raise NonEmptyGroup(f"share group {group_id!r} still has {len(state.members)} members; they must leave "
+                            "(or their sessions time out) before it can be deleted")
+    return [*(SubscriptionDeleted(group_id, partition_id) for partition_id in sorted(cursor_partitions)),
+            ShareGroupDeleted(group_id, "")]

@@ -5,22 +5,39 @@ from __future__ import annotations
 import pytest
 from logwright.core import cursor_commands
 from logwright.core.cursor import CURSORS, CursorState, cursor_key
-from logwright.core.cursor_events import RecordsAcked, RecordsRejected, RecordsReleased, SubscriptionCreated
+from logwright.core.cursor_events import (
+    RecordsAcked,
+    RecordsRejected,
+    RecordsReleased,
+    SubscriptionCreated,
+    SubscriptionDeleted,
+)
 from logwright.core.errors import (
     ConsumerBusy,
     FencedMemberEpoch,
     InvalidRecordState,
     InvalidRequest,
     InvalidShareSessionEpoch,
+    NonEmptyGroup,
     ShareSessionNotFound,
+    UnknownGroup,
     UnknownMember,
 )
 from logwright.core.events import Event
 from logwright.core.key_hash_ranges import HashRange
 from logwright.core.projection import fold as fold_projection
 from logwright.core.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
-from logwright.core.share_group_events import ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
-from logwright.core.share_groups import SHARE_GROUPS, ConsumerOptions, ShareGroupState, ShareHeartbeat, heartbeat
+from logwright.core.share_group_events import ShareGroupDeleted, ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
+from logwright.core.share_groups import (
+    SHARE_GROUPS,
+    ConsumerOptions,
+    ShareGroupState,
+    ShareHeartbeat,
+    ShareMember,
+    delete,
+    evolve,
+    heartbeat,
+)
 from logwright.core.share_sessions import MAX_EPOCH, advance
 from logwright.core.subscription_mode import ModeConsumer, SubscriptionMode
 from logwright.plugins.exclusive import ExclusiveMode
@@ -200,3 +217,16 @@ def test_wrong_state_and_malformed_acks_are_refused_whole() -> None:
     renewed = decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000,
                      AckLimits(5, 30_000, renew_allowed=True))
     assert len(renewed) == 1 and renewed[0].lock_deadline_ms == 32_000  # type: ignore[attr-defined]
+
+
+def test_only_an_empty_share_group_is_deleted_and_its_cursors_with_it() -> None:
+    with pytest.raises(UnknownGroup, match="'g' does not exist"):
+        delete(None, "g", ())
+    busy = ShareGroupState("g", 3, (ShareMember("m", "c", "/h", None, ("t",)),))
+    with pytest.raises(NonEmptyGroup, match="still has 1 members"):
+        delete(busy, "g", (7,))
+    empty = ShareGroupState("g", 4)
+    events = delete(empty, "g", (9, 7))
+    assert events == [SubscriptionDeleted("g", 7), SubscriptionDeleted("g", 9), ShareGroupDeleted("g", "")]
+    assert evolve(empty, events[-1], "g") is None
+    assert ShareGroupDeleted in SHARE_GROUPS.handles
