@@ -4,6 +4,9 @@ Kafka numbers resource types (TOPIC 2, BROKER 4, GROUP 32), config sources and v
 maps them onto the catalog's resources and overrides, and says where each effective value comes from:
 a topic or group override, a per-broker or cluster-wide dynamic broker override, a ``--config`` given on
 the command line (static), or the registry's default. Precedence is Kafka's, in that order.
+
+A GROUP change of ``logwright.subscription.mode`` is refused with INVALID_CONFIG while the share group
+has members (`core.share_groups.check_mode_change`); setting the value it already has is accepted.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from logwright.core.catalog import ResourceConfig, resource_key, validate_topic_
 from logwright.core.configs import ConfigRegistry
 from logwright.core.errors import DomainError
 from logwright.core.events import ConfigChanged
+from logwright.core.share_groups import ShareGroupState, check_mode_change
+from logwright.core.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
 
 from .broker import Broker
 from .errors import ErrorCode, KafkaError, error_code_for
@@ -161,7 +166,10 @@ async def alter_resources(
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"resource {name[1]!r} of type {name[0]} appears "
                                                             f"{names.count(name)} times in the request")
             target = resolve(broker, *name)
-            event = decide(broker.configs, target.kind, target.name, overrides(broker, target), resource)
+            current = overrides(broker, target)
+            event = decide(broker.configs, target.kind, target.name, current, resource)
+            if target.kind == "group" and event is not None:
+                _check_group_change(broker, target.name, current, event)
         except (KafkaError, DomainError) as error:
             outcomes.append((resource, *failure(error)))
             continue
@@ -172,6 +180,18 @@ async def alter_resources(
     if staged:
         await broker.durable()
     return outcomes
+
+
+def _check_group_change(broker: Broker, group_id: str, current: Mapping[str, str], event: ConfigChanged) -> None:
+    """Refuse a subscription mode change of a share group that has members (`check_mode_change`)."""
+    changes = dict(event.changes)
+    key = broker.configs.get("group", SUBSCRIPTION_MODE_KEY)
+    if SUBSCRIPTION_MODE_KEY not in changes or key is None:
+        return
+    default = key.default or DEFAULT_MODE
+    group = broker.store.state("share_groups", group_id)
+    check_mode_change(group if isinstance(group, ShareGroupState) else None, group_id,
+                      current.get(SUBSCRIPTION_MODE_KEY, default), changes[SUBSCRIPTION_MODE_KEY] or default)
 
 
 def alter_response(module: Any, response_class: type[Any], outcomes: list[tuple[Any, ErrorCode, str | None]]) -> Any:

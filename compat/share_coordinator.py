@@ -39,8 +39,15 @@ from logwright.core.share_groups import (
 )
 from logwright.core.share_groups import delete as delete_share_group
 from logwright.core.share_sessions import PartitionRef, ShareSession, advance
-from logwright.core.subscription_mode import DispatchView, Handover, SubscriptionMode, handover_delay_ms
-from logwright.plugins.host import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, PluginHost
+from logwright.core.subscription_mode import (
+    DEFAULT_MODE,
+    SUBSCRIPTION_MODE_KEY,
+    DispatchView,
+    Handover,
+    SubscriptionMode,
+    handover_delay_ms,
+)
+from logwright.plugins.host import PluginHost
 
 from .broker import Broker
 from .list_offsets import lookup

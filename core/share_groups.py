@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import singledispatch
 
 from .cursor_events import SubscriptionDeleted
-from .errors import FencedMemberEpoch, InvalidRequest, NonEmptyGroup, UnknownGroup, UnknownMember
+from .errors import FencedMemberEpoch, InvalidConfig, InvalidRequest, NonEmptyGroup, UnknownGroup, UnknownMember
 from .events import Event
 from .key_hash_ranges import HashRange
 from .projection import Projection
@@ -273,3 +273,17 @@ def delete(state: ShareGroupState | None, group_id: str, cursor_partitions: Iter
                             "(or their sessions time out) before it can be deleted")
     return [*(SubscriptionDeleted(group_id, partition_id) for partition_id in sorted(cursor_partitions)),
             ShareGroupDeleted(group_id, "")]
+
+
+def check_mode_change(state: ShareGroupState | None, group_id: str, before: str, after: str) -> None:
+    """Refuse a change of the group's subscription mode while it has members (`InvalidConfig`).
+
+    The mode's membership (key-hash ownership included) was built by the old mode, and the new one could
+    not take over members it would have refused (a second member of an exclusive subscription). Setting
+    the value it already has is no change, so every subscriber may name the mode it expects.
+    """
+    if before == after or state is None or not state.members:
+        return
+    raise InvalidConfig(
+        f"logwright.subscription.mode of share group {group_id!r} is {before!r} and it has {len(state.members)} "
+        f"members: it cannot become {after!r} until they leave (or their sessions time out)")

@@ -23,6 +23,10 @@ from .errors import InvalidRequest
 from .key_hash_ranges import HashRange, KeyHashOwnership
 from .rangeset import RangeSet
 
+SUBSCRIPTION_MODE_KEY = "logwright.subscription.mode"
+"""Group config naming the mode (registered by the plugin host with the registered modes as its values)."""
+DEFAULT_MODE = "shared"
+
 
 @dataclass(frozen=True, slots=True)
 class ModeConsumer:

@@ -32,7 +32,7 @@ from logwright.core.plugin_decisions import (
     ReleaseDecision,
 )
 from logwright.core.projection import Projection
-from logwright.core.subscription_mode import SubscriptionMode
+from logwright.core.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
 from logwright.eventstore.codec import TypeRegistry
 from logwright.eventstore.codec import default_registry as default_types
 
@@ -58,8 +58,6 @@ ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
 
-SUBSCRIPTION_MODE_KEY = "logwright.subscription.mode"
-DEFAULT_MODE = "shared"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from logwright.core.cursor_events import (
 from logwright.core.errors import (
     ConsumerBusy,
     FencedMemberEpoch,
+    InvalidConfig,
     InvalidRecordState,
     InvalidRequest,
     InvalidShareSessionEpoch,
@@ -34,6 +35,7 @@ from logwright.core.share_groups import (
     ShareGroupState,
     ShareHeartbeat,
     ShareMember,
+    check_mode_change,
     delete,
     evolve,
     heartbeat,
@@ -230,3 +232,12 @@ def test_only_an_empty_share_group_is_deleted_and_its_cursors_with_it() -> None:
     assert events == [SubscriptionDeleted("g", 7), SubscriptionDeleted("g", 9), ShareGroupDeleted("g", "")]
     assert evolve(empty, events[-1], "g") is None
     assert ShareGroupDeleted in SHARE_GROUPS.handles
+
+
+def test_the_subscription_mode_changes_only_while_nobody_is_a_member() -> None:
+    busy = ShareGroupState("g", 3, (ShareMember("m", "c", "/h", None, ("t",)),))
+    check_mode_change(busy, "g", "failover", "failover")
+    check_mode_change(ShareGroupState("g", 4), "g", "failover", "shared")
+    check_mode_change(None, "g", "failover", "shared")
+    with pytest.raises(InvalidConfig, match="is 'failover' and it has 1 members: it cannot become 'shared'"):
+        check_mode_change(busy, "g", "failover", "shared")

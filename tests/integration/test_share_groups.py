@@ -305,6 +305,32 @@ def test_share_group_configs_are_stored_and_described(bootstrap: str, target: st
     assert found == values
 
 
+def test_the_subscription_mode_cannot_change_while_the_group_has_members(share_broker: BrokerProcess) -> None:
+    bootstrap, group = share_broker.bootstrap, "mode-change-group"
+    topic = setup_topic(bootstrap, group, 2, **{"logwright.subscription.mode": "failover"})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_mode(mode: str) -> None:
+        resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+            ConfigEntry("logwright.subscription.mode", mode, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    member = consumer(bootstrap, group, topic)
+    taken = take_all(member, 2)
+    assert len(taken) == 2
+    with pytest.raises(KafkaException) as refused:
+        set_mode("key_shared")
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert "is 'failover' and it has 1 members: it cannot become 'key_shared'" in error.str()
+    set_mode("failover")  # naming the mode it already has is no change
+    member.close()
+    set_mode("key_shared")  # empty now: it applies from the next join
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, group)])
+    assert next(iter(described.values())).result(30)["logwright.subscription.mode"].value == "key_shared"
+    check_consistent(share_broker)
+
+
 def test_an_exclusive_share_group_refuses_a_second_member_clearly(share_broker: BrokerProcess) -> None:
     bootstrap, group = share_broker.bootstrap, "exclusive-group"
     topic = setup_topic(bootstrap, group, 3, **{"logwright.subscription.mode": "exclusive"})
