@@ -6,15 +6,26 @@
     await consumer.acknowledge(msg)            # or negative_acknowledge(msg), acknowledge_cumulative(msg)
     await consumer.close(); await client.close()
 
-A subscription is a KIP-932 share group named after it; ``subscribe`` sets the group's configs with
-IncrementalAlterConfigs (``logwright.subscription.mode``, ``share.auto.offset.reset`` and, for an ack
-timeout, ``share.record.lock.duration.ms``), so the last subscriber's settings are the group's. What
-Kafka cannot say goes through logwright's extension API keys (`compat/extension_wire.py`).
+A subscription is a KIP-932 share group named after it. What belongs to the subscription is set on the
+group; what belongs to one consumer travels with that consumer:
 
-Semantics worth knowing: the ack timeout is the broker's lock duration (15 s to 60 s); a negative ack
-is released on the broker with the delay the backoff gives for the record's *persisted* redelivery
-count, so a multiplier backoff keeps growing across reconnects and broker restarts; ``close`` leaves
-the group and whatever the consumer still held is redelivered at once, without using up an attempt.
+- ``mode`` is the subscription's (``logwright.subscription.mode``): subscribing with another mode than the
+  group has while it has members raises `InvalidConfiguration` (the broker refuses the change, as Pulsar
+  refuses a consumer of another subscription type); the first subscriber of an empty group sets it.
+- ``initial_position`` matters only where the subscription starts: it is set (``share.auto.offset.reset``)
+  only when the group does not exist yet, and ignored afterwards, as in Pulsar.
+- ``ack_timeout_ms`` is this consumer's own acquisition lock on the broker (15 s to 60 s), declared with
+  its other options (key 32002); other consumers keep theirs or the group's.
+- name, priority, key-hash ranges, receiver queue, backoff and the acknowledgement grouping are the
+  consumer's own too.
+
+What Kafka cannot say goes through logwright's extension API keys (`compat/extension_wire.py`).
+
+Semantics worth knowing: a negative ack is released on the broker with the delay the backoff gives for
+the record's *persisted* redelivery count, so a multiplier backoff keeps growing across reconnects and
+broker restarts; acknowledgements are grouped (`client_acks`) and ``await``-ing one sends it at once;
+``close`` sends pending acknowledgements, then leaves the group, and whatever the consumer still held is
+redelivered at once, without using up an attempt.
 """
 
 from __future__ import annotations
@@ -29,8 +40,10 @@ from kio.schema.incremental_alter_configs.v1.request import (
     IncrementalAlterConfigsRequest,
 )
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from logwright.core.redelivery_backoff import FixedDelay, MultiplierBackoff
 
+from .client_acks import AckReceipt
 from .client_consumer import (
     Consumer,
     ConsumerBusy,
@@ -43,8 +56,8 @@ from .client_wire import BrokerError, ClientError, Connection, ConnectionClosed
 from .errors import ErrorCode
 from .registry import make
 
-__all__ = ["BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy", "FixedDelay",
-           "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
+__all__ = ["AckReceipt", "BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy",
+           "FixedDelay", "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
 
 MODES = ("exclusive", "failover", "shared", "key_shared")
 INITIAL_POSITIONS = ("latest", "earliest")
@@ -77,11 +90,15 @@ class Client:
         key_hash_ranges: tuple[tuple[int, int], ...] = (),
         receiver_queue_size: int = 100,
         heartbeat_interval_ms: int | None = None,
+        ack_group_time_ms: int = 100,
+        ack_group_size: int = 1000,
     ) -> Consumer:
         """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
 
         ``key_hash_ranges`` are Key_Shared STICKY ranges (inclusive, within 0..65535; empty: AUTO_SPLIT).
         ``heartbeat_interval_ms`` overrides the group's interval (tests, fast failover switch-over).
+        ``ack_group_time_ms`` and ``ack_group_size`` group acknowledgements (Pulsar's
+        acknowledgementsGroupTime and maxAcknowledgmentGroupSize); 0 ms sends each at once.
         """
         if mode not in MODES:
             raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -89,20 +106,32 @@ class Client:
             raise InvalidConfiguration(f"initial_position must be 'latest' or 'earliest', got {initial_position!r}")
         if receiver_queue_size < 1:
             raise InvalidConfiguration(f"receiver_queue_size must be positive, got {receiver_queue_size}")
-        configs = {"logwright.subscription.mode": mode, "share.auto.offset.reset": initial_position}
-        if ack_timeout_ms is not None:
-            configs["share.record.lock.duration.ms"] = str(ack_timeout_ms)
+        configs = {"logwright.subscription.mode": mode}
+        if not await self._exists(subscription):
+            configs["share.auto.offset.reset"] = initial_position
         await self._set_group_configs(subscription, configs)
         settings = ConsumerSettings(
             topic=topic, topic_id=await self._topic_id(topic), subscription=subscription, mode=mode,
             consumer_name=consumer_name, priority=priority, hash_ranges=tuple(key_hash_ranges),
             receiver_queue_size=receiver_queue_size,
             negative_ack_backoff=redelivery_backoff or FixedDelay(negative_ack_redelivery_delay_ms),
-            heartbeat_interval_ms=heartbeat_interval_ms)
+            heartbeat_interval_ms=heartbeat_interval_ms, ack_timeout_ms=ack_timeout_ms or 0,
+            ack_group_time_ms=ack_group_time_ms, ack_group_size=ack_group_size)
         consumer = Consumer(self._connection, settings)
         await consumer.join()
         self._consumers.append(consumer)
         return consumer
+
+    async def _exists(self, subscription: str) -> bool:
+        """Whether the subscription's share group exists (ShareGroupDescribe)."""
+        response = await self._connection.request(make(
+            ShareGroupDescribeRequest, group_ids=(subscription,), include_authorized_operations=False))
+        [group] = response.groups
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return False
+        if group.error_code:
+            raise BrokerError(int(group.error_code), group.error_message, f"describe {subscription!r}")
+        return True
 
     async def _set_group_configs(self, group: str, configs: dict[str, str]) -> None:
         changes = tuple(make(AlterableConfig, name=name, config_operation=SET, value=value)

@@ -1,11 +1,13 @@
 """The bundled client's consumer: a share group member that reads like a Pulsar consumer.
 
-It joins with ShareGroupHeartbeat (having declared its Failover/Key_Shared options first, so it picks
-its own member id), keeps heartbeating in a background task, fetches with ShareFetch in a share
-session whose partitions follow the assignment, and hands out only the records the broker says it
-acquired. Acknowledgements go through the extension keys at once and are durable when they return:
-individual acks (32004), negative acks with a delay computed from the persisted delivery count
-(32003) and cumulative acks (32005, Exclusive and Failover only).
+It joins with ShareGroupHeartbeat (having declared its options first: Failover name and priority,
+Key_Shared ranges, its own ack timeout; so it picks its own member id), keeps heartbeating in a
+background task, fetches with ShareFetch v2 in record-limit mode (never more than its receiver queue)
+in a share session whose partitions follow the assignment, and hands out only the records the broker
+says it acquired. Individual acknowledgements are grouped (`client_acks`: one request per 100 ms or
+1000 acks by default, at once when awaited); negative acks with a delay computed from the persisted
+delivery count (32003) and cumulative acks (32005, Exclusive and Failover only) go at once and are
+durable when they return.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.share_fetch.v1.request import FetchPartition, FetchTopic, ForgottenTopic, ShareFetchRequest
+from kio.schema.share_fetch.v2.request import FetchPartition, FetchTopic, ForgottenTopic, ShareFetchRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.core.redelivery_backoff import RedeliveryBackoff
 
+from .client_acks import AckGroup, AckReceipt
 from .client_wire import BrokerError, ClientError, Connection, ConnectionClosed
 from .errors import ErrorCode
 from .record_batch import decode_records, iter_batches, parse_header
@@ -34,6 +37,8 @@ CUMULATIVE_MODES = frozenset({"exclusive", "failover"})
 _REJOIN = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 _NEW_SESSION = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
 _MAX_EPOCH = 2**31 - 1
+RECORD_LIMIT = 1
+"""ShareFetch v2 ``share_acquire_mode``: never more than ``max_records`` (the receiver queue)."""
 
 
 class InvalidConfiguration(ClientError):
@@ -77,6 +82,10 @@ class ConsumerSettings:
     receiver_queue_size: int
     negative_ack_backoff: RedeliveryBackoff
     heartbeat_interval_ms: int | None
+    ack_timeout_ms: int = 0
+    """This consumer's acquisition lock on the broker (0: the group's ``share.record.lock.duration.ms``)."""
+    ack_group_time_ms: int = 100
+    ack_group_size: int = 1000
 
 
 class Consumer:
@@ -93,15 +102,23 @@ class Consumer:
         self._heartbeats: asyncio.Task[None] | None = None
         self._closing = False
         self._assigned = asyncio.Event()
+        self._acks = AckGroup(connection, settings.subscription, self.member_id, settings.topic,
+                              settings.ack_group_time_ms, settings.ack_group_size)
 
     # -- membership ---------------------------------------------------------------------------
 
     async def join(self) -> None:
         """Declare the mode options, then heartbeat with epoch 0; raises `ConsumerBusy` when refused."""
         s = self.settings
-        await self._connection.extension(32002, {
-            "group_id": s.subscription, "member_id": self.member_id, "name": s.consumer_name,
-            "priority": s.priority, "hash_ranges": [list(r) for r in s.hash_ranges]}, "consumer options")
+        try:
+            await self._connection.extension(32002, {
+                "group_id": s.subscription, "member_id": self.member_id, "name": s.consumer_name,
+                "priority": s.priority, "hash_ranges": [list(r) for r in s.hash_ranges],
+                "ack_timeout_ms": s.ack_timeout_ms}, "consumer options")
+        except BrokerError as error:
+            if error.code == ErrorCode.INVALID_CONFIG:
+                raise InvalidConfiguration(f"subscription {s.subscription!r}: {error.broker_message}") from error
+            raise
         self.member_epoch = 0
         self._session_epoch, self._session = 0, frozenset()
         response = await self._heartbeat((s.topic,))
@@ -158,8 +175,9 @@ class Consumer:
             if remaining <= 0:
                 raise Timeout(f"no record for subscription {self.settings.subscription!r} within {timeout} s")
             if not self.assignment:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._assigned.wait(), min(remaining, 0.5))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(remaining, 0.5)):
+                        await self._assigned.wait()
                 continue
             await self._fetch(min(remaining, 0.5))
         return self._buffer.popleft()
@@ -175,7 +193,7 @@ class Consumer:
             ShareFetchRequest, group_id=s.subscription, member_id=self.member_id,
             share_session_epoch=self._session_epoch, max_wait=datetime.timedelta(seconds=max_wait_s), min_bytes=1,
             max_bytes=64 * 1024 * 1024, max_records=s.receiver_queue_size, batch_size=s.receiver_queue_size,
-            topics=topics if added else (),
+            share_acquire_mode=RECORD_LIMIT, is_renew_ack=False, topics=topics if added else (),
             forgotten_topics_data=(make(ForgottenTopic, topic_id=s.topic_id, partitions=forgotten),)
             if forgotten else ()))
         if response.error_code in _NEW_SESSION:
@@ -193,8 +211,8 @@ class Consumer:
                                 partition.error_code, partition.error_message)
                     continue
                 control.extend(self._take(int(partition.partition_index), partition))
-        if control:  # transaction markers take offsets but are nobody's message: settle them
-            await self._ack_ranges([(partition, offset, offset) for partition, offset in control])
+        for partition, offset in control:  # transaction markers take offsets but are nobody's message: settle them
+            self._acks.add(partition, offset)
 
     def _take(self, index: int, partition: Any) -> list[tuple[int, int]]:
         counts: dict[int, int] = {}
@@ -217,20 +235,18 @@ class Consumer:
 
     # -- acknowledging ------------------------------------------------------------------------
 
-    async def acknowledge(self, message: Message) -> None:
-        """Individual acknowledgement; durable when it returns."""
-        await self._ack_ranges([(message.partition, message.offset, message.offset)])
+    def acknowledge(self, message: Message) -> AckReceipt:
+        """Individual acknowledgement, grouped with others into one request (see `client_acks`).
 
-    async def _ack_ranges(self, ranges: list[tuple[int, int, int]]) -> None:
-        s = self.settings
-        answer = await self._connection.extension(32004, {
-            "group_id": s.subscription, "member_id": self.member_id,
-            "acks": [{"topic": s.topic, "partition": p, "ranges": [[first, last]]} for p, first, last in ranges]},
-            "acknowledge")
-        for result in answer["results"]:
-            if result["error_code"]:
-                raise BrokerError(result["error_code"], result["error_message"],
-                                  f"acknowledge {s.topic}-{result['partition']}")
+        ``await consumer.acknowledge(msg)`` sends what is pending at once and returns when it is durable
+        (`BrokerError` if refused); without ``await`` it goes within ``ack_group_time_ms`` or with the next
+        ``ack_group_size`` acknowledgements, and at `flush_acknowledgements` and `close` at the latest.
+        """
+        return self._acks.add(message.partition, message.offset)
+
+    async def flush_acknowledgements(self) -> None:
+        """Send every pending acknowledgement and wait until all sent so far are answered."""
+        await self._acks.flush()
 
     async def acknowledge_cumulative(self, message: Message) -> None:
         """Settle everything of the message's partition up to it (Exclusive and Failover only)."""
@@ -238,6 +254,7 @@ class Consumer:
         if s.mode not in CUMULATIVE_MODES:
             raise InvalidConfiguration(f"subscription {s.subscription!r} is {s.mode}: cumulative acknowledgement "
                                        "is only allowed on exclusive and failover subscriptions")
+        await self._acks.flush()  # individual acks below the position would otherwise be refused after it
         await self._connection.extension(32005, {
             "group_id": s.subscription, "member_id": self.member_id, "topic": s.topic,
             "partition": message.partition, "offset": message.offset}, "acknowledge_cumulative")
@@ -253,8 +270,11 @@ class Consumer:
             "delay_ms": s.negative_ack_backoff.delay_for(message.redelivery_count)}, "negative_acknowledge")
 
     async def close(self) -> None:
-        """Leave the subscription: records still held become available to the others at once."""
+        """Send pending acknowledgements, then leave: records still held become available to the others at once."""
         self._closing = True
+        with contextlib.suppress(ClientError):
+            await self._acks.flush()
+        self._acks.fail_pending(ClientError(f"consumer {self.member_id} is closed"))
         if self._heartbeats is not None:
             self._heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

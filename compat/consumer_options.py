@@ -7,7 +7,10 @@ then on they are part of the mode's `Membership`, which is persisted, so a resta
 client sends them again before every rejoin.
 
 Request (msgpack map): ``group_id: str, member_id: str, name: str = "", priority: int >= 0 = 0,
-hash_ranges: [[start, end], ...] within 0..65535 = [] (Key_Shared STICKY), max_in_flight: int >= 0 = 0``.
+hash_ranges: [[start, end], ...] within 0..65535 = [] (Key_Shared STICKY), max_in_flight: int >= 0 = 0,
+ack_timeout_ms: int = 0``. ``ack_timeout_ms`` is the consumer's own acquisition lock (Pulsar's ack
+timeout is per consumer): 0 keeps the group's ``share.record.lock.duration.ms``, anything else must be a
+value that config accepts (INVALID_CONFIG otherwise); it is recorded with the member when it joins.
 Response: ``error_code, error_message``.
 """
 
@@ -22,6 +25,7 @@ from .registry import RequestContext
 from .share_coordinator import share_coordinator
 
 API_KEY = 32002
+LOCK_DURATION_KEY = "share.record.lock.duration.ms"
 MAX_HASH = 65535
 MAX_PENDING = 100_000
 """Declared options not yet used by a join; beyond this a declaration is refused (memory bound)."""
@@ -36,9 +40,12 @@ async def handle(context: RequestContext, body: Body) -> Body:
     declared = ranges(body["hash_ranges"], "hash_ranges") if body.get("hash_ranges") else ()
     if any(last > MAX_HASH for _, last in declared):
         raise InvalidRequest(f"key-hash ranges must lie within 0..{MAX_HASH}, got {list(declared)}")
+    ack_timeout_ms = integer(body, "ack_timeout_ms", default=0)
+    if ack_timeout_ms:
+        context.broker.configs.validate("group", [(LOCK_DURATION_KEY, str(ack_timeout_ms))])
     options = ConsumerOptions(name, integer(body, "priority", default=0),
                               tuple(HashRange(first, last) for first, last in declared),
-                              integer(body, "max_in_flight", default=0))
+                              integer(body, "max_in_flight", default=0), ack_timeout_ms)
     coordinator = share_coordinator(context.broker)
     if len(coordinator.consumer_options) >= MAX_PENDING and (group_id, member_id) not in coordinator.consumer_options:
         raise InvalidRequest(f"too many consumer option declarations waiting for a join ({MAX_PENDING})")

@@ -28,7 +28,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     coordinator = share_coordinator(broker)
     group_id, member_id = request.group_id or "", request.member_id or ""
     epoch = int(request.share_session_epoch)
-    lock_ms = coordinator.lock_duration_ms(group_id) if group_id else 0
+    lock_ms = coordinator.lock_duration_ms(group_id, member_id) if group_id else 0
 
     def response(code: ErrorCode, message: str | None, responses: tuple[Any, ...]) -> Any:
         return make(module.ShareAcknowledgeResponse, throttle_time=datetime.timedelta(0), error_code=code,

@@ -156,7 +156,13 @@ class ShareCoordinator:
         index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
         return ReleaseContext(self._release_decider, index, self.group_settings(group_id))
 
-    def lock_duration_ms(self, group_id: str) -> int:
+    def lock_duration_ms(self, group_id: str, member_id: str | None = None) -> int:
+        """The member's own lock duration (its ack timeout) if it declared one, else the group's."""
+        if member_id is not None:
+            group = self.group(group_id)
+            member = group.member(member_id) if group is not None else None
+            if member is not None and member.lock_duration_ms > 0:
+                return member.lock_duration_ms
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
 
     def delivery_count_limit(self, group_id: str) -> int:
@@ -289,7 +295,7 @@ class ShareCoordinator:
             chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
         chosen, kept = within_bytes(chosen, spans, budget)
         event = cursor_commands.acquire(state, log_start, log_end, member_id, len(chosen), now,
-                                        self.lock_duration_ms(group_id), eligible=chosen)
+                                        self.lock_duration_ms(group_id, member_id), eligible=chosen)
         if event is None:
             return None
         self.broker.stage([event])
@@ -353,8 +359,8 @@ class ShareCoordinator:
                     batches: Sequence[AckBatch], renew_allowed: bool) -> None:
         """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
         state = self.cursor(group_id, topic, partition_id)
-        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id), renew_allowed,
-                           self.release_context(group_id, topic, partition_id))
+        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id, member_id),
+                           renew_allowed, self.release_context(group_id, topic, partition_id))
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
     def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:

@@ -50,7 +50,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     group_id, member_id = request.group_id or "", request.member_id or ""
     epoch = int(request.share_session_epoch)
     renew = bool(getattr(request, "is_renew_ack", False))
-    lock_ms = coordinator.lock_duration_ms(group_id) if group_id else 0
+    lock_ms = coordinator.lock_duration_ms(group_id, member_id) if group_id else 0
 
     def refusal(code: ErrorCode, message: str) -> Any:
         return make(module.ShareFetchResponse, throttle_time=datetime.timedelta(0), error_code=code,

@@ -34,6 +34,8 @@ class ShareMemberJoined(ShareGroupEvent):
     client_host: str
     rack_id: str | None
     subscribed_topics: tuple[str, ...]
+    lock_duration_ms: int = 0
+    """The member's own acquisition lock (its ack timeout, declared with LogwrightConsumerOptions); 0: the group's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,8 @@ class ShareMember:
     subscribed_topics: tuple[str, ...]
     member_epoch: int = 0
     assignment: ShareAssignment = ()
+    lock_duration_ms: int = 0
+    """Its own acquisition lock (ack timeout); 0: the group's ``share.record.lock.duration.ms``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,8 @@ def _evolve(event: Event, state: ShareGroupState) -> ShareGroupState:
 
 @_evolve.register
 def _(event: ShareMemberJoined, state: ShareGroupState) -> ShareGroupState:
-    member = ShareMember(event.member_id, event.client_id, event.client_host, event.rack_id, event.subscribed_topics)
+    member = ShareMember(event.member_id, event.client_id, event.client_host, event.rack_id, event.subscribed_topics,
+                         lock_duration_ms=event.lock_duration_ms)
     return replace(state, group_epoch=state.group_epoch + 1, members=_with_member(state, member))
 
 
@@ -157,6 +160,8 @@ class ConsumerOptions:
     priority: int = 0
     hash_ranges: tuple[HashRange, ...] = ()
     max_in_flight: int = 0
+    lock_duration_ms: int = 0
+    """The consumer's ack timeout: its acquisition locks last this long (0: the group's lock duration)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +232,8 @@ def heartbeat(
         current_membership = state.mode_membership() if state is not None else Membership(group_id)
         membership = mode.join(current_membership, mode_consumer(member_id, command))
         events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,
-                                        command.rack_id, tuple(sorted(set(command.subscribed_topics)))))
+                                        command.rack_id, tuple(sorted(set(command.subscribed_topics))),
+                                        command.options.lock_duration_ms if command.options else 0))
         events.append(ShareMembershipChanged(group_id, member_id, membership))
     else:
         if member is None:

@@ -8,8 +8,13 @@ Topics are created and filled with confluent-kafka, consumed only through the bu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -469,3 +474,95 @@ def test_extension_keys_answer_bad_input_with_kafka_errors(clock_broker: BrokerP
         await client.close()
 
     run(scenario)
+
+
+def test_subscription_options_conflict_clearly_and_consumer_options_stay_per_consumer(
+        clock_broker: BrokerProcess) -> None:
+    """The mode is the subscription's, the initial position applies where it starts, the ack timeout is a consumer's."""
+    topic = new_topic(clock_broker, 4)
+
+    async def scenario() -> None:
+        client = await Client.connect(clock_broker.bootstrap)
+        quick = await client.subscribe(topic, "opts", initial_position="earliest", ack_timeout_ms=15_000,
+                                       receiver_queue_size=1)
+        with pytest.raises(InvalidConfiguration, match="is 'shared' and it has 1 members: it cannot become 'failover'"):
+            await client.subscribe(topic, "opts", mode="failover")
+        with pytest.raises(InvalidConfiguration, match="share.record.lock.duration.ms"):
+            await client.subscribe(topic, "opts", ack_timeout_ms=1_000)
+        # "latest" is ignored: the subscription exists and starts at the earliest offset.
+        slow = await client.subscribe(topic, "opts", initial_position="latest", ack_timeout_ms=40_000,
+                                      receiver_queue_size=1)
+        now = await client.advance_clock(0)
+        first, second = await quick.receive(timeout=10), await slow.receive(timeout=10)
+        assert (first.offset, second.offset) == (0, 1)
+        [cursor] = await client.inspect("opts", topic)
+        deadlines = {d["consumer"]: d["lock_deadline_ms"] - now for d in cursor["in_flight"]}
+        assert deadlines == {quick.member_id: 15_000, slow.member_id: 40_000}
+        await client.advance_clock(15_000)  # only the quick consumer's lock runs out
+        [cursor] = await client.inspect("opts", topic)
+        assert [(d["first"], d["consumer"]) for d in cursor["in_flight"]] == [(1, slow.member_id)]
+        await client.close()
+
+    run(scenario)
+    check_consistent(clock_broker)
+
+
+def test_acknowledgements_are_grouped_into_few_requests_and_events(clock_broker: BrokerProcess) -> None:
+    topic = new_topic(clock_broker, 25)
+
+    async def scenario() -> None:
+        client = await Client.connect(clock_broker.bootstrap)
+        consumer = await client.subscribe(topic, "grouped", initial_position="earliest", ack_group_size=10,
+                                          ack_group_time_ms=600_000)
+        messages = await receive_all(consumer)
+        assert len(messages) == 25
+        receipts = [consumer.acknowledge(message) for message in messages]  # not awaited: grouped
+        assert sum(receipt.done() for receipt in receipts) <= 20, "the last five wait for the group"
+        await consumer.flush_acknowledgements()
+        assert all(receipt.done() for receipt in receipts)
+        [cursor] = await client.inspect("grouped", topic)
+        assert cursor["mark_delete_position"] == 24 and cursor["backlog"] == 0
+
+        timed = await client.subscribe(topic, "timed", initial_position="earliest", ack_group_time_ms=50)
+        [first, *_] = await receive_all(timed)
+        await asyncio.wait_for(timed.acknowledge(first).settled(), 30)  # sent by the group's timer
+        await client.close()
+
+    run(scenario)
+    check_consistent(clock_broker)
+    acked = [event for event in logged_events(clock_broker) if event["type"] == "RecordsAcked"
+             and event["subscription"] == "grouped"]
+    assert [event["ranges"] for event in acked] == [[[0, 9]], [[10, 19]], [[20, 24]]]
+
+
+def test_one_refused_acknowledgement_does_not_fail_the_rest_of_its_group(clock_broker: BrokerProcess) -> None:
+    topic = new_topic(clock_broker, 4)
+
+    async def scenario() -> None:
+        client = await Client.connect(clock_broker.bootstrap)
+        mine = await client.subscribe(topic, "isolated", initial_position="earliest", receiver_queue_size=2,
+                                      ack_group_time_ms=600_000)
+        other = await client.subscribe(topic, "isolated", receiver_queue_size=2)
+        held = [await mine.receive(timeout=10), await mine.receive(timeout=10)]
+        theirs = await other.receive(timeout=10)
+        assert [m.offset for m in held] == [0, 1] and theirs.offset == 2
+        forged = dataclasses.replace(theirs)  # a record the other consumer holds
+        receipts = [mine.acknowledge(message) for message in (*held, forged)]
+        await mine.flush_acknowledgements()
+        await receipts[0]
+        await receipts[1]
+        with pytest.raises(BrokerError) as refused:
+            await receipts[2]
+        assert refused.value.code == 121
+        [cursor] = await client.inspect("isolated", topic)
+        assert cursor["mark_delete_position"] == 1
+        await client.close()
+
+    run(scenario)
+    check_consistent(clock_broker)
+
+
+def logged_events(broker: BrokerProcess) -> list[dict[str, Any]]:
+    output = subprocess.run([sys.executable, "-m", "logwright", "events", "--data-dir", str(broker.data_dir),
+                             "--json"], capture_output=True, text=True, check=True, timeout=120).stdout
+    return [json.loads(line) for line in output.splitlines()]
