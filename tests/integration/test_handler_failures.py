@@ -15,12 +15,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.compat.client_wire import Connection
 from logwright.compat.registry import make
 
 from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
 
 pytestmark = pytest.mark.logwright_only(reason="plugins that fail on purpose")
 
@@ -146,9 +147,7 @@ def test_a_kafka_handler_that_raises_answers_unknown_server_error_and_the_connec
     topic, group = f"broken-{uuid.uuid4().hex[:8]}", f"broken-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": failing_broker.bootstrap})
     admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
-        ConfigEntry("logwright.subscription.mode", "broken", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(failing_broker.bootstrap, group, {"logwright.subscription.mode": "broken"})
 
     async def scenario() -> None:
         connection = await Connection.open(failing_broker.bootstrap, "failure-test")

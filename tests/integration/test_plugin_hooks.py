@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from logwright.compat.client import Client
 
 from tests.example_plugin import install_example_plugin
 
 from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
 from .test_share_groups import check_consistent
 
 pytestmark = pytest.mark.logwright_only(reason="loads logwright's example plugin")
@@ -83,10 +84,7 @@ def test_the_admission_wrapper_refuses_oversized_requests_per_partition(plugin_b
 def test_the_release_decision_sets_the_backoff_of_nacks_and_expired_locks(plugin_broker: BrokerProcess) -> None:
     topic = f"backoff-{uuid.uuid4().hex[:6]}"
     create_topic(plugin_broker.bootstrap, topic)
-    admin = AdminClient({"bootstrap.servers": plugin_broker.bootstrap})
-    resource = ConfigResource(ConfigResource.Type.GROUP, "backoff", incremental_configs=[
-        ConfigEntry("logwright.example.backoff.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(plugin_broker.bootstrap, "backoff", {"logwright.example.backoff.ms": "1000"})
     producer = Producer({"bootstrap.servers": plugin_broker.bootstrap})
     producer.produce(topic, value=b"poison")
     assert producer.flush(30) == 0

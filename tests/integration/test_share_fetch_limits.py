@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v9 import request as produce
@@ -31,6 +31,7 @@ from logwright.compat.records import Record
 from logwright.compat.registry import make
 
 from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
 from .test_share_groups import check_consistent
 
 BATCHES, PER_BATCH = 6, 5
@@ -64,10 +65,7 @@ async def acquire_once(bootstrap: str, topic: str, max_bytes: int, max_records: 
                        version: int = 1, acquire_mode: int = 0) -> list[tuple[int, int]]:
     """The (first, last) AcquiredRecords of the first ShareFetch of a new group that acquires anything."""
     group = f"limits-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     connection = await Connection.open(bootstrap, "limits")
     try:
         member, topic_id = await join(connection, group, topic)
@@ -162,9 +160,7 @@ def test_a_long_poll_is_woken_when_the_broker_clock_brings_a_record_back(tmp_pat
         topic = f"poll-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        resource = ConfigResource(ConfigResource.Type.GROUP, "poll", incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([resource])[resource].result(30)
+        set_group_configs(broker.bootstrap, "poll", {"share.auto.offset.reset": "earliest"})
         producer = Producer({"bootstrap.servers": broker.bootstrap})
         producer.produce(topic, value=b"later")
         assert producer.flush(30) == 0

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as DescribeGroupsV5
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeGroupsV6
@@ -30,6 +30,7 @@ from logwright.compat.client_wire import Connection
 from logwright.compat.registry import make
 
 from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
 from .test_share_fetch_limits import acquired_records, join, share_fetch
 from .test_share_groups import check_consistent, poll_batch, setup_topic
 from .test_share_groups import consumer as share_consumer
@@ -43,9 +44,7 @@ def share_setup(bootstrap: str) -> tuple[str, str]:
     topic, group = f"admin-{uuid.uuid4().hex[:8]}", f"admin-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(3):
         producer.produce(topic, value=f"r{i}".encode())

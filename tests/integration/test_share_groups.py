@@ -22,6 +22,7 @@ from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
 
 ADVANCE_CLOCK_KEY = 32001
 LOCK_MS = 15000
@@ -63,10 +64,7 @@ def setup_topic(bootstrap: str, group: str, records: int, partitions: int = 1, *
     topic = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
-    entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
-               for key, value in {"share.auto.offset.reset": "earliest", **configs}.items()]
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **configs})
     produce(bootstrap, topic, [f"r{i}" for i in range(records)])
     return topic
 
