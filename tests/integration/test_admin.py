@@ -37,22 +37,26 @@ def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
 def _eventually(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
     """Metadata is eventually consistent on Kafka: the broker that answers a describe learns of a topic, a
     deletion or a config change only after the controller has committed it, so reads after writes poll."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    return _settled(condition, bool, timeout_s)
 
 
 def _settled(read: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 30.0) -> T:
-    """``read()`` once ``done`` holds for it (or the last value read when it never does, for the assertion)."""
-    value = read()
+    """``read()`` once ``done`` holds for it (or the last value read when it never does, for the assertion).
+
+    Until the deadline a read that raises counts as not settled yet: on Kafka the broker answering a
+    describe may not know a topic the controller has just created (UNKNOWN_TOPIC_OR_PARTITION). The last
+    read's error is raised when it never settles."""
     deadline = time.monotonic() + timeout_s
-    while not done(value) and time.monotonic() < deadline:
+    while True:
+        try:
+            value = read()
+        except Exception:
+            if time.monotonic() >= deadline:
+                raise
+        else:
+            if done(value) or time.monotonic() >= deadline:
+                return value
         time.sleep(0.1)
-        value = read()
-    return value
 
 
 def topic_configs(admin: KafkaAdminClient, topic: str) -> dict[str, Any]:
