@@ -255,15 +255,18 @@ class Broker:
             self._data_arrived = None
 
     async def wait_for_data(self, timeout_s: float) -> None:
-        """Sleep until a commit appends records anywhere, or the timeout passes (Fetch long polls)."""
+        """Sleep until a commit appends records anywhere, or the timeout passes (Fetch long polls).
+
+        ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` returns normally when the data
+        arrives in the same loop turn as a cancellation, so a shutdown could lose its cancel here.
+        """
         if timeout_s <= 0:
             return
         if self._data_arrived is None:
             self._data_arrived = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._data_arrived.wait(), timeout_s)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._data_arrived.wait()
 
     # -- waiting on the broker clock ----------------------------------------------------------
 

@@ -51,7 +51,8 @@ class Connection:
     @classmethod
     async def open(cls, bootstrap: str, client_id: str, timeout_s: float = 30.0) -> Connection:
         host, _, port = bootstrap.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host or "127.0.0.1", int(port)), timeout_s)
+        async with asyncio.timeout(timeout_s):  # not wait_for, which can swallow a cancellation on Python 3.11
+            reader, writer = await asyncio.open_connection(host or "127.0.0.1", int(port))
         return cls(reader, writer, client_id)
 
     async def request(self, request: Any, timeout_s: float = 60.0) -> Any:
