@@ -2,7 +2,7 @@
 
 Each workload (compare_api.Workload, listed through WORKLOAD_MODULES) measures every peer it supports once
 per repeat; the rounds go repeat by repeat over all workloads and the peers take turns in an order that
-rotates, so the drift of this shared machine is spread over everyone. The shared brokers (bench/peers.py)
+rotates, so the drift of this shared machine is spread over everyone. The shared brokers (bench/brokers.py)
 start on first use and are stopped at the end, however the run ends. Results: ``OUT.md`` (a table per
 workload: median (min–max) per broker, ratios to Kafka, the targets), ``OUT.png`` (ratios to Kafka) and
 ``OUT.json`` (every sample, so ``--from-json`` rebuilds the report without measuring again).
@@ -32,10 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import brokers  # noqa: E402
 from compare_api import PEER_NAMES, Context, NotApplicable, Workload  # noqa: E402
 from compare_report import Sample, markdown  # noqa: E402
-
-import peers  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -83,7 +82,7 @@ def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequen
         for workload in workloads:
             if repeat >= min(repeats, workload.repeats or repeats):
                 continue
-            for peer in peers.in_turn(workload.peers(tuple(names)), repeat):
+            for peer in brokers.in_turn(workload.peers(tuple(names)), repeat):
                 sample = measure_one(workload, ctx, peer, repeat)
                 samples.append(sample)
                 shown = ", ".join(f"{k} {v:,.1f}" for k, v in sample.values.items())
@@ -102,9 +101,8 @@ def _command(args: list[str]) -> str:
 def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
     """Where and how the figures were taken: hardware, versions, load, session settings."""
     import confluent_kafka  # noqa: PLC0415
+    from brokers import tansu_binary  # noqa: PLC0415
     from kafka_peer import POM, java  # noqa: PLC0415
-
-    from peers import tansu_binary  # noqa: PLC0415
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import peers
+import brokers
 
 PEER_NAMES = ("kafka", "tansu", "logwright")
 """Every broker compared, the reference first; report columns follow this order."""
@@ -69,7 +69,7 @@ class Context:
     scale: float = 1.0
     options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     say: Callable[[str], None] = print
-    _shared: dict[str, peers.RunningPeer] = field(default_factory=dict)
+    _shared: dict[str, brokers.RunningPeer] = field(default_factory=dict)
     _numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def size(self, full: int, quick: int) -> int:
@@ -82,26 +82,26 @@ class Context:
         path.mkdir(parents=True)
         return path
 
-    def broker(self, name: str) -> peers.RunningPeer:
+    def broker(self, name: str) -> brokers.RunningPeer:
         """The session's long-running broker ``name``, started on first use, stopped when the session ends."""
         peer = self._shared.get(name)
         if peer is not None and peer.process.poll() is not None:
             raise RuntimeError(f"the shared {name} broker exited ({peer.process.returncode}): {peer.log_tail()}")
         if peer is None:
             started = time.monotonic()
-            peer = peers.start(name, self.new_dir(f"shared-{name}"), **self.options.get(name, {}))
+            peer = brokers.start(name, self.new_dir(f"shared-{name}"), **self.options.get(name, {}))
             self._shared[name] = peer
             self.say(f"started {name} on {peer.bootstrap} in {time.monotonic() - started:.1f} s")
         return peer
 
     @contextmanager
-    def fresh(self, name: str, workdir: Path | None = None, **options: str) -> Iterator[peers.RunningPeer]:
+    def fresh(self, name: str, workdir: Path | None = None, **options: str) -> Iterator[brokers.RunningPeer]:
         """A private broker ``name`` for one measurement (start-up, memory at rest), stopped at block end.
 
         Pass the same ``workdir`` again to restart a broker on the data it stored.
         """
         merged = {**self.options.get(name, {}), **options}
-        with peers.running(name, workdir or self.new_dir(f"fresh-{name}"), **merged) as peer:
+        with brokers.running(name, workdir or self.new_dir(f"fresh-{name}"), **merged) as peer:
             yield peer
 
     def close(self) -> None:

@@ -171,7 +171,7 @@ class KafkaPeer:
 
         A log directory formatted before (``meta.properties``) is kept as it is, with its cluster id and
         records, so a second broker on the same ``work_dir`` restarts on the first one's data (on new ports).
-        bench/peers.py launches the command itself; :meth:`start` does it here.
+        bench/brokers.py launches the command itself; :meth:`start` does it here.
         """
         self.resolve_s = resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)

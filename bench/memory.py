@@ -4,7 +4,7 @@ Every repeat starts a private broker (not the session's shared one, which earlie
 "at rest" is a freshly started broker with no topic: the median of five readings over a second after it has
 been idle for ``SETTLE_S``. "Under load" is the highest reading, taken every ``INTERVAL_S``, while a
 librdkafka producer fills a one-partition topic with 1 KiB records (acks=all) and a consumer reads it back.
-A reading is the RSS of the broker's whole process group (peers.RunningPeer.rss_bytes): the JVM for Kafka,
+A reading is the RSS of the broker's whole process group (brokers.RunningPeer.rss_bytes): the JVM for Kafka,
 the Python process for logwright, the tansu binary for Tansu.
 """
 
@@ -14,10 +14,9 @@ import statistics
 import threading
 import time
 
+import brokers
 from compare_api import Context, Metric, Workload
 from wire_workload import produce_then_consume
-
-import peers
 
 SETTLE_S = (5.0, 2.0)
 LOAD_RECORDS = (200_000, 40_000)
@@ -29,7 +28,7 @@ MIB = 2**20
 class PeakRss:
     """A thread that reads a broker's RSS every ``interval_s`` while the ``with`` block runs; ``peak`` is bytes."""
 
-    def __init__(self, broker: peers.RunningPeer, interval_s: float = INTERVAL_S) -> None:
+    def __init__(self, broker: brokers.RunningPeer, interval_s: float = INTERVAL_S) -> None:
         self.broker = broker
         self.interval_s = interval_s
         self.peak = 0

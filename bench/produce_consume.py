@@ -1,6 +1,6 @@
 """Produce and consume throughput over the Kafka wire: logwright beside Tansu, in one run, same clients.
 
-Each peer is started fresh (``bench/peers.py``: logwright on a temp data dir with its default
+Each peer is started fresh (``bench/brokers.py``: logwright on a temp data dir with its default
 durability, Tansu with memory storage). For every repeat and record size a new one-partition topic is
 filled by a librdkafka producer (``acks=all``) and read back from offset 0 by a librdkafka consumer; the
 peers take turns within a repeat, in an order that rotates, so drift on this shared machine does not
@@ -26,9 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 from wire_workload import Measurement, librdkafka_version, produce_then_consume  # noqa: E402
-
-import peers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
 DEFAULT_RECORDS = "100:500000,1024:100000"
 
@@ -52,7 +51,7 @@ def parse_records(spec: str, scale: float) -> dict[int, int]:
     return sizes
 
 
-def run_once(peer: peers.RunningPeer, record_bytes: int, records: int, repeat: int) -> list[Run]:
+def run_once(peer: brokers.RunningPeer, record_bytes: int, records: int, repeat: int) -> list[Run]:
     produced, consumed = produce_then_consume(peer.bootstrap, record_bytes, records)
     return [Run(peer.name, "produce", repeat, produced), Run(peer.name, "consume", repeat, consumed)]
 
@@ -61,10 +60,10 @@ def measure(names: list[str], sizes: dict[int, int], repeats: int, workdir: Path
             options: dict[str, dict[str, str]], say: Callable[[str], None]) -> list[Run]:
     """Start every peer, run all repeats with the peers taking turns, stop every peer."""
     runs: list[Run] = []
-    with peers.running_all(names, workdir, options, say) as started:
+    with brokers.running_all(names, workdir, options, say) as started:
         for repeat in range(repeats):
             for record_bytes, records in sizes.items():
-                for peer in peers.in_turn(started, repeat):
+                for peer in brokers.in_turn(started, repeat):
                     new = run_once(peer, record_bytes, records, repeat)
                     runs += new
                     say(f"#{repeat + 1} {peer.name:10} {record_bytes:5} B  " + "  ".join(
@@ -112,7 +111,7 @@ def markdown(runs: list[Run], names: list[str], sizes: dict[int, int], subject: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--peers", default="logwright,tansu", help="comma-separated names from bench/peers.py")
+    parser.add_argument("--peers", default="logwright,tansu", help="comma-separated names from bench/brokers.py")
     parser.add_argument("--records", default=DEFAULT_RECORDS, help="SIZE:COUNT,... record bytes and counts")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--repeats", type=int, default=5)

@@ -9,7 +9,7 @@ before the consumer joins). The two readers take turns first, so a warm page cac
 throughput is timed from the first batch in hand to the last acknowledgement confirmed; the join (time to
 the first record) is reported beside it, since Kafka's comes with its 5 s heartbeat interval.
 
-Peers come from ``bench/peers.py``: ``logwright`` and ``kafka`` (Apache Kafka 4.x, formatted with
+Peers come from ``bench/brokers.py``: ``logwright`` and ``kafka`` (Apache Kafka 4.x, formatted with
 ``share.version=1``); Tansu serves no share groups.
 
     .venv/bin/python bench/share_consume.py [--peers logwright,kafka] [--records 500000] [--record-bytes 100]
@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 from compare_api import Context, Metric, Workload  # noqa: E402
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
@@ -48,8 +49,6 @@ from wire_workload import (  # noqa: E402
     librdkafka_version,
     produce,
 )
-
-import peers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
 SHARE_PEERS = ("logwright", "kafka")
 """Peers that serve share groups (Tansu does not)."""
@@ -175,9 +174,9 @@ def measure(names: list[str], records: int, record_bytes: int, repeats: int, wor
     if unknown:
         raise ValueError(f"no share groups on {', '.join(unknown)} (share-capable: {', '.join(SHARE_PEERS)})")
     runs: list[Run] = []
-    with peers.running_all(names, workdir, options, say) as started:
+    with brokers.running_all(names, workdir, options, say) as started:
         for repeat in range(repeats):
-            for peer in peers.in_turn(started, repeat):
+            for peer in brokers.in_turn(started, repeat):
                 fetched, shared = measure_peer(peer.bootstrap, records, record_bytes, share_first=repeat % 2 == 1,
                                                share_config=share_config)
                 run = Run(peer.name, repeat, fetched, shared)

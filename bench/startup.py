@@ -1,6 +1,6 @@
 """Broker start-up time with a full topic stored, and the broker's resident memory right after start-up.
 
-Each peer is started on a fresh work dir (``bench/peers.py``), a librdkafka producer stores ``--records``
+Each peer is started on a fresh work dir (``bench/brokers.py``), a librdkafka producer stores ``--records``
 small records (100 B by default) in one one-partition topic, and the broker is stopped cleanly (SIGINT, as
 an operator would; the seconds this takes are reported too). Then, ``--repeats`` times, the broker is
 started again on the same data dir and timed from the launch of its process until
@@ -32,11 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 from compare_api import Context, Metric, Workload  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 from wire_workload import create_topic, produce  # noqa: E402
-
-import peers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
 RESTARTABLE = ("logwright", "kafka")
 """Peers that keep their records across a restart (Tansu runs on memory storage here)."""
@@ -74,7 +73,7 @@ class Run:
     startup: Startup
 
 
-def stop_timed(peer: peers.RunningPeer) -> float:
+def stop_timed(peer: brokers.RunningPeer) -> float:
     """Stop cleanly and return how long the broker took to exit."""
     started = time.monotonic()
     peer.stop(timeout_s=120.0)
@@ -83,7 +82,7 @@ def stop_timed(peer: peers.RunningPeer) -> float:
 
 def fill(name: str, workdir: Path, records: int, record_bytes: int, **options: str) -> StoredTopic:
     """Start ``name`` on a fresh ``workdir``, store ``records`` records in a new topic, stop it cleanly."""
-    peer = peers.start(name, workdir, **options)
+    peer = brokers.start(name, workdir, **options)
     try:
         topic = create_topic(peer.bootstrap, "startup")
         produced = produce(peer.bootstrap, topic, records, record_bytes)
@@ -96,7 +95,7 @@ def fill(name: str, workdir: Path, records: int, record_bytes: int, **options: s
 def fetch_offset(bootstrap: str, topic: str, offset: int, timeout_s: float = 120.0) -> None:
     """Block until a consumer assigned to ``offset`` of partition 0 has that record; raise on an error."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"startup-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "log_level": 3, **peers.FAST_RECONNECT})
+                         "enable.auto.commit": False, "log_level": 3, **brokers.FAST_RECONNECT})
     try:
         consumer.assign([TopicPartition(topic, 0, offset)])
         deadline = time.monotonic() + timeout_s
@@ -117,7 +116,7 @@ def fetch_offset(bootstrap: str, topic: str, offset: int, timeout_s: float = 120
 def restart_timed(name: str, workdir: Path, stored: StoredTopic, **options: str) -> Startup:
     """Start ``name`` again on ``workdir`` (filled by :func:`fill`), time it, read its RSS, stop it cleanly."""
     data_bytes = sum(f.stat().st_blocks * 512 for f in (workdir / "data").rglob("*") if f.is_file())
-    peer = peers.start(name, workdir, **options)
+    peer = brokers.start(name, workdir, **options)
     try:
         rss = peer.rss_bytes()
         fetch_offset(peer.bootstrap, stored.topic, stored.records - 1)
@@ -141,7 +140,7 @@ def measure(names: list[str], records: int, record_bytes: int, repeats: int, wor
             f"stopped in {stored[name].stop_s:.1f} s")
     runs: list[Run] = []
     for repeat in range(repeats):
-        for name in peers.in_turn(names, repeat):
+        for name in brokers.in_turn(names, repeat):
             startup = restart_timed(name, workdir / name, stored[name], **options.get(name, {}))
             runs.append(Run(name, repeat, startup))
             say(f"#{repeat + 1} {name:10} ready {startup.ready_s:6.2f} s  first fetch {startup.first_fetch_s:6.2f} s"

@@ -67,7 +67,7 @@ def run(suite: Suite, broker: str) -> SuiteResult:
 
 
 def tansu_version() -> str:
-    from bench.peers import tansu_binary  # noqa: PLC0415 - peers.suite put bench's scripts on the path
+    from bench.brokers import tansu_binary  # noqa: PLC0415 - peers.suite put bench's scripts on the path
 
     output = subprocess.run([str(tansu_binary()), "--version"], capture_output=True, text=True).stdout.split()
     return output[-1] if output else "?"

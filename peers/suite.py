@@ -1,7 +1,7 @@
 """What the peer suites share: the broker they run against, their expected-failure lists, their results.
 
 Every suite runs against logwright by default (what CI runs) and, with ``--against kafka|tansu``, against
-Apache Kafka 4.x or Tansu started by ``bench/peers.py``, so a failure can be told apart: one that Kafka
+Apache Kafka 4.x or Tansu started by ``bench/brokers.py``, so a failure can be told apart: one that Kafka
 shares is the test's or the environment's, one that only logwright has is a logwright bug. The expected
 failures files describe logwright only; against a peer, failures are reported by name and do not fail the
 run. ``--results PATH`` writes a :class:`SuiteResult` as JSON for ``peers/compat_table.py``.
@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BROKERS = ("logwright", "kafka", "tansu")
 if str(ROOT / "bench") not in sys.path:
-    sys.path.append(str(ROOT / "bench"))  # bench/peers.py imports kafka_peer as a script would
+    sys.path.append(str(ROOT / "bench"))  # bench/brokers.py imports kafka_peer as a script would
 
-from bench import peers as bench_peers  # noqa: E402 - bench/ is a folder of scripts beside this one
+from bench import brokers  # noqa: E402 - bench/ is a folder of scripts beside this one
 
-RunningPeer = bench_peers.RunningPeer
+RunningPeer = brokers.RunningPeer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,12 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @contextmanager
 def broker(name: str, workdir: Path, config: dict[str, str]) -> Iterator[RunningPeer]:
     """The broker ``name`` on a free loopback port, answering Metadata, stopped (whole group) on exit."""
-    with bench_peers.running(name, workdir, config) as peer:
+    with brokers.running(name, workdir, config) as peer:
         yield peer
 
 
 def accepts_config(name: str) -> bool:
-    return bench_peers.PEERS[name].accepts_config
+    return brokers.PEERS[name].accepts_config
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,7 @@ peers/java_client.py compiles peers/java/src/.../ClientScenario.java with javac 
 Admin client) as its own JVM. Opt-in (``make compat-java`` or ``pytest tests/peers --peers``): it needs java,
 javac and mvn, and starts a Kafka JVM. ``make compat-table`` runs the same script against Tansu too.
 
-The script runs as a child process, as the compat table runs it: this repository has two top-level
-``peers`` (the peers/ package and bench/peers.py), and a test session that imported the bench one
-cannot import the other.
+The script runs as a child process, as the compat table runs it, so its JVMs and brokers end with it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ stored (bench/startup.py times that). A broker is only handed out once a Kafka c
 before the first request). The context manager, an ``atexit`` hook and a SIGTERM handler all stop the whole
 process group, so a failed, interrupted or killed benchmark leaves no broker behind.
 
-    with peers.running("tansu", workdir) as broker:
+    with brokers.running("tansu", workdir) as broker:
         produce(broker.bootstrap, ...)
 
 Broker settings (``config``, Kafka property names) reach logwright as ``--config`` and Apache Kafka as
