@@ -29,7 +29,7 @@ def name(prefix: str) -> str:
 
 @pytest.fixture
 def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
     yield client
     client.close()
 
@@ -174,7 +174,7 @@ def test_create_partitions_and_delete_records(admin: KafkaAdminClient, bootstrap
 @pytest.mark.logwright_only(reason="starts a private logwright process with static configs")
 def test_static_broker_configs_and_the_default_partition_count(tmp_path: Path) -> None:
     process = BrokerProcess(tmp_path / "data", config={"num.partitions": "2"}).start()
-    client = KafkaAdminClient(bootstrap_servers=process.bootstrap, request_timeout_ms=10000)
+    client = KafkaAdminClient(bootstrap_servers=process.bootstrap, request_timeout_ms=30000)
     try:
         client.create_topics([NewTopic("defaulted", -1, -1)])
         assert len(client.describe_topics(["defaulted"])[0]["partitions"]) == 2
@@ -201,10 +201,10 @@ def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> Non
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic, group = name("confluent-admin"), name("share-group")
     for future in admin.create_topics([ConfluentTopic(topic, 2, 1, config={"retention.ms": "5000"})]).values():
-        assert future.result(10) is None
+        assert future.result(30) is None
     def described(kind: ResourceType, name: str) -> Any:
         (future,) = admin.describe_configs([ConfluentResource(kind, name)]).values()
-        return future.result(10)
+        return future.result(30)
 
     configs = _settled(lambda: described(ResourceType.TOPIC, topic), lambda found: "retention.ms" in found)
     assert (configs["retention.ms"].value, int(configs["retention.ms"].source)) == ("5000", DYNAMIC_TOPIC)
@@ -216,7 +216,7 @@ def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> Non
         (future,) = admin.incremental_alter_configs([resource]).values()
         return future
 
-    assert set_group("share.auto.offset.reset", "earliest").result(10) is None
+    assert set_group("share.auto.offset.reset", "earliest").result(30) is None
     configs = _settled(lambda: described(ResourceType.GROUP, group),
                        lambda found: getattr(found.get("share.auto.offset.reset"), "value", None) == "earliest")
     assert (configs["share.auto.offset.reset"].value, int(configs["share.auto.offset.reset"].source)) == (
@@ -225,8 +225,8 @@ def test_confluent_admin_topics_group_configs_and_cluster(bootstrap: str) -> Non
         "30000", DEFAULT)
     refused = r"(?i)INVALID_CONFIG.*invalid value '?sometime'? for .*share\.auto\.offset\.reset"
     with pytest.raises(Exception, match=refused):
-        set_group("share.auto.offset.reset", "sometime").result(10)
-    cluster = admin.describe_cluster().result(10)
+        set_group("share.auto.offset.reset", "sometime").result(30)
+    cluster = admin.describe_cluster().result(30)
     assert cluster.controller.id == 1 and [node.id for node in cluster.nodes] == [1]
 
 

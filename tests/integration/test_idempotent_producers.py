@@ -9,6 +9,7 @@ restart, as the producer ids do.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -24,6 +25,8 @@ from confluent_kafka import Producer
 from .broker_process import BrokerProcess
 
 NONE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 0, 45, 47
+NOT_LED_YET = (3, 6)  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 def name(prefix: str) -> str:
@@ -54,11 +57,15 @@ async def _aiokafka_round_trip(bootstrap: str, topic: str) -> None:
     assert [metadata.offset for metadata in sent] == list(range(50))
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
+    values: list[bytes | None] = []
+    deadline = time.monotonic() + 60
     try:
-        records = await consumer.getmany(timeout_ms=5000, max_records=100)
+        while len(values) < 50 and time.monotonic() < deadline:
+            records = await consumer.getmany(timeout_ms=1000, max_records=100)
+            values += [record.value for batch in records.values() for record in batch]
     finally:
         await consumer.stop()
-    assert [record.value for batch in records.values() for record in batch] == [f"m{i}".encode() for i in range(50)]
+    assert values == [f"m{i}".encode() for i in range(50)]
 
 
 def test_confluent_idempotent_producer_writes_each_record_once(bootstrap: str) -> None:
@@ -77,7 +84,7 @@ def test_confluent_idempotent_producer_writes_each_record_once(bootstrap: str) -
     for index in range(300):
         producer.produce(topic, f"m{index}".encode(), partition=0, on_delivery=report)
         producer.poll(0)
-    assert producer.flush(15) == 0
+    assert producer.flush(60) == 0
     assert errors == [] and sorted(delivered) == list(range(300))
 
 
@@ -96,18 +103,31 @@ class RawProducer:
         await self.client.close()
 
     async def init_producer_id(self) -> tuple[int, int]:
-        response = await self.client.send(self.client.get_random_node(), InitProducerIdRequest(None, 60000))
+        """Asked again, as clients do, while Kafka has no block of producer ids yet (its first InitProducerId
+        answers COORDINATOR_LOAD_IN_PROGRESS until the controller has allocated one)."""
+        deadline = time.monotonic() + 30
+        while True:
+            response = await self.client.send(self.client.get_random_node(), InitProducerIdRequest(None, 60000))
+            if response.error_code != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
         assert response.error_code == NONE
         return int(response.producer_id), int(response.producer_epoch)
 
     async def produce(self, producer_id: int, epoch: int, sequence: int, count: int = 3) -> tuple[int, int]:
+        """The partition's (error code, base offset); sent again, as clients do, while the broker does not
+        lead the partition yet (Kafka's CreateTopics returns before the broker has applied the new topic)."""
         builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, epoch, sequence, 1 << 20)
         for index in range(count):
             builder.append(index, None, None, f"s{sequence + index}".encode(), [])
         request = ProduceRequest(None, -1, 10000, [(self.topic, [(0, bytes(builder.build()))])])
-        response = await self.client.send(self.client.get_random_node(), request)
-        partition = response.topics[0][1][0]
-        return int(partition[1]), int(partition[2])
+        deadline = time.monotonic() + 30
+        while True:
+            response = await self.client.send(self.client.get_random_node(), request)
+            partition = response.topics[0][1][0]
+            if partition[1] not in NOT_LED_YET or time.monotonic() > deadline:
+                return int(partition[1]), int(partition[2])
+            await asyncio.sleep(0.1)
 
 
 @pytest.mark.differential

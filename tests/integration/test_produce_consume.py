@@ -59,9 +59,9 @@ def test_offsets_for_times(bootstrap: str) -> None:
         producer.produce(topic, value=b"x", timestamp=1_000_000 + index * 1000)
     assert producer.flush(30) == 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "times"})
-    found = consumer.offsets_for_times([TopicPartition(topic, 0, 1_004_500)], timeout=10)
+    found = consumer.offsets_for_times([TopicPartition(topic, 0, 1_004_500)], timeout=30)
     assert found[0].offset == 5
-    low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
     assert (low, high) == (0, 10)
     consumer.close()
 
@@ -84,7 +84,7 @@ def test_acknowledged_records_survive_sigkill(broker: BrokerProcess) -> None:
     broker.start()
     assert len(_consume(broker.bootstrap, topic, 500)) == 500
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "restart-group"})
-    committed = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+    committed = consumer.committed([TopicPartition(topic, 0)], timeout=30)
     assert committed[0].offset == 100
     consumer.close()
     command = [sys.executable, "-m", "logwright", "check", "--data-dir", str(broker.data_dir)]
