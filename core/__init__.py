@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import events  # noqa: F401  (first: the event modules it gathers import it back)
+from .acl_events import ACLS
 from .catalog import CATALOG
 from .clock import MANUAL_CLOCK
 from .cursor import CURSORS
@@ -15,5 +17,5 @@ from .projection import Projection
 from .share_groups import SHARE_GROUPS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
-    CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK,
+    CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
 )

@@ -209,6 +209,7 @@ class ManualClockSet(Event):
 
 
 # Defined after Event, which they subclass; the import is here so this stays the one list of event types.
+from .acl_events import ACL_EVENT_TYPES  # noqa: E402
 from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
 from .share_group_events import SHARE_GROUP_EVENT_TYPES  # noqa: E402
 
@@ -232,4 +233,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     ManualClockSet,
     *CURSOR_EVENT_TYPES,
     *SHARE_GROUP_EVENT_TYPES,
+    *ACL_EVENT_TYPES,
 )

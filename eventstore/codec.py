@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
+from logwright.core.acls import AclBinding
 from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicState
 from logwright.core.clock import ManualClockState
 from logwright.core.cursor import CursorState, Delivery, Redelivery
@@ -140,6 +141,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1050: ShareGroupState,
     1051: ShareMember,
     1060: ManualClockState,
+    1080: AclBinding,
 }
 
 

@@ -1,0 +1,105 @@
+"""ACL bindings: Kafka's creation checks, filter matching (LITERAL, PREFIXED, MATCH, ANY) and the projection."""
+
+from __future__ import annotations
+
+import pytest
+from logwright.core.acl_events import ACLS, AclsCreated, decide_delete
+from logwright.core.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    check_binding,
+    check_filter,
+    new_bindings,
+    select,
+)
+from logwright.core.errors import InvalidRequest
+from logwright.core.projection import fold
+
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+READ, WRITE = AclOperation.READ, AclOperation.WRITE
+TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
+LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
+
+
+def binding(name: str = "orders", pattern: int = LITERAL, principal: str = "User:alice", operation: int = READ,
+            permission: int = ALLOW, resource_type: int = TOPIC, host: str = "*") -> AclBinding:
+    return AclBinding(resource_type, name, pattern, principal, host, operation, permission)
+
+
+def every(name: str | None = None, pattern: int = PatternType.ANY, resource_type: int = ResourceType.ANY,
+          principal: str | None = None, operation: int = AclOperation.ANY,
+          permission: int = AclPermissionType.ANY) -> AclFilter:
+    return AclFilter(resource_type, name, pattern, principal, None, operation, permission)
+
+
+LITERAL_ORDERS = binding("orders")
+WILDCARD = binding("*", principal="User:bob")
+PREFIX_ORD = binding("ord", PREFIXED, principal="User:carol")
+PREFIX_OTHER = binding("pay", PREFIXED)
+GROUP_ORDERS = binding("orders", resource_type=GROUP)
+STORED = [LITERAL_ORDERS, WILDCARD, PREFIX_ORD, PREFIX_OTHER, GROUP_ORDERS]
+
+
+@pytest.mark.parametrize(("wanted", "expected"), [
+    (every(), STORED),
+    (every(resource_type=TOPIC), [LITERAL_ORDERS, WILDCARD, PREFIX_ORD, PREFIX_OTHER]),
+    (every("orders", LITERAL, TOPIC), [LITERAL_ORDERS]),
+    (every("orders", PatternType.ANY, TOPIC), [LITERAL_ORDERS]),
+    (every("ord", PREFIXED), [PREFIX_ORD]),
+    (every("orders", PREFIXED), []),
+    (every("orders", PatternType.MATCH, TOPIC), [LITERAL_ORDERS, WILDCARD, PREFIX_ORD]),
+    (every("payments", PatternType.MATCH), [WILDCARD, PREFIX_OTHER]),
+    (every(principal="User:carol"), [PREFIX_ORD]),
+    (every(operation=WRITE), []),
+    (every(permission=DENY), []),
+])
+def test_filters_select_as_kafka_does(wanted: AclFilter, expected: list[AclBinding]) -> None:
+    assert select(STORED, wanted) == sorted(expected, key=lambda b: b.key)
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    (binding(resource_type=ResourceType.ANY), "resource type ANY"),
+    (binding(resource_type=42), "resource type UNKNOWN(42)"),
+    (binding(pattern=PatternType.MATCH), "pattern type MATCH"),
+    (binding(pattern=PatternType.ANY), "pattern type ANY"),
+    (binding(operation=AclOperation.ANY), "operation ANY"),
+    (binding(operation=AclOperation.UNKNOWN), "operation UNKNOWN"),
+    (binding(permission=AclPermissionType.ANY), "permission type ANY"),
+    (binding(""), "must not be empty"),
+    (binding("my-cluster", resource_type=ResourceType.CLUSTER), "kafka-cluster"),
+    (binding(principal="alice"), "Type:name"),
+])
+def test_invalid_bindings_are_refused_with_a_reason(bad: AclBinding, message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_binding(bad)
+
+
+def test_valid_bindings_pass() -> None:
+    for good in (*STORED, binding("kafka-cluster", resource_type=ResourceType.CLUSTER, operation=AclOperation.ALL)):
+        check_binding(good)
+
+
+def test_filters_with_unknown_elements_are_refused() -> None:
+    check_filter(every("x", PatternType.MATCH))
+    for bad in (every(resource_type=0), every(pattern=0), every(operation=0), every(permission=0),
+                every(operation=99)):
+        with pytest.raises(InvalidRequest, match="unknown"):
+            check_filter(bad)
+
+
+def test_projection_creates_once_and_deletes_what_each_filter_matched() -> None:
+    created = AclsCreated(new_bindings({}, [*STORED, LITERAL_ORDERS]))
+    assert len(created.bindings) == len(STORED)
+    state = fold(ACLS, [created])
+    assert set(state.values()) == set(STORED)
+    assert new_bindings(state, [LITERAL_ORDERS]) == ()
+    matched, deleted = decide_delete(state, [every("orders", LITERAL), every(resource_type=TOPIC, name="orders")])
+    assert matched == [[LITERAL_ORDERS, GROUP_ORDERS], [LITERAL_ORDERS]]
+    assert deleted is not None and set(deleted.bindings) == {GROUP_ORDERS, LITERAL_ORDERS}
+    remaining = fold(ACLS, [created, deleted])
+    assert set(remaining.values()) == {WILDCARD, PREFIX_ORD, PREFIX_OTHER}
+    assert decide_delete(remaining, [every(permission=DENY)]) == ([[]], None)
