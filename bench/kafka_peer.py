@@ -89,8 +89,14 @@ def resolve(force: bool = False, pom: Path = POM, lib: Path = LIB) -> float:
     if lib.exists():
         shutil.rmtree(lib)
     started = time.monotonic()
-    subprocess.run([mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
-                    f"-DoutputDirectory={lib}"], check=True)
+    command = [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
+               f"-DoutputDirectory={lib}"]
+    for attempt in (1, 2, 3):  # Maven Central over the network: a dropped connection should not fail a CI run
+        if subprocess.run(command).returncode == 0:
+            break
+        if attempt == 3:
+            raise RuntimeError(f"{' '.join(command)} failed three times")
+        time.sleep(10 * attempt)
     stamp.write_text(pom_text)
     return time.monotonic() - started
 

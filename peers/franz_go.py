@@ -36,7 +36,7 @@ from typing import IO
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from peers.go_toolchain import go_command  # noqa: E402
+from peers.go_toolchain import go_command, mod_download  # noqa: E402
 from peers.suite import (  # noqa: E402
     Expected,
     Failure,
@@ -59,8 +59,7 @@ TEST_ENV = {"KGO_TEST_RF": "1", "KGO_LOG_LEVEL": "none"}
 
 def fetch_module(go: list[str], env: dict[str, str]) -> Path:
     """The pinned module in the cache (downloaded on first use), verified against MODULE_SUM."""
-    result = subprocess.run([*go, "mod", "download", "-json", f"{MODULE}@{VERSION}"], env=env,
-                            capture_output=True, text=True, check=False, cwd=CACHE)
+    result = mod_download(go, ["-json", f"{MODULE}@{VERSION}"], env, CACHE)
     info = json.loads(result.stdout or "{}")
     if result.returncode or info.get("Error"):
         raise SystemExit(f"go mod download {MODULE}@{VERSION} failed: {info.get('Error') or result.stderr}")
@@ -69,14 +68,18 @@ def fetch_module(go: list[str], env: dict[str, str]) -> Path:
     return Path(info["Dir"])
 
 
-def source_tree(module: Path) -> Path:
-    """A writable copy of the module at a stable path, so the go build cache serves later runs."""
+def source_tree(module: Path, go: list[str], env: dict[str, str]) -> Path:
+    """A writable copy of the module at a stable path, so the go build cache serves later runs, with the
+    modules it requires downloaded (retried) before ``go test`` would fetch them without a second try."""
     tree = CACHE / f"franz-go-{VERSION}"
     if not (tree / "go.mod").exists():
         shutil.rmtree(tree, ignore_errors=True)
         shutil.copytree(module, tree)
         for path in tree.rglob("*"):
             path.chmod(path.stat().st_mode | 0o200)
+    result = mod_download(go, [], env, tree)
+    if result.returncode:
+        raise SystemExit(f"go mod download in {tree} failed: {result.stderr.strip()[-2000:]}")
     return tree
 
 
@@ -225,12 +228,11 @@ def main() -> int:
     expected = read_expected(EXPECTED)
     CACHE.mkdir(parents=True, exist_ok=True)
     go, env = go_command(CACHE / "go")
-    module = fetch_module(go, env)
+    tree = source_tree(fetch_module(go, env), go, env)
     not_run = expected.not_run if args.against == "logwright" else {}
     events = CACHE / f"franz-go-{args.against}-last-run.jsonl"
 
     def body(work: Path, result: SuiteResult) -> int:
-        tree = source_tree(module)
         with broker(args.against, work / args.against, {}) as peer:
             started = time.monotonic()
             test_env = {**env, **TEST_ENV, "KGO_SEEDS": peer.bootstrap}

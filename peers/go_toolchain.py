@@ -15,6 +15,7 @@ import platform
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 TOOLCHAIN = "go1.26.8"
@@ -26,6 +27,21 @@ def go_environment(cache: Path) -> dict[str, str]:
     """Module downloads in ``cache/mod`` (writable, so ``rm -rf`` works), nothing switched behind our back."""
     return {**os.environ, "GOMODCACHE": str(cache / "mod"), "GOFLAGS": "-modcacherw", "GOTOOLCHAIN": "local",
             "GO111MODULE": "on"}
+
+
+def mod_download(go: list[str], args: list[str], env: dict[str, str], cwd: Path,
+                 attempts: int = 3) -> subprocess.CompletedProcess[str]:
+    """``go mod download ARGS`` in ``cwd``, tried ``attempts`` times: it is a network step (the module proxy),
+    and one dropped connection should not fail a CI run. The last attempt's result, for the caller to judge."""
+    for attempt in range(1, attempts + 1):
+        result = subprocess.run([*go, "mod", "download", *args], env=env, cwd=cwd, capture_output=True, text=True,
+                                check=False)
+        if result.returncode == 0 or attempt == attempts:
+            return result
+        print(f"go mod download {' '.join(args)} failed (attempt {attempt} of {attempts}): "
+              f"{result.stderr.strip()[-300:] or result.stdout.strip()[-300:]}", flush=True)
+        time.sleep(10 * attempt)
+    raise AssertionError("unreachable")
 
 
 def version_of(go: str, env: dict[str, str]) -> tuple[int, int]:
@@ -49,8 +65,7 @@ def go_command(cache: Path) -> tuple[list[str], dict[str, str]]:
     if arch is None:
         raise SystemExit(f"go is older than {MINIMUM} and {platform.machine()} has no known toolchain module")
     module = f"golang.org/toolchain@v0.0.1-{TOOLCHAIN}.{platform.system().lower()}-{arch}"
-    result = subprocess.run([installed, "mod", "download", "-json", module], env=env, cwd=cache,
-                            capture_output=True, text=True, check=False)
+    result = mod_download([installed], ["-json", module], env, cache)
     info = json.loads(result.stdout or "{}")
     if result.returncode or info.get("Error"):
         raise SystemExit(f"go mod download {module} failed: {info.get('Error') or result.stderr}")

@@ -141,7 +141,7 @@ def run_suite(tree: Path, bootstrap: str, version: str, junit: Path, output: Pat
     """
     env = {**os.environ, "KAFKA_VERSION": version, "KAFKA_URI": f"PLAINTEXT://{bootstrap}",
            "KAFKA_ROOT": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "test/integration", "-p", "no:cacheprovider", "-q",
+    command = [sys.executable, "-m", "pytest", "test/integration", "-p", "no:cacheprovider", "-q", "--timeout=300",
                "--junitxml", str(junit), "-o", "log_level=WARNING", "-o", "junit_family=xunit1",
                *(f"--ignore=test/integration/{name}" for name in SECURITY_FILES), *extra]
     with output.open("wb") as sink:
