@@ -32,6 +32,7 @@ from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCre
 from logwright.core.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
 from logwright.core.partition_log import PartitionState, partition_key
 from logwright.core.plugin_decisions import Admission, AppendRequest
+from logwright.core.transactions import TransactionalIdOwner, TransactionState, owner_key, transaction_key
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -156,6 +157,18 @@ class Broker:
         state = self.store.state("partitions", partition_key(partition_id))
         assert isinstance(state, PartitionState), f"partition id {partition_id} has no state"
         return state
+
+    def transaction(self, transactional_id: str) -> TransactionState | None:
+        state = self.store.state("transactions", transaction_key(transactional_id))
+        return state if isinstance(state, TransactionState) else None
+
+    def transaction_of_producer(self, producer_id: int) -> TransactionState | None:
+        """The transaction state of the transactional id holding ``producer_id`` now, if any."""
+        owner = self.store.state("transactions", owner_key(producer_id))
+        if not isinstance(owner, TransactionalIdOwner):
+            return None
+        state = self.transaction(owner.transactional_id)
+        return state if state is not None and state.producer_id == producer_id else None
 
     def high_watermark(self, partition_id: int) -> int:
         return self._high_watermarks.get(partition_id, 0)

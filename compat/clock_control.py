@@ -3,7 +3,8 @@
 Served only by a broker started with ``logwright serve --manual-clock`` (tests and replays), and only
 then advertised in ApiVersions. After moving the clock it runs the share group timer at once, so when
 the answer arrives every lock that ran out has expired and every silent member has been removed, and
-those events are durable: tests advance time instead of sleeping. Each advance is a `ManualClockSet`
+those events are durable: tests advance time instead of sleeping. Transactions past their timeout are
+aborted the same way. Each advance is a `ManualClockSet`
 event, so a restarted broker resumes at the same time (`logwright.app.resume_manual_clock`).
 Background tasks sleeping on the broker clock (`Broker.sleep_until`) that came due have run up to
 their next ``await`` by then, too.
@@ -22,6 +23,7 @@ from logwright.core.events import ManualClockSet
 from .errors import ErrorCode
 from .registry import HandlerEntry, RequestContext, register_extension
 from .share_coordinator import share_coordinator
+from .transaction_coordinator import transaction_timer
 
 API_KEY = 32001
 NAME = "LogwrightAdvanceClock"
@@ -42,6 +44,7 @@ async def handle(context: RequestContext, body: bytes) -> bytes:
         broker.stage([ManualClockSet(now)])
     broker.clock_advanced()
     share_coordinator(broker).tick()
+    transaction_timer(broker).tick()
     await broker.durable()
     return _RESPONSE.pack(ErrorCode.NONE, now)
 

@@ -1,16 +1,15 @@
-"""InitProducerId (key 22), versions 0-5: producer ids for idempotent producers; no transactions yet.
+"""InitProducerId (key 22), versions 0-5: producer ids for idempotent and transactional producers.
 
 A producer without a transactional id gets a fresh id at epoch 0 from the ``producers`` projection's
 counter (a `ProducerIdAllocated` event, durable before the answer, so an id is never handed out twice,
 even across restarts). From v3 a producer may name its current id and epoch (KIP-360): the epoch is
 bumped, fencing older instances; a stale pair gets a fresh id, as Kafka does for idempotent producers.
 
-Transactions are not supported: a transactional id is refused with UNSUPPORTED_VERSION and the reason
-is logged (the response has no message field). Java, aiokafka and kafka-python fail at once ("Unexpected
-error in InitProducerIdResponse"); librdkafka logs "Failed to acquire transactional PID ...: API version
-not supported: retrying" and fails ``init_transactions`` with UNSUPPORTED_VERSION at its timeout (its
-only immediately fatal codes are authorization and timeout errors, which would lie). COORDINATOR_NOT_AVAILABLE
-would send every client looking for another coordinator. v6 (two-phase commit, KIP-939) is not served.
+With a transactional id this broker is the transaction coordinator (`core.transactions`): the id keeps
+its producer id and each call bumps the epoch, aborting a transaction the previous instance left open
+(its markers are written in the same WriteBatch). ``transaction_timeout`` must be positive and at most
+``transaction.max.timeout.ms`` (INVALID_TRANSACTION_TIMEOUT). PRODUCER_FENCED is answered from v4
+(KIP-588), INVALID_PRODUCER_EPOCH before. v6 (two-phase commit, KIP-939) is not served.
 """
 
 from __future__ import annotations
@@ -19,12 +18,15 @@ import datetime
 import logging
 from typing import Any
 
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
+from logwright.core.transaction_events import TransactionalProducerInitialized
+from logwright.core.transactions import init_transactional
 
-from .config_resources import failure
 from .errors import ErrorCode
 from .registry import RequestContext, handler, make, response_module
+from .transaction_coordinator import stage_completion, transaction_timer, wire_failure
 
 log = logging.getLogger(__name__)
 
@@ -34,21 +36,38 @@ async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     module = response_module("init_producer_id", context.api_version)
     producer_id = int(getattr(request, "producer_id", -1))
+    producer_epoch = int(getattr(request, "producer_epoch", -1))
     counter = broker.store.state("producers", COUNTER_KEY)
-    bumped = broker.store.state("producers", epoch_key(producer_id)) if producer_id >= 0 else None
+    counter = counter if isinstance(counter, ProducerIdCounter) else None
+    transactional_id = request.transactional_id
+    events: tuple[Event, ...]
     try:
-        event = init_producer_id(
-            counter if isinstance(counter, ProducerIdCounter) else None,
-            bumped if isinstance(bumped, ProducerState) else None,
-            request.transactional_id, producer_id, int(getattr(request, "producer_epoch", -1)),
-        )
+        if transactional_id is None:
+            bumped = broker.store.state("producers", epoch_key(producer_id)) if producer_id >= 0 else None
+            events = (init_producer_id(counter, bumped if isinstance(bumped, ProducerState) else None, None,
+                                       producer_id, producer_epoch),)
+        else:
+            if not transactional_id:
+                raise InvalidRequest("the transactional id is empty")
+            transaction_timer(broker)
+            timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+            completion, events = init_transactional(
+                broker.transaction(transactional_id), counter, transactional_id, timeout_ms,
+                int(broker.broker_config("transaction.max.timeout.ms")), broker.clock.now_ms(), producer_id,
+                producer_epoch)
+            if completion is not None:
+                log.info("InitProducerId for %r aborts the transaction its previous instance left open",
+                         transactional_id)
+                stage_completion(broker, completion)
     except DomainError as error:
-        code, message = failure(error)
+        code, message = wire_failure(error, context.api_version, fenced_from_version=4)
         log.warning("InitProducerId from %s (client id %r) refused with %s: %s", context.client_host,
                     context.client_id, code.name, message)
         return make(module.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=code,
                     producer_id=-1, producer_epoch=-1)
-    broker.stage([event])
+    broker.stage(events)
     await broker.durable()
+    granted = events[-1]
+    assert isinstance(granted, ProducerIdAllocated | TransactionalProducerInitialized)
     return make(module.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
-                producer_id=event.producer_id, producer_epoch=event.producer_epoch)
+                producer_id=granted.producer_id, producer_epoch=granted.producer_epoch)

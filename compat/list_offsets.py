@@ -2,7 +2,8 @@
 
 v9 and v11 add the tiered-storage queries latest tiered (-5) and earliest pending upload (-6); with no
 tiered storage they find nothing (offset -1), as Kafka answers for a topic without remote storage.
-v10 adds a timeout for remote lookups, which never wait here.
+v10 adds a timeout for remote lookups, which never wait here. With READ_COMMITTED (isolation level 1,
+v2+) latest is the last stable offset, below every open transaction, as Kafka answers.
 
 A time lookup seeks the time index (keyed by the running maximum timestamp, so the first entry at or
 after the target is the first batch that can hold it) and then decodes that one batch to find the
@@ -18,6 +19,7 @@ from logwright.eventstore.keys import parse_time_index_key, time_index_key
 
 from .broker import Broker
 from .errors import ErrorCode
+from .fetch import last_stable_offset
 from .record_batch import decode_records
 from .registry import RequestContext, handler, make, response_module
 
@@ -31,6 +33,7 @@ EARLIEST_LOCAL = -4
 async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     module = response_module("list_offsets", context.api_version)
+    read_committed = int(getattr(request, "isolation_level", 0)) == 1
     topics = []
     for topic in request.topics:
         state = broker.topic(topic.name)
@@ -42,7 +45,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
                                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1,
                                        old_style_offsets=()))
                 continue
-            timestamp, offset = lookup(broker, state.partition_ids[index], int(partition.timestamp))
+            timestamp, offset = lookup(broker, state.partition_ids[index], int(partition.timestamp), read_committed)
             partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
                                    error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0,
                                    old_style_offsets=()))
@@ -50,9 +53,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
     return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
 
 
-def lookup(broker: Broker, partition_id: int, timestamp: int) -> tuple[int, int]:
+def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
     """``(timestamp, offset)`` for a ListOffsets query; ``(-1, -1)`` when no record is that late."""
-    high_watermark = broker.high_watermark(partition_id)
+    high_watermark = last_stable_offset(broker, partition_id) if read_committed else broker.high_watermark(partition_id)
     log_start = broker.partition(partition_id).log_start_offset
     if timestamp == LATEST:
         return -1, high_watermark

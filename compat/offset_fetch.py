@@ -1,8 +1,9 @@
 """OffsetFetch (key 9), versions 1-9: a group's committed offsets.
 
 v0 is not served (kio cannot parse it). v2+ accept null topics for "every committed partition" and
-carry a top-level error; v5+ return the leader epoch; v7+ ``require_stable`` needs no wait here (no
-transactional offsets are ever pending); v8+ batch groups. A partition without a commit, or of an
+carry a top-level error; v5+ return the leader epoch; v7+ ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT for a partition with a transactional offset still pending (TxnOffsetCommit in an
+open transaction), which the client retries; v8+ batch groups. A partition without a commit, or of an
 unknown group or topic, answers offset -1 with no error, as Kafka does.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from logwright.core.group_offsets import GroupOffsets
+from logwright.core.transactions import pending_offsets
 
 from .errors import ErrorCode
 from .registry import RequestContext, handler, make, response_module
@@ -24,21 +26,25 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if context.api_version >= 8:
         groups = tuple(
             make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=ErrorCode.NONE,
-                 topics=_topics(context, module, group.group_id, group.topics, batched=True))
+                 topics=_topics(context, module, group.group_id, group.topics, batched=True,
+                                require_stable=bool(request.require_stable)))
             for group in request.groups
         )
         return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), groups=groups)
-    topics = _topics(context, module, request.group_id, request.topics, batched=False)
+    topics = _topics(context, module, request.group_id, request.topics, batched=False,
+                     require_stable=bool(getattr(request, "require_stable", False)))
     return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), topics=topics,
                 error_code=ErrorCode.NONE)
 
 
 def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequence[Any] | None,
-            batched: bool) -> tuple[Any, ...]:
+            batched: bool, require_stable: bool) -> tuple[Any, ...]:
     topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
     partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
     state = context.broker.store.state("group_offsets", group_id)
     offsets = state if isinstance(state, GroupOffsets) else GroupOffsets()
+    unstable = pending_offsets(context.broker.store.entities("transactions").values(), group_id) \
+        if require_stable else set()
     wanted: dict[str, list[int]] = {}
     if requested is None:
         for topic, partition, _ in offsets.offsets:
@@ -52,7 +58,8 @@ def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequ
         for index in indexes:
             committed = offsets.get(topic, index)
             partitions.append(make(
-                partition_cls, partition_index=index, error_code=ErrorCode.NONE,
+                partition_cls, partition_index=index,
+                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, index) in unstable else ErrorCode.NONE,
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed and committed.metadata is not None else "",

@@ -30,6 +30,7 @@ from logwright.core.internal_topics import refuse_append
 from logwright.core.partition_log import append_batch
 from logwright.core.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.producers import Duplicate, ProducerState, check_sequence, producer_key
+from logwright.core.transactions import check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
 
@@ -198,7 +199,7 @@ def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:
     first_offset: int | None = None
     try:
         for data, header in prepared.batches:
-            outcome = _stage_batch(broker, partition_id, data, header, now)
+            outcome = stage_batch(broker, partition_id, data, header, now)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -223,12 +224,13 @@ def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> 
     return None
 
 
-def _stage_batch(
+def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int
 ) -> int:
     """Stage one batch; returns its base offset (the original one for a duplicate retry).
 
     ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
+    A transactional batch must come from the current epoch of a transaction the partition was added to.
     """
     if header.producer_id >= 0 and header.base_sequence >= 0:
         producer_state = broker.store.state("producers", producer_key(partition_id, header.producer_id))
@@ -238,6 +240,9 @@ def _stage_batch(
         )
         if isinstance(verdict, Duplicate):
             return verdict.base_offset
+    if header.is_transactional and not header.is_control:
+        check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
+                                   header.producer_epoch, partition_id)
     state = broker.partition(partition_id)
     max_timestamp = append_time if append_time >= 0 else header.max_timestamp
     event: RecordsAppended = append_batch(

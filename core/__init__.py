@@ -12,10 +12,13 @@ from .cursor import CURSORS
 from .group_offsets import GROUP_OFFSETS
 from .groups import GROUPS
 from .partition_log import PARTITIONS
+from .partition_transactions import PARTITION_TRANSACTIONS
 from .producers import PRODUCERS
 from .projection import Projection
 from .share_groups import SHARE_GROUPS
+from .transactions import TRANSACTIONS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
+    TRANSACTIONS, PARTITION_TRANSACTIONS,
 )

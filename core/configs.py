@@ -193,6 +193,9 @@ _BROKER_KEYS = (
               "Largest session timeout a consumer group member may ask for.", "INT"),
     ConfigKey("group.max.size", "broker", "2147483647", long_at_least(1),
               "Most members a classic consumer group may have.", "INT"),
+    ConfigKey("transaction.max.timeout.ms", "broker", "900000", long_at_least(1),
+              "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT "
+              "above it).", "INT"),
     ConfigKey("node.id", "broker", "1", long_at_least(0),
               "This broker's id in Metadata and FindCoordinator; set at start-up (--config node.id=N).", "INT",
               read_only=True),

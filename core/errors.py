@@ -153,3 +153,21 @@ class InvalidShareSessionEpoch(DomainError):
 
 class PolicyViolation(DomainError):
     """A plugin's policy refuses the request (an admission wrapper over a produce, for example)."""
+
+
+class ProducerFenced(DomainError):
+    """A transactional producer's epoch is older than its transactional id's: a newer instance (or a
+    transaction timeout) fenced it. Old request versions see INVALID_PRODUCER_EPOCH instead."""
+
+
+class InvalidProducerIdMapping(DomainError):
+    """The producer id is not the one the transactional id holds (or the transactional id is unknown)."""
+
+
+class InvalidTxnState(DomainError):
+    """The transaction is not in a state that allows the request: a partition not added to it, an EndTxn
+    that contradicts the transaction's completed outcome."""
+
+
+class InvalidTransactionTimeout(DomainError):
+    """``transaction.timeout.ms`` is not positive or exceeds the broker's ``transaction.max.timeout.ms``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import singledispatch
 
-from .errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, UnsupportedFeature
+from .errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence
 from .events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
 from .projection import Projection
 
@@ -144,13 +144,10 @@ def init_producer_id(
     A producer that names its current id and epoch (v3+, KIP-360) gets the epoch bumped, which fences
     its older instances; any other id or epoch is answered, as Kafka does for producers without a
     transactional id, with a fresh id. ``bumped`` is the id's `epoch_key` entity. Transactional ids are
-    refused until transactions exist.
+    `core.transactions.init_transactional`'s.
     """
     if transactional_id is not None:
-        raise UnsupportedFeature(
-            f"transactions are not supported yet: transactional.id {transactional_id!r} was refused; "
-            f"use an idempotent producer without a transactional.id"
-        )
+        raise InvalidRequest(f"transactional id {transactional_id!r}: use init_transactional")
     if (producer_id < 0) != (producer_epoch < 0):
         raise InvalidRequest(
             f"producer id {producer_id} and epoch {producer_epoch}: give both (to bump the epoch) or neither"

@@ -26,10 +26,12 @@ from logwright.core.group_offsets import CommittedOffset, GroupOffsets
 from logwright.core.groups import GroupMember, GroupState
 from logwright.core.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
 from logwright.core.partition_log import PartitionState
+from logwright.core.partition_transactions import AbortedTransaction, OpenTransaction, PartitionTransactions
 from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups import ShareGroupState, ShareMember
 from logwright.core.subscription_mode import Membership, ModeConsumer
+from logwright.core.transactions import PendingOffset, TransactionalIdOwner, TransactionState
 
 _DATACLASS_EXT = 1
 
@@ -142,6 +144,12 @@ STATE_TYPES: dict[int, type[Any]] = {
     1051: ShareMember,
     1060: ManualClockState,
     1080: AclBinding,
+    1160: TransactionState,
+    1161: PendingOffset,
+    1162: TransactionalIdOwner,
+    1163: PartitionTransactions,
+    1164: OpenTransaction,
+    1165: AbortedTransaction,
 }
 
 

@@ -10,6 +10,7 @@ from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.server import KafkaServer
 from logwright.compat.share_coordinator import share_coordinator
+from logwright.compat.transaction_coordinator import transaction_timer
 from logwright.core.clock import MANUAL_CLOCK, MANUAL_CLOCK_KEY, Clock, ManualClock, ManualClockState
 from logwright.core.events import ManualClockSet
 from logwright.eventstore.clock import SystemClock
@@ -65,6 +66,7 @@ async def run_broker(
     try:
         await server.start()
         tasks = host.start_background_tasks(broker)
+        transaction_timer(broker)  # transactions left open before a restart time out without a client
         log.info("logwright is serving %s with %d events (durability %s, %d plugin tasks)", data_dir,
                  store.last_sequence, durability.value, len(tasks))
         if ready_file:

@@ -223,8 +223,12 @@ def test_producer_ids_survive_a_restart_and_epochs_bump(harness: Harness) -> Non
     harness.open()
     assert init().producer_id == 1
     assert init(producer_id=0, epoch=1).producer_epoch == 2
-    refused = init(transactional_id="tx")
-    assert (refused.error_code, refused.producer_id) == (ErrorCode.UNSUPPORTED_VERSION, -1)
+    transactional = init(transactional_id="tx")
+    assert (transactional.error_code, transactional.producer_id, transactional.producer_epoch) == (0, 2, 0)
+    harness.close()
+    harness.open()
+    again = init(transactional_id="tx")
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, 2, 1)
 
 
 def test_describe_cluster_names_this_broker_as_controller(harness: Harness) -> None:

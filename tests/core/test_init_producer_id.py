@@ -1,11 +1,11 @@
-"""InitProducerId decisions: fresh ids, KIP-360 epoch bumps, refused transactional ids; no I/O."""
+"""InitProducerId decisions: fresh ids, KIP-360 epoch bumps, transactional ids left to core.transactions; no I/O."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from logwright.core.errors import InvalidRequest, UnsupportedFeature
+from logwright.core.errors import InvalidRequest
 from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.producers import (
     COUNTER_KEY,
@@ -58,6 +58,6 @@ def test_an_id_without_an_epoch_is_an_invalid_request() -> None:
         when([ProducerIdAllocated(0, 0)], producer_id=0)
 
 
-def test_transactional_ids_are_refused_with_the_reason() -> None:
-    with pytest.raises(UnsupportedFeature, match="transactions are not supported yet: transactional.id 'tx'"):
+def test_transactional_ids_are_not_decided_here() -> None:
+    with pytest.raises(InvalidRequest, match="use init_transactional"):
         when([], transactional_id="tx")

@@ -1,0 +1,76 @@
+"""TxnOffsetCommit (key 28), versions 0-4: a transaction's consumer offsets, pending until it ends.
+
+The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE). Offsets are
+`TransactionalOffsetCommitted` events held by the transaction: OffsetFetch shows them only once the
+transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort
+drops them. v3+ carry the member's generation, checked as OffsetCommit checks it unless the producer
+sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED from v3. v5 (transaction
+version 2, no AddOffsetsToTxn) is not served.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from logwright.core.errors import DomainError
+from logwright.core.group_admin import check_offset_commit, check_offset_metadata
+from logwright.core.transaction_events import TransactionalOffsetCommitted
+from logwright.core.transactions import check_offset_commit as check_transaction
+
+from .errors import ErrorCode, error_code_for
+from .group_coordinator import group_state
+from .registry import RequestContext, handler, make, response_module
+from .transaction_coordinator import wire_failure
+
+log = logging.getLogger(__name__)
+
+
+@handler(28, "TxnOffsetCommit", 0, 4)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("txn_offset_commit", context.api_version)
+    group_id = request.group_id
+    request_code: ErrorCode | None = None
+    try:
+        transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
+                                        int(request.producer_epoch), group_id)
+        generation = int(getattr(request, "generation_id", -1))
+        member_id = getattr(request, "member_id", "")
+        instance_id = getattr(request, "group_instance_id", None)
+        if generation >= 0 or member_id or instance_id is not None:
+            check_offset_commit(group_state(broker, group_id), generation, member_id, instance_id)
+    except DomainError as error:
+        request_code, message = wire_failure(error, context.api_version, fenced_from_version=3)
+        log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
+                 request_code.name, message)
+    now_ms = broker.clock.now_ms()
+    events: list[TransactionalOffsetCommitted] = []
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            code = request_code
+            if code is None and broker.partition_id(topic.name, partition.partition_index) is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if code is None:
+                try:
+                    check_offset_metadata(partition.committed_metadata)
+                except DomainError as error:
+                    code = error_code_for(error)
+            if code is None:
+                code = ErrorCode.NONE
+                events.append(TransactionalOffsetCommitted(
+                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, group_id,
+                    topic.name, int(partition.partition_index), int(partition.committed_offset),
+                    int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
+                    now_ms,
+                ))
+            partitions.append(make(module.TxnOffsetCommitResponsePartition, partition_index=partition.partition_index,
+                                   error_code=code))
+        topics.append(make(module.TxnOffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))
+    if events:
+        broker.stage(events)
+        await broker.durable()
+    return make(module.TxnOffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))

@@ -1,0 +1,188 @@
+"""Transaction coordinator decisions and the per-partition transaction index: given events, when a command,
+then events; no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from logwright.core.errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTransactionTimeout,
+    InvalidTxnState,
+    ProducerFenced,
+)
+from logwright.core.events import Event, LogTruncated, OffsetCommitted, ProducerIdAllocated, RecordsAppended
+from logwright.core.partition_transactions import (
+    PARTITION_TRANSACTIONS,
+    AbortedTransaction,
+    OpenTransaction,
+    PartitionTransactions,
+)
+from logwright.core.producers import COUNTER_KEY, MAX_EPOCH, PRODUCERS
+from logwright.core.projection import fold
+from logwright.core.transaction_events import TransactionalOffsetCommitted, TransactionEnded, TransactionMarkerWritten
+from logwright.core.transactions import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    ONGOING,
+    TRANSACTIONS,
+    TransactionState,
+    add_group,
+    add_partitions,
+    check_offset_commit,
+    check_transactional_append,
+    end_transaction,
+    expire,
+    init_transactional,
+    pending_offsets,
+    transaction_key,
+)
+
+MAX_TIMEOUT = 900_000
+
+
+class Log:
+    """The events so far and the states they fold to, as the broker would hold them."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add(self, *events: Event) -> None:
+        self.events.extend(events)
+
+    def state(self, transactional_id: str = "tx") -> TransactionState | None:
+        found = fold(TRANSACTIONS, self.events).get(transaction_key(transactional_id))
+        return found if isinstance(found, TransactionState) else None
+
+    def init(self, transactional_id: str = "tx", timeout_ms: int = 60_000, now_ms: int = 0, **ids: int) -> Any:
+        counter = fold(PRODUCERS, self.events).get(COUNTER_KEY)
+        completion, events = init_transactional(self.state(transactional_id), counter, transactional_id,
+                                                timeout_ms, MAX_TIMEOUT, now_ms, **ids)
+        if completion is not None:
+            self.complete(completion)
+        self.add(*events)
+        return completion
+
+    def complete(self, completion: Any) -> None:
+        for offset, partition_id in enumerate(completion.partition_ids, start=100):
+            self.add(RecordsAppended(partition_id, offset, 1, 70, 0, completion.producer_id, completion.marker_epoch,
+                                     -1, True),
+                     TransactionMarkerWritten(partition_id, offset, completion.producer_id, completion.marker_epoch,
+                                              completion.committed))
+        self.add(*completion.offsets, completion.ended)
+
+
+def test_a_transactional_id_keeps_its_producer_id_and_each_init_bumps_the_epoch() -> None:
+    log = Log()
+    log.init()
+    log.init("other")
+    log.init()
+    state = log.state()
+    assert state is not None and (state.producer_id, state.producer_epoch, state.previous_epoch) == (0, 1, 0)
+    assert log.state("other") is not None and log.state("other").producer_id == 1  # type: ignore[union-attr]
+    assert any(isinstance(event, ProducerIdAllocated) for event in log.events)
+
+
+def test_timeouts_above_the_broker_maximum_are_refused() -> None:
+    with pytest.raises(InvalidTransactionTimeout, match="transaction.max.timeout.ms=900000"):
+        Log().init(timeout_ms=MAX_TIMEOUT + 1)
+    with pytest.raises(InvalidTransactionTimeout):
+        Log().init(timeout_ms=0)
+
+
+def test_commit_ends_the_transaction_with_its_partitions_and_offsets() -> None:
+    log = Log()
+    log.init()
+    log.add(add_partitions(log.state(), 0, 0, [3, 1], now_ms=10))  # type: ignore[arg-type]
+    assert add_partitions(log.state(), 0, 0, [1], now_ms=11) is None, "a retry adds nothing"
+    log.add(add_group(log.state(), 0, 0, "g", now_ms=12))  # type: ignore[arg-type]
+    check_offset_commit(log.state(), 0, 0, "g")
+    with pytest.raises(InvalidTxnState):
+        check_offset_commit(log.state(), 0, 0, "not-added")
+    state = log.state()
+    assert state is not None and (state.status, state.partition_ids, state.started_ms) == (ONGOING, (1, 3), 10)
+    check_transactional_append(state, 0, 0, 3)
+    with pytest.raises(InvalidTxnState):
+        check_transactional_append(state, 0, 0, 2)
+    log.add(TransactionalOffsetCommitted("tx", 0, 0, "g", "t", 0, 42, commit_time_ms=12))
+    assert pending_offsets([log.state()], "g") == {("t", 0)}
+    completion = end_transaction(log.state(), 0, 0, True, now_ms=20)
+    assert completion is not None and completion.partition_ids == (1, 3) and completion.committed
+    assert completion.offsets == (OffsetCommitted("g", "t", 0, 42, -1, None, 12),)
+    log.complete(completion)
+    state = log.state()
+    assert state is not None and (state.status, state.partition_ids, state.producer_epoch) == (COMPLETE_COMMIT, (), 0)
+    assert pending_offsets([state], "g") == set()
+    assert end_transaction(state, 0, 0, True, now_ms=21) is None, "a retried commit is answered again"
+    with pytest.raises(InvalidTxnState):
+        end_transaction(state, 0, 0, False, now_ms=21)
+
+
+def test_reinit_aborts_the_open_transaction_and_fences_the_zombie() -> None:
+    log = Log()
+    log.init()
+    log.add(add_partitions(log.state(), 0, 0, [5], now_ms=1))  # type: ignore[arg-type]
+    completion = log.init(now_ms=2)
+    assert completion is not None and not completion.committed and completion.marker_epoch == 1
+    assert completion.ended.reason == "reinitialized"
+    with pytest.raises(ProducerFenced):
+        end_transaction(log.state(), 0, 0, True, now_ms=3)
+    with pytest.raises(InvalidProducerEpoch):
+        check_transactional_append(log.state(), 0, 0, 5)
+    with pytest.raises(InvalidProducerIdMapping):
+        add_partitions(log.state(), 7, 1, [5], now_ms=3)
+
+
+def test_an_expired_transaction_is_aborted_with_the_epoch_bumped_and_the_producer_may_recover() -> None:
+    log = Log()
+    log.init(timeout_ms=1_000)
+    log.add(add_partitions(log.state(), 0, 0, [2], now_ms=100))  # type: ignore[arg-type]
+    state = log.state()
+    assert state is not None and expire(state, 1_099) is None
+    completion = expire(state, 1_100)
+    assert completion is not None and completion.ended == TransactionEnded("tx", 0, 1, False, "timeout", 1_100)
+    log.complete(completion)
+    state = log.state()
+    assert state is not None and (state.status, state.producer_epoch, state.previous_epoch) == (COMPLETE_ABORT, 1, 0)
+    with pytest.raises(ProducerFenced):
+        end_transaction(state, 0, 0, True, now_ms=1_200)
+    log.init(producer_id=0, producer_epoch=0)  # KIP-360: the previous epoch may ask for a bump
+    state = log.state()
+    assert state is not None and state.producer_epoch == 2
+
+
+def test_an_exhausted_epoch_gets_a_fresh_producer_id() -> None:
+    log = Log()
+    log.init()
+    exhausted = TransactionState("tx", 0, MAX_EPOCH, 1_000)
+    _, events = init_transactional(exhausted, fold(PRODUCERS, log.events).get(COUNTER_KEY), "tx", 1_000,
+                                   MAX_TIMEOUT, 0)
+    assert [type(event).__name__ for event in events] == ["ProducerIdAllocated", "TransactionalProducerInitialized"]
+    assert events[-1].producer_id == 1 and events[-1].producer_epoch == 0  # type: ignore[attr-defined]
+
+
+def test_partition_index_tracks_the_last_stable_offset_and_aborted_ranges() -> None:
+    def data(offset: int, producer_id: int) -> RecordsAppended:
+        return RecordsAppended(7, offset, 2, 100, 0, producer_id, 0, offset, True)
+
+    events: list[Event] = [
+        RecordsAppended(7, 0, 5, 100, 0),
+        data(5, producer_id=1),
+        data(7, producer_id=2),
+        data(9, producer_id=1),
+    ]
+    state = fold(PARTITION_TRANSACTIONS, events)["7"]
+    assert state == PartitionTransactions((OpenTransaction(1, 5), OpenTransaction(2, 7)))
+    assert state.last_stable_offset(11) == 5
+    events += [RecordsAppended(7, 11, 1, 70, 0, 1, 0, -1, True), TransactionMarkerWritten(7, 11, 1, 0, False)]
+    state = fold(PARTITION_TRANSACTIONS, events)["7"]
+    assert state.last_stable_offset(12) == 7
+    assert state.aborted == (AbortedTransaction(1, 5, 11),)
+    assert state.aborted_between(0, 5) == () and state.aborted_between(11, 12) == state.aborted
+    events += [RecordsAppended(7, 12, 1, 70, 0, 2, 0, -1, True), TransactionMarkerWritten(7, 12, 2, 0, True)]
+    state = fold(PARTITION_TRANSACTIONS, events)["7"]
+    assert state.open == () and state.last_stable_offset(13) == 13
+    events.append(LogTruncated(7, 12))
+    assert "7" not in fold(PARTITION_TRANSACTIONS, events), "aborted ranges below the log start are forgotten"

@@ -1,0 +1,255 @@
+"""Kafka transactions end to end with confluent-kafka (librdkafka): exactly-once producers, read_committed consumers.
+
+Commits and aborts across partitions with consumer offsets, a consume-transform-produce loop, a zombie
+fenced by a newer producer with the same ``transactional.id``, the broker's transaction timeout on the
+manual clock, and a SIGKILL in the middle of a transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .broker_process import BrokerProcess
+from .test_share_groups import advance_clock, check_consistent
+
+TIMEOUT_S = 30
+
+
+def new_topic(bootstrap: str, partitions: int = 2) -> str:
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
+    return topic
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, timeout_ms: int = 60_000) -> Producer:
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": timeout_ms})
+    producer.init_transactions(TIMEOUT_S)
+    return producer
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int | None = None,
+             idle_polls: int = 3) -> list[str]:
+    """Every value a fresh consumer with ``isolation`` reads from the start (stops ``idle_polls`` empty polls
+    after the last record, or once ``expected`` records arrived)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, index, 0) for index in range(partitions)])
+    values: list[str] = []
+    idle = 0
+    try:
+        while idle < idle_polls and (expected is None or len(values) < expected):
+            message = consumer.poll(1.0)
+            if message is None:
+                idle += 1
+                continue
+            assert message.error() is None, message.error()
+            values.append(message.value().decode())
+            idle = 0
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.differential
+def test_committed_transaction_spans_partitions_and_commits_offsets(bootstrap: str) -> None:
+    topic, source = new_topic(bootstrap), new_topic(bootstrap, 1)
+    group = f"txn-group-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
+    producer.begin_transaction()
+    for index in range(10):
+        producer.produce(topic, value=f"v{index}".encode(), partition=index % 2)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group}).consumer_group_metadata()
+    producer.send_offsets_to_transaction([TopicPartition(source, 0, 7)], metadata, TIMEOUT_S)
+    producer.commit_transaction(TIMEOUT_S)
+    assert sorted(read_all(bootstrap, topic, 2, "read_committed", 10)) == sorted(f"v{i}" for i in range(10))
+    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [committed] = checker.committed([TopicPartition(source, 0)], TIMEOUT_S)
+    finally:
+        checker.close()
+    assert committed.offset == 7
+
+
+@pytest.mark.differential
+def test_aborted_transaction_is_invisible_to_read_committed_only(bootstrap: str) -> None:
+    topic = new_topic(bootstrap)
+    group = f"txn-group-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
+    producer.begin_transaction()
+    for index in range(4):
+        producer.produce(topic, value=f"kept{index}".encode(), partition=index % 2)
+    producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    for index in range(4):
+        producer.produce(topic, value=f"dropped{index}".encode(), partition=index % 2)
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group}).consumer_group_metadata()
+    producer.send_offsets_to_transaction([TopicPartition(topic, 0, 3)], metadata, TIMEOUT_S)
+    producer.flush(TIMEOUT_S)
+    producer.abort_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"after", partition=0)
+    producer.commit_transaction(TIMEOUT_S)
+    committed = read_all(bootstrap, topic, 2, "read_committed", 5)
+    assert sorted(committed) == ["after", "kept0", "kept1", "kept2", "kept3"]
+    uncommitted = read_all(bootstrap, topic, 2, "read_uncommitted", 9)
+    assert sorted(uncommitted) == sorted(["after", *(f"kept{i}" for i in range(4)),
+                                          *(f"dropped{i}" for i in range(4))])
+    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [offset] = checker.committed([TopicPartition(topic, 0)], TIMEOUT_S)
+    finally:
+        checker.close()
+    assert offset.offset < 0, "an aborted transaction's offsets must not be committed"
+
+
+@pytest.mark.differential
+def test_read_committed_stops_at_an_open_transaction(bootstrap: str) -> None:
+    topic = new_topic(bootstrap, 1)
+    producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic, value=b"before", partition=0)
+    plain.flush(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    producer.flush(TIMEOUT_S)
+    plain.produce(topic, value=b"behind", partition=0)
+    plain.flush(TIMEOUT_S)
+    assert read_all(bootstrap, topic, 1, "read_committed", idle_polls=2) == ["before"]
+    assert read_all(bootstrap, topic, 1, "read_uncommitted", 3) == ["before", "open", "behind"]
+    producer.commit_transaction(TIMEOUT_S)
+    assert read_all(bootstrap, topic, 1, "read_committed", 3) == ["before", "open", "behind"]
+
+
+@pytest.mark.differential
+def test_consume_transform_produce_is_exactly_once(bootstrap: str) -> None:
+    source, sink = new_topic(bootstrap, 1), new_topic(bootstrap, 1)
+    group = f"etl-{uuid.uuid4().hex[:6]}"
+    feeder = Producer({"bootstrap.servers": bootstrap})
+    for index in range(30):
+        feeder.produce(source, value=f"n{index}".encode(), partition=0)
+    feeder.flush(TIMEOUT_S)
+    producer = transactional_producer(bootstrap, f"etl-{uuid.uuid4().hex[:6]}")
+    aborted_once = False
+    processed = 0
+    while processed < 30:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer.subscribe([source])
+        try:
+            batch = consumer.consume(10, TIMEOUT_S)
+            assert batch, "the source ran dry before 30 records were processed"
+            producer.begin_transaction()
+            for message in batch:
+                producer.produce(sink, value=message.value().upper(), partition=0)
+            next_offset = batch[-1].offset() + 1
+            producer.send_offsets_to_transaction([TopicPartition(source, 0, next_offset)],
+                                                 consumer.consumer_group_metadata(), TIMEOUT_S)
+            if processed >= 10 and not aborted_once:
+                aborted_once = True  # a failure mid-batch: nothing of it may show, and it is processed again
+                producer.abort_transaction(TIMEOUT_S)
+            else:
+                producer.commit_transaction(TIMEOUT_S)
+                processed = next_offset
+        finally:
+            consumer.close()
+    assert read_all(bootstrap, sink, 1, "read_committed", 30) == [f"N{index}" for index in range(30)]
+
+
+@pytest.mark.differential
+def test_a_newer_producer_fences_the_zombie_and_aborts_its_transaction(bootstrap: str) -> None:
+    topic = new_topic(bootstrap)
+    transactional_id = f"tx-{uuid.uuid4().hex[:6]}"
+    zombie = transactional_producer(bootstrap, transactional_id)
+    zombie.begin_transaction()
+    zombie.produce(topic, value=b"zombie", partition=0)
+    zombie.flush(TIMEOUT_S)
+    successor = transactional_producer(bootstrap, transactional_id)
+    with pytest.raises(KafkaException) as raised:
+        zombie.commit_transaction(TIMEOUT_S)
+    assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower(), raised.value
+    successor.begin_transaction()
+    successor.produce(topic, value=b"successor", partition=1)
+    successor.commit_transaction(TIMEOUT_S)
+    assert read_all(bootstrap, topic, 2, "read_committed", 1) == ["successor"]
+
+
+@pytest.fixture
+def clock_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+def test_transaction_timeout_on_the_broker_clock_aborts_and_fences(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = new_topic(bootstrap, 1)
+    producer = transactional_producer(bootstrap, "tx-timeout", timeout_ms=60_000)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"late", partition=0)
+    producer.flush(TIMEOUT_S)
+    advance_clock(bootstrap, 59_000)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic, value=b"behind", partition=0)
+    plain.flush(TIMEOUT_S)
+    assert read_all(bootstrap, topic, 1, "read_committed", idle_polls=2) == [], "still open before its timeout"
+    advance_clock(bootstrap, 1_000)
+    assert read_all(bootstrap, topic, 1, "read_committed", 1) == ["behind"]
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(TIMEOUT_S)
+    with pytest.raises(KafkaException):
+        transactional_producer(bootstrap, "tx-refused", timeout_ms=900_001)
+    check_consistent(clock_broker)
+
+
+def test_sigkill_mid_transaction_keeps_committed_data_and_times_out_the_open_one(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = new_topic(bootstrap, 2)
+    producer = transactional_producer(bootstrap, "tx-crash", timeout_ms=60_000)
+    producer.begin_transaction()
+    for index in range(6):
+        producer.produce(topic, value=f"c{index}".encode(), partition=index % 2)
+    producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    for index in range(4):
+        producer.produce(topic, value=f"open{index}".encode(), partition=index % 2)
+    producer.flush(TIMEOUT_S)
+    clock_broker.kill()
+    clock_broker.start()
+    producer.purge()
+    assert sorted(read_all(bootstrap, topic, 2, "read_committed", 6)) == sorted(f"c{i}" for i in range(6))
+    advance_clock(bootstrap, 60_000)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic, value=b"behind", partition=1)
+    plain.flush(TIMEOUT_S)
+    assert sorted(read_all(bootstrap, topic, 2, "read_committed", 7)) == sorted(
+        [*(f"c{i}" for i in range(6)), "behind"])
+    assert len(read_all(bootstrap, topic, 2, "read_uncommitted", 11)) == 11
+    check_consistent(clock_broker)
+
+
+def test_sigkill_mid_transaction_then_a_new_instance_completes_cleanly(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = new_topic(bootstrap, 1)
+    first = transactional_producer(bootstrap, "tx-restart")
+    first.begin_transaction()
+    first.produce(topic, value=b"lost", partition=0)
+    first.flush(TIMEOUT_S)
+    clock_broker.kill()
+    clock_broker.start()
+    first.purge()
+    second = transactional_producer(bootstrap, "tx-restart")
+    second.begin_transaction()
+    second.produce(topic, value=b"kept", partition=0)
+    second.commit_transaction(TIMEOUT_S)
+    assert read_all(bootstrap, topic, 1, "read_committed", 1) == ["kept"]
+    check_consistent(clock_broker)
