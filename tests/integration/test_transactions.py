@@ -253,3 +253,26 @@ def test_sigkill_mid_transaction_then_a_new_instance_completes_cleanly(clock_bro
     second.commit_transaction(TIMEOUT_S)
     assert read_all(bootstrap, topic, 1, "read_committed", 1) == ["kept"]
     check_consistent(clock_broker)
+
+
+@pytest.mark.differential
+def test_describe_and_list_transactions_with_kafka_python_admin(bootstrap: str) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(bootstrap)
+    transactional_id = f"tx-admin-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(bootstrap, transactional_id, timeout_ms=45_000)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"pending", partition=1)
+    producer.flush(TIMEOUT_S)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        described = admin.describe_transactions([transactional_id])[transactional_id]
+        listed = admin.list_transactions(state_filters=["Ongoing"], transactional_id_pattern="tx-admin-.*")
+        producer.commit_transaction(TIMEOUT_S)
+        after = admin.list_transactions(state_filters=["Ongoing"], transactional_id_pattern="tx-admin-.*")
+    finally:
+        admin.close()
+    text = repr(described)
+    assert "Ongoing" in text and topic in text and "45000" in text, text
+    assert transactional_id in repr(listed) and transactional_id not in repr(after), (listed, after)
