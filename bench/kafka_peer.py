@@ -121,6 +121,8 @@ class KafkaPeer:
         self.work_dir = Path(tempfile.mkdtemp(prefix="kafka-peer-")) if work_dir is None else work_dir
         self.port = port or free_port()
         self.controller_port = free_port()
+        while self.controller_port == self.port:  # each port was free alone; the two listeners need two
+            self.controller_port = free_port()
         self.config = dict(config or {})
         self.features = {"share.version": 1} if features is None else dict(features)
         self.heap = heap
