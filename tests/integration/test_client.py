@@ -493,7 +493,7 @@ def test_subscription_options_conflict_clearly_and_consumer_options_stay_per_con
         slow = await client.subscribe(topic, "opts", initial_position="latest", ack_timeout_ms=40_000,
                                       receiver_queue_size=1)
         now = await client.advance_clock(0)
-        first, second = await quick.receive(timeout=10), await slow.receive(timeout=10)
+        first, second = await quick.receive(timeout=30), await slow.receive(timeout=30)
         assert (first.offset, second.offset) == (0, 1)
         [cursor] = await client.inspect("opts", topic)
         deadlines = {d["consumer"]: d["lock_deadline_ms"] - now for d in cursor["in_flight"]}
@@ -543,8 +543,8 @@ def test_one_refused_acknowledgement_does_not_fail_the_rest_of_its_group(clock_b
         mine = await client.subscribe(topic, "isolated", initial_position="earliest", receiver_queue_size=2,
                                       ack_group_time_ms=600_000)
         other = await client.subscribe(topic, "isolated", receiver_queue_size=2)
-        held = [await mine.receive(timeout=10), await mine.receive(timeout=10)]
-        theirs = await other.receive(timeout=10)
+        held = [await mine.receive(timeout=30), await mine.receive(timeout=30)]
+        theirs = await other.receive(timeout=30)
         assert [m.offset for m in held] == [0, 1] and theirs.offset == 2
         forged = dataclasses.replace(theirs)  # a record the other consumer holds
         receipts = [mine.acknowledge(message) for message in (*held, forged)]

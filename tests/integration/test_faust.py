@@ -165,7 +165,7 @@ def test_faust_agent_counts_words_in_a_table_and_resumes(broker: BrokerProcess, 
     assert sum(table.values()) == 300
     assert table_contents(bootstrap, names["app"]) == table
 
-    output_partitions = len(admin.list_topics(names["output"], timeout=10).topics[names["output"]].partitions)
+    output_partitions = len(admin.list_topics(names["output"], timeout=30).topics[names["output"]].partitions)
     output = latest_by_key(bootstrap, names["output"], output_partitions)
     assert {key.decode(): int(value) for key, value in output.items()} == table
     changelog = ConfigResource(ResourceType.TOPIC, f"{names['app']}-word_counts-changelog")

@@ -94,14 +94,14 @@ def test_the_release_decision_sets_the_backoff_of_nacks_and_expired_locks(plugin
         consumer = await client.subscribe(topic, "backoff", initial_position="earliest", ack_timeout_ms=LOCK_MS,
                                           negative_ack_redelivery_delay_ms=60_000)
         for count in (1, 2):
-            message = await consumer.receive(timeout=10)
+            message = await consumer.receive(timeout=30)
             assert message.delivery_count == count
             now = await client.advance_clock(0)
             await consumer.negative_acknowledge(message)  # the client asks for 60 s; the plugin decides
             [cursor] = await client.inspect("backoff", topic)
             assert cursor["redeliveries"][0]["available_at_ms"] - now == 1000 * 2 ** (count - 1)
             await client.advance_clock(1000 * 2 ** (count - 1))
-        message = await consumer.receive(timeout=10)
+        message = await consumer.receive(timeout=30)
         assert message.delivery_count == 3
         expired_at = await client.advance_clock(LOCK_MS)  # never acknowledged: the lock runs out
         [cursor] = await client.inspect("backoff", topic)
