@@ -102,8 +102,13 @@ def resolve(force: bool = False, pom: Path = POM, lib: Path = LIB) -> float:
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as Kafka's Uuid prints."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as Kafka's Uuid prints.
+
+    Never one that starts with "-" (1 in 64 do): the storage tool's argument parser takes it for an option
+    and formatting fails, which is why Kafka's own ``Uuid.randomUuid`` draws again in that case too."""
+    while (drawn := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return drawn
 
 
 class KafkaPeer:
