@@ -16,6 +16,7 @@ from logwright.core.errors import DomainError
 from logwright.core.events import OffsetCommitted
 from logwright.core.group_admin import check_offset_commit, check_offset_metadata
 
+from .broker import Broker
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
@@ -40,21 +41,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
-            code = group_error
-            if code is None and broker.partition_id(topic.name, partition.partition_index) is None:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code is None:
-                try:
-                    check_offset_metadata(partition.committed_metadata)
-                except DomainError as error:
-                    code = error_code_for(error)
+            code = group_error or partition_error(broker, topic.name, partition)
             if code is None:
                 code = ErrorCode.NONE
-                events.append(OffsetCommitted(
-                    group_id, topic.name, int(partition.partition_index), int(partition.committed_offset),
-                    int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
-                    now_ms,
-                ))
+                events.append(committed_offset(group_id, topic.name, partition, now_ms))
             partitions.append(make(module.OffsetCommitResponsePartition, partition_index=partition.partition_index,
                                    error_code=code))
         topics.append(make(module.OffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))
@@ -64,3 +54,21 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if member is not None:
         coordinator(broker).sessions.touch(group_id, member.member_id, now_ms)
     return make(module.OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+def partition_error(broker: Broker, topic: str, partition: Any) -> ErrorCode | None:
+    """Why one partition of an OffsetCommit or TxnOffsetCommit cannot be committed, if it cannot."""
+    if broker.partition_id(topic, partition.partition_index) is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        check_offset_metadata(partition.committed_metadata)
+    except DomainError as error:
+        return error_code_for(error)
+    return None
+
+
+def committed_offset(group_id: str, topic: str, partition: Any, now_ms: int) -> OffsetCommitted:
+    """The commit one request partition asks for (null metadata stored as "")."""
+    return OffsetCommitted(group_id, topic, int(partition.partition_index), int(partition.committed_offset),
+                           int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
+                           now_ms)

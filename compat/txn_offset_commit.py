@@ -15,12 +15,13 @@ import logging
 from typing import Any
 
 from logwright.core.errors import DomainError
-from logwright.core.group_admin import check_offset_commit, check_offset_metadata
+from logwright.core.group_admin import check_offset_commit
 from logwright.core.transaction_events import TransactionalOffsetCommitted
 from logwright.core.transactions import check_offset_commit as check_transaction
 
-from .errors import ErrorCode, error_code_for
+from .errors import ErrorCode
 from .group_coordinator import group_state
+from .offset_commit import committed_offset, partition_error
 from .registry import RequestContext, handler, make, response_module
 from .transaction_coordinator import wire_failure
 
@@ -51,22 +52,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
-            code = request_code
-            if code is None and broker.partition_id(topic.name, partition.partition_index) is None:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code is None:
-                try:
-                    check_offset_metadata(partition.committed_metadata)
-                except DomainError as error:
-                    code = error_code_for(error)
+            code = request_code or partition_error(broker, topic.name, partition)
             if code is None:
                 code = ErrorCode.NONE
                 events.append(TransactionalOffsetCommitted(
-                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, group_id,
-                    topic.name, int(partition.partition_index), int(partition.committed_offset),
-                    int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
-                    now_ms,
-                ))
+                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch,
+                    committed_offset(group_id, topic.name, partition, now_ms)))
             partitions.append(make(module.TxnOffsetCommitResponsePartition, partition_index=partition.partition_index,
                                    error_code=code))
         topics.append(make(module.TxnOffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))

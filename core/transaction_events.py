@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .events import Event
+from .events import Event, OffsetCommitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +55,13 @@ class GroupAddedToTransaction(Event):
 
 @dataclass(frozen=True, slots=True)
 class TransactionalOffsetCommitted(Event):
-    """TxnOffsetCommit: an offset pending until the transaction ends (visible to OffsetFetch on commit)."""
+    """TxnOffsetCommit: ``commit`` is pending until the transaction ends; on commit it is appended as it is."""
 
     TAG: ClassVar[int] = 63
     transactional_id: str
     producer_id: int
     producer_epoch: int
-    group: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = None
-    commit_time_ms: int = 0
+    commit: OffsetCommitted
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,17 +41,6 @@ COMPLETE_ABORT = "CompleteAbort"
 
 
 @dataclass(frozen=True, slots=True)
-class PendingOffset:
-    group: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = None
-    commit_time_ms: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class TransactionState:
     transactional_id: str
     producer_id: int
@@ -61,7 +50,8 @@ class TransactionState:
     status: str = EMPTY
     partition_ids: tuple[int, ...] = ()
     groups: tuple[str, ...] = ()
-    pending_offsets: tuple[PendingOffset, ...] = ()
+    pending_offsets: tuple[OffsetCommitted, ...] = ()
+    """TxnOffsetCommit's offsets, appended as they are when the transaction commits."""
     started_ms: int = -1
     updated_ms: int = -1
 
@@ -141,11 +131,10 @@ def _(event: GroupAddedToTransaction, state: object, key: str) -> object:
 @_evolve.register
 def _(event: TransactionalOffsetCommitted, state: object, key: str) -> object:
     assert isinstance(state, TransactionState)
-    pending = PendingOffset(event.group, event.topic, event.partition, event.offset, event.leader_epoch,
-                            event.metadata, event.commit_time_ms)
+    commit = event.commit
     kept = tuple(entry for entry in state.pending_offsets
-                 if (entry.group, entry.topic, entry.partition) != (event.group, event.topic, event.partition))
-    return replace(state, pending_offsets=(*kept, pending), updated_ms=event.commit_time_ms)
+                 if (entry.group, entry.topic, entry.partition) != (commit.group, commit.topic, commit.partition))
+    return replace(state, pending_offsets=(*kept, commit), updated_ms=commit.commit_time_ms)
 
 
 @_evolve.register
@@ -180,11 +169,7 @@ def check_producer(state: TransactionState | None, producer_id: int, producer_ep
 
 
 def _complete(state: TransactionState, committed: bool, epoch: int, reason: str, now_ms: int) -> Completion:
-    offsets = tuple(
-        OffsetCommitted(entry.group, entry.topic, entry.partition, entry.offset, entry.leader_epoch,
-                        entry.metadata, entry.commit_time_ms)
-        for entry in state.pending_offsets
-    ) if committed else ()
+    offsets = state.pending_offsets if committed else ()
     ended = TransactionEnded(state.transactional_id, state.producer_id, epoch, committed, reason, now_ms)
     return Completion(state.producer_id, epoch, committed, state.partition_ids, offsets, ended)
 

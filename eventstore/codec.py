@@ -31,7 +31,7 @@ from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerS
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups import ShareGroupState, ShareMember
 from logwright.core.subscription_mode import Membership, ModeConsumer
-from logwright.core.transactions import PendingOffset, TransactionalIdOwner, TransactionState
+from logwright.core.transactions import TransactionalIdOwner, TransactionState
 
 _DATACLASS_EXT = 1
 
@@ -145,7 +145,6 @@ STATE_TYPES: dict[int, type[Any]] = {
     1060: ManualClockState,
     1080: AclBinding,
     1160: TransactionState,
-    1161: PendingOffset,
     1162: TransactionalIdOwner,
     1163: PartitionTransactions,
     1164: OpenTransaction,

@@ -106,7 +106,7 @@ def test_commit_ends_the_transaction_with_its_partitions_and_offsets() -> None:
     check_transactional_append(state, 0, 0, 3)
     with pytest.raises(InvalidTxnState):
         check_transactional_append(state, 0, 0, 2)
-    log.add(TransactionalOffsetCommitted("tx", 0, 0, "g", "t", 0, 42, commit_time_ms=12))
+    log.add(TransactionalOffsetCommitted("tx", 0, 0, OffsetCommitted("g", "t", 0, 42, commit_time_ms=12)))
     assert pending_offsets([log.state()], "g") == {("t", 0)}
     completion = end_transaction(log.state(), 0, 0, True, now_ms=20)
     assert completion is not None and completion.partition_ids == (1, 3) and completion.committed

@@ -36,6 +36,21 @@ def transactional_producer(bootstrap: str, transactional_id: str, timeout_ms: in
     return producer
 
 
+def send(producer: Producer, topic: str, prefix: str, count: int, partitions: int = 2) -> None:
+    """``count`` values ``prefix0``, ``prefix1``, ... spread over the partitions in turn."""
+    for index in range(count):
+        producer.produce(topic, value=f"{prefix}{index}".encode(), partition=index % partitions)
+
+
+def committed_offset(bootstrap: str, group: str, topic: str, partition: int) -> int:
+    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [committed] = checker.committed([TopicPartition(topic, partition)], TIMEOUT_S)
+    finally:
+        checker.close()
+    return int(committed.offset)
+
+
 def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int | None = None,
              idle_polls: int = 3, at_least: int = 0) -> list[str]:
     """Every value a fresh consumer with ``isolation`` reads from the start: once ``expected`` records arrived,
@@ -71,18 +86,12 @@ def test_committed_transaction_spans_partitions_and_commits_offsets(bootstrap: s
     group = f"txn-group-{uuid.uuid4().hex[:6]}"
     producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
     producer.begin_transaction()
-    for index in range(10):
-        producer.produce(topic, value=f"v{index}".encode(), partition=index % 2)
+    send(producer, topic, "v", 10)
     metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group}).consumer_group_metadata()
     producer.send_offsets_to_transaction([TopicPartition(source, 0, 7)], metadata, TIMEOUT_S)
     producer.commit_transaction(TIMEOUT_S)
     assert sorted(read_all(bootstrap, topic, 2, "read_committed", 10)) == sorted(f"v{i}" for i in range(10))
-    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        [committed] = checker.committed([TopicPartition(source, 0)], TIMEOUT_S)
-    finally:
-        checker.close()
-    assert committed.offset == 7
+    assert committed_offset(bootstrap, group, source, 0) == 7
 
 
 @pytest.mark.differential
@@ -91,12 +100,10 @@ def test_aborted_transaction_is_invisible_to_read_committed_only(bootstrap: str)
     group = f"txn-group-{uuid.uuid4().hex[:6]}"
     producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
     producer.begin_transaction()
-    for index in range(4):
-        producer.produce(topic, value=f"kept{index}".encode(), partition=index % 2)
+    send(producer, topic, "kept", 4)
     producer.commit_transaction(TIMEOUT_S)
     producer.begin_transaction()
-    for index in range(4):
-        producer.produce(topic, value=f"dropped{index}".encode(), partition=index % 2)
+    send(producer, topic, "dropped", 4)
     metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group}).consumer_group_metadata()
     producer.send_offsets_to_transaction([TopicPartition(topic, 0, 3)], metadata, TIMEOUT_S)
     producer.flush(TIMEOUT_S)
@@ -109,12 +116,7 @@ def test_aborted_transaction_is_invisible_to_read_committed_only(bootstrap: str)
     uncommitted = read_all(bootstrap, topic, 2, "read_uncommitted", 9)
     assert sorted(uncommitted) == sorted(["after", *(f"kept{i}" for i in range(4)),
                                           *(f"dropped{i}" for i in range(4))])
-    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        [offset] = checker.committed([TopicPartition(topic, 0)], TIMEOUT_S)
-    finally:
-        checker.close()
-    assert offset.offset < 0, "an aborted transaction's offsets must not be committed"
+    assert committed_offset(bootstrap, group, topic, 0) < 0, "an aborted transaction's offsets must not be committed"
 
 
 @pytest.mark.differential
@@ -223,12 +225,10 @@ def test_sigkill_mid_transaction_keeps_committed_data_and_times_out_the_open_one
     topic = new_topic(bootstrap, 2)
     producer = transactional_producer(bootstrap, "tx-crash", timeout_ms=60_000)
     producer.begin_transaction()
-    for index in range(6):
-        producer.produce(topic, value=f"c{index}".encode(), partition=index % 2)
+    send(producer, topic, "c", 6)
     producer.commit_transaction(TIMEOUT_S)
     producer.begin_transaction()
-    for index in range(4):
-        producer.produce(topic, value=f"open{index}".encode(), partition=index % 2)
+    send(producer, topic, "open", 4)
     producer.flush(TIMEOUT_S)
     clock_broker.kill()
     clock_broker.start()
