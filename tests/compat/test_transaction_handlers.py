@@ -1,0 +1,132 @@
+"""Transaction API handlers over a real RocksEventStore: the error codes clients act on, no sockets."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.txn_offset_commit.v3.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from logwright.compat import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    end_txn,
+    fetch,
+    init_producer_id,
+    offset_fetch,
+    produce,
+    txn_offset_commit,
+)
+from logwright.compat.errors import ErrorCode
+from logwright.compat.record_batch import Record, build_batch
+from test_admin_handlers import Harness, topic
+
+TIMEOUT = datetime.timedelta(seconds=30)
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    opened = Harness(tmp_path / "data")
+    opened.create(topic("t", 2))
+    yield opened
+    opened.close()
+
+
+def init(harness: Harness, timeout_ms: int = 60_000) -> Any:
+    request = InitProducerIdRequest(transactional_id="tx", producer_id=-1, producer_epoch=-1,
+                                    transaction_timeout=datetime.timedelta(milliseconds=timeout_ms))
+    return harness.call(init_producer_id.handle, 4, request)
+
+
+def add_partitions(harness: Harness, producer_id: int, epoch: int, *partitions: tuple[str, int]) -> list[int]:
+    request = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx", v3_and_below_producer_id=producer_id, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=tuple(AddPartitionsToTxnTopic(name=name, partitions=(index,))
+                                  for name, index in partitions))
+    response = harness.call(add_partitions_to_txn.handle, 3, request)
+    return [p.partition_error_code for t in response.results_by_topic_v3_and_below for p in t.results_by_partition]
+
+
+def produce_to(harness: Harness, index: int, producer_id: int, epoch: int, sequence: int = 0) -> int:
+    batch = build_batch([Record(0, 1_000, b"k", b"v")], producer_id=producer_id, producer_epoch=epoch,
+                        base_sequence=sequence, is_transactional=True)
+    request = ProduceRequest(transactional_id="tx", acks=-1, timeout=TIMEOUT, topic_data=(
+        TopicProduceData(name="t", partition_data=(PartitionProduceData(index=index, records=batch),)),))
+    response = harness.call(produce.handle, 9, request)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def end(harness: Harness, producer_id: int, epoch: int, committed: bool, version: int = 3) -> int:
+    request = EndTxnRequest(transactional_id="tx", producer_id=producer_id, producer_epoch=epoch, committed=committed)
+    return int(harness.call(end_txn.handle, version, request).error_code)
+
+
+def fetch_committed(harness: Harness, index: int) -> Any:
+    request = FetchRequest(replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+                           isolation_level=1, session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+                           topics=(FetchTopic(topic="t", partitions=(FetchPartition(
+                               partition=index, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                               partition_max_bytes=1 << 20),)),))
+    return harness.call(fetch.handle, 12, request).responses[0].partitions[0]
+
+
+def offset_of(harness: Harness, require_stable: bool) -> tuple[int, int]:
+    request = OffsetFetchRequest(group_id="g", require_stable=require_stable,
+                                 topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),))
+    partition = harness.call(offset_fetch.handle, 7, request).topics[0].partitions[0]
+    return int(partition.error_code), int(partition.committed_offset)
+
+
+def test_partitions_must_be_added_and_unknown_ones_spoil_the_request(harness: Harness) -> None:
+    granted = init(harness)
+    pid, epoch = granted.producer_id, granted.producer_epoch
+    assert add_partitions(harness, pid, epoch, ("t", 0), ("nope", 0)) == [
+        ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert produce_to(harness, 0, pid, epoch) == ErrorCode.INVALID_TXN_STATE
+    assert add_partitions(harness, pid, epoch, ("t", 0)) == [ErrorCode.NONE]
+    assert produce_to(harness, 0, pid, epoch) == ErrorCode.NONE
+    open_partition = fetch_committed(harness, 0)
+    assert (open_partition.last_stable_offset, open_partition.high_watermark) == (0, 1)
+    assert end(harness, pid, epoch, committed=False) == ErrorCode.NONE
+    aborted = fetch_committed(harness, 0)
+    assert (aborted.last_stable_offset, aborted.high_watermark) == (2, 2)
+    assert [(a.producer_id, a.first_offset) for a in aborted.aborted_transactions] == [(pid, 0)]
+    assert end(harness, pid, epoch, committed=False) == ErrorCode.NONE, "a retried abort"
+    assert end(harness, pid, epoch, committed=True) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_offsets_are_unstable_until_the_commit_and_zombies_are_fenced(harness: Harness) -> None:
+    granted = init(harness)
+    pid, epoch = granted.producer_id, granted.producer_epoch
+    add = AddOffsetsToTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="g")
+    assert harness.call(add_offsets_to_txn.handle, 3, add).error_code == ErrorCode.NONE
+    commit = TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=epoch,
+                                    generation_id=-1, member_id="", group_instance_id=None, topics=(
+                                        TxnOffsetCommitRequestTopic(name="t", partitions=(
+                                            TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=5,
+                                                                            committed_leader_epoch=-1,
+                                                                            committed_metadata=None),)),))
+    response = harness.call(txn_offset_commit.handle, 3, commit)
+    assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert offset_of(harness, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+    assert offset_of(harness, require_stable=False) == (ErrorCode.NONE, -1)
+    assert end(harness, pid, epoch, committed=True) == ErrorCode.NONE
+    assert offset_of(harness, require_stable=True) == (ErrorCode.NONE, 5)
+    successor = init(harness)
+    assert (successor.producer_id, successor.producer_epoch) == (pid, epoch + 1)
+    assert end(harness, pid, epoch, committed=True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end(harness, pid, epoch, committed=True, version=3) == ErrorCode.PRODUCER_FENCED
+    assert init(harness, timeout_ms=900_001).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
