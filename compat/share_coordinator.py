@@ -2,9 +2,10 @@
 
 Decisions are pure (`core.share_groups`, `core.share_sessions`, `core.share_acks`, `core.cursor_commands`);
 this module reads the projections, stages the events and keeps what is not persisted: when each member
-last heartbeated and each member's share session. One timer task wakes every `TICK_SECONDS` and reads
-`broker.clock`, so a manual clock (``logwright serve --manual-clock``) drives session timeouts and lock
-expiry exactly as the wall clock would; `tick` is also called right after the clock is advanced.
+last heartbeated and each member's share session. One timer (`DeadlineTimer`) sleeps until the earliest
+deadline on `broker.clock` and runs `tick`, so deadlines fire when due; a manual clock (``logwright serve
+--manual-clock``) drives session timeouts and lock expiry exactly as the wall clock would, since `tick` is
+also called right after the clock is advanced.
 
 A share group is the Shared subscription named after the group: cursor ``(group id, partition id)``.
 """
@@ -22,7 +23,7 @@ from logwright.core.catalog import ResourceConfig, resource_key
 from logwright.core.configs import iso_duration_ms
 from logwright.core.cursor import CursorState, cursor_key
 from logwright.core.cursor_events import SubscriptionCreated
-from logwright.core.events import Event
+from logwright.core.events import ConfigChanged, Event
 from logwright.core.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.key_hash import key_hash
 from logwright.core.plugin_decisions import ReleaseContext, ReleaseDecider
@@ -47,15 +48,16 @@ from logwright.core.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
+from logwright.eventstore.interface import LoggedEvent
 from logwright.plugins.host import PluginHost
 
 from .broker import Broker
+from .deadline_timer import DeadlineTimer
 from .list_offsets import lookup
 from .record_batch import decode_records, parse_header
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.1
 _ATTRIBUTE = "_logwright_share_coordinator"
 
 
@@ -64,7 +66,7 @@ def share_coordinator(broker: Broker) -> ShareCoordinator:
     if not isinstance(found, ShareCoordinator):
         found = ShareCoordinator(broker)
         setattr(broker, _ATTRIBUTE, found)
-    found.ensure_ticking()
+    found.timer.ensure_running()
     return found
 
 
@@ -102,7 +104,8 @@ class ShareCoordinator:
         self._handovers: dict[str, Handover] = {}
         """Group → its running switch delay (Failover), in memory: a restart forgets it."""
         self._available = asyncio.Event()
-        self._ticker: asyncio.Task[None] | None = None
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-share-groups")
+        broker.store.add_commit_listener(self._on_commit)
         now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
@@ -196,9 +199,11 @@ class ShareCoordinator:
             self.consumer_options.pop((command.group_id, member_id), None)
         else:
             self._last_seen[(command.group_id, member_id)] = now
+            self.timer.schedule(now + self.session_timeout_ms(command.group_id))
         if events:
             self._note_membership_change(command.group_id, before, events, now)
             self.broker.stage(events)
+            self._retrack(command.group_id)
             self._wake_if_released(events)
             await self.broker.durable()
         state = self.group(command.group_id)
@@ -215,6 +220,7 @@ class ShareCoordinator:
         running = self._handovers.get(group_id)
         if delay > 0 and (running is None or running.until_ms <= now):
             self._handovers[group_id] = Handover(before.mode_membership(), now + delay)
+            self.timer.schedule(now + delay)
 
     def delete_group(self, group_id: str) -> None:
         """Stage an empty share group's deletion with its cursors (`core.share_groups.delete` refuses with a
@@ -412,6 +418,26 @@ class ShareCoordinator:
             self._locks.pop(key, None)
         else:
             self._locks[key] = deadline
+            self.timer.schedule(deadline)
+
+    def _retrack(self, group_id: str) -> None:
+        """Deadlines of the group's cursors after a member's records were released (some may come due sooner)."""
+        for key in list(self._locks):
+            state = self.broker.store.state("cursors", key)
+            if isinstance(state, CursorState) and state.subscription == group_id:
+                self._track(key, state)
+
+    def next_deadline(self) -> int | None:
+        """The earliest time `tick` has something to do: a session, a lock or delayed record, a switch delay."""
+        timeouts = {group_id: self.session_timeout_ms(group_id) for group_id, _member in self._last_seen}
+        times = [seen + timeouts[group_id] for (group_id, _member), seen in self._last_seen.items()]
+        times.extend(self._locks.values())
+        times.extend(handover.until_ms for handover in self._handovers.values())
+        return min(times, default=None)
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        if any(isinstance(logged.event, ConfigChanged) for logged in events):
+            self.timer.wake()  # a session timeout may have shrunk
 
     def tick(self) -> list[Event]:
         """Expire sessions of silent members and locks that ran out; stage the events and return them."""
@@ -433,6 +459,7 @@ class ShareCoordinator:
                 released = self._release_member(group_id, member_id, failed=True)
                 if released:
                     self.broker.stage(released)
+                    self._retrack(group_id)
                     events.extend(released)
         for key, deadline in list(self._locks.items()):
             if deadline > now:
@@ -462,19 +489,5 @@ class ShareCoordinator:
         self._wake_if_released(bool(events) or due)
         return events
 
-    def ensure_ticking(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
-            self._ticker = loop.create_task(self._tick_forever(), name="logwright-share-groups")
-
-    async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.tick()
-            except Exception:
-                log.exception("the share group timer failed; retrying")
-
     def close(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+        self.timer.close()
