@@ -48,6 +48,7 @@ from logwright.core.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
+from logwright.core.switch_delays import SWITCH_DELAYS, SwitchDelayStarted
 from logwright.eventstore.interface import LoggedEvent
 from logwright.plugins.host import PluginHost
 
@@ -101,12 +102,14 @@ class ShareCoordinator:
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
         """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
-        self._handovers: dict[str, Handover] = {}
-        """Group → its running switch delay (Failover), in memory: a restart forgets it."""
+        now = broker.clock.now_ms()
+        self._handovers: dict[str, Handover] = {
+            group_id: handover for group_id, handover in broker.store.entities(SWITCH_DELAYS.name).items()
+            if isinstance(handover, Handover) and handover.until_ms > now}
+        """Group → its running switch delay (Failover); each is a `SwitchDelayStarted` event, so a restart keeps it."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-share-groups")
         broker.store.add_commit_listener(self._on_commit)
-        now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
                 self._last_seen[(group.group_id, member.member_id)] = now
@@ -220,6 +223,7 @@ class ShareCoordinator:
         running = self._handovers.get(group_id)
         if delay > 0 and (running is None or running.until_ms <= now):
             self._handovers[group_id] = Handover(before.mode_membership(), now + delay)
+            self.broker.stage([SwitchDelayStarted(group_id, before.mode_membership(), now + delay)])
             self.timer.schedule(now + delay)
 
     def delete_group(self, group_id: str) -> None:

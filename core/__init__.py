@@ -16,9 +16,10 @@ from .partition_transactions import PARTITION_TRANSACTIONS
 from .producers import PRODUCERS
 from .projection import Projection
 from .share_groups import SHARE_GROUPS
+from .switch_delays import SWITCH_DELAYS
 from .transactions import TRANSACTIONS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
-    TRANSACTIONS, PARTITION_TRANSACTIONS,
+    TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS,
 )

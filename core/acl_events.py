@@ -1,4 +1,4 @@
-"""ACL events (tags 80-89) and the ``acls`` projection: one entity per binding, keyed by `AclBinding.key`.
+"""ACL events (tags 80-87) and the ``acls`` projection: one entity per binding, keyed by `AclBinding.key`.
 
 CreateAcls and DeleteAcls each record one event naming the bindings they added or removed, so the log
 says who could do what at any sequence, and a restarted broker serves the same ACLs.

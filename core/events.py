@@ -212,6 +212,7 @@ class ManualClockSet(Event):
 from .acl_events import ACL_EVENT_TYPES  # noqa: E402
 from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
 from .share_group_events import SHARE_GROUP_EVENT_TYPES  # noqa: E402
+from .switch_delays import SwitchDelayStarted  # noqa: E402
 from .transaction_events import TRANSACTION_EVENT_TYPES  # noqa: E402
 
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
@@ -236,4 +237,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *SHARE_GROUP_EVENT_TYPES,
     *ACL_EVENT_TYPES,
     *TRANSACTION_EVENT_TYPES,
+    SwitchDelayStarted,
 )

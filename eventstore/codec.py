@@ -30,7 +30,7 @@ from logwright.core.partition_transactions import AbortedTransaction, OpenTransa
 from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups import ShareGroupState, ShareMember
-from logwright.core.subscription_mode import Membership, ModeConsumer
+from logwright.core.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.transactions import TransactionalIdOwner, TransactionState
 
 _DATACLASS_EXT = 1
@@ -144,6 +144,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1051: ShareMember,
     1060: ManualClockState,
     1080: AclBinding,
+    1088: Handover,
     1160: TransactionState,
     1162: TransactionalIdOwner,
     1163: PartitionTransactions,

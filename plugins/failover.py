@@ -18,8 +18,8 @@ that gives a partition a different active consumer, nobody acquires on it for
 delay neither extend nor shorten it); then whoever is active then starts from the first unsettled
 record. A consumer that reconnects within the delay is active again when it ends and the standby never
 received anything in between, so a quick reconnect does not flap. A partition that had no active
-consumer (the first join) starts at once. The delay is kept in memory: after a broker restart the
-members carry on without one.
+consumer (the first join) starts at once. A running delay is an event (`SwitchDelayStarted`), so a
+restarted broker keeps it until it ends on the broker clock.
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""A Failover switch delay still running when the broker restarts holds until it ends on the broker clock.
+
+The broker restarts in-process (store closed and reopened, a new Broker on a manual clock resumed at the
+same time); requests go through the real handlers over a real RocksEventStore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+from logwright.compat import share_group_heartbeat
+from logwright.compat.errors import ErrorCode
+from logwright.compat.share_coordinator import share_coordinator
+from logwright.core.events import ConfigChanged
+from logwright.eventstore.check import check_store
+from logwright.plugins.host import PluginHost
+
+from tests.compat.test_share_handlers import GROUP, Harness, acquired
+
+FAILOVER = (("share.auto.offset.reset", "earliest"), ("logwright.subscription.mode", "failover"),
+            ("logwright.failover.switch.delay.ms", "1000"))
+
+
+def broker_run(path: Path, now_ms: int | None, scenario: object) -> int:
+    """Run ``scenario(harness)`` on a broker over ``path`` whose clock starts at ``now_ms``; its end time."""
+    harness = Harness(path)
+    host = PluginHost.load(installed=False)
+    harness.broker.configs = host.config_registry()  # the failover plugin's group config keys
+    if now_ms is not None:
+        harness.clock.set(now_ms)
+
+    async def main() -> None:
+        share_coordinator(harness.broker).host = host
+        try:
+            await scenario(harness)  # type: ignore[operator]
+        finally:
+            share_coordinator(harness.broker).close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        harness.broker.commit_now()
+        harness.store.close()
+    return harness.clock.now_ms()
+
+
+async def advance(h: Harness, milliseconds: int) -> None:
+    h.clock.advance(milliseconds)
+    h.broker.clock_advanced()
+    share_coordinator(h.broker).tick()
+    await h.broker.durable()
+
+
+def test_a_running_switch_delay_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    topic: dict[str, uuid.UUID] = {}
+
+    async def before_restart(h: Harness) -> None:
+        h.broker.stage([ConfigChanged("group", GROUP, FAILOVER)])
+        topic["id"] = topic_id = await h.produce(4)
+        assert (await h.join("a")).error_code == ErrorCode.NONE
+        assert acquired(await h.fetch("a", 0, topic_id)) == [(0, 3, 1)]  # a is active at once
+        assert (await h.join("b")).error_code == ErrorCode.NONE  # b stands by
+        left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="a", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
+        assert left.error_code == ErrorCode.NONE  # a's records go back; b is active after the delay
+        await advance(h, 400)
+        assert acquired(await h.fetch("b", 0, topic["id"])) == []
+
+    async def after_restart(h: Harness) -> None:
+        assert acquired(await h.fetch("b", 0, topic["id"])) == [], "the delay went on across the restart"
+        await advance(h, 599)
+        assert acquired(await h.fetch("b", 1, topic["id"])) == []
+        await advance(h, 1)
+        assert [first for first, _last, _count in acquired(await h.fetch("b", 2, topic["id"]))] == [0]
+
+    stopped_at = broker_run(path, None, before_restart)
+    broker_run(path, stopped_at, after_restart)
+    harness = Harness(path)
+    try:
+        report = check_store(harness.store)
+        assert report.consistent, report.differences
+    finally:
+        harness.store.close()
