@@ -5,8 +5,9 @@ Dead, with GROUP_ID_NOT_FOUND ("not a classic group") in v6; ShareGroupDescribe 
 DeleteGroups refuses it while it has members and deletes it when empty, after which it is not found
 anywhere. A member joining under the same name then starts a new group: on logwright from
 ``share.auto.offset.reset`` (still ``earliest``, the config outlives the group as in Kafka), as KIP-932
-describes; Kafka 4.4 was observed to start such a recreated group at the log end whatever that config says
-(even after setting it again), so that last step is checked on logwright only.
+describes; Kafka 4.4 starts such a recreated group where the deleted group's acquisitions had reached,
+whatever that config says (docs/share-groups.md has the measurement), so that last step is checked on
+logwright only.
 """
 
 from __future__ import annotations
