@@ -89,8 +89,12 @@ class Harness:
         return await self.call(share_fetch.handle, 2 if record_limit else 1, request)
 
 
-def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]]) -> None:
+def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]],
+        prepare: Callable[[Harness], None] | None = None) -> Harness:
+    """Run ``scenario`` on a broker over ``tmp_path / "data"`` (``prepare`` sees it first); the closed harness."""
     harness = Harness(tmp_path / "data")
+    if prepare is not None:
+        prepare(harness)
 
     async def main() -> None:
         try:
@@ -103,6 +107,7 @@ def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]]) -> None:
     finally:
         harness.broker.commit_now()
         harness.store.close()
+    return harness
 
 
 def acquired(response: Any) -> list[tuple[int, int, int]]:

@@ -6,8 +6,8 @@ same time); requests go through the real handlers over a real RocksEventStore.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
@@ -18,33 +18,26 @@ from logwright.core.events import ConfigChanged
 from logwright.eventstore.check import check_store
 from logwright.plugins.host import PluginHost
 
-from tests.compat.test_share_handlers import GROUP, Harness, acquired
+from tests.compat.test_share_handlers import GROUP, Harness, acquired, run
 
 FAILOVER = (("share.auto.offset.reset", "earliest"), ("logwright.subscription.mode", "failover"),
             ("logwright.failover.switch.delay.ms", "1000"))
 
 
-def broker_run(path: Path, now_ms: int | None, scenario: object) -> int:
-    """Run ``scenario(harness)`` on a broker over ``path`` whose clock starts at ``now_ms``; its end time."""
-    harness = Harness(path)
+def broker_run(tmp_path: Path, now_ms: int | None, scenario: Callable[[Harness], Awaitable[None]]) -> int:
+    """Run ``scenario`` on a broker with the failover plugin whose manual clock starts at ``now_ms``; its end time."""
     host = PluginHost.load(installed=False)
-    harness.broker.configs = host.config_registry()  # the failover plugin's group config keys
-    if now_ms is not None:
-        harness.clock.set(now_ms)
 
-    async def main() -> None:
+    def prepare(harness: Harness) -> None:
+        harness.broker.configs = host.config_registry()  # the failover plugin's group config keys
+        if now_ms is not None:
+            harness.clock.set(now_ms)
+
+    async def with_plugins(harness: Harness) -> None:
         share_coordinator(harness.broker).host = host
-        try:
-            await scenario(harness)  # type: ignore[operator]
-        finally:
-            share_coordinator(harness.broker).close()
+        await scenario(harness)
 
-    try:
-        asyncio.run(main())
-    finally:
-        harness.broker.commit_now()
-        harness.store.close()
-    return harness.clock.now_ms()
+    return run(tmp_path, with_plugins, prepare).clock.now_ms()
 
 
 async def advance(h: Harness, milliseconds: int) -> None:
@@ -55,7 +48,6 @@ async def advance(h: Harness, milliseconds: int) -> None:
 
 
 def test_a_running_switch_delay_survives_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "data"
     topic: dict[str, uuid.UUID] = {}
 
     async def before_restart(h: Harness) -> None:
@@ -77,9 +69,9 @@ def test_a_running_switch_delay_survives_a_restart(tmp_path: Path) -> None:
         await advance(h, 1)
         assert [first for first, _last, _count in acquired(await h.fetch("b", 2, topic["id"]))] == [0]
 
-    stopped_at = broker_run(path, None, before_restart)
-    broker_run(path, stopped_at, after_restart)
-    harness = Harness(path)
+    stopped_at = broker_run(tmp_path, None, before_restart)
+    broker_run(tmp_path, stopped_at, after_restart)
+    harness = Harness(tmp_path / "data")
     try:
         report = check_store(harness.store)
         assert report.consistent, report.differences
