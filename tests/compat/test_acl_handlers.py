@@ -1,0 +1,78 @@
+"""ACL handlers at every version they serve (v1 classic, v2-v3 flexible): kio requests in, responses that encode."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logwright.compat import create_acls, delete_acls, describe_acls
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.messages import encode_response
+from logwright.compat.registry import RequestContext, make
+from logwright.eventstore.rocksdb import RocksEventStore
+
+TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1
+READ, ALLOW = 3, 3
+
+
+def request_module(api: str, version: int) -> Any:
+    return importlib.import_module(f"kio.schema.{api}.v{version}.request")
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_create_describe_delete_at_each_version(tmp_path: Path, version: int) -> None:
+    store = RocksEventStore(tmp_path / "data")
+    broker = Broker(store)
+
+    async def call(api_key: int, handle: Any, request: Any) -> Any:
+        response = await handle(RequestContext(broker, api_key, version, 7, "tester", 1, "127.0.0.1"), request)
+        assert encode_response(api_key, version, 7, response)
+        return response
+
+    async def scenario() -> None:
+        create = request_module("create_acls", version)
+        created = await call(30, create_acls.handle, make(create.CreateAclsRequest, creations=(
+            make(create.AclCreation, resource_type=TOPIC, resource_name="orders", resource_pattern_type=PREFIXED,
+                 principal="User:alice", host="*", operation=READ, permission_type=ALLOW),
+            make(create.AclCreation, resource_type=TOPIC, resource_name="orders", resource_pattern_type=MATCH,
+                 principal="User:alice", host="*", operation=READ, permission_type=ALLOW),
+        )))
+        assert [r.error_code for r in created.results] == [ErrorCode.NONE, ErrorCode.INVALID_REQUEST]
+        assert "pattern type MATCH" in created.results[1].error_message
+
+        describe = request_module("describe_acls", version)
+        described = await call(29, describe_acls.handle, make(
+            describe.DescribeAclsRequest, resource_type_filter=TOPIC, resource_name_filter="orders-eu",
+            pattern_type_filter=MATCH, principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY))
+        assert described.error_code == ErrorCode.NONE
+        assert [(r.resource_name, r.pattern_type, [a.principal for a in r.acls]) for r in described.resources] == [
+            ("orders", PREFIXED, ["User:alice"])]
+        refused = await call(29, describe_acls.handle, make(
+            describe.DescribeAclsRequest, resource_type_filter=0, resource_name_filter=None,
+            pattern_type_filter=ANY, principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY))
+        assert refused.error_code == ErrorCode.INVALID_REQUEST and refused.resources == ()
+
+        delete = request_module("delete_acls", version)
+        deleted = await call(31, delete_acls.handle, make(delete.DeleteAclsRequest, filters=(
+            make(delete.DeleteAclsFilter, resource_type_filter=ANY, resource_name_filter=None,
+                 pattern_type_filter=ANY, principal_filter="User:alice", host_filter=None, operation=ANY,
+                 permission_type=0),
+            make(delete.DeleteAclsFilter, resource_type_filter=ANY, resource_name_filter=None,
+                 pattern_type_filter=ANY, principal_filter="User:alice", host_filter=None, operation=ANY,
+                 permission_type=ANY),
+        )))
+        first, second = deleted.filter_results
+        assert first.error_code == ErrorCode.INVALID_REQUEST and first.matching_acls == ()
+        assert second.error_code == ErrorCode.NONE
+        assert [(m.resource_name, m.pattern_type) for m in second.matching_acls] == [("orders", PREFIXED)]
+        assert store.entities("acls") == {}
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        broker.commit_now()
+        store.close()
