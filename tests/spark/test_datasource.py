@@ -68,6 +68,27 @@ def test_a_missing_directory_is_refused_with_its_path(spark: Any, tmp_path: Path
         spark.read.format("logwright").option("path", str(tmp_path / "nothing")).load().collect()
 
 
+WORKER_SLOW_TO_START = "Python worker failed to connect back"
+
+
+def started_and_caught_up(stream: Any, name: str, attempts: int = 3) -> Any:
+    """The stream's query into a memory table ``name``, once it has processed what is available.
+
+    Spark gives a streaming source's Python worker a fixed 10 s to connect back (createSimpleWorker, not
+    configurable in 4.3); on a loaded machine an interpreter importing pyspark and pyarrow can take longer,
+    and the query dies before its first batch (seen in CI-like runs). Only that start is tried again."""
+    for attempt in range(1, attempts + 1):
+        query = stream.writeStream.format("memory").queryName(name).start()
+        try:
+            query.processAllAvailable()
+            return query
+        except Exception as error:
+            query.stop()
+            if WORKER_SLOW_TO_START not in str(error) or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def test_the_stream_sees_every_event_once_across_micro_batches_with_appends_between(
         spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "data"
@@ -78,8 +99,7 @@ def test_the_stream_sees_every_event_once_across_micro_batches_with_appends_betw
         first_end = writer.last_sequence
         stream = (spark.readStream.format("logwright").option("path", str(path))
                   .option("eventsPerPartition", "3").option("scratchDir", str(tmp_path)).load())
-        query = stream.writeStream.format("memory").queryName("logwright_stream").start()
-        query.processAllAvailable()
+        query = started_and_caught_up(stream, "logwright_stream")
         for round_ in range(2):
             writer.append([OffsetCommitted("streamer", "codecs", 0, round_ * 10 + i) for i in range(5)])
             writer.commit()
