@@ -20,6 +20,7 @@ import struct
 from logwright.core.clock import ManualClock
 from logwright.core.events import ManualClockSet
 
+from .consumer_coordinator import consumer_coordinator
 from .errors import ErrorCode
 from .registry import HandlerEntry, RequestContext, register_extension
 from .share_coordinator import share_coordinator
@@ -45,6 +46,7 @@ async def handle(context: RequestContext, body: bytes) -> bytes:
     broker.clock_advanced()
     share_coordinator(broker).tick()
     transaction_timer(broker).tick()
+    consumer_coordinator(broker).tick()
     await broker.durable()
     return _RESPONSE.pack(ErrorCode.NONE, now)
 

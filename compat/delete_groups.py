@@ -4,7 +4,7 @@ A group with members is refused with NON_EMPTY_GROUP, an unknown one with GROUP_
 group is deleted the same way, as Kafka 4.4 does: only while empty, with its cursors (its delivery
 state); its config overrides stay. Then ShareGroupDescribe says GROUP_ID_NOT_FOUND, DescribeGroups
 Dead, ListGroups leaves it out, and a member joining under the name starts a new group from
-``share.auto.offset.reset``.
+``share.auto.offset.reset``. A KIP-848 consumer group is deleted with its offsets once it has no members.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, NonEmptyGroup
+from logwright.core.events import GroupDeleted
 from logwright.core.group_admin import decide_delete_group
 from logwright.core.group_offsets import GroupOffsets
 
 from .broker import Broker
+from .consumer_coordinator import consumer_coordinator, consumer_group
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
@@ -34,6 +36,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         try:
             if shares.group(group_id) is not None:
                 shares.delete_group(group_id)
+            elif consumer_group(broker, group_id) is not None:
+                _delete_consumer_group(broker, group_id)
             else:
                 _delete_classic(broker, group_id)
         except DomainError as error:
@@ -44,6 +48,15 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if deleted:
         await broker.durable()
     return make(module.DeleteGroupsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+
+
+def _delete_consumer_group(broker: Broker, group_id: str) -> None:
+    """A KIP-848 consumer group goes with its offsets (`GroupDeleted`) once it has no members."""
+    state = consumer_group(broker, group_id)
+    if state is not None and state.members:
+        raise NonEmptyGroup(f"consumer group {group_id!r} still has {len(state.members)} members")
+    broker.stage([GroupDeleted(group_id)])
+    consumer_coordinator(broker).forget_group(group_id)
 
 
 def _delete_classic(broker: Broker, group_id: str) -> None:

@@ -4,7 +4,8 @@ As in Kafka, member metadata and assignments (and the protocol name) are reporte
 group; a group that only has committed offsets is Empty. An unknown group is Dead with no error in
 v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). A share group is not a classic group: Dead with no error
 in v0-v5 and GROUP_ID_NOT_FOUND ("... is not a classic group") in v6, as Kafka 4.4 answers; it is
-described by ShareGroupDescribe. v4+ add members' ``group.instance.id``; authorized
+described by ShareGroupDescribe. A KIP-848 consumer group is answered the same way (ConsumerGroupDescribe
+describes it). v4+ add members' ``group.instance.id``; authorized
 operations are not computed (there are no ACLs).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from logwright.core.group_offsets import GroupOffsets
 from logwright.core.groups import GroupPhase
 
+from .consumer_coordinator import consumer_group
 from .errors import ErrorCode
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
@@ -38,11 +40,15 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
     code, message = ErrorCode.NONE, None
     if state is None:
         has_offsets = isinstance(broker.store.state("group_offsets", group_id), GroupOffsets)
+        has_offsets = has_offsets and consumer_group(broker, group_id) is None
         phase = GroupPhase.EMPTY if has_offsets else GroupPhase.DEAD
         if phase == GroupPhase.DEAD and context.api_version >= 6:
             code, message = ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist"
             if share_coordinator(broker).group(group_id) is not None:
                 message = f"group {group_id!r} is not a classic group: it is a share group (see ShareGroupDescribe)"
+            elif consumer_group(broker, group_id) is not None:
+                message = (f"group {group_id!r} is not a classic group: it is a consumer group (see "
+                           "ConsumerGroupDescribe)")
         return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                     group_state=str(phase), protocol_type="", protocol_data="", members=(),
                     authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

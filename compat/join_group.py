@@ -4,7 +4,8 @@ v0 has no rebalance timeout (the session timeout serves as both); v4+ first answ
 an id with MEMBER_ID_REQUIRED and a generated id (KIP-394); v5+ carry ``group.instance.id`` (static
 membership, KIP-345); v7+ name the protocol type in the answer; v9 tells a static leader rejoining a
 Stable group to skip the assignment (KIP-814), which older versions express by an empty member list.
-The request blocks until the join phase completes (`group_coordinator`).
+The request blocks until the join phase completes (`group_coordinator`). A KIP-848 consumer group with
+members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online migration is not served).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from logwright.core.errors import DomainError, MemberIdRequired
 from logwright.core.group_membership import JoinGroup
 
+from .consumer_coordinator import consumer_group
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import coordinator
 from .registry import RequestContext, handler, make, response_module
@@ -51,6 +53,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
                     generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
                     leader="", skip_assignment=False, member_id=member_id, members=())
 
+    consumer = consumer_group(context.broker, command.group_id)
+    if consumer is not None and consumer.members:
+        return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
     try:
         reply = await coordinator(context.broker).join(command)
     except MemberIdRequired as required:

@@ -2,7 +2,9 @@
 
 v4+ filter by state (case-insensitive, as Kafka) and report it; v5 filters by group type and reports
 it. Share groups are listed as Kafka 4.4 lists them: protocol type ``share``, state ``Stable`` or
-``Empty``, type ``share`` (a deleted one is gone); the type filter takes ``classic`` and ``share``.
+``Empty``, type ``share`` (a deleted one is gone); KIP-848 consumer groups with protocol type and type
+``consumer`` and their states (Empty, Assigning, Reconciling, Stable); the type filter takes ``classic``,
+``consumer`` and ``share``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from logwright.core.group_admin import GroupListing, list_groups
 from logwright.core.groups import GroupState
 
+from .consumer_coordinator import consumer_coordinator
 from .errors import ErrorCode
 from .group_coordinator import coordinator
 from .registry import RequestContext, handler, make, response_module
@@ -20,6 +23,7 @@ from .share_coordinator import share_coordinator
 
 GROUP_TYPE = "classic"
 SHARE_TYPE = "share"
+CONSUMER_TYPE = "consumer"
 
 
 @handler(16, "ListGroups", 0, 5)
@@ -28,7 +32,11 @@ async def handle(context: RequestContext, request: Any) -> Any:
     store = context.broker.store
     coordinator(context.broker)
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
-    listed = [(entry, GROUP_TYPE) for entry in list_groups(states, store.entities("group_offsets").keys())]
+    consumers = consumer_coordinator(context.broker).groups()
+    consumer_ids = {group.group_id for group in consumers}
+    offsets_only = (group_id for group_id in store.entities("group_offsets").keys() if group_id not in consumer_ids)
+    listed = [(entry, GROUP_TYPE) for entry in list_groups(states, offsets_only)]
+    listed.extend((GroupListing(group.group_id, CONSUMER_TYPE, group.phase), CONSUMER_TYPE) for group in consumers)
     listed.extend((GroupListing(group.group_id, SHARE_TYPE, group.phase), SHARE_TYPE)
                   for group in share_coordinator(context.broker).groups())
     wanted_states = {state.lower() for state in getattr(request, "states_filter", ())}

@@ -4,7 +4,9 @@ v0-v1 are not served: kio cannot parse them (they are answered UNSUPPORTED_VERSI
 with their generation (v7+ also with ``group.instance.id``); generation -1 with no member id is a
 "simple" commit, accepted while the group has no members. Retention fields (v2-v4) are ignored, the
 metadata string is round-tripped (null is stored as ""), and a commit counts as a member's heartbeat.
-As in Kafka, the empty group id is allowed here for backward compatibility.
+As in Kafka, the empty group id is allowed here for backward compatibility. A KIP-848 consumer group's
+members commit with their member epoch as the generation: an unknown member is UNKNOWN_MEMBER_ID, another
+epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits only while it has no members.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from logwright.core.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.events import OffsetCommitted
 from logwright.core.group_admin import check_offset_commit, check_offset_metadata
 
 from .broker import Broker
+from .consumer_coordinator import consumer_group
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import coordinator, group_state
 from .registry import RequestContext, handler, make, response_module
@@ -30,9 +34,13 @@ async def handle(context: RequestContext, request: Any) -> Any:
     generation = int(request.generation_id_or_member_epoch)
     member = None
     group_error: ErrorCode | None = None
+    consumer = consumer_group(broker, group_id)
     try:
-        member = check_offset_commit(group_state(broker, group_id), generation, request.member_id,
-                                     getattr(request, "group_instance_id", None))
+        if consumer is not None:
+            check_member_epoch(consumer, request.member_id, generation, commit=True)
+        else:
+            member = check_offset_commit(group_state(broker, group_id), generation, request.member_id,
+                                         getattr(request, "group_instance_id", None))
     except DomainError as error:
         group_error = error_code_for(error)
     now_ms = broker.clock.now_ms()

@@ -8,6 +8,7 @@ from . import events  # noqa: F401  (first: the event modules it gathers import 
 from .acl_events import ACLS
 from .catalog import CATALOG
 from .clock import MANUAL_CLOCK
+from .consumer_groups import CONSUMER_GROUPS
 from .cursor import CURSORS
 from .group_offsets import GROUP_OFFSETS
 from .groups import GROUPS
@@ -21,5 +22,5 @@ from .transactions import TRANSACTIONS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
-    TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS,
+    TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS, CONSUMER_GROUPS,
 )

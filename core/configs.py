@@ -196,6 +196,12 @@ _BROKER_KEYS = (
     ConfigKey("transaction.max.timeout.ms", "broker", "900000", long_at_least(1),
               "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT "
               "above it).", "INT"),
+    ConfigKey("group.consumer.session.timeout.ms", "broker", "45000", long_at_least(1),
+              "A KIP-848 consumer group member that does not heartbeat for this long is removed (a group's "
+              "consumer.session.timeout.ms overrides it).", "INT"),
+    ConfigKey("group.consumer.heartbeat.interval.ms", "broker", "5000", long_at_least(1),
+              "How often KIP-848 consumer group members heartbeat (a group's consumer.heartbeat.interval.ms "
+              "overrides it).", "INT"),
     ConfigKey("node.id", "broker", "1", long_at_least(0),
               "This broker's id in Metadata and FindCoordinator; set at start-up (--config node.id=N).", "INT",
               read_only=True),
@@ -208,10 +214,10 @@ _BROKER_KEYS = (
 
 _GROUP_KEYS = (
     ConfigKey("consumer.session.timeout.ms", "group", "45000", long_between(45000, 60000),
-              "Session timeout of members of a KIP-848 consumer group; accepted for compatibility (classic "
-              "groups use the timeout each member asks for).", "INT"),
+              "Session timeout of members of this KIP-848 consumer group (classic groups use the timeout each "
+              "member asks for).", "INT"),
     ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
-              "Heartbeat interval of members of a KIP-848 consumer group; accepted for compatibility.", "INT"),
+              "Heartbeat interval of members of this KIP-848 consumer group.", "INT"),
     ConfigKey("share.session.timeout.ms", "group", "45000", long_between(45000, 60000),
               "A share group member that does not heartbeat for this long is removed.", "INT"),
     ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),

@@ -171,3 +171,20 @@ class InvalidTxnState(DomainError):
 
 class InvalidTransactionTimeout(DomainError):
     """``transaction.timeout.ms`` is not positive or exceeds the broker's ``transaction.max.timeout.ms``."""
+
+
+class UnreleasedInstanceId(DomainError):
+    """A KIP-848 member joins with an instance id another live member still holds (it must leave with epoch -2
+    or time out first)."""
+
+
+class UnsupportedAssignor(DomainError):
+    """A KIP-848 member names a server-side assignor the broker does not have."""
+
+
+class StaleMemberEpoch(DomainError):
+    """An OffsetCommit or OffsetFetch of a KIP-848 group member carries an epoch other than its current one."""
+
+
+class InvalidRegularExpression(DomainError):
+    """A KIP-848 member's subscribed topic regex does not compile."""

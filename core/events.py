@@ -210,6 +210,7 @@ class ManualClockSet(Event):
 
 # Defined after Event, which they subclass; the import is here so this stays the one list of event types.
 from .acl_events import ACL_EVENT_TYPES  # noqa: E402
+from .consumer_group_events import CONSUMER_GROUP_EVENT_TYPES  # noqa: E402
 from .cursor_events import CURSOR_EVENT_TYPES  # noqa: E402
 from .share_group_events import SHARE_GROUP_EVENT_TYPES  # noqa: E402
 from .switch_delays import SwitchDelayStarted  # noqa: E402
@@ -238,4 +239,5 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *ACL_EVENT_TYPES,
     *TRANSACTION_EVENT_TYPES,
     SwitchDelayStarted,
+    *CONSUMER_GROUP_EVENT_TYPES,
 )

@@ -19,6 +19,7 @@ import msgpack
 from logwright.core.acls import AclBinding
 from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicState
 from logwright.core.clock import ManualClockState
+from logwright.core.consumer_groups import ConsumerGroupState, ConsumerMember
 from logwright.core.cursor import CursorState, Delivery, Redelivery
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
@@ -143,6 +144,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1050: ShareGroupState,
     1051: ShareMember,
     1060: ManualClockState,
+    1070: ConsumerGroupState,
+    1071: ConsumerMember,
     1080: AclBinding,
     1088: Handover,
     1160: TransactionState,

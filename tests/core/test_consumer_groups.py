@@ -1,0 +1,290 @@
+"""KIP-848 consumer groups: assignors, and the reconciliation state machine given events, when a heartbeat runs.
+
+The property tests drive random joins, leaves, heartbeats (acknowledging or not), topic growth and timeouts
+and check the promise the protocol makes: no partition is ever owned by two members at once, and once
+everyone heartbeats and acknowledges, every partition is owned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from logwright.core.consumer_assignors import ASSIGNORS, AssignorMember, RangeAssignor, UniformAssignor
+from logwright.core.consumer_group_events import TopicPartitions
+from logwright.core.consumer_groups import (
+    CONSUMER_GROUPS,
+    ConsumerGroupState,
+    ConsumerMember,
+    MemberState,
+    as_set,
+    fold,
+)
+from logwright.core.consumer_reconciliation import (
+    ConsumerHeartbeat,
+    check_member_epoch,
+    heartbeat,
+    remove,
+)
+from logwright.core.errors import (
+    FencedMemberEpoch,
+    InvalidRegularExpression,
+    InvalidRequest,
+    StaleMemberEpoch,
+    UnknownMember,
+    UnreleasedInstanceId,
+    UnsupportedAssignor,
+)
+from logwright.core.events import Event, GroupDeleted
+from logwright.core.projection import fold as fold_projection
+
+GROUP = "g"
+
+
+class Group:
+    """A group's log; heartbeats decide against the folded state and append what they decide."""
+
+    def __init__(self, topics: Mapping[str, tuple[bytes, int]] | None = None) -> None:
+        self.log: list[Event] = []
+        self.topics = dict(topics or {"orders": (b"o" * 16, 6)})
+        self.counter = 0
+
+    @property
+    def state(self) -> ConsumerGroupState | None:
+        state = fold_projection(CONSUMER_GROUPS, self.log).get(GROUP)
+        assert state is None or isinstance(state, ConsumerGroupState)
+        return state
+
+    def beat(self, member_id: str, epoch: int, owned: TopicPartitions | None = None, *,
+             names: tuple[str, ...] = ("orders",), instance_id: str | None = None, server_assignor: str | None = None,
+             subscribed_topic_regex: str | None = None) -> int:
+        """One heartbeat (a join carries the subscription and rebalance timeout); the member's epoch after it."""
+        joining = epoch == 0
+        command = ConsumerHeartbeat(GROUP, member_id, epoch, instance_id=instance_id,
+                                    rebalance_timeout_ms=60_000 if joining else -1,
+                                    subscribed_topic_names=names if joining else None,
+                                    subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
+                                    owned=() if joining and owned is None else owned)
+        _, events = heartbeat(self.state, command, self.topics, self._new_id)
+        self.log.extend(events)
+        member = self.state.member(member_id) if self.state else None
+        return member.member_epoch if member else epoch
+
+    def _new_id(self) -> str:
+        self.counter += 1
+        return f"generated-{self.counter}"
+
+    def member(self, member_id: str) -> ConsumerMember:
+        state = self.state
+        assert state is not None
+        found = state.member(member_id)
+        assert found is not None
+        return found
+
+
+def owners(state: ConsumerGroupState) -> dict[tuple[str, int], list[str]]:
+    found: dict[tuple[str, int], list[str]] = {}
+    for member in state.members:
+        for partition in as_set(member.assigned) | as_set(member.revoking):
+            found.setdefault(partition, []).append(member.member_id)
+    return found
+
+
+# -- assignors -------------------------------------------------------------------------------------
+
+
+def test_uniform_balances_and_keeps_partitions_where_they_were() -> None:
+    members = [AssignorMember(name, frozenset({"orders"})) for name in ("a", "b")]
+    first = UniformAssignor().assign(members, {"orders": 6}, {})
+    assert sorted(len(partitions) for partitions in first.values()) == [3, 3]
+    third = [*members, AssignorMember("c", frozenset({"orders"}))]
+    second = UniformAssignor().assign(third, {"orders": 6}, first)
+    assert sorted(len(partitions) for partitions in second.values()) == [2, 2, 2]
+    assert second["a"] <= first["a"] and second["b"] <= first["b"], "only the new member's share moved"
+
+
+def test_range_gives_contiguous_partitions_in_member_order() -> None:
+    members = [AssignorMember(name, frozenset({"orders"})) for name in ("b", "a")]
+    assignment = RangeAssignor().assign(members, {"orders": 5}, {})
+    assert assignment == {"a": frozenset(("orders", i) for i in (0, 1, 2)),
+                          "b": frozenset(("orders", i) for i in (3, 4))}
+
+
+@given(
+    subscriptions=st.lists(st.sets(st.sampled_from(["t1", "t2", "t3"]), min_size=1), min_size=1, max_size=6),
+    counts=st.tuples(st.integers(0, 7), st.integers(0, 7), st.integers(0, 7)),
+    assignor=st.sampled_from(sorted(ASSIGNORS)),
+)
+def test_every_partition_goes_to_exactly_one_subscriber(subscriptions: list[set[str]],
+                                                        counts: tuple[int, int, int], assignor: str) -> None:
+    members = [AssignorMember(f"m{i}", frozenset(topics)) for i, topics in enumerate(subscriptions)]
+    partition_counts = dict(zip(("t1", "t2", "t3"), counts, strict=True))
+    assignment = ASSIGNORS[assignor].assign(members, partition_counts, {})
+    subscribed = {t for m in members for t in m.subscribed_topics}
+    expected = {(t, i) for t in subscribed for i in range(partition_counts[t])}
+    handed = [p for partitions in assignment.values() for p in partitions]
+    assert sorted(handed) == sorted(expected)
+    for member in members:
+        assert all(topic in member.subscribed_topics for topic, _ in assignment[member.member_id])
+    if assignor == "uniform" and len({frozenset(s) for s in subscriptions}) == 1:
+        sizes = [len(p) for p in assignment.values()]
+        assert max(sizes) - min(sizes) <= 1
+
+
+# -- reconciliation --------------------------------------------------------------------------------
+
+
+def test_a_second_member_gets_partitions_only_after_the_first_revoked_them() -> None:
+    group = Group()
+    assert group.beat("a", 0) == 1
+    assert len(as_set(group.member("a").assigned)) == 6
+    assert group.beat("b", 0) == 2
+    b = group.member("b")
+    assert (b.state, b.assigned) == (MemberState.UNRELEASED_PARTITIONS, ())
+    assert group.beat("a", 1) == 1
+    a = group.member("a")
+    assert a.state == MemberState.UNREVOKED_PARTITIONS and len(as_set(a.revoking)) == 3
+    assert group.beat("b", 2, owned=()) == 2 and group.member("b").assigned == (), "still owned by a"
+    assert group.beat("a", 1, owned=a.assigned) == 2
+    assert group.member("a").state == MemberState.STABLE
+    assert group.beat("b", 2) == 2
+    assert as_set(group.member("b").assigned) == as_set(a.revoking)
+    state = group.state
+    assert state is not None and state.phase == "Stable"
+
+
+def test_a_lost_response_is_forgiven_but_a_wrong_epoch_is_fenced() -> None:
+    group = Group()
+    group.beat("a", 0)
+    group.beat("b", 0)
+    a = group.member("a")
+    group.beat("a", 1, owned=group.member("a").assigned)
+    group.beat("a", 1, owned=group.member("a").assigned)
+    assert group.member("a").member_epoch == 2
+    lost = group.beat("a", 1, owned=group.member("a").assigned)
+    assert lost == 2, "previous epoch with a subset: the answer was lost"
+    with pytest.raises(FencedMemberEpoch):
+        group.beat("a", 1, owned=a.assigned)
+    with pytest.raises(FencedMemberEpoch):
+        group.beat("a", 7)
+    with pytest.raises(UnknownMember):
+        group.beat("nobody", 3)
+
+
+def test_refusals_change_nothing() -> None:
+    group = Group()
+    group.beat("a", 0, instance_id="i1")
+    before = list(group.log)
+    with pytest.raises(UnreleasedInstanceId):
+        group.beat("b", 0, instance_id="i1")
+    with pytest.raises(UnsupportedAssignor):
+        group.beat("c", 0, server_assignor="cooperative-sticky")
+    with pytest.raises(InvalidRegularExpression):
+        group.beat("d", 0, subscribed_topic_regex="orders(")
+    with pytest.raises(InvalidRequest):
+        heartbeat(group.state, ConsumerHeartbeat(GROUP, "e", 0), group.topics, group._new_id)
+    assert group.log == before
+
+
+def test_a_static_member_leaving_temporarily_keeps_its_partitions_for_its_successor() -> None:
+    group = Group()
+    group.beat("a", 0, instance_id="i1")
+    group.beat("b", 0)
+    for _ in range(3):
+        group.beat("a", group.member("a").member_epoch, owned=group.member("a").assigned)
+        group.beat("b", group.member("b").member_epoch, owned=group.member("b").assigned)
+    held = group.member("a").assigned
+    epoch = group.state.group_epoch if group.state else 0
+    assert group.beat("a", -2) == -2
+    assert group.member("a").assigned == held
+    group.beat("b", group.member("b").member_epoch)
+    assert group.beat("a2", 0, instance_id="i1") >= 1
+    assert group.member("a2").assigned == held
+    state = group.state
+    assert state is not None and state.member("a") is None and state.group_epoch == epoch
+
+
+def test_leaving_frees_partitions_and_a_regex_follows_new_topics() -> None:
+    group = Group({"orders": (b"o" * 16, 2), "__consumer_offsets": (b"c" * 16, 50)})
+    group.beat("a", 0, names=(), subscribed_topic_regex="ord.*|__.*")
+    assert as_set(group.member("a").assigned) == {("orders", 0), ("orders", 1)}
+    group.topics["orders-eu"] = (b"e" * 16, 1)
+    group.beat("a", group.member("a").member_epoch)
+    assert ("orders-eu", 0) in as_set(group.member("a").assigned)
+    group.beat("b", 0, names=("orders",))
+    group.beat("a", group.member("a").member_epoch, owned=group.member("a").assigned)
+    group.beat("a", -1)
+    group.beat("b", group.member("b").member_epoch)
+    assert as_set(group.member("b").assigned) == {("orders", 0), ("orders", 1)}
+
+
+def test_offset_commits_need_the_current_member_epoch() -> None:
+    group = Group()
+    group.beat("a", 0)
+    state = group.state
+    assert state is not None
+    assert check_member_epoch(state, "a", 1, commit=True) is not None
+    with pytest.raises(StaleMemberEpoch):
+        check_member_epoch(state, "a", 0, commit=True)
+    with pytest.raises(UnknownMember):
+        check_member_epoch(state, "", -1, commit=True)
+    assert check_member_epoch(state, None, -1, commit=False) is None
+
+
+def test_group_deleted_removes_the_group() -> None:
+    group = Group()
+    group.beat("a", 0)
+    group.beat("a", -1)
+    group.log.append(GroupDeleted(GROUP))
+    assert group.state is None
+
+
+Step = tuple[str, int]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["join", "ack", "beat", "leave", "grow", "timeout"]),
+                          st.integers(0, 3)), max_size=40))
+def test_no_partition_is_ever_owned_by_two_members(steps: list[Step]) -> None:
+    group = Group({"orders": (b"o" * 16, 4)})
+    for action, number in steps:
+        member_id = f"m{number}"
+        state = group.state
+        present = state is not None and state.member(member_id) is not None
+        if action == "join" and not present:
+            group.beat(member_id, 0)
+        elif action in ("ack", "beat") and present:
+            member = group.member(member_id)
+            group.beat(member_id, member.member_epoch, owned=member.assigned if action == "ack" else None)
+        elif action == "leave" and present:
+            group.beat(member_id, -1)
+        elif action == "timeout" and present and state is not None:
+            group.log.extend(remove(state, member_id, "session timeout", group.topics))
+        elif action == "grow":
+            topic_id, count = group.topics["orders"]
+            group.topics["orders"] = (topic_id, min(count + 1, 8))
+        state = group.state
+        if state is not None:
+            doubled = {p: who for p, who in owners(state).items() if len(who) > 1}
+            assert not doubled, doubled
+    state = group.state
+    if state is None or not state.members:
+        return
+    for _ in range(6):
+        for member in list(state.members):
+            current = group.member(member.member_id)
+            group.beat(member.member_id, current.member_epoch, owned=current.assigned)
+        state = group.state
+        assert state is not None
+    assert len(owners(state)) == group.topics["orders"][1]
+    assert state.phase == "Stable"
+
+
+def test_the_projection_folds_what_the_decisions_saw() -> None:
+    group = Group()
+    group.beat("a", 0)
+    group.beat("b", 0)
+    incremental = fold(None, group.log, GROUP)
+    assert incremental == group.state

@@ -1,0 +1,68 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe as kio requests, for scenarios that play a member by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+import uuid
+from typing import Any
+
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_request
+from logwright.compat.client_wire import Connection
+from logwright.compat.registry import make
+
+NOT_READY = (14, 15, 16)
+"""COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: Kafka's group partition is loading."""
+
+
+def request(bootstrap: str, message: Any) -> Any:
+    async def exchange() -> Any:
+        connection = await Connection.open(bootstrap, "kip848-test")
+        try:
+            return await connection.request(message)
+        finally:
+            await connection.close()
+
+    return asyncio.run(exchange())
+
+
+def describe(bootstrap: str, group: str) -> Any:
+    deadline = time.monotonic() + 30
+    while True:
+        response = request(bootstrap, ConsumerGroupDescribeRequest(group_ids=(group,),
+                                                                   include_authorized_operations=False))
+        [described] = response.groups
+        if described.error_code not in NOT_READY or time.monotonic() > deadline:
+            return described
+        time.sleep(0.2)
+
+
+def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, *, topics: tuple[str, ...] | None = None,
+              owned: dict[uuid.UUID, tuple[int, ...]] | None = None, instance_id: str | None = None,
+              assignor: str | None = None, regex: str | None = None, rebalance_timeout_ms: int = -1) -> Any:
+    """One ConsumerGroupHeartbeat v1; ``owned`` is the member's partitions by topic id (None: unchanged; a join
+    sends an empty list, as Kafka requires)."""
+    if epoch == 0 and owned is None:
+        owned = {}
+    partitions = None if owned is None else tuple(
+        make(heartbeat_request.TopicPartitions, topic_id=topic_id, partitions=indexes)
+        for topic_id, indexes in owned.items())
+    message = make(heartbeat_request.ConsumerGroupHeartbeatRequest, group_id=group, member_id=member_id,
+                   member_epoch=epoch, instance_id=instance_id, rack_id=None,
+                   rebalance_timeout=datetime.timedelta(milliseconds=rebalance_timeout_ms),
+                   subscribed_topic_names=topics, subscribed_topic_regex=regex, server_assignor=assignor,
+                   topic_partitions=partitions)
+    deadline = time.monotonic() + 30
+    while True:
+        response = request(bootstrap, message)
+        if response.error_code not in NOT_READY or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
+def assigned(response: Any) -> dict[uuid.UUID, tuple[int, ...]] | None:
+    if response.assignment is None:
+        return None
+    return {entry.topic_id: tuple(sorted(entry.partitions)) for entry in response.assignment.topic_partitions}
