@@ -1,6 +1,6 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has four steps (producer; consumer group; KafkaShareConsumer with
+peers/java/src/.../ClientScenario.java has five steps (producer; consumer group, classic and KIP-848; KafkaShareConsumer with
 explicit acknowledgement; share group offsets through the Admin client), each run as its own JVM that
 prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from peers.suite import Failure, SuiteResult, add_arguments, broker, run_recorded  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
-STEPS = ("producer", "group", "share", "share-offsets")
+STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 

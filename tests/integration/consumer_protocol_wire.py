@@ -10,6 +10,7 @@ from typing import Any
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_request
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from logwright.compat.client_wire import Connection
 from logwright.compat.registry import make
 
@@ -28,15 +29,21 @@ def request(bootstrap: str, message: Any) -> Any:
     return asyncio.run(exchange())
 
 
+def find_coordinator(bootstrap: str, group: str) -> None:
+    """Kafka creates and loads __consumer_offsets only once a group coordinator is looked up."""
+    request(bootstrap, make(FindCoordinatorRequest, key="", key_type=0, coordinator_keys=(group,)))
+
+
 def describe(bootstrap: str, group: str) -> Any:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while True:
         response = request(bootstrap, ConsumerGroupDescribeRequest(group_ids=(group,),
                                                                    include_authorized_operations=False))
         [described] = response.groups
         if described.error_code not in NOT_READY or time.monotonic() > deadline:
             return described
-        time.sleep(0.2)
+        find_coordinator(bootstrap, group)
+        time.sleep(0.3)
 
 
 def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, *, topics: tuple[str, ...] | None = None,
@@ -54,12 +61,13 @@ def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, *, topics:
                    rebalance_timeout=datetime.timedelta(milliseconds=rebalance_timeout_ms),
                    subscribed_topic_names=topics, subscribed_topic_regex=regex, server_assignor=assignor,
                    topic_partitions=partitions)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while True:
         response = request(bootstrap, message)
         if response.error_code not in NOT_READY or time.monotonic() > deadline:
             return response
-        time.sleep(0.2)
+        find_coordinator(bootstrap, group)
+        time.sleep(0.3)
 
 
 def assigned(response: Any) -> dict[uuid.UUID, tuple[int, ...]] | None:

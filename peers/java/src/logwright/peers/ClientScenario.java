@@ -32,7 +32,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /**
  * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
  *
- * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|share|share-offsets}. Each step prints
+ * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|consumer-protocol|share|share-offsets}. The
+ * consumer-protocol step is the group step with {@code group.protocol=consumer} (KIP-848). Each step prints
  * {@code OK <step>} and exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the
  * failing step. The share step uses explicit acknowledgement: it releases the first record once, checks
  * that it comes back with delivery count 2, and accepts everything. The share-offsets step sets a share
@@ -55,7 +56,11 @@ public final class ClientScenario {
             case "producer" -> produce(bootstrap, topic);
             case "group" -> {
                 produce(bootstrap, topic);
-                consumerGroup(bootstrap, topic);
+                consumerGroup(bootstrap, topic, "classic");
+            }
+            case "consumer-protocol" -> {
+                produce(bootstrap, topic);
+                consumerGroup(bootstrap, topic, "consumer");
             }
             case "share" -> shareGroup(bootstrap, topic);
             case "share-offsets" -> shareGroupOffsets(bootstrap, topic);
@@ -123,9 +128,10 @@ public final class ClientScenario {
         return props;
     }
 
-    private static void consumerGroup(String bootstrap, String topic) throws Exception {
+    private static void consumerGroup(String bootstrap, String topic, String protocol) throws Exception {
         String group = topic + "-group";
         Properties props = consumerProps(bootstrap, group);
+        props.put("group.protocol", protocol);
         props.put("auto.offset.reset", "earliest");
         props.put("enable.auto.commit", "false");
         Set<String> seen = new java.util.HashSet<>();
