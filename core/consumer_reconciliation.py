@@ -49,7 +49,6 @@ from .errors import (
     UnsupportedAssignor,
 )
 from .events import Event
-from .internal_topics import is_internal_topic
 
 LEAVE_EPOCH = -1
 JOIN_EPOCH = 0
@@ -77,8 +76,9 @@ class ConsumerHeartbeat:
 
 
 def subscribed_topics(member: ConsumerMember, topics: Topics) -> frozenset[str]:
-    """The existing topics a member subscribes to: its names, and every non-internal topic its regex matches
-    in full (Python ``re``, close to RE2J for the patterns clients send)."""
+    """The existing topics a member subscribes to: its names, and every topic its regex matches in full
+    (Python ``re``, close to RE2J for the patterns clients send). As in Kafka, internal topics are not
+    skipped: a client that does not want ``__consumer_offsets`` writes a regex that does not match it."""
     names = {name for name in member.subscribed_topic_names if name in topics}
     if member.subscribed_topic_regex:
         try:
@@ -86,7 +86,7 @@ def subscribed_topics(member: ConsumerMember, topics: Topics) -> frozenset[str]:
         except re.error:
             pattern = None
         if pattern is not None:
-            names.update(name for name in topics if not is_internal_topic(name) and pattern.fullmatch(name))
+            names.update(name for name in topics if pattern.fullmatch(name))
     return frozenset(names)
 
 

@@ -1,7 +1,8 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has five steps (producer; consumer group, classic and KIP-848; KafkaShareConsumer with
-explicit acknowledgement; share group offsets through the Admin client), each run as its own JVM that
+peers/java/src/.../ClientScenario.java has five steps (producer; consumer group, classic and KIP-848;
+KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client), each run as
+its own JVM that
 prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.

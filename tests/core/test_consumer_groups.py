@@ -207,8 +207,12 @@ def test_a_static_member_leaving_temporarily_keeps_its_partitions_for_its_succes
 
 
 def test_leaving_frees_partitions_and_a_regex_follows_new_topics() -> None:
-    group = Group({"orders": (b"o" * 16, 2), "__consumer_offsets": (b"c" * 16, 50)})
+    group = Group({"orders": (b"o" * 16, 2), "__consumer_offsets": (b"c" * 16, 2), "audit": (b"a" * 16, 1)})
     group.beat("a", 0, names=(), subscribed_topic_regex="ord.*|__.*")
+    assert {topic for topic, _ in as_set(group.member("a").assigned)} == {"orders", "__consumer_offsets"}, (
+        "matched in full, internal topics included (as Kafka)")
+    group.beat("a", group.member("a").member_epoch, subscribed_topic_regex="ord.*")
+    group.beat("a", group.member("a").member_epoch, owned=group.member("a").assigned)
     assert as_set(group.member("a").assigned) == {("orders", 0), ("orders", 1)}
     group.topics["orders-eu"] = (b"e" * 16, 1)
     group.beat("a", group.member("a").member_epoch)
