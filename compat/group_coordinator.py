@@ -23,6 +23,7 @@ from logwright.core.group_sessions import GroupSessions, JoinReply, Reply, SyncR
 from logwright.core.groups import GroupState
 
 from .broker import Broker
+from .periodic import PeriodicTask
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class GroupCoordinator:
         start = started_ms if isinstance(started_ms, int) else broker.clock.now_ms()
         self.sessions = GroupSessions(_BrokerGroupStore(broker), self.limits(), start, _new_member_id)
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Reply]]] = {}
-        self._ticker: asyncio.Task[None] | None = None
+        self._timer = PeriodicTask("logwright-group-sessions", TICK_SECONDS, self._tick)
 
     def limits(self) -> GroupLimits:
         config = self.broker.broker_config
@@ -136,24 +137,16 @@ class GroupCoordinator:
 
     # -- time -------------------------------------------------------------------------------------
 
-    def ensure_ticking(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
-            self._ticker = loop.create_task(self._tick_forever(), name="logwright-group-sessions")
+    async def _tick(self) -> None:
+        replies = self.sessions.tick(self._now())
+        if replies:
+            await self._deliver(replies)
 
-    async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                replies = self.sessions.tick(self._now())
-                if replies:
-                    await self._deliver(replies)
-            except Exception:
-                log.exception("the group session check failed; retrying")
+    def ensure_ticking(self) -> None:
+        self._timer.ensure_running()
 
     def close(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+        self._timer.close()
 
 
 def _kind(reply: Reply) -> str:
