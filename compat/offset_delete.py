@@ -3,7 +3,8 @@
 Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to the topic (read
 from the members' ``consumer`` protocol subscriptions with kio's ConsumerProtocolSubscription
 schema), and for the whole group with NON_EMPTY_GROUP when it has members whose subscriptions
-cannot be read (another protocol type).
+cannot be read (another protocol type). A KIP-848 consumer group refuses the topics its members'
+subscriptions resolve to (names and regex matches).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from kio.serial import entity_reader
 from logwright.core.errors import DomainError
 from logwright.core.group_admin import decide_offset_delete
 from logwright.core.group_offsets import GroupOffsets
-from logwright.core.groups import GroupState
+from logwright.core.groups import GroupMember, GroupState
 
+from .consumer_coordinator import consumer_group
 from .errors import ErrorCode, error_code_for
 from .group_coordinator import group_state
 from .registry import RequestContext, handler, make, response_module
 
 _read_subscription = entity_reader(ConsumerProtocolSubscription)
+_CONSUMER_PROTOCOL_MEMBER = GroupMember("", None, "", "", 0, 0, ())
+"""Stands for the members of a KIP-848 consumer group, whose subscriptions the coordinator knows."""
 
 
 def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
@@ -52,9 +56,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
     state = group_state(broker, request.group_id)
     offsets = broker.store.state("group_offsets", request.group_id)
     requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions]
+    consumer = consumer_group(broker, request.group_id)
+    subscribed = subscribed_topics(state)
+    if consumer is not None and consumer.members:
+        subscribed = frozenset(name for name, _, _ in consumer.subscription_metadata)
+        state = GroupState(request.group_id, members=(_CONSUMER_PROTOCOL_MEMBER,))
     try:
         outcome = decide_offset_delete(request.group_id, state, offsets if isinstance(offsets, GroupOffsets) else None,
-                                       requested, subscribed_topics(state))
+                                       requested, subscribed)
     except DomainError as error:
         return make(module.OffsetDeleteResponse, error_code=error_code_for(error),
                     throttle_time=datetime.timedelta(0), topics=())

@@ -12,13 +12,19 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.offset_delete.v0.request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
 
 from .broker_process import BrokerProcess
-from .consumer_protocol_wire import assigned, describe, heartbeat
+from .consumer_protocol_wire import assigned, describe, heartbeat, request
 from .test_share_groups import advance_clock, check_consistent
 
 NONE, UNKNOWN_MEMBER_ID, INCONSISTENT_GROUP_PROTOCOL = 0, 25, 23
 FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR = 110, 111, 112
+GROUP_SUBSCRIBED_TO_TOPIC = 86
 PARTITIONS = 6
 SESSION_MS = 45_000
 
@@ -132,6 +138,10 @@ def test_a_partition_moves_only_once_its_owner_revoked_it(bootstrap: str) -> Non
     described = describe(bootstrap, group)
     assert described.group_state == "Stable"
     assert {m.member_epoch for m in described.members} == {described.assignment_epoch}
+    deletion = request(bootstrap, OffsetDeleteRequest(group_id=group, topics=(
+        OffsetDeleteRequestTopic(name=topic, partitions=(OffsetDeleteRequestPartition(partition_index=0),)),)))
+    assert deletion.error_code == NONE
+    assert deletion.topics[0].partitions[0].error_code == GROUP_SUBSCRIBED_TO_TOPIC
     for member_id in members:
         heartbeat(bootstrap, group, member_id, -1)
 
