@@ -10,6 +10,7 @@ session restarts from the first use of the coordinator, as for classic and share
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
@@ -21,7 +22,6 @@ from logwright.core.events import Event
 
 from .broker import Broker
 from .group_coordinator import group_state
-from .periodic import PeriodicTask
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class ConsumerCoordinator:
         self.broker = broker
         self._last_seen: dict[tuple[str, str], int] = {}
         self._revoke_by: dict[tuple[str, str], int] = {}
-        self._timer = PeriodicTask("logwright-consumer-groups", TICK_SECONDS, self.tick)
+        self._ticker: asyncio.Task[None] | None = None
         now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
@@ -148,10 +148,21 @@ class ConsumerCoordinator:
         return events
 
     def ensure_ticking(self) -> None:
-        self._timer.ensure_running()
+        loop = asyncio.get_running_loop()
+        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
+            self._ticker = loop.create_task(self._tick_forever(), name="logwright-consumer-groups")
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                self.tick()
+            except Exception:
+                log.exception("the consumer group timer failed; retrying")
 
     def close(self) -> None:
-        self._timer.close()
+        if self._ticker is not None:
+            self._ticker.cancel()
 
 
 def _is_static(state: ConsumerGroupState, member_id: str) -> bool:

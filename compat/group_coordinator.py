@@ -23,7 +23,6 @@ from logwright.core.group_sessions import GroupSessions, JoinReply, Reply, SyncR
 from logwright.core.groups import GroupState
 
 from .broker import Broker
-from .periodic import PeriodicTask
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ class GroupCoordinator:
         start = started_ms if isinstance(started_ms, int) else broker.clock.now_ms()
         self.sessions = GroupSessions(_BrokerGroupStore(broker), self.limits(), start, _new_member_id)
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Reply]]] = {}
-        self._timer = PeriodicTask("logwright-group-sessions", TICK_SECONDS, self._tick)
+        self._ticker: asyncio.Task[None] | None = None
 
     def limits(self) -> GroupLimits:
         config = self.broker.broker_config
@@ -137,16 +136,24 @@ class GroupCoordinator:
 
     # -- time -------------------------------------------------------------------------------------
 
-    async def _tick(self) -> None:
-        replies = self.sessions.tick(self._now())
-        if replies:
-            await self._deliver(replies)
-
     def ensure_ticking(self) -> None:
-        self._timer.ensure_running()
+        loop = asyncio.get_running_loop()
+        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
+            self._ticker = loop.create_task(self._tick_forever(), name="logwright-group-sessions")
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                replies = self.sessions.tick(self._now())
+                if replies:
+                    await self._deliver(replies)
+            except Exception:
+                log.exception("the group session check failed; retrying")
 
     def close(self) -> None:
-        self._timer.close()
+        if self._ticker is not None:
+            self._ticker.cancel()
 
 
 def _kind(reply: Reply) -> str:
