@@ -2,15 +2,14 @@
 
 Decisions are pure (`core.consumer_reconciliation`); this module reads the ``consumer_groups``
 projection, stages the events, and keeps in memory what is not persisted: when each member last
-heartbeated and by when a member revoking partitions must have done so (its rebalance timeout). One
-timer task wakes every `TICK_SECONDS` and reads ``broker.clock``, and `tick` also runs right after
+heartbeated and by when a member revoking partitions must have done so (its rebalance timeout). A
+`DeadlineTimer` sleeps until the earliest of those on ``broker.clock``, and `tick` also runs right after
 LogwrightAdvanceClock, so ``serve --manual-clock`` drives both timeouts. After a restart every member's
 session restarts from the first use of the coordinator, as for classic and share groups.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 
@@ -21,11 +20,11 @@ from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
 from logwright.core.events import Event
 
 from .broker import Broker
+from .deadline_timer import DeadlineTimer
 from .group_coordinator import group_state
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.1
 _ATTRIBUTE = "_logwright_consumer_coordinator"
 SESSION_TIMEOUT_REASON = "session timeout"
 REBALANCE_TIMEOUT_REASON = "rebalance timeout: partitions not revoked in time"
@@ -50,7 +49,7 @@ class ConsumerCoordinator:
         self.broker = broker
         self._last_seen: dict[tuple[str, str], int] = {}
         self._revoke_by: dict[tuple[str, str], int] = {}
-        self._ticker: asyncio.Task[None] | None = None
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-consumer-groups")
         now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
@@ -96,6 +95,7 @@ class ConsumerCoordinator:
             self._forget(command.group_id, member_id)
         else:
             self._last_seen[key] = now
+            self.timer.schedule(now + self.session_timeout_ms(command.group_id))
         if events:
             self.broker.stage(events)
             await self.broker.durable()
@@ -119,7 +119,9 @@ class ConsumerCoordinator:
         for member in state.members:
             key = (state.group_id, member.member_id)
             if member.state == MemberState.UNREVOKED_PARTITIONS:
-                self._revoke_by.setdefault(key, now + member.rebalance_timeout_ms)
+                if key not in self._revoke_by:
+                    self._revoke_by[key] = now + member.rebalance_timeout_ms
+                    self.timer.schedule(self._revoke_by[key])
             else:
                 self._revoke_by.pop(key, None)
 
@@ -147,22 +149,17 @@ class ConsumerCoordinator:
                 events.extend(removed)
         return events
 
-    def ensure_ticking(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
-            self._ticker = loop.create_task(self._tick_forever(), name="logwright-consumer-groups")
+    def next_deadline(self) -> int | None:
+        """The earliest session or rebalance timeout; ``None`` when no member is tracked."""
+        deadlines = [seen + self.session_timeout_ms(group_id) for (group_id, _), seen in self._last_seen.items()]
+        deadlines.extend(self._revoke_by.values())
+        return min(deadlines, default=None)
 
-    async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.tick()
-            except Exception:
-                log.exception("the consumer group timer failed; retrying")
+    def ensure_ticking(self) -> None:
+        self.timer.ensure_running()
 
     def close(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+        self.timer.close()
 
 
 def _is_static(state: ConsumerGroupState, member_id: str) -> bool:
