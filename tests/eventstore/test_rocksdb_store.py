@@ -66,6 +66,23 @@ def test_index_entries_are_written_with_the_append_and_removed_with_the_topic(op
     assert store.read_batches(0, 0, BIG) == []
 
 
+def test_batches_staged_before_a_deletion_in_the_same_commit_are_deleted_with_it(opener: Opener) -> None:
+    """Record batches enter the WriteBatch after the small rows (`_put_staged_records`), but never after a range
+    delete staged behind them: the deletion wins, as it would have with the puts in staging order."""
+    store = opener()
+    created = new_topic(store, "t", 2)
+    kept = new_topic(store, "u", 1)
+    store.commit()
+    produce(store, created.partition_ids[0])
+    produce(store, kept.partition_ids[0])
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
+    produce(store, kept.partition_ids[0])
+    store.commit()
+    opener.close(store)
+    stored = raw.items(opener.path, "records")
+    assert [keys.parse_record_key(key) for key in stored] == [(kept.partition_ids[0], 0), (kept.partition_ids[0], 10)]
+
+
 def test_the_format_version_is_recorded_and_a_newer_one_is_refused(opener: Opener) -> None:
     opener.close(opener())
     assert keys.decode_sequence(raw.items(opener.path, "meta")[keys.META_FORMAT_VERSION]) == keys.FORMAT_VERSION
