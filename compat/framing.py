@@ -15,6 +15,10 @@ DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
 """Kafka's default ``socket.request.max.bytes`` (100 MiB)."""
 
 _PREFIX: Final = 4
+READ_BUFFER_BYTES: Final = 256 * 1024
+"""The shared buffer a connection reads into (asyncio's own read size for sockets)."""
+OWN_BUFFER_FROM: Final = 128 * 1024
+"""A frame whose payload is this large gets a buffer of its own, and the socket reads its rest straight into it."""
 
 
 class FramingError(Exception):
@@ -37,12 +41,16 @@ class InvalidFrame(FramingError):
 class FrameDecoder:
     """Split a byte stream into Kafka frames.
 
-    A frame that arrives in one read is cut out of it; one that spans reads is kept as the pieces read
-    (views, not copies) until its last byte is in, then joined once. A growing buffer would copy a
-    1 MiB Produce request three or four times (appends, resizes, the cut) before kio copies it again.
+    Fed with `feed`, a frame that arrives in one read is cut out of it; one that spans reads is kept as
+    the pieces read (views, not copies) until its last byte is in, then joined once. A growing buffer
+    would copy a 1 MiB Produce request three or four times (appends, resizes, the cut).
+
+    Read into with `get_buffer` and `buffer_updated` (an `asyncio.BufferedProtocol`), a large frame is
+    not even joined: once its size prefix is in, it gets a ``bytearray`` of its own, and the socket
+    writes the rest of it there. Such frames come out as that ``bytearray`` (no one else holds it).
     """
 
-    __slots__ = ("_pending", "_buffered", "_frame_end", "_max_request_bytes")
+    __slots__ = ("_pending", "_buffered", "_frame_end", "_max_request_bytes", "_read_buffer", "_own", "_own_filled")
 
     def __init__(self, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         """``max_request_bytes`` bounds one frame's payload, as Kafka's ``socket.request.max.bytes`` does."""
@@ -51,11 +59,44 @@ class FrameDecoder:
         self._frame_end = 0
         """Bytes of ``_pending`` that complete its frame, size prefix included; 0 while the prefix is partial."""
         self._max_request_bytes = max_request_bytes
+        self._read_buffer: memoryview | None = None
+        self._own: bytearray | None = None
+        """The payload buffer of the large frame being read into, ``_own_filled`` bytes of it in."""
+        self._own_filled = 0
 
     @property
     def buffered(self) -> int:
         """Bytes held for a frame that has not fully arrived yet."""
-        return self._buffered
+        return self._buffered if self._own is None else _PREFIX + self._own_filled
+
+    def get_buffer(self) -> memoryview:
+        """Where the next read should go: the unfilled rest of a large frame's own buffer, or the shared one."""
+        if self._own is None and self._frame_end - _PREFIX >= OWN_BUFFER_FROM:
+            self._own = bytearray(self._frame_end - _PREFIX)
+            position = -_PREFIX
+            for piece in self._pending:
+                start = max(-position, 0)
+                if start < len(piece):
+                    self._own[position + start : position + len(piece)] = memoryview(piece)[start:]
+                position += len(piece)
+            self._own_filled = position
+            self._pending, self._buffered = [], 0
+        if self._own is not None:
+            return memoryview(self._own)[self._own_filled :]
+        if self._read_buffer is None:
+            self._read_buffer = memoryview(bytearray(READ_BUFFER_BYTES))
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """``nbytes`` were read into the last `get_buffer`; the frames they complete, as `feed` returns them."""
+        if self._own is None:
+            assert self._read_buffer is not None, "buffer_updated without get_buffer"
+            return list(self.feed(self._read_buffer[:nbytes].tobytes()))
+        self._own_filled += nbytes
+        if self._own_filled < len(self._own):
+            return []
+        frame, self._own, self._own_filled, self._frame_end = self._own, None, 0, 0
+        return [frame]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add ``data`` and return every frame it completes, payloads without their size prefix.

@@ -72,12 +72,13 @@ class KafkaServer:
             await self._server.wait_closed()
 
 
-class Connection(asyncio.Protocol):
-    """One client: bytes go from the socket straight into the `FrameDecoder`, answers leave in request order.
+class Connection(asyncio.BufferedProtocol):
+    """One client: the socket reads into the `FrameDecoder`'s buffers, answers leave in request order.
 
     A protocol rather than asyncio streams: a StreamReader copies every read into its buffer and out
     again and pauses the socket each time 128 KiB wait there, which with 1 MiB Produce requests was
-    about a tenth of the broker's time.
+    about a tenth of the broker's time. A buffered one, so that a large request is read straight into
+    one buffer of its own instead of joined from 256 KiB reads.
     """
 
     def __init__(self, server: KafkaServer) -> None:
@@ -102,11 +103,14 @@ class Connection(asyncio.Protocol):
         self.server.connections.add(self)
         self._sender = asyncio.get_running_loop().create_task(self._send_responses())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if not self._reading:
             return
         try:
-            frames = self.decoder.feed(data)
+            frames = self.decoder.buffer_updated(nbytes)
         except (FrameTooLarge, InvalidFrame) as error:
             log.warning("closing connection %d from %s: %s", self.connection_id, self.client_host, error)
             self._stop_reading()
@@ -163,7 +167,7 @@ class Connection(asyncio.Protocol):
             if pending is not None:
                 pending.cancel()
 
-    def _dispatch(self, frame: bytes) -> bool:
+    def _dispatch(self, frame: bytes | bytearray) -> bool:
         """Queue the response for one frame; ``False`` when the connection must close."""
         try:
             header = parse_request_header(frame)
@@ -195,8 +199,8 @@ class Connection(asyncio.Protocol):
         self.responses.put_nowait(asyncio.ensure_future(self._handle(entry, context, request)))
         return True
 
-    def _dispatch_unsupported(self, header: RequestHeader, frame: bytes) -> bool:
-        fallback = unsupported_version_response(header, frame)
+    def _dispatch_unsupported(self, header: RequestHeader, frame: bytes | bytearray) -> bool:
+        fallback = unsupported_version_response(header, frame if isinstance(frame, bytes) else bytes(frame))
         if fallback is None:
             log.warning("closing connection %d from %s: unsupported API key %d version %d",
                         self.connection_id, self.client_host, header.api_key, header.api_version)

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from logwright.compat.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame, frame_pieces
+from logwright.compat.framing import (
+    OWN_BUFFER_FROM,
+    READ_BUFFER_BYTES,
+    FrameDecoder,
+    FrameTooLarge,
+    InvalidFrame,
+    encode_frame,
+    frame_pieces,
+)
 
 
 def test_encode_frame_prefixes_the_big_endian_size() -> None:
@@ -103,3 +111,48 @@ def test_frame_pieces_join_small_parts_and_pass_large_ones_on_uncopied() -> None
 @given(st.lists(st.binary(max_size=20_000), max_size=6))
 def test_frame_pieces_are_the_frame(parts: list[bytes]) -> None:
     assert b"".join(frame_pieces(parts)) == encode_frame(b"".join(parts))
+
+
+def _read_into(decoder: FrameDecoder, stream: bytes, reads: list[int]) -> list[bytes | bytearray]:
+    """What a BufferedProtocol does: each read fills at most what `get_buffer` offers."""
+    frames: list[bytes | bytearray] = []
+    position = 0
+    for size in reads:
+        if position == len(stream):
+            break
+        buffer = decoder.get_buffer()
+        assert len(buffer) > 0
+        count = min(size, len(buffer), len(stream) - position)
+        buffer[:count] = stream[position : position + count]
+        position += count
+        frames += decoder.buffer_updated(count)
+    if position < len(stream):
+        frames += _read_into(decoder, stream[position:], [len(stream)] * (len(stream) // 1024 + 2))
+    return frames
+
+
+@given(sizes=st.lists(st.sampled_from([0, 1, 3, 700, OWN_BUFFER_FROM - 1, OWN_BUFFER_FROM, OWN_BUFFER_FROM + 5,
+                                        3 * OWN_BUFFER_FROM]), min_size=1, max_size=5),
+       reads=st.lists(st.integers(1, 3 * OWN_BUFFER_FROM), min_size=1, max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_reading_into_its_buffers_gives_the_frames_feed_gives(sizes: list[int], reads: list[int]) -> None:
+    payloads = [bytes([n % 251]) * size + n.to_bytes(2, "big") for n, size in enumerate(sizes)]
+    stream = b"".join(encode_frame(payload) for payload in payloads)
+    decoder = FrameDecoder()
+    frames = _read_into(decoder, stream, reads)
+    assert frames == payloads
+    assert decoder.buffered == 0
+    larger_than_a_read = [frame for frame in frames if len(frame) > READ_BUFFER_BYTES]
+    assert all(type(frame) is bytearray for frame in larger_than_a_read), "read into their own buffers"
+
+
+def test_a_large_frame_is_read_into_its_own_buffer_from_its_size_prefix_on() -> None:
+    decoder = FrameDecoder()
+    payload = bytes(range(256)) * (OWN_BUFFER_FROM // 256 + 1)
+    stream = b"\x00\x00\x00\x01!" + encode_frame(payload)
+    assert _read_into(decoder, stream[:7], [7]) == [b"!"]  # the next frame's prefix, half of it
+    assert decoder.buffered == 2
+    assert _read_into(decoder, stream[7:12], [5]) == []
+    assert len(decoder.get_buffer()) == len(payload) - 3, "the rest of the frame, and no more"
+    assert decoder.buffered == 7
+    assert _read_into(decoder, stream[12:] + encode_frame(b"next"), [len(payload)]) == [payload, b"next"]
