@@ -1,9 +1,9 @@
 """Sans-I/O Kafka framing: every request and response is a 4-byte big-endian size, then that many bytes.
 
-The server feeds whatever the socket returned to a `FrameDecoder` and gets back the complete request
-frames; no partial frame ever leaves it. An oversized announcement is refused as soon as its size
-prefix arrives, before any of the body is buffered, so a client cannot make the broker hold
-``socket.request.max.bytes`` worth of garbage.
+The server reads the socket into a `FrameDecoder`'s buffers (or feeds it what a read returned) and
+gets back the complete request frames; no partial frame ever leaves it. An oversized announcement is
+refused as soon as its size prefix arrives, before any of the body is buffered, so a client cannot
+make the broker hold ``socket.request.max.bytes`` worth of garbage.
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ _PREFIX: Final = 4
 READ_BUFFER_BYTES: Final = 256 * 1024
 """The shared buffer a connection reads into (asyncio's own read size for sockets)."""
 OWN_BUFFER_FROM: Final = 128 * 1024
-"""A frame whose payload is this large gets a buffer of its own, and the socket reads its rest straight into it."""
+OWN_BUFFER_UP_TO: Final = 8 * 1024 * 1024
+"""A frame whose payload is in this range gets a buffer of its own, and the socket reads its rest straight into it.
+
+The buffer is allocated when the size prefix arrives, before the body: the cap keeps a client that announces
+a large frame and sends nothing from making the broker hold more than that; larger frames are joined from
+the reads once complete, as `feed` does."""
 
 
 class FramingError(Exception):
@@ -46,8 +51,9 @@ class FrameDecoder:
     would copy a 1 MiB Produce request three or four times (appends, resizes, the cut).
 
     Read into with `get_buffer` and `buffer_updated` (an `asyncio.BufferedProtocol`), a large frame is
-    not even joined: once its size prefix is in, it gets a ``bytearray`` of its own, and the socket
-    writes the rest of it there. Such frames come out as that ``bytearray`` (no one else holds it).
+    not even joined: once its size prefix is in, it gets a ``bytearray`` of its own (`OWN_BUFFER_FROM`
+    to `OWN_BUFFER_UP_TO`), and the socket writes the rest of it there. Such frames come out as that
+    ``bytearray`` (no one else holds it).
     """
 
     __slots__ = ("_pending", "_buffered", "_frame_end", "_max_request_bytes", "_read_buffer", "_own", "_own_filled")
@@ -71,7 +77,7 @@ class FrameDecoder:
 
     def get_buffer(self) -> memoryview:
         """Where the next read should go: the unfilled rest of a large frame's own buffer, or the shared one."""
-        if self._own is None and self._frame_end - _PREFIX >= OWN_BUFFER_FROM:
+        if self._own is None and OWN_BUFFER_FROM <= self._frame_end - _PREFIX <= OWN_BUFFER_UP_TO:
             self._own = bytearray(self._frame_end - _PREFIX)
             position = -_PREFIX
             for piece in self._pending:

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.compat.framing import (
     OWN_BUFFER_FROM,
+    OWN_BUFFER_UP_TO,
     READ_BUFFER_BYTES,
     FrameDecoder,
     FrameTooLarge,
@@ -156,3 +157,10 @@ def test_a_large_frame_is_read_into_its_own_buffer_from_its_size_prefix_on() -> 
     assert len(decoder.get_buffer()) == len(payload) - 3, "the rest of the frame, and no more"
     assert decoder.buffered == 7
     assert _read_into(decoder, stream[12:] + encode_frame(b"next"), [len(payload)]) == [payload, b"next"]
+
+
+def test_a_frame_over_the_own_buffer_cap_is_joined_from_the_reads() -> None:
+    decoder = FrameDecoder()
+    assert _read_into(decoder, (OWN_BUFFER_UP_TO + 1).to_bytes(4, "big") + b"abc", [7]) == []
+    assert len(decoder.get_buffer()) == READ_BUFFER_BYTES, "no buffer of the announced size before the body"
+    assert decoder.buffered == 7
