@@ -76,7 +76,9 @@ def tansu_binary() -> Path:
 
 
 def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
-    """``logwright serve`` on a fresh data dir; options: ``durability`` (wal), ``profile`` (a path)."""
+    """``logwright serve`` on a fresh data dir; options: ``durability`` (wal), ``profile`` (a path), ``python`` (the
+    interpreter, this one by default: another worktree's venv runs that worktree's code)."""
+    python = options.get("python", sys.executable)
     ready = workdir / "ready"
     serve = ["-m", "logwright", "serve", "--data-dir", str(workdir / "data"),
              "--listen", f"127.0.0.1:{port}", "--durability", options.get("durability", "wal"),
@@ -85,14 +87,14 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
         serve += ["--config", f"{key}={value}"]
     profile = options.get("profile")
     if profile is None:
-        command = [sys.executable, *serve]
+        command = [python, *serve]
     elif profile.endswith(".svg") or profile.endswith(".txt"):
-        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+        spy = shutil.which("py-spy", path=str(Path(python).parent)) or "py-spy"
         fmt = "flamegraph" if profile.endswith(".svg") else "raw"
         command = [spy, "record", "--rate", "200", "--format", fmt, "--output", profile, "--",
-                   sys.executable, *serve]
+                   python, *serve]
     else:
-        command = [sys.executable, "-m", "cProfile", "-o", profile, *serve]
+        command = [python, "-m", "cProfile", "-o", profile, *serve]
     return Launch(command, ready_file=ready)
 
 

@@ -97,7 +97,13 @@ class FrameDecoder:
         """``nbytes`` were read into the last `get_buffer`; the frames they complete, as `feed` returns them."""
         if self._own is None:
             assert self._read_buffer is not None, "buffer_updated without get_buffer"
-            return list(self.feed(self._read_buffer[:nbytes].tobytes()))
+            data = self._read_buffer[:nbytes]
+            if self._pending:
+                return list(self.feed(data.tobytes()))
+            frames = self._split(data)  # complete frames come out as copies already
+            if self._pending:
+                self._pending[-1] = bytes(self._pending[-1])  # the start of the next frame outlives the buffer
+            return list(frames)
         self._own_filled += nbytes
         if self._own_filled < len(self._own):
             return []
