@@ -263,7 +263,8 @@ def test_sigkill_mid_transaction_then_a_new_instance_completes_cleanly(clock_bro
 
 
 @pytest.mark.differential
-def test_describe_and_list_transactions_with_kafka_python_admin(bootstrap: str) -> None:
+def test_describe_and_list_transactions_and_producers_with_kafka_python_admin(bootstrap: str) -> None:
+    from kafka import TopicPartition as KafkaTopicPartition
     from kafka.admin import KafkaAdminClient
 
     topic = new_topic(bootstrap)
@@ -275,6 +276,7 @@ def test_describe_and_list_transactions_with_kafka_python_admin(bootstrap: str) 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         described = admin.describe_transactions([transactional_id])[transactional_id]
+        [producers] = admin.describe_producers([KafkaTopicPartition(topic, 1)]).values()
         listed = admin.list_transactions(state_filters=["Ongoing"], transactional_id_pattern="tx-admin-.*")
         producer.commit_transaction(TIMEOUT_S)
         after = admin.list_transactions(state_filters=["Ongoing"], transactional_id_pattern="tx-admin-.*")
@@ -283,3 +285,4 @@ def test_describe_and_list_transactions_with_kafka_python_admin(bootstrap: str) 
     text = repr(described)
     assert "Ongoing" in text and topic in text and "45000" in text, text
     assert transactional_id in repr(listed) and transactional_id not in repr(after), (listed, after)
+    assert [p.current_transaction_start_offset for p in producers.active_producers] == [0], producers
