@@ -83,6 +83,19 @@ def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerPro
 
 
 @pytest.fixture
+def clock_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of the test's own on a manual clock (``serve --manual-clock``): time moves only when the test
+    advances it (LogwrightAdvanceClock)."""
+    if against(request.config) == "kafka":
+        pytest.skip("needs a private logwright process")
+    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+@pytest.fixture
 def target(request: pytest.FixtureRequest) -> str:
     """Which broker the scenarios run on, for the few places where Kafka and logwright differ on purpose."""
     return against(request.config)

@@ -12,8 +12,7 @@ import dataclasses
 import json
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgpack
@@ -34,15 +33,6 @@ from .broker_process import BrokerProcess
 from .test_share_groups import check_consistent, setup_topic
 
 LOCK_MS = 15_000
-
-
-@pytest.fixture
-def clock_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
@@ -144,15 +142,6 @@ def test_a_partition_moves_only_once_its_owner_revoked_it(bootstrap: str) -> Non
     assert deletion.topics[0].partitions[0].error_code == GROUP_SUBSCRIBED_TO_TOPIC
     for member_id in members:
         heartbeat(bootstrap, group, member_id, -1)
-
-
-@pytest.fixture
-def clock_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 @pytest.mark.logwright_only(reason="advances a manual clock")

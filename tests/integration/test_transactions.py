@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -188,15 +186,6 @@ def test_a_newer_producer_fences_the_zombie_and_aborts_its_transaction(bootstrap
     successor.produce(topic, value=b"successor", partition=1)
     successor.commit_transaction(TIMEOUT_S)
     assert read_all(bootstrap, topic, 2, "read_committed", 1) == ["successor"]
-
-
-@pytest.fixture
-def clock_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def test_transaction_timeout_on_the_broker_clock_aborts_and_fences(clock_broker: BrokerProcess) -> None:
