@@ -18,6 +18,7 @@ from logwright.core.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.events import OffsetCommitted
 from logwright.core.group_admin import check_offset_commit, check_offset_metadata
+from logwright.core.groups import GroupMember
 
 from .broker import Broker
 from .consumer_coordinator import consumer_group
@@ -34,13 +35,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
     generation = int(request.generation_id_or_member_epoch)
     member = None
     group_error: ErrorCode | None = None
-    consumer = consumer_group(broker, group_id)
     try:
-        if consumer is not None:
-            check_member_epoch(consumer, request.member_id, generation, commit=True)
-        else:
-            member = check_offset_commit(group_state(broker, group_id), generation, request.member_id,
-                                         getattr(request, "group_instance_id", None))
+        member = check_committer(broker, group_id, generation, request.member_id,
+                                 getattr(request, "group_instance_id", None))
     except DomainError as error:
         group_error = error_code_for(error)
     now_ms = broker.clock.now_ms()
@@ -62,6 +59,19 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if member is not None:
         coordinator(broker).sessions.touch(group_id, member.member_id, now_ms)
     return make(module.OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+def check_committer(broker: Broker, group_id: str, generation: int, member_id: str,
+                    group_instance_id: str | None) -> GroupMember | None:
+    """Whether this member (or a simple committer) may commit the group's offsets now; raises if not.
+
+    A KIP-848 consumer group checks the member epoch, a classic group the generation; the classic member
+    is returned so its session can be touched."""
+    consumer = consumer_group(broker, group_id)
+    if consumer is not None:
+        check_member_epoch(consumer, member_id, generation, commit=True)
+        return None
+    return check_offset_commit(group_state(broker, group_id), generation, member_id, group_instance_id)
 
 
 def partition_error(broker: Broker, topic: str, partition: Any) -> ErrorCode | None:

@@ -3,9 +3,9 @@
 The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE). Offsets are
 `TransactionalOffsetCommitted` events held by the transaction: OffsetFetch shows them only once the
 transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort
-drops them. v3+ carry the member's generation, checked as OffsetCommit checks it unless the producer
-sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED from v3. v5 (transaction
-version 2, no AddOffsetsToTxn) is not served.
+drops them. v3+ carry the member's generation (a KIP-848 member's epoch), checked as OffsetCommit
+checks it unless the producer sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED
+from v3. v5 (transaction version 2, no AddOffsetsToTxn) is not served.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import logging
 from typing import Any
 
 from logwright.core.errors import DomainError
-from logwright.core.group_admin import check_offset_commit
 from logwright.core.transaction_events import TransactionalOffsetCommitted
 from logwright.core.transactions import check_offset_commit as check_transaction
 
 from .errors import ErrorCode
-from .group_coordinator import group_state
-from .offset_commit import committed_offset, partition_error
+from .offset_commit import check_committer, committed_offset, partition_error
 from .registry import RequestContext, handler, make, response_module
 from .transaction_coordinator import wire_failure
 
@@ -41,7 +39,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         member_id = getattr(request, "member_id", "")
         instance_id = getattr(request, "group_instance_id", None)
         if generation >= 0 or member_id or instance_id is not None:
-            check_offset_commit(group_state(broker, group_id), generation, member_id, instance_id)
+            check_committer(broker, group_id, generation, member_id, instance_id)
     except DomainError as error:
         request_code, message = wire_failure(error, context.api_version, fenced_from_version=3)
         log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
