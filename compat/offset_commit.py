@@ -41,24 +41,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
     except DomainError as error:
         group_error = error_code_for(error)
     now_ms = broker.clock.now_ms()
-    events: list[OffsetCommitted] = []
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for partition in topic.partitions:
-            code = group_error or partition_error(broker, topic.name, partition)
-            if code is None:
-                code = ErrorCode.NONE
-                events.append(committed_offset(group_id, topic.name, partition, now_ms))
-            partitions.append(make(module.OffsetCommitResponsePartition, partition_index=partition.partition_index,
-                                   error_code=code))
-        topics.append(make(module.OffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))
+    events, topics = commit_partitions(broker, request.topics, group_id, group_error, now_ms,
+                                       module.OffsetCommitResponseTopic, module.OffsetCommitResponsePartition)
     if events:
         broker.stage(events)
         await broker.durable()
     if member is not None:
         coordinator(broker).sessions.touch(group_id, member.member_id, now_ms)
-    return make(module.OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    return make(module.OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=topics)
 
 
 def check_committer(broker: Broker, group_id: str, generation: int, member_id: str,
@@ -72,6 +62,24 @@ def check_committer(broker: Broker, group_id: str, generation: int, member_id: s
         check_member_epoch(consumer, member_id, generation, commit=True)
         return None
     return check_offset_commit(group_state(broker, group_id), generation, member_id, group_instance_id)
+
+
+def commit_partitions(broker: Broker, requested: Any, group_id: str, refusal: ErrorCode | None, now_ms: int,
+                      topic_cls: Any, partition_cls: Any) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
+    """The commits an OffsetCommit or TxnOffsetCommit asks for and its per-partition answers; ``refusal`` (the
+    group's or the transaction's) fails every partition."""
+    events: list[OffsetCommitted] = []
+    topics = []
+    for topic in requested:
+        partitions = []
+        for partition in topic.partitions:
+            code = refusal or partition_error(broker, topic.name, partition)
+            if code is None:
+                code = ErrorCode.NONE
+                events.append(committed_offset(group_id, topic.name, partition, now_ms))
+            partitions.append(make(partition_cls, partition_index=partition.partition_index, error_code=code))
+        topics.append(make(topic_cls, name=topic.name, partitions=tuple(partitions)))
+    return events, tuple(topics)
 
 
 def partition_error(broker: Broker, topic: str, partition: Any) -> ErrorCode | None:

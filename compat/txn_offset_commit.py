@@ -19,7 +19,7 @@ from logwright.core.transaction_events import TransactionalOffsetCommitted
 from logwright.core.transactions import check_offset_commit as check_transaction
 
 from .errors import ErrorCode
-from .offset_commit import check_committer, committed_offset, partition_error
+from .offset_commit import check_committer, commit_partitions
 from .registry import RequestContext, handler, make, response_module
 from .transaction_coordinator import wire_failure
 
@@ -44,22 +44,11 @@ async def handle(context: RequestContext, request: Any) -> Any:
         request_code, message = wire_failure(error, context.api_version, fenced_from_version=3)
         log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
                  request_code.name, message)
-    now_ms = broker.clock.now_ms()
-    events: list[TransactionalOffsetCommitted] = []
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for partition in topic.partitions:
-            code = request_code or partition_error(broker, topic.name, partition)
-            if code is None:
-                code = ErrorCode.NONE
-                events.append(TransactionalOffsetCommitted(
-                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch,
-                    committed_offset(group_id, topic.name, partition, now_ms)))
-            partitions.append(make(module.TxnOffsetCommitResponsePartition, partition_index=partition.partition_index,
-                                   error_code=code))
-        topics.append(make(module.TxnOffsetCommitResponseTopic, name=topic.name, partitions=tuple(partitions)))
+    commits, topics = commit_partitions(broker, request.topics, group_id, request_code, broker.clock.now_ms(),
+                                        module.TxnOffsetCommitResponseTopic, module.TxnOffsetCommitResponsePartition)
+    events = [TransactionalOffsetCommitted(transaction.transactional_id, transaction.producer_id,
+                                           transaction.producer_epoch, commit) for commit in commits]
     if events:
         broker.stage(events)
         await broker.durable()
-    return make(module.TxnOffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    return make(module.TxnOffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=topics)
