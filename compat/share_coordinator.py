@@ -39,7 +39,7 @@ from logwright.core.share_groups import (
     leave,
 )
 from logwright.core.share_groups import delete as delete_share_group
-from logwright.core.share_sessions import PartitionRef, ShareSession, advance
+from logwright.core.share_sessions import PartitionRef, ShareSession, advance, round_order, served
 from logwright.core.subscription_mode import (
     DEFAULT_MODE,
     SUBSCRIPTION_MODE_KEY,
@@ -394,6 +394,18 @@ class ShareCoordinator:
         else:
             self.sessions[key] = session
         return partitions
+
+    def round_order(self, group_id: str, member_id: str, partitions: tuple[PartitionRef, ...]
+                    ) -> tuple[PartitionRef, ...]:
+        """The order a ShareFetch visits ``partitions``: from where the member's session's last round stopped."""
+        return round_order(self.sessions.get((group_id, member_id)), partitions)
+
+    def served(self, group_id: str, member_id: str, ref: PartitionRef) -> None:
+        """Records of ``ref`` were acquired: the member's next round starts after it."""
+        key = (group_id, member_id)
+        session = self.sessions.get(key)
+        if session is not None:
+            self.sessions[key] = served(session, ref)
 
     # -- waiting --------------------------------------------------------------------------------
 

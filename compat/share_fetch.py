@@ -116,12 +116,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
 def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
                    partitions: tuple[PartitionRef, ...], budget: FetchBudget,
                    errors: dict[PartitionRef, tuple[ErrorCode, str]]) -> dict[PartitionRef, Acquired]:
-    """One pass over the session's partitions, starting at a rotating position so none is starved."""
+    """One pass over the session's partitions, starting after the last one served so none is starved."""
     acquired: dict[PartitionRef, Acquired] = {}
-    if not partitions:
-        return acquired
-    start = context.correlation_id % len(partitions)
-    for ref in (*partitions[start:], *partitions[:start]):
+    for ref in coordinator.round_order(group_id, member_id, partitions):
         resolved = resolve(context.broker, ref)
         if resolved is None:
             errors[ref] = (ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id or partition")
@@ -131,6 +128,7 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
         if got is None:
             continue
         acquired[ref] = got
+        coordinator.served(group_id, member_id, ref)
         if budget.exhausted:
             break
     return acquired

@@ -4,12 +4,15 @@ A session lives in memory (a restart loses it, and the client's next request get
 and opens a new one, as with Kafka). Epoch 0 opens a session with the partitions named; a positive
 epoch continues it, adding the partitions named and removing the forgotten ones; -1 closes it (its last
 request may still carry acknowledgements). The broker expects ``epoch + 1`` next, wrapping to 1.
+
+Acquisition goes round the session's partitions from ``next_start``, which moves past the last partition
+served: a fetch that fills its budget on one backlogged partition cannot starve the ones after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import InvalidShareSessionEpoch, ShareSessionNotFound
 
@@ -27,6 +30,8 @@ class ShareSession:
     member_id: str
     next_epoch: int
     partitions: tuple[PartitionRef, ...]
+    next_start: int = 0
+    """Where the next acquisition round starts in ``partitions`` (taken modulo their number)."""
 
 
 def next_epoch(epoch: int) -> int:
@@ -59,4 +64,19 @@ def advance(
                                        f"got {epoch}")
     dropped = set(forgotten)
     partitions = tuple(ref for ref in dict.fromkeys((*existing.partitions, *added)) if ref not in dropped)
-    return ShareSession(group_id, member_id, next_epoch(epoch), partitions), partitions
+    return ShareSession(group_id, member_id, next_epoch(epoch), partitions, existing.next_start), partitions
+
+
+def round_order(session: ShareSession | None, partitions: tuple[PartitionRef, ...]) -> tuple[PartitionRef, ...]:
+    """``partitions`` in the order an acquisition round visits them: from the session's ``next_start`` on."""
+    if session is None or not partitions:
+        return partitions
+    start = session.next_start % len(partitions)
+    return (*partitions[start:], *partitions[:start])
+
+
+def served(session: ShareSession, last: PartitionRef) -> ShareSession:
+    """The session after a round whose last acquisition was from ``last``: the next round starts after it."""
+    if last not in session.partitions:
+        return session
+    return replace(session, next_start=(session.partitions.index(last) + 1) % len(session.partitions))

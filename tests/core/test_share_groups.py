@@ -40,7 +40,7 @@ from logwright.core.share_groups import (
     evolve,
     heartbeat,
 )
-from logwright.core.share_sessions import MAX_EPOCH, advance
+from logwright.core.share_sessions import MAX_EPOCH, advance, round_order, served
 from logwright.core.subscription_mode import ModeConsumer, SubscriptionMode
 from logwright.plugins.exclusive import ExclusiveMode
 from logwright.plugins.failover import FailoverMode
@@ -181,6 +181,27 @@ def test_share_session_epochs() -> None:
         advance(None, "g", "m", 5, [], [])
     wrapped, _ = advance(session.__class__("g", "m", MAX_EPOCH, ()), "g", "m", MAX_EPOCH, [], [])
     assert wrapped is not None and wrapped.next_epoch == 1
+
+
+def test_acquisition_rounds_start_after_the_last_partition_served() -> None:
+    """A fetch whose budget one backlogged partition fills must not starve the partitions after it: the next
+    round starts after the partition served last, whatever other requests came in between (the session
+    epoch moves on with ShareAcknowledge too, so neither it nor a correlation id is a fair rotation)."""
+    refs = ((b"t", 0), (b"t", 1), (b"t", 2), (b"u", 0))
+    session, partitions = advance(None, "g", "m", 0, refs, [])
+    assert session is not None and round_order(session, partitions) == refs
+    session = served(session, (b"t", 0))
+    assert round_order(session, partitions) == ((b"t", 1), (b"t", 2), (b"u", 0), (b"t", 0))
+    session, partitions = advance(session, "g", "m", 1, [], [])
+    assert session is not None and round_order(session, partitions)[0] == (b"t", 1)
+    visited = []
+    for _ in range(4):
+        first = round_order(session, partitions)[0]
+        visited.append(first)
+        session = served(session, first)
+    assert visited == [(b"t", 1), (b"t", 2), (b"u", 0), (b"t", 0)]
+    assert served(session, (b"v", 9)) == session
+    assert round_order(None, partitions) == partitions
 
 
 def cursor_with_deliveries() -> CursorState:
