@@ -25,6 +25,7 @@ from .consumer_group_events import (
     TopicPartitions,
 )
 from .events import Event, GroupDeleted
+from .member_tuples import with_member
 from .projection import Projection
 
 DEFAULT_ASSIGNOR = "uniform"
@@ -114,11 +115,6 @@ class ConsumerGroupState:
         return "Stable"
 
 
-def _with_member(state: ConsumerGroupState, member: ConsumerMember) -> tuple[ConsumerMember, ...]:
-    others = [existing for existing in state.members if existing.member_id != member.member_id]
-    return tuple(sorted((*others, member), key=lambda m: m.member_id))
-
-
 @singledispatch
 def _evolve(event: Event, state: ConsumerGroupState) -> ConsumerGroupState:
     return state
@@ -134,7 +130,7 @@ def _(event: ConsumerMemberSubscribed, state: ConsumerGroupState) -> ConsumerGro
         member = replace(member, member_epoch=existing.member_epoch,
                          previous_member_epoch=existing.previous_member_epoch, state=existing.state,
                          assigned=existing.assigned, revoking=existing.revoking)
-    return replace(state, members=_with_member(state, member))
+    return replace(state, members=with_member(state.members, member))
 
 
 @_evolve.register
@@ -154,7 +150,7 @@ def _(event: ConsumerMemberReconciled, state: ConsumerGroupState) -> ConsumerGro
         return state
     updated = replace(member, member_epoch=event.member_epoch, previous_member_epoch=event.previous_member_epoch,
                       state=event.state, assigned=event.assigned, revoking=event.revoking)
-    return replace(state, members=_with_member(state, updated))
+    return replace(state, members=with_member(state.members, updated))
 
 
 @_evolve.register
@@ -174,7 +170,7 @@ def _(event: ConsumerStaticMemberReplaced, state: ConsumerGroupState) -> Consume
                   state=MemberState.STABLE, revoking=())
     targets = tuple(sorted(((event.member_id if owner == event.old_member_id else owner), partitions)
                            for owner, partitions in state.targets))
-    return replace(state, members=_with_member(replace(state, members=members), new), targets=targets)
+    return replace(state, members=with_member(members, new), targets=targets)
 
 
 def evolve(state: ConsumerGroupState | None, event: Event, key: str) -> ConsumerGroupState | None:

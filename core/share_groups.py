@@ -23,6 +23,7 @@ from .cursor_events import SubscriptionDeleted
 from .errors import FencedMemberEpoch, InvalidConfig, InvalidRequest, NonEmptyGroup, UnknownGroup, UnknownMember
 from .events import Event
 from .key_hash_ranges import HashRange
+from .member_tuples import with_member
 from .projection import Projection
 from .share_group_events import (
     SHARE_GROUP_EVENT_TYPES,
@@ -78,11 +79,6 @@ class ShareGroupState:
         return "Stable" if self.members else "Empty"
 
 
-def _with_member(state: ShareGroupState, member: ShareMember) -> tuple[ShareMember, ...]:
-    others = [existing for existing in state.members if existing.member_id != member.member_id]
-    return tuple(sorted((*others, member), key=lambda m: m.member_id))
-
-
 @singledispatch
 def _evolve(event: Event, state: ShareGroupState) -> ShareGroupState:
     return state
@@ -92,7 +88,7 @@ def _evolve(event: Event, state: ShareGroupState) -> ShareGroupState:
 def _(event: ShareMemberJoined, state: ShareGroupState) -> ShareGroupState:
     member = ShareMember(event.member_id, event.client_id, event.client_host, event.rack_id, event.subscribed_topics,
                          lock_duration_ms=event.lock_duration_ms)
-    return replace(state, group_epoch=state.group_epoch + 1, members=_with_member(state, member))
+    return replace(state, group_epoch=state.group_epoch + 1, members=with_member(state.members, member))
 
 
 @_evolve.register
@@ -101,7 +97,7 @@ def _(event: ShareMemberSubscribed, state: ShareGroupState) -> ShareGroupState:
     if member is None:
         return state
     updated = replace(member, subscribed_topics=event.subscribed_topics)
-    return replace(state, group_epoch=state.group_epoch + 1, members=_with_member(state, updated))
+    return replace(state, group_epoch=state.group_epoch + 1, members=with_member(state.members, updated))
 
 
 @_evolve.register
@@ -111,7 +107,7 @@ def _(event: ShareMemberAssigned, state: ShareGroupState) -> ShareGroupState:
         return state
     updated = replace(member, member_epoch=event.member_epoch, assignment=event.assignment)
     return replace(state, group_epoch=max(state.group_epoch, event.member_epoch),
-                   members=_with_member(state, updated))
+                   members=with_member(state.members, updated))
 
 
 @_evolve.register
