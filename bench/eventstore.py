@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, replace
 
 from logwright.core import CORE_PROJECTIONS
-from logwright.core.catalog import COUNTER_KEY, create_topic, topic_key
-from logwright.core.configs import default_registry as default_configs
+from logwright.core.config.configs import default_registry as default_configs
 from logwright.core.events import RecordsAppended
-from logwright.core.partition_log import PartitionState, append_batch, partition_key
+from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key
+from logwright.core.log.partition_log import PartitionState, append_batch, partition_key
 from logwright.eventstore import keys
 from logwright.eventstore.codec import default_registry
 from logwright.eventstore.interface import Durability, StoredBatch

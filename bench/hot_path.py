@@ -31,12 +31,12 @@ from typing import Any
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.produce.v9 import request as produce_v9
 from kio.static.primitive import i32Timedelta
-from logwright.compat import fetch, produce
 from logwright.compat.broker import Broker
-from logwright.compat.messages import decode_request, decode_response, encode_request, encode_response_frame
-from logwright.compat.record_batch import Record, build_batch, iter_batches, parse_header
+from logwright.compat.kafka import fetch, produce
 from logwright.compat.registry import RequestContext
-from logwright.core.catalog import delete_topic
+from logwright.compat.wire.messages import decode_request, decode_response, encode_request, encode_response_frame
+from logwright.compat.wire.record_batch import Record, build_batch, iter_batches, parse_header
+from logwright.core.log.catalog import delete_topic
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
 

@@ -22,7 +22,7 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from logwright.core.plugin_decisions import AppendRequest, PartitionAppend, ReleasedDelivery, ReleaseReason
+from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend, ReleasedDelivery, ReleaseReason
 from logwright.plugins.host import PluginHost
 
 CALLS = 100_000

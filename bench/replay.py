@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from logwright.core.catalog import COUNTER_KEY, create_topic, topic_key
-from logwright.core.configs import default_registry as default_configs
+from logwright.core.config.configs import default_registry as default_configs
 from logwright.core.events import OffsetCommitted
-from logwright.core.partition_log import append_batch, partition_key
+from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key
+from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 from rich.console import Console

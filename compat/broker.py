@@ -17,7 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from logwright.core.catalog import (
+from logwright.core.clock import Clock, ManualClock
+from logwright.core.config.configs import ConfigRegistry, default_registry
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
+from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.log.catalog import (
     COUNTER_KEY,
     PartitionIdCounter,
     ResourceConfig,
@@ -26,13 +30,14 @@ from logwright.core.catalog import (
     resource_key,
     topic_key,
 )
-from logwright.core.clock import Clock, ManualClock
-from logwright.core.configs import ConfigRegistry, default_registry
-from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
-from logwright.core.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
-from logwright.core.partition_log import PartitionState, partition_key
-from logwright.core.plugin_decisions import Admission, AppendRequest
-from logwright.core.transactions import TransactionalIdOwner, TransactionState, owner_key, transaction_key
+from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
+from logwright.core.log.partition_log import PartitionState, partition_key
+from logwright.core.transactions.transactions import (
+    TransactionalIdOwner,
+    TransactionState,
+    owner_key,
+    transaction_key,
+)
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore

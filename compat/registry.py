@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
@@ -18,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from logwright.compat.broker import Broker
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +53,6 @@ class HandlerEntry:
 
 HANDLERS: dict[int, HandlerEntry] = {}
 
-_NOT_HANDLERS = frozenset({"server", "client", "client_wire", "client_consumer", "registry", "broker", "fallback",
-                           "framing", "messages"})
-
-
 def handler(api_key: int, name: str, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
     """Register ``handle`` for ``api_key`` versions ``min_version..max_version`` inclusive."""
 
@@ -68,18 +63,6 @@ def handler(api_key: int, name: str, min_version: int, max_version: int) -> Call
         return handle
 
     return register
-
-
-def load_handlers() -> dict[int, HandlerEntry]:
-    """Import every module of this package so that each API module's registration runs.
-
-    Adding an API is adding a module: nothing else lists them.
-    """
-    package = importlib.import_module(__package__ or "logwright.compat")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name not in _NOT_HANDLERS and not module.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{module.name}")
-    return HANDLERS
 
 
 def register_extension(entry: HandlerEntry) -> None:

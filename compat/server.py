@@ -16,11 +16,13 @@ import itertools
 import logging
 from typing import Any
 
-from .broker import Broker
-from .errors import ErrorCode
-from .fallback import error_response, unsupported_version_response
-from .framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
-from .messages import (
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.handlers import load_handlers
+from logwright.compat.registry import HandlerEntry, RequestContext
+from logwright.compat.wire.fallback import error_response, unsupported_version_response
+from logwright.compat.wire.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
+from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
     MalformedRequest,
     RequestHeader,
@@ -29,7 +31,6 @@ from .messages import (
     encode_response_frame,
     parse_request_header,
 )
-from .registry import HandlerEntry, RequestContext, load_handlers
 
 log = logging.getLogger(__name__)
 

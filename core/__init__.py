@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import events  # noqa: F401  (first: the event modules it gathers import it back)
-from .acl_events import ACLS
-from .catalog import CATALOG
-from .clock import MANUAL_CLOCK
-from .consumer_groups import CONSUMER_GROUPS
-from .cursor import CURSORS
-from .group_offsets import GROUP_OFFSETS
-from .groups import GROUPS
-from .partition_log import PARTITIONS
-from .partition_transactions import PARTITION_TRANSACTIONS
-from .producers import PRODUCERS
-from .projection import Projection
-from .share_groups import SHARE_GROUPS
-from .switch_delays import SWITCH_DELAYS
-from .transactions import TRANSACTIONS
+from logwright.core import events  # noqa: F401  (first: the event modules it gathers import it back)
+from logwright.core.clock import MANUAL_CLOCK
+from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS
+from logwright.core.cursors.cursor import CURSORS
+from logwright.core.events.acls import ACLS
+from logwright.core.groups.group_offsets import GROUP_OFFSETS
+from logwright.core.groups.groups import GROUPS
+from logwright.core.log.catalog import CATALOG
+from logwright.core.log.partition_log import PARTITIONS
+from logwright.core.log.producers import PRODUCERS
+from logwright.core.projection import Projection
+from logwright.core.share_groups.share_groups import SHARE_GROUPS
+from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
+from logwright.core.transactions.partition_transactions import PARTITION_TRANSACTIONS
+from logwright.core.transactions.transactions import TRANSACTIONS
 
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .events import Event, ManualClockSet
-from .projection import Projection
+from logwright.core.events import Event, ManualClockSet
+from logwright.core.projection import Projection
 
 
 class Clock(Protocol):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .events import Event
+from logwright.core.events import Event
 
 S = TypeVar("S")
 

@@ -16,23 +16,27 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
-from logwright.core.acls import AclBinding
-from logwright.core.catalog import PartitionIdCounter, ResourceConfig, TopicState
+from logwright.core.acls.acls import AclBinding
 from logwright.core.clock import ManualClockState
-from logwright.core.consumer_groups import ConsumerGroupState, ConsumerMember
-from logwright.core.cursor import CursorState, Delivery, Redelivery
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember
+from logwright.core.cursors.cursor import CursorState, Delivery, Redelivery
+from logwright.core.cursors.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
+from logwright.core.cursors.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, Event
-from logwright.core.group_offsets import CommittedOffset, GroupOffsets
-from logwright.core.groups import GroupMember, GroupState
-from logwright.core.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
-from logwright.core.partition_log import PartitionState
-from logwright.core.partition_transactions import AbortedTransaction, OpenTransaction, PartitionTransactions
-from logwright.core.producers import BatchSequence, ProducerIdCounter, ProducerState
+from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups.groups import GroupMember, GroupState
+from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
+from logwright.core.log.partition_log import PartitionState
+from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
-from logwright.core.share_groups import ShareGroupState, ShareMember
-from logwright.core.subscription_mode import Handover, Membership, ModeConsumer
-from logwright.core.transactions import TransactionalIdOwner, TransactionState
+from logwright.core.share_groups.share_groups import ShareGroupState, ShareMember
+from logwright.core.transactions.partition_transactions import (
+    AbortedTransaction,
+    OpenTransaction,
+    PartitionTransactions,
+)
+from logwright.core.transactions.transactions import TransactionalIdOwner, TransactionState
 
 _DATACLASS_EXT = 1
 

@@ -26,7 +26,7 @@ from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import Clock
 from logwright.core.errors import CorruptState, UnknownPartition
 from logwright.core.events import Event, LogTruncated, TopicDeleted
-from logwright.core.partition_log import partition_key, truncate
+from logwright.core.log.partition_log import partition_key, truncate
 from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 

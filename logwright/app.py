@@ -6,11 +6,11 @@ import asyncio
 import logging
 import signal
 
-from logwright.compat import clock_control
 from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.coordinators.transaction_coordinator import transaction_timer
+from logwright.compat.extensions import clock_control
 from logwright.compat.server import KafkaServer
-from logwright.compat.share_coordinator import share_coordinator
-from logwright.compat.transaction_coordinator import transaction_timer
 from logwright.core.clock import MANUAL_CLOCK, MANUAL_CLOCK_KEY, Clock, ManualClock, ManualClockState
 from logwright.core.events import ManualClockSet
 from logwright.eventstore.clock import SystemClock

@@ -6,7 +6,7 @@ its answer; having a default here means a wrapper always receives an `Admission`
 
 from __future__ import annotations
 
-from logwright.core.plugin_decisions import ADMIT_ALL, Admission, AppendRequest
+from logwright.core.cursors.plugin_decisions import ADMIT_ALL, Admission, AppendRequest
 
 from .spec import hookimpl
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 from logwright.core.errors import ConsumerBusy
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 
 from .registrars import SubscriptionModeRegister
 from .spec import hookimpl

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from logwright.core.configs import ConfigKey, long_at_least
+from logwright.core.config.configs import ConfigKey, long_at_least
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 
 from .registrars import ConfigKeyRegister, SubscriptionModeRegister
 from .spec import hookimpl

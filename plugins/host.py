@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 from logwright.compat.registry import HandlerEntry, register_extension
 from logwright.core import CORE_PROJECTIONS
-from logwright.core.configs import ConfigKey, ConfigRegistry, default_registry, one_of
-from logwright.core.errors import InvalidConfig
-from logwright.core.plugin_decisions import (
+from logwright.core.config.configs import ConfigKey, ConfigRegistry, default_registry, one_of
+from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
     Admission,
     AppendRequest,
@@ -31,8 +30,9 @@ from logwright.core.plugin_decisions import (
     ReleaseDecider,
     ReleaseDecision,
 )
+from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
+from logwright.core.errors import InvalidConfig
 from logwright.core.projection import Projection
-from logwright.core.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
 from logwright.eventstore.codec import TypeRegistry
 from logwright.eventstore.codec import default_registry as default_types
 

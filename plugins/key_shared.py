@@ -1,6 +1,6 @@
 """Key_Shared: records with the same key hash go to one consumer, in order (Pulsar F26).
 
-Each record's key hash (`logwright.core.key_hash.key_hash`: Murmur3_32 of the ordering key, the key,
+Each record's key hash (`logwright.core.cursors.key_hash.key_hash`: Murmur3_32 of the ordering key, the key,
 or ``"NONE_KEY"``, mod 65536) is owned by one consumer. Consumers that declare no ranges share the
 space by AUTO_SPLIT; consumers that declare ranges use STICKY; one subscription uses one policy.
 Ownership is part of the `Membership` the caller records, so it survives restarts (W13).
@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from logwright.core.configs import ConfigKey, boolean
+from logwright.core.config.configs import ConfigKey, boolean
+from logwright.core.cursors.key_hash_ranges import auto_split_join, auto_split_leave, sticky_join, sticky_leave
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, in_flight_budget
 from logwright.core.errors import InvalidRequest
-from logwright.core.key_hash_ranges import auto_split_join, auto_split_leave, sticky_join, sticky_leave
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, in_flight_budget
 
 from .registrars import ConfigKeyRegister, SubscriptionModeRegister
 from .spec import hookimpl

@@ -7,7 +7,7 @@ the others are available again after the delay the consumer asked for, or at onc
 
 from __future__ import annotations
 
-from logwright.core.plugin_decisions import Redeliver, Reject, ReleasedDelivery, ReleaseDecision
+from logwright.core.cursors.plugin_decisions import Redeliver, Reject, ReleasedDelivery, ReleaseDecision
 
 from .spec import hookimpl
 

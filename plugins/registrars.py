@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from logwright.compat.registry import ErrorAnswer, Handler, HandlerEntry
-from logwright.core.configs import ConfigKey
+from logwright.core.config.configs import ConfigKey
+from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.core.events import Event
 from logwright.core.projection import Projection
-from logwright.core.subscription_mode import SubscriptionMode
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker

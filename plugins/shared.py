@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logwright.core.configs import ConfigKey, long_at_least
-from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import (
+from logwright.core.config.configs import ConfigKey, long_at_least
+from logwright.core.cursors.subscription_mode import (
     MAX_UNACKED_PER_CONSUMER,
     DispatchView,
     Membership,
@@ -22,6 +21,7 @@ from logwright.core.subscription_mode import (
     first_offsets,
     in_flight_budget,
 )
+from logwright.core.rangeset import RangeSet
 
 from .registrars import ConfigKeyRegister, SubscriptionModeRegister
 from .spec import hookimpl

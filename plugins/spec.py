@@ -17,7 +17,7 @@ is refused when the broker starts (`PluginHost.check_pending`).
 from __future__ import annotations
 
 import pluggy
-from logwright.core.plugin_decisions import Admission, AppendRequest, ReleasedDelivery, ReleaseDecision
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ReleasedDelivery, ReleaseDecision
 
 from .registrars import (
     BackgroundTaskRegister,
@@ -39,7 +39,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
     """Add subscription modes with ``register.add(mode)``.
 
-    :param register: takes objects implementing `logwright.core.subscription_mode.SubscriptionMode`;
+    :param register: takes objects implementing `logwright.core.cursors.subscription_mode.SubscriptionMode`;
         two plugins offering the same ``mode.name`` stop the broker from starting.
 
     Called once per plugin at start-up. The names become the allowed values of the group config
@@ -51,7 +51,7 @@ def logwright_register_subscription_modes(register: SubscriptionModeRegister) ->
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     """Add topic, group or broker config keys with ``register.add(ConfigKey(...))``.
 
-    :param register: takes `logwright.core.configs.ConfigKey` (name, resource type, default, validator,
+    :param register: takes `logwright.core.config.configs.ConfigKey` (name, resource type, default, validator,
         documentation). The keys join the broker's `ConfigRegistry`, so DescribeConfigs lists them and
         (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and the validator's message.
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logwright.compat.record_batch import parse_header
-from logwright.core.catalog import TopicState
-from logwright.core.partition_log import PartitionState, partition_key
+from logwright.compat.wire.record_batch import parse_header
+from logwright.core.log.catalog import TopicState
+from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.eventstore.rocksdb import RocksEventStore
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from logwright.compat.record_batch import decode_records, parse_header
+from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.eventstore.codec import event_to_json
 from logwright.eventstore.interface import LoggedEvent
 

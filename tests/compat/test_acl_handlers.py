@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from logwright.compat import create_acls, delete_acls, describe_acls
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
-from logwright.compat.messages import encode_response
+from logwright.compat.kafka import create_acls, delete_acls, describe_acls
 from logwright.compat.registry import RequestContext, make
+from logwright.compat.wire.messages import encode_response
 from logwright.eventstore.rocksdb import RocksEventStore
 
 TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1

@@ -26,7 +26,9 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as I
 from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource as IncrementalResource
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from logwright.compat import (
+from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import (
     alter_configs,
     create_partitions,
     create_topics,
@@ -36,8 +38,6 @@ from logwright.compat import (
     incremental_alter_configs,
     init_producer_id,
 )
-from logwright.compat.broker import Broker, BrokerSettings
-from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext
 from logwright.eventstore.rocksdb import RocksEventStore
 

@@ -1,5 +1,5 @@
 """Timings of the hot-path codec calls; ``pytest tests/compat -k timing -s`` prints the table quoted in
-``compat/messages.py``. Only a loose check is asserted (faster than kio's writer) so that a loaded
+``compat/wire/messages.py``. Only a loose check is asserted (faster than kio's writer) so that a loaded
 machine does not fail the suite."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from kio.schema.produce.v9 import request as produce_request_v9
 from kio.schema.produce.v9 import response as produce_v9
 from kio.serial import entity_writer
 from logwright.compat.errors import ErrorCode
-from logwright.compat.framing import FrameDecoder, encode_frame
-from logwright.compat.messages import decode_request, encode_request, encode_response, parse_request_header
-from logwright.compat.record_batch import Record, build_batch, parse_header, verify_crc, with_base_offset
+from logwright.compat.wire.framing import FrameDecoder, encode_frame
+from logwright.compat.wire.messages import decode_request, encode_request, encode_response, parse_request_header
+from logwright.compat.wire.record_batch import Record, build_batch, parse_header, verify_crc, with_base_offset
 
 
 def per_call_us(call: Callable[[], Any], number: int = 2000) -> float:

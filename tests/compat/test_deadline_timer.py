@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from logwright.compat.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.core.clock import ManualClock
 
 HOUR_MS = 3_600_000

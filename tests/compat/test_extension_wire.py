@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from logwright.compat.extension_wire import answer, decode, integer, ranges, text
+from logwright.compat.wire.extension_body import answer, decode, integer, ranges, text
 from logwright.core.errors import InvalidRequest
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logwright.compat.framing import (
+from logwright.compat.wire.framing import (
     OWN_BUFFER_FROM,
     OWN_BUFFER_UP_TO,
     READ_BUFFER_BYTES,

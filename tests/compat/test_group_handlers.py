@@ -32,7 +32,10 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.serial import entity_writer
-from logwright.compat import (
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.group_coordinator import TICK_SECONDS, coordinator
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import (
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -45,9 +48,6 @@ from logwright.compat import (
     offset_fetch,
     sync_group,
 )
-from logwright.compat.broker import Broker
-from logwright.compat.errors import ErrorCode
-from logwright.compat.group_coordinator import TICK_SECONDS, coordinator
 from logwright.compat.registry import RequestContext
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore

@@ -14,8 +14,8 @@ from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
 from kio.schema.metadata.v5.request import MetadataRequest
 from kio.schema.produce.v9 import response as produce_v9
 from logwright.compat.errors import ErrorCode
-from logwright.compat.framing import FrameDecoder, encode_frame
-from logwright.compat.messages import (
+from logwright.compat.wire.framing import FrameDecoder, encode_frame
+from logwright.compat.wire.messages import (
     FIRST_FLEXIBLE_VERSION,
     KNOWN_VERSIONS,
     MalformedRequest,

@@ -36,7 +36,9 @@ from kio.schema.list_config_resources.v0.request import ListConfigResourcesReque
 from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.schema.list_offsets.v11.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
-from logwright.compat import (
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import (
     alter_partition_reassignments,
     alter_replica_log_dirs,
     create_topics,
@@ -49,8 +51,6 @@ from logwright.compat import (
     list_offsets,
     list_partition_reassignments,
 )
-from logwright.compat.broker import Broker
-from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext
 from logwright.eventstore.rocksdb import RocksEventStore
 

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader
-from logwright.compat.messages import (
+from logwright.compat.wire.messages import (
     MalformedRequest,
     decode_request,
     encode_request,
     parse_request_header,
     request_type,
 )
-from logwright.compat.produce_request import (
+from logwright.compat.wire.produce_request import (
     FIRST_VERSION,
     LAST_VERSION,
     VIEW_FROM_BYTES,

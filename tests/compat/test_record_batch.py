@@ -10,8 +10,8 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from crc32c import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
-from logwright.compat.compression import Compression
-from logwright.compat.record_batch import (
+from logwright.compat.wire.compression import Compression
+from logwright.compat.wire.record_batch import (
     HEADER_SIZE,
     BatchHeader,
     CorruptBatch,

@@ -20,20 +20,20 @@ from kio.schema.share_fetch.v1 import request as share_fetch_v1
 from kio.schema.share_fetch.v2 import request as share_fetch_v2
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat import (
-    clock_control,
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode
+from logwright.compat.extensions import clock_control
+from logwright.compat.kafka import (
     produce,
     share_acknowledge,
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
 )
-from logwright.compat.broker import Broker
-from logwright.compat.errors import ErrorCode
-from logwright.compat.record_batch import build_batch
-from logwright.compat.records import Record
 from logwright.compat.registry import RequestContext, make
-from logwright.compat.share_coordinator import share_coordinator
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
 from logwright.core.clock import ManualClock
 from logwright.core.events import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore

@@ -26,10 +26,16 @@ from kio.schema.incremental_alter_configs.v1.request import (
     IncrementalAlterConfigsRequest,
 )
 from kio.schema.metadata.v12.request import MetadataRequest
-from logwright.compat import create_partitions, create_topics, describe_configs, incremental_alter_configs, metadata
 from logwright.compat.broker import Broker, BrokerSettings
-from logwright.compat.config_resources import ConfigSource
 from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import (
+    create_partitions,
+    create_topics,
+    describe_configs,
+    incremental_alter_configs,
+    metadata,
+)
+from logwright.compat.kafka.config_resources import ConfigSource
 from logwright.compat.registry import RequestContext
 from logwright.eventstore.rocksdb import RocksEventStore
 

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat import share_group_heartbeat
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.share_coordinator import share_coordinator
+from logwright.compat.kafka import share_group_heartbeat
 from logwright.core.events import ConfigChanged
 from logwright.eventstore.check import check_store
 from logwright.plugins.host import PluginHost

@@ -20,7 +20,8 @@ from kio.schema.txn_offset_commit.v3.request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from logwright.compat import (
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     end_txn,
@@ -30,8 +31,7 @@ from logwright.compat import (
     produce,
     txn_offset_commit,
 )
-from logwright.compat.errors import ErrorCode
-from logwright.compat.record_batch import Record, build_batch
+from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
 
 TIMEOUT = datetime.timedelta(seconds=30)

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 from kio.static.primitive import Records
-from logwright.compat.encoder import encode_entity
 from logwright.compat.errors import ErrorCode
-from logwright.compat.messages import (
+from logwright.compat.registry import make
+from logwright.compat.wire.encoder import encode_entity
+from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
     MalformedRequest,
     decode_request,
@@ -23,8 +24,7 @@ from logwright.compat.messages import (
     request_type,
     response_type,
 )
-from logwright.compat.registry import make
-from logwright.compat.varints import VarintTooLong, read_uvarint, read_varint, uvarint, varint
+from logwright.compat.wire.varints import VarintTooLong, read_uvarint, read_varint, uvarint, varint
 
 st.register_type_strategy(Records, st.binary(max_size=40).map(Records))
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from logwright.core.acl_events import ACLS, AclsCreated, decide_delete
-from logwright.core.acls import (
+from logwright.core.acls.acls import (
     AclBinding,
     AclFilter,
     AclOperation,
@@ -17,6 +16,7 @@ from logwright.core.acls import (
     select,
 )
 from logwright.core.errors import InvalidRequest
+from logwright.core.events.acls import ACLS, AclsCreated, decide_delete
 from logwright.core.projection import fold
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY

@@ -5,21 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from logwright.core.catalog import (
-    CATALOG,
-    COUNTER_KEY,
-    MAX_PARTITIONS_PER_TOPIC,
-    PartitionIdCounter,
-    ResourceConfig,
-    TopicState,
-    change_config,
-    create_partitions,
-    create_topic,
-    delete_topic,
-    resource_key,
-    topic_key,
-)
-from logwright.core.configs import ConfigKey, ConfigRegistry, any_value, default_registry
+from logwright.core.config.configs import ConfigKey, ConfigRegistry, any_value, default_registry
 from logwright.core.errors import (
     InvalidConfig,
     InvalidPartitions,
@@ -35,6 +21,20 @@ from logwright.core.events import (
     RecordsAppended,
     TopicCreated,
     TopicDeleted,
+)
+from logwright.core.log.catalog import (
+    CATALOG,
+    COUNTER_KEY,
+    MAX_PARTITIONS_PER_TOPIC,
+    PartitionIdCounter,
+    ResourceConfig,
+    TopicState,
+    change_config,
+    create_partitions,
+    create_topic,
+    delete_topic,
+    resource_key,
+    topic_key,
 )
 from logwright.core.projection import fold
 

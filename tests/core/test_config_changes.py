@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from logwright.core.catalog import CATALOG, ResourceConfig, resource_key
-from logwright.core.config_changes import AlterOp, alter_incrementally, replace_overrides
-from logwright.core.configs import default_registry
+from logwright.core.config.config_changes import AlterOp, alter_incrementally, replace_overrides
+from logwright.core.config.configs import default_registry
 from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.events import ConfigChanged
+from logwright.core.log.catalog import CATALOG, ResourceConfig, resource_key
 from logwright.core.projection import fold
 
 REGISTRY = default_registry()

@@ -12,9 +12,13 @@ from collections.abc import Mapping
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logwright.core.consumer_assignors import ASSIGNORS, AssignorMember, RangeAssignor, UniformAssignor
-from logwright.core.consumer_group_events import TopicPartitions
-from logwright.core.consumer_groups import (
+from logwright.core.consumer_groups.consumer_assignors import (
+    ASSIGNORS,
+    AssignorMember,
+    RangeAssignor,
+    UniformAssignor,
+)
+from logwright.core.consumer_groups.consumer_groups import (
     CONSUMER_GROUPS,
     ConsumerGroupState,
     ConsumerMember,
@@ -22,7 +26,7 @@ from logwright.core.consumer_groups import (
     as_set,
     fold,
 )
-from logwright.core.consumer_reconciliation import (
+from logwright.core.consumer_groups.consumer_reconciliation import (
     ConsumerHeartbeat,
     check_member_epoch,
     heartbeat,
@@ -38,6 +42,7 @@ from logwright.core.errors import (
     UnsupportedAssignor,
 )
 from logwright.core.events import Event, GroupDeleted
+from logwright.core.events.consumer_groups import TopicPartitions
 from logwright.core.projection import fold as fold_projection
 
 GROUP = "g"

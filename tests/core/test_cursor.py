@@ -7,9 +7,19 @@ from collections.abc import Iterable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logwright.core import cursor_commands as commands
-from logwright.core.cursor import CURSORS, CursorState, cursor_key
-from logwright.core.cursor_events import (
+from logwright.core.cursors import cursor_commands as commands
+from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursors.plugin_decisions import (
+    Redeliver,
+    Reject,
+    ReleaseContext,
+    ReleasedDelivery,
+    ReleaseDecision,
+    ReleaseReason,
+)
+from logwright.core.errors import InvalidRecordState, InvalidRequest
+from logwright.core.events import Event
+from logwright.core.events.cursors import (
     LockExpired,
     RecordsAcked,
     RecordsAcquired,
@@ -17,16 +27,6 @@ from logwright.core.cursor_events import (
     RecordsReleased,
     SubscriptionCreated,
     SubscriptionDeleted,
-)
-from logwright.core.errors import InvalidRecordState, InvalidRequest
-from logwright.core.events import Event
-from logwright.core.plugin_decisions import (
-    Redeliver,
-    Reject,
-    ReleaseContext,
-    ReleasedDelivery,
-    ReleaseDecision,
-    ReleaseReason,
 )
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet

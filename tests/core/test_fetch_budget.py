@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logwright.core.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
+from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
 
 BATCHES = [BatchSpan(5 * i, 5 * i + 4, 5100) for i in range(6)]  # offsets 0..29 in batches of five

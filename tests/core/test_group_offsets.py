@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, RecordsAppended
-from logwright.core.group_offsets import GROUP_OFFSETS, CommittedOffset, GroupOffsets, group_key
+from logwright.core.groups.group_offsets import GROUP_OFFSETS, CommittedOffset, GroupOffsets, group_key
 from logwright.core.projection import fold
 
 

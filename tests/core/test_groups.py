@@ -17,9 +17,9 @@ from logwright.core.errors import (
     UnknownMember,
 )
 from logwright.core.events import GenerationStarted, MemberLeft, RebalanceStarted
-from logwright.core.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
-from logwright.core.group_sessions import GroupSessions, JoinReply, MemoryGroupStore, Reply, SyncReply
-from logwright.core.groups import GroupPhase, GroupState
+from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
+from logwright.core.groups.group_sessions import GroupSessions, JoinReply, MemoryGroupStore, Reply, SyncReply
+from logwright.core.groups.groups import GroupPhase, GroupState
 
 RANGE = (("range", b"range-meta"),)
 

@@ -13,15 +13,15 @@ from logwright.core.errors import (
     UnknownMember,
 )
 from logwright.core.events import GroupDeleted, OffsetDeleted
-from logwright.core.group_admin import (
+from logwright.core.groups.group_admin import (
     check_offset_commit,
     check_offset_metadata,
     decide_delete_group,
     decide_offset_delete,
     list_groups,
 )
-from logwright.core.group_offsets import CommittedOffset, GroupOffsets
-from logwright.core.groups import GroupMember, GroupPhase, GroupState
+from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups.groups import GroupMember, GroupPhase, GroupState
 
 MEMBER = GroupMember("m1", None, "c", "h", 10_000, 30_000, (("range", b""),))
 STABLE = GroupState("g", GroupPhase.STABLE, 3, "consumer", "range", "m1", (MEMBER,))

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.core.clock import ManualClock
 from logwright.core.errors import DomainError
-from logwright.core.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
-from logwright.core.group_sessions import GroupSessions, JoinReply, MemoryGroupStore
-from logwright.core.groups import GroupPhase
+from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
+from logwright.core.groups.group_sessions import GroupSessions, JoinReply, MemoryGroupStore
+from logwright.core.groups.groups import GroupPhase
 
 PROTOCOLS = ((("range", b"r"),), (("roundrobin", b"rr"), ("range", b"r")), (("roundrobin", b"rr"),))
 step = st.tuples(st.sampled_from(["join", "rejoin", "sync", "heartbeat", "leave", "wait"]),

@@ -7,14 +7,7 @@ from typing import Any
 import pytest
 from logwright.core.errors import InvalidRequest
 from logwright.core.events import Event, ProducerIdAllocated
-from logwright.core.producers import (
-    COUNTER_KEY,
-    MAX_EPOCH,
-    PRODUCERS,
-    ProducerState,
-    epoch_key,
-    init_producer_id,
-)
+from logwright.core.log.producers import COUNTER_KEY, MAX_EPOCH, PRODUCERS, ProducerState, epoch_key, init_producer_id
 from logwright.core.projection import fold
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logwright.core.key_hash import HASH_RANGE_SIZE, NONE_KEY, key_hash, murmur3_32, sticky_key
+from logwright.core.cursors.key_hash import HASH_RANGE_SIZE, NONE_KEY, key_hash, murmur3_32, sticky_key
 
 # MurmurHash3_x86_32 test vectors as published with the reference implementation's ports
 # (e.g. https://stackoverflow.com/a/31929528 and Wikipedia's MurmurHash article).

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from logwright.core.errors import ConsumerBusy, InvalidRequest
-from logwright.core.key_hash_ranges import (
+from logwright.core.cursors.key_hash_ranges import (
     TOP_HASH,
     HashRange,
     KeyHashOwnership,
@@ -16,6 +15,7 @@ from logwright.core.key_hash_ranges import (
     sticky_join,
     sticky_leave,
 )
+from logwright.core.errors import ConsumerBusy, InvalidRequest
 
 
 def spans(ownership: KeyHashOwnership) -> dict[str, list[tuple[int, int]]]:

@@ -13,7 +13,7 @@ from logwright.core.events import (
     TopicCreated,
     TopicDeleted,
 )
-from logwright.core.partition_log import PARTITIONS, PartitionState, append_batch, partition_key, truncate
+from logwright.core.log.partition_log import PARTITIONS, PartitionState, append_batch, partition_key, truncate
 from logwright.core.projection import fold
 
 TOPIC = TopicCreated("t", b"\x00" * 16, (7, 8))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from logwright.core.errors import InvalidPartitions, InvalidReplicaAssignment, InvalidReplicationFactor, InvalidRequest
-from logwright.core.placement import check_new_partition_assignments, partitions_to_create
+from logwright.core.log.placement import check_new_partition_assignments, partitions_to_create
 
 NODE = 1
 

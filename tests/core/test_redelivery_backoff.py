@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from logwright.core.cursors.redelivery_backoff import FixedDelay, MultiplierBackoff
 from logwright.core.errors import InvalidConfig
-from logwright.core.redelivery_backoff import FixedDelay, MultiplierBackoff
 
 
 def test_pulsar_defaults_double_from_ten_seconds_up_to_ten_minutes() -> None:

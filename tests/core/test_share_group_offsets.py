@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from logwright.core import share_group_offsets as offsets
-from logwright.core.catalog import TopicState
-from logwright.core.cursor import CURSORS, CursorState, cursor_key
-from logwright.core.cursor_events import (
+from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.errors import InvalidGroupId, NonEmptyGroup, UnknownGroup, UnknownPartition, UnknownTopic
+from logwright.core.events import Event
+from logwright.core.events.cursors import (
     RecordsAcked,
     RecordsAcquired,
     RecordsReleased,
     SubscriptionCreated,
     SubscriptionDeleted,
 )
-from logwright.core.errors import InvalidGroupId, NonEmptyGroup, UnknownGroup, UnknownPartition, UnknownTopic
-from logwright.core.events import Event
+from logwright.core.events.share_groups import ShareGroupCreated
+from logwright.core.log.catalog import TopicState
 from logwright.core.projection import fold
-from logwright.core.share_group_events import ShareGroupCreated
-from logwright.core.share_groups import SHARE_GROUPS, ShareGroupState, ShareMember
+from logwright.core.share_groups import share_group_offsets as offsets
+from logwright.core.share_groups.share_groups import SHARE_GROUPS, ShareGroupState, ShareMember
 
 TOPIC = TopicState("orders", b"o" * 16, (7, 8))
 

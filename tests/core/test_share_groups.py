@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from logwright.core import cursor_commands
-from logwright.core.cursor import CURSORS, CursorState, cursor_key
-from logwright.core.cursor_events import (
-    RecordsAcked,
-    RecordsRejected,
-    RecordsReleased,
-    SubscriptionCreated,
-    SubscriptionDeleted,
-)
+from logwright.core.cursors import cursor_commands
+from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursors.key_hash_ranges import HashRange
+from logwright.core.cursors.subscription_mode import ModeConsumer, SubscriptionMode
 from logwright.core.errors import (
     ConsumerBusy,
     FencedMemberEpoch,
@@ -25,11 +20,22 @@ from logwright.core.errors import (
     UnknownMember,
 )
 from logwright.core.events import Event
-from logwright.core.key_hash_ranges import HashRange
+from logwright.core.events.cursors import (
+    RecordsAcked,
+    RecordsRejected,
+    RecordsReleased,
+    SubscriptionCreated,
+    SubscriptionDeleted,
+)
+from logwright.core.events.share_groups import (
+    ShareGroupDeleted,
+    ShareMemberAssigned,
+    ShareMemberJoined,
+    ShareMemberLeft,
+)
 from logwright.core.projection import fold as fold_projection
-from logwright.core.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
-from logwright.core.share_group_events import ShareGroupDeleted, ShareMemberAssigned, ShareMemberJoined, ShareMemberLeft
-from logwright.core.share_groups import (
+from logwright.core.share_groups.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
+from logwright.core.share_groups.share_groups import (
     SHARE_GROUPS,
     ConsumerOptions,
     ShareGroupState,
@@ -40,8 +46,7 @@ from logwright.core.share_groups import (
     evolve,
     heartbeat,
 )
-from logwright.core.share_sessions import MAX_EPOCH, advance, round_order, served
-from logwright.core.subscription_mode import ModeConsumer, SubscriptionMode
+from logwright.core.share_groups.share_sessions import MAX_EPOCH, advance, round_order, served
 from logwright.plugins.exclusive import ExclusiveMode
 from logwright.plugins.failover import FailoverMode
 from logwright.plugins.shared import SharedMode

@@ -14,16 +14,20 @@ from logwright.core.errors import (
     ProducerFenced,
 )
 from logwright.core.events import Event, LogTruncated, OffsetCommitted, ProducerIdAllocated, RecordsAppended
-from logwright.core.partition_transactions import (
+from logwright.core.events.transactions import (
+    TransactionalOffsetCommitted,
+    TransactionEnded,
+    TransactionMarkerWritten,
+)
+from logwright.core.log.producers import COUNTER_KEY, MAX_EPOCH, PRODUCERS
+from logwright.core.projection import fold
+from logwright.core.transactions.partition_transactions import (
     PARTITION_TRANSACTIONS,
     AbortedTransaction,
     OpenTransaction,
     PartitionTransactions,
 )
-from logwright.core.producers import COUNTER_KEY, MAX_EPOCH, PRODUCERS
-from logwright.core.projection import fold
-from logwright.core.transaction_events import TransactionalOffsetCommitted, TransactionEnded, TransactionMarkerWritten
-from logwright.core.transactions import (
+from logwright.core.transactions.transactions import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
     ONGOING,

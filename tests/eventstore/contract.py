@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from logwright.core import CORE_PROJECTIONS
-from logwright.core.catalog import topic_key
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState, OffsetOutOfRange, UnknownPartition
 from logwright.core.events import Event, LogTruncated, OffsetCommitted, RecordsAppended, TopicDeleted
-from logwright.core.group_offsets import CommittedOffset, GroupOffsets
-from logwright.core.partition_log import PartitionState, partition_key
+from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.log.catalog import topic_key
+from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.core.projection import Projection, fold
 from logwright.eventstore.codec import TypeRegistry, default_registry
 from logwright.eventstore.interface import Durability, LoggedEvent, StoredBatch

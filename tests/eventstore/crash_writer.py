@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 import sys
 
-from logwright.core.catalog import topic_key
 from logwright.core.events import OffsetCommitted
+from logwright.core.log.catalog import topic_key
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from .support import new_topic, produce

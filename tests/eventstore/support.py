@@ -5,10 +5,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from logwright.core.catalog import COUNTER_KEY, create_topic, topic_key
-from logwright.core.configs import default_registry
+from logwright.core.config.configs import default_registry
 from logwright.core.events import RecordsAppended, TopicCreated
-from logwright.core.partition_log import append_batch, partition_key
+from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key
+from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.eventstore.interface import StoredBatch
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")

@@ -9,7 +9,7 @@ import pytest
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
-from logwright.core.partition_log import PARTITIONS
+from logwright.core.log.partition_log import PARTITIONS
 from logwright.eventstore import keys
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
@@ -109,9 +109,9 @@ def test_projection_names_must_be_unique(tmp_path: Path) -> None:
 
 def test_cursor_state_with_holes_in_flight_and_counts_survives_a_reopen(opener: Opener) -> None:
     """Every ack is durable and nothing is capped (W3); locks and delivery counts come back too (W1, W4)."""
-    from logwright.core import cursor_commands as commands
-    from logwright.core.cursor import CURSORS, cursor_key
-    from logwright.core.cursor_events import SubscriptionCreated
+    from logwright.core.cursors import cursor_commands as commands
+    from logwright.core.cursors.cursor import CURSORS, cursor_key
+    from logwright.core.events.cursors import SubscriptionCreated
 
     store = opener()
     key = cursor_key("sub", 0)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from logwright.core.catalog import topic_key
-from logwright.core.partition_log import partition_key
+from logwright.core.log.catalog import topic_key
+from logwright.core.log.partition_log import partition_key
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.eventstore.tail_cache import TailCache
 

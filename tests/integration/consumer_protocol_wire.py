@@ -11,7 +11,7 @@ from typing import Any
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_request
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-from logwright.compat.client_wire import Connection
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
 NOT_READY = (14, 15, 16)

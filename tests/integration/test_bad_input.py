@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from logwright.compat.record_batch import build_batch
-from logwright.compat.records import Record
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
 
 NOT_LED_YET = (3, 6)
 """UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: Kafka answers a produce with these until the broker has

@@ -1,4 +1,4 @@
-"""The bundled asyncio client (`logwright.compat.client`) against a real broker process on a manual clock.
+"""The bundled asyncio client (`logwright.client`) against a real broker process on a manual clock.
 
 Time-dependent behaviour (negative-ack delays, ack timeouts) is driven by advancing the broker's
 clock, never by sleeping; restarts are SIGKILLs; every restart scenario ends with ``logwright check``.
@@ -18,7 +18,7 @@ from typing import Any
 import msgpack
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from logwright.compat.client import (
+from logwright.client import (
     BrokerError,
     Client,
     Consumer,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat.client_wire import Connection
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
 from .broker_process import BrokerProcess

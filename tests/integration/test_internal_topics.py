@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaConsumer
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from logwright.compat.client_wire import Connection
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
 OFFSETS_TOPIC = "__consumer_offsets"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from logwright.compat.client import Client
+from logwright.client import Client
 
 from tests.example_plugin import install_example_plugin
 

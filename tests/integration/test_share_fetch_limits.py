@@ -24,11 +24,11 @@ from kio.schema.produce.v9 import request as produce
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_fetch.v2 import request as fetch_v2
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat.client import Client
-from logwright.compat.client_wire import Connection
-from logwright.compat.record_batch import build_batch
-from logwright.compat.records import Record
+from logwright.client import Client
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
 
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs

@@ -20,10 +20,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.produce.v9 import request as produce
 from kio.schema.share_fetch.v1 import request as fetch_v1
-from logwright.compat.client_wire import Connection
-from logwright.compat.record_batch import build_batch
-from logwright.compat.records import Record
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
 
 from .group_configs import set_group_configs
 from .test_share_fetch_limits import join

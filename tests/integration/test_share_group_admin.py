@@ -27,7 +27,7 @@ from kio.schema.list_groups.v4.request import ListGroupsRequest as ListGroupsV4
 from kio.schema.list_groups.v5.request import ListGroupsRequest as ListGroupsV5
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat.client_wire import Connection
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
 from .broker_process import BrokerProcess

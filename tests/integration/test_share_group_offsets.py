@@ -21,7 +21,7 @@ from kio.schema.delete_share_group_offsets.v0 import request as delete_request
 from kio.schema.describe_share_group_offsets.v1 import request as describe_request
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from logwright.compat.client_wire import Connection
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
 pytestmark = pytest.mark.differential

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from logwright.core import cursor_commands as commands
-from logwright.core.cursor import CURSORS, CursorState, cursor_key
-from logwright.core.cursor_events import SubscriptionCreated
+from logwright.core.cursors import cursor_commands as commands
+from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursors.key_hash import key_hash
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, SubscriptionMode
 from logwright.core.events import Event
-from logwright.core.key_hash import key_hash
+from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, SubscriptionMode
 from logwright.plugins.host import PluginHost
 
 LOCK_MS = 30_000

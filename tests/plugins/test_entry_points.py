@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from logwright.core.plugin_decisions import Redeliver, Reject, ReleasedDelivery, ReleaseReason
+from logwright.core.cursors.plugin_decisions import Redeliver, Reject, ReleasedDelivery, ReleaseReason
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.plugins.host import PluginHost
 
 from tests.example_plugin import install_example_plugin

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from logwright.core.errors import ConsumerBusy, InvalidRequest
-from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import (
+from logwright.core.cursors.subscription_mode import (
     DispatchView,
     Handover,
     Membership,
@@ -13,6 +11,8 @@ from logwright.core.subscription_mode import (
     handover_delay_ms,
     require_cumulative_ack,
 )
+from logwright.core.errors import ConsumerBusy, InvalidRequest
+from logwright.core.rangeset import RangeSet
 from logwright.plugins.host import PluginHost
 
 from .conftest import Subscription

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 
 import pluggy
 import pytest
-from logwright.core.configs import ConfigKey, long_at_least
-from logwright.core.errors import DomainError, InvalidConfig
-from logwright.core.events import Event
-from logwright.core.plugin_decisions import (
+from logwright.core.config.configs import ConfigKey, long_at_least
+from logwright.core.cursors.plugin_decisions import (
     Admission,
     AppendRequest,
     PartitionAppend,
@@ -19,6 +17,8 @@ from logwright.core.plugin_decisions import (
     ReleasedDelivery,
     ReleaseReason,
 )
+from logwright.core.errors import DomainError, InvalidConfig
+from logwright.core.events import Event
 from logwright.core.projection import Projection
 from logwright.plugins.exclusive import ExclusiveMode
 from logwright.plugins.host import BUILTIN_PLUGINS, PluginHost

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from logwright.core.cursors.key_hash import key_hash
+from logwright.core.cursors.key_hash_ranges import HashRange
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.core.errors import ConsumerBusy, InvalidRequest
-from logwright.core.key_hash import key_hash
-from logwright.core.key_hash_ranges import HashRange
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.plugins.host import PluginHost
 
 from .conftest import Subscription

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from logwright.core import cursor_commands as commands
+from logwright.core.cursors import cursor_commands as commands
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.plugins.host import PluginHost
 
 from .conftest import Subscription

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logwright.compat.record_batch import Compression, Record, build_batch
-from logwright.core.catalog import topic_key
+from logwright.compat.wire.record_batch import Compression, Record, build_batch
 from logwright.core.events import OffsetCommitted
-from logwright.core.partition_log import append_batch, partition_key
+from logwright.core.log.catalog import topic_key
+from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 

@@ -19,14 +19,14 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
-from logwright.compat.produce import produce_partition
-from logwright.compat.record_batch import build_batch
-from logwright.compat.records import Record
-from logwright.core.configs import ConfigKey, long_at_least
+from logwright.compat.kafka.produce import produce_partition
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.core.config.configs import ConfigKey, long_at_least
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, Redeliver, ReleasedDelivery
+from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 from logwright.core.errors import PolicyViolation
-from logwright.core.plugin_decisions import Admission, AppendRequest, Redeliver, ReleasedDelivery
 from logwright.core.rangeset import RangeSet
-from logwright.core.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
 from logwright.plugins.registrars import (
     BackgroundTask,
     BackgroundTaskRegister,

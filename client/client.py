@@ -1,0 +1,172 @@
+"""``logwright.client``: the bundled asyncio client, with an API that reads like Pulsar's.
+
+    client = await Client.connect("127.0.0.1:9092")
+    consumer = await client.subscribe("orders", "billing", mode="failover", consumer_name="a")
+    msg = await consumer.receive(timeout=10)
+    await consumer.acknowledge(msg)            # or negative_acknowledge(msg), acknowledge_cumulative(msg)
+    await consumer.close(); await client.close()
+
+A subscription is a KIP-932 share group named after it. What belongs to the subscription is set on the
+group; what belongs to one consumer travels with that consumer:
+
+- ``mode`` is the subscription's (``logwright.subscription.mode``): subscribing with another mode than the
+  group has while it has members raises `InvalidConfiguration` (the broker refuses the change, as Pulsar
+  refuses a consumer of another subscription type); the first subscriber of an empty group sets it.
+- ``initial_position`` matters only where the subscription starts: it is set (``share.auto.offset.reset``)
+  only when the group does not exist yet, and ignored afterwards, as in Pulsar.
+- ``ack_timeout_ms`` is this consumer's own acquisition lock on the broker (15 s to 60 s), declared with
+  its other options (key 32002); other consumers keep theirs or the group's.
+- name, priority, key-hash ranges, receiver queue, backoff and the acknowledgement grouping are the
+  consumer's own too.
+
+What Kafka cannot say goes through logwright's extension API keys (`compat/wire/extension_body.py`).
+
+Semantics worth knowing: a negative ack is released on the broker with the delay the backoff gives for
+the record's *persisted* redelivery count, so a multiplier backoff keeps growing across reconnects and
+broker restarts; acknowledgements are grouped (`client_acks`) and ``await``-ing one sends it at once;
+``close`` sends pending acknowledgements, then leaves the group, and whatever the consumer still held is
+redelivered at once, without using up an attempt.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any
+
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from logwright.client.acks import AckReceipt
+from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
+from logwright.client.consumer import Consumer, ConsumerBusy, ConsumerSettings, InvalidConfiguration, Message, Timeout
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import make
+from logwright.core.cursors.redelivery_backoff import FixedDelay, MultiplierBackoff
+
+__all__ = ["AckReceipt", "BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy",
+           "FixedDelay", "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
+
+MODES = ("exclusive", "failover", "shared", "key_shared")
+INITIAL_POSITIONS = ("latest", "earliest")
+GROUP_RESOURCE = 32
+SET = 0
+ADVANCE_CLOCK_KEY = 32001
+INSPECT_CURSOR_KEY = 32006
+
+
+class Client:
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._consumers: list[Consumer] = []
+
+    @classmethod
+    async def connect(cls, bootstrap: str, client_id: str = "logwright-client") -> Client:
+        return cls(await Connection.open(bootstrap, client_id))
+
+    async def subscribe(
+        self,
+        topic: str,
+        subscription: str,
+        mode: str = "shared",
+        consumer_name: str = "",
+        priority: int = 0,
+        initial_position: str = "latest",
+        ack_timeout_ms: int | None = None,
+        negative_ack_redelivery_delay_ms: int = 60_000,
+        redelivery_backoff: MultiplierBackoff | None = None,
+        key_hash_ranges: tuple[tuple[int, int], ...] = (),
+        receiver_queue_size: int = 100,
+        heartbeat_interval_ms: int | None = None,
+        ack_group_time_ms: int = 100,
+        ack_group_size: int = 1000,
+    ) -> Consumer:
+        """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
+
+        ``key_hash_ranges`` are Key_Shared STICKY ranges (inclusive, within 0..65535; empty: AUTO_SPLIT).
+        ``heartbeat_interval_ms`` overrides the group's interval (tests, fast failover switch-over).
+        ``ack_group_time_ms`` and ``ack_group_size`` group acknowledgements (Pulsar's
+        acknowledgementsGroupTime and maxAcknowledgmentGroupSize); 0 ms sends each at once.
+        """
+        if mode not in MODES:
+            raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if initial_position not in INITIAL_POSITIONS:
+            raise InvalidConfiguration(f"initial_position must be 'latest' or 'earliest', got {initial_position!r}")
+        if receiver_queue_size < 1:
+            raise InvalidConfiguration(f"receiver_queue_size must be positive, got {receiver_queue_size}")
+        configs = {"logwright.subscription.mode": mode}
+        if not await self._exists(subscription):
+            configs["share.auto.offset.reset"] = initial_position
+        await self._set_group_configs(subscription, configs)
+        settings = ConsumerSettings(
+            topic=topic, topic_id=await self._topic_id(topic), subscription=subscription, mode=mode,
+            consumer_name=consumer_name, priority=priority, hash_ranges=tuple(key_hash_ranges),
+            receiver_queue_size=receiver_queue_size,
+            negative_ack_backoff=redelivery_backoff or FixedDelay(negative_ack_redelivery_delay_ms),
+            heartbeat_interval_ms=heartbeat_interval_ms, ack_timeout_ms=ack_timeout_ms or 0,
+            ack_group_time_ms=ack_group_time_ms, ack_group_size=ack_group_size)
+        consumer = Consumer(self._connection, settings)
+        await consumer.join()
+        self._consumers.append(consumer)
+        return consumer
+
+    async def _exists(self, subscription: str) -> bool:
+        """Whether the subscription's share group exists (ShareGroupDescribe)."""
+        response = await self._connection.request(make(
+            ShareGroupDescribeRequest, group_ids=(subscription,), include_authorized_operations=False))
+        [group] = response.groups
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return False
+        if group.error_code:
+            raise BrokerError(int(group.error_code), group.error_message, f"describe {subscription!r}")
+        return True
+
+    async def _set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        changes = tuple(make(AlterableConfig, name=name, config_operation=SET, value=value)
+                        for name, value in configs.items())
+        response = await self._connection.request(make(
+            IncrementalAlterConfigsRequest, validate_only=False,
+            resources=(make(AlterConfigsResource, resource_type=GROUP_RESOURCE, resource_name=group,
+                            configs=changes),)))
+        for resource in response.responses:
+            if resource.error_code == ErrorCode.INVALID_CONFIG:
+                raise InvalidConfiguration(f"subscription {group!r}: {resource.error_message}")
+            if resource.error_code:
+                raise BrokerError(int(resource.error_code), resource.error_message, f"configure {group!r}")
+
+    async def _topic_id(self, topic: str) -> uuid.UUID:
+        response = await self._connection.request(make(
+            MetadataRequest, topics=(make(MetadataRequestTopic, topic_id=None, name=topic),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        for found in response.topics:
+            if found.name == topic:
+                if found.error_code:
+                    raise BrokerError(int(found.error_code), None, f"topic {topic!r}")
+                assert found.topic_id is not None
+                return uuid.UUID(bytes=found.topic_id.bytes)
+        raise BrokerError(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None, f"topic {topic!r}")
+
+    async def inspect(self, subscription: str, topic: str) -> list[dict[str, Any]]:
+        """The subscription's cursor on every partition of ``topic`` (LogwrightInspectCursor)."""
+        answer = await self._connection.extension(INSPECT_CURSOR_KEY, {"group_id": subscription, "topic": topic},
+                                                  "inspect cursor")
+        return list(answer["partitions"])
+
+    async def advance_clock(self, milliseconds: int) -> int:
+        """Move a ``--manual-clock`` broker's clock (LogwrightAdvanceClock); the broker's new time."""
+        answer = await self._connection.raw(ADVANCE_CLOCK_KEY, struct.pack(">q", milliseconds))
+        code, now_ms = struct.unpack(">hq", answer)
+        if code:
+            raise BrokerError(code, "the broker does not run on a manual clock", "advance clock")
+        return int(now_ms)
+
+    async def close(self) -> None:
+        for consumer in self._consumers:
+            await consumer.close()
+        self._consumers.clear()
+        await self._connection.close()
+

@@ -1,0 +1,167 @@
+"""The async glue around KIP-848 consumer groups: liveness and the timers on the broker clock.
+
+Decisions are pure (`core.consumer_reconciliation`); this module reads the ``consumer_groups``
+projection, stages the events, and keeps in memory what is not persisted: when each member last
+heartbeated and by when a member revoking partitions must have done so (its rebalance timeout). A
+`DeadlineTimer` sleeps until the earliest of those on ``broker.clock``, and `tick` also runs right after
+LogwrightAdvanceClock, so ``serve --manual-clock`` drives both timeouts. After a restart every member's
+session restarts from the first use of the coordinator, as for classic and share groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
+from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat, Topics, heartbeat, remove
+from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
+from logwright.core.events import Event
+from logwright.core.log.catalog import ResourceConfig, resource_key
+
+log = logging.getLogger(__name__)
+
+_ATTRIBUTE = "_logwright_consumer_coordinator"
+SESSION_TIMEOUT_REASON = "session timeout"
+REBALANCE_TIMEOUT_REASON = "rebalance timeout: partitions not revoked in time"
+
+
+def consumer_coordinator(broker: Broker) -> ConsumerCoordinator:
+    found = getattr(broker, _ATTRIBUTE, None)
+    if not isinstance(found, ConsumerCoordinator):
+        found = ConsumerCoordinator(broker)
+        setattr(broker, _ATTRIBUTE, found)
+    found.ensure_ticking()
+    return found
+
+
+def consumer_group(broker: Broker, group_id: str) -> ConsumerGroupState | None:
+    state = broker.store.state("consumer_groups", group_id)
+    return state if isinstance(state, ConsumerGroupState) else None
+
+
+class ConsumerCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._last_seen: dict[tuple[str, str], int] = {}
+        self._revoke_by: dict[tuple[str, str], int] = {}
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-consumer-groups")
+        now = broker.clock.now_ms()
+        for group in self.groups():
+            for member in group.members:
+                self._last_seen[(group.group_id, member.member_id)] = now
+            self._track(group, now)
+
+    def groups(self) -> list[ConsumerGroupState]:
+        return [s for s in self.broker.store.entities("consumer_groups").values()
+                if isinstance(s, ConsumerGroupState)]
+
+    def topics(self) -> Topics:
+        return {topic.name: (topic.topic_id, len(topic.partition_ids)) for topic in self.broker.topics()}
+
+    def _group_setting(self, group_id: str, group_key: str, broker_key: str) -> int:
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        if isinstance(stored, ResourceConfig):
+            for key, value in stored.overrides:
+                if key == group_key:
+                    return int(value)
+        return int(self.broker.broker_config(broker_key))
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._group_setting(group_id, "consumer.session.timeout.ms", "group.consumer.session.timeout.ms")
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
+                                   "group.consumer.heartbeat.interval.ms")
+
+    async def heartbeat(self, command: ConsumerHeartbeat) -> tuple[str, ConsumerGroupState]:
+        """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed)."""
+        classic = group_state(self.broker, command.group_id)
+        if classic is not None and classic.members:
+            raise InconsistentGroupProtocol(f"group {command.group_id!r} is a classic group with members; a "
+                                            "consumer-protocol member cannot join it until they leave")
+        if self.broker.store.state("share_groups", command.group_id) is not None:
+            raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
+        before = consumer_group(self.broker, command.group_id)
+        member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()))
+        now = self.broker.clock.now_ms()
+        key = (command.group_id, member_id)
+        if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
+                                          and not _is_static(before, member_id)):
+            self._forget(command.group_id, member_id)
+        else:
+            self._last_seen[key] = now
+            self.timer.schedule(now + self.session_timeout_ms(command.group_id))
+        if events:
+            self.broker.stage(events)
+            await self.broker.durable()
+        state = consumer_group(self.broker, command.group_id)
+        assert state is not None
+        self._track(state, now)
+        return member_id, state
+
+    def forget_group(self, group_id: str) -> None:
+        """Forget the liveness of a deleted group's members."""
+        for table in (self._last_seen, self._revoke_by):
+            for entry in [entry for entry in table if entry[0] == group_id]:
+                del table[entry]
+
+    def _forget(self, group_id: str, member_id: str) -> None:
+        self._last_seen.pop((group_id, member_id), None)
+        self._revoke_by.pop((group_id, member_id), None)
+
+    def _track(self, state: ConsumerGroupState, now: int) -> None:
+        """Start a member's rebalance timeout when it starts revoking; stop it once it has."""
+        for member in state.members:
+            key = (state.group_id, member.member_id)
+            if member.state == MemberState.UNREVOKED_PARTITIONS:
+                if key not in self._revoke_by:
+                    self._revoke_by[key] = now + member.rebalance_timeout_ms
+                    self.timer.schedule(self._revoke_by[key])
+            else:
+                self._revoke_by.pop(key, None)
+
+    def tick(self) -> list[Event]:
+        """Remove members whose session or rebalance timeout ran out; stage the events and return them."""
+        now = self.broker.clock.now_ms()
+        expired: list[tuple[str, str, str]] = []
+        for (group_id, member_id), seen in list(self._last_seen.items()):
+            if now - seen >= self.session_timeout_ms(group_id):
+                expired.append((group_id, member_id, SESSION_TIMEOUT_REASON))
+        for (group_id, member_id), deadline in list(self._revoke_by.items()):
+            if now >= deadline:
+                expired.append((group_id, member_id, REBALANCE_TIMEOUT_REASON))
+        events: list[Event] = []
+        topics = self.topics() if expired else {}
+        for group_id, member_id, reason in expired:
+            self._forget(group_id, member_id)
+            state = consumer_group(self.broker, group_id)
+            if state is None:
+                continue
+            removed = remove(state, member_id, reason, topics)
+            if removed:
+                log.info("consumer group %s: member %s removed (%s)", group_id, member_id, reason)
+                self.broker.stage(removed)
+                events.extend(removed)
+        return events
+
+    def next_deadline(self) -> int | None:
+        """The earliest session or rebalance timeout; ``None`` when no member is tracked."""
+        deadlines = [seen + self.session_timeout_ms(group_id) for (group_id, _), seen in self._last_seen.items()]
+        deadlines.extend(self._revoke_by.values())
+        return min(deadlines, default=None)
+
+    def ensure_ticking(self) -> None:
+        self.timer.ensure_running()
+
+    def close(self) -> None:
+        self.timer.close()
+
+
+def _is_static(state: ConsumerGroupState, member_id: str) -> bool:
+    member = state.member(member_id)
+    return member is not None and member.instance_id is not None
+

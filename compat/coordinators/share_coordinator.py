@@ -1,0 +1,508 @@
+"""The async glue around share groups: membership, share sessions, cursors and the timers that drive them.
+
+Decisions are pure (`core.share_groups`, `core.share_sessions`, `core.share_acks`, `core.cursor_commands`);
+this module reads the projections, stages the events and keeps what is not persisted: when each member
+last heartbeated and each member's share session. One timer (`DeadlineTimer`) sleeps until the earliest
+deadline on `broker.clock` and runs `tick`, so deadlines fire when due; a manual clock (``logwright serve
+--manual-clock``) drives session timeouts and lock expiry exactly as the wall clock would, since `tick` is
+also called right after the clock is advanced.
+
+A share group is the Shared subscription named after the group: cursor ``(group id, partition id)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.kafka.list_offsets import lookup
+from logwright.compat.wire.record_batch import decode_records, parse_header
+from logwright.core.config.configs import iso_duration_ms
+from logwright.core.cursors import cursor_commands
+from logwright.core.cursors.cursor import CursorState, cursor_key
+from logwright.core.cursors.key_hash import key_hash
+from logwright.core.cursors.plugin_decisions import ReleaseContext, ReleaseDecider
+from logwright.core.cursors.subscription_mode import (
+    DEFAULT_MODE,
+    SUBSCRIPTION_MODE_KEY,
+    DispatchView,
+    Handover,
+    SubscriptionMode,
+    handover_delay_ms,
+)
+from logwright.core.events import ConfigChanged, Event
+from logwright.core.events.cursors import SubscriptionCreated
+from logwright.core.events.share_groups import ShareMembershipChanged
+from logwright.core.log.catalog import ResourceConfig, resource_key
+from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
+from logwright.core.rangeset import RangeSet
+from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
+from logwright.core.share_groups.share_groups import (
+    SESSION_TIMEOUT_REASON,
+    ConsumerOptions,
+    ShareGroupState,
+    ShareHeartbeat,
+    heartbeat,
+    leave,
+)
+from logwright.core.share_groups.share_groups import delete as delete_share_group
+from logwright.core.share_groups.share_sessions import PartitionRef, ShareSession, advance, round_order, served
+from logwright.core.share_groups.switch_delays import SWITCH_DELAYS, SwitchDelayStarted
+from logwright.eventstore.interface import LoggedEvent
+from logwright.plugins.host import PluginHost
+
+log = logging.getLogger(__name__)
+
+_ATTRIBUTE = "_logwright_share_coordinator"
+
+
+def share_coordinator(broker: Broker) -> ShareCoordinator:
+    found = getattr(broker, _ATTRIBUTE, None)
+    if not isinstance(found, ShareCoordinator):
+        found = ShareCoordinator(broker)
+        setattr(broker, _ATTRIBUTE, found)
+    found.timer.ensure_running()
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """What one partition gave a ShareFetch: stored batches and the acquired ranges with delivery counts."""
+
+    records: bytes
+    ranges: tuple[tuple[int, int, int], ...]
+
+
+def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
+    chosen: list[tuple[int, int]] = []
+    for first, last in candidates.ranges:
+        take = min(last, first + count - 1)
+        chosen.append((first, take))
+        count -= take - first + 1
+        if count <= 0:
+            break
+    return chosen
+
+
+class ShareCoordinator:
+    def __init__(self, broker: Broker, host: PluginHost | None = None) -> None:
+        self.broker = broker
+        self._host: PluginHost | None = None
+        self._release_decider: ReleaseDecider | None = None
+        self.host = host
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
+        """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
+        self._last_seen: dict[tuple[str, str], int] = {}
+        self._locks: dict[str, int] = {}
+        """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
+        now = broker.clock.now_ms()
+        self._handovers: dict[str, Handover] = {
+            group_id: handover for group_id, handover in broker.store.entities(SWITCH_DELAYS.name).items()
+            if isinstance(handover, Handover) and handover.until_ms > now}
+        """Group → its running switch delay (Failover); each is a `SwitchDelayStarted` event, so a restart keeps it."""
+        self._available = asyncio.Event()
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-share-groups")
+        broker.store.add_commit_listener(self._on_commit)
+        for group in self.groups():
+            for member in group.members:
+                self._last_seen[(group.group_id, member.member_id)] = now
+        groups = {group.group_id for group in self.groups()}
+        for key, state in broker.store.entities("cursors").items():
+            if isinstance(state, CursorState) and state.subscription in groups:
+                self._track(key, state)
+
+    @property
+    def host(self) -> PluginHost | None:
+        """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
+        return self._host
+
+    @host.setter
+    def host(self, host: PluginHost | None) -> None:
+        self._host = host
+        self._release_decider = host.release_decider() if host is not None else None
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def group_config(self, group_id: str, name: str) -> str:
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        if isinstance(stored, ResourceConfig):
+            for key, value in stored.overrides:
+                if key == name:
+                    return value
+        key_info = self.broker.configs.get("group", name)
+        assert key_info is not None and key_info.default is not None, f"unknown group config {name!r}"
+        return key_info.default
+
+    def group_settings(self, group_id: str) -> dict[str, str]:
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
+        effective = self.broker.configs.effective("group", overrides)
+        return {name: value for name, (value, _) in effective.items() if value is not None}
+
+    def mode(self, group_id: str) -> SubscriptionMode:
+        """The group's subscription mode from the plugin host (``logwright.subscription.mode``, shared by default)."""
+        if self.host is None:
+            self.host = PluginHost.load(installed=False)
+        settings = self.group_settings(group_id)
+        return self.host.subscription_mode(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
+
+    def release_context(self, group_id: str, topic: str, partition_id: int) -> ReleaseContext | None:
+        """What a plugin's ``logwright_decide_release`` needs for records of this partition; ``None`` (and
+        nothing computed) when no plugin but the built-in default decides."""
+        if self._release_decider is None:
+            return None
+        topic_state = self.broker.topic(topic)
+        index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
+        return ReleaseContext(self._release_decider, index, self.group_settings(group_id))
+
+    def lock_duration_ms(self, group_id: str, member_id: str | None = None) -> int:
+        """The member's own lock duration (its ack timeout) if it declared one, else the group's."""
+        if member_id is not None:
+            group = self.group(group_id)
+            member = group.member(member_id) if group is not None else None
+            if member is not None and member.lock_duration_ms > 0:
+                return member.lock_duration_ms
+        return int(self.group_config(group_id, "share.record.lock.duration.ms"))
+
+    def delivery_count_limit(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.delivery.count.limit"))
+
+    # -- membership -----------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ShareGroupState | None:
+        state = self.broker.store.state("share_groups", group_id)
+        return state if isinstance(state, ShareGroupState) else None
+
+    def groups(self) -> list[ShareGroupState]:
+        return [s for s in self.broker.store.entities("share_groups").values() if isinstance(s, ShareGroupState)]
+
+    def _topic(self, name: str) -> tuple[bytes, int] | None:
+        topic = self.broker.topic(name)
+        return (topic.topic_id, len(topic.partition_ids)) if topic is not None else None
+
+    async def heartbeat(self, command: ShareHeartbeat) -> tuple[str, ShareGroupState]:
+        """Decide, stage, wait until durable; raises a `DomainError` for a refusal."""
+        if command.member_epoch == 0 and command.member_id:
+            command = replace(command, options=self.consumer_options.get((command.group_id, command.member_id)))
+        before = self.group(command.group_id)
+        member_id, events = heartbeat(before, command, self._topic, lambda: str(uuid.uuid4()),
+                                      self.mode(command.group_id))
+        now = self.broker.clock.now_ms()
+        if command.member_epoch == -1:
+            events.extend(self._release_member(command.group_id, member_id, failed=False))
+            self._last_seen.pop((command.group_id, member_id), None)
+            self.sessions.pop((command.group_id, member_id), None)
+            self.consumer_options.pop((command.group_id, member_id), None)
+        else:
+            self._last_seen[(command.group_id, member_id)] = now
+            self.timer.schedule(now + self.session_timeout_ms(command.group_id))
+        if events:
+            self._note_membership_change(command.group_id, before, events, now)
+            self.broker.stage(events)
+            self._retrack(command.group_id)
+            self._wake_if_released(events)
+            await self.broker.durable()
+        state = self.group(command.group_id)
+        assert state is not None
+        return member_id, state
+
+    def _note_membership_change(self, group_id: str, before: ShareGroupState | None, events: Sequence[Event],
+                                now: int) -> None:
+        """Start the mode's switch delay at a membership change, unless one is already running or nobody was
+        a member before (there was no active consumer to switch from)."""
+        if before is None or not before.members or not any(isinstance(e, ShareMembershipChanged) for e in events):
+            return
+        delay = handover_delay_ms(self.mode(group_id), self.group_settings(group_id))
+        running = self._handovers.get(group_id)
+        if delay > 0 and (running is None or running.until_ms <= now):
+            self._handovers[group_id] = Handover(before.mode_membership(), now + delay)
+            self.broker.stage([SwitchDelayStarted(group_id, before.mode_membership(), now + delay)])
+            self.timer.schedule(now + delay)
+
+    def delete_group(self, group_id: str) -> None:
+        """Stage an empty share group's deletion with its cursors (`core.share_groups.delete` refuses with a
+        `DomainError`) and forget what is kept of it in memory; the caller awaits durability."""
+        cursors = {key: state for key, state in self.broker.store.entities("cursors").items()
+                   if isinstance(state, CursorState) and state.subscription == group_id}
+        self.broker.stage(delete_share_group(self.group(group_id), group_id,
+                                             (state.partition_id for state in cursors.values())))
+        for key in cursors:
+            self._locks.pop(key, None)
+        for table in (self.sessions, self._last_seen, self.consumer_options):
+            for entry in [entry for entry in table if entry[0] == group_id]:
+                del table[entry]
+        self._handovers.pop(group_id, None)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.heartbeat.interval.ms"))
+
+    def _release_member(self, group_id: str, member_id: str, failed: bool) -> list[Event]:
+        events: list[Event] = []
+        now = self.broker.clock.now_ms()
+        for key in list(self._locks):
+            state = self.broker.store.state("cursors", key)
+            if isinstance(state, CursorState) and state.subscription == group_id:
+                context = self.release_context(group_id, state.topic, state.partition_id) if failed else None
+                events.extend(cursor_commands.release_consumer(state, member_id, now, failed,
+                                                               self.delivery_count_limit(group_id), context))
+        return events
+
+    # -- cursors --------------------------------------------------------------------------------
+
+    def cursor(self, group_id: str, topic: str, partition_id: int) -> CursorState:
+        """The group's cursor on the partition, created at ``share.auto.offset.reset`` on first use."""
+        key = cursor_key(group_id, partition_id)
+        state = self.broker.store.state("cursors", key)
+        if isinstance(state, CursorState):
+            return state
+        start = self._start_offset(group_id, partition_id)
+        self.broker.stage([SubscriptionCreated(group_id, partition_id, topic, start)])
+        created = self.broker.store.state("cursors", key)
+        assert isinstance(created, CursorState)
+        return created
+
+    def _start_offset(self, group_id: str, partition_id: int) -> int:
+        """Where ``share.auto.offset.reset`` puts a new cursor: log start, log end, or the first record at most
+        ``by_duration:<ISO-8601>`` old (the log end if there is none)."""
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        if reset == "earliest":
+            return self.broker.partition(partition_id).log_start_offset
+        high_watermark = self.broker.high_watermark(partition_id)
+        prefix, _, duration = reset.partition(":")
+        if prefix != "by_duration":
+            return high_watermark
+        _, offset = lookup(self.broker, partition_id, self.broker.clock.now_ms() - iso_duration_ms(duration))
+        return offset if offset >= 0 else high_watermark
+
+    def acquire(self, group_id: str, member_id: str, topic: str, partition_id: int, budget: FetchBudget
+                ) -> Acquired | None:
+        """Lock available records of the partition for the member within ``budget`` (and spend it), and read
+        their stored batches: whole batches in batch-optimized mode, the byte budget in whole batches."""
+        state = self.cursor(group_id, topic, partition_id)
+        now = self.broker.clock.now_ms()
+        log_start = self.broker.partition(partition_id).log_start_offset
+        log_end = self.broker.high_watermark(partition_id)
+        candidates = RangeSet.from_ranges(cursor_commands.available(state, log_start, log_end, now))
+        if not candidates:
+            return None
+        chosen = self._eligible(group_id, member_id, topic, partition_id, state, candidates, budget.records)
+        stored = self._stored_batches(partition_id, chosen)
+        spans = list(stored)
+        tail = completing_batch(chosen, spans) if budget.batch_optimized else None
+        if tail is not None and chosen.last is not None:
+            wider = self._eligible(group_id, member_id, topic, partition_id, state, candidates.below(tail.last + 1),
+                                   budget.records + tail.last - chosen.last)
+            chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
+        chosen, kept = within_bytes(chosen, spans, budget)
+        event = cursor_commands.acquire(state, log_start, log_end, member_id, len(chosen), now,
+                                        self.lock_duration_ms(group_id, member_id), eligible=chosen)
+        if event is None:
+            return None
+        self.broker.stage([event])
+        key = cursor_key(group_id, partition_id)
+        after = self.broker.store.state("cursors", key)
+        assert isinstance(after, CursorState)
+        self._track(key, after)
+        ranges = tuple((d.first, d.last, d.delivery_count) for d in cursor_commands.deliveries(after, event.ranges))
+        budget.spend(len(RangeSet.from_ranges(event.ranges)), sum(span.size for span in kept))
+        return Acquired(b"".join(stored[span] for span in kept),
+                        grouped(ranges, kept, budget.batch_size) if budget.batch_optimized else ranges)
+
+    def _stored_batches(self, partition_id: int, offsets: RangeSet) -> dict[BatchSpan, bytes]:
+        """The stored batches holding any of ``offsets``, in offset order (read once each)."""
+        found: dict[int, bytes] = {}
+        for first, last in offsets.ranges:
+            for batch in self.broker.store.read_batches(partition_id, first, 2**31 - 1, end_offset=last):
+                found.setdefault(int.from_bytes(batch[:8], "big"), batch)
+        return {BatchSpan(base, base + parse_header(batch).last_offset_delta, len(batch)): batch
+                for base, batch in sorted(found.items())}
+
+    def _eligible(self, group_id: str, member_id: str, topic: str, partition_id: int, state: CursorState,
+                  candidates: RangeSet, limit: int) -> RangeSet:
+        """What the group's subscription mode lets ``member_id`` acquire of the available ``candidates``."""
+        group = self.group(group_id)
+        topic_state = self.broker.topic(topic)
+        if group is None or topic_state is None:
+            return RangeSet()
+        mode = self.mode(group_id)
+        holders: dict[str, list[tuple[int, int]]] = {}
+        for delivery in state.in_flight:
+            holders.setdefault(delivery.consumer, []).append((delivery.first, delivery.last))
+        view = DispatchView(
+            membership=group.mode_membership(),
+            partition_index=topic_state.partition_ids.index(partition_id),
+            partition_count=len(topic_state.partition_ids),
+            in_flight={consumer: RangeSet.from_ranges(ranges) for consumer, ranges in holders.items()},
+            key_hash_of=self._key_hashes(partition_id) if mode.uses_key_hashes else None,
+            settings=self.group_settings(group_id),
+            now_ms=self.broker.clock.now_ms(),
+            handover=self._handovers.get(group_id),
+        )
+        # A bounded window of the backlog: modes that skip records (key_shared) scan at most this much.
+        window = RangeSet.from_ranges(_first(candidates, max(limit * 16, 1024)))
+        return mode.eligible(view, member_id, window, limit)
+
+    def _key_hashes(self, partition_id: int) -> Callable[[int], int]:
+        """Key hash of an offset, read from its stored batch once per fetch (Key_Shared only)."""
+        hashes: dict[int, int] = {}
+
+        def key_hash_of(offset: int) -> int:
+            if offset not in hashes:
+                for batch in self.broker.store.read_batches(partition_id, offset, 1, end_offset=offset):
+                    for record in decode_records(batch):
+                        hashes[record.offset] = key_hash(record.key)
+            return hashes.get(offset, key_hash(None))
+
+        return key_hash_of
+
+    def acknowledge(self, group_id: str, member_id: str, topic: str, partition_id: int,
+                    batches: Sequence[AckBatch], renew_allowed: bool) -> None:
+        """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
+        state = self.cursor(group_id, topic, partition_id)
+        limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id, member_id),
+                           renew_allowed, self.release_context(group_id, topic, partition_id))
+        self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
+
+    def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:
+        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers."""
+        if events:
+            self.broker.stage(events)
+            key = cursor_key(group_id, partition_id)
+            after = self.broker.store.state("cursors", key)
+            if isinstance(after, CursorState):
+                self._track(key, after)
+            self._wake_if_released(events)
+
+    # -- share sessions -------------------------------------------------------------------------
+
+    def advance_session(self, group_id: str, member_id: str, epoch: int, added: Sequence[PartitionRef],
+                        forgotten: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
+        key = (group_id, member_id)
+        session, partitions = advance(self.sessions.get(key), group_id, member_id, epoch, added, forgotten)
+        if session is None:
+            self.sessions.pop(key, None)
+        else:
+            self.sessions[key] = session
+        return partitions
+
+    def round_order(self, group_id: str, member_id: str, partitions: tuple[PartitionRef, ...]
+                    ) -> tuple[PartitionRef, ...]:
+        """The order a ShareFetch visits ``partitions``: from where the member's session's last round stopped."""
+        return round_order(self.sessions.get((group_id, member_id)), partitions)
+
+    def served(self, group_id: str, member_id: str, ref: PartitionRef) -> None:
+        """Records of ``ref`` were acquired: the member's next round starts after it."""
+        key = (group_id, member_id)
+        session = self.sessions.get(key)
+        if session is not None:
+            self.sessions[key] = served(session, ref)
+
+    # -- waiting --------------------------------------------------------------------------------
+
+    async def wait_for_records(self, timeout_s: float) -> None:
+        """Sleep until records are appended or released anywhere, or the timeout passes (ShareFetch long polls)."""
+        if timeout_s <= 0:
+            return
+        available = asyncio.ensure_future(self._available.wait())
+        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s))
+        try:
+            await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            available.cancel()
+            data.cancel()
+
+    def _wake_if_released(self, events: Sequence[Event] | bool) -> None:
+        if events:
+            self._available.set()
+            self._available = asyncio.Event()
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def _track(self, key: str, state: CursorState) -> None:
+        deadline = cursor_commands.next_deadline(state, self.broker.clock.now_ms())
+        if deadline is None:
+            self._locks.pop(key, None)
+        else:
+            self._locks[key] = deadline
+            self.timer.schedule(deadline)
+
+    def _retrack(self, group_id: str) -> None:
+        """Deadlines of the group's cursors after a member's records were released (some may come due sooner)."""
+        for key in list(self._locks):
+            state = self.broker.store.state("cursors", key)
+            if isinstance(state, CursorState) and state.subscription == group_id:
+                self._track(key, state)
+
+    def next_deadline(self) -> int | None:
+        """The earliest time `tick` has something to do: a session, a lock or delayed record, a switch delay."""
+        timeouts = {group_id: self.session_timeout_ms(group_id) for group_id, _member in self._last_seen}
+        times = [seen + timeouts[group_id] for (group_id, _member), seen in self._last_seen.items()]
+        times.extend(self._locks.values())
+        times.extend(handover.until_ms for handover in self._handovers.values())
+        return min(times, default=None)
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        if any(isinstance(logged.event, ConfigChanged) for logged in events):
+            self.timer.wake()  # a session timeout may have shrunk
+
+    def tick(self) -> list[Event]:
+        """Expire sessions of silent members and locks that ran out; stage the events and return them."""
+        now = self.broker.clock.now_ms()
+        events: list[Event] = []
+        due = False
+        for (group_id, member_id), seen in list(self._last_seen.items()):
+            if now - seen < self.session_timeout_ms(group_id):
+                continue
+            self._last_seen.pop((group_id, member_id), None)
+            self.sessions.pop((group_id, member_id), None)
+            before = self.group(group_id)
+            left = leave(before, member_id, SESSION_TIMEOUT_REASON, self.mode(group_id))
+            if left:
+                log.info("share group %s: member %s timed out", group_id, member_id)
+                self._note_membership_change(group_id, before, left, now)
+                self.broker.stage(left)
+                events.extend(left)
+                released = self._release_member(group_id, member_id, failed=True)
+                if released:
+                    self.broker.stage(released)
+                    self._retrack(group_id)
+                    events.extend(released)
+        for key, deadline in list(self._locks.items()):
+            if deadline > now:
+                continue
+            due = True
+            state = self.broker.store.state("cursors", key)
+            if not isinstance(state, CursorState):
+                self._locks.pop(key, None)
+                continue
+            expired = cursor_commands.expire_locks(state, now, self.delivery_count_limit(state.subscription),
+                                                   self.release_context(state.subscription, state.topic,
+                                                                        state.partition_id))
+            if expired:
+                self.broker.stage(expired)
+                events.extend(expired)
+            after = self.broker.store.state("cursors", key)
+            if isinstance(after, CursorState):
+                self._track(key, after)
+            else:
+                self._locks.pop(key, None)
+        for group_id, handover in list(self._handovers.items()):
+            if handover.until_ms <= now:
+                del self._handovers[group_id]
+                due = True
+        # Delayed redeliveries and switch delays coming due change nothing persisted, but fetchers waiting must
+        # look again.
+        self._wake_if_released(bool(events) or due)
+        return events
+
+    def close(self) -> None:
+        self.timer.close()

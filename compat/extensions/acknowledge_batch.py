@@ -1,0 +1,49 @@
+"""LogwrightAcknowledgeBatch (extension key 32004): individual acknowledgements of many ranges at once.
+
+ACCEPT for ranges over several partitions without a share session (Pulsar's ``acknowledge(list)``):
+the bundled client acknowledges without waiting for its next ShareFetch. Each partition is all or
+nothing, as in ShareAcknowledge; the answer is durable when it arrives.
+
+Request (msgpack map): ``group_id, member_id, acks: [{topic: str, partition: int, ranges: [[first,
+last], ...]}, ...]``. Response: ``error_code, error_message, results: [{topic, partition, error_code,
+error_message}, ...]`` in request order (INVALID_RECORD_STATE for a partition whose ranges the member
+does not hold, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist).
+"""
+
+from __future__ import annotations
+
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.extension_body import MAX_RANGES, Body, extension, member_of, partition_of, ranges, text
+from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.share_groups.share_acks import AckBatch
+
+API_KEY = 32004
+ACCEPT = 1
+
+
+@extension(API_KEY, "LogwrightAcknowledgeBatch")
+async def handle(context: RequestContext, body: Body) -> Body:
+    broker = context.broker
+    coordinator = share_coordinator(broker)
+    group_id, member_id = text(body, "group_id"), text(body, "member_id")
+    acks = body.get("acks")
+    if not isinstance(acks, list) or not acks or len(acks) > MAX_RANGES:
+        raise InvalidRequest(f"field 'acks' must be a list of 1 to {MAX_RANGES} partition entries")
+    if not all(isinstance(entry, dict) for entry in acks):
+        raise InvalidRequest("every entry of 'acks' must be a map with topic, partition and ranges")
+    member_of(coordinator, group_id, member_id)
+    results = []
+    for entry in acks:
+        result = {"topic": entry.get("topic"), "partition": entry.get("partition"),
+                  "error_code": int(ErrorCode.NONE), "error_message": None}
+        try:
+            topic, partition_id = partition_of(broker, text(entry, "topic"), entry.get("partition"))
+            batches = [AckBatch(first, last, (ACCEPT,)) for first, last in ranges(entry.get("ranges"))]
+            coordinator.acknowledge(group_id, member_id, topic.name, partition_id, batches, renew_allowed=False)
+        except DomainError as error:
+            result.update(error_code=int(error_code_for(error)), error_message=str(error))
+        results.append(result)
+    await broker.durable()
+    return {"results": results}

@@ -1,0 +1,52 @@
+"""LogwrightInspectCursor (extension key 32006): a subscription's cursor on each partition of a topic.
+
+Read-only (a partition without a cursor is reported with ``exists: false``, none is created): what
+`logwright check` and the tests compare, and what an operator asks when records seem stuck.
+
+Request (msgpack map): ``group_id: str, topic: str``. Response: ``error_code, error_message, now_ms,
+partitions: [{partition, exists, log_start_offset, log_end_offset, mark_delete_position, settled:
+[[first, last], ...], in_flight: [{first, last, consumer, lock_deadline_ms, delivery_count}, ...],
+redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}, ...], backlog}, ...]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.extension_body import Body, extension, text
+from logwright.core.cursors import cursor_commands
+from logwright.core.cursors.cursor import CursorState, cursor_key
+from logwright.core.errors import UnknownTopic
+
+API_KEY = 32006
+
+
+@extension(API_KEY, "LogwrightInspectCursor")
+async def handle(context: RequestContext, body: Body) -> Body:
+    broker = context.broker
+    group_id, topic_name = text(body, "group_id"), text(body, "topic")
+    topic = broker.topic(topic_name)
+    if topic is None:
+        raise UnknownTopic(f"topic {topic_name!r} does not exist")
+    partitions: list[dict[str, Any]] = []
+    for index, partition_id in enumerate(topic.partition_ids):
+        log_start = broker.partition(partition_id).log_start_offset
+        log_end = broker.high_watermark(partition_id)
+        state = broker.store.state("cursors", cursor_key(group_id, partition_id))
+        entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
+                                 "log_start_offset": log_start, "log_end_offset": log_end}
+        if isinstance(state, CursorState):
+            entry.update(
+                mark_delete_position=state.mark_delete_position,
+                settled=[list(pair) for pair in state.settled.ranges],
+                in_flight=[{"first": d.first, "last": d.last, "consumer": d.consumer,
+                            "lock_deadline_ms": d.lock_deadline_ms, "delivery_count": d.delivery_count}
+                           for d in state.in_flight],
+                redeliveries=[{"first": r.first, "last": r.last, "delivery_count": r.delivery_count,
+                               "available_at_ms": r.available_at_ms, "previous_consumer": r.previous_consumer}
+                              for r in state.redeliveries],
+                backlog=cursor_commands.backlog(state, log_start, log_end),
+            )
+        partitions.append(entry)
+    return {"now_ms": broker.clock.now_ms(), "partitions": partitions}

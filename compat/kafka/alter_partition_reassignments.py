@@ -1,0 +1,46 @@
+"""AlterPartitionReassignments (key 45), versions 0-1: one broker, so only the placement it has.
+
+Reassigning a partition to ``[node_id]`` (where it already is) succeeds and changes nothing; any other
+replica list is INVALID_REPLICA_ASSIGNMENT with the reason. Cancelling (null replicas) finds no
+reassignment in progress: NO_REASSIGNMENT_IN_PROGRESS, as Kafka answers. v1's
+``allow_replication_factor_change`` is echoed; the factor can never change here anyway.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.log.placement import check_replicas
+
+
+@handler(45, "AlterPartitionReassignments", 0, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("alter_partition_reassignments", context.api_version)
+    responses = []
+    for topic in request.topics:
+        state = broker.topic(topic.name)
+        partitions = []
+        for partition in topic.partitions:
+            index = int(partition.partition_index)
+            code, message = ErrorCode.NONE, None
+            if state is None or not 0 <= index < len(state.partition_ids):
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic.name!r} has no partition {index}"
+            elif partition.replicas is None:
+                code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, \
+                    f"partition {index} of {topic.name!r} has no reassignment to cancel"
+            else:
+                try:
+                    check_replicas(index, [int(replica) for replica in partition.replicas], broker.node_id)
+                except DomainError as error:
+                    code, message = error_code_for(error), str(error)
+            partitions.append(make(module.ReassignablePartitionResponse, partition_index=index, error_code=code,
+                                   error_message=message))
+        responses.append(make(module.ReassignableTopicResponse, name=topic.name, partitions=tuple(partitions)))
+    return make(module.AlterPartitionReassignmentsResponse, throttle_time=datetime.timedelta(0),
+                allow_replication_factor_change=getattr(request, "allow_replication_factor_change", True),
+                error_code=ErrorCode.NONE, error_message=None, responses=tuple(responses))

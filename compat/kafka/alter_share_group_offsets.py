@@ -1,0 +1,52 @@
+"""AlterShareGroupOffsets (key 91), version 0: start share-partitions afresh at given offsets.
+
+Each partition's cursor is replaced by a new one starting at the offset (a `SubscriptionCreated`):
+settled holes, redeliveries and delivery counts are gone, as Kafka's InitializeShareGroupState resets
+them. A group that does not exist is created empty (`ShareGroupCreated`), as Kafka 4.4 does. Refusals
+of the whole request: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (a classic group has the id),
+NON_EMPTY_GROUP (members); of a partition: UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.kafka.share_offsets import admin_group, answer
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.share_groups import share_group_offsets
+
+
+@handler(91, "AlterShareGroupOffsets", 0, 0)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("alter_share_group_offsets", context.api_version)
+    try:
+        group = admin_group(broker, request.group_id, must_exist=False)
+    except DomainError as error:
+        return answer(module.AlterShareGroupOffsetsResponse, error_code_for(error), str(error))
+    starts: list[tuple[str, int, int]] = []
+    topics = []
+    for entry in request.topics:
+        topic = broker.topic(entry.topic_name)
+        partitions = []
+        for partition in entry.partitions:
+            code, message = ErrorCode.NONE, None
+            index = int(partition.partition_index)
+            try:
+                partition_id = share_group_offsets.partition_id_of(entry.topic_name, topic, index)
+                starts.append((entry.topic_name, partition_id, int(partition.start_offset)))
+            except DomainError as error:
+                code, message = error_code_for(error), str(error)
+            partitions.append(make(module.AlterShareGroupOffsetsResponsePartition,
+                                   partition_index=partition.partition_index, error_code=code, error_message=message))
+        topics.append(make(module.AlterShareGroupOffsetsResponseTopic, topic_name=entry.topic_name,
+                           topic_id=uuid.UUID(bytes=topic.topic_id) if topic is not None else None,
+                           partitions=tuple(partitions)))
+    events = share_group_offsets.alter(request.group_id, group, starts)
+    if events:
+        broker.stage(events)
+        await broker.durable()
+    return answer(module.AlterShareGroupOffsetsResponse, ErrorCode.NONE, None, tuple(topics))

@@ -1,0 +1,205 @@
+"""Config resources on the wire, shared by DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreateTopics.
+
+Kafka numbers resource types (TOPIC 2, BROKER 4, GROUP 32), config sources and value types; this module
+maps them onto the catalog's resources and overrides, and says where each effective value comes from:
+a topic or group override, a per-broker or cluster-wide dynamic broker override, a ``--config`` given on
+the command line (static), or the registry's default. Precedence is Kafka's, in that order.
+
+A GROUP change of ``logwright.subscription.mode`` is refused with INVALID_CONFIG while the share group
+has members (`core.share_groups.check_mode_change`); setting the value it already has is accepted.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
+from logwright.compat.registry import make
+from logwright.core.config.configs import ConfigRegistry
+from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
+from logwright.core.errors import DomainError
+from logwright.core.events import ConfigChanged
+from logwright.core.log.catalog import ResourceConfig, resource_key, validate_topic_name
+from logwright.core.share_groups.share_groups import ShareGroupState, check_mode_change
+
+RESOURCE_KINDS = {2: "topic", 4: "broker", 32: "group"}
+
+
+class ConfigSource(IntEnum):
+    """``DescribeConfigsResponse`` config sources, numbered as Kafka's."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_GROUP_CONFIG = 8
+
+
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8,
+                "PASSWORD": 9}
+"""`ConfigKey.value_type` names to DescribeConfigs v3+ ``config_type`` ids (0 is UNKNOWN)."""
+
+_OVERRIDE_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG, "group": ConfigSource.DYNAMIC_GROUP_CONFIG,
+                    "broker": ConfigSource.DYNAMIC_BROKER_CONFIG}
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A configurable resource: ``kind`` is the catalog's resource type; a broker's name is "1" or ""."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConfig:
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    sensitive: bool
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+    config_type: int
+    documentation: str
+
+
+def failure(error: Exception) -> tuple[ErrorCode, str]:
+    """The code and the user-facing message of a refused request part."""
+    if isinstance(error, KafkaError):
+        return error.code, error.message
+    return error_code_for(error), str(error)
+
+
+def resolve(broker: Broker, resource_type: int, name: str) -> Resource:
+    """The resource a request names; raises `KafkaError` or a `DomainError` saying why it cannot be used."""
+    kind = RESOURCE_KINDS.get(resource_type)
+    if kind is None:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here; "
+                                                    f"logwright configures TOPIC (2), BROKER (4) and GROUP (32)")
+    if kind == "topic":
+        validate_topic_name(name)
+        if broker.topic(name) is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+    elif kind == "broker" and name not in ("", str(broker.node_id)):
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"a BROKER resource is named by this broker's id "
+                                                    f"({broker.node_id}) or '' for the cluster-wide default, "
+                                                    f"not {name!r}")
+    elif kind == "group" and not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "a GROUP resource needs a group name")
+    return Resource(kind, name)
+
+
+def overrides(broker: Broker, resource: Resource) -> dict[str, str]:
+    """The resource's stored overrides (a group need not exist to have them)."""
+    if resource.kind == "topic":
+        topic = broker.topic(resource.name)
+        return dict(topic.configs) if topic is not None else {}
+    stored = broker.store.state("catalog", resource_key(resource.kind, resource.name))
+    return dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
+
+
+def _layers(broker: Broker, resource: Resource, own: Mapping[str, str]) -> list[tuple[ConfigSource, Mapping[str, str]]]:
+    if resource.kind != "broker":
+        return [(_OVERRIDE_SOURCE[resource.kind], own)]
+    if resource.name == "":
+        return [(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, own)]
+    cluster_default = overrides(broker, Resource("broker", ""))
+    return [(ConfigSource.DYNAMIC_BROKER_CONFIG, own), (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default),
+            (ConfigSource.STATIC_BROKER_CONFIG, broker.settings.overrides)]
+
+
+def describe(
+    broker: Broker, resource: Resource, keys: Collection[str] | None = None, own: Mapping[str, str] | None = None
+) -> list[DescribedConfig]:
+    """Every known key of the resource (or those in ``keys``) with its value, source and synonyms.
+
+    ``own`` replaces the stored overrides (CreateTopics describes a topic it has not created yet). The
+    cluster-wide broker default ("") lists only what is set there, as Kafka does; every other resource
+    lists all keys, defaults included. Sensitive values are never returned.
+    """
+    layers = _layers(broker, resource, overrides(broker, resource) if own is None else own)
+    cluster_default = resource == Resource("broker", "")
+    described = []
+    for key in broker.configs.known(resource.kind):
+        if keys and key.name not in keys:
+            continue
+        chain: list[tuple[ConfigSource, str | None]] = [
+            (source, values[key.name]) for source, values in layers if key.name in values
+        ]
+        if not cluster_default:
+            chain.append((ConfigSource.DEFAULT_CONFIG, key.default))
+        if not chain:
+            continue
+        synonyms = tuple((key.name, None if key.sensitive else value, source) for source, value in chain)
+        described.append(DescribedConfig(
+            key.name, synonyms[0][1], chain[0][0], key.read_only, key.sensitive, synonyms,
+            CONFIG_TYPES.get(key.value_type, 0), key.doc,
+        ))
+    return described
+
+
+Decide = Callable[[ConfigRegistry, str, str, Mapping[str, str], Any], ConfigChanged | None]
+
+
+async def alter_resources(
+    broker: Broker, resources: Sequence[Any], validate_only: bool, decide: Decide
+) -> list[tuple[Any, ErrorCode, str | None]]:
+    """Decide each resource's `ConfigChanged` with ``decide(registry, kind, name, overrides, resource)``.
+
+    Stages the events (unless ``validate_only``) and returns once they are durable, with each request
+    resource and its outcome. A resource named twice in one request is refused, as Kafka does.
+    """
+    names = [(int(resource.resource_type), resource.resource_name) for resource in resources]
+    outcomes: list[tuple[Any, ErrorCode, str | None]] = []
+    staged = False
+    for resource, name in zip(resources, names, strict=True):
+        try:
+            if names.count(name) > 1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"resource {name[1]!r} of type {name[0]} appears "
+                                                            f"{names.count(name)} times in the request")
+            target = resolve(broker, *name)
+            current = overrides(broker, target)
+            event = decide(broker.configs, target.kind, target.name, current, resource)
+            if target.kind == "group" and event is not None:
+                _check_group_change(broker, target.name, current, event)
+        except (KafkaError, DomainError) as error:
+            outcomes.append((resource, *failure(error)))
+            continue
+        if event is not None and not validate_only:
+            broker.stage([event])
+            staged = True
+        outcomes.append((resource, ErrorCode.NONE, None))
+    if staged:
+        await broker.durable()
+    return outcomes
+
+
+def _check_group_change(broker: Broker, group_id: str, current: Mapping[str, str], event: ConfigChanged) -> None:
+    """Refuse a subscription mode change of a share group that has members (`check_mode_change`)."""
+    changes = dict(event.changes)
+    key = broker.configs.get("group", SUBSCRIPTION_MODE_KEY)
+    if SUBSCRIPTION_MODE_KEY not in changes or key is None:
+        return
+    default = key.default or DEFAULT_MODE
+    group = broker.store.state("share_groups", group_id)
+    check_mode_change(group if isinstance(group, ShareGroupState) else None, group_id,
+                      current.get(SUBSCRIPTION_MODE_KEY, default), changes[SUBSCRIPTION_MODE_KEY] or default)
+
+
+def alter_response(module: Any, response_class: type[Any], outcomes: list[tuple[Any, ErrorCode, str | None]]) -> Any:
+    """The AlterConfigs or IncrementalAlterConfigs response (their per-resource entries are alike)."""
+    return make(
+        response_class, throttle_time=datetime.timedelta(0),
+        responses=tuple(
+            make(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
+                 resource_type=resource.resource_type, resource_name=resource.resource_name)
+            for resource, code, message in outcomes
+        ),
+    )

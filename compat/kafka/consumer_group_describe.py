@@ -1,0 +1,61 @@
+"""ConsumerGroupDescribe (key 69), versions 0-1: KIP-848 consumer groups, their members and assignments.
+
+Each member is reported with its subscription, its current assignment and its target assignment; the
+group with its epoch, the epoch of its target assignment and the assignor that computed it. v1 adds
+the member type (1: a consumer-protocol member; classic members cannot join these groups here). An
+unknown group is GROUP_ID_NOT_FOUND, as is a classic or share group ("... is not a consumer group").
+Authorized operations are not computed (there are no ACLs).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
+from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
+from logwright.compat.kafka.describe_groups import UNKNOWN_AUTHORIZED_OPERATIONS
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
+
+CONSUMER_MEMBER_TYPE = 1
+
+
+@handler(69, "ConsumerGroupDescribe", 0, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("consumer_group_describe", context.api_version)
+    consumer_coordinator(context.broker)
+    groups = tuple(_describe(context, module, group_id) for group_id in request.group_ids)
+    return make(module.ConsumerGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
+
+
+def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
+    broker = context.broker
+    state = consumer_group(broker, group_id)
+    if state is None:
+        other = group_state(broker, group_id) is not None or broker.store.state("share_groups", group_id) is not None
+        message = (f"group {group_id!r} is not a consumer group" if other
+                   else f"group {group_id!r} does not exist")
+        return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message,
+                    group_id=group_id, group_state="Dead", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                    members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+    return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+                group_state=state.phase, group_epoch=state.group_epoch, assignment_epoch=state.assignment_epoch,
+                assignor_name=state.assignor, members=_members(context, module, state),
+                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+
+
+def _members(context: RequestContext, module: Any, state: ConsumerGroupState) -> tuple[Any, ...]:
+    broker = context.broker
+    return tuple(
+        make(module.Member, member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
+             member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
+             subscribed_topic_names=member.subscribed_topic_names,
+             subscribed_topic_regex=member.subscribed_topic_regex,
+             assignment=wire_assignment(broker, module, member.assigned),
+             target_assignment=wire_assignment(broker, module, state.target(member.member_id)),
+             member_type=CONSUMER_MEMBER_TYPE)
+        for member in state.members
+    )

@@ -1,0 +1,93 @@
+"""ConsumerGroupHeartbeat (key 68), versions 0-1: the KIP-848 consumer group protocol.
+
+v1 adds a subscribed topic regex (matched in full with Python ``re``; RE2J's syntax is close enough for
+the patterns clients send, but Python accepts lookarounds and backreferences RE2J refuses). A member
+joins with epoch 0 (librdkafka 2.16 and Java 4.x generate their member id; an empty one gets a UUID),
+heartbeats with its epoch, leaves with -1 (-2: a static member leaving temporarily). The assignment is
+sent when it changes, on a join, and whenever the member's epoch differs from the one it sent (null
+otherwise: "unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
+UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST,
+INCONSISTENT_GROUP_PROTOCOL (a classic group of that id has members), GROUP_ID_NOT_FOUND (a share group).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.kafka.join_group import milliseconds
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.consumer_groups.consumer_groups import as_tuple
+from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat
+from logwright.core.errors import DomainError
+
+
+def owned_partitions(broker: Broker, owned: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """The request's ``topic_partitions`` by topic name (unknown topic ids are dropped)."""
+    if owned is None:
+        return None
+    named: list[tuple[str, int]] = []
+    for entry in owned:
+        topic = broker.topic_by_id(entry.topic_id) if entry.topic_id is not None else None
+        if topic is not None:
+            named.extend((topic.name, int(index)) for index in entry.partitions)
+    return as_tuple(named)
+
+
+def wire_assignment(broker: Broker, module: Any, partitions: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+    entries = []
+    for name, indexes in partitions:
+        topic = broker.topic(name)
+        if topic is not None:
+            entries.append(make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic.topic_id), topic_name=name,
+                                partitions=indexes))
+    return make(module.Assignment, topic_partitions=tuple(entries))
+
+
+@handler(68, "ConsumerGroupHeartbeat", 0, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("consumer_group_heartbeat", context.api_version)
+    coordinator = consumer_coordinator(broker)
+    names = request.subscribed_topic_names
+    owned = owned_partitions(broker, request.topic_partitions)
+    command = ConsumerHeartbeat(
+        group_id=request.group_id or "",
+        member_id=request.member_id or "",
+        member_epoch=int(request.member_epoch),
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=milliseconds(request.rebalance_timeout),
+        subscribed_topic_names=tuple(names) if names is not None else None,
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor,
+        owned=owned,
+        client_id=context.client_id or "",
+        client_host=f"/{context.client_host}",
+    )
+
+    def answer(code: ErrorCode, message: str | None, member_id: str | None, epoch: int, assignment: Any) -> Any:
+        interval = coordinator.heartbeat_interval_ms(command.group_id) if command.group_id else 0
+        return make(module.ConsumerGroupHeartbeatResponse, throttle_time=datetime.timedelta(0), error_code=code,
+                    error_message=message, member_id=member_id, member_epoch=epoch,
+                    heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment)
+
+    before = consumer_group(broker, command.group_id)
+    try:
+        member_id, state = await coordinator.heartbeat(command)
+    except DomainError as error:
+        return answer(error_code_for(error), str(error), command.member_id or None, -1, None)
+    member = state.member(member_id)
+    if member is None or command.member_epoch < 0:
+        return answer(ErrorCode.NONE, None, member_id, command.member_epoch, None)
+    previous = before.member(member_id) if before is not None else None
+    changed = previous is None or previous.assigned != member.assigned
+    full = command.member_epoch == 0 or (owned is not None and owned != member.assigned)
+    assignment = None
+    if changed or full or command.member_epoch != member.member_epoch:
+        assignment = wire_assignment(broker, module, member.assigned)
+    return answer(ErrorCode.NONE, None, member_id, member.member_epoch, assignment)

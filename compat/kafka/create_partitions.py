@@ -1,0 +1,51 @@
+"""CreatePartitions (key 37), versions 0-3: grow a topic's partition count.
+
+The new partitions take the next global partition ids (one `PartitionsCreated` event) and start empty.
+A count that is not larger than the current one is INVALID_PARTITIONS; a manual assignment must give one
+broker list per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT otherwise); a topic
+named twice in one request is INVALID_REQUEST. ``validate_only`` decides without writing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.config_resources import failure
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.log.catalog import COUNTER_KEY, PartitionIdCounter, create_partitions
+from logwright.core.log.placement import check_new_partition_assignments
+
+
+@handler(37, "CreatePartitions", 0, 3)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("create_partitions", context.api_version)
+    validate_only = bool(request.validate_only)
+    counts = Counter(topic.name for topic in request.topics)
+    results, staged = [], False
+    for topic in request.topics:
+        code, message = ErrorCode.NONE, None
+        try:
+            if counts[topic.name] > 1:
+                raise InvalidRequest(f"topic {topic.name!r} appears {counts[topic.name]} times in the request")
+            state = broker.topic(topic.name)
+            counter = broker.store.state("catalog", COUNTER_KEY)
+            event = create_partitions(state, counter if isinstance(counter, PartitionIdCounter) else None,
+                                      topic.name, int(topic.count))
+            assignments = None if not topic.assignments else [entry.broker_ids for entry in topic.assignments]
+            current = int(topic.count) - len(event.partition_ids)
+            check_new_partition_assignments(current, int(topic.count), assignments, broker.node_id)
+            if not validate_only:
+                broker.stage([event])
+                staged = True
+        except DomainError as error:
+            code, message = failure(error)
+        results.append(make(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,
+                            error_message=message))
+    if staged:
+        await broker.durable()
+    return make(module.CreatePartitionsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))

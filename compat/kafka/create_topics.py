@@ -1,0 +1,83 @@
+"""CreateTopics (key 19), versions 2-7: topics with one replica each on this broker.
+
+``num_partitions`` -1 takes the broker's ``num.partitions``; a replication factor must be -1 or 1 and a
+manual assignment must put each partition on this broker alone (INVALID_REPLICATION_FACTOR and
+INVALID_REPLICA_ASSIGNMENT say why otherwise). Configs are validated by the registry (INVALID_CONFIG
+naming the key). A name given twice in one request is refused for that name (INVALID_REQUEST), as
+Kafka does. v5+ answer with the topic's partition count, replication factor and every config with its
+source; v7 with the topic id. ``validate_only`` decides without writing. Created topics are durable
+before the answer. v0 and v1 are not in kio (Kafka 4 dropped them) and no target client sends them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections import Counter
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.config_resources import Resource, describe, failure
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.errors import DomainError, InvalidConfig, InvalidRequest
+from logwright.core.events import TopicCreated
+from logwright.core.log.placement import partitions_to_create
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@handler(19, "CreateTopics", 2, 7)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("create_topics", context.api_version)
+    validate_only = bool(request.validate_only)
+    counts = Counter(topic.name for topic in request.topics)
+    results, answered, staged = [], set(), False
+    for topic in request.topics:
+        if topic.name in answered:
+            continue
+        answered.add(topic.name)
+        try:
+            if counts[topic.name] > 1:
+                raise InvalidRequest(f"topic {topic.name!r} appears {counts[topic.name]} times in the request; "
+                                     f"name each topic once")
+            event = _create(broker, topic, validate_only)
+        except DomainError as error:
+            code, message = failure(error)
+            results.append(make(module.CreatableTopicResult, name=topic.name, topic_id=ZERO_UUID, error_code=code,
+                                error_message=message, num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        staged = staged or not validate_only
+        results.append(_created(module, broker, event, validate_only))
+    if staged:
+        await broker.durable()
+    return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(results))
+
+
+def _create(broker: Broker, topic: Any, validate_only: bool) -> TopicCreated:
+    partitions = partitions_to_create(
+        int(topic.num_partitions), int(topic.replication_factor),
+        [(int(assignment.partition_index), assignment.broker_ids) for assignment in topic.assignments],
+        broker.node_id, int(broker.broker_config("num.partitions")),
+    )
+    configs: dict[str, str] = {}
+    for config in topic.configs:
+        if config.value is None:
+            raise InvalidConfig(f"topic config {config.name!r} has a null value; leave it out to use the default")
+        if config.name in configs:
+            raise InvalidRequest(f"topic config {config.name!r} appears more than once for topic {topic.name!r}")
+        configs[config.name] = config.value
+    return broker.create_topic(topic.name, partitions, tuple(configs.items()), validate_only=validate_only)
+
+
+def _created(module: Any, broker: Broker, event: TopicCreated, validate_only: bool) -> Any:
+    configs = None if not has_field(module.CreatableTopicResult, "configs") else tuple(
+        make(module.CreatableTopicConfigs, name=entry.name, value=entry.value, read_only=entry.read_only,
+             config_source=int(entry.source), is_sensitive=entry.sensitive)
+        for entry in describe(broker, Resource("topic", event.topic), own=dict(event.configs))
+    )
+    return make(module.CreatableTopicResult, name=event.topic,
+                topic_id=ZERO_UUID if validate_only else uuid.UUID(bytes=event.topic_id),
+                error_code=ErrorCode.NONE, error_message=None, num_partitions=len(event.partition_ids),
+                replication_factor=1, configs=configs)

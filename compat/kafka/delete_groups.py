@@ -1,0 +1,65 @@
+"""DeleteGroups (key 42), versions 0-2: remove groups without members, offsets included (`GroupDeleted`).
+
+A group with members is refused with NON_EMPTY_GROUP, an unknown one with GROUP_ID_NOT_FOUND. A share
+group is deleted the same way, as Kafka 4.4 does: only while empty, with its cursors (its delivery
+state); its config overrides stay. Then ShareGroupDescribe says GROUP_ID_NOT_FOUND, DescribeGroups
+Dead, ListGroups leaves it out, and a member joining under the name starts a new group from
+``share.auto.offset.reset``. A KIP-848 consumer group is deleted with its offsets once it has no members.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
+from logwright.compat.coordinators.group_coordinator import coordinator, group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError, NonEmptyGroup
+from logwright.core.events import GroupDeleted
+from logwright.core.groups.group_admin import decide_delete_group
+from logwright.core.groups.group_offsets import GroupOffsets
+
+
+@handler(42, "DeleteGroups", 0, 2)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("delete_groups", context.api_version)
+    results = []
+    deleted = False
+    shares = share_coordinator(broker)
+    for group_id in request.groups_names:
+        try:
+            if shares.group(group_id) is not None:
+                shares.delete_group(group_id)
+            elif consumer_group(broker, group_id) is not None:
+                _delete_consumer_group(broker, group_id)
+            else:
+                _delete_classic(broker, group_id)
+        except DomainError as error:
+            code = error_code_for(error)
+        else:
+            deleted, code = True, ErrorCode.NONE
+        results.append(make(module.DeletableGroupResult, group_id=group_id, error_code=code))
+    if deleted:
+        await broker.durable()
+    return make(module.DeleteGroupsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+
+
+def _delete_consumer_group(broker: Broker, group_id: str) -> None:
+    """A KIP-848 consumer group goes with its offsets (`GroupDeleted`) once it has no members."""
+    state = consumer_group(broker, group_id)
+    if state is not None and state.members:
+        raise NonEmptyGroup(f"consumer group {group_id!r} still has {len(state.members)} members")
+    broker.stage([GroupDeleted(group_id)])
+    consumer_coordinator(broker).forget_group(group_id)
+
+
+def _delete_classic(broker: Broker, group_id: str) -> None:
+    offsets = broker.store.state("group_offsets", group_id)
+    broker.stage([decide_delete_group(group_id, group_state(broker, group_id),
+                                      offsets if isinstance(offsets, GroupOffsets) else None)])
+    coordinator(broker).sessions.forget(group_id)

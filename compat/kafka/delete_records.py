@@ -1,0 +1,48 @@
+"""DeleteRecords (key 21), versions 0-2: move partitions' log start up (Kafka's low watermark).
+
+Offset -1 means the high watermark (everything written so far). Whole stored batches below the new
+start are deleted with a `LogTruncated` event; a batch straddling it stays, its lower records
+unreachable. An offset beyond the end is OFFSET_OUT_OF_RANGE. The store's ``truncate`` first commits
+what is staged, so the high watermark it measures is the committed one Fetch also sees; the answer (the
+new low watermark) waits until the truncation is durable.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.config_resources import failure
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.log.internal_topics import refuse_append
+
+
+@handler(21, "DeleteRecords", 0, 2)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("delete_records", context.api_version)
+    truncated = False
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            index = int(partition.partition_index)
+            partition_id = broker.partition_id(topic.name, index)
+            code, low_watermark = ErrorCode.NONE, -1
+            if partition_id is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                try:
+                    refuse_append(topic.name)
+                    truncated = broker.store.truncate(partition_id, int(partition.offset)) is not None or truncated
+                    low_watermark = broker.partition(partition_id).log_start_offset
+                except DomainError as error:
+                    code, _ = failure(error)
+            partitions.append(make(module.DeleteRecordsPartitionResult, partition_index=index,
+                                   low_watermark=low_watermark, error_code=code))
+        topics.append(make(module.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions)))
+    if truncated:
+        await broker.durable()
+    return make(module.DeleteRecordsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))

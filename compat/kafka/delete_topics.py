@@ -1,0 +1,68 @@
+"""DeleteTopics (key 20), versions 1-6: delete topics by name, or (v6) by topic id.
+
+A deletion is one `TopicDeleted` event; its partitions' batches and time index go in the same write,
+and the answer waits until that write is durable. Unknown names get UNKNOWN_TOPIC_OR_PARTITION,
+unknown ids UNKNOWN_TOPIC_ID; a v6 entry naming both a name and an id, or neither, and a topic named
+twice in one request are INVALID_REQUEST (Kafka's rules). v0 is not in kio and no target client sends it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections import Counter
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.config_resources import failure
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError, InvalidRequest, UnknownTopicId
+from logwright.core.log.catalog import TopicState, delete_topic
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@handler(20, "DeleteTopics", 1, 6)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("delete_topics", context.api_version)
+    if context.api_version >= 6:
+        wanted = [(entry.name, entry.topic_id or ZERO_UUID) for entry in request.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    counts = Counter(wanted)
+    results, staged = [], False
+    for name, topic_id in wanted:
+        state: TopicState | None = None
+        try:
+            if counts[(name, topic_id)] > 1:
+                raise InvalidRequest(f"topic {name or topic_id} appears {counts[(name, topic_id)]} times in the "
+                                     f"request")
+            state = _lookup(broker, name, topic_id)
+            event = delete_topic(state, state.name if state is not None else str(name))
+        except DomainError as error:
+            code, message = failure(error)
+            results.append(make(module.DeletableTopicResult, name=name, topic_id=topic_id, error_code=code,
+                                error_message=message))
+            continue
+        broker.stage([event])
+        staged = True
+        results.append(make(module.DeletableTopicResult, name=event.topic, topic_id=uuid.UUID(bytes=event.topic_id),
+                            error_code=ErrorCode.NONE, error_message=None))
+    if staged:
+        await broker.durable()
+    return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(0), responses=tuple(results))
+
+
+def _lookup(broker: Broker, name: str | None, topic_id: uuid.UUID) -> TopicState | None:
+    if name is not None and topic_id != ZERO_UUID:
+        raise InvalidRequest(f"topic {name!r} is named by both name and id {topic_id}; give one of them")
+    if name is not None:
+        return broker.topic(name)
+    if topic_id == ZERO_UUID:
+        raise InvalidRequest("a topic to delete needs a name or a topic id")
+    state = broker.topic_by_id(topic_id)
+    if state is None:
+        raise UnknownTopicId(f"no topic has id {topic_id}")
+    return state

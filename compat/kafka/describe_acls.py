@@ -1,0 +1,54 @@
+"""DescribeAcls (key 29), versions 1-3 (v2+ flexible): the stored ACL bindings a filter matches.
+
+Bindings are grouped by resource pattern, as Kafka answers. A filter with an UNKNOWN element is
+refused with INVALID_REQUEST. ACLs are stored and served for admin tools but not enforced: there is no
+authentication, so every client is ``User:ANONYMOUS`` and every operation is allowed (docs/acls.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+from itertools import groupby
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.acls import AclBinding, AclFilter, check_filter, select
+from logwright.core.errors import InvalidRequest
+
+
+def acl_filter(source: Any) -> AclFilter:
+    """The filter a DescribeAcls request or a DeleteAcls filter entry carries (same field names)."""
+    return AclFilter(int(source.resource_type_filter), source.resource_name_filter, int(source.pattern_type_filter),
+                     source.principal_filter, source.host_filter, int(source.operation), int(source.permission_type))
+
+
+def stored_acls(context: RequestContext) -> dict[str, AclBinding]:
+    return {key: binding for key, binding in context.broker.store.entities("acls").items()
+            if isinstance(binding, AclBinding)}
+
+
+@handler(29, "DescribeAcls", 1, 3)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("describe_acls", context.api_version)
+    wanted = acl_filter(request)
+    try:
+        check_filter(wanted)
+    except InvalidRequest as error:
+        return make(module.DescribeAclsResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.INVALID_REQUEST, error_message=str(error), resources=())
+    matches = select(stored_acls(context).values(), wanted)
+    resources = []
+    for (resource_type, name, pattern_type), group in groupby(
+            sorted(matches, key=_pattern), key=_pattern):
+        resources.append(make(
+            module.DescribeAclsResource, resource_type=resource_type, resource_name=name, pattern_type=pattern_type,
+            acls=tuple(make(module.AclDescription, principal=binding.principal, host=binding.host,
+                            operation=binding.operation, permission_type=binding.permission_type)
+                       for binding in group)))
+    return make(module.DescribeAclsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                error_message=None, resources=tuple(resources))
+
+
+def _pattern(binding: AclBinding) -> tuple[int, str, int]:
+    return binding.resource_type, binding.resource_name, binding.pattern_type

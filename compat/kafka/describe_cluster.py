@@ -1,0 +1,45 @@
+"""DescribeCluster (key 60), versions 0-2: one broker, which is also the controller.
+
+The cluster id is the broker's ``cluster_id`` setting. v1 asks for broker (1) or controller (2)
+endpoints: this node is both, so both get the same answer; other types are UNSUPPORTED_ENDPOINT_TYPE.
+v2 may include fenced brokers; this one never is. Without an authorizer every cluster operation is
+allowed, and that is what ``include_cluster_authorized_operations`` reports.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+CLUSTER_OPERATIONS = {"CREATE": 5, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10,
+                      "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
+"""Kafka's ACL operations on the CLUSTER resource, with their ``AclOperation`` ids (bit positions)."""
+ALL_CLUSTER_OPERATIONS = sum(1 << bit for bit in CLUSTER_OPERATIONS.values())
+ENDPOINT_TYPES = (1, 2)
+
+
+@handler(60, "DescribeCluster", 0, 2)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("describe_cluster", context.api_version)
+    endpoint_type = int(getattr(request, "endpoint_type", 1))
+    settings = broker.settings
+    if endpoint_type not in ENDPOINT_TYPES:
+        return make(module.DescribeClusterResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                    error_message=f"endpoint type {endpoint_type} is unknown: 1 asks for brokers, 2 for controllers",
+                    endpoint_type=endpoint_type, cluster_id=settings.cluster_id, controller_id=-1, brokers=())
+    operations = ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations \
+        else UNKNOWN_AUTHORIZED_OPERATIONS
+    return make(
+        module.DescribeClusterResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+        error_message=None, endpoint_type=endpoint_type, cluster_id=settings.cluster_id,
+        controller_id=broker.node_id,
+        brokers=(make(module.DescribeClusterBroker, broker_id=broker.node_id, host=settings.public_host,
+                      port=settings.public_port, rack=None, is_fenced=False),),
+        cluster_authorized_operations=operations,
+    )

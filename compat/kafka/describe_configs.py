@@ -1,0 +1,53 @@
+"""DescribeConfigs (key 32), versions 1-4: TOPIC, BROKER and GROUP configs with their sources.
+
+Every known key is listed with its effective value (defaults included) unless the request names a
+subset; v1+ carry the config source and, when asked, the synonyms (the chain of values the effective
+one overrides, most specific first); v3+ add the value type and, when asked, the documentation. A
+GROUP resource need not exist. A BROKER resource is this broker's id, or "" for the cluster-wide
+dynamic defaults (only the keys set there, as Kafka lists them). v0 is not in kio and no target client
+needs it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.errors import ErrorCode, KafkaError
+from logwright.compat.kafka.config_resources import DescribedConfig, describe, failure, resolve
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+
+
+@handler(32, "DescribeConfigs", 1, 4)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("describe_configs", context.api_version)
+    include_synonyms = bool(request.include_synonyms)
+    include_documentation = bool(getattr(request, "include_documentation", False))
+    results = []
+    for resource in request.resources:
+        code, message, entries = ErrorCode.NONE, None, []
+        try:
+            target = resolve(context.broker, int(resource.resource_type), resource.resource_name)
+            keys = resource.configuration_keys
+            entries = describe(context.broker, target, frozenset(keys) if keys else None)
+        except (KafkaError, DomainError) as error:
+            code, message = failure(error)
+        results.append(make(
+            module.DescribeConfigsResult, error_code=code, error_message=message,
+            resource_type=resource.resource_type, resource_name=resource.resource_name,
+            configs=tuple(_entry(module, entry, include_synonyms, include_documentation) for entry in entries),
+        ))
+    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+
+
+def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_documentation: bool) -> Any:
+    synonyms = tuple(
+        make(module.DescribeConfigsSynonym, name=name, value=value, source=int(source))
+        for name, value, source in entry.synonyms
+    ) if include_synonyms else ()
+    return make(
+        module.DescribeConfigsResourceResult, name=entry.name, value=entry.value, read_only=entry.read_only,
+        config_source=int(entry.source), is_sensitive=entry.sensitive, synonyms=synonyms,
+        config_type=entry.config_type, documentation=entry.documentation if include_documentation else None,
+    )

@@ -1,0 +1,65 @@
+"""DescribeGroups (key 15), versions 0-6: state, protocol and members of classic groups.
+
+As in Kafka, member metadata and assignments (and the protocol name) are reported only for a Stable
+group; a group that only has committed offsets is Empty. An unknown group is Dead with no error in
+v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). A share group is not a classic group: Dead with no error
+in v0-v5 and GROUP_ID_NOT_FOUND ("... is not a classic group") in v6, as Kafka 4.4 answers; it is
+described by ShareGroupDescribe. A KIP-848 consumer group is answered the same way (ConsumerGroupDescribe
+describes it). v4+ add members' ``group.instance.id``; authorized
+operations are not computed (there are no ACLs).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.coordinators.group_coordinator import coordinator, group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.groups import GroupPhase
+
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+@handler(15, "DescribeGroups", 0, 6)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("describe_groups", context.api_version)
+    coordinator(context.broker)
+    groups = tuple(_describe(context, module, group_id) for group_id in request.groups)
+    return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
+
+
+def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
+    broker = context.broker
+    state = group_state(broker, group_id)
+    code, message = ErrorCode.NONE, None
+    if state is None:
+        has_offsets = isinstance(broker.store.state("group_offsets", group_id), GroupOffsets)
+        has_offsets = has_offsets and consumer_group(broker, group_id) is None
+        phase = GroupPhase.EMPTY if has_offsets else GroupPhase.DEAD
+        if phase == GroupPhase.DEAD and context.api_version >= 6:
+            code, message = ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist"
+            if share_coordinator(broker).group(group_id) is not None:
+                message = f"group {group_id!r} is not a classic group: it is a share group (see ShareGroupDescribe)"
+            elif consumer_group(broker, group_id) is not None:
+                message = (f"group {group_id!r} is not a classic group: it is a consumer group (see "
+                           "ConsumerGroupDescribe)")
+        return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
+                    group_state=str(phase), protocol_type="", protocol_data="", members=(),
+                    authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+    stable = state.phase == GroupPhase.STABLE
+    members = tuple(
+        make(module.DescribedGroupMember, member_id=member.member_id, group_instance_id=member.group_instance_id,
+             client_id=member.client_id, client_host=member.client_host,
+             member_metadata=member.metadata(state.protocol_name) if stable else b"",
+             member_assignment=member.assignment if stable else b"")
+        for member in state.members
+    )
+    return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
+                group_state=str(state.phase), protocol_type=state.protocol_type or "",
+                protocol_data=(state.protocol_name or "") if stable else "", members=members,
+                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

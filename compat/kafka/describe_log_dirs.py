@@ -1,0 +1,55 @@
+"""DescribeLogDirs (key 35), versions 1-4: the data directory is this broker's one log dir.
+
+Every partition lives in the one RocksDB database under ``--data-dir``, so there is a single log dir,
+its absolute path, holding every partition; a partition's size is the bytes of its stored batches, its
+offset lag 0 and it is never a future replica. v4 adds the file system's total and usable bytes. A null
+topic list describes every partition; named partitions that do not exist are left out, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.log.catalog import TopicState
+
+
+def log_dir(broker: Broker) -> str:
+    """The one log dir: the data directory's absolute path, what AlterReplicaLogDirs must name too."""
+    return os.path.abspath(broker.store.path)
+
+
+@handler(35, "DescribeLogDirs", 1, 4)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("describe_log_dirs", context.api_version)
+    wanted: list[tuple[TopicState, Sequence[int]]]
+    if request.topics is None:
+        wanted = [(state, range(len(state.partition_ids))) for state in broker.topics()]
+    else:
+        wanted = []
+        for entry in request.topics:
+            state = broker.topic(entry.topic)
+            if state is not None:
+                wanted.append((state, [int(index) for index in entry.partitions]))
+    topics = []
+    for state, indexes in wanted:
+        partitions = tuple(
+            make(module.DescribeLogDirsPartition, partition_index=index, offset_lag=0, is_future_key=False,
+                 partition_size=broker.partition(state.partition_ids[index]).byte_size)
+            for index in indexes if 0 <= index < len(state.partition_ids)
+        )
+        if partitions:
+            topics.append(make(module.DescribeLogDirsTopic, name=state.name, partitions=partitions))
+    path = log_dir(broker)
+    usage = shutil.disk_usage(path)
+    result = make(module.DescribeLogDirsResult, error_code=ErrorCode.NONE, log_dir=path, topics=tuple(topics),
+                  total_bytes=usage.total, usable_bytes=usage.free)
+    return make(module.DescribeLogDirsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                results=(result,))

@@ -1,0 +1,61 @@
+"""DescribeShareGroupOffsets (key 90), versions 0-1: each share-partition's start offset (and lag, v1).
+
+Groups are named with their topics and partitions, or with null topics for every partition the group
+has state on. A partition without state (unknown group, topic or partition included) answers start
+offset and lag -1 without an error, as Kafka 4.4 does; lag is ``high watermark - start offset - records
+settled above it`` (see `core.share_group_offsets`). An empty group id gets INVALID_GROUP_ID.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.share_offsets import LEADER_EPOCH, cursors_of
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.log.catalog import TopicState
+from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
+
+
+@handler(90, "DescribeShareGroupOffsets", 0, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("describe_share_group_offsets", context.api_version)
+    return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
+                groups=tuple(_group(context.broker, module, group) for group in request.groups))
+
+
+def _group(broker: Broker, module: Any, request: Any) -> Any:
+    group_id = request.group_id
+    if not group_id:
+        return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, topics=(),
+                    error_code=ErrorCode.INVALID_GROUP_ID, error_message="the group id must not be empty")
+    cursor_of = cursors_of(broker, group_id)
+    wanted: list[tuple[str, TopicState | None, list[int]]] = []
+    if request.topics is None:
+        for state in broker.topics():
+            held = [index for index, partition_id in enumerate(state.partition_ids) if cursor_of(partition_id)]
+            if held:
+                wanted.append((state.name, state, held))
+    else:
+        wanted = [(entry.topic_name, broker.topic(entry.topic_name), [int(p) for p in entry.partitions])
+                  for entry in request.topics]
+    topics = []
+    for name, topic, indexes in wanted:
+        partitions = []
+        for index in indexes:
+            start, lag = UNINITIALIZED, UNINITIALIZED
+            if topic is not None and 0 <= index < len(topic.partition_ids):
+                partition_id = topic.partition_ids[index]
+                offsets = describe(cursor_of(partition_id), broker.high_watermark(partition_id))
+                start, lag = offsets.start_offset, offsets.lag
+            partitions.append(make(module.DescribeShareGroupOffsetsResponsePartition, partition_index=index,
+                                   start_offset=start, leader_epoch=LEADER_EPOCH, lag=lag,
+                                   error_code=ErrorCode.NONE, error_message=None))
+        topics.append(make(module.DescribeShareGroupOffsetsResponseTopic, topic_name=name,
+                           topic_id=uuid.UUID(bytes=topic.topic_id) if topic is not None else None,
+                           partitions=tuple(partitions)))
+    return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, topics=tuple(topics),
+                error_code=ErrorCode.NONE, error_message=None)

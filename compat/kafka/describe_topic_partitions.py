@@ -1,0 +1,79 @@
+"""DescribeTopicPartitions (key 75), version 0: topics and their partitions, a page at a time.
+
+Kafka 4's replacement for describing topics through Metadata. Topics are answered in name order (an
+empty request means every topic); ``response_partition_limit`` (at most 2000, Kafka's
+``max.request.partition.size.limit``) bounds the partitions of one answer, and ``next_cursor`` names
+the topic and partition the next page starts at. One broker leads every partition and is its only
+replica, in sync; there are no eligible leader replicas (ELR) to report. Without an authorizer every
+topic operation is allowed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.log.catalog import TopicState
+from logwright.core.log.internal_topics import is_internal_topic
+
+MAX_PARTITIONS = 2000
+TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)
+"""READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation ids)."""
+ALL_TOPIC_OPERATIONS = sum(1 << operation for operation in TOPIC_OPERATIONS)
+
+
+@handler(75, "DescribeTopicPartitions", 0, 0)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("describe_topic_partitions", context.api_version)
+    if request.topics:
+        names = sorted({str(topic.name) for topic in request.topics})
+    else:
+        names = [state.name for state in broker.topics()]
+    first_partition = 0
+    if request.cursor is not None:
+        names = [name for name in names if name >= request.cursor.topic_name]
+        first_partition = max(0, int(request.cursor.partition_index))
+    limit = int(request.response_partition_limit)
+    remaining = MAX_PARTITIONS if limit <= 0 else min(limit, MAX_PARTITIONS)
+    topics: list[Any] = []
+    next_cursor = None
+    for position, name in enumerate(names):
+        start = first_partition if request.cursor is not None and name == request.cursor.topic_name else 0
+        state = broker.topic(name)
+        if state is None:
+            topics.append(make(module.DescribeTopicPartitionsResponseTopic,
+                               error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=uuid.UUID(int=0),
+                               is_internal=is_internal_topic(name), partitions=(),
+                               topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+            continue
+        if remaining == 0:
+            next_cursor = make(module.Cursor, topic_name=name, partition_index=start)
+            break
+        end = min(len(state.partition_ids), start + remaining)
+        topics.append(_topic(module, state, range(start, end), broker.node_id))
+        remaining -= end - start
+        if end < len(state.partition_ids):
+            next_cursor = make(module.Cursor, topic_name=name, partition_index=end)
+            break
+        if remaining == 0 and position + 1 < len(names):
+            next_cursor = make(module.Cursor, topic_name=names[position + 1], partition_index=0)
+            break
+    return make(module.DescribeTopicPartitionsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics),
+                next_cursor=next_cursor)
+
+
+def _topic(module: Any, state: TopicState, indexes: range, node_id: int) -> Any:
+    partitions = tuple(
+        make(module.DescribeTopicPartitionsResponsePartition, error_code=ErrorCode.NONE, partition_index=index,
+             leader_id=node_id, leader_epoch=0, replica_nodes=(node_id,), isr_nodes=(node_id,),
+             eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
+        for index in indexes
+    )
+    return make(module.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.NONE, name=state.name,
+                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
+                partitions=partitions,
+                topic_authorized_operations=ALL_TOPIC_OPERATIONS)

@@ -1,0 +1,44 @@
+"""ElectLeaders (key 43), versions 0-2: on one broker no election is ever needed.
+
+Every partition has a single replica, on this node, which is both its preferred leader and its leader,
+so each named partition gets ELECTION_NOT_NEEDED (what Kafka answers for a partition already led by
+its preferred replica) for both election types, preferred (0) and unclean (1, v1+). A request naming
+no partitions (null) asks for every partition that needs an election: none. Unknown partitions get
+UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+
+ELECTION_TYPES = {0: "preferred", 1: "unclean"}
+
+
+@handler(43, "ElectLeaders", 0, 2)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("elect_leaders", context.api_version)
+    election_type = int(getattr(request, "election_type", 0))
+    results = []
+    for entry in request.topic_partitions or ():
+        state = broker.topic(entry.topic)
+        partitions = []
+        for index in entry.partitions:
+            if election_type not in ELECTION_TYPES:
+                code, message = ErrorCode.INVALID_REQUEST, f"election type {election_type} is unknown: " \
+                                                           f"0 is preferred, 1 is unclean"
+            elif state is None or not 0 <= int(index) < len(state.partition_ids):
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, \
+                    f"topic {entry.topic!r} has no partition {int(index)}"
+            else:
+                code, message = ErrorCode.ELECTION_NOT_NEEDED, \
+                    f"partition {int(index)} has one replica, node {broker.node_id}, which already leads it"
+            partitions.append(make(module.PartitionResult, partition_id=index, error_code=code,
+                                   error_message=message))
+        results.append(make(module.ReplicaElectionResult, topic=entry.topic, partition_result=tuple(partitions)))
+    return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                replica_election_results=tuple(results))

@@ -1,0 +1,39 @@
+"""EndTxn (key 26), versions 0-4: commit or abort the producer's transaction.
+
+The markers go into every partition of the transaction, its pending group offsets become committed
+offsets (or are dropped), in one WriteBatch, answered once durable. A retry of the outcome already
+reached is answered NONE; the other outcome, or ending an Empty transaction, INVALID_TXN_STATE.
+v5 (transaction version 2, epoch bumped on every end) is not served. PRODUCER_FENCED from v2.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from logwright.compat.coordinators.transaction_coordinator import stage_completion, wire_failure
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.transactions.transactions import end_transaction
+
+log = logging.getLogger(__name__)
+
+
+@handler(26, "EndTxn", 0, 4)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("end_txn", context.api_version)
+    code = ErrorCode.NONE
+    try:
+        completion = end_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
+                                     int(request.producer_epoch), bool(request.committed), broker.clock.now_ms())
+    except DomainError as error:
+        code, message = wire_failure(error, context.api_version, fenced_from_version=2)
+        log.info("EndTxn of %r refused with %s: %s", request.transactional_id, code.name, message)
+    else:
+        if completion is not None:
+            stage_completion(broker, completion)
+        await broker.durable()
+    return make(module.EndTxnResponse, throttle_time=datetime.timedelta(0), error_code=code)

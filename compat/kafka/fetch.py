@@ -1,0 +1,124 @@
+"""Fetch (key 1), versions 4-17: stored batches returned as they are, never decoded.
+
+A partition answers from the batch holding the fetch offset (clients skip records below it, as with
+Kafka's segment reads), up to the high watermark, which moves only when records are durable. The
+first batch is always returned whole even above ``max_bytes`` (KIP-74), so a large batch never
+stalls a consumer. Long polls wait for a commit that appends records, up to ``max_wait``. v13+ name
+topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
+
+Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
+`core.partition_transactions`). READ_COMMITTED (isolation level 1) reads only below it and gets the
+aborted transactions (producer id, first offset) overlapping what it read, so clients drop their records;
+control batches are returned like any other, clients skip them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.transactions.partition_transactions import PartitionTransactions
+
+
+@handler(1, "Fetch", 4, 17)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
+    min_bytes = int(request.min_bytes)
+    while True:
+        topics, total_bytes, had_error = _read(broker, context.api_version, request)
+        remaining = deadline - loop.time()
+        if total_bytes >= min_bytes or had_error or remaining <= 0:
+            break
+        await broker.wait_for_data(remaining)
+    module = response_module("fetch", context.api_version)
+    return make(
+        module.FetchResponse,
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.NONE,
+        session_id=0,
+        responses=tuple(
+            make(module.FetchableTopicResponse, topic=name, topic_id=topic_id, partitions=tuple(
+                make(module.PartitionData, partition_index=index, error_code=code, high_watermark=high_watermark,
+                     last_stable_offset=stable, log_start_offset=log_start,
+                     aborted_transactions=tuple(
+                         make(module.AbortedTransaction, producer_id=producer_id, first_offset=first_offset)
+                         for producer_id, first_offset in aborted
+                     ) if aborted is not None else None,
+                     preferred_read_replica=-1, records=records)
+                for index, code, high_watermark, stable, log_start, aborted, records in partitions
+            ))
+            for name, topic_id, partitions in topics
+        ),
+    )
+
+
+PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[bytes] | None]
+"""Index, error, high watermark, last stable offset, log start, aborted transactions (producer id, first
+offset; ``None`` for READ_UNCOMMITTED), and the stored batches: the encoder writes them uncopied."""
+
+
+def last_stable_offset(broker: Broker, partition_id: int) -> int:
+    high_watermark = broker.high_watermark(partition_id)
+    state = broker.store.state("partition_transactions", str(partition_id))
+    return state.last_stable_offset(high_watermark) if isinstance(state, PartitionTransactions) else high_watermark
+
+
+def _read(broker: Broker, version: int, request: Any) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool]:
+    budget = max(int(request.max_bytes), 0)
+    read_committed = int(getattr(request, "isolation_level", 0)) == 1
+    total = 0
+    had_error = False
+    topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
+    for fetch_topic in request.topics:
+        if version >= 13:
+            state = broker.topic_by_id(fetch_topic.topic_id)
+            missing_code = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            state = broker.topic(fetch_topic.topic)
+            missing_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        answers: list[PartitionAnswer] = []
+        for partition in fetch_topic.partitions:
+            index = int(partition.partition)
+            if state is None or not 0 <= index < len(state.partition_ids):
+                answers.append((index, missing_code, -1, -1, -1, None, None))
+                had_error = True
+                continue
+            partition_id = state.partition_ids[index]
+            high_watermark = broker.high_watermark(partition_id)
+            stable = last_stable_offset(broker, partition_id)
+            log_start = broker.partition(partition_id).log_start_offset
+            offset = int(partition.fetch_offset)
+            if offset < log_start or offset > high_watermark:
+                answers.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, stable, log_start, None, None))
+                had_error = True
+                continue
+            end = stable if read_committed else high_watermark
+            batches: list[bytes] = []
+            limit = min(int(partition.partition_max_bytes), budget if total else max(budget, 1))
+            if offset < end and limit > 0:
+                batches = broker.store.read_batches(partition_id, offset, limit, end_offset=end - 1)
+                if total and batches and len(batches[0]) > budget:
+                    batches = []
+            size = sum(map(len, batches))
+            total += size
+            budget = max(budget - size, 0)
+            aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
+            answers.append((index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches))
+        name = state.name if state is not None else getattr(fetch_topic, "topic", None)
+        topic_id = uuid.UUID(bytes=state.topic_id) if state is not None else getattr(fetch_topic, "topic_id", None)
+        topics.append((name, topic_id, answers))
+    return topics, total, had_error
+
+
+def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tuple[int, int]]:
+    state = broker.store.state("partition_transactions", str(partition_id))
+    if not isinstance(state, PartitionTransactions):
+        return []
+    return [(entry.producer_id, entry.first_offset) for entry in state.aborted_between(start, end)]

@@ -1,0 +1,72 @@
+"""InitProducerId (key 22), versions 0-5: producer ids for idempotent and transactional producers.
+
+A producer without a transactional id gets a fresh id at epoch 0 from the ``producers`` projection's
+counter (a `ProducerIdAllocated` event, durable before the answer, so an id is never handed out twice,
+even across restarts). From v3 a producer may name its current id and epoch (KIP-360): the epoch is
+bumped, fencing older instances; a stale pair gets a fresh id, as Kafka does for idempotent producers.
+
+With a transactional id this broker is the transaction coordinator (`core.transactions`): the id keeps
+its producer id and each call bumps the epoch, aborting a transaction the previous instance left open
+(its markers are written in the same WriteBatch). ``transaction_timeout`` must be positive and at most
+``transaction.max.timeout.ms`` (INVALID_TRANSACTION_TIMEOUT). PRODUCER_FENCED is answered from v4
+(KIP-588), INVALID_PRODUCER_EPOCH before. v6 (two-phase commit, KIP-939) is not served.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from logwright.compat.coordinators.transaction_coordinator import stage_completion, transaction_timer, wire_failure
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.events import Event, ProducerIdAllocated
+from logwright.core.events.transactions import TransactionalProducerInitialized
+from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
+from logwright.core.transactions.transactions import init_transactional
+
+log = logging.getLogger(__name__)
+
+
+@handler(22, "InitProducerId", 0, 5)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("init_producer_id", context.api_version)
+    producer_id = int(getattr(request, "producer_id", -1))
+    producer_epoch = int(getattr(request, "producer_epoch", -1))
+    counter = broker.store.state("producers", COUNTER_KEY)
+    counter = counter if isinstance(counter, ProducerIdCounter) else None
+    transactional_id = request.transactional_id
+    events: tuple[Event, ...]
+    try:
+        if transactional_id is None:
+            bumped = broker.store.state("producers", epoch_key(producer_id)) if producer_id >= 0 else None
+            events = (init_producer_id(counter, bumped if isinstance(bumped, ProducerState) else None, None,
+                                       producer_id, producer_epoch),)
+        else:
+            if not transactional_id:
+                raise InvalidRequest("the transactional id is empty")
+            transaction_timer(broker)
+            timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+            completion, events = init_transactional(
+                broker.transaction(transactional_id), counter, transactional_id, timeout_ms,
+                int(broker.broker_config("transaction.max.timeout.ms")), broker.clock.now_ms(), producer_id,
+                producer_epoch)
+            if completion is not None:
+                log.info("InitProducerId for %r aborts the transaction its previous instance left open",
+                         transactional_id)
+                stage_completion(broker, completion)
+    except DomainError as error:
+        code, message = wire_failure(error, context.api_version, fenced_from_version=4)
+        log.warning("InitProducerId from %s (client id %r) refused with %s: %s", context.client_host,
+                    context.client_id, code.name, message)
+        return make(module.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=code,
+                    producer_id=-1, producer_epoch=-1)
+    broker.stage(events)
+    await broker.durable()
+    granted = events[-1]
+    assert isinstance(granted, ProducerIdAllocated | TransactionalProducerInitialized)
+    return make(module.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                producer_id=granted.producer_id, producer_epoch=granted.producer_epoch)

@@ -1,0 +1,79 @@
+"""JoinGroup (key 11), versions 0-9: the classic rebalance's join phase.
+
+v0 has no rebalance timeout (the session timeout serves as both); v4+ first answer a member without
+an id with MEMBER_ID_REQUIRED and a generated id (KIP-394); v5+ carry ``group.instance.id`` (static
+membership, KIP-345); v7+ name the protocol type in the answer; v9 tells a static leader rejoining a
+Stable group to skip the assignment (KIP-814), which older versions express by an empty member list.
+The request blocks until the join phase completes (`group_coordinator`). A KIP-848 consumer group with
+members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online migration is not served).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.coordinators.group_coordinator import coordinator
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError, MemberIdRequired
+from logwright.core.groups.group_membership import JoinGroup
+
+
+def milliseconds(value: datetime.timedelta | int) -> int:
+    if isinstance(value, datetime.timedelta):
+        return value // datetime.timedelta(milliseconds=1)
+    return int(value)
+
+
+@handler(11, "JoinGroup", 0, 9)
+async def handle(context: RequestContext, request: Any) -> Any:
+    version = context.api_version
+    module = response_module("join_group", version)
+    session_ms = milliseconds(request.session_timeout)
+    rebalance = getattr(request, "rebalance_timeout", None)
+    rebalance_ms = milliseconds(rebalance) if rebalance is not None else -1
+    command = JoinGroup(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        client_id=context.client_id or "",
+        client_host=f"/{context.client_host}",
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms if rebalance_ms >= 0 else session_ms,
+        protocol_type=request.protocol_type,
+        protocols=tuple((protocol.name, bytes(protocol.metadata)) for protocol in request.protocols),
+        require_known_member_id=version >= 4,
+    )
+
+    def refusal(code: ErrorCode, member_id: str) -> Any:
+        return make(module.JoinGroupResponse, throttle_time=datetime.timedelta(0), error_code=code,
+                    generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
+                    leader="", skip_assignment=False, member_id=member_id, members=())
+
+    consumer = consumer_group(context.broker, command.group_id)
+    if consumer is not None and consumer.members:
+        return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+    try:
+        reply = await coordinator(context.broker).join(command)
+    except MemberIdRequired as required:
+        return refusal(ErrorCode.MEMBER_ID_REQUIRED, required.member_id)
+    except DomainError as error:
+        return refusal(error_code_for(error), request.member_id)
+    if reply.error is not None:
+        return refusal(error_code_for(reply.error), reply.member_id)
+    members = () if reply.skip_assignment and version < 9 else reply.members
+    return make(
+        module.JoinGroupResponse,
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.NONE,
+        generation_id=reply.generation,
+        protocol_type=reply.protocol_type,
+        protocol_name=reply.protocol_name if reply.protocol_name is not None or version >= 7 else "",
+        leader=reply.leader,
+        skip_assignment=reply.skip_assignment,
+        member_id=reply.member_id,
+        members=tuple(make(module.JoinGroupResponseMember, member_id=member_id, group_instance_id=instance_id,
+                           metadata=metadata) for member_id, instance_id, metadata in members),
+    )

@@ -1,0 +1,39 @@
+"""LeaveGroup (key 13), versions 0-5: members leave at once instead of waiting out their session.
+
+v0-v2 name one member and answer with one error; v3+ batch members (by member id and/or
+``group.instance.id``) and answer per member (v5 adds a reason, which is not recorded).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.coordinators.group_coordinator import coordinator
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+
+
+@handler(13, "LeaveGroup", 0, 5)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("leave_group", context.api_version)
+    batched = context.api_version >= 3
+    leaving = (
+        [(member.member_id, member.group_instance_id) for member in request.members]
+        if batched
+        else [(request.member_id, None)]
+    )
+    try:
+        outcomes = await coordinator(context.broker).leave(request.group_id, leaving)
+    except DomainError as error:
+        return make(module.LeaveGroupResponse, throttle_time=datetime.timedelta(0),
+                    error_code=error_code_for(error), members=())
+    codes = [error_code_for(outcome) if outcome is not None else ErrorCode.NONE for outcome in outcomes]
+    members = tuple(
+        make(module.MemberResponse, member_id=member_id, group_instance_id=instance_id, error_code=code)
+        for (member_id, instance_id), code in zip(leaving, codes, strict=True)
+    ) if batched else ()
+    top_level = ErrorCode.NONE if batched else codes[0]
+    return make(module.LeaveGroupResponse, throttle_time=datetime.timedelta(0), error_code=top_level,
+                members=members)

@@ -1,0 +1,51 @@
+"""ListConfigResources (key 74), versions 0-1: the resources DescribeConfigs can be asked about.
+
+v0 (Kafka's former ListClientMetricsResources) lists client-metrics resources only: there are none.
+v1 filters by resource type, an empty filter meaning every type: topics (2), this broker (4), and
+groups (32) that have members, committed offsets or config overrides. Broker loggers (8) and client
+metrics (16) are known types with nothing to list; any other type is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.groups.group_admin import list_groups
+from logwright.core.groups.groups import GroupState
+from logwright.core.log.catalog import ResourceConfig, resource_key
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
+_GROUP_CONFIG_PREFIX = resource_key("group", "")
+
+
+@handler(74, "ListConfigResources", 0, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("list_config_resources", context.api_version)
+    wanted = tuple(int(kind) for kind in getattr(request, "resource_types", (CLIENT_METRICS,))) or KNOWN_TYPES
+    unknown = sorted(set(wanted) - set(KNOWN_TYPES))
+    if unknown:
+        return make(module.ListConfigResourcesResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.INVALID_REQUEST, config_resources=())
+    listed = [make(module.ConfigResource, resource_name=name, resource_type=kind)
+              for kind, name in resources(context.broker) if kind in wanted]
+    return make(module.ListConfigResourcesResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                config_resources=tuple(listed))
+
+
+def resources(broker: Broker) -> list[tuple[int, str]]:
+    """Every ``(resource type, name)`` this broker has configs for, topics first, each kind sorted."""
+    listed = [(TOPIC, state.name) for state in broker.topics()]
+    listed.append((BROKER, str(broker.node_id)))
+    store = broker.store
+    states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
+    groups = {listing.group_id for listing in list_groups(states, store.entities("group_offsets").keys())}
+    for key, state in store.entities("catalog").items():
+        if isinstance(state, ResourceConfig) and str(key).startswith(_GROUP_CONFIG_PREFIX):
+            groups.add(str(key)[len(_GROUP_CONFIG_PREFIX):])
+    listed.extend((GROUP, group_id) for group_id in sorted(groups))
+    return listed

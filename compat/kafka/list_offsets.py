@@ -1,0 +1,89 @@
+"""ListOffsets (key 2), versions 1-11: earliest (-2), latest (-1), max timestamp (-3), by time.
+
+v9 and v11 add the tiered-storage queries latest tiered (-5) and earliest pending upload (-6); with no
+tiered storage they find nothing (offset -1), as Kafka answers for a topic without remote storage.
+v10 adds a timeout for remote lookups, which never wait here. With READ_COMMITTED (isolation level 1,
+v2+) latest is the last stable offset, below every open transaction, as Kafka answers.
+
+A time lookup seeks the time index (keyed by the running maximum timestamp, so the first entry at or
+after the target is the first batch that can hold it) and then decodes that one batch to find the
+first record at or after the target, the only place a record is decoded on this path.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.fetch import last_stable_offset
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.record_batch import decode_records
+from logwright.eventstore.keys import parse_time_index_key, time_index_key
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+
+
+@handler(2, "ListOffsets", 1, 11)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("list_offsets", context.api_version)
+    read_committed = int(getattr(request, "isolation_level", 0)) == 1
+    topics = []
+    for topic in request.topics:
+        state = broker.topic(topic.name)
+        partitions = []
+        for partition in topic.partitions:
+            index = int(partition.partition_index)
+            if state is None or not 0 <= index < len(state.partition_ids):
+                partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
+                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1,
+                                       old_style_offsets=()))
+                continue
+            timestamp, offset = lookup(broker, state.partition_ids[index], int(partition.timestamp), read_committed)
+            partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
+                                   error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0,
+                                   old_style_offsets=()))
+        topics.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions)))
+    return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
+    """``(timestamp, offset)`` for a ListOffsets query; ``(-1, -1)`` when no record is that late."""
+    high_watermark = last_stable_offset(broker, partition_id) if read_committed else broker.high_watermark(partition_id)
+    log_start = broker.partition(partition_id).log_start_offset
+    if timestamp == LATEST:
+        return -1, high_watermark
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, log_start
+    if timestamp == MAX_TIMESTAMP:
+        target = broker.partition(partition_id).max_timestamp
+        if target < 0:
+            return -1, -1
+        found = _first_at_or_after(broker, partition_id, target, log_start, high_watermark, exact=True)
+        return found
+    if timestamp < 0:
+        return -1, -1
+    return _first_at_or_after(broker, partition_id, timestamp, log_start, high_watermark, exact=False)
+
+
+def _first_at_or_after(
+    broker: Broker, partition_id: int, target: int, log_start: int, high_watermark: int, exact: bool
+) -> tuple[int, int]:
+    entry = broker.store.seek_index(time_index_key(partition_id, target), time_index_key(partition_id + 1, 0))
+    if entry is None:
+        return -1, -1
+    _, _indexed_time = parse_time_index_key(entry[0])
+    base_offset = broker.decode_offset(entry[1])
+    for batch in broker.store.read_batches(partition_id, max(base_offset, log_start), 1,
+                                           end_offset=high_watermark - 1):
+        for record in decode_records(batch):
+            if record.offset < log_start or record.offset >= high_watermark:
+                continue
+            if (record.timestamp == target) if exact else (record.timestamp >= target):
+                return record.timestamp, record.offset
+    return -1, -1

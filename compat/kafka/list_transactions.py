@@ -1,0 +1,54 @@
+"""ListTransactions (key 66), versions 0-2: transactional ids the coordinator knows, filtered.
+
+Filters: states (v0; names logwright never uses, such as PrepareCommit, match nothing, and names Kafka
+does not know are returned in ``unknown_state_filters``), producer ids (v0), transactions running longer
+than ``duration_filter`` ms on the broker clock (v1), a regular expression on the id (v2, Java syntax
+read as Python's; an invalid one is INVALID_REGULAR_EXPRESSION).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any
+
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.transactions.transactions import ONGOING, TransactionState
+
+KAFKA_STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+                          "Dead", "PrepareEpochFence"})
+
+
+@handler(66, "ListTransactions", 0, 2)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("list_transactions", context.api_version)
+    states = set(request.state_filters)
+    producer_ids = {int(producer_id) for producer_id in request.producer_id_filters}
+    duration_ms = int(getattr(request, "duration_filter", -1))
+    pattern_text = getattr(request, "transactional_id_pattern", None)
+    try:
+        pattern = re.compile(pattern_text) if pattern_text else None
+    except re.error:
+        return make(module.ListTransactionsResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
+                    transaction_states=())
+    now = broker.clock.now_ms()
+
+    def wanted(state: TransactionState) -> bool:
+        return ((not states or state.status in states)
+                and (not producer_ids or state.producer_id in producer_ids)
+                and (duration_ms < 0 or (state.status == ONGOING and now - state.started_ms > duration_ms))
+                and (pattern is None or pattern.fullmatch(state.transactional_id) is not None))
+
+    found = sorted((state for state in broker.store.entities("transactions").values()
+                    if isinstance(state, TransactionState) and wanted(state)),
+                   key=lambda state: state.transactional_id)
+    return make(module.ListTransactionsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                unknown_state_filters=tuple(sorted(states - KAFKA_STATES)),
+                transaction_states=tuple(
+                    make(module.TransactionState, transactional_id=state.transactional_id,
+                         producer_id=state.producer_id, transaction_state=state.status)
+                    for state in found
+                ))

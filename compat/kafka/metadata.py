@@ -1,0 +1,93 @@
+"""Metadata (key 3), versions 0-13: one broker, every partition led by it, topics auto-created on request.
+
+v0 treats an empty topic list as "all topics"; v1+ use null for that. v10+ carry topic ids, and a
+topic may be named by id alone. Auto-creation needs both the request's permission (v4+) and the
+broker's ``auto.create.topics.enable``; a name Kafka would refuse gets INVALID_TOPIC_EXCEPTION.
+``__consumer_offsets`` is reported with ``is_internal`` (even while it does not exist, as Kafka does) and
+created with Kafka's partition count whenever the request allows auto-creation.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.log.catalog import TopicState
+from logwright.core.log.internal_topics import is_internal_topic
+
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+@handler(3, "Metadata", 0, 13)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("metadata", context.api_version)
+    requested = request.topics
+    if requested is None or (context.api_version == 0 and not requested):
+        wanted: list[tuple[str | None, TopicState | None]] = [(state.name, state) for state in broker.topics()]
+    else:
+        wanted = []
+        for entry in requested:
+            name = getattr(entry, "name", None)
+            topic_id = getattr(entry, "topic_id", None)
+            if name is None and topic_id is not None and topic_id.int != 0:
+                state = broker.topic_by_id(topic_id)
+                wanted.append((state.name if state else None, state))
+            else:
+                wanted.append((name, broker.topic(name) if name is not None else None))
+    may_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    allow_auto_create = may_create and broker.auto_create_enabled()
+    errors: dict[str, ErrorCode] = {}
+    created = False
+    for name, state in wanted:
+        if state is None and name is not None and may_create and is_internal_topic(name):
+            created = broker.ensure_consumer_offsets_topic() or created
+        elif state is None and name is not None and allow_auto_create:
+            try:
+                broker.create_topic(name, int(broker.broker_config("num.partitions")))
+                created = True
+            except DomainError as error:
+                errors[name] = error_code_for(error)
+    if created:
+        await broker.durable()
+    topics = []
+    for name, state in wanted:
+        state = broker.topic(name) if name is not None else state
+        if state is None:
+            code = errors.get(name or "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            topics.append(make(module.MetadataResponseTopic, error_code=code, name=name,
+                               topic_id=uuid.UUID(int=0), partitions=(), is_internal=is_internal_topic(name),
+                               topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+            continue
+        topics.append(_topic(module, state, broker.node_id))
+    settings = broker.settings
+    return make(
+        module.MetadataResponse,
+        throttle_time=datetime.timedelta(0),
+        brokers=(make(module.MetadataResponseBroker, node_id=broker.node_id, host=settings.public_host,
+                      port=settings.public_port, rack=None),),
+        cluster_id=settings.cluster_id,
+        controller_id=broker.node_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
+        error_code=ErrorCode.NONE,
+    )
+
+
+def _topic(module: Any, state: TopicState, node_id: int) -> Any:
+    partitions = tuple(
+        make(module.MetadataResponsePartition, error_code=ErrorCode.NONE, partition_index=index,
+             leader_id=node_id, leader_epoch=0, replica_nodes=(node_id,), isr_nodes=(node_id,),
+             offline_replicas=())
+        for index in range(len(state.partition_ids))
+    )
+    return make(module.MetadataResponseTopic, error_code=ErrorCode.NONE, name=state.name,
+                topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
+                partitions=partitions,
+                topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

@@ -1,0 +1,81 @@
+"""OffsetDelete (key 47), version 0: delete a group's committed offsets for some partitions.
+
+Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to the topic (read
+from the members' ``consumer`` protocol subscriptions with kio's ConsumerProtocolSubscription
+schema), and for the whole group with NON_EMPTY_GROUP when it has members whose subscriptions
+cannot be read (another protocol type). A KIP-848 consumer group refuses the topics its members'
+subscriptions resolve to (names and regex matches).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
+from kio.serial import entity_reader
+from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.groups.group_admin import decide_offset_delete
+from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.groups import GroupMember, GroupState
+
+_read_subscription = entity_reader(ConsumerProtocolSubscription)
+_CONSUMER_PROTOCOL_MEMBER = GroupMember("", None, "", "", 0, 0, ())
+"""Stands for the members of a KIP-848 consumer group, whose subscriptions the coordinator knows."""
+
+
+def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
+    """Topics the members subscribe to; ``None`` when they cannot be read.
+
+    Every version of the subscription starts with an int16 version and then the v0 fields, so the
+    v0 schema reads the topic list of any version.
+    """
+    if state is None or not state.members:
+        return frozenset()
+    if state.protocol_type != "consumer" or state.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in state.members:
+        try:
+            subscription, _ = _read_subscription(member.metadata(state.protocol_name), 2)
+        except Exception:
+            return None
+        topics.update(subscription.topics)
+    return frozenset(topics)
+
+
+@handler(47, "OffsetDelete", 0, 0)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("offset_delete", context.api_version)
+    state = group_state(broker, request.group_id)
+    offsets = broker.store.state("group_offsets", request.group_id)
+    requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions]
+    consumer = consumer_group(broker, request.group_id)
+    subscribed = subscribed_topics(state)
+    if consumer is not None and consumer.members:
+        subscribed = frozenset(name for name, _, _ in consumer.subscription_metadata)
+        state = GroupState(request.group_id, members=(_CONSUMER_PROTOCOL_MEMBER,))
+    try:
+        outcome = decide_offset_delete(request.group_id, state, offsets if isinstance(offsets, GroupOffsets) else None,
+                                       requested, subscribed)
+    except DomainError as error:
+        return make(module.OffsetDeleteResponse, error_code=error_code_for(error),
+                    throttle_time=datetime.timedelta(0), topics=())
+    if outcome.events:
+        broker.stage(outcome.events)
+        await broker.durable()
+    topics = tuple(
+        make(module.OffsetDeleteResponseTopic, name=topic.name, partitions=tuple(
+            make(module.OffsetDeleteResponsePartition, partition_index=p.partition_index,
+                 error_code=error_code_for(outcome.errors[(topic.name, int(p.partition_index))])
+                 if (topic.name, int(p.partition_index)) in outcome.errors else ErrorCode.NONE)
+            for p in topic.partitions))
+        for topic in request.topics
+    )
+    return make(module.OffsetDeleteResponse, error_code=ErrorCode.NONE, throttle_time=datetime.timedelta(0),
+                topics=topics)

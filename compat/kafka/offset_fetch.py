@@ -1,0 +1,84 @@
+"""OffsetFetch (key 9), versions 1-9: a group's committed offsets.
+
+v0 is not served (kio cannot parse it). v2+ accept null topics for "every committed partition" and
+carry a top-level error; v5+ return the leader epoch; v7+ ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT for a partition with a transactional offset still pending (TxnOffsetCommit in an
+open transaction), which the client retries; v8+ batch groups. In v9, members of a KIP-848 consumer group
+send their member id and epoch (else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH; epoch -1 without a member
+id is an admin read). A partition without a commit, or of an unknown group or topic, answers offset -1
+with no error, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
+from logwright.core.errors import DomainError
+from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.transactions.transactions import pending_offsets
+
+
+@handler(9, "OffsetFetch", 1, 9)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("offset_fetch", context.api_version)
+    if context.api_version >= 8:
+        groups = tuple(
+            _group(context, module, group, bool(request.require_stable)) for group in request.groups
+        )
+        return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), groups=groups)
+    topics = _topics(context, module, request.group_id, request.topics, batched=False,
+                     require_stable=bool(getattr(request, "require_stable", False)))
+    return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), topics=topics,
+                error_code=ErrorCode.NONE)
+
+
+def _group(context: RequestContext, module: Any, group: Any, require_stable: bool) -> Any:
+    """One group of a batched fetch; v9 members of a consumer group must send their current epoch."""
+    consumer = consumer_group(context.broker, group.group_id)
+    if consumer is not None and context.api_version >= 9:
+        try:
+            check_member_epoch(consumer, getattr(group, "member_id", None), int(getattr(group, "member_epoch", -1)),
+                               commit=False)
+        except DomainError as error:
+            return make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=error_code_for(error),
+                        topics=())
+    return make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=ErrorCode.NONE,
+                topics=_topics(context, module, group.group_id, group.topics, batched=True,
+                               require_stable=require_stable))
+
+
+def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequence[Any] | None,
+            batched: bool, require_stable: bool) -> tuple[Any, ...]:
+    topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
+    partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
+    state = context.broker.store.state("group_offsets", group_id)
+    offsets = state if isinstance(state, GroupOffsets) else GroupOffsets()
+    unstable = pending_offsets(context.broker.store.entities("transactions").values(), group_id) \
+        if require_stable else set()
+    wanted: dict[str, list[int]] = {}
+    if requested is None:
+        for topic, partition, _ in offsets.offsets:
+            wanted.setdefault(topic, []).append(partition)
+    else:
+        for entry in requested:
+            wanted.setdefault(entry.name, []).extend(int(index) for index in entry.partition_indexes)
+    topics = []
+    for topic, indexes in wanted.items():
+        partitions = []
+        for index in indexes:
+            committed = offsets.get(topic, index)
+            partitions.append(make(
+                partition_cls, partition_index=index,
+                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, index) in unstable else ErrorCode.NONE,
+                committed_offset=committed.offset if committed else -1,
+                committed_leader_epoch=committed.leader_epoch if committed else -1,
+                metadata=committed.metadata if committed and committed.metadata is not None else "",
+            ))
+        topics.append(make(topic_cls, name=topic, partitions=tuple(partitions)))
+    return tuple(topics)

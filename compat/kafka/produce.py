@@ -1,0 +1,259 @@
+"""Produce (key 0), versions 3-12: RecordBatch v2 only, stored as received with the base offset patched.
+
+Older versions (the v0/v1 message formats) are answered UNSUPPORTED_VERSION by `fallback`. A
+partition's batches are validated together (magic, CRC32C, size, record count, producer sequence) and
+appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
+answered once the WriteBatch holding the records is written under the store's durability setting
+(there is one replica, so both mean the same). Topics with ``message.timestamp.type=LogAppendTime``
+get the broker's time written into the batch header, with the CRC recomputed. Internal topics
+(``__consumer_offsets``) refuse records with INVALID_TOPIC_EXCEPTION, as Kafka does.
+
+Plugins may refuse partitions before anything is written (``logwright_admit_append``, resolved once
+into `Broker.admission`): every partition is validated first, the plugins see the request's counts
+and sizes once, and only the admitted partitions are appended. Without such a plugin no request is
+built. A plugin that raises refuses the whole request (UNKNOWN_SERVER_ERROR), so a broken quota
+plugin never lets data through unchecked.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.record_batch import (
+    BatchHeader,
+    CorruptBatch,
+    UnsupportedMessageFormat,
+    iter_batches,
+    parse_header,
+    verify_crc,
+    with_base_offset,
+    with_log_append_time,
+)
+from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
+from logwright.core.errors import DomainError
+from logwright.core.events import Event, RecordsAppended
+from logwright.core.log.catalog import TopicState
+from logwright.core.log.internal_topics import refuse_append
+from logwright.core.log.partition_log import append_batch
+from logwright.core.log.producers import Duplicate, ProducerState, check_sequence, producer_key
+from logwright.core.transactions.transactions import check_transactional_append
+from logwright.eventstore.interface import StoredBatch
+from logwright.eventstore.keys import time_index_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    error_code: ErrorCode
+    base_offset: int = -1
+    log_start_offset: int = -1
+    log_append_time: int = -1
+    error_message: str | None = None
+
+
+@handler(0, "Produce", 3, 12)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    acks = int(request.acks)
+    outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
+    for topic_data in request.topic_data:
+        topic = broker.topic(topic_data.name)
+        partitions: list[tuple[int, PartitionResult | Prepared]] = []
+        for partition_data in topic_data.partition_data:
+            index = int(partition_data.index)
+            if acks not in (0, 1, -1):
+                message = f"acks={acks} is not 0, 1 or -1"
+                partitions.append((index, PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)))
+            else:
+                partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
+        outcomes.append((topic_data.name, partitions))
+    refused = _admit(broker, context, [item for _, partitions in outcomes for _, item in partitions
+                                       if isinstance(item, Prepared)])
+    appended = False
+    results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
+    for name, partitions in outcomes:
+        staged = []
+        for index, item in partitions:
+            if isinstance(item, Prepared):
+                item = refused.get(item.partition_id) or stage_partition(broker, item)
+                appended = appended or item.error_code == ErrorCode.NONE
+            staged.append((index, item))
+        results.append((name, staged))
+    if acks == 0:
+        return None
+    if appended:
+        await broker.durable()
+    module = response_module("produce", context.api_version)
+    return make(
+        module.ProduceResponse,
+        responses=tuple(
+            make(module.TopicProduceResponse, name=name, partition_responses=tuple(
+                _partition_response(module, index, result) for index, result in partitions
+            ))
+            for name, partitions in results
+        ),
+        throttle_time=datetime.timedelta(0),
+    )
+
+
+def _admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:
+    """The partitions the plugins' ``logwright_admit_append`` refuses, once per request; nothing is asked (and
+    no request built) when no plugin but the built-in default implements the hook."""
+    admit = broker.admission
+    if admit is None or not prepared:
+        return {}
+    configs: dict[str, Mapping[str, str]] = {}
+    for item in prepared:
+        if item.topic.name not in configs:
+            effective = broker.configs.effective("topic", dict(item.topic.configs))
+            configs[item.topic.name] = {name: value for name, (value, _) in effective.items() if value is not None}
+    request = AppendRequest(tuple(item.append(configs[item.topic.name]) for item in prepared), context.client_id,
+                            broker.clock.now_ms())
+    try:
+        admission = admit(request)
+    except Exception as error:  # a broken plugin refuses the request rather than letting it bypass a quota
+        log.exception("the admission plugins failed on a produce request of %s", context.client_id)
+        message = f"the broker's admission plugins failed: {type(error).__name__}: {error}"
+        return {item.partition_id: PartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=message)
+                for item in prepared}
+    refused: dict[int, PartitionResult] = {}
+    for partition_id, refusal in admission.refused:
+        refused.setdefault(partition_id, PartitionResult(error_code_for(refusal), error_message=str(refusal)))
+    return refused
+
+
+def _partition_response(module: Any, index: int, result: PartitionResult) -> Any:
+    append_time = (
+        datetime.datetime.fromtimestamp(result.log_append_time / 1000, tz=datetime.UTC)
+        if result.log_append_time >= 0 else None
+    )
+    return make(module.PartitionProduceResponse, index=index, error_code=result.error_code,
+                base_offset=result.base_offset, log_append_time=append_time,
+                log_start_offset=result.log_start_offset, record_errors=(), error_message=result.error_message)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One partition's batches, validated and ready to append."""
+
+    topic: TopicState
+    index: int
+    partition_id: int
+    batches: tuple[tuple[memoryview, BatchHeader], ...]
+    log_append_time: bool
+
+    def append(self, topic_configs: Mapping[str, str]) -> PartitionAppend:
+        """What admission plugins see of it: counts and sizes, never the records."""
+        return PartitionAppend(self.topic.name, self.index, self.partition_id,
+                               sum(header.record_count for _, header in self.batches),
+                               sum(len(data) for data, _ in self.batches), self.batches[0][1].producer_id,
+                               topic_configs)
+
+
+def produce_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None) -> PartitionResult:
+    """Validate and stage one partition's batches (no admission plugins asked); the caller awaits durability."""
+    prepared = prepare_partition(broker, topic, index, records)
+    return stage_partition(broker, prepared) if isinstance(prepared, Prepared) else prepared
+
+
+def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None
+                      ) -> Prepared | PartitionResult:
+    """Parse and validate one partition's batches without writing anything; an error answer if they are refused."""
+    if topic is None or not 0 <= index < len(topic.partition_ids):
+        return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
+    if not records:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message="the produce request carries no records")
+    try:
+        refuse_append(topic.name)
+    except DomainError as error:
+        return PartitionResult(error_code_for(error), error_message=str(error))
+    partition_id = topic.partition_ids[index]
+    max_message_bytes = int(broker.topic_config(topic, "max.message.bytes") or 1048588)
+    log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
+    try:
+        batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))
+    except UnsupportedMessageFormat as error:
+        return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
+    except CorruptBatch as error:
+        return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
+    for data, header in batches:
+        problem = _validate(data, header, max_message_bytes)
+        if problem is not None:
+            return problem
+    return Prepared(topic, index, partition_id, batches, log_append_time)
+
+
+def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:
+    """Stage prepared batches (producer sequences checked batch by batch); the caller awaits durability."""
+    partition_id = prepared.partition_id
+    now = broker.clock.now_ms() if prepared.log_append_time else -1
+    first_offset: int | None = None
+    try:
+        for data, header in prepared.batches:
+            outcome = stage_batch(broker, partition_id, data, header, now)
+            if first_offset is None:
+                first_offset = outcome
+    except DomainError as error:
+        return PartitionResult(error_code_for(error), error_message=str(error))
+    state = broker.partition(partition_id)
+    return PartitionResult(ErrorCode.NONE, first_offset if first_offset is not None else -1,
+                           state.log_start_offset, now)
+
+
+def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> PartitionResult | None:
+    if len(data) > max_message_bytes:
+        return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE,
+                               error_message=f"a {len(data)}-byte batch is over max.message.bytes={max_message_bytes}")
+    if not verify_crc(data):
+        return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message="the batch's CRC32C does not match its bytes")
+    if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+        return PartitionResult(ErrorCode.INVALID_RECORD,
+                               error_message=f"record count {header.record_count} does not match the last "
+                                             f"offset delta {header.last_offset_delta}")
+    if header.is_control:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message="clients may not produce control batches")
+    return None
+
+
+def stage_batch(
+    broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int
+) -> int:
+    """Stage one batch; returns its base offset (the original one for a duplicate retry).
+
+    ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
+    A transactional batch must come from the current epoch of a transaction the partition was added to.
+    """
+    if header.producer_id >= 0 and header.base_sequence >= 0:
+        producer_state = broker.store.state("producers", producer_key(partition_id, header.producer_id))
+        verdict = check_sequence(
+            producer_state if isinstance(producer_state, ProducerState) else None,
+            header.producer_epoch, header.base_sequence, header.record_count,
+        )
+        if isinstance(verdict, Duplicate):
+            return verdict.base_offset
+    if header.is_transactional and not header.is_control:
+        check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
+                                   header.producer_epoch, partition_id)
+    state = broker.partition(partition_id)
+    max_timestamp = append_time if append_time >= 0 else header.max_timestamp
+    event: RecordsAppended = append_batch(
+        state, header.record_count, len(data), max_timestamp, header.producer_id, header.producer_epoch,
+        header.base_sequence, header.is_transactional,
+    )
+    if append_time >= 0:
+        data = with_log_append_time(data, append_time)
+    stored = StoredBatch(partition_id, event.base_offset, with_base_offset(data, event.base_offset))
+    index_entries: list[tuple[bytes, bytes]] = []
+    if max_timestamp > state.max_timestamp:
+        index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))
+    events: list[Event] = [event]
+    broker.stage(events, (stored,), index_entries)
+    return event.base_offset

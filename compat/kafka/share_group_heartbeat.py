@@ -1,0 +1,58 @@
+"""ShareGroupHeartbeat (key 76), version 1: join (epoch 0), stay alive, learn the assignment, leave (epoch -1).
+
+librdkafka 2.16 sends only v1, generates its own member id, names its subscription on the first
+heartbeat (and again only when it changes) and acks a new assignment simply by heartbeating with the
+new epoch. The assignment is sent when it changes and on every join, never otherwise (null means
+"unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the client rejoins with
+epoch 0), INVALID_REQUEST for a first heartbeat without topics.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.share_groups.share_groups import ShareHeartbeat
+
+
+@handler(76, "ShareGroupHeartbeat", 1, 1)
+async def handle(context: RequestContext, request: Any) -> Any:
+    module = response_module("share_group_heartbeat", context.api_version)
+    coordinator = share_coordinator(context.broker)
+    topics = request.subscribed_topic_names
+    command = ShareHeartbeat(
+        group_id=request.group_id or "",
+        member_id=request.member_id or "",
+        member_epoch=int(request.member_epoch),
+        rack_id=request.rack_id,
+        subscribed_topics=tuple(topics) if topics is not None else None,
+        client_id=context.client_id or "",
+        client_host=f"/{context.client_host}",
+    )
+
+    def answer(code: ErrorCode, message: str | None, member_id: str | None, epoch: int, assignment: Any) -> Any:
+        interval = coordinator.heartbeat_interval_ms(command.group_id) if command.group_id else 0
+        return make(module.ShareGroupHeartbeatResponse, throttle_time=datetime.timedelta(0), error_code=code,
+                    error_message=message, member_id=member_id, member_epoch=epoch,
+                    heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment)
+
+    try:
+        member_id, state = await coordinator.heartbeat(command)
+    except DomainError as error:
+        return answer(error_code_for(error), str(error), None, -1, None)
+    member = state.member(member_id)
+    if member is None:
+        return answer(ErrorCode.NONE, None, member_id, -1, None)
+    sent_new = command.member_epoch != member.member_epoch
+    assignment = None
+    if sent_new:
+        assignment = make(module.Assignment, topic_partitions=tuple(
+            make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic_id), partitions=partitions)
+            for _, topic_id, partitions in member.assignment
+        ))
+    return answer(ErrorCode.NONE, None, member_id, member.member_epoch, assignment)

@@ -1,0 +1,53 @@
+"""TxnOffsetCommit (key 28), versions 0-4: a transaction's consumer offsets, pending until it ends.
+
+The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE). Offsets are
+`TransactionalOffsetCommitted` events held by the transaction: OffsetFetch shows them only once the
+transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort
+drops them. v3+ carry the member's generation (a KIP-848 member's epoch), checked as OffsetCommit
+checks it unless the producer sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED
+from v3. v5 (transaction version 2, no AddOffsetsToTxn) is not served.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from logwright.compat.coordinators.transaction_coordinator import wire_failure
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.offset_commit import check_committer, commit_partitions
+from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.errors import DomainError
+from logwright.core.events.transactions import TransactionalOffsetCommitted
+from logwright.core.transactions.transactions import check_offset_commit as check_transaction
+
+log = logging.getLogger(__name__)
+
+
+@handler(28, "TxnOffsetCommit", 0, 4)
+async def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    module = response_module("txn_offset_commit", context.api_version)
+    group_id = request.group_id
+    request_code: ErrorCode | None = None
+    try:
+        transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
+                                        int(request.producer_epoch), group_id)
+        generation = int(getattr(request, "generation_id", -1))
+        member_id = getattr(request, "member_id", "")
+        instance_id = getattr(request, "group_instance_id", None)
+        if generation >= 0 or member_id or instance_id is not None:
+            check_committer(broker, group_id, generation, member_id, instance_id)
+    except DomainError as error:
+        request_code, message = wire_failure(error, context.api_version, fenced_from_version=3)
+        log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
+                 request_code.name, message)
+    commits, topics = commit_partitions(broker, request.topics, group_id, request_code, broker.clock.now_ms(),
+                                        module.TxnOffsetCommitResponseTopic, module.TxnOffsetCommitResponsePartition)
+    events = [TransactionalOffsetCommitted(transaction.transactional_id, transaction.producer_id,
+                                           transaction.producer_epoch, commit) for commit in commits]
+    if events:
+        broker.stage(events)
+        await broker.durable()
+    return make(module.TxnOffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=topics)

@@ -1,0 +1,1 @@
+"""ACL bindings as Kafka's StandardAuthorizer answers them (stored, not enforced)."""

@@ -1,0 +1,1 @@
+"""Config definitions (topic, group, broker) and how overrides change them."""

@@ -1,0 +1,242 @@
+"""Config keys that topics, groups and the broker accept: defaults, validation and documentation.
+
+A `ConfigRegistry` is built at start-up (plugins add their keys through a registration hook) and is
+read-only afterwards. Invalid values are refused with `InvalidConfig` naming the key and the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from logwright.core.errors import InvalidConfig
+
+Validator = Callable[[str], str | None]
+"""Returns ``None`` when the value is valid, otherwise why it is not."""
+
+
+def long_at_least(minimum: int) -> Validator:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return "must be an integer"
+        return None if number >= minimum else f"must be at least {minimum}"
+
+    return check
+
+
+def long_between(minimum: int, maximum: int) -> Validator:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return "must be an integer"
+        return None if minimum <= number <= maximum else f"must be between {minimum} and {maximum}"
+
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
+def boolean(value: str) -> str | None:
+    return None if value.lower() in ("true", "false") else "must be true or false"
+
+
+def ratio(value: str) -> str | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return "must be a number"
+    return None if 0.0 <= number <= 1.0 else "must be between 0 and 1"
+
+
+def any_value(value: str) -> str | None:
+    return None
+
+
+_ISO_DURATION = re.compile(r"P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?", re.IGNORECASE)
+
+
+def share_auto_offset_reset(value: str) -> str | None:
+    """KIP-932/KIP-1106: ``latest``, ``earliest`` or ``by_duration:`` and a non-negative ISO-8601 duration."""
+    if value in ("latest", "earliest"):
+        return None
+    prefix, _, duration = value.partition(":")
+    if prefix == "by_duration" and _ISO_DURATION.fullmatch(duration):
+        return None
+    return "must be latest, earliest or by_duration:<ISO-8601 duration>, e.g. by_duration:PT1H"
+
+
+def iso_duration_ms(duration: str) -> int:
+    """Milliseconds of a validated ISO-8601 duration such as ``PT1H`` or ``P1DT30M`` (days, hours, minutes, seconds)."""
+    match = _ISO_DURATION.fullmatch(duration)
+    if match is None:
+        raise ValueError(f"not an ISO-8601 duration: {duration!r}")
+    days, _, hours, minutes, seconds, _ = match.groups()
+    total = float(seconds[:-1]) if seconds else 0.0
+    total += 60 * int(minutes[:-1]) if minutes else 0
+    total += 3600 * int(hours[:-1]) if hours else 0
+    total += 86400 * int(days[:-1]) if days else 0
+    return int(total * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    resource_type: str
+    default: str | None
+    validate: Validator
+    doc: str
+    value_type: str = "STRING"
+    sensitive: bool = False
+    read_only: bool = False
+
+
+@dataclass(slots=True)
+class ConfigRegistry:
+    """Known keys per resource type (``topic``, ``group``, ``broker``)."""
+
+    keys: dict[tuple[str, str], ConfigKey] = field(default_factory=dict)
+
+    def register(self, key: ConfigKey) -> None:
+        if (key.resource_type, key.name) in self.keys:
+            raise ValueError(f"config key {key.name!r} for {key.resource_type} is registered twice")
+        self.keys[(key.resource_type, key.name)] = key
+
+    def known(self, resource_type: str) -> list[ConfigKey]:
+        return [key for (kind, _), key in sorted(self.keys.items()) if kind == resource_type]
+
+    def get(self, resource_type: str, name: str) -> ConfigKey | None:
+        return self.keys.get((resource_type, name))
+
+    def validate(self, resource_type: str, entries: Iterable[tuple[str, str | None]]) -> None:
+        """Refuse unknown keys, read-only keys and invalid values; ``None`` (reset) is always valid."""
+        for name, value in entries:
+            key = self.keys.get((resource_type, name))
+            if key is None:
+                raise InvalidConfig(f"unknown {resource_type} config {name!r}")
+            if key.read_only:
+                raise InvalidConfig(f"{resource_type} config {name!r} is read-only")
+            if value is None:
+                continue
+            problem = key.validate(value)
+            if problem is not None:
+                raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {name!r}: {problem}")
+
+    def effective(self, resource_type: str, overrides: Mapping[str, str]) -> dict[str, tuple[str | None, bool]]:
+        """Every known key's value and whether it is the default, for DescribeConfigs."""
+        result: dict[str, tuple[str | None, bool]] = {}
+        for key in self.known(resource_type):
+            if key.name in overrides:
+                result[key.name] = (overrides[key.name], False)
+            else:
+                result[key.name] = (key.default, True)
+        return result
+
+
+_TOPIC_KEYS = (
+    ConfigKey("cleanup.policy", "topic", "delete", one_of("delete", "compact", "compact,delete", "delete,compact"),
+              "Retention policy; compaction is accepted but logs are only deleted by time and size.", "LIST"),
+    ConfigKey("retention.ms", "topic", "604800000", long_at_least(-1),
+              "How long batches are kept; -1 keeps them forever.", "LONG"),
+    ConfigKey("retention.bytes", "topic", "-1", long_at_least(-1),
+              "Largest size of a partition's log before whole batches are deleted; -1 for no limit.", "LONG"),
+    ConfigKey("max.message.bytes", "topic", "1048588", long_at_least(0),
+              "Largest record batch a producer may send to this topic.", "INT"),
+    ConfigKey("message.timestamp.type", "topic", "CreateTime", one_of("CreateTime", "LogAppendTime"),
+              "Whether record timestamps are the producer's or the broker's append time."),
+    ConfigKey("compression.type", "topic", "producer",
+              one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+              "Batches are stored as the producer compressed them; other values are accepted for "
+              "compatibility."),
+    ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(14),
+              "Accepted for compatibility; RocksDB has no segments.", "INT"),
+    ConfigKey("segment.ms", "topic", "604800000", long_at_least(1),
+              "Accepted for compatibility; RocksDB has no segments.", "LONG"),
+    ConfigKey("min.insync.replicas", "topic", "1", long_at_least(1),
+              "Accepted for compatibility; there is one replica.", "INT"),
+    ConfigKey("unclean.leader.election.enable", "topic", "false", boolean,
+              "Accepted for compatibility; there is one replica.", "BOOLEAN"),
+    ConfigKey("min.cleanable.dirty.ratio", "topic", "0.5", ratio, "Accepted for compatibility.", "DOUBLE"),
+    ConfigKey("delete.retention.ms", "topic", "86400000", long_at_least(0), "Accepted for compatibility.",
+              "LONG"),
+    ConfigKey("message.timestamp.before.max.ms", "topic", "9223372036854775807", long_at_least(0),
+              "Accepted for compatibility.", "LONG"),
+    ConfigKey("message.timestamp.after.max.ms", "topic", "3600000", long_at_least(0),
+              "Accepted for compatibility.", "LONG"),
+)
+
+_BROKER_KEYS = (
+    ConfigKey("auto.create.topics.enable", "broker", "true", boolean,
+              "Create a topic when Metadata or Produce names one that does not exist.", "BOOLEAN"),
+    ConfigKey("num.partitions", "broker", "1", long_at_least(1),
+              "Partitions of an automatically created topic.", "INT"),
+    ConfigKey("offsets.topic.num.partitions", "broker", "50", long_at_least(1),
+              "Partitions of the internal __consumer_offsets topic when the broker creates it (it stays empty: "
+              "offsets are events).", "INT"),
+    ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
+              "Largest request frame accepted; larger ones close the connection.", "INT"),
+    ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
+              "Accepted for compatibility.", "INT"),
+    ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),
+              "Wait before the first rebalance of an empty group.", "INT"),
+    ConfigKey("group.min.session.timeout.ms", "broker", "6000", long_at_least(0),
+              "Smallest session timeout a consumer group member may ask for.", "INT"),
+    ConfigKey("group.max.session.timeout.ms", "broker", "1800000", long_at_least(0),
+              "Largest session timeout a consumer group member may ask for.", "INT"),
+    ConfigKey("group.max.size", "broker", "2147483647", long_at_least(1),
+              "Most members a classic consumer group may have.", "INT"),
+    ConfigKey("transaction.max.timeout.ms", "broker", "900000", long_at_least(1),
+              "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT "
+              "above it).", "INT"),
+    ConfigKey("group.consumer.session.timeout.ms", "broker", "45000", long_at_least(1),
+              "A KIP-848 consumer group member that does not heartbeat for this long is removed (a group's "
+              "consumer.session.timeout.ms overrides it).", "INT"),
+    ConfigKey("group.consumer.heartbeat.interval.ms", "broker", "5000", long_at_least(1),
+              "How often KIP-848 consumer group members heartbeat (a group's consumer.heartbeat.interval.ms "
+              "overrides it).", "INT"),
+    ConfigKey("node.id", "broker", "1", long_at_least(0),
+              "This broker's id in Metadata and FindCoordinator; set at start-up (--config node.id=N).", "INT",
+              read_only=True),
+    ConfigKey("listeners", "broker", None, any_value, "Where this broker listens (--listen).", "LIST",
+              read_only=True),
+    ConfigKey("advertised.listeners", "broker", None, any_value,
+              "The address given to clients (--advertised, else --listen).", "LIST", read_only=True),
+)
+
+
+_GROUP_KEYS = (
+    ConfigKey("consumer.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+              "Session timeout of members of this KIP-848 consumer group (classic groups use the timeout each "
+              "member asks for).", "INT"),
+    ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+              "Heartbeat interval of members of this KIP-848 consumer group.", "INT"),
+    ConfigKey("share.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+              "A share group member that does not heartbeat for this long is removed.", "INT"),
+    ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+              "How often share group members heartbeat.", "INT"),
+    ConfigKey("share.record.lock.duration.ms", "group", "30000", long_between(15000, 60000),
+              "How long a share consumer holds acquired records before they are delivered again.", "INT"),
+    ConfigKey("share.delivery.count.limit", "group", "5", long_between(2, 10),
+              "Deliveries of one record to a share group before it is archived (dead-lettered).", "INT"),
+    ConfigKey("share.auto.offset.reset", "group", "latest", share_auto_offset_reset,
+              "Where a share group starts on a partition it has never read: latest, earliest or "
+              "by_duration:<ISO-8601 duration> (the first record at most that old)."),
+    ConfigKey("share.isolation.level", "group", "read_uncommitted", one_of("read_uncommitted", "read_committed"),
+              "Whether share consumers see records of open transactions; there are no transactions yet."),
+)
+
+
+def default_registry() -> ConfigRegistry:
+    """The keys the core itself understands; plugins add theirs at start-up."""
+    registry = ConfigRegistry()
+    for key in (*_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS):
+        registry.register(key)
+    return registry

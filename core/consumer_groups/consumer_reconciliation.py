@@ -1,0 +1,305 @@
+"""Decisions of KIP-848 consumer groups: ConsumerGroupHeartbeat, leaving, timeouts and offset commit checks.
+
+One heartbeat: validate the member and its epoch, record what it changed, bump the group epoch when
+membership, a subscription or a subscribed topic changed, recompute the target assignment with the
+group's server-side assignor, then move the member one step towards its target. A partition moves only
+through revocation: its old owner is told to give it up, the new owner gets it only once no member
+still owns it (it acknowledged the revocation by heartbeating without it, or it left).
+
+Epochs follow Kafka: a member's epoch moves to the target epoch once it revoked what it had to; a
+heartbeat with an epoch above the member's, or below it other than the previous one sent with a subset
+of its partitions (a lost response), is FENCED_MEMBER_EPOCH. Epoch -1 leaves, -2 leaves a static
+member temporarily: it keeps its partitions until it rejoins under its instance id or times out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from logwright.core.consumer_groups.consumer_assignors import ASSIGNORS, DEFAULT_ASSIGNOR_NAME, AssignorMember
+from logwright.core.consumer_groups.consumer_groups import (
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupState,
+    ConsumerMember,
+    MemberState,
+    as_set,
+    as_tuple,
+    fold,
+)
+from logwright.core.errors import (
+    FencedMemberEpoch,
+    InvalidRegularExpression,
+    InvalidRequest,
+    StaleMemberEpoch,
+    UnknownMember,
+    UnreleasedInstanceId,
+    UnsupportedAssignor,
+)
+from logwright.core.events import Event
+from logwright.core.events.consumer_groups import (
+    ConsumerGroupEpochBumped,
+    ConsumerMemberLeft,
+    ConsumerMemberReconciled,
+    ConsumerMemberSubscribed,
+    ConsumerStaticMemberReplaced,
+    ConsumerTargetAssignmentComputed,
+    SubscriptionMetadata,
+    TopicPartitions,
+)
+
+LEAVE_EPOCH = -1
+JOIN_EPOCH = 0
+
+Topics = Mapping[str, tuple[bytes, int]]
+"""Every existing topic: name → (topic id, partition count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeat:
+    """One ConsumerGroupHeartbeat; ``None`` fields did not change since the member's last heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: TopicPartitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+def subscribed_topics(member: ConsumerMember, topics: Topics) -> frozenset[str]:
+    """The existing topics a member subscribes to: its names, and every topic its regex matches in full
+    (Python ``re``, close to RE2J for the patterns clients send). As in Kafka, internal topics are not
+    skipped: a client that does not want ``__consumer_offsets`` writes a regex that does not match it."""
+    names = {name for name in member.subscribed_topic_names if name in topics}
+    if member.subscribed_topic_regex:
+        try:
+            pattern = re.compile(member.subscribed_topic_regex)
+        except re.error:
+            pattern = None
+        if pattern is not None:
+            names.update(name for name in topics if pattern.fullmatch(name))
+    return frozenset(names)
+
+
+def subscription_metadata(state: ConsumerGroupState, topics: Topics) -> SubscriptionMetadata:
+    names = set().union(*(subscribed_topics(member, topics) for member in state.members))
+    return tuple((name, topics[name][0], topics[name][1]) for name in sorted(names))
+
+
+def choose_assignor(state: ConsumerGroupState) -> str:
+    """The server assignor most members name (ties by name), else the default."""
+    votes = Counter(m.server_assignor for m in state.members if m.server_assignor)
+    if not votes:
+        return DEFAULT_ASSIGNOR_NAME
+    return min(votes, key=lambda name: (-votes[name], name))
+
+
+def _check(command: ConsumerHeartbeat) -> None:
+    if not command.group_id:
+        raise InvalidRequest("a consumer group heartbeat needs a non-empty group id")
+    if command.member_epoch < STATIC_LEAVE_EPOCH:
+        raise InvalidRequest(f"member epoch {command.member_epoch} is not valid (-2, -1, 0 or a member's epoch)")
+    if command.member_epoch != JOIN_EPOCH and not command.member_id:
+        raise InvalidRequest("a heartbeat with a non-zero epoch needs the member id")
+    if command.member_epoch == JOIN_EPOCH:
+        if command.rebalance_timeout_ms < 0:
+            raise InvalidRequest("RebalanceTimeoutMs must be provided in first request.")
+        if command.subscribed_topic_names is None and command.subscribed_topic_regex is None:
+            raise InvalidRequest("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        if command.owned is None or command.owned:
+            raise InvalidRequest("TopicPartitions must be empty when (re-)joining.")
+    if command.server_assignor and command.server_assignor not in ASSIGNORS:
+        raise UnsupportedAssignor(f"server assignor {command.server_assignor!r} is not one of "
+                                  f"{', '.join(ASSIGNORS)}")
+    if command.subscribed_topic_regex:
+        try:
+            re.compile(command.subscribed_topic_regex)
+        except re.error as error:
+            raise InvalidRegularExpression(
+                f"subscribed topic regex {command.subscribed_topic_regex!r} does not compile: {error}") from error
+
+
+def _check_epoch(group_id: str, member: ConsumerMember, command: ConsumerHeartbeat) -> None:
+    received = command.member_epoch
+    if received == member.member_epoch:
+        return
+    if (received < member.member_epoch and received == member.previous_member_epoch and command.owned is not None
+            and as_set(command.owned) <= as_set(member.assigned)):
+        return
+    raise FencedMemberEpoch(f"member {member.member_id!r} of consumer group {group_id!r} sent epoch {received}, "
+                            f"its epoch is {member.member_epoch}; rejoin with epoch 0")
+
+
+def _subscribed_event(group_id: str, member_id: str, existing: ConsumerMember | None,
+                      command: ConsumerHeartbeat) -> ConsumerMemberSubscribed:
+    def pick(new: str | None, old: str | None) -> str | None:
+        return old if new is None else (new or None)
+
+    return ConsumerMemberSubscribed(
+        group_id, member_id,
+        instance_id=pick(command.instance_id, existing.instance_id if existing else None),
+        rack_id=pick(command.rack_id, existing.rack_id if existing else None),
+        client_id=command.client_id or (existing.client_id if existing else ""),
+        client_host=command.client_host or (existing.client_host if existing else ""),
+        rebalance_timeout_ms=(command.rebalance_timeout_ms if command.rebalance_timeout_ms >= 0
+                              else existing.rebalance_timeout_ms if existing else 0),
+        server_assignor=pick(command.server_assignor, existing.server_assignor if existing else None),
+        subscribed_topic_names=(tuple(sorted(set(command.subscribed_topic_names)))
+                                if command.subscribed_topic_names is not None
+                                else existing.subscribed_topic_names if existing else ()),
+        subscribed_topic_regex=pick(command.subscribed_topic_regex,
+                                    existing.subscribed_topic_regex if existing else None),
+    )
+
+
+def _changes_subscription(before: ConsumerMember | None, event: ConsumerMemberSubscribed) -> bool:
+    return before is None or (before.subscribed_topic_names, before.subscribed_topic_regex, before.server_assignor,
+                              before.rack_id) != (event.subscribed_topic_names, event.subscribed_topic_regex,
+                                                  event.server_assignor, event.rack_id)
+
+
+def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topics: Topics,
+              new_member_id: Callable[[], str]) -> tuple[str, list[Event]]:
+    """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append.
+
+    Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`,
+    `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
+    """
+    _check(command)
+    group_id = command.group_id
+    current = state if state is not None else ConsumerGroupState(group_id)
+    if command.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return command.member_id, leave(current, command.member_id, command.instance_id, command.member_epoch,
+                                        topics)
+    events: list[Event] = []
+    member_id = command.member_id or new_member_id()
+    existing = current.member(member_id)
+    if command.member_epoch == JOIN_EPOCH:
+        static = current.static_member(command.instance_id) if command.instance_id else None
+        if static is not None and static.member_id != member_id:
+            if static.member_epoch != STATIC_LEAVE_EPOCH:
+                raise UnreleasedInstanceId(f"instance id {command.instance_id!r} of consumer group {group_id!r} is "
+                                           f"still held by member {static.member_id!r}")
+            events.append(ConsumerStaticMemberReplaced(group_id, member_id, static.member_id))
+            existing = static
+        elif existing is not None:
+            events.append(ConsumerMemberReconciled(group_id, member_id, 0, -1, MemberState.STABLE, (), ()))
+    else:
+        if existing is None:
+            raise UnknownMember(f"member {member_id!r} is not in consumer group {group_id!r}; rejoin with epoch 0")
+        _check_epoch(group_id, existing, command)
+    subscribed = _subscribed_event(group_id, member_id, existing, command)
+    if existing is None or _changes_subscription(existing, subscribed) or (
+            subscribed.client_host, subscribed.client_id, subscribed.rebalance_timeout_ms, subscribed.instance_id
+    ) != (existing.client_host, existing.client_id, existing.rebalance_timeout_ms, existing.instance_id):
+        events.append(subscribed)
+    events.extend(refresh(fold(current, events, group_id), topics, member_id,
+                          force=_changes_subscription(existing, subscribed)))
+    events.extend(reconcile(fold(current, events, group_id), member_id, command.owned))
+    return member_id, events
+
+
+def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bool) -> list[Event]:
+    """Bump the group epoch if forced or the subscribed topics changed, and recompute a stale target."""
+    events: list[Event] = []
+    metadata = subscription_metadata(state, topics)
+    if force or metadata != state.subscription_metadata:
+        bumped = ConsumerGroupEpochBumped(state.group_id, member_id, state.group_epoch + 1, metadata)
+        events.append(bumped)
+        state = fold(state, [bumped], state.group_id)
+    if state.group_epoch > state.assignment_epoch:
+        name = choose_assignor(state)
+        members = [AssignorMember(m.member_id, subscribed_topics(m, topics)) for m in state.members]
+        counts = {name_: count for name_, _, count in state.subscription_metadata}
+        previous = {owner: as_set(partitions) for owner, partitions in state.targets}
+        targets = ASSIGNORS[name].assign(members, counts, previous)
+        events.append(ConsumerTargetAssignmentComputed(
+            state.group_id, member_id, state.group_epoch, name,
+            tuple((owner, as_tuple(targets[owner])) for owner in sorted(targets))))
+    return events
+
+
+def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions | None) -> list[Event]:
+    """Move one member a step towards its target: revoke first, then take only partitions nobody owns."""
+    member = state.member(member_id)
+    if member is None or member.member_epoch == STATIC_LEAVE_EPOCH:
+        return []
+    owned_by_others: set[tuple[str, int]] = set()
+    for other in state.members:
+        if other.member_id != member_id:
+            owned_by_others |= as_set(other.assigned) | as_set(other.revoking)
+    target = as_set(state.target(member_id))
+    epoch = state.assignment_epoch
+    assigned = as_set(member.assigned)
+    if member.state == MemberState.UNREVOKED_PARTITIONS:
+        if owned is None or as_set(owned) & as_set(member.revoking):
+            return []
+    elif member.member_epoch == epoch and member.state == MemberState.STABLE:
+        return []
+    keep, revoke = assigned & target, assigned - target
+    if revoke:
+        step = (member.member_epoch, member.previous_member_epoch, MemberState.UNREVOKED_PARTITIONS, keep, revoke)
+    else:
+        pending = target - assigned
+        free = pending - owned_by_others
+        previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
+        unreleased = bool(pending - free)
+        step = (epoch, previous, MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
+                keep | free, frozenset())
+    new_epoch, previous_epoch, new_state, new_assigned, new_revoking = step
+    if (new_epoch, previous_epoch, new_state, as_tuple(new_assigned), as_tuple(new_revoking)) == (
+            member.member_epoch, member.previous_member_epoch, member.state, member.assigned, member.revoking):
+        return []
+    return [ConsumerMemberReconciled(state.group_id, member_id, new_epoch, previous_epoch, new_state,
+                                     as_tuple(new_assigned), as_tuple(new_revoking))]
+
+
+def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, epoch: int,
+          topics: Topics) -> list[Event]:
+    """Epoch -1 (or -2 without an instance id): the member leaves and the group rebalances. Epoch -2 of a
+    static member: it keeps its partitions, at epoch -2, until it rejoins or its session times out."""
+    member = state.member(member_id)
+    if member is None and instance_id:
+        member = state.static_member(instance_id)
+    if member is None:
+        raise UnknownMember(f"member {member_id!r} is not in consumer group {state.group_id!r}")
+    if epoch == STATIC_LEAVE_EPOCH and member.instance_id:
+        return [ConsumerMemberReconciled(state.group_id, member.member_id, STATIC_LEAVE_EPOCH, member.member_epoch,
+                                         member.state, member.assigned, member.revoking)]
+    return remove(state, member.member_id, "left the group", topics)
+
+
+def remove(state: ConsumerGroupState, member_id: str, reason: str, topics: Topics) -> list[Event]:
+    """A member is gone (left, session or rebalance timeout): free its partitions and rebalance the rest."""
+    if state.member(member_id) is None:
+        return []
+    left = ConsumerMemberLeft(state.group_id, member_id, reason)
+    return [left, *refresh(fold(state, [left], state.group_id), topics, "", force=True)]
+
+
+def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_epoch: int,
+                       commit: bool) -> ConsumerMember | None:
+    """OffsetCommit and OffsetFetch (v9+) of a consumer group: a member must send its current epoch.
+
+    Epoch -1 without a member is an admin or unmanaged consumer, allowed while the group has no members
+    (for a commit) or always (for a fetch, where the caller passes no member id). Raises `UnknownMember`
+    or `StaleMemberEpoch`.
+    """
+    if member_epoch < 0 and not member_id and not (commit and state.members):
+        return None
+    member = state.member(member_id or "")
+    if member is None:
+        raise UnknownMember(f"member {member_id!r} is not in consumer group {state.group_id!r}")
+    if member_epoch != member.member_epoch:
+        raise StaleMemberEpoch(f"member {member_id!r} of consumer group {state.group_id!r} sent epoch "
+                               f"{member_epoch}, its epoch is {member.member_epoch}")
+    return member

@@ -1,0 +1,127 @@
+"""Values exchanged with plugins at decision points: a released delivery and its fate, an append's admission.
+
+They are plain frozen dataclasses so that the core and the wire layer can build and read them without
+pluggy; the plugin host passes them through the decision and wrapper hooks of `plugins/spec.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from logwright.core.errors import DomainError
+from logwright.core.events.cursors import OffsetRanges
+
+
+class ReleaseReason(Enum):
+    """Why records stopped being in flight without being acknowledged."""
+
+    RELEASED = "released"
+    """The consumer gave them back (negative ack, KIP-932 RELEASE)."""
+    LOCK_EXPIRED = "lock_expired"
+    """Their acquisition lock ran out (ack timeout)."""
+    CONSUMER_LEFT = "consumer_left"
+    """Their consumer left or its session timed out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasedDelivery:
+    """Records of one partition, all delivered ``delivery_count`` times, that came back.
+
+    ``requested_delay_ms`` is the delay the consumer asked for (a negative ack with a delay), if any;
+    ``settings`` are the group's effective configs (``share.delivery.count.limit`` and plugin keys).
+    """
+
+    subscription: str
+    topic: str
+    partition_index: int
+    ranges: OffsetRanges
+    delivery_count: int
+    reason: ReleaseReason
+    consumer: str
+    now_ms: int
+    requested_delay_ms: int | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """Make the records available again ``delay_ms`` from now (0: at once)."""
+
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Archive the records (dead-letter): they are never delivered again; ``reason`` is recorded."""
+
+    reason: str
+
+
+ReleaseDecision = Redeliver | Reject
+
+ReleaseDecider = Callable[[ReleasedDelivery], ReleaseDecision]
+"""The plugins' ``logwright_decide_release`` chain, resolved once by the plugin host."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseContext:
+    """What a plugin decision about returned records needs besides the cursor.
+
+    Built only when a plugin other than the built-in ``redelivery`` implements the decision: without
+    one, the cursor commands apply ``share.delivery.count.limit`` themselves and build no
+    `ReleasedDelivery` at all.
+    """
+
+    decide: ReleaseDecider
+    partition_index: int
+    settings: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAppend:
+    """What one request wants to append to one partition: counts and sizes, never the records.
+
+    ``topic_configs`` are the topic's effective configs (its overrides over the defaults, plugin keys
+    included), so a quota plugin reads its own topic keys from them.
+    """
+
+    topic: str
+    partition_index: int
+    partition_id: int
+    record_count: int
+    byte_size: int
+    producer_id: int = -1
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendRequest:
+    """One produce request's appends, admitted or refused together before anything is written."""
+
+    appends: tuple[PartitionAppend, ...]
+    client_id: str | None
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The partitions of an `AppendRequest` that are refused, each with the error its client gets."""
+
+    refused: tuple[tuple[int, DomainError], ...] = ()
+
+    def refuse(self, partition_id: int, error: DomainError) -> Admission:
+        """This admission with ``partition_id`` refused (the first refusal of a partition wins)."""
+        if self.error_for(partition_id) is not None:
+            return self
+        return Admission((*self.refused, (partition_id, error)))
+
+    def error_for(self, partition_id: int) -> DomainError | None:
+        for refused_id, error in self.refused:
+            if refused_id == partition_id:
+                return error
+        return None
+
+
+ADMIT_ALL = Admission()

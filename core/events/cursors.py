@@ -1,0 +1,116 @@
+"""Events of a subscription's cursor on one partition: deliveries and their outcomes (tags 30-39).
+
+Every event names offset *ranges* (inclusive ``(first, last)`` pairs): one event per request and
+partition, never one per record, so a ShareFetch of 500 records is one small event. Delivery counts
+are not carried: they are folded from the acquisitions, so they survive restarts by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from logwright.core.events import Event
+
+OffsetRanges = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CursorEvent(Event):
+    """Base of the events folded into one ``(subscription, partition_id)`` cursor."""
+
+    subscription: str
+    partition_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionCreated(CursorEvent):
+    """A cursor starts: everything below ``start_offset`` counts as settled."""
+
+    TAG: ClassVar[int] = 30
+    topic: str
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsAcquired(CursorEvent):
+    """Records handed to ``consumer`` under a lock until ``lock_deadline_ms``; each one's count goes up by one."""
+
+    TAG: ClassVar[int] = 31
+    consumer: str
+    ranges: OffsetRanges
+    lock_deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsAcked(CursorEvent):
+    """Records settled as processed (ACCEPT); ``cumulative`` records that the ack named a position, not a set."""
+
+    TAG: ClassVar[int] = 32
+    consumer: str
+    ranges: OffsetRanges
+    cumulative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsReleased(CursorEvent):
+    """Records given back (negative ack / RELEASE): available again at ``available_at_ms`` (0: at once).
+
+    ``delivery_uncounted`` takes back the count of the delivery being released, for releases that are
+    not failures of the record (a consumer leaving cleanly before it looked at them).
+    """
+
+    TAG: ClassVar[int] = 33
+    consumer: str
+    ranges: OffsetRanges
+    available_at_ms: int = 0
+    delivery_uncounted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsRejected(CursorEvent):
+    """Records archived: never delivered again (REJECT, or the delivery-count limit was reached)."""
+
+    TAG: ClassVar[int] = 34
+    consumer: str
+    ranges: OffsetRanges
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class LockExpired(CursorEvent):
+    """Acquisition locks that ran out (the ack timeout): available again at ``available_at_ms`` (0: at once;
+    a later time when a plugin's release decision asked for a delay)."""
+
+    TAG: ClassVar[int] = 35
+    ranges: OffsetRanges
+    available_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LockRenewed(CursorEvent):
+    """The holder extended its locks (KIP-932 RENEW) to ``lock_deadline_ms``; counts do not change."""
+
+    TAG: ClassVar[int] = 36
+    consumer: str
+    ranges: OffsetRanges
+    lock_deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionDeleted(CursorEvent):
+    """The cursor is gone (its group or topic was deleted)."""
+
+    TAG: ClassVar[int] = 37
+
+
+CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
+    SubscriptionCreated,
+    RecordsAcquired,
+    RecordsAcked,
+    RecordsReleased,
+    RecordsRejected,
+    LockExpired,
+    LockRenewed,
+    SubscriptionDeleted,
+)

@@ -1,0 +1,101 @@
+"""Events of Kafka transactions (KIP-98; tags 60-69).
+
+The transaction coordinator's state (`core.transactions`) and each partition's index of open and
+aborted transactions (`core.partition_transactions`) are folded from these. A transaction ends in one
+WriteBatch: a control batch per partition (a `RecordsAppended` with its `TransactionMarkerWritten`), the
+group offsets it carried (`OffsetCommitted`, on commit) and `TransactionEnded`, so a crash leaves the
+transaction either open or complete, never half-marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from logwright.core.events import Event, OffsetCommitted
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalProducerInitialized(Event):
+    """InitProducerId for a transactional id: its producer id and the epoch every older instance is fenced
+    below. ``previous_epoch`` is the epoch before this one (-1 if none), which a retrying producer may
+    still name (KIP-360)."""
+
+    TAG: ClassVar[int] = 60
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    previous_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsAddedToTransaction(Event):
+    """AddPartitionsToTxn: partitions (global ids) joined the transaction; the first addition starts it."""
+
+    TAG: ClassVar[int] = 61
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partition_ids: tuple[int, ...]
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAddedToTransaction(Event):
+    """AddOffsetsToTxn: the group's offsets will be committed (or dropped) with the transaction."""
+
+    TAG: ClassVar[int] = 62
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group: str
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalOffsetCommitted(Event):
+    """TxnOffsetCommit: ``commit`` is pending until the transaction ends; on commit it is appended as it is."""
+
+    TAG: ClassVar[int] = 63
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: OffsetCommitted
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionMarkerWritten(Event):
+    """A COMMIT or ABORT control batch stored at ``offset`` (its `RecordsAppended` precedes this event)."""
+
+    TAG: ClassVar[int] = 64
+    partition_id: int
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEnded(Event):
+    """The transaction is complete, its markers written. ``producer_epoch`` is the transactional id's epoch
+    from now on: bumped when the broker aborted on its own (``reason`` "timeout" or "reinitialized"),
+    which fences the producer that left it open."""
+
+    TAG: ClassVar[int] = 65
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    reason: str
+    now_ms: int
+
+
+TRANSACTION_EVENT_TYPES: tuple[type[Event], ...] = (
+    TransactionalProducerInitialized,
+    PartitionsAddedToTransaction,
+    GroupAddedToTransaction,
+    TransactionalOffsetCommitted,
+    TransactionMarkerWritten,
+    TransactionEnded,
+)

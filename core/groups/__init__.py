@@ -1,0 +1,1 @@
+"""Classic consumer groups (JoinGroup/SyncGroup): membership, sessions, rebalances, committed offsets."""

@@ -1,0 +1,116 @@
+"""Decisions about a group's offsets and existence: who may commit, deleting groups and offsets, listing.
+
+A group "exists" when it has members (the ``groups`` projection) or committed offsets (the
+``group_offsets`` projection); a group that only stores offsets is reported as Empty, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from logwright.core.errors import (
+    DomainError,
+    GroupSubscribedToTopic,
+    IllegalGeneration,
+    NonEmptyGroup,
+    OffsetMetadataTooLarge,
+    RebalanceInProgress,
+    UnknownGroup,
+    UnknownMember,
+)
+from logwright.core.events import GroupDeleted, OffsetDeleted
+from logwright.core.groups.group_membership import current_member
+from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.groups import GroupMember, GroupPhase, GroupState
+
+MAX_OFFSET_METADATA_BYTES = 4096
+"""Kafka's ``offset.metadata.max.bytes`` default."""
+
+
+def check_offset_commit(
+    state: GroupState | None, generation: int, member_id: str, group_instance_id: str | None
+) -> GroupMember | None:
+    """Whether an OffsetCommit may be applied; returns the committing member, if it is one.
+
+    Generation -1 with no member id is a "simple" commit: allowed only while the group has no
+    members. Otherwise the member must be current and name the current generation.
+    """
+    if state is None:
+        if generation >= 0:
+            raise IllegalGeneration(f"the group has no generation {generation}; it has no members")
+        return None
+    member: GroupMember | None = None
+    if generation >= 0 or member_id or group_instance_id is not None:
+        member = current_member(state, member_id, group_instance_id)
+        if generation != state.generation:
+            raise IllegalGeneration(f"generation {generation} is not group {state.group_id!r}'s "
+                                    f"current generation {state.generation}")
+    elif state.members:
+        raise UnknownMember(f"group {state.group_id!r} has members; only they may commit offsets")
+    if state.phase == GroupPhase.COMPLETING_REBALANCE:
+        raise RebalanceInProgress(f"group {state.group_id!r} is completing a rebalance; sync first")
+    return member
+
+
+def check_offset_metadata(metadata: str | None) -> None:
+    if metadata is not None and len(metadata.encode()) > MAX_OFFSET_METADATA_BYTES:
+        raise OffsetMetadataTooLarge(f"offset metadata is limited to {MAX_OFFSET_METADATA_BYTES} bytes")
+
+
+def decide_delete_group(group_id: str, state: GroupState | None, offsets: GroupOffsets | None) -> GroupDeleted:
+    if state is not None and state.members:
+        raise NonEmptyGroup(f"group {group_id!r} still has {len(state.members)} members")
+    if state is None and offsets is None:
+        raise UnknownGroup(f"group {group_id!r} does not exist")
+    return GroupDeleted(group_id)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeletion:
+    events: tuple[OffsetDeleted, ...]
+    errors: dict[tuple[str, int], DomainError]
+    """Partitions refused, keyed by (topic, partition); the rest succeeded."""
+
+
+def decide_offset_delete(
+    group_id: str,
+    state: GroupState | None,
+    offsets: GroupOffsets | None,
+    partitions: Sequence[tuple[str, int]],
+    subscribed_topics: frozenset[str] | None,
+) -> OffsetDeletion:
+    """OffsetDelete: refused for topics a live member subscribes to.
+
+    ``subscribed_topics`` is ``None`` when the members' subscriptions cannot be known (a group whose
+    protocol type is not ``consumer``): such a group's offsets can be deleted only once it is empty.
+    """
+    if state is None and offsets is None:
+        raise UnknownGroup(f"group {group_id!r} does not exist")
+    has_members = state is not None and bool(state.members)
+    if has_members and subscribed_topics is None:
+        raise NonEmptyGroup(f"group {group_id!r} has members and its subscriptions are unknown")
+    subscribed = subscribed_topics if has_members and subscribed_topics is not None else frozenset()
+    events: list[OffsetDeleted] = []
+    errors: dict[tuple[str, int], DomainError] = {}
+    for topic, partition in partitions:
+        if topic in subscribed:
+            errors[(topic, partition)] = GroupSubscribedToTopic(f"a member of {group_id!r} subscribes to {topic!r}")
+        elif offsets is not None and offsets.get(topic, partition) is not None:
+            events.append(OffsetDeleted(group_id, topic, partition))
+    return OffsetDeletion(tuple(events), errors)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    phase: str
+
+
+def list_groups(states: Iterable[GroupState], offsets_groups: Iterable[str]) -> list[GroupListing]:
+    """Every group with members or offsets, sorted by id; offset-only groups are Empty."""
+    listed = {state.group_id: GroupListing(state.group_id, state.protocol_type or "", state.phase) for state in states}
+    for group_id in offsets_groups:
+        listed.setdefault(group_id, GroupListing(group_id, "", GroupPhase.EMPTY))
+    return [listed[group_id] for group_id in sorted(listed)]

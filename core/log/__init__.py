@@ -1,0 +1,1 @@
+"""Topics, partitions and their logs: the catalog, partition placement, offsets, producer sequences."""

@@ -1,0 +1,135 @@
+"""A partition's log as the broker knows it without reading a batch: start, end, size, last timestamp.
+
+`append_batch` assigns the base offset of a new batch; `truncate` moves the log start. Both are
+decisions from the current `PartitionState`, so offsets are allocated in exactly one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import singledispatch
+
+from logwright.core.errors import OffsetOutOfRange
+from logwright.core.events import Event, LogTruncated, PartitionsCreated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.projection import Projection
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    partition_id: int
+    log_start_offset: int = 0
+    next_offset: int = 0
+    byte_size: int = 0
+    batch_count: int = 0
+    max_timestamp: int = -1
+
+    @property
+    def record_count(self) -> int:
+        return self.next_offset - self.log_start_offset
+
+
+def partition_key(partition_id: int) -> str:
+    return str(partition_id)
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, RecordsAppended | LogTruncated):
+        return (partition_key(event.partition_id),)
+    if isinstance(event, TopicCreated | PartitionsCreated | TopicDeleted):
+        return tuple(partition_key(pid) for pid in event.partition_ids)
+    return ()
+
+
+@singledispatch
+def _evolve(event: Event, state: PartitionState | None, key: str) -> PartitionState | None:
+    return state
+
+
+@_evolve.register
+def _(event: TopicCreated | PartitionsCreated, state: PartitionState | None, key: str) -> PartitionState | None:
+    return PartitionState(int(key))
+
+
+@_evolve.register
+def _(event: TopicDeleted, state: PartitionState | None, key: str) -> PartitionState | None:
+    return None
+
+
+@_evolve.register
+def _(event: RecordsAppended, state: PartitionState | None, key: str) -> PartitionState | None:
+    current = state or PartitionState(event.partition_id)
+    # Built directly rather than with dataclasses.replace: this fold runs once per produced batch.
+    return PartitionState(
+        current.partition_id,
+        current.log_start_offset,
+        event.base_offset + event.record_count,
+        current.byte_size + event.byte_size,
+        current.batch_count + 1,
+        current.max_timestamp if current.max_timestamp >= event.max_timestamp else event.max_timestamp,
+    )
+
+
+@_evolve.register
+def _(event: LogTruncated, state: PartitionState | None, key: str) -> PartitionState | None:
+    current = state or PartitionState(event.partition_id)
+    return replace(
+        current,
+        log_start_offset=max(current.log_start_offset, event.log_start_offset),
+        byte_size=current.byte_size - event.removed_bytes,
+        batch_count=current.batch_count - event.removed_batches,
+    )
+
+
+PARTITIONS: Projection[PartitionState] = Projection(
+    name="partitions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted})
+)
+
+
+def append_batch(
+    state: PartitionState,
+    record_count: int,
+    byte_size: int,
+    max_timestamp: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+) -> RecordsAppended:
+    """The batch goes at the end of the log; the caller patches this base offset into its bytes."""
+    if record_count < 1:
+        raise ValueError(f"a batch holds at least one record, not {record_count}")
+    return RecordsAppended(
+        state.partition_id,
+        state.next_offset,
+        record_count,
+        byte_size,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        transactional,
+    )
+
+
+def truncate(
+    state: PartitionState,
+    log_start_offset: int,
+    removed_batches: int = 0,
+    removed_bytes: int = 0,
+    reason: str = "delete-records",
+) -> LogTruncated | None:
+    """Move the log start to ``log_start_offset`` (-1 means the end); ``None`` when nothing moves.
+
+    The caller counts the whole batches that fall below the new start (the store knows their sizes),
+    so the partition's size stays exact for byte-based retention and backlog quotas.
+    """
+    target = state.next_offset if log_start_offset == -1 else log_start_offset
+    if target < 0 or target > state.next_offset:
+        raise OffsetOutOfRange(
+            f"cannot delete records before offset {log_start_offset}: the log of partition "
+            f"{state.partition_id} ends at {state.next_offset}"
+        )
+    if target <= state.log_start_offset:
+        return None
+    return LogTruncated(state.partition_id, target, removed_batches, removed_bytes, reason)

@@ -1,0 +1,159 @@
+"""Idempotent producers: per partition and producer id, the epoch and the last five batches' sequences.
+
+Kafka's rules, kept as a pure decision: a retried batch that matches one of the last five is a
+duplicate and is answered with its original offset; any other sequence than the next one is a gap
+(`OutOfOrderSequence`); an older epoch is fenced (`InvalidProducerEpoch`); a new epoch starts at 0.
+The state is a projection of `RecordsAppended`, so it survives restarts; the same projection holds the
+producer id counter and the epochs InitProducerId has bumped (`ProducerIdAllocated`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+
+from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence
+from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
+from logwright.core.projection import Projection
+
+RECENT_BATCHES = 5
+MAX_SEQUENCE = 2**31 - 1
+COUNTER_KEY = "next-producer-id"
+MAX_EPOCH = 2**15 - 2
+"""The last epoch a bump may reach; past it the producer gets a fresh id (Kafka's rule)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSequence:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    producer_epoch: int
+    recent: tuple[BatchSequence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdCounter:
+    next_producer_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The batch was already appended at ``base_offset``."""
+
+    base_offset: int
+
+
+def producer_key(partition_id: int, producer_id: int) -> str:
+    return f"{partition_id}/{producer_id}"
+
+
+def epoch_key(producer_id: int) -> str:
+    """The entity holding a producer id's epoch once InitProducerId has bumped it (absent means 0)."""
+    return f"epoch/{producer_id}"
+
+
+def last_sequence_of(base_sequence: int, record_count: int) -> int:
+    return (base_sequence + record_count - 1) % (MAX_SEQUENCE + 1)
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, RecordsAppended) and event.producer_id >= 0 and event.base_sequence >= 0:
+        return (producer_key(event.partition_id, event.producer_id),)
+    if isinstance(event, ProducerIdAllocated):
+        return (COUNTER_KEY, epoch_key(event.producer_id)) if event.producer_epoch > 0 else (COUNTER_KEY,)
+    return ()
+
+
+@singledispatch
+def _evolve(event: Event, state: object, key: str) -> object:
+    return state
+
+
+@_evolve.register
+def _(event: RecordsAppended, state: object, key: str) -> object:
+    batch = BatchSequence(
+        event.base_sequence, last_sequence_of(event.base_sequence, event.record_count), event.base_offset
+    )
+    if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch:
+        return ProducerState(event.producer_epoch, (*state.recent, batch)[-RECENT_BATCHES:])
+    return ProducerState(event.producer_epoch, (batch,))
+
+
+@_evolve.register
+def _(event: ProducerIdAllocated, state: object, key: str) -> object:
+    if key != COUNTER_KEY:
+        return ProducerState(event.producer_epoch)
+    current = state.next_producer_id if isinstance(state, ProducerIdCounter) else 0
+    return ProducerIdCounter(max(current, event.producer_id + 1))
+
+
+@_evolve.register
+def _(event: TopicDeleted, state: object, key: str) -> object:
+    return state
+
+
+PRODUCERS: Projection[object] = Projection(
+    name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({RecordsAppended, ProducerIdAllocated})
+)
+
+
+def check_sequence(
+    state: ProducerState | None, producer_epoch: int, base_sequence: int, record_count: int
+) -> Duplicate | None:
+    """``None`` to append, `Duplicate` to answer with the original offset; raises on a gap or old epoch."""
+    if state is None or producer_epoch > state.producer_epoch:
+        if base_sequence != 0:
+            raise OutOfOrderSequence(
+                f"a new producer (or epoch {producer_epoch}) must start at sequence 0, not {base_sequence}"
+            )
+        return None
+    if producer_epoch < state.producer_epoch:
+        raise InvalidProducerEpoch(
+            f"producer epoch {producer_epoch} is older than the current epoch {state.producer_epoch}"
+        )
+    last_sequence = last_sequence_of(base_sequence, record_count)
+    for batch in state.recent:
+        if batch.first_sequence == base_sequence and batch.last_sequence == last_sequence:
+            return Duplicate(batch.base_offset)
+    expected = (state.recent[-1].last_sequence + 1) % (MAX_SEQUENCE + 1) if state.recent else 0
+    if base_sequence != expected:
+        raise OutOfOrderSequence(f"expected sequence {expected}, got {base_sequence}")
+    return None
+
+
+def allocate_producer_id(counter: ProducerIdCounter | None, transactional_id: str | None) -> ProducerIdAllocated:
+    producer_id = (counter or ProducerIdCounter()).next_producer_id
+    return ProducerIdAllocated(producer_id, 0, transactional_id)
+
+
+def init_producer_id(
+    counter: ProducerIdCounter | None,
+    bumped: ProducerState | None,
+    transactional_id: str | None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> ProducerIdAllocated:
+    """InitProducerId for an idempotent producer: a fresh id at epoch 0, or the next epoch of its own id.
+
+    A producer that names its current id and epoch (v3+, KIP-360) gets the epoch bumped, which fences
+    its older instances; any other id or epoch is answered, as Kafka does for producers without a
+    transactional id, with a fresh id. ``bumped`` is the id's `epoch_key` entity. Transactional ids are
+    `core.transactions.init_transactional`'s.
+    """
+    if transactional_id is not None:
+        raise InvalidRequest(f"transactional id {transactional_id!r}: use init_transactional")
+    if (producer_id < 0) != (producer_epoch < 0):
+        raise InvalidRequest(
+            f"producer id {producer_id} and epoch {producer_epoch}: give both (to bump the epoch) or neither"
+        )
+    next_id = (counter or ProducerIdCounter()).next_producer_id
+    current_epoch = bumped.producer_epoch if bumped is not None else 0
+    if 0 <= producer_id < next_id and producer_epoch == current_epoch < MAX_EPOCH:
+        return ProducerIdAllocated(producer_id, current_epoch + 1)
+    return allocate_producer_id(counter, None)

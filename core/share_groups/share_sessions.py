@@ -1,0 +1,82 @@
+"""KIP-932 share sessions: which partitions a member fetches from, and the epoch its next request must carry.
+
+A session lives in memory (a restart loses it, and the client's next request gets SHARE_SESSION_NOT_FOUND
+and opens a new one, as with Kafka). Epoch 0 opens a session with the partitions named; a positive
+epoch continues it, adding the partitions named and removing the forgotten ones; -1 closes it (its last
+request may still carry acknowledgements). The broker expects ``epoch + 1`` next, wrapping to 1.
+
+Acquisition goes round the session's partitions from ``next_start``, which moves past the last partition
+served: a fetch that fills its budget on one backlogged partition cannot starve the ones after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from logwright.core.errors import InvalidShareSessionEpoch, ShareSessionNotFound
+
+OPEN_EPOCH = 0
+CLOSE_EPOCH = -1
+MAX_EPOCH = 2**31 - 1
+
+PartitionRef = tuple[bytes, int]
+"""``(topic id, partition index)``: share requests name topics by id."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSession:
+    group_id: str
+    member_id: str
+    next_epoch: int
+    partitions: tuple[PartitionRef, ...]
+    next_start: int = 0
+    """Where the next acquisition round starts in ``partitions`` (taken modulo their number)."""
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= MAX_EPOCH else epoch + 1
+
+
+def advance(
+    existing: ShareSession | None,
+    group_id: str,
+    member_id: str,
+    epoch: int,
+    added: Iterable[PartitionRef],
+    forgotten: Iterable[PartitionRef],
+) -> tuple[ShareSession | None, tuple[PartitionRef, ...]]:
+    """The session after a request with ``epoch`` (``None`` once closed) and the partitions this request covers.
+
+    Raises `ShareSessionNotFound` or `InvalidShareSessionEpoch`; the existing session is then unchanged.
+    """
+    added = tuple(added)
+    if epoch == OPEN_EPOCH:
+        partitions = tuple(dict.fromkeys(added))
+        return ShareSession(group_id, member_id, 1, partitions), partitions
+    if existing is None:
+        raise ShareSessionNotFound(f"member {member_id!r} of share group {group_id!r} has no share session; "
+                                   "open one with epoch 0")
+    if epoch == CLOSE_EPOCH:
+        return None, tuple(dict.fromkeys((*existing.partitions, *added)))
+    if epoch != existing.next_epoch:
+        raise InvalidShareSessionEpoch(f"share session of member {member_id!r} expects epoch {existing.next_epoch}, "
+                                       f"got {epoch}")
+    dropped = set(forgotten)
+    partitions = tuple(ref for ref in dict.fromkeys((*existing.partitions, *added)) if ref not in dropped)
+    return ShareSession(group_id, member_id, next_epoch(epoch), partitions, existing.next_start), partitions
+
+
+def round_order(session: ShareSession | None, partitions: tuple[PartitionRef, ...]) -> tuple[PartitionRef, ...]:
+    """``partitions`` in the order an acquisition round visits them: from the session's ``next_start`` on."""
+    if session is None or not partitions:
+        return partitions
+    start = session.next_start % len(partitions)
+    return (*partitions[start:], *partitions[:start])
+
+
+def served(session: ShareSession, last: PartitionRef) -> ShareSession:
+    """The session after a round whose last acquisition was from ``last``: the next round starts after it."""
+    if last not in session.partitions:
+        return session
+    return replace(session, next_start=(session.partitions.index(last) + 1) % len(session.partitions))

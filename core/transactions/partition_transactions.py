@@ -1,0 +1,105 @@
+"""Each partition's open and aborted transactions, known from appends and markers, never from reading batches.
+
+A transactional batch's producer id and first offset are known when it is appended, so READ_COMMITTED
+needs no decoding: the last stable offset (LSO) is the first offset of the earliest transaction still
+open on the partition (the high watermark when none is), and a Fetch returns the aborted transactions
+(producer id, first offset) overlapping what it reads, so clients drop their records. Aborted ranges
+below the log start are forgotten when the log is truncated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+
+from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicDeleted
+from logwright.core.events.transactions import TransactionMarkerWritten
+from logwright.core.projection import Projection
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    producer_id: int
+    first_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTransaction:
+    """An aborted transaction's records on the partition span ``first_offset..last_offset`` (its marker)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionTransactions:
+    open: tuple[OpenTransaction, ...] = ()
+    aborted: tuple[AbortedTransaction, ...] = ()
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The first offset of the earliest open transaction, capped by the high watermark."""
+        return min([high_watermark, *(entry.first_offset for entry in self.open)])
+
+    def aborted_between(self, start_offset: int, end_offset: int) -> tuple[AbortedTransaction, ...]:
+        """The aborted transactions with records in ``start_offset..end_offset - 1`` (what a Fetch returns)."""
+        return tuple(entry for entry in self.aborted
+                     if entry.first_offset < end_offset and entry.last_offset >= start_offset)
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, RecordsAppended):
+        return (str(event.partition_id),) if event.transactional and event.base_sequence >= 0 else ()
+    if isinstance(event, TransactionMarkerWritten | LogTruncated):
+        return (str(event.partition_id),)
+    if isinstance(event, TopicDeleted):
+        return tuple(str(partition_id) for partition_id in event.partition_ids)
+    return ()
+
+
+def _nonempty(state: PartitionTransactions) -> PartitionTransactions | None:
+    return state if state.open or state.aborted else None
+
+
+@singledispatch
+def _evolve(event: Event, state: PartitionTransactions | None) -> PartitionTransactions | None:
+    return state
+
+
+@_evolve.register
+def _(event: RecordsAppended, state: PartitionTransactions | None) -> PartitionTransactions | None:
+    current = state or PartitionTransactions()
+    if any(entry.producer_id == event.producer_id for entry in current.open):
+        return state
+    return PartitionTransactions((*current.open, OpenTransaction(event.producer_id, event.base_offset)),
+                                 current.aborted)
+
+
+@_evolve.register
+def _(event: TransactionMarkerWritten, state: PartitionTransactions | None) -> PartitionTransactions | None:
+    current = state or PartitionTransactions()
+    ending = [entry for entry in current.open if entry.producer_id == event.producer_id]
+    still_open = tuple(entry for entry in current.open if entry.producer_id != event.producer_id)
+    aborted = current.aborted
+    if ending and not event.committed:
+        aborted = (*aborted, AbortedTransaction(event.producer_id, ending[0].first_offset, event.offset))
+    return _nonempty(PartitionTransactions(still_open, aborted))
+
+
+@_evolve.register
+def _(event: LogTruncated, state: PartitionTransactions | None) -> PartitionTransactions | None:
+    if state is None:
+        return None
+    kept = tuple(entry for entry in state.aborted if entry.last_offset >= event.log_start_offset)
+    return _nonempty(PartitionTransactions(state.open, kept))
+
+
+@_evolve.register
+def _(event: TopicDeleted, state: PartitionTransactions | None) -> PartitionTransactions | None:
+    return None
+
+
+PARTITION_TRANSACTIONS: Projection[PartitionTransactions] = Projection(
+    name="partition_transactions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state),
+    handles=frozenset({RecordsAppended, TransactionMarkerWritten, LogTruncated, TopicDeleted}),
+)

@@ -1,0 +1,290 @@
+"""The transaction coordinator: one state per transactional id, and the decisions that change it (KIP-98).
+
+Clients that do not see the ``transaction.version`` feature finalized (logwright advertises none) run
+the classic protocol: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn.
+Ending is one step here (Kafka's PrepareCommit/PrepareAbort and marker round trips collapse into one
+WriteBatch), so the states are Empty, Ongoing, CompleteCommit and CompleteAbort. The producer id of a
+transactional id is stable; each InitProducerId bumps its epoch, fencing older instances, and aborts a
+transaction the previous instance left open. A transaction open longer than its timeout is aborted by
+the broker with the epoch bumped, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import singledispatch
+
+from logwright.core.errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidRequest,
+    InvalidTransactionTimeout,
+    InvalidTxnState,
+    ProducerFenced,
+)
+from logwright.core.events import Event, OffsetCommitted
+from logwright.core.events.transactions import (
+    GroupAddedToTransaction,
+    PartitionsAddedToTransaction,
+    TransactionalOffsetCommitted,
+    TransactionalProducerInitialized,
+    TransactionEnded,
+)
+from logwright.core.log.producers import MAX_EPOCH, ProducerIdCounter, allocate_producer_id
+from logwright.core.projection import Projection
+
+EMPTY = "Empty"
+ONGOING = "Ongoing"
+COMPLETE_COMMIT = "CompleteCommit"
+COMPLETE_ABORT = "CompleteAbort"
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionState:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    previous_epoch: int = -1
+    status: str = EMPTY
+    partition_ids: tuple[int, ...] = ()
+    groups: tuple[str, ...] = ()
+    pending_offsets: tuple[OffsetCommitted, ...] = ()
+    """TxnOffsetCommit's offsets, appended as they are when the transaction commits."""
+    started_ms: int = -1
+    updated_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalIdOwner:
+    """Which transactional id a producer id belongs to (Produce knows only the producer id)."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """How a transaction ends: a control batch at ``marker_epoch`` into each partition, then ``offsets``
+    (on commit) and ``ended``, all in one WriteBatch."""
+
+    producer_id: int
+    marker_epoch: int
+    committed: bool
+    partition_ids: tuple[int, ...]
+    offsets: tuple[OffsetCommitted, ...]
+    ended: TransactionEnded
+
+
+def transaction_key(transactional_id: str) -> str:
+    return f"txn/{transactional_id}"
+
+
+def owner_key(producer_id: int) -> str:
+    return f"pid/{producer_id}"
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, TransactionalProducerInitialized):
+        return (transaction_key(event.transactional_id), owner_key(event.producer_id))
+    if isinstance(event, PartitionsAddedToTransaction | GroupAddedToTransaction | TransactionalOffsetCommitted
+                  | TransactionEnded):
+        return (transaction_key(event.transactional_id),)
+    return ()
+
+
+def _started(state: TransactionState, now_ms: int) -> TransactionState:
+    """The state with a transaction running: a new one (empty) unless one is already ongoing."""
+    if state.status == ONGOING:
+        return replace(state, updated_ms=now_ms)
+    return replace(state, status=ONGOING, partition_ids=(), groups=(), pending_offsets=(), started_ms=now_ms,
+                   updated_ms=now_ms)
+
+
+@singledispatch
+def _evolve(event: Event, state: object, key: str) -> object:
+    return state
+
+
+@_evolve.register
+def _(event: TransactionalProducerInitialized, state: object, key: str) -> object:
+    if key.startswith("pid/"):
+        return TransactionalIdOwner(event.transactional_id)
+    return TransactionState(event.transactional_id, event.producer_id, event.producer_epoch, event.timeout_ms,
+                            event.previous_epoch)
+
+
+@_evolve.register
+def _(event: PartitionsAddedToTransaction, state: object, key: str) -> object:
+    assert isinstance(state, TransactionState)
+    running = _started(state, event.now_ms)
+    return replace(running, partition_ids=tuple(sorted({*running.partition_ids, *event.partition_ids})))
+
+
+@_evolve.register
+def _(event: GroupAddedToTransaction, state: object, key: str) -> object:
+    assert isinstance(state, TransactionState)
+    running = _started(state, event.now_ms)
+    return replace(running, groups=tuple(sorted({*running.groups, event.group})))
+
+
+@_evolve.register
+def _(event: TransactionalOffsetCommitted, state: object, key: str) -> object:
+    assert isinstance(state, TransactionState)
+    commit = event.commit
+    kept = tuple(entry for entry in state.pending_offsets
+                 if (entry.group, entry.topic, entry.partition) != (commit.group, commit.topic, commit.partition))
+    return replace(state, pending_offsets=(*kept, commit), updated_ms=commit.commit_time_ms)
+
+
+@_evolve.register
+def _(event: TransactionEnded, state: object, key: str) -> object:
+    assert isinstance(state, TransactionState)
+    bumped = event.producer_epoch != state.producer_epoch
+    return replace(state, producer_epoch=event.producer_epoch,
+                   previous_epoch=state.producer_epoch if bumped else state.previous_epoch,
+                   status=COMPLETE_COMMIT if event.committed else COMPLETE_ABORT, partition_ids=(), groups=(),
+                   pending_offsets=(), started_ms=-1, updated_ms=event.now_ms)
+
+
+TRANSACTIONS: Projection[object] = Projection(
+    name="transactions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=frozenset({TransactionalProducerInitialized, PartitionsAddedToTransaction, GroupAddedToTransaction,
+                       TransactionalOffsetCommitted, TransactionEnded}),
+)
+
+
+def check_producer(state: TransactionState | None, producer_id: int, producer_epoch: int) -> TransactionState:
+    """The transaction of a request naming this producer id and epoch; raises if the pair is not current."""
+    if state is None or state.producer_id != producer_id:
+        raise InvalidProducerIdMapping(
+            f"producer id {producer_id} is not the one of this transactional id"
+            + (f" ({state.producer_id})" if state is not None else " (unknown: call InitProducerId first)")
+        )
+    if producer_epoch != state.producer_epoch:
+        raise ProducerFenced(f"producer epoch {producer_epoch} is not the current epoch {state.producer_epoch} of "
+                             f"transactional id {state.transactional_id!r}: a newer producer (or a transaction "
+                             f"timeout) fenced this one")
+    return state
+
+
+def _complete(state: TransactionState, committed: bool, epoch: int, reason: str, now_ms: int) -> Completion:
+    offsets = state.pending_offsets if committed else ()
+    ended = TransactionEnded(state.transactional_id, state.producer_id, epoch, committed, reason, now_ms)
+    return Completion(state.producer_id, epoch, committed, state.partition_ids, offsets, ended)
+
+
+def init_transactional(
+    state: TransactionState | None,
+    counter: ProducerIdCounter | None,
+    transactional_id: str,
+    timeout_ms: int,
+    max_timeout_ms: int,
+    now_ms: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> tuple[Completion | None, tuple[Event, ...]]:
+    """InitProducerId with a transactional id: the abort of a transaction left open (if any), then the events.
+
+    The producer id stays; the epoch goes up by one (a fresh id at epoch 0 once the epoch is exhausted).
+    From v3 a producer may name its id and its current or previous epoch to be bumped (KIP-360).
+    """
+    if not 0 < timeout_ms <= max_timeout_ms:
+        raise InvalidTransactionTimeout(
+            f"transaction.timeout.ms={timeout_ms} must be positive and at most the broker's "
+            f"transaction.max.timeout.ms={max_timeout_ms}"
+        )
+    if (producer_id < 0) != (producer_epoch < 0):
+        raise InvalidRequest(f"producer id {producer_id} and epoch {producer_epoch}: give both or neither")
+    if state is None:
+        if producer_id >= 0:
+            raise InvalidProducerIdMapping(f"transactional id {transactional_id!r} has no producer id yet")
+        allocated = allocate_producer_id(counter, transactional_id)
+        return None, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id, 0,
+                                                                  timeout_ms))
+    if producer_id >= 0:
+        if producer_id != state.producer_id:
+            raise InvalidProducerIdMapping(
+                f"producer id {producer_id} is not the one of transactional id {transactional_id!r}")
+        if producer_epoch not in (state.producer_epoch, state.previous_epoch):
+            raise ProducerFenced(f"producer epoch {producer_epoch} of transactional id {transactional_id!r} "
+                                 f"is older than the current {state.producer_epoch}")
+    exhausted = state.producer_epoch >= MAX_EPOCH
+    epoch = state.producer_epoch if exhausted else state.producer_epoch + 1
+    completion = _complete(state, False, epoch, "reinitialized", now_ms) if state.status == ONGOING else None
+    if exhausted:
+        allocated = allocate_producer_id(counter, transactional_id)
+        return completion, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id,
+                                                                        0, timeout_ms))
+    return completion, (TransactionalProducerInitialized(transactional_id, state.producer_id, epoch, timeout_ms,
+                                                         state.producer_epoch),)
+
+
+def add_partitions(state: TransactionState | None, producer_id: int, producer_epoch: int,
+                   partition_ids: Iterable[int], now_ms: int) -> PartitionsAddedToTransaction | None:
+    """AddPartitionsToTxn; ``None`` when every partition is already in the ongoing transaction (a retry)."""
+    current = check_producer(state, producer_id, producer_epoch)
+    known = set(current.partition_ids) if current.status == ONGOING else set()
+    added = tuple(sorted(set(partition_ids) - known))
+    if not added and current.status == ONGOING:
+        return None
+    return PartitionsAddedToTransaction(current.transactional_id, producer_id, producer_epoch, added, now_ms)
+
+
+def add_group(state: TransactionState | None, producer_id: int, producer_epoch: int, group: str,
+              now_ms: int) -> GroupAddedToTransaction | None:
+    """AddOffsetsToTxn; ``None`` when the group is already in the ongoing transaction."""
+    current = check_producer(state, producer_id, producer_epoch)
+    if current.status == ONGOING and group in current.groups:
+        return None
+    return GroupAddedToTransaction(current.transactional_id, producer_id, producer_epoch, group, now_ms)
+
+
+def check_offset_commit(state: TransactionState | None, producer_id: int, producer_epoch: int,
+                        group: str) -> TransactionState:
+    """TxnOffsetCommit is allowed for a group added to the ongoing transaction (AddOffsetsToTxn)."""
+    current = check_producer(state, producer_id, producer_epoch)
+    if current.status != ONGOING or group not in current.groups:
+        raise InvalidTxnState(f"group {group!r} is not in an ongoing transaction of transactional id "
+                              f"{current.transactional_id!r}: call AddOffsetsToTxn first")
+    return current
+
+
+def end_transaction(state: TransactionState | None, producer_id: int, producer_epoch: int, committed: bool,
+                    now_ms: int) -> Completion | None:
+    """EndTxn: how the ongoing transaction ends; ``None`` for a retry of the outcome already reached."""
+    current = check_producer(state, producer_id, producer_epoch)
+    if current.status == ONGOING:
+        return _complete(current, committed, current.producer_epoch, "client", now_ms)
+    if current.status == (COMPLETE_COMMIT if committed else COMPLETE_ABORT):
+        return None
+    outcome = "commit" if committed else "abort"
+    raise InvalidTxnState(f"cannot {outcome}: transactional id {current.transactional_id!r} is {current.status}")
+
+
+def expire(state: TransactionState, now_ms: int) -> Completion | None:
+    """The abort of a transaction open longer than its timeout, with the epoch bumped (fencing its producer)."""
+    if state.status != ONGOING or now_ms < state.started_ms + state.timeout_ms:
+        return None
+    epoch = min(state.producer_epoch + 1, MAX_EPOCH)
+    return _complete(state, False, epoch, "timeout", now_ms)
+
+
+def check_transactional_append(state: TransactionState | None, producer_id: int, producer_epoch: int,
+                               partition_id: int) -> None:
+    """A transactional batch may be appended only by the current epoch to a partition added to its transaction."""
+    if state is None or state.producer_id != producer_id:
+        raise InvalidProducerIdMapping(f"producer id {producer_id} belongs to no transactional id")
+    if producer_epoch != state.producer_epoch:
+        raise InvalidProducerEpoch(f"producer epoch {producer_epoch} is not the current epoch "
+                                   f"{state.producer_epoch} of transactional id {state.transactional_id!r}")
+    if state.status != ONGOING or partition_id not in state.partition_ids:
+        raise InvalidTxnState(f"the partition was not added to the transaction of {state.transactional_id!r} "
+                              f"(AddPartitionsToTxn must come first)")
+
+
+def pending_offsets(states: Iterable[object], group: str) -> set[tuple[str, int]]:
+    """Partitions of ``group`` with a transactional offset not yet committed or aborted."""
+    return {(entry.topic, entry.partition) for state in states
+            if isinstance(state, TransactionState) and state.status == ONGOING
+            for entry in state.pending_offsets if entry.group == group}
