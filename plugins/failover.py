@@ -28,7 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from logwright.core.config.configs import ConfigKey, long_at_least
-from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
+from logwright.core.cursors.subscription_mode import (
+    DispatchView,
+    Membership,
+    ModeConsumer,
+    SubscriptionModeBase,
+    first_offsets,
+)
 from logwright.core.rangeset import RangeSet
 
 from .registrars import ConfigKeyRegister, SubscriptionModeRegister
@@ -53,16 +59,9 @@ def active_consumer(membership: Membership, partition_index: int) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class FailoverMode:
+class FailoverMode(SubscriptionModeBase):
     name: str = "failover"
     allows_cumulative_ack: bool = True
-    uses_key_hashes: bool = False
-
-    def join(self, membership: Membership, consumer: ModeConsumer) -> Membership:
-        return membership.with_consumer(consumer)
-
-    def leave(self, membership: Membership, consumer_id: str) -> Membership:
-        return membership.without_consumer(consumer_id)
 
     def assigned_partitions(self, membership: Membership, consumer_id: str, partition_count: int) -> frozenset[int]:
         order = eligible_order(membership)

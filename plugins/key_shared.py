@@ -20,7 +20,13 @@ from dataclasses import dataclass, replace
 
 from logwright.core.config.configs import ConfigKey, boolean
 from logwright.core.cursors.key_hash_ranges import auto_split_join, auto_split_leave, sticky_join, sticky_leave
-from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, in_flight_budget
+from logwright.core.cursors.subscription_mode import (
+    DispatchView,
+    Membership,
+    ModeConsumer,
+    SubscriptionModeBase,
+    in_flight_budget,
+)
 from logwright.core.errors import InvalidRequest
 from logwright.core.rangeset import RangeSet
 
@@ -36,9 +42,8 @@ def draining_hashes(view: DispatchView, consumer_id: str, key_hash_of: Callable[
 
 
 @dataclass(frozen=True, slots=True)
-class KeySharedMode:
+class KeySharedMode(SubscriptionModeBase):
     name: str = "key_shared"
-    allows_cumulative_ack: bool = False
     uses_key_hashes: bool = True
 
     def join(self, membership: Membership, consumer: ModeConsumer) -> Membership:
@@ -62,11 +67,6 @@ class KeySharedMode:
         else:
             ownership = auto_split_leave(membership.ownership, consumer_id)
         return replace(membership.without_consumer(consumer_id), ownership=ownership)
-
-    def assigned_partitions(self, membership: Membership, consumer_id: str, partition_count: int) -> frozenset[int]:
-        if membership.consumer(consumer_id) is None:
-            return frozenset()
-        return frozenset(range(partition_count))
 
     def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
         """Owned, not draining, within the consumer's budget; scans ``candidates`` in offset order until

@@ -16,39 +16,21 @@ from logwright.core.config.configs import ConfigKey, long_at_least
 from logwright.core.cursors.subscription_mode import (
     MAX_UNACKED_PER_CONSUMER,
     DispatchView,
-    Membership,
     ModeConsumer,
-    first_offsets,
+    SubscriptionModeBase,
     in_flight_budget,
 )
-from logwright.core.rangeset import RangeSet
 
 from .registrars import ConfigKeyRegister, SubscriptionModeRegister
 from .spec import hookimpl
 
 
 @dataclass(frozen=True, slots=True)
-class SharedMode:
+class SharedMode(SubscriptionModeBase):
     name: str = "shared"
-    allows_cumulative_ack: bool = False
-    uses_key_hashes: bool = False
 
-    def join(self, membership: Membership, consumer: ModeConsumer) -> Membership:
-        return membership.with_consumer(consumer)
-
-    def leave(self, membership: Membership, consumer_id: str) -> Membership:
-        return membership.without_consumer(consumer_id)
-
-    def assigned_partitions(self, membership: Membership, consumer_id: str, partition_count: int) -> frozenset[int]:
-        if membership.consumer(consumer_id) is None:
-            return frozenset()
-        return frozenset(range(partition_count))
-
-    def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
-        consumer = view.membership.consumer(consumer_id)
-        if consumer is None:
-            return RangeSet()
-        return first_offsets(candidates, in_flight_budget(view, consumer, limit))
+    def budget(self, view: DispatchView, consumer: ModeConsumer, limit: int) -> int:
+        return in_flight_budget(view, consumer, limit)
 
 
 @hookimpl

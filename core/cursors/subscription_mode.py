@@ -11,6 +11,7 @@ A mode decides three things for the share-group coordinator, all pure and from p
 
 Modes are plain objects handed out once by the plugin host; dispatch calls them directly, never
 through pluggy. They hold no state of their own: everything they need comes in the arguments.
+`SubscriptionModeBase` does the membership bookkeeping, so a mode states only how it differs.
 """
 
 from __future__ import annotations
@@ -144,6 +145,44 @@ class SubscriptionMode(Protocol):
         At most ``limit`` offsets, the lowest eligible ones; a subset of ``candidates``.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionModeBase:
+    """The membership bookkeeping every mode shares, so a mode overrides only what differs.
+
+    Consumers join at the end of the join order (a rejoin replaces them in place) and leave without a
+    trace; each member may acquire on every partition; `eligible` gives a member the lowest candidates
+    of a partition it is assigned, up to `budget`. Subclass it as a frozen dataclass with a default
+    ``name`` (``name: str = "my_mode"``) and override `join` (to refuse or to track ownership),
+    `assigned_partitions` (to deal partitions), `budget` (to cap what one consumer takes) or `eligible`.
+    """
+
+    name: str
+    allows_cumulative_ack: bool = False
+    uses_key_hashes: bool = False
+
+    def join(self, membership: Membership, consumer: ModeConsumer) -> Membership:
+        return membership.with_consumer(consumer)
+
+    def leave(self, membership: Membership, consumer_id: str) -> Membership:
+        return membership.without_consumer(consumer_id)
+
+    def assigned_partitions(self, membership: Membership, consumer_id: str, partition_count: int) -> frozenset[int]:
+        if membership.consumer(consumer_id) is None:
+            return frozenset()
+        return frozenset(range(partition_count))
+
+    def budget(self, view: DispatchView, consumer: ModeConsumer, limit: int) -> int:
+        """How many records ``consumer`` may acquire in this call; ``limit`` unless the mode caps it."""
+        return limit
+
+    def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
+        consumer = view.membership.consumer(consumer_id)
+        if consumer is None or view.partition_index not in self.assigned_partitions(
+                view.membership, consumer_id, view.partition_count):
+            return RangeSet()
+        return first_offsets(candidates, self.budget(view, consumer, limit))
 
 
 def handover_delay_ms(mode: SubscriptionMode, settings: Mapping[str, str]) -> int:
