@@ -11,6 +11,7 @@ from types import ModuleType
 from logwright.compat.extensions import (
     acknowledge_batch,
     acknowledge_cumulative,
+    broker_stats,
     clock_control,
     consumer_options,
     cursor_inspection,
@@ -135,6 +136,7 @@ EXTENSION_APIS: dict[int, ModuleType] = {
     acknowledge_batch.API_KEY: acknowledge_batch,
     acknowledge_cumulative.API_KEY: acknowledge_cumulative,
     cursor_inspection.API_KEY: cursor_inspection,
+    broker_stats.API_KEY: broker_stats,
 }
 """logwright's own keys (32001 and up): key -> module. Standard clients ignore keys they do not know."""
 

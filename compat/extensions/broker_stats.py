@@ -1,0 +1,60 @@
+"""LogwrightBrokerStats (extension key 32007): how many connections, asyncio tasks and bytes the broker holds now.
+
+Read-only and cheap (one pass over the event loop's tasks, two reads of ``/proc/self``): what a soak run
+samples to see that connections, tasks and descriptors go back to where they were once the clients leave
+(bench/soak.py), and what an operator asks when the process seems to grow.
+
+Request (msgpack map, may be empty). Response: ``error_code, error_message, now_ms, connections, tasks,
+tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds``. ``connections`` counts the server's
+per-connection sender tasks (one lives exactly as long as its connection, `compat.server.Connection`), so
+it needs no registry of its own; ``rss_bytes`` and ``open_fds`` are nil where ``/proc`` is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter
+from pathlib import Path
+
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.extension_body import Body, extension
+
+API_KEY = 32007
+SENDER_TASK = "Connection._send_responses"
+"""The coroutine every open connection runs for its answers (`compat.server.Connection`)."""
+
+
+def task_counts() -> Counter[str]:
+    """Live tasks of the running loop by their coroutine's qualified name (``"?"`` for a task without one)."""
+    counts: Counter[str] = Counter()
+    for task in asyncio.all_tasks():
+        coroutine = task.get_coro()
+        counts[str(getattr(coroutine, "__qualname__", "?"))] += 1
+    return counts
+
+
+def resident_bytes() -> int | None:
+    """VmRSS of this process, or None without ``/proc``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def open_descriptors() -> int | None:
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # listing the directory opens one itself
+    except OSError:
+        return None
+
+
+@extension(API_KEY, "LogwrightBrokerStats")
+async def handle(context: RequestContext, body: Body) -> Body:
+    counts = task_counts()
+    return {"now_ms": context.broker.clock.now_ms(), "connections": counts[SENDER_TASK],
+            "tasks": sum(counts.values()), "tasks_by_coroutine": dict(counts.most_common()),
+            "rss_bytes": resident_bytes(), "open_fds": open_descriptors()}
