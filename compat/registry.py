@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
@@ -78,13 +79,35 @@ def register_extension(entry: HandlerEntry) -> None:
     HANDLERS[entry.api_key] = entry
 
 
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
+_OWN_FIELDS: dict[type, frozenset[str]] = {}
+_ANY_VERSION_FIELDS: dict[type, frozenset[str]] = {}
 
 
-def _field_names(cls: type[Any]) -> frozenset[str]:
-    names = _FIELD_NAMES.get(cls)
+def _own_fields(cls: type[Any]) -> frozenset[str]:
+    names = _OWN_FIELDS.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(field.name for field in dataclasses.fields(cls))
+        names = _OWN_FIELDS[cls] = frozenset(field.name for field in dataclasses.fields(cls))
+    return names
+
+
+def _any_version_fields(cls: type[Any]) -> frozenset[str]:
+    """The field names of the classes named like ``cls`` in every version of its kio module
+    (``kio.schema.<api>.v<N>.request`` or ``.response``); only ``cls``'s own for a class outside kio.
+
+    Imports every version of the module once, on the first `make` that drops a field."""
+    names = _ANY_VERSION_FIELDS.get(cls)
+    if names is not None:
+        return names
+    found = set(_own_fields(cls))
+    parts = cls.__module__.split(".")
+    if len(parts) == 5 and parts[:2] == ["kio", "schema"]:
+        api = importlib.import_module(".".join(parts[:3]))
+        for version in pkgutil.iter_modules(api.__path__):
+            module = importlib.import_module(f"{api.__name__}.{version.name}.{parts[4]}")
+            same = getattr(module, cls.__name__, None)
+            if isinstance(same, type) and dataclasses.is_dataclass(same):
+                found.update(field.name for field in dataclasses.fields(same))
+    names = _ANY_VERSION_FIELDS[cls] = frozenset(found)
     return names
 
 
@@ -92,15 +115,26 @@ def make(cls: type[Any], **values: Any) -> Any:
     """Build a kio entity of any version from the fields it has, ignoring fields that version lacks.
 
     Handlers describe a response once, with the fields of the newest version; older versions simply
-    do not carry what they cannot say.
+    do not carry what they cannot say. A keyword no version of the message has is a mistake
+    (``error_mesage=``): `TypeError` naming it, never a silently dropped field.
     """
-    names = _field_names(cls)
-    return cls(**{name: value for name, value in values.items() if name in names})
+    own = _OWN_FIELDS.get(cls)
+    if own is None:
+        own = _own_fields(cls)
+    names = values.keys()
+    if names <= own:
+        return cls(**values)
+    if not names <= _ANY_VERSION_FIELDS.get(cls, own):
+        unknown = names - _any_version_fields(cls)
+        if unknown:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__} has no field {', '.join(sorted(unknown))} "
+                            "in any version")
+    return cls(**{name: value for name, value in values.items() if name in own})
 
 
 def has_field(cls_or_obj: Any, name: str) -> bool:
     cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
-    return name in _field_names(cls)
+    return name in _own_fields(cls)
 
 
 @cache

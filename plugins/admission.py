@@ -6,9 +6,7 @@ its answer; having a default here means a wrapper always receives an `Admission`
 
 from __future__ import annotations
 
-from logwright.core.cursors.plugin_decisions import ADMIT_ALL, Admission, AppendRequest
-
-from .spec import hookimpl
+from .api import ADMIT_ALL, Admission, AppendRequest, hookimpl
 
 
 @hookimpl(trylast=True)

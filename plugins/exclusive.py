@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logwright.core.cursors.subscription_mode import Membership, ModeConsumer, SubscriptionModeBase
-from logwright.core.errors import ConsumerBusy
-
-from .registrars import SubscriptionModeRegister
-from .spec import hookimpl
+from .api import ConsumerBusy, Membership, ModeConsumer, SubscriptionModeBase, SubscriptionModeRegister, hookimpl
 
 
 @dataclass(frozen=True, slots=True)

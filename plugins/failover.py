@@ -27,18 +27,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from logwright.core.config.configs import ConfigKey, long_at_least
-from logwright.core.cursors.subscription_mode import (
+from .api import (
+    ConfigKey,
+    ConfigKeyRegister,
     DispatchView,
     Membership,
     ModeConsumer,
+    RangeSet,
     SubscriptionModeBase,
+    SubscriptionModeRegister,
     first_offsets,
+    hookimpl,
+    long_at_least,
 )
-from logwright.core.rangeset import RangeSet
-
-from .registrars import ConfigKeyRegister, SubscriptionModeRegister
-from .spec import hookimpl
 
 SWITCH_DELAY_KEY = "logwright.failover.switch.delay.ms"
 DEFAULT_SWITCH_DELAY_MS = 1000

@@ -4,6 +4,9 @@ Nothing else in logwright touches pluggy. The host registers the built-in plugin
 the ``logwright.plugins`` entry-point group, refuses misspelled hooks (`check_pending`), and hands out
 what the registration hooks added as plain objects (modes, config keys, projections, handlers, tasks),
 so per-record dispatch calls them directly. Decisions and wrappers are called per request.
+
+A plugin named in ``plugins.disabled`` (or ``serve --disable-plugin``) is never imported or registered
+but still listed, as disabled; ``plugins.extra`` names modules to register beside the installed ones.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 from logwright.compat.registry import HandlerEntry, register_extension
 from logwright.core import CORE_PROJECTIONS
-from logwright.core.config.configs import ConfigKey, ConfigRegistry, default_registry, one_of
+from logwright.core.config.configs import ConfigKey, ConfigRegistry, any_value, default_registry, one_of
 from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
     Admission,
@@ -37,6 +40,7 @@ from logwright.eventstore.codec import TypeRegistry
 from logwright.eventstore.codec import default_registry as default_types
 
 from . import spec
+from .facade import BrokerFacade
 from .registrars import (
     BackgroundTask,
     BackgroundTaskRegister,
@@ -57,7 +61,15 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
+DISABLED_KEY = "plugins.disabled"
+"""Broker config: comma-separated names of plugins (built-in or installed) not to load."""
+EXTRA_KEY = "plugins.extra"
+"""Broker config: comma-separated modules to register as plugins beside the installed ones (name = module)."""
 
+
+def config_list(value: str) -> tuple[str, ...]:
+    """The names of a comma-separated config value, blanks dropped."""
+    return tuple(name.strip() for name in value.split(",") if name.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +95,8 @@ class PluginInfo:
     registrations: tuple[Registration, ...]
     hooks: tuple[str, ...]
     """The ``logwright_*`` hooks it implements."""
+    disabled: bool = False
+    """Named in ``plugins.disabled``: found but neither imported nor registered."""
 
 
 class PluginHost:
@@ -93,6 +107,7 @@ class PluginHost:
         self._manager.add_hookspecs(spec)
         self._ledger = Ledger()
         self._sources: dict[str, PluginSource] = {}
+        self._disabled: set[str] = set()
         hooks = self._manager.hook
         hooks.logwright_register_subscription_modes.call_historic(
             kwargs={"register": SubscriptionModeRegister(self._ledger)})
@@ -104,43 +119,78 @@ class PluginHost:
             kwargs={"register": BackgroundTaskRegister(self._ledger)})
 
     @classmethod
-    def load(cls, *, builtins: bool = True, installed: bool = True, extra: Iterable[tuple[str, object]] = ()
-             ) -> PluginHost:
-        """A host with the built-in plugins, the installed ones and ``extra`` (name, plugin), checked."""
+    def load(cls, *, builtins: bool = True, installed: bool = True, extra: Iterable[tuple[str, object]] = (),
+             disabled: Iterable[str] = ()) -> PluginHost:
+        """A host with the built-in plugins, the installed ones and ``extra`` (name, plugin), checked.
+
+        Plugins named in ``disabled`` are skipped (and listed as disabled); a name that matches no plugin,
+        or disabling the only provider of the default subscription mode, raises `InvalidConfig`.
+        """
         host = cls()
+        host._disabled.update(disabled)
         if builtins:
             host.load_builtins()
         if installed:
             host.load_entry_points()
         for name, plugin in extra:
             host.register(plugin, name, PluginSource("extra", getattr(plugin, "__name__", type(plugin).__name__)))
+        host._check_disabled(builtins)
         host.check_pending()
         return host
+
+    @classmethod
+    def for_broker(cls, overrides: Mapping[str, str]) -> PluginHost:
+        """The host ``logwright serve`` runs with: ``plugins.extra`` modules added, ``plugins.disabled`` skipped."""
+        disabled = set(config_list(overrides.get(DISABLED_KEY, "")))
+        extra = [(module, importlib.import_module(module))
+                 for module in config_list(overrides.get(EXTRA_KEY, "")) if module not in disabled]
+        return cls.load(extra=extra, disabled=disabled)
+
+    def _check_disabled(self, builtins: bool) -> None:
+        unknown = sorted(self._disabled - set(self._sources))
+        if unknown:
+            raise InvalidConfig(f"{DISABLED_KEY} names {', '.join(map(repr, unknown))}, which no installed or "
+                                f"built-in plugin is called; the plugins are {', '.join(sorted(self._sources))}")
+        if builtins and self._disabled and DEFAULT_MODE not in self.subscription_modes():
+            raise InvalidConfig(
+                f"{DISABLED_KEY}={','.join(sorted(self._disabled))} leaves no plugin providing the default "
+                f"subscription mode {DEFAULT_MODE!r}; keep the plugin that provides it enabled, or install one "
+                f"that registers a mode named {DEFAULT_MODE!r}")
 
     # -- registration ----------------------------------------------------------------------------
 
     def register(self, plugin: object, name: str, source: PluginSource) -> None:
-        """Register ``plugin``; its registration hooks run now (pluggy replays the historic calls)."""
+        """Register ``plugin``; its registration hooks run now (pluggy replays the historic calls).
+
+        A disabled name is only remembered with its source, for `plugins`.
+        """
         if name in self._sources:
             raise ValueError(f"a plugin named {name!r} is already registered ({self._sources[name].describe()})")
+        if name in self._disabled:
+            self._sources[name] = source
+            return
         with self._ledger.attributing(name):
             self._manager.register(plugin, name)
         self._sources[name] = source
 
     def load_builtins(self) -> None:
         for name in BUILTIN_PLUGINS:
-            module = importlib.import_module(f"{__package__}.{name}")
+            module_name = f"{__package__}.{name}"
+            if name in self._disabled:
+                self._sources[name] = PluginSource("builtin", module_name)
+                continue
+            module = importlib.import_module(module_name)
             self.register(module, name, PluginSource("builtin", module.__name__))
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every plugin installed under ``group`` (name = the entry point's name)."""
         for entry in sorted(entry_points(group=group), key=lambda e: e.name):
-            if self._manager.is_blocked(entry.name):
-                continue
-            plugin = entry.load()
             distribution = entry.dist
+            disabled = entry.name in self._disabled
+            plugin = None if disabled else entry.load()
+            module = entry.module if plugin is None else getattr(plugin, "__name__", type(plugin).__name__)
             self.register(plugin, entry.name, PluginSource(
-                "entry point", getattr(plugin, "__name__", type(plugin).__name__), entry.value,
+                "entry point", module, entry.value,
                 distribution.name if distribution else "?", distribution.version if distribution else "?"))
 
     def check_pending(self) -> None:
@@ -150,9 +200,14 @@ class PluginHost:
     def plugins(self) -> list[PluginInfo]:
         """Each plugin, where it came from and what it registered, in registration order."""
         return [PluginInfo(name, source, tuple(e for e in self._ledger.entries if e.plugin == name),
-                           tuple(sorted(caller.name for caller in self._manager.get_hookcallers(
-                               self._manager.get_plugin(name)) or ())))
+                           self._hooks_of(name), name in self._disabled)
                 for name, source in self._sources.items()]
+
+    def _hooks_of(self, name: str) -> tuple[str, ...]:
+        plugin = self._manager.get_plugin(name)
+        if plugin is None:
+            return ()
+        return tuple(sorted(caller.name for caller in self._manager.get_hookcallers(plugin) or ()))
 
     # -- what the registries collected -----------------------------------------------------------
 
@@ -166,8 +221,15 @@ class PluginHost:
         return modes[name]
 
     def config_keys(self) -> tuple[ConfigKey, ...]:
-        """Plugin keys, plus ``logwright.subscription.mode`` whose values are the registered modes."""
-        keys: list[ConfigKey] = self._ledger.of_kind(ConfigKeyRegister.KIND)
+        """Plugin keys, ``plugins.disabled`` and ``plugins.extra`` (read at start, so read-only), plus
+        ``logwright.subscription.mode`` whose values are the registered modes."""
+        keys: list[ConfigKey] = [
+            *self._ledger.of_kind(ConfigKeyRegister.KIND),
+            ConfigKey(DISABLED_KEY, "broker", "", any_value, "Plugins (built-in or installed) not to load, "
+                      "comma-separated names as `logwright plugins` lists them; read at start.", "LIST",
+                      read_only=True),
+            ConfigKey(EXTRA_KEY, "broker", "", any_value, "Modules to register as plugins beside the installed "
+                      "ones, comma-separated; read at start.", "LIST", read_only=True)]
         modes = sorted(self.subscription_modes())
         if modes:
             default = DEFAULT_MODE if DEFAULT_MODE in modes else modes[0]
@@ -210,9 +272,13 @@ class PluginHost:
         return tuple(self._ledger.of_kind(BackgroundTaskRegister.KIND))
 
     def start_background_tasks(self, broker: Broker) -> list[asyncio.Task[None]]:
-        """Start every plugin task on the running loop; the caller cancels them at shutdown."""
+        """Start every plugin task on the running loop, each with its own `BrokerFacade` over ``broker`` (never
+        the broker itself); the caller cancels them at shutdown."""
+        from logwright.compat.plugin_facade import PluginFacade  # compat imports this module: import on use
+
         loop = asyncio.get_running_loop()
-        return [loop.create_task(_run(task, broker), name=f"plugin task {task.name}")
+        return [loop.create_task(_run(task, PluginFacade(broker, f"logwright-plugin:{task.name}")),
+                                 name=f"plugin task {task.name}")
                 for task in self.background_tasks()]
 
     # -- decisions and wrappers ------------------------------------------------------------------
@@ -289,10 +355,10 @@ def _resolved(caller: pluggy.HookCaller, argument: str, answers: tuple[type[Any]
     return call
 
 
-async def _run(task: BackgroundTask, broker: Broker) -> None:
+async def _run(task: BackgroundTask, facade: BrokerFacade) -> None:
     """Run a plugin task; a failure is logged (it is not restarted) instead of vanishing with the task."""
     try:
-        await task.run(broker)
+        await task.run(facade)
     except asyncio.CancelledError:
         raise
     except Exception:

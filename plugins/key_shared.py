@@ -18,20 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from logwright.core.config.configs import ConfigKey, boolean
 from logwright.core.cursors.key_hash_ranges import auto_split_join, auto_split_leave, sticky_join, sticky_leave
-from logwright.core.cursors.subscription_mode import (
+
+from .api import (
+    ConfigKey,
+    ConfigKeyRegister,
     DispatchView,
+    InvalidRequest,
     Membership,
     ModeConsumer,
+    RangeSet,
     SubscriptionModeBase,
+    SubscriptionModeRegister,
+    boolean,
+    hookimpl,
     in_flight_budget,
 )
-from logwright.core.errors import InvalidRequest
-from logwright.core.rangeset import RangeSet
-
-from .registrars import ConfigKeyRegister, SubscriptionModeRegister
-from .spec import hookimpl
 
 ALLOW_OUT_OF_ORDER = "logwright.key_shared.allow.out.of.order.delivery"
 

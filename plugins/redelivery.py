@@ -7,12 +7,16 @@ the others are available again after the delay the consumer asked for, or at onc
 
 from __future__ import annotations
 
-from logwright.core.cursors.plugin_decisions import Redeliver, Reject, ReleasedDelivery, ReleaseDecision
+from .api import (
+    DEFAULT_DELIVERY_LIMIT,
+    DELIVERY_LIMIT_KEY,
+    Redeliver,
+    Reject,
+    ReleasedDelivery,
+    ReleaseDecision,
+    hookimpl,
+)
 
-from .spec import hookimpl
-
-DELIVERY_LIMIT_KEY = "share.delivery.count.limit"
-DEFAULT_DELIVERY_LIMIT = 5
 LIMIT_REASON = "delivery count limit reached"
 
 

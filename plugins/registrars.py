@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from logwright.compat.registry import ErrorAnswer, Handler, HandlerEntry
 from logwright.core.config.configs import ConfigKey
@@ -18,8 +18,7 @@ from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.core.events import Event
 from logwright.core.projection import Projection
 
-if TYPE_CHECKING:
-    from logwright.compat.broker import Broker
+from .facade import BrokerFacade
 
 EXTENSION_API_KEYS = range(1000, 32768)
 """API keys plugins may serve: far above Kafka's own (which stay below 100), within an INT16."""
@@ -29,12 +28,12 @@ EXTENSION_API_KEYS = range(1000, 32768)
 class BackgroundTask:
     """A coroutine the broker runs for its whole life (lock expiry sweeps, retention, quotas).
 
-    ``run(broker)`` should loop until cancelled, waiting through the broker's clock; the broker cancels
-    it at shutdown.
+    ``run(facade)`` gets a `BrokerFacade` (never the broker itself) and should loop until cancelled,
+    waiting through the broker clock (``facade.sleep``); the broker cancels it at shutdown.
     """
 
     name: str
-    run: Callable[[Broker], Awaitable[None]]
+    run: Callable[[BrokerFacade], Awaitable[None]]
     doc: str = ""
 
 

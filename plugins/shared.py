@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logwright.core.config.configs import ConfigKey, long_at_least
-from logwright.core.cursors.subscription_mode import (
+from .api import (
     MAX_UNACKED_PER_CONSUMER,
+    ConfigKey,
+    ConfigKeyRegister,
     DispatchView,
     ModeConsumer,
     SubscriptionModeBase,
+    SubscriptionModeRegister,
+    hookimpl,
     in_flight_budget,
+    long_at_least,
 )
-
-from .registrars import ConfigKeyRegister, SubscriptionModeRegister
-from .spec import hookimpl
 
 
 @dataclass(frozen=True, slots=True)

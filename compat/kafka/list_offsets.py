@@ -41,13 +41,11 @@ async def handle(context: RequestContext, request: Any) -> Any:
             index = int(partition.partition_index)
             if state is None or not 0 <= index < len(state.partition_ids):
                 partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
-                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1,
-                                       old_style_offsets=()))
+                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1))
                 continue
             timestamp, offset = lookup(broker, state.partition_ids[index], int(partition.timestamp), read_committed)
             partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
-                                   error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0,
-                                   old_style_offsets=()))
+                                   error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0))
         topics.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions)))
     return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
 

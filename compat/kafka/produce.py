@@ -75,7 +75,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             else:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
         outcomes.append((topic_data.name, partitions))
-    refused = _admit(broker, context, [item for _, partitions in outcomes for _, item in partitions
+    refused = admit(broker, context, [item for _, partitions in outcomes for _, item in partitions
                                        if isinstance(item, Prepared)])
     appended = False
     results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
@@ -104,7 +104,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
 
 
-def _admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:
+def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:
     """The partitions the plugins' ``logwright_admit_append`` refuses, once per request; nothing is asked (and
     no request built) when no plugin but the built-in default implements the hook."""
     admit = broker.admission

@@ -21,6 +21,7 @@ from logwright.core.errors import DomainError, InvalidConfig
 from logwright.core.events import Event
 from logwright.core.projection import Projection
 from logwright.plugins.exclusive import ExclusiveMode
+from logwright.plugins.facade import BrokerFacade
 from logwright.plugins.host import BUILTIN_PLUGINS, PluginHost
 from logwright.plugins.registrars import (
     BackgroundTask,
@@ -130,7 +131,7 @@ def test_a_plugin_key_may_not_shadow_a_core_key(host: PluginHost) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Tally(Event):
-    TAG = 49  # type: ignore[misc]
+    TAG = 10_049  # type: ignore[misc]
     name: str
 
 
@@ -328,4 +329,5 @@ def test_background_tasks_start_on_the_loop_and_stop_when_cancelled(host: Plugin
             "plugin task watch"
 
     assert asyncio.run(main())
-    assert seen == [broker]
+    [facade] = seen
+    assert isinstance(facade, BrokerFacade) and facade is not broker, "a task gets the facade, never the broker"

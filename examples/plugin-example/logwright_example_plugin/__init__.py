@@ -18,22 +18,26 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from logwright.compat.broker import Broker
-from logwright.compat.kafka.produce import produce_partition
-from logwright.compat.wire.record_batch import build_batch
-from logwright.compat.wire.records import Record
-from logwright.core.config.configs import ConfigKey, long_at_least
-from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, Redeliver, ReleasedDelivery
-from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer, first_offsets
-from logwright.core.errors import PolicyViolation
-from logwright.core.rangeset import RangeSet
-from logwright.plugins.registrars import (
+from logwright.plugins.api import (
+    DEFAULT_DELIVERY_LIMIT,
+    DELIVERY_LIMIT_KEY,
+    Admission,
+    AppendRequest,
     BackgroundTask,
     BackgroundTaskRegister,
+    BrokerFacade,
+    ConfigKey,
     ConfigKeyRegister,
+    Membership,
+    OutgoingRecord,
+    PolicyViolation,
+    Redeliver,
+    ReleasedDelivery,
+    SubscriptionModeBase,
     SubscriptionModeRegister,
+    hookimpl,
+    long_at_least,
 )
-from logwright.plugins.spec import hookimpl
 
 BACKOFF_KEY = "logwright.example.backoff.ms"
 MAX_RECORDS_KEY = "logwright.example.max.records.per.request"
@@ -44,25 +48,15 @@ IDLE_CHECK_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
-class FirstComeMode:
+class FirstComeMode(SubscriptionModeBase):
+    """Only what differs from the base: cumulative acks, and every partition to the first consumer."""
+
     name: str = "first_come"
     allows_cumulative_ack: bool = True
-    uses_key_hashes: bool = False
-
-    def join(self, membership: Membership, consumer: ModeConsumer) -> Membership:
-        return membership.with_consumer(consumer)
-
-    def leave(self, membership: Membership, consumer_id: str) -> Membership:
-        return membership.without_consumer(consumer_id)
 
     def assigned_partitions(self, membership: Membership, consumer_id: str, partition_count: int) -> frozenset[int]:
         first = membership.consumers[0].consumer_id if membership.consumers else None
         return frozenset(range(partition_count)) if consumer_id == first else frozenset()
-
-    def eligible(self, view: DispatchView, consumer_id: str, candidates: RangeSet, limit: int) -> RangeSet:
-        if view.partition_index not in self.assigned_partitions(view.membership, consumer_id, view.partition_count):
-            return RangeSet()
-        return first_offsets(candidates, limit)
 
 
 @hookimpl
@@ -83,7 +77,7 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
 @hookimpl
 def logwright_decide_release(delivery: ReleasedDelivery) -> Redeliver | None:
     base = int(delivery.settings.get(BACKOFF_KEY, "0"))
-    limit = int(delivery.settings.get("share.delivery.count.limit", "5"))
+    limit = int(delivery.settings.get(DELIVERY_LIMIT_KEY, DEFAULT_DELIVERY_LIMIT))
     if base == 0 or delivery.delivery_count >= limit:
         return None
     return Redeliver(base * 2 ** (delivery.delivery_count - 1))
@@ -101,16 +95,15 @@ def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission,
     return admission
 
 
-async def heartbeat(broker: Broker) -> None:
+async def heartbeat(broker: BrokerFacade) -> None:
     """Append the broker time to the heartbeat topic's partition 0 every interval of broker time."""
     while True:
         interval = int(broker.broker_config(HEARTBEAT_KEY))
         await broker.sleep(interval or IDLE_CHECK_MS)
-        topic = broker.topic(HEARTBEAT_TOPIC)
-        if not interval or topic is None:
+        if not interval or broker.partition_count(HEARTBEAT_TOPIC) is None:
             continue
-        now = broker.clock.now_ms()
-        produce_partition(broker, topic, 0, build_batch([Record(0, now, None, str(now).encode())]))
+        now = broker.now_ms()
+        await broker.append(HEARTBEAT_TOPIC, [OutgoingRecord(str(now).encode(), timestamp_ms=now)])
 
 
 @hookimpl

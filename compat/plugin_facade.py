@@ -1,0 +1,78 @@
+"""`BrokerFacade` over a `Broker`: what a plugin's background task is handed instead of the broker.
+
+Appends take the producer's path (`produce.prepare_partition`, the admission plugins, `stage_partition`)
+with the batch built here, so a task cannot write what a client could not; the client id the admission
+plugins see is ``logwright-plugin:<task name>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.produce import PartitionResult, admit, prepare_partition, stage_partition
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.core.events import Event
+from logwright.plugins.facade import AppendRefused, OutgoingRecord
+
+
+class PluginFacade:
+    """One task's view of ``broker``; ``client_id`` names the task to the admission plugins."""
+
+    def __init__(self, broker: Broker, client_id: str) -> None:
+        self._broker = broker
+        self._client_id = client_id
+
+    def now_ms(self) -> int:
+        return self._broker.clock.now_ms()
+
+    async def sleep(self, milliseconds: int) -> None:
+        await self._broker.sleep(milliseconds)
+
+    async def sleep_until(self, time_ms: int) -> None:
+        await self._broker.sleep_until(time_ms)
+
+    def broker_config(self, name: str) -> str:
+        return self._broker.broker_config(name)
+
+    def topic_config(self, topic: str, name: str) -> str | None:
+        state = self._broker.topic(topic)
+        return self._broker.topic_config(state, name) if state is not None else None
+
+    def group_config(self, group: str, name: str) -> str | None:
+        return share_coordinator(self._broker).group_settings(group).get(name)
+
+    def partition_count(self, topic: str) -> int | None:
+        state = self._broker.topic(topic)
+        return len(state.partition_ids) if state is not None else None
+
+    async def append(self, topic: str, records: Sequence[OutgoingRecord], partition: int = 0) -> int:
+        if not records:
+            raise ValueError("append needs at least one record")
+        broker = self._broker
+        now = broker.clock.now_ms()
+        batch = build_batch([Record(0, now if r.timestamp_ms is None else r.timestamp_ms, r.key, r.value, r.headers)
+                             for r in records])
+        prepared = prepare_partition(broker, broker.topic(topic), partition, batch)
+        if isinstance(prepared, PartitionResult):
+            raise _refused(topic, partition, prepared)
+        context = RequestContext(broker, 0, 0, 0, self._client_id, -1, "plugin")
+        result = admit(broker, context, [prepared]).get(prepared.partition_id) or stage_partition(broker, prepared)
+        if result.error_code != ErrorCode.NONE:
+            raise _refused(topic, partition, result)
+        await broker.durable()
+        return result.base_offset
+
+    def stage(self, events: Sequence[Event]) -> None:
+        self._broker.stage(events)
+
+    async def durable(self) -> None:
+        await self._broker.durable()
+
+
+def _refused(topic: str, partition: int, result: PartitionResult) -> AppendRefused:
+    return AppendRefused(ErrorCode(result.error_code).name, f"{topic}-{partition}: {result.error_message or ''}")

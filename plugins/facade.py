@@ -1,0 +1,91 @@
+"""What a plugin's background task may do with the broker: the `BrokerFacade` port, and its values.
+
+A task never holds the `Broker` itself: it gets this narrow port (implemented over the broker in
+`logwright.compat.plugin_facade`), so the broker's internals can change without breaking plugins and a
+task cannot bypass validation, admission or the group commit. Every wait goes through the broker clock,
+so a ``--manual-clock`` broker drives a task in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from logwright.core.errors import DomainError
+from logwright.core.events import Event
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingRecord:
+    """One record a task appends; ``timestamp_ms`` ``None`` means the broker clock's time of the append."""
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+
+
+class AppendRefused(DomainError):
+    """The broker refused a task's append, as it would have refused a producer's.
+
+    ``error`` is the Kafka error name a producer would have received (``UNKNOWN_TOPIC_OR_PARTITION``,
+    ``POLICY_VIOLATION`` from an admission plugin, ``MESSAGE_TOO_LARGE``...); the message says why.
+    """
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(f"{error}: {message}")
+        self.error = error
+
+
+@runtime_checkable
+class BrokerFacade(Protocol):
+    """The broker as a plugin's background task sees it (``run(facade)``; see `BackgroundTask`)."""
+
+    def now_ms(self) -> int:
+        """The broker clock's time in milliseconds (the manual clock's under ``--manual-clock``)."""
+        ...
+
+    async def sleep(self, milliseconds: int) -> None:
+        """Wait ``milliseconds`` of broker time."""
+        ...
+
+    async def sleep_until(self, time_ms: int) -> None:
+        """Wait until the broker clock reads ``time_ms`` or later."""
+        ...
+
+    def broker_config(self, name: str) -> str:
+        """The effective value of a broker config (stored override, ``--config``, default); `KeyError` if
+        no one registered ``name``."""
+        ...
+
+    def topic_config(self, topic: str, name: str) -> str | None:
+        """The effective value of a topic config; ``None`` if the topic does not exist or the key has none."""
+        ...
+
+    def group_config(self, group: str, name: str) -> str | None:
+        """The effective value of a group config (the group need not exist); ``None`` for an unknown key."""
+        ...
+
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions ``topic`` has; ``None`` if it does not exist."""
+        ...
+
+    async def append(self, topic: str, records: Sequence[OutgoingRecord], partition: int = 0) -> int:
+        """Append ``records`` to one partition as one batch and wait until they are durable.
+
+        The batch goes the way of a producer's: validated, shown to the admission plugins, staged with
+        this turn's WriteBatch. Returns the first record's offset; raises `AppendRefused` otherwise.
+        """
+        ...
+
+    def stage(self, events: Sequence[Event]) -> None:
+        """Stage the plugin's own events (registered with its projection) for this turn's WriteBatch.
+
+        They are visible to later reads at once; `durable` says when they survive a crash.
+        """
+        ...
+
+    async def durable(self) -> None:
+        """Wait until everything staged so far is written under the broker's durability setting."""
+        ...
