@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from logwright.core import events  # noqa: F401  (first: the event modules it gathers import it back)
+from logwright.core.acls.acls import ACLS
 from logwright.core.clock import MANUAL_CLOCK
 from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS
 from logwright.core.cursors.cursor import CURSORS
-from logwright.core.events.acls import ACLS
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
 from logwright.core.groups.groups import GROUPS
 from logwright.core.log.catalog import CATALOG

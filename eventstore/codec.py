@@ -2,8 +2,11 @@
 
 A dataclass is written as ``[tag, version, field values...]`` inside msgpack extension 1, so nested
 states (a RangeSet inside a cursor) need no schema of their own. Each class carries a stable tag;
-events use their ``TAG``, state types are registered here with tags from 1000 up. A class whose
-``VERSION`` grew may define ``upgrade_fields(version, fields) -> fields`` to read older values.
+events use their ``TAG``, state types are registered here with tags from 1000 up. The registry is built
+when a store opens, from `ALL_EVENT_TYPES` and the plugins' classes, and refuses there a tag two classes
+claim (naming both), a plugin event outside `PLUGIN_EVENT_TAGS` and a core event or any state type inside
+it: a clash found later would be a log nobody can read. A class whose ``VERSION`` grew may define
+``upgrade_fields(version, fields) -> fields`` to read older values.
 msgpack is used rather than a hand-written format because its C extension packs a RecordsAppended in
 about a microsecond and keeps the log compact.
 """
@@ -16,14 +19,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
-from logwright.core.acls.acls import AclBinding
+from logwright.core.acls.bindings import AclBinding
 from logwright.core.clock import ManualClockState
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember
 from logwright.core.cursors.cursor import CursorState, Delivery, Redelivery
 from logwright.core.cursors.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
 from logwright.core.cursors.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.errors import CorruptState
-from logwright.core.events import ALL_EVENT_TYPES, Event
+from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event
 from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
 from logwright.core.groups.groups import GroupMember, GroupState
 from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
@@ -51,11 +54,17 @@ class TypeRegistry:
         self._fields: dict[type[Any], Callable[[Any], tuple[Any, ...]]] = {}
 
     def register(self, cls: type[Any], tag: int | None = None) -> None:
+        """Learn ``cls`` under ``tag`` (an event's own ``TAG`` by default); a tag names one class for good."""
         tag = tag if tag is not None else int(getattr(cls, "TAG", 0))
         if tag <= 0:
             raise ValueError(f"{cls.__name__} needs a positive tag")
         if tag in self._by_tag and self._by_tag[tag] is not cls:
-            raise ValueError(f"tag {tag} of {cls.__name__} is taken by {self._by_tag[tag].__name__}")
+            raise ValueError(f"tag {tag} of {_qualified(cls)} is taken by {_qualified(self._by_tag[tag])}")
+        if self._tag_of.get(cls, tag) != tag:
+            raise ValueError(f"{_qualified(cls)} is registered under tag {self._tag_of[cls]}, not also {tag}")
+        if tag in PLUGIN_EVENT_TAGS and not issubclass(cls, Event):
+            raise ValueError(f"state type {_qualified(cls)} has tag {tag}, inside the tags reserved for plugin "
+                             f"events ({_span(PLUGIN_EVENT_TAGS)})")
         self._by_tag[tag] = cls
         self._tag_of[cls] = tag
         names = [field.name for field in dataclasses.fields(cls)]
@@ -64,6 +73,24 @@ class TypeRegistry:
 
     def register_all(self, classes: Iterable[type[Any]]) -> None:
         for cls in classes:
+            self.register(cls)
+
+    def register_events(self, classes: Iterable[type[Event]], *, plugin: bool) -> None:
+        """Learn core events (tags below `PLUGIN_EVENT_TAGS`) or a plugin's (tags inside it).
+
+        A core event a plugin lists as well (its projection folds it too) is already known and stays so.
+        """
+        for cls in classes:
+            if plugin and self._by_tag.get(cls.TAG) is cls:
+                continue
+            if plugin and cls.TAG not in PLUGIN_EVENT_TAGS:
+                taken = self._by_tag.get(cls.TAG)
+                raise ValueError(f"plugin event {_qualified(cls)} has tag {cls.TAG}, outside the tags reserved for "
+                                 f"plugin events ({_span(PLUGIN_EVENT_TAGS)})"
+                                 + (f"; tag {cls.TAG} is {_qualified(taken)}'s" if taken else ""))
+            if not plugin and cls.TAG in PLUGIN_EVENT_TAGS:
+                raise ValueError(f"core event {_qualified(cls)} has tag {cls.TAG}, inside the tags reserved for "
+                                 f"plugin events ({_span(PLUGIN_EVENT_TAGS)})")
             self.register(cls)
 
     def event_types(self) -> list[type[Event]]:
@@ -161,11 +188,20 @@ STATE_TYPES: dict[int, type[Any]] = {
 
 
 def default_registry() -> TypeRegistry:
+    """The core events and states; a plugin host adds its plugins' classes with `register_events`."""
     registry = TypeRegistry()
-    registry.register_all(ALL_EVENT_TYPES)
+    registry.register_events(ALL_EVENT_TYPES, plugin=False)
     for tag, cls in STATE_TYPES.items():
         registry.register(cls, tag)
     return registry
+
+
+def _qualified(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _span(tags: range) -> str:
+    return f"{tags.start}-{tags.stop - 1}"
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

@@ -258,7 +258,7 @@ class PluginHost:
         """The codec's core types and every plugin's events and states."""
         types = default_types()
         for plugin_projection in self.plugin_projections():
-            types.register_all(plugin_projection.event_types)
+            types.register_events(plugin_projection.event_types, plugin=True)
             for tag, cls in plugin_projection.state_types.items():
                 types.register(cls, tag)
         return types

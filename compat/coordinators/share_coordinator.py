@@ -37,7 +37,7 @@ from logwright.core.cursors.subscription_mode import (
 )
 from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
-from logwright.core.events.share_groups import ShareMembershipChanged
+from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
 from logwright.core.log.catalog import ResourceConfig, resource_key
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
@@ -52,7 +52,7 @@ from logwright.core.share_groups.share_groups import (
 )
 from logwright.core.share_groups.share_groups import delete as delete_share_group
 from logwright.core.share_groups.share_sessions import PartitionRef, ShareSession, advance, round_order, served
-from logwright.core.share_groups.switch_delays import SWITCH_DELAYS, SwitchDelayStarted
+from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
 from logwright.eventstore.interface import LoggedEvent
 from logwright.plugins.host import PluginHost
 

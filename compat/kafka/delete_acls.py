@@ -8,18 +8,23 @@ comes once the event is durable.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.describe_acls import acl_filter, stored_acls
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.acls.acls import AclBinding, AclFilter, check_filter
+from logwright.core.acls.acls import AclBinding, AclFilter, check_filter, decide_delete
 from logwright.core.errors import InvalidRequest
-from logwright.core.events.acls import decide_delete
+
+if TYPE_CHECKING:
+    from kio.schema.delete_acls import v1, v2, v3
+
+    DeleteAclsRequest: TypeAlias = v1.DeleteAclsRequest | v2.DeleteAclsRequest | v3.DeleteAclsRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 
 @handler(31, "DeleteAcls", 1, 3)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DeleteAclsRequest) -> Any:
     module = response_module("delete_acls", context.api_version)
     filters: list[AclFilter] = []
     refusals: dict[int, str] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from logwright.core.events import Event
+from logwright.core.events.base import Event
 
 TopicPartitions = tuple[tuple[str, tuple[int, ...]], ...]
 """``(topic name, partition indexes)`` per topic, both sorted; topic ids are looked up at the wire."""

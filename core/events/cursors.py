@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from logwright.core.events import Event
+from logwright.core.events.base import Event
 
 OffsetRanges = tuple[tuple[int, int], ...]
 

@@ -1,10 +1,12 @@
-"""Events of KIP-932 share group membership (tags 50-59).
+"""Events of KIP-932 share group membership (tags 50-59) and of Failover's switch delay (tag 88).
 
 Membership is persisted so that a restarted broker still knows who is in a group, what each member
 subscribed to and which epoch it was given: a member that keeps heartbeating across the restart is not
 fenced. Liveness (when a member last heartbeated) is not persisted, as for classic groups.
 
 Deliveries are not here: they are cursor events (tags 30-39) of the subscription named after the group.
+A running switch delay (``logwright.failover.switch.delay.ms``) is an event so a restart keeps it; the
+``switch_delays`` projection folds it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from logwright.core.cursors.subscription_mode import Membership
-from logwright.core.events import Event
+from logwright.core.events.base import Event
 
 ShareAssignment = tuple[tuple[str, bytes, tuple[int, ...]], ...]
 """``(topic name, topic id, partition indexes)`` per assigned topic, sorted by topic name."""
@@ -88,6 +90,16 @@ class ShareGroupDeleted(ShareGroupEvent):
     TAG: ClassVar[int] = 56
 
 
+@dataclass(frozen=True, slots=True)
+class SwitchDelayStarted(Event):
+    """A membership change started ``group_id``'s switch delay: ``previous`` holds until ``until_ms``."""
+
+    TAG: ClassVar[int] = 88
+    group_id: str
+    previous: Membership
+    until_ms: int
+
+
 SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareMemberJoined,
     ShareMemberSubscribed,
@@ -97,3 +109,7 @@ SHARE_GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     ShareGroupCreated,
     ShareGroupDeleted,
 )
+"""The membership events the ``share_groups`` projection folds."""
+
+SWITCH_DELAY_EVENT_TYPES: tuple[type[Event], ...] = (SwitchDelayStarted,)
+

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from logwright.core.events import Event, OffsetCommitted
+from logwright.core.events.base import Event
+from logwright.core.events.groups import OffsetCommitted
 
 
 @dataclass(frozen=True, slots=True)

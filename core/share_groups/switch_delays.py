@@ -1,29 +1,17 @@
 """Running switch delays (Failover's ``logwright.failover.switch.delay.ms``) as events, so a restart keeps them.
 
-A `SwitchDelayStarted` (tag 88) records the membership the delay protects and when it ends on the broker
-clock; the ``switch_delays`` projection keeps the latest per group until the group is deleted. A delay
-whose end has passed is inert (modes compare it with the clock), so nothing needs to end it.
+A `SwitchDelayStarted` (tag 88, in `core.events.share_groups`) records the membership the delay protects
+and when it ends on the broker clock; the ``switch_delays`` projection keeps the latest per group until the
+group is deleted. A delay whose end has passed is inert (modes compare it with the clock), so nothing needs
+to end it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from logwright.core.cursors.subscription_mode import Handover, Membership
-from logwright.core.events import Event
-from logwright.core.events.share_groups import ShareGroupDeleted
+from logwright.core.cursors.subscription_mode import Handover
+from logwright.core.events.base import Event
+from logwright.core.events.share_groups import ShareGroupDeleted, SwitchDelayStarted
 from logwright.core.projection import Projection
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchDelayStarted(Event):
-    """A membership change started ``group_id``'s switch delay: ``previous`` holds until ``until_ms``."""
-
-    TAG: ClassVar[int] = 88
-    group_id: str
-    previous: Membership
-    until_ms: int
 
 
 def _keys(event: Event) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from logwright.core.acls.acls import (
+    ACLS,
     AclBinding,
     AclFilter,
     AclOperation,
@@ -12,11 +13,12 @@ from logwright.core.acls.acls import (
     ResourceType,
     check_binding,
     check_filter,
+    decide_delete,
     new_bindings,
     select,
 )
 from logwright.core.errors import InvalidRequest
-from logwright.core.events.acls import ACLS, AclsCreated, decide_delete
+from logwright.core.events.acls import AclsCreated
 from logwright.core.projection import fold
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY

@@ -1,0 +1,116 @@
+"""Events of classic consumer groups (tags 20-25) and of committed offsets (7-9), which KIP-848 groups share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from logwright.core.events.base import Event
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitted(Event):
+    """A consumer group's committed position (the next offset to read) on one partition."""
+
+    TAG: ClassVar[int] = 7
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+    commit_time_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleted(Event):
+    TAG: ClassVar[int] = 8
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted(Event):
+    TAG: ClassVar[int] = 9
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceStarted(Event):
+    """A classic group began a rebalance (PreparingRebalance): every member must rejoin."""
+
+    TAG: ClassVar[int] = 20
+    group: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined(Event):
+    """A member joined or rejoined a classic group with these protocols (name, metadata)."""
+
+    TAG: ClassVar[int] = 21
+    group: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft(Event):
+    """A member left, missed its session timeout or did not rejoin a rebalance in time."""
+
+    TAG: ClassVar[int] = 22
+    group: str
+    member_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStarted(Event):
+    """The join phase completed: a new generation with its protocol and leader (none when empty)."""
+
+    TAG: ClassVar[int] = 23
+    group: str
+    generation: int
+    protocol_name: str | None
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentsSynced(Event):
+    """The leader's assignments (member id, assignment bytes) for a generation: the group is Stable."""
+
+    TAG: ClassVar[int] = 24
+    group: str
+    generation: int
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberReplaced(Event):
+    """A static member (``group.instance.id``) rejoined under a new member id; the old id is fenced."""
+
+    TAG: ClassVar[int] = 25
+    group: str
+    group_instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
+GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
+    OffsetCommitted,
+    OffsetDeleted,
+    GroupDeleted,
+    RebalanceStarted,
+    MemberJoined,
+    MemberLeft,
+    GenerationStarted,
+    AssignmentsSynced,
+    StaticMemberReplaced,
+)

@@ -1,0 +1,101 @@
+"""Events of topics and their partition logs (tags 1-6 and 10): topics, configs, stored batches, truncation,
+producer ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from logwright.core.events.base import ConfigChanges, ConfigEntries, Event
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreated(Event):
+    """A topic and its partitions; partition ids are global u32s that key the records column family."""
+
+    TAG: ClassVar[int] = 1
+    topic: str
+    topic_id: bytes
+    partition_ids: tuple[int, ...]
+    configs: ConfigEntries = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsCreated(Event):
+    """Partitions added to an existing topic (CreatePartitions); ids continue the global sequence."""
+
+    TAG: ClassVar[int] = 2
+    topic: str
+    partition_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeleted(Event):
+    TAG: ClassVar[int] = 3
+    topic: str
+    topic_id: bytes
+    partition_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChanged(Event):
+    """Config overrides set (a value) or removed back to the default (``None``) on one resource."""
+
+    TAG: ClassVar[int] = 4
+    resource_type: str
+    resource_name: str
+    changes: ConfigChanges
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsAppended(Event):
+    """One RecordBatch stored at ``base_offset``; enough to answer any question but the payload."""
+
+    TAG: ClassVar[int] = 5
+    partition_id: int
+    base_offset: int
+    record_count: int
+    byte_size: int
+    max_timestamp: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    transactional: bool = False
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.record_count - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogTruncated(Event):
+    """The log start moved up (retention or DeleteRecords); whole batches below it are deleted."""
+
+    TAG: ClassVar[int] = 6
+    partition_id: int
+    log_start_offset: int
+    removed_batches: int = 0
+    removed_bytes: int = 0
+    reason: str = "delete-records"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdAllocated(Event):
+    """InitProducerId handed out an id (and epoch); ids are never reused, even across restarts."""
+
+    TAG: ClassVar[int] = 10
+    producer_id: int
+    producer_epoch: int
+    transactional_id: str | None = None
+
+
+LOG_EVENT_TYPES: tuple[type[Event], ...] = (
+    TopicCreated,
+    PartitionsCreated,
+    TopicDeleted,
+    ConfigChanged,
+    RecordsAppended,
+    LogTruncated,
+    ProducerIdAllocated,
+)
