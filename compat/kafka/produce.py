@@ -1,6 +1,6 @@
 """Produce (key 0), versions 3-12: RecordBatch v2 only, stored as received with the base offset patched.
 
-Older versions (the v0/v1 message formats) are answered UNSUPPORTED_VERSION by `fallback`. A
+Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. A
 partition's batches are validated together (magic, CRC32C, size, record count, producer sequence) and
 appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting

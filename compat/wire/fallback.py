@@ -2,9 +2,10 @@
 
 Kafka clients must get an error code, not a dropped connection, for a version the broker does not
 serve. ApiVersions gets the v0 answer the protocol prescribes (so the client can retry with a version
-from the list); Produce v0-v2 (the old message formats kio cannot parse) are answered per partition by
-a small hand-written codec; any other API kio knows gets its response with the error code set and
-every other field empty.
+from the list); any other API kio knows gets its response with the error code set and every other field
+empty. No body is read here. Produce v0-v2 (the old message formats, KIP-896) close the connection, as
+Kafka 4 does: their answer would have to name every partition, i.e. parse a body kio cannot read, and
+the hand parser that once did so looped 2^31 times on a negative topic-name length (issue 12).
 """
 
 from __future__ import annotations
@@ -27,11 +28,8 @@ def unsupported_version_response(header: RequestHeader, frame: bytes) -> bytes |
     """The UNSUPPORTED_VERSION answer to ``frame``, or ``None`` if the connection must close."""
     if header.api_key == API_VERSIONS_KEY:
         return _api_versions_v0_error(header.correlation_id)
-    if header.api_key == PRODUCE_KEY and 0 <= header.api_version <= 2:
-        try:
-            return _old_produce_error(header, frame)
-        except (struct.error, UnicodeDecodeError, IndexError):
-            return None
+    if header.api_key == PRODUCE_KEY and header.api_version <= 2:
+        return None
     return error_response(header.api_key, header.api_version, header.correlation_id, ErrorCode.UNSUPPORTED_VERSION)
 
 
@@ -56,38 +54,6 @@ def _api_versions_v0_error(correlation_id: int) -> bytes:
     entries = sorted(HANDLERS.values(), key=lambda entry: entry.api_key)
     body = struct.pack(">ihi", correlation_id, ErrorCode.UNSUPPORTED_VERSION, len(entries))
     body += b"".join(struct.pack(">hhh", e.api_key, e.min_version, e.max_version) for e in entries)
-    return body
-
-
-def _old_produce_error(header: RequestHeader, frame: bytes) -> bytes | None:
-    """Parse a Produce v0-v2 body just far enough to name its partitions in the error answer."""
-    position = header.header_length
-    acks, _timeout, topic_count = struct.unpack_from(">hii", frame, position)
-    position += 10
-    topics: list[tuple[bytes, list[int]]] = []
-    for _ in range(topic_count):
-        (name_length,) = struct.unpack_from(">h", frame, position)
-        name = frame[position + 2 : position + 2 + name_length]
-        position += 2 + name_length
-        (partition_count,) = struct.unpack_from(">i", frame, position)
-        position += 4
-        partitions = []
-        for _ in range(partition_count):
-            partition, size = struct.unpack_from(">ii", frame, position)
-            position += 8 + max(size, 0)
-            partitions.append(partition)
-        topics.append((name, partitions))
-    if acks == 0:
-        return None
-    body = struct.pack(">ii", header.correlation_id, len(topics))
-    for name, partitions in topics:
-        body += struct.pack(">h", len(name)) + name + struct.pack(">i", len(partitions))
-        for partition in partitions:
-            body += struct.pack(">ihq", partition, ErrorCode.UNSUPPORTED_VERSION, -1)
-            if header.api_version >= 2:
-                body += struct.pack(">q", -1)
-    if header.api_version >= 1:
-        body += struct.pack(">i", 0)
     return body
 
 

@@ -34,6 +34,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from logwright.compat.wire import produce_request
+from logwright.compat.wire.bounds import body_checker
 from logwright.compat.wire.encoder import entity_encoder
 from logwright.compat.wire.framing import frame_pieces
 from logwright.compat.wire.varints import VarintTooLong, read_uvarint, uvarint
@@ -192,8 +193,10 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     """The header and kio request object of one frame.
 
     Bytes after the body are ignored, as Kafka does. A large ProduceRequest's records are views of ``frame``
-    (`produce_request`), everything else is kio's. Raises `UnsupportedVersion` when kio has no
-    schema for the version and `MalformedRequest` when the body cannot be read.
+    (`produce_request`, pure Python), everything else is kio's, once `bounds` has checked every count and
+    length in the body against the bytes present (kio's native reader trusts them). Raises
+    `UnsupportedVersion` when kio has no schema for the version and `MalformedRequest` when the body cannot
+    be read or fails that check.
     """
     header = parse_request_header(frame)
     cls = request_type(header.api_key, header.api_version)
@@ -202,6 +205,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
                 and header.api_version <= produce_request.LAST_VERSION):
             request = produce_request.read_produce_request(frame, header.header_length, header.api_version)
         else:
+            body_checker(cls)(frame, header.header_length, len(frame))
             request, _size = _reader(cls)(frame if type(frame) is bytes else bytes(frame), header.header_length)
     except Exception as error:
         raise MalformedRequest(
@@ -262,5 +266,7 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int
     position = _CORRELATION.size
     if response_header_version(api_key, api_version):
         position = _skip_tagged_fields(payload, position)
-    response, _size = _reader(response_type(api_key, api_version))(payload, position)
+    cls = response_type(api_key, api_version)
+    body_checker(cls)(payload, position, len(payload))
+    response, _size = _reader(cls)(payload, position)
     return correlation_id, response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import socket
 import struct
 import time
@@ -11,6 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
+
+from .broker_process import BrokerProcess
 
 NOT_LED_YET = (3, 6)
 """UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: Kafka answers a produce with these until the broker has
@@ -94,23 +97,77 @@ def test_unsupported_api_versions_version_gets_v0_error_with_the_api_list(bootst
 
 
 @pytest.mark.differential
-def test_old_produce_version_gets_unsupported_version_not_a_dropped_connection(bootstrap: str, target: str) -> None:
-    """A deliberate difference: Kafka 4.x no longer serves Produce v0-v2 (KIP-896) and closes the connection;
-    logwright answers UNSUPPORTED_VERSION per partition so an old client learns why (DESIGN.md)."""
+def test_old_produce_version_closes_the_connection_as_kafka_4_does(bootstrap: str) -> None:
+    """Kafka 4.x no longer serves Produce v0-v2 (KIP-896) and closes the connection; so does logwright."""
     topic = b"old-format"
     message_set = b"\x00" * 30
     body = struct.pack(">hii", 1, 1000, 1) + struct.pack(">h", len(topic)) + topic
     body += struct.pack(">iii", 1, 0, len(message_set)) + message_set
     with _connect(bootstrap) as sock:
         sock.sendall(_request(0, 2, 11, body))
-        if target == "kafka":
-            assert _closed(sock)
-            return
-        response = _read_response(sock)
-        correlation_id, topics, name_length = struct.unpack_from(">iih", response)
-        assert (correlation_id, topics) == (11, 1)
-        partition, error_code = struct.unpack_from(">ih", response, 10 + name_length + 4)
-        assert (partition, error_code) == (0, 35)
+        assert _closed(sock)
+    _answers_within_a_second(bootstrap)
+
+
+def _answers_within_a_second(bootstrap: str) -> None:
+    """A well-behaved client on a new connection gets its ApiVersions answer within a second."""
+    started = time.monotonic()
+    with _connect(bootstrap) as sock:
+        sock.settimeout(1.0)
+        sock.sendall(_request(18, 0, 99, b""))
+        correlation_id, error_code = struct.unpack_from(">ih", _read_response(sock))
+    assert (correlation_id, error_code) == (99, 0)
+    assert time.monotonic() - started < 1.0
+
+
+FORGED_COUNT = b"\xff\xff\xff\xff\x0f"
+"""An unsigned varint of 2^32 - 1 where a compact array length is read: kio's native reader allocated
+2^31 - 1 x 16 bytes from it and the process aborted (issue 12)."""
+
+
+def _produce_v10_frame(topic: str) -> tuple[bytes, int]:
+    """A Produce v10 request as librdkafka writes one (acks -1, one partition, one batch) and where its compact
+    topic-array count is."""
+    from kio.schema.produce.v10 import request as produce_v10
+    from logwright.compat.wire.messages import encode_request, parse_request_header
+
+    batch = build_batch([Record(0, 1_700_000_000_000, None, b"x" * 150)])
+    partition = produce_v10.PartitionProduceData(index=0, records=batch)
+    request = produce_v10.ProduceRequest(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+                                         topic_data=(produce_v10.TopicProduceData(name=topic,
+                                                                                  partition_data=(partition,)),))
+    payload = encode_request(request, 3, "rdkafka")
+    topic_count_at = parse_request_header(payload).header_length + 1 + 2 + 4  # null txn id, acks, timeout
+    return struct.pack(">i", len(payload)) + payload, 4 + topic_count_at
+
+
+@pytest.mark.logwright_only(reason="a regression test of logwright's decoder, on a private process")
+def test_forged_compact_array_count_in_produce_v10_does_not_kill_the_broker(broker: BrokerProcess) -> None:
+    frame, at = _produce_v10_frame("forged")
+    payload = frame[4:at] + FORGED_COUNT + frame[at + 1:]
+    forged = struct.pack(">i", len(payload)) + payload
+    assert len(forged) < 300
+    with _connect(broker.bootstrap) as sock:
+        sock.sendall(forged)
+        assert _closed(sock)
+    assert broker.alive()
+    _answers_within_a_second(broker.bootstrap)
+    _broker_still_serves(broker.bootstrap)
+
+
+@pytest.mark.logwright_only(reason="a regression test of logwright's decoder, on a private process")
+def test_negative_topic_name_length_in_produce_v0_does_not_freeze_the_broker(broker: BrokerProcess) -> None:
+    """A first topic of no partitions, then a name length of -6: the old fallback parser stepped back onto the
+    zero count and looped 2^31 - 1 times on the event loop."""
+    body = struct.pack(">hii", 1, 1000, 2) + struct.pack(">h", 1) + b"t" + struct.pack(">i", 0)
+    body += struct.pack(">h", -6) + b"\x00\x00\x00\x00"
+    frame = _request(0, 0, 1, body)
+    with _connect(broker.bootstrap) as sock:
+        sock.sendall(frame)
+        assert _closed(sock)
+    assert broker.alive()
+    _answers_within_a_second(broker.bootstrap)
+    _broker_still_serves(broker.bootstrap)
 
 
 def test_unknown_api_key_closes_only_that_connection(bootstrap: str) -> None:

@@ -1,0 +1,158 @@
+"""The decoding boundary (`compat/wire/bounds.py`): every count and length is checked before kio reads a body.
+
+Properties: a body kio's writer produced always passes and ends where kio's reader ends; after any mutation,
+a body that passes is either refused by kio with an ordinary exception or read to exactly the same end (the
+walk never diverges from kio's, so kio never sees an unchecked count). Plus the forged frames of issue 12.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import timeit
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema
+from kio.serial import entity_reader
+from kio.static.primitive import Records
+from logwright.compat.wire import produce_request
+from logwright.compat.wire.bounds import OutOfBounds, check_body, min_size
+from logwright.compat.wire.encoder import encode_entity
+from logwright.compat.wire.messages import (
+    KNOWN_VERSIONS,
+    MalformedRequest,
+    decode_request,
+    encode_request,
+    parse_request_header,
+    request_type,
+    response_type,
+)
+from logwright.compat.wire.record_batch import Record, build_batch
+
+st.register_type_strategy(Records, st.binary(max_size=40).map(Records))
+
+ALL_CLASSES = [lookup(api_key, version) for api_key, versions in KNOWN_VERSIONS.items() for version in versions
+               for lookup in (request_type, response_type)]
+TOLERANT = settings(suppress_health_check=list(HealthCheck), deadline=None)
+FORGED_COUNT = b"\xff\xff\xff\xff\x0f"
+"""An unsigned varint of 2^32 - 1: the compact array length that made kio allocate 34 GB (issue 12)."""
+
+
+def produce_frame(version: int, payload: bytes = b"v" * 1000) -> bytes:
+    cls = load_request_schema(0, version)
+    module = importlib.import_module(cls.__module__)
+    batch = build_batch([Record(0, 1_700_000_000_000, None, payload)])
+    partition = module.PartitionProduceData(index=0, records=batch)
+    request = cls(transactional_id=None, acks=1, timeout=datetime.timedelta(milliseconds=1000),
+                  topic_data=(module.TopicProduceData(name="t", partition_data=(partition,)),))
+    return encode_request(request, 5, "rdkafka")
+
+
+@settings(TOLERANT, max_examples=500)
+@given(st.sampled_from(ALL_CLASSES).flatmap(st.from_type))
+def test_every_body_kio_writes_passes_and_ends_where_kio_ends(entity: Any) -> None:
+    body = encode_entity(entity)
+    _, kio_end = entity_reader(type(entity))(body, 0)
+    assert check_body(type(entity), body, 0) == kio_end == len(body)
+    assert len(body) >= min_size(type(entity))
+
+
+MUTATION = st.one_of(
+    st.tuples(st.just("insert"), st.integers(0, 10_000), st.sampled_from(
+        [FORGED_COUNT, b"\xff\xff\xff\x7f", b"\x7f\xff\xff\xff", b"\x80\x80\x80\x80\x80\x01", b"\xff", b"\x00"])),
+    st.tuples(st.just("overwrite"), st.integers(0, 10_000), st.binary(min_size=1, max_size=5)),
+    st.tuples(st.just("flip"), st.integers(0, 10_000), st.integers(0, 7)),
+    st.tuples(st.just("truncate"), st.integers(0, 10_000), st.just(b"")),
+)
+
+
+def mutate(body: bytes, mutation: tuple[str, int, Any]) -> bytes:
+    kind, at, value = mutation
+    at = at % (len(body) + 1)
+    if kind == "insert":
+        return body[:at] + value + body[at:]
+    if kind == "overwrite":
+        return body[:at] + value + body[at + len(value):]
+    if kind == "flip":
+        if at == len(body):
+            return body
+        return body[:at] + bytes([body[at] ^ (1 << value)]) + body[at + 1:]
+    return body[:at]
+
+
+@settings(TOLERANT, max_examples=1500)
+@given(st.sampled_from(ALL_CLASSES).flatmap(st.from_type), st.lists(MUTATION, min_size=1, max_size=3))
+def test_a_mutated_body_that_passes_is_read_by_kio_to_the_same_end_or_refused(
+        entity: Any, mutations: list[tuple[str, int, Any]]) -> None:
+    body = encode_entity(entity)
+    for mutation in mutations:
+        body = mutate(body, mutation)
+    try:
+        end = check_body(type(entity), body, 0)
+    except OutOfBounds:
+        return
+    try:
+        _, kio_end = entity_reader(type(entity))(body, 0)
+    except Exception:
+        return
+    assert kio_end == end
+
+
+@pytest.mark.parametrize("version", [9, 10, 11, 12])
+def test_forged_compact_array_count_in_produce_is_refused_before_kio(version: int) -> None:
+    frame = produce_frame(version)
+    topic_count_at = parse_request_header(frame).header_length + 1 + 2 + 4  # null transactional id, acks, timeout
+    forged = frame[:topic_count_at] + FORGED_COUNT + frame[topic_count_at + 1:]
+    with pytest.raises(MalformedRequest, match="OutOfBounds"):
+        decode_request(forged)
+
+
+def test_every_length_and_count_position_of_a_produce_v10_frame_refuses_the_forged_varint() -> None:
+    frame = produce_frame(10, b"v" * 20)
+    start = parse_request_header(frame).header_length
+    for at in range(start, len(frame)):
+        try:
+            decode_request(frame[:at] + FORGED_COUNT + frame[at:])
+        except MalformedRequest:
+            pass
+
+
+def test_a_count_needs_its_elements_minimum_bytes() -> None:
+    frame = bytearray(produce_frame(3))
+    at = parse_request_header(frame).header_length + 2 + 2 + 4
+    frame[at:at + 4] = (1000).to_bytes(4, "big")  # 1000 topics, each at least 2 + 4 bytes: more than is left
+    with pytest.raises(OutOfBounds, match="an array of 1000"):
+        check_body(request_type(0, 3), frame, parse_request_header(frame).header_length)
+
+
+@pytest.mark.parametrize("version", [3, 9, 12])
+def test_the_hand_produce_reader_refuses_forged_counts_without_looping(version: int) -> None:
+    frame = produce_frame(version, b"v" * 20)
+    start = parse_request_header(frame).header_length
+    for at in range(start, len(frame)):
+        for forged in (FORGED_COUNT, b"\x7f\xff\xff\xff", b"\xff\xfa"):
+            try:
+                produce_request.read_produce_request(frame[:at] + forged + frame[at:], start, version)
+            except Exception:
+                pass
+
+
+def test_timing_bounds_check_beside_kio() -> None:
+    """Printed with ``-s``: the checker's cost next to kio's reader and the whole decode (header included)."""
+    rows = []
+    for version in (9, 7):
+        frame = produce_frame(version)
+        cls = request_type(0, version)
+        start = parse_request_header(frame).header_length
+        reader = entity_reader(cls)
+        check = min(timeit.repeat(lambda f=frame, c=cls, s=start: check_body(c, f, s), number=5000, repeat=3)) / 5
+        kio = min(timeit.repeat(lambda f=frame, r=reader, s=start: r(f, s), number=5000, repeat=3)) / 5
+        whole = min(timeit.repeat(lambda f=frame: decode_request(f), number=5000, repeat=3)) / 5
+        rows.append((version, check * 1000, kio * 1000, whole * 1000))
+    print()
+    for version, check, kio, whole in rows:
+        print(f"ProduceRequest v{version}, 1 partition, 1 KiB: bounds check {check:.2f} us, kio reader {kio:.2f} us, "
+              f"decode_request {whole:.2f} us")
