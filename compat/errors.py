@@ -191,6 +191,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.OffsetOutOfRange: ErrorCode.OFFSET_OUT_OF_RANGE,
     domain.UnknownGroup: ErrorCode.GROUP_ID_NOT_FOUND,
     domain.CorruptState: ErrorCode.KAFKA_STORAGE_ERROR,
+    domain.StorageUnavailable: ErrorCode.KAFKA_STORAGE_ERROR,
     domain.OutOfOrderSequence: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     domain.InvalidProducerEpoch: ErrorCode.INVALID_PRODUCER_EPOCH,
     domain.ProducerFenced: ErrorCode.PRODUCER_FENCED,

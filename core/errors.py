@@ -46,6 +46,10 @@ class CorruptState(DomainError):
     """Stored bytes could not be decoded; the message names where they are."""
 
 
+class StorageUnavailable(DomainError):
+    """The store could not write (disk full, I/O error): nothing the command staged was kept."""
+
+
 class OutOfOrderSequence(DomainError):
     pass
 

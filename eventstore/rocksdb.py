@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import Clock
-from logwright.core.errors import CorruptState, UnknownPartition
+from logwright.core.errors import CorruptState, StorageUnavailable, UnknownPartition
 from logwright.core.events import Event, LogTruncated, TopicDeleted
 from logwright.core.log.partition_log import partition_key, truncate
 from logwright.core.projection import Projection
@@ -46,6 +46,8 @@ WAL_FILES_RECYCLED = 4
 already has instead of extending a new file (1 MB commits, `bench/wal_options.py`: p25 1544 -> 1434 us).
 RocksDB 9.8 keeps recycling with the point-in-time recovery used here (its records carry the log number, so
 a reused file's old tail is never replayed); it refuses ``disable_wal`` writes, which the store never makes."""
+INFO_LOGS_KEPT = 10
+"""RocksDB's own LOG files kept: every open starts a new one, and a full disk is retried by reopening."""
 
 
 class _BoundedIterator:
@@ -105,8 +107,14 @@ _Fold = tuple[str, Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str
 """A projection as the store folds it: name, entity keys, evolve, and its live entity states."""
 
 
-class StoreFailed(RuntimeError):
-    """A write to RocksDB failed; in-memory state may be ahead of disk, so the store refuses more work."""
+class StoreFailed(StorageUnavailable):
+    """A write to RocksDB failed (disk full, I/O error). What the failed commit carried was dropped and the
+    projections reloaded from disk, so memory never runs ahead of disk; writes are refused until `reopen`
+    opens the database for writing again. Reads keep working."""
+
+
+class StoreLost(RuntimeError):
+    """The database could not be opened again at all, not even read-only: the process must stop."""
 
 
 class ReadOnlyStore(RuntimeError):
@@ -165,10 +173,12 @@ class RocksEventStore:
         """Record batches (key, bytes) not yet put into ``_batch``: they go in last (`_put_staged_records`)."""
         self._dirty: dict[tuple[str, str], int] = {}
         self._pending_events: list[LoggedEvent] = []
+        self._tail_cache_bytes = tail_cache_bytes
         self._tail = TailCache(tail_cache_bytes)
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._failed: BaseException | None = None
+        self._reload_listeners: list[Callable[[], None]] = []
         try:
             self._last_sequence = self._find_last_sequence()
             self._committed_sequence = self._last_sequence
@@ -180,18 +190,20 @@ class RocksEventStore:
 
     # -- opening and recovery -------------------------------------------------------------------
 
-    def _open(self) -> Rdict:
+    def _open(self, read_only: bool | None = None) -> Rdict:
+        read_only = self.read_only if read_only is None else read_only
         options = Options(raw_mode=True)
-        options.create_if_missing(not self.read_only)
-        options.create_missing_column_families(not self.read_only)
+        options.create_if_missing(not read_only)
+        options.create_missing_column_families(not read_only)
+        options.set_keep_log_file_num(INFO_LOGS_KEPT)
         families = {name: Options(raw_mode=True) for name in keys.COLUMN_FAMILIES}
-        if not self.read_only:
+        if not read_only:
             options.set_recycle_log_file_num(WAL_FILES_RECYCLED)
         if self.secondary is not None:
             options.set_max_open_files(-1)  # RocksDB requires it of secondary instances
             access = AccessType.secondary(self.secondary)
             return Rdict(self.path, options, column_families=families, access_type=access)
-        if self.read_only:
+        if read_only:
             return Rdict(self.path, options, column_families=families, access_type=AccessType.read_only(False))
         os.makedirs(self.path, exist_ok=True)
         return Rdict(self.path, options, column_families=families)
@@ -201,12 +213,14 @@ class RocksEventStore:
         iterator.seek_to_last()
         return keys.parse_event_key(iterator.key()) if iterator.valid() else 0
 
-    def _recover(self) -> None:
-        """Load every projection's state, then fold any log tail a projection does not yet cover."""
+    def _recover(self, writable: bool | None = None) -> None:
+        """Load every projection's state, then fold any log tail a projection does not yet cover (and write
+        what was folded, when ``writable``)."""
+        writable = not self.read_only if writable is None else writable
         meta = self._views["meta"]
         version = meta.get(keys.META_FORMAT_VERSION)
         if version is None:
-            if not self.read_only:
+            if writable:
                 meta[keys.META_FORMAT_VERSION] = keys.encode_sequence(keys.FORMAT_VERSION)
         elif keys.decode_sequence(version) > keys.FORMAT_VERSION:
             raise CorruptState(f"{self.path} was written by a newer logwright (format {keys.decode_sequence(version)})")
@@ -237,11 +251,11 @@ class RocksEventStore:
         for logged in self.read_events(start):
             folds = [fold for fold in self._folds if logged.sequence > covered[fold[0]]]
             self._fold(folds, logged.event, logged.sequence)
-        if not self.read_only:
+        if writable:
             self._write_staged_state(self._last_sequence)
             self._db.write(self._batch, self._write_options)
             self._batch = WriteBatch(raw_mode=True)
-            self._dirty.clear()
+        self._dirty.clear()
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -263,7 +277,8 @@ class RocksEventStore:
 
     def _check_writable(self) -> None:
         if self._failed is not None:
-            raise StoreFailed(f"the store at {self.path} failed earlier and must be reopened") from self._failed
+            raise StoreFailed(f"the store at {self.path} refuses writes until it can be reopened for writing: "
+                              f"{self._failed}") from self._failed
         if self.read_only:
             raise ReadOnlyStore(f"the store at {self.path} was opened read-only")
 
@@ -392,20 +407,28 @@ class RocksEventStore:
             self._batch.put(_state_sequence_key(projection.name), encoded, meta_cf)
 
     def commit(self) -> None:
+        """Write what was staged; on failure drop it, reload state from disk (`reopen`) and raise `StoreFailed`.
+
+        Raises `StoreLost` when the database cannot even be opened read-only again.
+        """
         self._check_writable()
         if not self._pending_events and not self._staged_records and self._batch.is_empty():
             return
-        pending, self._pending_events = self._pending_events, []
-        if pending:
-            self._write_staged_state(self._last_sequence)
-        self._put_staged_records()
-        batch, self._batch = self._batch, WriteBatch(raw_mode=True)
-        self._dirty.clear()
+        pending = self._pending_events
         try:
-            self._db.write(batch, self._write_options)
-        except BaseException as error:
+            if pending:
+                self._write_staged_state(self._last_sequence)
+            self._put_staged_records()
+            self._db.write(self._batch, self._write_options)
+        except Exception as error:
             self._failed = error
-            raise StoreFailed(f"writing to {self.path} failed: {error}") from error
+            log.error("writing to %s failed (%s): dropping %d staged events and reloading state from disk",
+                      self.path, error, len(pending))
+            self.reopen()
+            raise StoreFailed(f"writing to {self.path} failed: {error}; nothing it carried was kept") from error
+        self._pending_events = []
+        self._batch = WriteBatch(raw_mode=True)
+        self._dirty.clear()
         self._committed_sequence = self._last_sequence
         tail, self._pending_tail = self._pending_tail, []
         for partition_id, base_offset, last_offset, data in tail:
@@ -418,6 +441,63 @@ class RocksEventStore:
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         self._listeners.append(listener)
+
+    # -- failure and recovery -------------------------------------------------------------------
+
+    @property
+    def failed(self) -> BaseException | None:
+        """Why writes are refused (the write error, or the last failed reopen), or ``None`` when writable."""
+        return self._failed
+
+    def add_reload_listener(self, listener: Callable[[], None]) -> None:
+        """``listener`` runs after `reopen` replaced every projection's state with what is on disk."""
+        self._reload_listeners.append(listener)
+
+    def reopen(self) -> bool:
+        """Drop everything staged, close the database, open it again and reload every projection from disk.
+
+        Returns ``True`` when it opened for writing (the store is healthy again). When it cannot (a disk
+        still full needs room to flush the write-ahead log on open), it opens read-only so reads go on,
+        and writes stay refused until a later `reopen`. Raises `StoreLost` if not even that opens.
+        """
+        if self.read_only:
+            raise ReadOnlyStore(f"the store at {self.path} was opened read-only")
+        self._discard_staged()
+        self._release()
+        try:
+            self._reload(writable=True)
+            self._failed = None
+        except Exception as error:
+            log.warning("cannot reopen %s for writing (%s); serving reads from a read-only view", self.path, error)
+            self._failed = error
+            self._release()
+            try:
+                self._reload(writable=False)
+            except Exception as lost:
+                raise StoreLost(f"cannot open {self.path} again, not even read-only: {lost}") from lost
+        log.log(logging.WARNING if self._failed else logging.INFO, "reopened %s at event %d (%s)", self.path,
+                self._last_sequence, "writable" if self._failed is None else "read-only")
+        for listener in self._reload_listeners:
+            listener()
+        return self._failed is None
+
+    def _discard_staged(self) -> None:
+        self._batch = WriteBatch(raw_mode=True)
+        self._staged_records.clear()
+        self._pending_events = []
+        self._pending_tail = []
+        self._dirty.clear()
+        self._tail = TailCache(self._tail_cache_bytes)
+
+    def _reload(self, writable: bool) -> None:
+        """Open the database and replace the projections' states (in place: the folds hold the dicts)."""
+        self._db = self._open(read_only=not writable)
+        self._cf = {name: self._db.get_column_family_handle(name) for name in keys.COLUMN_FAMILIES}
+        self._views = {name: self._db.get_column_family(name) for name in keys.COLUMN_FAMILIES}
+        self._last_sequence = self._committed_sequence = self._find_last_sequence()
+        for states in self._states.values():
+            states.clear()
+        self._recover(writable)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -502,7 +582,13 @@ class RocksEventStore:
         self._release()
 
     def _release(self) -> None:
-        """Close the database. Column family views keep it (and its LOCK) open, so they go first."""
+        """Close the database. Column family views keep it (and its LOCK) open, so they go first.
+
+        After a failed write RocksDB's close reports the writer's earlier error but still lets go.
+        """
         self._views.clear()
         self._cf.clear()
-        self._db.close()
+        try:
+            self._db.close()
+        except Exception as error:
+            log.warning("closing %s: %s", self.path, error)
