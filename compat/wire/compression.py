@@ -14,7 +14,7 @@ import gzip
 import struct
 import zlib
 from enum import IntEnum
-from typing import Final
+from typing import Any, Final
 
 import cramjam
 
@@ -56,24 +56,75 @@ def compress(codec: Compression, data: bytes) -> bytes:
     raise CompressionError(f"unknown compression codec {int(codec)}")
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Undo `compress` (and every framing of it that Kafka clients produce)."""
+MAX_DECOMPRESSED_BYTES: Final = 64 * 1024 * 1024
+"""The most one batch's records may decompress to: a forged batch of a few bytes can claim or expand to
+gigabytes, and every codec here is native code that would allocate it all."""
+_FIRST_GUESS: Final = 256 * 1024
+
+
+def decompress(codec: int, data: bytes | memoryview, max_size: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Undo `compress` (and every framing of it that Kafka clients produce); `CompressionError` if the result
+    would be larger than ``max_size``, before more than ``max_size`` bytes are allocated for it."""
     try:
         if codec == Compression.NONE:
             return bytes(data)
         if codec == Compression.GZIP:
-            return gzip.decompress(data)
+            return _gunzip(data, max_size)
         if codec == Compression.SNAPPY:
             if bytes(data[: len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC:
-                return _unxerial_snappy(memoryview(data))
-            return bytes(cramjam.snappy.decompress_raw(data))
+                return _unxerial_snappy(memoryview(data), max_size)
+            return _unsnappy_raw(data, max_size)
         if codec == Compression.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
+            return _bounded(cramjam.lz4.decompress_into, data, max_size)
         if codec == Compression.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+            return _bounded(cramjam.zstd.decompress_into, data, max_size)
     except (OSError, EOFError, zlib.error, cramjam.DecompressionError, ValueError) as error:
+        if isinstance(error, CompressionError):
+            raise
         raise CompressionError(f"{_name(codec)} data does not decompress: {error}") from error
     raise CompressionError(f"unknown compression codec {codec} (Kafka defines 0-4)")
+
+
+def _bounded(decompress_into: Any, data: bytes | memoryview, max_size: int) -> bytes:
+    """Decompress into buffers of our own, growing fourfold up to ``max_size + 1`` bytes: the codec cannot
+    allocate, and a result that fills the last buffer is over the limit. (The codecs raise the same error for a
+    full buffer as for corrupt data, so corrupt data costs a few retries, on the slow path only.)"""
+    size = min(max(_FIRST_GUESS, 4 * len(data)), max_size + 1)
+    while True:
+        output = bytearray(size)
+        try:
+            written = decompress_into(data, output)
+        except cramjam.DecompressionError:
+            if size > max_size:
+                raise
+            size = min(size * 4, max_size + 1)
+            continue
+        if written > max_size:
+            raise CompressionError(f"the records decompress to more than {max_size} bytes")
+        return bytes(memoryview(output)[:written])
+
+
+def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
+    parts = []
+    total = 0
+    remaining = bytes(data)
+    while remaining:
+        member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        parts.append(member.decompress(remaining, max_size + 1 - total))
+        total += len(parts[-1])
+        if total > max_size or member.unconsumed_tail:
+            raise CompressionError(f"the gzip records decompress to more than {max_size} bytes")
+        if not member.eof:
+            raise CompressionError("the gzip data ends early")
+        remaining = member.unused_data.lstrip(b"\x00")
+    return b"".join(parts)
+
+
+def _unsnappy_raw(data: bytes | memoryview, max_size: int) -> bytes:
+    claimed = cramjam.snappy.decompress_raw_len(data)
+    if claimed > max_size:
+        raise CompressionError(f"a snappy block claims {claimed} bytes, over the {max_size}-byte limit")
+    return bytes(cramjam.snappy.decompress_raw(data))
 
 
 def _name(codec: int) -> str:
@@ -89,8 +140,9 @@ def _xerial_snappy(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _unxerial_snappy(data: memoryview) -> bytes:
+def _unxerial_snappy(data: memoryview, max_size: int) -> bytes:
     parts = []
+    total = 0
     position = len(_XERIAL_HEADER)
     while position < len(data):
         if position + 4 > len(data):
@@ -99,6 +151,7 @@ def _unxerial_snappy(data: memoryview) -> bytes:
         position += 4
         if size < 0 or position + size > len(data):
             raise CompressionError(f"a xerial snappy block of {size} bytes runs past the data end")
-        parts.append(bytes(cramjam.snappy.decompress_raw(data[position : position + size])))
+        parts.append(_unsnappy_raw(data[position : position + size], max_size - total))
+        total += len(parts[-1])
         position += size
     return b"".join(parts)

@@ -20,6 +20,7 @@ from kio.serial import entity_reader
 from kio.static.primitive import Records
 from logwright.compat.wire import produce_request
 from logwright.compat.wire.bounds import OutOfBounds, check_body, min_size
+from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress
 from logwright.compat.wire.encoder import encode_entity
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
@@ -156,3 +157,31 @@ def test_timing_bounds_check_beside_kio() -> None:
     for version, check, kio, whole in rows:
         print(f"ProduceRequest v{version}, 1 partition, 1 KiB: bounds check {check:.2f} us, kio reader {kio:.2f} us, "
               f"decode_request {whole:.2f} us")
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_a_batch_that_decompresses_past_the_limit_is_refused(codec: Compression) -> None:
+    bomb = compress(codec, b"\x00" * (4 * 1024 * 1024))
+    assert len(bomb) < 300 * 1024
+    assert decompress(codec, bomb) == b"\x00" * (4 * 1024 * 1024)
+    with pytest.raises(CompressionError):
+        decompress(codec, bomb, max_size=1024 * 1024)
+
+
+def test_a_raw_snappy_block_claiming_four_gigabytes_is_refused_before_allocating() -> None:
+    with pytest.raises(CompressionError, match="claims 4294967295 bytes"):
+        decompress(Compression.SNAPPY, b"\xff\xff\xff\xff\x0f" + bytes(10))
+
+
+@settings(TOLERANT, max_examples=200)
+@given(st.sampled_from(list(Compression)), st.binary(max_size=3000), st.lists(MUTATION, max_size=2))
+def test_decompress_round_trips_and_refuses_mutations_with_compression_error(
+        codec: Compression, data: bytes, mutations: list[tuple[str, int, Any]]) -> None:
+    packed = compress(codec, data)
+    assert decompress(codec, packed) == data
+    for mutation in mutations:
+        packed = mutate(packed, mutation)
+    try:
+        decompress(codec, packed, max_size=64 * 1024)
+    except CompressionError:
+        pass
