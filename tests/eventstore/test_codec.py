@@ -1,4 +1,5 @@
-"""The event and state codec: every registered type round-trips with generated values; damage is CorruptState."""
+"""The event and state codec: every registered type round-trips with generated values; damage is CorruptState;
+the type registry refuses tag clashes and events outside their tag range when it is built."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.core.errors import CorruptState
-from logwright.core.events import ALL_EVENT_TYPES, Event, OffsetCommitted, RecordsAppended
+from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event, OffsetCommitted, RecordsAppended
 from logwright.core.rangeset import RangeSet
 from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry
 
@@ -50,10 +51,13 @@ def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
     return st.builds(cls, **{field.name: strategy_for(hints[field.name]) for field in dataclasses.fields(cls)})
 
 
-def test_every_event_type_and_state_type_is_registered_under_a_unique_tag() -> None:
-    assert len({cls.TAG for cls in ALL_EVENT_TYPES}) == len(ALL_EVENT_TYPES)
+def test_every_event_type_and_state_type_is_registered_under_a_unique_tag_below_the_plugin_range() -> None:
+    tags = [cls.TAG for cls in ALL_EVENT_TYPES]
+    assert len(set(tags)) == len(tags)
     assert set(CODEC.event_types()) == set(ALL_EVENT_TYPES)
-    assert not {cls.TAG for cls in ALL_EVENT_TYPES} & set(STATE_TYPES)
+    assert not set(tags) & set(STATE_TYPES)
+    assert 0 < min(tags) and max(tags) < PLUGIN_EVENT_TAGS.start
+    assert not set(STATE_TYPES) & set(PLUGIN_EVENT_TAGS)
 
 
 @pytest.mark.parametrize("cls", ALL_EVENT_TYPES, ids=lambda cls: cls.__name__)
@@ -149,3 +153,73 @@ def test_a_records_appended_stays_small() -> None:
     encoded = CODEC.encode_event(1_700_000_000_000, RecordsAppended(3, 1_000_000, 500, 1 << 20, 1_700_000_000_000))
     assert len(encoded) < 40
     assert len(CODEC.encode_event(0, OffsetCommitted("group", "topic", 0, 1))) < 30
+
+
+@dataclass(frozen=True, slots=True)
+class PluginTally(Event):
+    TAG: ClassVar[int] = 10_001
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class OtherPluginTally(Event):
+    TAG: ClassVar[int] = 10_001
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StrayPluginEvent(Event):
+    TAG: ClassVar[int] = 5
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class CoreEventInPluginRange(Event):
+    TAG: ClassVar[int] = 12_345
+    name: str
+
+
+def test_plugin_events_in_their_range_are_read_and_written() -> None:
+    registry = default_registry()
+    registry.register_events([PluginTally, OffsetCommitted], plugin=True)  # a core event a plugin also folds
+    assert registry.decode_event(registry.encode_event(5, PluginTally("x")), "x") == (5, PluginTally("x"))
+    assert PluginTally in registry.event_types()
+
+
+def test_two_plugin_events_with_one_tag_are_refused_naming_both() -> None:
+    registry = default_registry()
+    registry.register_events([PluginTally], plugin=True)
+    with pytest.raises(ValueError, match=r"tag 10001 of .*test_codec\.OtherPluginTally is taken by "
+                                         r".*test_codec\.PluginTally"):
+        registry.register_events([OtherPluginTally], plugin=True)
+
+
+def test_a_plugin_event_outside_the_plugin_range_is_refused_naming_the_core_event_it_hits() -> None:
+    with pytest.raises(ValueError, match=r"plugin event .*StrayPluginEvent has tag 5, outside the tags reserved for "
+                                         r"plugin events \(10000-19999\); tag 5 is .*\.RecordsAppended's"):
+        default_registry().register_events([StrayPluginEvent], plugin=True)
+
+
+def test_a_core_event_inside_the_plugin_range_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"core event .*CoreEventInPluginRange has tag 12345, inside the tags "
+                                         r"reserved for plugin events \(10000-19999\)"):
+        default_registry().register_events([CoreEventInPluginRange], plugin=False)
+
+
+def test_a_core_event_clashing_with_another_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"tag 5 of .*StrayPluginEvent is taken by .*\.RecordsAppended"):
+        default_registry().register_events([StrayPluginEvent], plugin=False)
+
+
+def test_a_state_type_inside_the_plugin_event_range_or_under_a_second_tag_is_refused() -> None:
+    @dataclass(frozen=True, slots=True)
+    class PluginState:
+        count: int
+
+    registry = default_registry()
+    with pytest.raises(ValueError, match=r"state type .*PluginState has tag 10500, inside the tags reserved for "
+                                         r"plugin events"):
+        registry.register(PluginState, 10_500)
+    registry.register(PluginState, 2_000)
+    with pytest.raises(ValueError, match=r"PluginState is registered under tag 2000, not also 2001"):
+        registry.register(PluginState, 2_001)

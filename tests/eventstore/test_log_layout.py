@@ -1,0 +1,117 @@
+"""Old data directories must open: every core event keeps its tag, version and field order, and a few
+events written by this layout decode to the same values (golden bytes)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from logwright.core.acls.bindings import AclBinding
+from logwright.core.cursors.subscription_mode import Membership
+from logwright.core.events import (
+    ALL_EVENT_TYPES,
+    AclsCreated,
+    ConsumerMemberLeft,
+    Event,
+    ManualClockSet,
+    OffsetCommitted,
+    RecordsAcquired,
+    RecordsAppended,
+    SwitchDelayStarted,
+    TopicCreated,
+    TransactionalOffsetCommitted,
+)
+from logwright.eventstore.codec import default_registry
+
+CODEC = default_registry()
+
+LAYOUT: dict[int, tuple[str, str]] = {
+    1: ("TopicCreated", "topic topic_id partition_ids configs"),
+    2: ("PartitionsCreated", "topic partition_ids"),
+    3: ("TopicDeleted", "topic topic_id partition_ids"),
+    4: ("ConfigChanged", "resource_type resource_name changes"),
+    5: ("RecordsAppended", "partition_id base_offset record_count byte_size max_timestamp producer_id producer_epoch "
+                           "base_sequence transactional"),
+    6: ("LogTruncated", "partition_id log_start_offset removed_batches removed_bytes reason"),
+    7: ("OffsetCommitted", "group topic partition offset leader_epoch metadata commit_time_ms"),
+    8: ("OffsetDeleted", "group topic partition"),
+    9: ("GroupDeleted", "group"),
+    10: ("ProducerIdAllocated", "producer_id producer_epoch transactional_id"),
+    11: ("ManualClockSet", "now_ms"),
+    20: ("RebalanceStarted", "group reason"),
+    21: ("MemberJoined", "group member_id group_instance_id client_id client_host session_timeout_ms "
+                         "rebalance_timeout_ms protocol_type protocols"),
+    22: ("MemberLeft", "group member_id reason"),
+    23: ("GenerationStarted", "group generation protocol_name leader"),
+    24: ("AssignmentsSynced", "group generation assignments"),
+    25: ("StaticMemberReplaced", "group group_instance_id old_member_id new_member_id"),
+    30: ("SubscriptionCreated", "subscription partition_id topic start_offset"),
+    31: ("RecordsAcquired", "subscription partition_id consumer ranges lock_deadline_ms"),
+    32: ("RecordsAcked", "subscription partition_id consumer ranges cumulative"),
+    33: ("RecordsReleased", "subscription partition_id consumer ranges available_at_ms delivery_uncounted"),
+    34: ("RecordsRejected", "subscription partition_id consumer ranges reason"),
+    35: ("LockExpired", "subscription partition_id ranges available_at_ms"),
+    36: ("LockRenewed", "subscription partition_id consumer ranges lock_deadline_ms"),
+    37: ("SubscriptionDeleted", "subscription partition_id"),
+    50: ("ShareMemberJoined", "group_id member_id client_id client_host rack_id subscribed_topics lock_duration_ms"),
+    51: ("ShareMemberSubscribed", "group_id member_id subscribed_topics"),
+    52: ("ShareMemberAssigned", "group_id member_id member_epoch assignment"),
+    53: ("ShareMemberLeft", "group_id member_id reason"),
+    54: ("ShareMembershipChanged", "group_id member_id membership"),
+    55: ("ShareGroupCreated", "group_id member_id"),
+    56: ("ShareGroupDeleted", "group_id member_id"),
+    60: ("TransactionalProducerInitialized", "transactional_id producer_id producer_epoch timeout_ms previous_epoch"),
+    61: ("PartitionsAddedToTransaction", "transactional_id producer_id producer_epoch partition_ids now_ms"),
+    62: ("GroupAddedToTransaction", "transactional_id producer_id producer_epoch group now_ms"),
+    63: ("TransactionalOffsetCommitted", "transactional_id producer_id producer_epoch commit"),
+    64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed"),
+    65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms"),
+    70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
+                                     "rebalance_timeout_ms server_assignor subscribed_topic_names "
+                                     "subscribed_topic_regex"),
+    71: ("ConsumerGroupEpochBumped", "group_id member_id group_epoch subscription_metadata"),
+    72: ("ConsumerTargetAssignmentComputed", "group_id member_id assignment_epoch assignor targets"),
+    73: ("ConsumerMemberReconciled", "group_id member_id member_epoch previous_member_epoch state assigned revoking"),
+    74: ("ConsumerMemberLeft", "group_id member_id reason"),
+    75: ("ConsumerStaticMemberReplaced", "group_id member_id old_member_id"),
+    80: ("AclsCreated", "bindings"),
+    81: ("AclsDeleted", "bindings"),
+    88: ("SwitchDelayStarted", "group_id previous until_ms"),
+}
+"""Tag -> (class, fields in log order) as logs were written when the events were split per domain.
+A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""
+
+
+def layout(cls: type[Event]) -> tuple[str, str]:
+    return cls.__name__, " ".join(field.name for field in dataclasses.fields(cls))
+
+
+def test_every_core_event_keeps_its_tag_and_field_order() -> None:
+    assert {cls.TAG: layout(cls) for cls in ALL_EVENT_TYPES} == LAYOUT
+
+
+NOW = 1_700_000_000_000
+GOLDEN: list[tuple[Event, str]] = [
+    (TopicCreated("orders", b"\x01" * 16, (0, 1), (("retention.ms", "1000"),)),
+     "97cf0000018bcfe568000101a66f7264657273c410010101010101010101010101010101019200019192ac726574656e74696f6e2e6d73"
+     "a431303030"),
+    (RecordsAppended(3, 1_000, 5, 512, NOW, 7, 0, 40, True),
+     "9ccf0000018bcfe56800050103cd03e805cd0200cf0000018bcfe56800070028c3"),
+    (OffsetCommitted("g", "orders", 1, 42, 3, "meta", NOW),
+     "9acf0000018bcfe568000701a167a66f7264657273012a03a46d657461cf0000018bcfe56800"),
+    (ManualClockSet(1_000), "94cf0000018bcfe568000b01cd03e8"),
+    (RecordsAcquired("g", 0, "c1", ((3, 7),), 31_000), "98cf0000018bcfe568001f01a16700a2633191920307cd7918"),
+    (TransactionalOffsetCommitted("tx", 9, 1, OffsetCommitted("g", "orders", 0, 5)),
+     "97cf0000018bcfe568003f01a274780901c71101990701a167a66f72646572730005ffc000"),
+    (ConsumerMemberLeft("g", "m1", "left"), "96cf0000018bcfe568004a01a167a26d31a46c656674"),
+    (AclsCreated((AclBinding(2, "orders", 3, "User:alice", "*", 3, 3),)),
+     "94cf0000018bcfe56800500191c71d0199cd04380102a66f726465727303aa557365723a616c696365a12a0303"),
+    (SwitchDelayStarted("g", Membership("g"), 5_000),
+     "96cf0000018bcfe568005801a167c7140195cd041401a16790c7090194cd04120190cdffffcd1388"),
+]
+
+
+@pytest.mark.parametrize(("event", "golden"), GOLDEN, ids=[type(event).__name__ for event, _ in GOLDEN])
+def test_events_written_before_read_the_same_and_encode_to_the_same_bytes(event: Event, golden: str) -> None:
+    assert CODEC.decode_event(bytes.fromhex(golden), "golden") == (NOW, event)
+    assert CODEC.encode_event(NOW, event).hex() == golden
