@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
@@ -40,12 +41,16 @@ from logwright.core.transactions.transactions import (
 )
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
-from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
 
 log = logging.getLogger(__name__)
 
 NODE_ID = 1
 _OFFSET = struct.Struct(">Q")
+STORE_RETRY_MS = 1000
+"""After a failed commit, how long (broker clock) writes are refused before the store is reopened again."""
+_STAGED_SINCE_FAILURE: contextvars.ContextVar[int] = contextvars.ContextVar("staged_since_failure")
+"""In a request's task: the broker's failed-commit count when it last staged (see `Broker.durable`)."""
 
 
 @dataclass(slots=True)
@@ -103,12 +108,18 @@ class Broker:
         self._data_arrived: asyncio.Event | None = None
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
-        for key, state in store.entities("partitions").items():
-            self._high_watermarks[int(key)] = state.next_offset
-        for state in store.entities("catalog").values():
-            if isinstance(state, TopicState):
-                self._topic_names_by_id[state.topic_id] = state.name
+        self._failed_commits = 0
+        self._store_retry_at_ms = 0
+        self._load_from_store()
         store.add_commit_listener(self._on_commit)
+        store.add_reload_listener(self._load_from_store)
+
+    def _load_from_store(self) -> None:
+        """High watermarks and topic ids from the store's committed state: at start and after a reload."""
+        partitions = self.store.entities("partitions")
+        self._high_watermarks = {int(key): state.next_offset for key, state in partitions.items()}
+        self._topic_names_by_id = {state.topic_id: state.name for state in self.store.entities("catalog").values()
+                                   if isinstance(state, TopicState)}
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -216,8 +227,16 @@ class Broker:
         batches: Sequence[StoredBatch] = (),
         index_entries: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
-        """Stage effects for this turn's WriteBatch; visible to later decisions at once."""
+        """Stage effects for this turn's WriteBatch; visible to later decisions at once.
+
+        Raises `StoreFailed` (a `StorageUnavailable` domain error, KAFKA_STORAGE_ERROR on the wire) while a
+        failed store cannot be reopened for writing; it is tried again every `STORE_RETRY_MS`.
+        """
+        if self.store.failed is not None and self.clock.now_ms() >= self._store_retry_at_ms:
+            self._store_retry_at_ms = self.clock.now_ms() + STORE_RETRY_MS
+            self._reopen_store()
         sequence = self.store.append(events, batches, index_entries)
+        _STAGED_SINCE_FAILURE.set(self._failed_commits)
         for event in events:
             if isinstance(event, TopicCreated):
                 self._topic_names_by_id[event.topic_id] = event.topic
@@ -225,8 +244,18 @@ class Broker:
         return sequence
 
     def durable(self) -> asyncio.Future[None]:
-        """A future that resolves when everything staged so far is written (or fails with the error)."""
+        """A future that resolves when everything staged so far is written (or fails with the error).
+
+        A task that staged before a commit failed and only now asks gets the failure too: that commit
+        dropped what it staged, so a later empty commit must not answer it as written.
+        """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        staged_at = _STAGED_SINCE_FAILURE.get(self._failed_commits)
+        if staged_at != self._failed_commits:
+            _STAGED_SINCE_FAILURE.set(self._failed_commits)
+            future.set_exception(StoreFailed(f"a commit failed after this request staged its effects: "
+                                             f"{self.store.failed or 'the store was reopened since'}"))
+            return future
         self._commit_waiters.append(future)
         self._schedule_commit()
         return future
@@ -241,15 +270,41 @@ class Broker:
         waiters, self._commit_waiters = self._commit_waiters, []
         try:
             self.store.commit()
-        except BaseException as error:
-            log.critical("the store could not commit; the broker must stop: %s", error)
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_exception(error)
-            raise
+        except StoreFailed as error:
+            self._failed_commits += 1
+            self._store_retry_at_ms = self.clock.now_ms() + STORE_RETRY_MS
+            log.error("%s; %d waiting requests answered KAFKA_STORAGE_ERROR", error, len(waiters))
+            self._fail_waiters(waiters, error)
+            return
+        except Exception as error:
+            self._failed_commits += 1
+            self._fail_waiters(waiters, error)
+            self._store_lost(error)
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+    @staticmethod
+    def _fail_waiters(waiters: list[asyncio.Future[None]], error: BaseException) -> None:
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
+
+    def _reopen_store(self) -> None:
+        """Try to make a failed store writable again (the next `stage` learns from `store.failed`)."""
+        try:
+            self.store.reopen()
+        except Exception as error:
+            self._store_lost(error)
+
+    def _store_lost(self, error: BaseException) -> NoReturn:
+        """The store cannot be reloaded, so memory may disagree with the disk: stop rather than serve.
+
+        SystemExit leaves the event loop from a callback or a task alike; the wiring's shutdown still runs.
+        """
+        log.critical("the store at %s is lost, the broker stops: %s", self.store.path, error)
+        raise SystemExit(f"logwright stopped: the store at {self.store.path} failed and cannot be opened "
+                         f"again: {error}") from error
 
     def commit_now(self) -> None:
         """Flush at shutdown or from synchronous code paths."""

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from logwright.compat.broker import Broker
-from logwright.compat.errors import ErrorCode
+from logwright.compat.errors import error_code_for
 from logwright.compat.handlers import load_handlers
 from logwright.compat.registry import HandlerEntry, RequestContext
 from logwright.compat.wire.fallback import error_response, unsupported_version_response
@@ -221,7 +221,7 @@ class Connection(asyncio.BufferedProtocol):
             self._log_failure(entry, context)
             if entry.error_answer is None:
                 raise Unanswerable(f"{entry.name} (key {entry.api_key}) failed and has no error answer") from error
-            response = entry.error_answer(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}")
+            response = entry.error_answer(error_code_for(error), f"{type(error).__name__}: {error}")
         if response is None:
             return None
         return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
@@ -237,7 +237,7 @@ class Connection(asyncio.BufferedProtocol):
         except Exception as error:
             self._log_failure(entry, context)
             fallback = error_response(context.api_key, context.api_version, context.correlation_id,
-                                      ErrorCode.UNKNOWN_SERVER_ERROR)
+                                      error_code_for(error))
             if fallback is None:
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error

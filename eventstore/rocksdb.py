@@ -584,11 +584,14 @@ class RocksEventStore:
     def _release(self) -> None:
         """Close the database. Column family views keep it (and its LOCK) open, so they go first.
 
-        After a failed write RocksDB's close reports the writer's earlier error but still lets go.
+        After a failed write RocksDB's close reports the writer's earlier error but still lets go; its
+        background work is cancelled first, or close waits a second for RocksDB's own retry of the error.
         """
         self._views.clear()
         self._cf.clear()
         try:
+            if self._failed is not None:
+                self._db.cancel_all_background(False)
             self._db.close()
         except Exception as error:
             log.warning("closing %s: %s", self.path, error)

@@ -37,7 +37,7 @@ from logwright.compat.wire.record_batch import (
     with_log_append_time,
 )
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, StorageUnavailable
 from logwright.core.events import Event, RecordsAppended
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
@@ -90,7 +90,11 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if acks == 0:
         return None
     if appended:
-        await broker.durable()
+        try:
+            await broker.durable()
+        except StorageUnavailable as error:  # the commit failed and dropped these appends: none was written
+            results = [(name, [(index, _storage_failed(result, error)) for index, result in partitions])
+                       for name, partitions in results]
     module = response_module("produce", context.api_version)
     return make(
         module.ProduceResponse,
@@ -128,6 +132,12 @@ def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> 
     for partition_id, refusal in admission.refused:
         refused.setdefault(partition_id, PartitionResult(error_code_for(refusal), error_message=str(refusal)))
     return refused
+
+
+def _storage_failed(result: PartitionResult, error: StorageUnavailable) -> PartitionResult:
+    if result.error_code != ErrorCode.NONE:
+        return result
+    return PartitionResult(error_code_for(error), error_message=str(error))
 
 
 def _partition_response(module: Any, index: int, result: PartitionResult) -> Any:
