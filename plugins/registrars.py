@@ -147,8 +147,9 @@ class ProjectionRegister:
 
     def add(self, projection: Projection[Any], event_types: Sequence[type[Event]] = (),
             state_types: Mapping[int, type[Any]] | None = None) -> None:
-        """Fold ``projection`` in the store; ``event_types`` (each with its own ``TAG``) and ``state_types``
-        (tag → class, tags from 2000 up) are the plugin's classes the codec must learn."""
+        """Fold ``projection`` in the store; ``event_types`` (each with its own ``TAG``, in `PLUGIN_EVENT_TAGS`,
+        10 000-19 999) and ``state_types`` (tag → class, tags from 2000 up, outside that range) are the plugin's
+        classes the codec must learn; the codec refuses a clash or a tag out of range when the store opens."""
         for tag in (state_types or {}):
             if tag < 2000:
                 raise ValueError(f"projection {projection.name!r}: plugin state tags start at 2000, got {tag}")
