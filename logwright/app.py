@@ -47,7 +47,7 @@ async def run_broker(
     data_dir: str, settings: BrokerSettings, durability: Durability, ready_file: str | None = None,
     manual_clock: bool = False,
 ) -> None:
-    host = PluginHost.load()
+    host = PluginHost.for_broker(settings.overrides)  # plugins.extra added, plugins.disabled left out
     store = RocksEventStore(data_dir, durability=durability, projections=host.projections(),
                             types=host.type_registry())
     clock: Clock | None = resume_manual_clock(store) if manual_clock else None

@@ -10,17 +10,32 @@ import sys
 import click
 
 from logwright.compat.broker import BrokerSettings
+from logwright.core.errors import InvalidConfig
 from logwright.eventstore.check import check_store
 from logwright.eventstore.codec import event_to_json
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+from logwright.plugins.host import DISABLED_KEY, EXTRA_KEY, PluginHost, config_list
 
 from .app import parse_address, run_broker
 
 DATA_DIR = click.option(
     "--data-dir", default="./data", show_default=True, type=click.Path(file_okay=False), help="RocksDB directory"
 )
+DISABLE_PLUGIN = click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME",
+    help=f"do not load this plugin (built-in or installed; repeatable; added to the {DISABLED_KEY} config)")
+EXTRA_PLUGIN = click.option(
+    "--plugin", "extra", multiple=True, metavar="MODULE",
+    help=f"register this module as a plugin beside the installed ones (repeatable; added to {EXTRA_KEY})")
+
+
+def with_plugin_options(overrides: dict[str, str], disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    """Add ``--disable-plugin`` and ``--plugin`` to the ``plugins.disabled`` and ``plugins.extra`` overrides."""
+    for key, names in ((DISABLED_KEY, disabled), (EXTRA_KEY, extra)):
+        merged = dict.fromkeys((*config_list(overrides.get(key, "")), *names))
+        if merged:
+            overrides[key] = ",".join(merged)
 
 
 @click.group()
@@ -39,8 +54,10 @@ def main(log_level: str) -> None:
 @click.option("--ready-file", default=None, hidden=True, help="write HOST:PORT here once listening (tests)")
 @click.option("--manual-clock", is_flag=True, hidden=True,
               help="run on a clock that only the LogwrightAdvanceClock extension API moves (tests)")
+@DISABLE_PLUGIN
+@EXTRA_PLUGIN
 def serve(data_dir: str, listen: str, advertised: str | None, durability: str, overrides: tuple[str, ...],
-          ready_file: str | None, manual_clock: bool) -> None:
+          ready_file: str | None, manual_clock: bool, disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
     """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
     host, port = parse_address(listen)
     settings = BrokerSettings(host=host, port=port)
@@ -51,7 +68,11 @@ def serve(data_dir: str, listen: str, advertised: str | None, durability: str, o
         if not separator:
             raise click.BadParameter(f"expected KEY=VALUE, got {override!r}", param_hint="--config")
         settings.overrides[key] = value
-    asyncio.run(run_broker(data_dir, settings, Durability(durability), ready_file, manual_clock))
+    with_plugin_options(settings.overrides, disabled, extra)
+    try:
+        asyncio.run(run_broker(data_dir, settings, Durability(durability), ready_file, manual_clock))
+    except InvalidConfig as error:
+        raise click.ClickException(str(error)) from error
 
 
 @main.command()
@@ -90,15 +111,25 @@ def check(data_dir: str) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object per plugin")
-def plugins(as_json: bool) -> None:
-    """List the loaded plugins, where each comes from and what it registers."""
-    for info in PluginHost.load().plugins():
+@DISABLE_PLUGIN
+@EXTRA_PLUGIN
+def plugins(as_json: bool, disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    """List the plugins, where each comes from and what it registers; those `serve` would not load as disabled."""
+    overrides: dict[str, str] = {}
+    with_plugin_options(overrides, disabled, extra)
+    try:
+        host = PluginHost.for_broker(overrides)
+    except InvalidConfig as error:
+        raise click.ClickException(str(error)) from error
+    for info in host.plugins():
         registered = [f"{entry.kind}: {entry.name}" for entry in info.registrations]
         if as_json:
             click.echo(json.dumps({"name": info.name, "source": info.source.describe(), "registers": registered,
-                                   "hooks": list(info.hooks)}))
+                                   "hooks": list(info.hooks), "disabled": info.disabled}))
             continue
-        click.echo(f"{info.name}  [{info.source.describe()}]")
+        click.echo(f"{info.name}  [{info.source.describe()}]{'  disabled' if info.disabled else ''}")
+        if info.disabled:
+            continue
         for line in (*registered, f"hooks: {', '.join(info.hooks)}"):
             click.echo(f"    {line}")
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SUB_PACKAGES = ("core", "eventstore", "compat", "client", "plugins", "spark")
+SUB_PACKAGES = ("core", "eventstore", "compat", "client", "plugins", "spark", "testing")
 
 
 def build_tree() -> Path:

@@ -14,8 +14,7 @@ from logwright.core.cursors.subscription_mode import (
 from logwright.core.errors import ConsumerBusy, InvalidRequest
 from logwright.core.rangeset import RangeSet
 from logwright.plugins.host import PluginHost
-
-from .conftest import Subscription
+from logwright.testing import Subscription
 
 
 def test_exclusive_refuses_a_second_consumer_until_the_first_leaves(host: PluginHost) -> None:

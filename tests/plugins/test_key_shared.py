@@ -13,8 +13,7 @@ from logwright.core.cursors.subscription_mode import DispatchView, Membership, M
 from logwright.core.errors import ConsumerBusy, InvalidRequest
 from logwright.core.rangeset import RangeSet
 from logwright.plugins.host import PluginHost
-
-from .conftest import Subscription
+from logwright.testing import Subscription
 
 OUT_OF_ORDER = "logwright.key_shared.allow.out.of.order.delivery"
 

@@ -6,8 +6,7 @@ from logwright.core.cursors import cursor_commands as commands
 from logwright.core.cursors.subscription_mode import DispatchView, Membership, ModeConsumer
 from logwright.core.rangeset import RangeSet
 from logwright.plugins.host import PluginHost
-
-from .conftest import Subscription
+from logwright.testing import Subscription
 
 
 def test_three_consumers_with_ten_permits_share_thirty_records(host: PluginHost) -> None:
