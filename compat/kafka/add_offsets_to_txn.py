@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import wire_failure
 from logwright.compat.errors import ErrorCode
@@ -16,11 +16,20 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import add_group
 
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
+
+    AddOffsetsToTxnRequest: TypeAlias = (
+        v0.AddOffsetsToTxnRequest | v1.AddOffsetsToTxnRequest | v2.AddOffsetsToTxnRequest | v3.AddOffsetsToTxnRequest
+        | v4.AddOffsetsToTxnRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 log = logging.getLogger(__name__)
 
 
 @handler(25, "AddOffsetsToTxn", 0, 4)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
     broker = context.broker
     module = response_module("add_offsets_to_txn", context.api_version)
     code = ErrorCode.NONE

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import wire_failure
 from logwright.compat.errors import ErrorCode
@@ -19,11 +19,20 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import add_partitions
 
+if TYPE_CHECKING:
+    from kio.schema.add_partitions_to_txn import v0, v1, v2, v3
+
+    AddPartitionsToTxnRequest: TypeAlias = (
+        v0.AddPartitionsToTxnRequest | v1.AddPartitionsToTxnRequest | v2.AddPartitionsToTxnRequest
+        | v3.AddPartitionsToTxnRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 log = logging.getLogger(__name__)
 
 
 @handler(24, "AddPartitionsToTxn", 0, 3)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
     broker = context.broker
     module = response_module("add_partitions_to_txn", context.api_version)
     requested = [(topic.name, [int(index) for index in topic.partitions]) for topic in request.v3_and_below_topics]

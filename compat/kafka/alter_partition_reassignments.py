@@ -9,16 +9,25 @@ reassignment in progress: NO_REASSIGNMENT_IN_PROGRESS, as Kafka answers. v1's
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.log.placement import check_replicas
 
+if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments import v0, v1
+    from typing_extensions import TypeIs
+
+    AlterPartitionReassignmentsRequest: TypeAlias = (
+        v0.AlterPartitionReassignmentsRequest | v1.AlterPartitionReassignmentsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(45, "AlterPartitionReassignments", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
     broker = context.broker
     module = response_module("alter_partition_reassignments", context.api_version)
     responses = []
@@ -41,6 +50,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
             partitions.append(make(module.ReassignablePartitionResponse, partition_index=index, error_code=code,
                                    error_message=message))
         responses.append(make(module.ReassignableTopicResponse, name=topic.name, partitions=tuple(partitions)))
+    may_change = request.allow_replication_factor_change if _may_change_replication_factor(request) else True
     return make(module.AlterPartitionReassignmentsResponse, throttle_time=datetime.timedelta(0),
-                allow_replication_factor_change=getattr(request, "allow_replication_factor_change", True),
+                allow_replication_factor_change=may_change,
                 error_code=ErrorCode.NONE, error_message=None, responses=tuple(responses))
+
+
+def _may_change_replication_factor(request: AlterPartitionReassignmentsRequest) -> TypeIs[
+    v1.AlterPartitionReassignmentsRequest
+]:
+    """v1+ may refuse a change of replication factor (KIP-860)."""
+    return has_field(request, "allow_replication_factor_change")

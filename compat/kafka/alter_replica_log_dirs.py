@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.describe_log_dirs import log_dir
 from logwright.compat.registry import RequestContext, handler, make, response_module
 
+if TYPE_CHECKING:
+    from kio.schema.alter_replica_log_dirs import v1, v2
+
+    AlterReplicaLogDirsRequest: TypeAlias = v1.AlterReplicaLogDirsRequest | v2.AlterReplicaLogDirsRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(34, "AlterReplicaLogDirs", 1, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
     broker = context.broker
     module = response_module("alter_replica_log_dirs", context.api_version)
     here = log_dir(broker)

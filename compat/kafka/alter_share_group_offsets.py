@@ -10,7 +10,7 @@ NON_EMPTY_GROUP (members); of a partition: UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.share_offsets import admin_group, answer
@@ -18,9 +18,15 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.share_groups import share_group_offsets
 
+if TYPE_CHECKING:
+    from kio.schema.alter_share_group_offsets import v0
+
+    AlterShareGroupOffsetsRequest: TypeAlias = v0.AlterShareGroupOffsetsRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(91, "AlterShareGroupOffsets", 0, 0)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: AlterShareGroupOffsetsRequest) -> Any:
     broker = context.broker
     module = response_module("alter_share_group_offsets", context.api_version)
     try:

@@ -10,7 +10,7 @@ Authorized operations are not computed (there are no ACLs).
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import group_state
@@ -20,11 +20,17 @@ from logwright.compat.kafka.describe_groups import UNKNOWN_AUTHORIZED_OPERATIONS
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
 
+if TYPE_CHECKING:
+    from kio.schema.consumer_group_describe import v0, v1
+
+    ConsumerGroupDescribeRequest: TypeAlias = v0.ConsumerGroupDescribeRequest | v1.ConsumerGroupDescribeRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 CONSUMER_MEMBER_TYPE = 1
 
 
 @handler(69, "ConsumerGroupDescribe", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ConsumerGroupDescribeRequest) -> Any:
     module = response_module("consumer_group_describe", context.api_version)
     consumer_coordinator(context.broker)
     groups = tuple(_describe(context, module, group_id) for group_id in request.group_ids)

@@ -14,16 +14,23 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.join_group import milliseconds
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_groups import as_tuple
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat
 from logwright.core.errors import DomainError
+
+if TYPE_CHECKING:
+    from kio.schema.consumer_group_heartbeat import v0, v1
+    from typing_extensions import TypeIs
+
+    ConsumerGroupHeartbeatRequest: TypeAlias = v0.ConsumerGroupHeartbeatRequest | v1.ConsumerGroupHeartbeatRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 
 def owned_partitions(broker: Broker, owned: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
@@ -49,7 +56,7 @@ def wire_assignment(broker: Broker, module: Any, partitions: tuple[tuple[str, tu
 
 
 @handler(68, "ConsumerGroupHeartbeat", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Any:
     broker = context.broker
     module = response_module("consumer_group_heartbeat", context.api_version)
     coordinator = consumer_coordinator(broker)
@@ -63,7 +70,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         rack_id=request.rack_id,
         rebalance_timeout_ms=milliseconds(request.rebalance_timeout),
         subscribed_topic_names=tuple(names) if names is not None else None,
-        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        subscribed_topic_regex=request.subscribed_topic_regex if _may_subscribe_by_regex(request) else None,
         server_assignor=request.server_assignor,
         owned=owned,
         client_id=context.client_id or "",
@@ -91,3 +98,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if changed or full or command.member_epoch != member.member_epoch:
         assignment = wire_assignment(broker, module, member.assigned)
     return answer(ErrorCode.NONE, None, member_id, member.member_epoch, assignment)
+
+
+def _may_subscribe_by_regex(request: ConsumerGroupHeartbeatRequest) -> TypeIs[v1.ConsumerGroupHeartbeatRequest]:
+    """v1+ may subscribe by a regular expression."""
+    return has_field(request, "subscribed_topic_regex")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
@@ -19,9 +19,18 @@ from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.log.catalog import COUNTER_KEY, PartitionIdCounter, create_partitions
 from logwright.core.log.placement import check_new_partition_assignments
 
+if TYPE_CHECKING:
+    from kio.schema.create_partitions import v0, v1, v2, v3
+
+    CreatePartitionsRequest: TypeAlias = (
+        v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest
+        | v3.CreatePartitionsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(37, "CreatePartitions", 0, 3)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: CreatePartitionsRequest) -> Any:
     broker = context.broker
     module = response_module("create_partitions", context.api_version)
     validate_only = bool(request.validate_only)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
@@ -24,11 +24,20 @@ from logwright.core.errors import DomainError, InvalidConfig, InvalidRequest
 from logwright.core.events import TopicCreated
 from logwright.core.log.placement import partitions_to_create
 
+if TYPE_CHECKING:
+    from kio.schema.create_topics import v2, v3, v4, v5, v6, v7
+
+    CreateTopicsRequest: TypeAlias = (
+        v2.CreateTopicsRequest | v3.CreateTopicsRequest | v4.CreateTopicsRequest | v5.CreateTopicsRequest
+        | v6.CreateTopicsRequest | v7.CreateTopicsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 ZERO_UUID = uuid.UUID(int=0)
 
 
 @handler(19, "CreateTopics", 2, 7)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     broker = context.broker
     module = response_module("create_topics", context.api_version)
     validate_only = bool(request.validate_only)

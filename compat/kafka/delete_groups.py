@@ -10,7 +10,7 @@ Dead, ListGroups leaves it out, and a member joining under the name starts a new
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
@@ -23,9 +23,15 @@ from logwright.core.events import GroupDeleted
 from logwright.core.groups.group_admin import decide_delete_group
 from logwright.core.groups.group_offsets import GroupOffsets
 
+if TYPE_CHECKING:
+    from kio.schema.delete_groups import v0, v1, v2
+
+    DeleteGroupsRequest: TypeAlias = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(42, "DeleteGroups", 0, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
     broker = context.broker
     module = response_module("delete_groups", context.api_version)
     results = []

@@ -11,23 +11,33 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopicId
 from logwright.core.log.catalog import TopicState, delete_topic
+
+if TYPE_CHECKING:
+    from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
+    from typing_extensions import TypeIs
+
+    DeleteTopicsRequest: TypeAlias = (
+        v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest | v4.DeleteTopicsRequest
+        | v5.DeleteTopicsRequest | v6.DeleteTopicsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
 @handler(20, "DeleteTopics", 1, 6)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     broker = context.broker
     module = response_module("delete_topics", context.api_version)
-    if context.api_version >= 6:
+    if _names_topics_by_id(request):
         wanted = [(entry.name, entry.topic_id or ZERO_UUID) for entry in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
@@ -66,3 +76,8 @@ def _lookup(broker: Broker, name: str | None, topic_id: uuid.UUID) -> TopicState
     if state is None:
         raise UnknownTopicId(f"no topic has id {topic_id}")
     return state
+
+
+def _names_topics_by_id(request: DeleteTopicsRequest) -> TypeIs[v6.DeleteTopicsRequest]:
+    """v6 names topics by name or id, in entries rather than a list of names."""
+    return has_field(request, "topics")

@@ -9,10 +9,19 @@ allowed, and that is what ``include_cluster_authorized_operations`` reports.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+
+if TYPE_CHECKING:
+    from kio.schema.describe_cluster import v0, v1, v2
+    from typing_extensions import TypeIs
+
+    DescribeClusterRequest: TypeAlias = (
+        v0.DescribeClusterRequest | v1.DescribeClusterRequest | v2.DescribeClusterRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 CLUSTER_OPERATIONS = {"CREATE": 5, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10,
@@ -23,10 +32,10 @@ ENDPOINT_TYPES = (1, 2)
 
 
 @handler(60, "DescribeCluster", 0, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeClusterRequest) -> Any:
     broker = context.broker
     module = response_module("describe_cluster", context.api_version)
-    endpoint_type = int(getattr(request, "endpoint_type", 1))
+    endpoint_type = int(request.endpoint_type) if _names_endpoint_type(request) else 1
     settings = broker.settings
     if endpoint_type not in ENDPOINT_TYPES:
         return make(module.DescribeClusterResponse, throttle_time=datetime.timedelta(0),
@@ -43,3 +52,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
                       port=settings.public_port, rack=None, is_fenced=False),),
         cluster_authorized_operations=operations,
     )
+
+
+def _names_endpoint_type(request: DescribeClusterRequest) -> TypeIs[
+    v1.DescribeClusterRequest | v2.DescribeClusterRequest
+]:
+    """v1+ ask for brokers (1) or controllers (2); v0 always for brokers."""
+    return has_field(request, "endpoint_type")

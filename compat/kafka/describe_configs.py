@@ -11,19 +11,28 @@ needs it.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, KafkaError
 from logwright.compat.kafka.config_resources import DescribedConfig, describe, failure, resolve
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
+
+if TYPE_CHECKING:
+    from kio.schema.describe_configs import v1, v2, v3, v4
+    from typing_extensions import TypeIs
+
+    DescribeConfigsRequest: TypeAlias = (
+        v1.DescribeConfigsRequest | v2.DescribeConfigsRequest | v3.DescribeConfigsRequest | v4.DescribeConfigsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 
 @handler(32, "DescribeConfigs", 1, 4)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeConfigsRequest) -> Any:
     module = response_module("describe_configs", context.api_version)
     include_synonyms = bool(request.include_synonyms)
-    include_documentation = bool(getattr(request, "include_documentation", False))
+    include_documentation = bool(request.include_documentation) if _may_ask_documentation(request) else False
     results = []
     for resource in request.resources:
         code, message, entries = ErrorCode.NONE, None, []
@@ -51,3 +60,10 @@ def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_
         config_source=int(entry.source), is_sensitive=entry.sensitive, synonyms=synonyms,
         config_type=entry.config_type, documentation=entry.documentation if include_documentation else None,
     )
+
+
+def _may_ask_documentation(request: DescribeConfigsRequest) -> TypeIs[
+    v3.DescribeConfigsRequest | v4.DescribeConfigsRequest
+]:
+    """v3+ may ask for each config's documentation."""
+    return has_field(request, "include_documentation")

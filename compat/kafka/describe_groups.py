@@ -12,7 +12,7 @@ operations are not computed (there are no ACLs).
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator, group_state
@@ -22,11 +22,20 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.groups.groups import GroupPhase
 
+if TYPE_CHECKING:
+    from kio.schema.describe_groups import v0, v1, v2, v3, v4, v5, v6
+
+    DescribeGroupsRequest: TypeAlias = (
+        v0.DescribeGroupsRequest | v1.DescribeGroupsRequest | v2.DescribeGroupsRequest | v3.DescribeGroupsRequest
+        | v4.DescribeGroupsRequest | v5.DescribeGroupsRequest | v6.DescribeGroupsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handler(15, "DescribeGroups", 0, 6)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeGroupsRequest) -> Any:
     module = response_module("describe_groups", context.api_version)
     coordinator(context.broker)
     groups = tuple(_describe(context, module, group_id) for group_id in request.groups)

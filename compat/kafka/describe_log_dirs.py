@@ -12,12 +12,20 @@ import datetime
 import os
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.log.catalog import TopicState
+
+if TYPE_CHECKING:
+    from kio.schema.describe_log_dirs import v1, v2, v3, v4
+
+    DescribeLogDirsRequest: TypeAlias = (
+        v1.DescribeLogDirsRequest | v2.DescribeLogDirsRequest | v3.DescribeLogDirsRequest | v4.DescribeLogDirsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 
 def log_dir(broker: Broker) -> str:
@@ -26,7 +34,7 @@ def log_dir(broker: Broker) -> str:
 
 
 @handler(35, "DescribeLogDirs", 1, 4)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_log_dirs", context.api_version)
     wanted: list[tuple[TopicState, Sequence[int]]]

@@ -9,7 +9,7 @@ it. The last timestamp is not kept (-1); the coordinator epoch is 0, this broker
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
@@ -17,9 +17,15 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.log.producers import ProducerState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 
+if TYPE_CHECKING:
+    from kio.schema.describe_producers import v0
+
+    DescribeProducersRequest: TypeAlias = v0.DescribeProducersRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(61, "DescribeProducers", 0, 0)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeProducersRequest) -> Any:
     broker = context.broker
     module = response_module("describe_producers", context.api_version)
     topics = []

@@ -12,10 +12,16 @@ is answered UNKNOWN_TOPIC_OR_PARTITION, as a KRaft node answers a partition it h
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+
+if TYPE_CHECKING:
+    from kio.schema.describe_quorum import v0, v1, v2
+
+    DescribeQuorumRequest: TypeAlias = v0.DescribeQuorumRequest | v1.DescribeQuorumRequest | v2.DescribeQuorumRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 METADATA_TOPIC = "__cluster_metadata"
 LEADER_EPOCH = 1
@@ -23,7 +29,7 @@ LISTENER = "PLAINTEXT"
 
 
 @handler(55, "DescribeQuorum", 0, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeQuorumRequest) -> Any:
     broker = context.broker
     module = response_module("describe_quorum", context.api_version)
     end_offset = broker.store.committed_sequence

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
@@ -19,9 +19,17 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
 
+if TYPE_CHECKING:
+    from kio.schema.describe_share_group_offsets import v0, v1
+
+    DescribeShareGroupOffsetsRequest: TypeAlias = (
+        v0.DescribeShareGroupOffsetsRequest | v1.DescribeShareGroupOffsetsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(90, "DescribeShareGroupOffsets", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequest) -> Any:
     module = response_module("describe_share_group_offsets", context.api_version)
     return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
                 groups=tuple(_group(context.broker, module, group) for group in request.groups))

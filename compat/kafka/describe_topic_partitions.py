@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import is_internal_topic
+
+if TYPE_CHECKING:
+    from kio.schema.describe_topic_partitions import v0
+
+    DescribeTopicPartitionsRequest: TypeAlias = v0.DescribeTopicPartitionsRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 MAX_PARTITIONS = 2000
 TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)
@@ -26,7 +32,7 @@ ALL_TOPIC_OPERATIONS = sum(1 << operation for operation in TOPIC_OPERATIONS)
 
 
 @handler(75, "DescribeTopicPartitions", 0, 0)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_topic_partitions", context.api_version)
     if request.topics:

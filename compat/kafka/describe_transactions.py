@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.transactions.transactions import ONGOING, TransactionState
 
+if TYPE_CHECKING:
+    from kio.schema.describe_transactions import v0
+
+    DescribeTransactionsRequest: TypeAlias = v0.DescribeTransactionsRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(65, "DescribeTransactions", 0, 0)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: DescribeTransactionsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_transactions", context.api_version)
     states = []

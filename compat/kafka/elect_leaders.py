@@ -10,19 +10,26 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+
+if TYPE_CHECKING:
+    from kio.schema.elect_leaders import v0, v1, v2
+    from typing_extensions import TypeIs
+
+    ElectLeadersRequest: TypeAlias = v0.ElectLeadersRequest | v1.ElectLeadersRequest | v2.ElectLeadersRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 ELECTION_TYPES = {0: "preferred", 1: "unclean"}
 
 
 @handler(43, "ElectLeaders", 0, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ElectLeadersRequest) -> Any:
     broker = context.broker
     module = response_module("elect_leaders", context.api_version)
-    election_type = int(getattr(request, "election_type", 0))
+    election_type = int(request.election_type) if _names_election_type(request) else 0
     results = []
     for entry in request.topic_partitions or ():
         state = broker.topic(entry.topic)
@@ -42,3 +49,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         results.append(make(module.ReplicaElectionResult, topic=entry.topic, partition_result=tuple(partitions)))
     return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 replica_election_results=tuple(results))
+
+
+def _names_election_type(request: ElectLeadersRequest) -> TypeIs[v1.ElectLeadersRequest | v2.ElectLeadersRequest]:
+    """v1+ name the election type; v0 elections are preferred (0)."""
+    return has_field(request, "election_type")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import stage_completion, wire_failure
 from logwright.compat.errors import ErrorCode
@@ -18,11 +18,19 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import end_transaction
 
+if TYPE_CHECKING:
+    from kio.schema.end_txn import v0, v1, v2, v3, v4
+
+    EndTxnRequest: TypeAlias = (
+        v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest | v4.EndTxnRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 log = logging.getLogger(__name__)
 
 
 @handler(26, "EndTxn", 0, 4)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: EndTxnRequest) -> Any:
     broker = context.broker
     module = response_module("end_txn", context.api_version)
     code = ErrorCode.NONE

@@ -17,16 +17,27 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.transactions.partition_transactions import PartitionTransactions
+
+if TYPE_CHECKING:
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
+    from typing_extensions import TypeIs
+
+    FetchRequest: TypeAlias = (
+        v4.FetchRequest | v5.FetchRequest | v6.FetchRequest | v7.FetchRequest | v8.FetchRequest | v9.FetchRequest
+        | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest | v13.FetchRequest | v14.FetchRequest
+        | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 
 @handler(1, "Fetch", 4, 17)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: FetchRequest) -> Any:
     broker = context.broker
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
@@ -70,15 +81,17 @@ def last_stable_offset(broker: Broker, partition_id: int) -> int:
     return state.last_stable_offset(high_watermark) if isinstance(state, PartitionTransactions) else high_watermark
 
 
-def _read(broker: Broker, version: int, request: Any) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool]:
+def _read(broker: Broker, version: int,
+          request: FetchRequest) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool]:
     budget = max(int(request.max_bytes), 0)
-    read_committed = int(getattr(request, "isolation_level", 0)) == 1
+    read_committed = int(request.isolation_level) == 1
     total = 0
     had_error = False
     topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
     for fetch_topic in request.topics:
-        if version >= 13:
-            state = broker.topic_by_id(fetch_topic.topic_id)
+        if _named_by_id(fetch_topic):
+            wanted_id = fetch_topic.topic_id
+            state = broker.topic_by_id(wanted_id) if wanted_id is not None else None
             missing_code = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             state = broker.topic(fetch_topic.topic)
@@ -111,8 +124,14 @@ def _read(broker: Broker, version: int, request: Any) -> tuple[list[tuple[Any, A
             budget = max(budget - size, 0)
             aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
             answers.append((index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches))
-        name = state.name if state is not None else getattr(fetch_topic, "topic", None)
-        topic_id = uuid.UUID(bytes=state.topic_id) if state is not None else getattr(fetch_topic, "topic_id", None)
+        name: str | None
+        topic_id: uuid.UUID | None
+        if state is not None:
+            name, topic_id = state.name, uuid.UUID(bytes=state.topic_id)
+        elif _named_by_id(fetch_topic):
+            name, topic_id = None, fetch_topic.topic_id
+        else:
+            name, topic_id = fetch_topic.topic, None
         topics.append((name, topic_id, answers))
     return topics, total, had_error
 
@@ -122,3 +141,11 @@ def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tu
     if not isinstance(state, PartitionTransactions):
         return []
     return [(entry.producer_id, entry.first_offset) for entry in state.aborted_between(start, end)]
+
+
+def _named_by_id(fetch_topic: object) -> TypeIs[
+    v13.request.FetchTopic | v14.request.FetchTopic | v15.request.FetchTopic | v16.request.FetchTopic
+    | v17.request.FetchTopic
+]:
+    """v13+ name topics by id."""
+    return has_field(fetch_topic, "topic_id")

@@ -9,20 +9,30 @@ also loads the persisted groups, so their session timers run from then on, and c
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+
+if TYPE_CHECKING:
+    from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5, v6
+    from typing_extensions import TypeIs
+
+    FindCoordinatorRequest: TypeAlias = (
+        v0.FindCoordinatorRequest | v1.FindCoordinatorRequest | v2.FindCoordinatorRequest | v3.FindCoordinatorRequest
+        | v4.FindCoordinatorRequest | v5.FindCoordinatorRequest | v6.FindCoordinatorRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 KNOWN_KEY_TYPES = (0, 1, 2)
 
 
 @handler(10, "FindCoordinator", 0, 6)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: FindCoordinatorRequest) -> Any:
     broker = context.broker
     module = response_module("find_coordinator", context.api_version)
-    key_type = int(getattr(request, "key_type", 0))
+    key_type = int(request.key_type) if _names_key_type(request) else 0
     if key_type == 0:
         coordinator(broker)
         if broker.ensure_consumer_offsets_topic():
@@ -35,7 +45,22 @@ async def handle(context: RequestContext, request: Any) -> Any:
         node_id, host, port = -1, "", -1
     coordinators = tuple(
         make(module.Coordinator, key=key, node_id=node_id, host=host, port=port, error_code=code, error_message=message)
-        for key in getattr(request, "coordinator_keys", ())
+        for key in (request.coordinator_keys if _batched(request) else ())
     )
     return make(module.FindCoordinatorResponse, throttle_time=datetime.timedelta(0), error_code=code,
                 error_message=message, node_id=node_id, host=host, port=port, coordinators=coordinators)
+
+
+def _names_key_type(request: FindCoordinatorRequest) -> TypeIs[
+    v1.FindCoordinatorRequest | v2.FindCoordinatorRequest | v3.FindCoordinatorRequest | v4.FindCoordinatorRequest
+    | v5.FindCoordinatorRequest | v6.FindCoordinatorRequest
+]:
+    """v1+ name the key type (group 0, transaction 1, share 2); v0 keys are groups."""
+    return has_field(request, "key_type")
+
+
+def _batched(request: FindCoordinatorRequest) -> TypeIs[
+    v4.FindCoordinatorRequest | v5.FindCoordinatorRequest | v6.FindCoordinatorRequest
+]:
+    """v4+ ask for several keys at once."""
+    return has_field(request, "coordinator_keys")

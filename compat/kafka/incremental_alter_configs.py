@@ -9,13 +9,19 @@ validated as a whole: one invalid key refuses the resource with INVALID_CONFIG n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.kafka.config_resources import alter_resources, alter_response
 from logwright.compat.registry import RequestContext, handler, response_module
 from logwright.core.config.config_changes import alter_incrementally
 from logwright.core.config.configs import ConfigRegistry
 from logwright.core.events import ConfigChanged
+
+if TYPE_CHECKING:
+    from kio.schema.incremental_alter_configs import v0, v1
+
+    IncrementalAlterConfigsRequest: TypeAlias = v0.IncrementalAlterConfigsRequest | v1.IncrementalAlterConfigsRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 
 def _decide(registry: ConfigRegistry, kind: str, name: str, current: Mapping[str, str],
@@ -25,7 +31,7 @@ def _decide(registry: ConfigRegistry, kind: str, name: str, current: Mapping[str
 
 
 @handler(44, "IncrementalAlterConfigs", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     module = response_module("incremental_alter_configs", context.api_version)
     outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide)
     return alter_response(module, module.IncrementalAlterConfigsResponse, outcomes)

@@ -16,26 +16,36 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import stage_completion, transaction_timer, wire_failure
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.events.transactions import TransactionalProducerInitialized
 from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
 from logwright.core.transactions.transactions import init_transactional
 
+if TYPE_CHECKING:
+    from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
+    from typing_extensions import TypeIs
+
+    InitProducerIdRequest: TypeAlias = (
+        v0.InitProducerIdRequest | v1.InitProducerIdRequest | v2.InitProducerIdRequest | v3.InitProducerIdRequest
+        | v4.InitProducerIdRequest | v5.InitProducerIdRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 log = logging.getLogger(__name__)
 
 
 @handler(22, "InitProducerId", 0, 5)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: InitProducerIdRequest) -> Any:
     broker = context.broker
     module = response_module("init_producer_id", context.api_version)
-    producer_id = int(getattr(request, "producer_id", -1))
-    producer_epoch = int(getattr(request, "producer_epoch", -1))
+    producer_id = int(request.producer_id) if _names_producer(request) else -1
+    producer_epoch = int(request.producer_epoch) if _names_producer(request) else -1
     counter = broker.store.state("producers", COUNTER_KEY)
     counter = counter if isinstance(counter, ProducerIdCounter) else None
     transactional_id = request.transactional_id
@@ -70,3 +80,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
     assert isinstance(granted, ProducerIdAllocated | TransactionalProducerInitialized)
     return make(module.InitProducerIdResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 producer_id=granted.producer_id, producer_epoch=granted.producer_epoch)
+
+
+def _names_producer(request: InitProducerIdRequest) -> TypeIs[
+    v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest
+]:
+    """v3+ name the producer id and epoch to bump (KIP-360)."""
+    return has_field(request, "producer_id")

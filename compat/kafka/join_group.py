@@ -11,14 +11,24 @@ members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, MemberIdRequired
 from logwright.core.groups.group_membership import JoinGroup
+
+if TYPE_CHECKING:
+    from kio.schema.join_group import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9
+    from typing_extensions import TypeIs
+
+    JoinGroupRequest: TypeAlias = (
+        v0.JoinGroupRequest | v1.JoinGroupRequest | v2.JoinGroupRequest | v3.JoinGroupRequest | v4.JoinGroupRequest
+        | v5.JoinGroupRequest | v6.JoinGroupRequest | v7.JoinGroupRequest | v8.JoinGroupRequest | v9.JoinGroupRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 
 def milliseconds(value: datetime.timedelta | int) -> int:
@@ -28,16 +38,16 @@ def milliseconds(value: datetime.timedelta | int) -> int:
 
 
 @handler(11, "JoinGroup", 0, 9)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: JoinGroupRequest) -> Any:
     version = context.api_version
     module = response_module("join_group", version)
     session_ms = milliseconds(request.session_timeout)
-    rebalance = getattr(request, "rebalance_timeout", None)
+    rebalance = request.rebalance_timeout if _names_rebalance_timeout(request) else None
     rebalance_ms = milliseconds(rebalance) if rebalance is not None else -1
     command = JoinGroup(
         group_id=request.group_id,
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
+        group_instance_id=request.group_instance_id if _names_instance(request) else None,
         client_id=context.client_id or "",
         client_host=f"/{context.client_host}",
         session_timeout_ms=session_ms,
@@ -77,3 +87,18 @@ async def handle(context: RequestContext, request: Any) -> Any:
         members=tuple(make(module.JoinGroupResponseMember, member_id=member_id, group_instance_id=instance_id,
                            metadata=metadata) for member_id, instance_id, metadata in members),
     )
+
+
+def _names_rebalance_timeout(request: JoinGroupRequest) -> TypeIs[
+    v1.JoinGroupRequest | v2.JoinGroupRequest | v3.JoinGroupRequest | v4.JoinGroupRequest | v5.JoinGroupRequest
+    | v6.JoinGroupRequest | v7.JoinGroupRequest | v8.JoinGroupRequest | v9.JoinGroupRequest
+]:
+    """v1+ carry a rebalance timeout apart from the session timeout."""
+    return has_field(request, "rebalance_timeout")
+
+
+def _names_instance(request: JoinGroupRequest) -> TypeIs[
+    v5.JoinGroupRequest | v6.JoinGroupRequest | v7.JoinGroupRequest | v8.JoinGroupRequest | v9.JoinGroupRequest
+]:
+    """v5+ carry the static member's ``group.instance.id``."""
+    return has_field(request, "group_instance_id")

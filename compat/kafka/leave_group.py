@@ -7,21 +7,31 @@ v0-v2 name one member and answer with one error; v3+ batch members (by member id
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
+
+if TYPE_CHECKING:
+    from kio.schema.leave_group import v0, v1, v2, v3, v4, v5
+    from typing_extensions import TypeIs
+
+    LeaveGroupRequest: TypeAlias = (
+        v0.LeaveGroupRequest | v1.LeaveGroupRequest | v2.LeaveGroupRequest | v3.LeaveGroupRequest
+        | v4.LeaveGroupRequest | v5.LeaveGroupRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 
 @handler(13, "LeaveGroup", 0, 5)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: LeaveGroupRequest) -> Any:
     module = response_module("leave_group", context.api_version)
     batched = context.api_version >= 3
     leaving = (
         [(member.member_id, member.group_instance_id) for member in request.members]
-        if batched
+        if _batched(request)
         else [(request.member_id, None)]
     )
     try:
@@ -37,3 +47,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
     top_level = ErrorCode.NONE if batched else codes[0]
     return make(module.LeaveGroupResponse, throttle_time=datetime.timedelta(0), error_code=top_level,
                 members=members)
+
+
+def _batched(request: LeaveGroupRequest) -> TypeIs[v3.LeaveGroupRequest | v4.LeaveGroupRequest | v5.LeaveGroupRequest]:
+    """v3+ let several members leave at once."""
+    return has_field(request, "members")

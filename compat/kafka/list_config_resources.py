@@ -9,14 +9,21 @@ metrics (16) are known types with nothing to list; any other type is INVALID_REQ
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.groups.group_admin import list_groups
 from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import ResourceConfig, resource_key
+
+if TYPE_CHECKING:
+    from kio.schema.list_config_resources import v0, v1
+    from typing_extensions import TypeIs
+
+    ListConfigResourcesRequest: TypeAlias = v0.ListConfigResourcesRequest | v1.ListConfigResourcesRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
@@ -24,9 +31,10 @@ _GROUP_CONFIG_PREFIX = resource_key("group", "")
 
 
 @handler(74, "ListConfigResources", 0, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ListConfigResourcesRequest) -> Any:
     module = response_module("list_config_resources", context.api_version)
-    wanted = tuple(int(kind) for kind in getattr(request, "resource_types", (CLIENT_METRICS,))) or KNOWN_TYPES
+    named = request.resource_types if _names_resource_types(request) else (CLIENT_METRICS,)
+    wanted = tuple(int(kind) for kind in named) or KNOWN_TYPES
     unknown = sorted(set(wanted) - set(KNOWN_TYPES))
     if unknown:
         return make(module.ListConfigResourcesResponse, throttle_time=datetime.timedelta(0),
@@ -49,3 +57,8 @@ def resources(broker: Broker) -> list[tuple[int, str]]:
             groups.add(str(key)[len(_GROUP_CONFIG_PREFIX):])
     listed.extend((GROUP, group_id) for group_id in sorted(groups))
     return listed
+
+
+def _names_resource_types(request: ListConfigResourcesRequest) -> TypeIs[v1.ListConfigResourcesRequest]:
+    """v1+ name the resource types; v0 lists client-metrics resources only."""
+    return has_field(request, "resource_types")

@@ -10,15 +10,25 @@ it. Share groups are listed as Kafka 4.4 lists them: protocol type ``share``, st
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.groups.group_admin import GroupListing, list_groups
 from logwright.core.groups.groups import GroupState
+
+if TYPE_CHECKING:
+    from kio.schema.list_groups import v0, v1, v2, v3, v4, v5
+    from typing_extensions import TypeIs
+
+    ListGroupsRequest: TypeAlias = (
+        v0.ListGroupsRequest | v1.ListGroupsRequest | v2.ListGroupsRequest | v3.ListGroupsRequest
+        | v4.ListGroupsRequest | v5.ListGroupsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 GROUP_TYPE = "classic"
 SHARE_TYPE = "share"
@@ -26,7 +36,7 @@ CONSUMER_TYPE = "consumer"
 
 
 @handler(16, "ListGroups", 0, 5)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ListGroupsRequest) -> Any:
     module = response_module("list_groups", context.api_version)
     store = context.broker.store
     coordinator(context.broker)
@@ -38,8 +48,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
     listed.extend((GroupListing(group.group_id, CONSUMER_TYPE, group.phase), CONSUMER_TYPE) for group in consumers)
     listed.extend((GroupListing(group.group_id, SHARE_TYPE, group.phase), SHARE_TYPE)
                   for group in share_coordinator(context.broker).groups())
-    wanted_states = {state.lower() for state in getattr(request, "states_filter", ())}
-    wanted_types = {kind.lower() for kind in getattr(request, "types_filter", ())}
+    wanted_states = {state.lower() for state in (request.states_filter if _filters_states(request) else ())}
+    wanted_types = {kind.lower() for kind in (request.types_filter if _filters_types(request) else ())}
     groups = tuple(
         make(module.ListedGroup, group_id=entry.group_id, protocol_type=entry.protocol_type,
              group_state=str(entry.phase), group_type=kind)
@@ -49,3 +59,13 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     return make(module.ListGroupsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 groups=groups)
+
+
+def _filters_states(request: ListGroupsRequest) -> TypeIs[v4.ListGroupsRequest | v5.ListGroupsRequest]:
+    """v4+ may filter by group state."""
+    return has_field(request, "states_filter")
+
+
+def _filters_types(request: ListGroupsRequest) -> TypeIs[v5.ListGroupsRequest]:
+    """v5 may filter by group type."""
+    return has_field(request, "types_filter")

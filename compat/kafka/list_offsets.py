@@ -13,14 +13,25 @@ first record at or after the target, the only place a record is decoded on this 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.record_batch import decode_records
 from logwright.eventstore.keys import parse_time_index_key, time_index_key
+
+if TYPE_CHECKING:
+    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11
+    from typing_extensions import TypeIs
+
+    ListOffsetsRequest: TypeAlias = (
+        v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest
+        | v5.ListOffsetsRequest | v6.ListOffsetsRequest | v7.ListOffsetsRequest | v8.ListOffsetsRequest
+        | v9.ListOffsetsRequest | v10.ListOffsetsRequest | v11.ListOffsetsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 LATEST = -1
 EARLIEST = -2
@@ -29,10 +40,10 @@ EARLIEST_LOCAL = -4
 
 
 @handler(2, "ListOffsets", 1, 11)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
     broker = context.broker
     module = response_module("list_offsets", context.api_version)
-    read_committed = int(getattr(request, "isolation_level", 0)) == 1
+    read_committed = (int(request.isolation_level) if _names_isolation_level(request) else 0) == 1
     topics = []
     for topic in request.topics:
         state = broker.topic(topic.name)
@@ -85,3 +96,12 @@ def _first_at_or_after(
             if (record.timestamp == target) if exact else (record.timestamp >= target):
                 return record.timestamp, record.offset
     return -1, -1
+
+
+def _names_isolation_level(request: ListOffsetsRequest) -> TypeIs[
+    v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest | v5.ListOffsetsRequest
+    | v6.ListOffsetsRequest | v7.ListOffsetsRequest | v8.ListOffsetsRequest | v9.ListOffsetsRequest
+    | v10.ListOffsetsRequest | v11.ListOffsetsRequest
+]:
+    """v2+ carry the isolation level (READ_COMMITTED 1 stops at the last stable offset)."""
+    return has_field(request, "isolation_level")

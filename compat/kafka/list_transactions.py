@@ -10,24 +10,33 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.transactions.transactions import ONGOING, TransactionState
+
+if TYPE_CHECKING:
+    from kio.schema.list_transactions import v0, v1, v2
+    from typing_extensions import TypeIs
+
+    ListTransactionsRequest: TypeAlias = (
+        v0.ListTransactionsRequest | v1.ListTransactionsRequest | v2.ListTransactionsRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 KAFKA_STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
                           "Dead", "PrepareEpochFence"})
 
 
 @handler(66, "ListTransactions", 0, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ListTransactionsRequest) -> Any:
     broker = context.broker
     module = response_module("list_transactions", context.api_version)
     states = set(request.state_filters)
     producer_ids = {int(producer_id) for producer_id in request.producer_id_filters}
-    duration_ms = int(getattr(request, "duration_filter", -1))
-    pattern_text = getattr(request, "transactional_id_pattern", None)
+    duration_ms = int(request.duration_filter) if _filters_duration(request) else -1
+    pattern_text = request.transactional_id_pattern if _filters_pattern(request) else None
     try:
         pattern = re.compile(pattern_text) if pattern_text else None
     except re.error:
@@ -52,3 +61,15 @@ async def handle(context: RequestContext, request: Any) -> Any:
                          producer_id=state.producer_id, transaction_state=state.status)
                     for state in found
                 ))
+
+
+def _filters_duration(request: ListTransactionsRequest) -> TypeIs[
+    v1.ListTransactionsRequest | v2.ListTransactionsRequest
+]:
+    """v1+ may filter by how long a transaction has run."""
+    return has_field(request, "duration_filter")
+
+
+def _filters_pattern(request: ListTransactionsRequest) -> TypeIs[v2.ListTransactionsRequest]:
+    """v2 may filter by a regular expression on the id."""
+    return has_field(request, "transactional_id_pattern")

@@ -11,19 +11,30 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import is_internal_topic
+
+if TYPE_CHECKING:
+    from kio.schema.metadata import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13
+    from typing_extensions import TypeIs
+
+    MetadataRequest: TypeAlias = (
+        v0.MetadataRequest | v1.MetadataRequest | v2.MetadataRequest | v3.MetadataRequest | v4.MetadataRequest
+        | v5.MetadataRequest | v6.MetadataRequest | v7.MetadataRequest | v8.MetadataRequest | v9.MetadataRequest
+        | v10.MetadataRequest | v11.MetadataRequest | v12.MetadataRequest | v13.MetadataRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handler(3, "Metadata", 0, 13)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     broker = context.broker
     module = response_module("metadata", context.api_version)
     requested = request.topics
@@ -32,14 +43,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
     else:
         wanted = []
         for entry in requested:
-            name = getattr(entry, "name", None)
-            topic_id = getattr(entry, "topic_id", None)
+            name: str | None = entry.name
+            topic_id = entry.topic_id if _names_topic_id(entry) else None
             if name is None and topic_id is not None and topic_id.int != 0:
                 state = broker.topic_by_id(topic_id)
                 wanted.append((state.name if state else None, state))
             else:
                 wanted.append((name, broker.topic(name) if name is not None else None))
-    may_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    may_create = bool(request.allow_auto_topic_creation) if _may_create(request) else True
     allow_auto_create = may_create and broker.auto_create_enabled()
     errors: dict[str, ErrorCode] = {}
     created = False
@@ -91,3 +102,19 @@ def _topic(module: Any, state: TopicState, node_id: int) -> Any:
                 topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
                 partitions=partitions,
                 topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+
+
+def _may_create(request: MetadataRequest) -> TypeIs[
+    v4.MetadataRequest | v5.MetadataRequest | v6.MetadataRequest | v7.MetadataRequest | v8.MetadataRequest
+    | v9.MetadataRequest | v10.MetadataRequest | v11.MetadataRequest | v12.MetadataRequest | v13.MetadataRequest
+]:
+    """v4+ say whether the request allows auto-creation; earlier versions always do."""
+    return has_field(request, "allow_auto_topic_creation")
+
+
+def _names_topic_id(entry: object) -> TypeIs[
+    v10.request.MetadataRequestTopic | v11.request.MetadataRequestTopic | v12.request.MetadataRequestTopic
+    | v13.request.MetadataRequestTopic
+]:
+    """v10+ may name a topic by id alone."""
+    return has_field(entry, "topic_id")

@@ -12,22 +12,32 @@ epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits on
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator, group_state
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.events import OffsetCommitted
 from logwright.core.groups.group_admin import check_offset_commit, check_offset_metadata
 from logwright.core.groups.groups import GroupMember
 
+if TYPE_CHECKING:
+    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
+    from typing_extensions import TypeIs
+
+    OffsetCommitRequest: TypeAlias = (
+        v2.OffsetCommitRequest | v3.OffsetCommitRequest | v4.OffsetCommitRequest | v5.OffsetCommitRequest
+        | v6.OffsetCommitRequest | v7.OffsetCommitRequest | v8.OffsetCommitRequest | v9.OffsetCommitRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(8, "OffsetCommit", 2, 9)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
     broker = context.broker
     module = response_module("offset_commit", context.api_version)
     group_id = request.group_id
@@ -36,7 +46,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     group_error: ErrorCode | None = None
     try:
         member = check_committer(broker, group_id, generation, request.member_id,
-                                 getattr(request, "group_instance_id", None))
+                                 request.group_instance_id if _names_instance(request) else None)
     except DomainError as error:
         group_error = error_code_for(error)
     now_ms = broker.clock.now_ms()
@@ -92,8 +102,36 @@ def partition_error(broker: Broker, topic: str, partition: Any) -> ErrorCode | N
     return None
 
 
-def committed_offset(group_id: str, topic: str, partition: Any, now_ms: int) -> OffsetCommitted:
+class RequestedCommit(Protocol):
+    """What a request partition of OffsetCommit (v2-9) and TxnOffsetCommit (v0-4) both say."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _WithLeaderEpoch(RequestedCommit, Protocol):
+    @property
+    def committed_leader_epoch(self) -> int: ...
+
+
+def committed_offset(group_id: str, topic: str, partition: RequestedCommit, now_ms: int) -> OffsetCommitted:
     """The commit one request partition asks for (null metadata stored as "")."""
+    leader_epoch = int(partition.committed_leader_epoch) if _names_leader_epoch(partition) else -1
     return OffsetCommitted(group_id, topic, int(partition.partition_index), int(partition.committed_offset),
-                           int(getattr(partition, "committed_leader_epoch", -1)), partition.committed_metadata or "",
-                           now_ms)
+                           leader_epoch, partition.committed_metadata or "", now_ms)
+
+
+def _names_instance(request: OffsetCommitRequest) -> TypeIs[
+    v7.OffsetCommitRequest | v8.OffsetCommitRequest | v9.OffsetCommitRequest
+]:
+    """v7+ carry the static member's ``group.instance.id``."""
+    return has_field(request, "group_instance_id")
+
+
+def _names_leader_epoch(partition: RequestedCommit) -> TypeIs[_WithLeaderEpoch]:
+    """OffsetCommit v6+ and TxnOffsetCommit v2+ carry the leader epoch the commit was read at."""
+    return has_field(partition, "committed_leader_epoch")

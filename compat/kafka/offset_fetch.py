@@ -13,37 +13,49 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.transactions.transactions import pending_offsets
 
+if TYPE_CHECKING:
+    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9
+    from typing_extensions import TypeIs
+
+    OffsetFetchRequest: TypeAlias = (
+        v1.OffsetFetchRequest | v2.OffsetFetchRequest | v3.OffsetFetchRequest | v4.OffsetFetchRequest
+        | v5.OffsetFetchRequest | v6.OffsetFetchRequest | v7.OffsetFetchRequest | v8.OffsetFetchRequest
+        | v9.OffsetFetchRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+    OffsetFetchRequestGroup: TypeAlias = v8.request.OffsetFetchRequestGroup | v9.request.OffsetFetchRequestGroup
+
 
 @handler(9, "OffsetFetch", 1, 9)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: OffsetFetchRequest) -> Any:
     module = response_module("offset_fetch", context.api_version)
-    if context.api_version >= 8:
+    if _batched(request):
         groups = tuple(
             _group(context, module, group, bool(request.require_stable)) for group in request.groups
         )
         return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), groups=groups)
     topics = _topics(context, module, request.group_id, request.topics, batched=False,
-                     require_stable=bool(getattr(request, "require_stable", False)))
+                     require_stable=bool(request.require_stable) if _may_require_stable(request) else False)
     return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), topics=topics,
                 error_code=ErrorCode.NONE)
 
 
-def _group(context: RequestContext, module: Any, group: Any, require_stable: bool) -> Any:
+def _group(context: RequestContext, module: Any, group: OffsetFetchRequestGroup, require_stable: bool) -> Any:
     """One group of a batched fetch; v9 members of a consumer group must send their current epoch."""
     consumer = consumer_group(context.broker, group.group_id)
-    if consumer is not None and context.api_version >= 9:
+    if consumer is not None and _names_member(group):
         try:
-            check_member_epoch(consumer, getattr(group, "member_id", None), int(getattr(group, "member_epoch", -1)),
+            check_member_epoch(consumer, group.member_id, int(group.member_epoch),
                                commit=False)
         except DomainError as error:
             return make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=error_code_for(error),
@@ -82,3 +94,20 @@ def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequ
             ))
         topics.append(make(topic_cls, name=topic, partitions=tuple(partitions)))
     return tuple(topics)
+
+
+def _batched(request: OffsetFetchRequest) -> TypeIs[v8.OffsetFetchRequest | v9.OffsetFetchRequest]:
+    """v8+ fetch for several groups at once."""
+    return has_field(request, "groups")
+
+
+def _may_require_stable(request: OffsetFetchRequest) -> TypeIs[
+    v7.OffsetFetchRequest | v8.OffsetFetchRequest | v9.OffsetFetchRequest
+]:
+    """v7+ may ask to wait for pending transactional commits (UNSTABLE_OFFSET_COMMIT)."""
+    return has_field(request, "require_stable")
+
+
+def _names_member(group: OffsetFetchRequestGroup) -> TypeIs[v9.request.OffsetFetchRequestGroup]:
+    """v9 members of a consumer group send their id and epoch."""
+    return has_field(group, "member_id")

@@ -21,7 +21,7 @@ import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -47,6 +47,15 @@ from logwright.core.transactions.transactions import check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
 
+if TYPE_CHECKING:
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+
+    ProduceRequest: TypeAlias = (
+        v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest | v7.ProduceRequest
+        | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest | v11.ProduceRequest | v12.ProduceRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 log = logging.getLogger(__name__)
 
 
@@ -60,7 +69,7 @@ class PartitionResult:
 
 
 @handler(0, "Produce", 3, 12)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     broker = context.broker
     acks = int(request.acks)
     outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -19,9 +19,15 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.share_groups.share_sessions import OPEN_EPOCH
 
+if TYPE_CHECKING:
+    from kio.schema.share_acknowledge import v1, v2
+
+    ShareAcknowledgeRequest: TypeAlias = v1.ShareAcknowledgeRequest | v2.ShareAcknowledgeRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(79, "ShareAcknowledge", 1, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ShareAcknowledgeRequest) -> Any:
     broker = context.broker
     module = response_module("share_acknowledge", context.api_version)
     coordinator = share_coordinator(broker)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import Acquired, ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -40,23 +40,30 @@ from logwright.compat.kafka.share_wire import (
     resolve,
     topic_id_bytes,
 )
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.log.fetch_budget import BATCH_OPTIMIZED, RECORD_LIMIT, FetchBudget
 from logwright.core.share_groups.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, PartitionRef
+
+if TYPE_CHECKING:
+    from kio.schema.share_fetch import v1, v2
+    from typing_extensions import TypeIs
+
+    ShareFetchRequest: TypeAlias = v1.ShareFetchRequest | v2.ShareFetchRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 MAX_RESPONSE_BYTES = 2**31 - 1
 """The byte budget of a request whose ``max_bytes`` is not positive."""
 
 
 @handler(78, "ShareFetch", 1, 2)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
     broker = context.broker
     module = response_module("share_fetch", context.api_version)
     coordinator = share_coordinator(broker)
     group_id, member_id = request.group_id or "", request.member_id or ""
     epoch = int(request.share_session_epoch)
-    renew = bool(getattr(request, "is_renew_ack", False))
+    renew = bool(request.is_renew_ack) if _v2(request) else False
     lock_ms = coordinator.lock_duration_ms(group_id, member_id) if group_id else 0
 
     def refusal(code: ErrorCode, message: str) -> Any:
@@ -64,7 +71,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
                     error_message=message, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
                     responses=(), node_endpoints=())
 
-    acquire_mode = int(getattr(request, "share_acquire_mode", BATCH_OPTIMIZED))
+    acquire_mode = int(request.share_acquire_mode) if _v2(request) else BATCH_OPTIMIZED
     if acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
         return refusal(ErrorCode.INVALID_REQUEST, f"share_acquire_mode {acquire_mode} is not 0 (batch_optimized) "
                                                   "or 1 (record_limit)")
@@ -139,3 +146,8 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
         if budget.exhausted:
             break
     return acquired
+
+
+def _v2(request: ShareFetchRequest) -> TypeIs[v2.ShareFetchRequest]:
+    """v2 adds ``is_renew_ack`` and ``share_acquire_mode``."""
+    return has_field(request, "share_acquire_mode")

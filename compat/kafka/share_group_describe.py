@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+
+if TYPE_CHECKING:
+    from kio.schema.share_group_describe import v1
+
+    ShareGroupDescribeRequest: TypeAlias = v1.ShareGroupDescribeRequest
+    """Every version served: mypy checks each field read against all of them."""
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 ASSIGNOR = "simple"
 
 
 @handler(77, "ShareGroupDescribe", 1, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ShareGroupDescribeRequest) -> Any:
     module = response_module("share_group_describe", context.api_version)
     coordinator = share_coordinator(context.broker)
     groups = []

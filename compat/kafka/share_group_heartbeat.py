@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -19,9 +19,15 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.share_groups.share_groups import ShareHeartbeat
 
+if TYPE_CHECKING:
+    from kio.schema.share_group_heartbeat import v1
+
+    ShareGroupHeartbeatRequest: TypeAlias = v1.ShareGroupHeartbeatRequest
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(76, "ShareGroupHeartbeat", 1, 1)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -> Any:
     module = response_module("share_group_heartbeat", context.api_version)
     coordinator = share_coordinator(context.broker)
     topics = request.subscribed_topic_names

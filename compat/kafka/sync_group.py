@@ -7,25 +7,35 @@ coordinator refuses a mismatch with INCONSISTENT_GROUP_PROTOCOL.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_membership import SyncGroup
 
+if TYPE_CHECKING:
+    from kio.schema.sync_group import v0, v1, v2, v3, v4, v5
+    from typing_extensions import TypeIs
+
+    SyncGroupRequest: TypeAlias = (
+        v0.SyncGroupRequest | v1.SyncGroupRequest | v2.SyncGroupRequest | v3.SyncGroupRequest | v4.SyncGroupRequest
+        | v5.SyncGroupRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
+
 
 @handler(14, "SyncGroup", 0, 5)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: SyncGroupRequest) -> Any:
     module = response_module("sync_group", context.api_version)
     command = SyncGroup(
         group_id=request.group_id,
         generation=int(request.generation_id),
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=getattr(request, "protocol_type", None),
-        protocol_name=getattr(request, "protocol_name", None),
+        group_instance_id=request.group_instance_id if _names_instance(request) else None,
+        protocol_type=request.protocol_type if _names_protocol(request) else None,
+        protocol_name=request.protocol_name if _names_protocol(request) else None,
         assignments=tuple((entry.member_id, bytes(entry.assignment)) for entry in request.assignments),
     )
     try:
@@ -37,3 +47,15 @@ async def handle(context: RequestContext, request: Any) -> Any:
         protocol_type, protocol_name, assignment = reply.protocol_type, reply.protocol_name, reply.assignment
     return make(module.SyncGroupResponse, throttle_time=datetime.timedelta(0), error_code=code,
                 protocol_type=protocol_type, protocol_name=protocol_name, assignment=assignment)
+
+
+def _names_instance(request: SyncGroupRequest) -> TypeIs[
+    v3.SyncGroupRequest | v4.SyncGroupRequest | v5.SyncGroupRequest
+]:
+    """v3+ carry the static member's ``group.instance.id``."""
+    return has_field(request, "group_instance_id")
+
+
+def _names_protocol(request: SyncGroupRequest) -> TypeIs[v5.SyncGroupRequest]:
+    """v5 names the protocol type and name, which must match the group's."""
+    return has_field(request, "protocol_type")

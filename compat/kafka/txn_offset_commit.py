@@ -12,21 +12,31 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.offset_commit import check_committer, commit_partitions
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.events.transactions import TransactionalOffsetCommitted
 from logwright.core.transactions.transactions import check_offset_commit as check_transaction
+
+if TYPE_CHECKING:
+    from kio.schema.txn_offset_commit import v0, v1, v2, v3, v4
+    from typing_extensions import TypeIs
+
+    TxnOffsetCommitRequest: TypeAlias = (
+        v0.TxnOffsetCommitRequest | v1.TxnOffsetCommitRequest | v2.TxnOffsetCommitRequest | v3.TxnOffsetCommitRequest
+        | v4.TxnOffsetCommitRequest
+    )
+    """Every version served: mypy checks each field read against all of them."""
 
 log = logging.getLogger(__name__)
 
 
 @handler(28, "TxnOffsetCommit", 0, 4)
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> Any:
     broker = context.broker
     module = response_module("txn_offset_commit", context.api_version)
     group_id = request.group_id
@@ -34,9 +44,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
     try:
         transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
                                         int(request.producer_epoch), group_id)
-        generation = int(getattr(request, "generation_id", -1))
-        member_id = getattr(request, "member_id", "")
-        instance_id = getattr(request, "group_instance_id", None)
+        generation = int(request.generation_id) if _names_member(request) else -1
+        member_id = request.member_id if _names_member(request) else ""
+        instance_id = request.group_instance_id if _names_member(request) else None
         if generation >= 0 or member_id or instance_id is not None:
             check_committer(broker, group_id, generation, member_id, instance_id)
     except DomainError as error:
@@ -51,3 +61,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         broker.stage(events)
         await broker.durable()
     return make(module.TxnOffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=topics)
+
+
+def _names_member(request: TxnOffsetCommitRequest) -> TypeIs[v3.TxnOffsetCommitRequest | v4.TxnOffsetCommitRequest]:
+    """v3+ carry the committing member (id, generation, instance id), checked as OffsetCommit's (KIP-447)."""
+    return has_field(request, "member_id")
