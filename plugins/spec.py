@@ -10,8 +10,9 @@ Three families (DESIGN §5):
 - **wrappers**: implement the hook with ``@hookimpl(wrapper=True)``, ``yield`` to get the inner result,
   and return it or a changed one. They run per request, never per record.
 
-Implement a hook with ``from logwright.plugins.spec import hookimpl``. A misspelled ``logwright_`` hook
-is refused when the broker starts (`PluginHost.check_pending`).
+Implement a hook with ``from logwright.plugins.api import hookimpl``: a plugin imports logwright only
+through `logwright.plugins.api`. A misspelled ``logwright_`` hook is refused when the broker starts
+(`PluginHost.check_pending`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
     """Add subscription modes with ``register.add(mode)``.
 
-    :param register: takes objects implementing `logwright.core.cursors.subscription_mode.SubscriptionMode`;
-        two plugins offering the same ``mode.name`` stop the broker from starting.
+    :param register: takes objects implementing `SubscriptionMode` (most simply a subclass of
+        `SubscriptionModeBase`); two plugins offering the same ``mode.name`` stop the broker from starting.
 
     Called once per plugin at start-up. The names become the allowed values of the group config
     ``logwright.subscription.mode``. Return value: ignored.
@@ -51,7 +52,7 @@ def logwright_register_subscription_modes(register: SubscriptionModeRegister) ->
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     """Add topic, group or broker config keys with ``register.add(ConfigKey(...))``.
 
-    :param register: takes `logwright.core.config.configs.ConfigKey` (name, resource type, default, validator,
+    :param register: takes `ConfigKey` (name, resource type, default, validator,
         documentation). The keys join the broker's `ConfigRegistry`, so DescribeConfigs lists them and
         (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and the validator's message.
 
@@ -64,7 +65,7 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
 def logwright_register_extension_handlers(register: ExtensionHandlerRegister) -> None:
     """Serve API keys Kafka does not have with ``register.add(api_key, name, min_version, max_version, handle)``.
 
-    :param register: ``api_key`` must be in ``registrars.EXTENSION_API_KEYS``; ``handle`` is a coroutine
+    :param register: ``api_key`` must be in ``EXTENSION_API_KEYS``; ``handle`` is a coroutine
         ``(RequestContext, body: bytes) -> bytes | None`` reading the body after the request header v1
         and writing the body after the response header v0 (the server adds the correlation id).
         An exception it raises is logged; the request is answered with
@@ -80,7 +81,7 @@ def logwright_register_extension_handlers(register: ExtensionHandlerRegister) ->
 def logwright_register_projections(register: ProjectionRegister) -> None:
     """Add projections with ``register.add(projection, event_types, state_types)``.
 
-    :param register: takes a `logwright.core.projection.Projection` (declare ``handles`` so the store
+    :param register: takes a `Projection` (declare ``handles`` so the store
         folds only the events it needs), the plugin's own event classes (each with a ``TAG`` that no
         other event uses) and its state classes (tag → class, tags from 2000 up) for the codec.
 
@@ -93,10 +94,11 @@ def logwright_register_projections(register: ProjectionRegister) -> None:
 def logwright_register_background_tasks(register: BackgroundTaskRegister) -> None:
     """Add long-running coroutines with ``register.add(BackgroundTask(name, run, doc))``.
 
-    :param register: takes `registrars.BackgroundTask`; ``run(broker)`` starts once ``logwright serve``
-        listens and is cancelled at shutdown (an exception is logged; the task is not restarted). It must
-        wait through the broker's clock (``await broker.sleep(ms)``, ``broker.sleep_until(time_ms)``), never
-        sleep on wall time alone, so a ``--manual-clock`` broker drives it in tests.
+    :param register: takes `BackgroundTask`; ``run(facade)`` gets a `BrokerFacade` (never the broker), starts
+        once ``logwright serve`` listens and is cancelled at shutdown (an exception is logged; the task is not
+        restarted). It must wait through the broker clock (``await facade.sleep(ms)``,
+        ``facade.sleep_until(time_ms)``), never sleep on wall time alone, so a ``--manual-clock`` broker
+        drives it in tests.
 
     Called once per plugin at start-up. Return value: ignored.
     """
