@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import math
 import struct
 import sys
 import tempfile
@@ -49,12 +51,15 @@ CLASSIC_GROUP_SIZE = 3
 SHARE_GROUP_SIZE = 4
 COMMIT_EVERY_S = 1.0
 LOOP_LAG_TICK_S = 0.05
+SHUTDOWN_S = 120.0
+"""Seconds the clients get, beyond the drain timeout, to flush, commit, acknowledge and leave."""
 log = logging.getLogger("soak")
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """How ``connections`` are split: 40% producers, 30% classic members (two each), the rest share consumers."""
+    """How ``connections`` are split: 40% producers, 30% classic members (two each), the rest share consumers;
+    below 20 the minimums (a group of each kind) make it more."""
 
     producers: int
     classic_consumers: int
@@ -143,6 +148,8 @@ class Soak:
             await producer.flush()
             if pending:
                 await asyncio.wait(pending, timeout=60)
+            if pending:
+                self.error("produce", f"{len(pending)} sends of {topic} unanswered 60 s after the last")
         finally:
             await producer.stop()
 
@@ -241,7 +248,11 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
 
     async def sample(phase: str) -> BrokerReading:
         nonlocal last
-        reading = await probe.read()
+        try:
+            reading = await probe.read()
+        except Exception as failure:  # noqa: BLE001 - a broker that cannot be read is an error, the run goes on
+            soak.error("probe", f"{phase}: {type(failure).__name__}: {failure}")
+            reading = BrokerReading.unavailable()
         now, client_cpu = time.monotonic(), time.process_time()
         window, soak.window = soak.window.summary(), Window()
         elapsed = max(now - last[0], 1e-9)
@@ -283,23 +294,34 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
         await asyncio.sleep(max(0.0, next_sample - time.monotonic()))
         await sample("load")
         next_sample += args.interval
-    await asyncio.sleep(max(0.0, end - time.monotonic()))
+    if broker.alive():
+        await asyncio.sleep(max(0.0, end - time.monotonic()))
     soak.stop_producing.set()
-    if not broker.alive():
-        soak.error("broker", "the broker process exited")
     loaded = await sample("load")
 
     async def drained() -> bool:
         return soak.consumed.missing(soak.end_offsets) == 0 or not broker.alive()
 
-    drain_started = time.monotonic()
-    await asyncio.gather(*tasks[len(classic) + len(clients):])
-    await until(drained, args.drain_timeout)
-    drain_s = time.monotonic() - drain_started
-    soak.stop_consuming.set()
-    await asyncio.gather(*tasks)
-    await asyncio.gather(*(soak.guarded("classic close", c.stop()) for c in classic))
-    await asyncio.gather(*(soak.guarded("share close", c.close()) for c in clients))
+    async def finish_clients() -> float:
+        """Producers flush, consumers read the rest, commit or acknowledge, and leave: the drain's seconds."""
+        drain_started = time.monotonic()
+        await asyncio.gather(*tasks[len(classic) + len(clients):])
+        await until(drained, args.drain_timeout)
+        drain_s = time.monotonic() - drain_started
+        soak.stop_consuming.set()
+        await asyncio.gather(*tasks)
+        await asyncio.gather(*(soak.guarded("classic close", c.stop()) for c in classic))
+        await asyncio.gather(*(soak.guarded("share close", c.close()) for c in clients))
+        return drain_s
+
+    try:
+        async with asyncio.timeout(args.drain_timeout + SHUTDOWN_S):
+            drain_s = await finish_clients()
+    except TimeoutError:
+        soak.error("shutdown", f"the clients did not finish within {args.drain_timeout + SHUTDOWN_S:g} s")
+        drain_s = math.nan
+        for task in tasks:
+            task.cancel()
     lag.cancel()
     await sample("drain")
 
@@ -308,16 +330,19 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
     async def back() -> bool:
         return (await probe.read()).client_bound() == before.client_bound()
 
-    returned = await until(back, args.grace, step_s=0.5)
+    returned = broker.alive() and await until(back, args.grace, step_s=0.5)
     back_after_s = time.monotonic() - left if returned else None
     after = await sample("after")
-    await probe.connection.close()
+    with contextlib.suppress(Exception):
+        await probe.connection.close()
     missing = soak.consumed.missing(soak.end_offsets)
     if missing:
         soak.error("lost", f"{missing} acknowledged records were never consumed")
     if soak.consumed.duplicates:
         soak.error("duplicate", f"{soak.consumed.duplicates} records were delivered more than once")
-    if not returned:
+    if not broker.alive():
+        soak.error("broker", "the broker process exited")
+    elif not returned:
         soak.error("leak", f"after {args.grace:g} s connections/tasks/sockets/other fds are "
                            f"{after.client_bound()}, were {before.client_bound()}")
     return soak_report.Run(args=vars(args), load_started=started, rows=readings, before=before, loaded=loaded,
@@ -342,6 +367,7 @@ def parse() -> argparse.Namespace:
     plan = Plan.for_connections(args.connections)
     args.producers, args.classic_consumers, args.share_consumers = (
         plan.producers, plan.classic_consumers, plan.share_consumers)
+    args.client_connections = plan.connections
     args.record_bytes = max(args.record_bytes, STAMP.size)
     return args
 

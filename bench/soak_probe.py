@@ -8,6 +8,7 @@ client side; `OffsetTally` remembers which offsets were consumed so losses and d
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +34,13 @@ class BrokerReading:
     connections: int
     tasks: int
     tasks_by_coroutine: dict[str, int]
+    python_blocks: int
+    """The broker interpreter's allocated blocks: RSS growing while these do not is native (RocksDB) memory."""
+
+    @classmethod
+    def unavailable(cls) -> BrokerReading:
+        """What a sample records when the broker cannot be read (it exited, or did not answer)."""
+        return cls(math.nan, math.nan, -1, -1, -1, -1, -1, -1, {}, -1)
 
     def client_bound(self) -> tuple[int, int, int, int]:
         """What must come back once the clients leave: the store's files grow with the data, not with them."""
@@ -74,7 +82,7 @@ class BrokerProbe:
         kinds = self.descriptors()
         return BrokerReading(self.rss_mib(), self.cpu_s(), sum(kinds.values()), kinds["socket"], kinds["store"],
                              kinds["other"], int(stats["connections"]), int(stats["tasks"]),
-                             dict(stats["tasks_by_coroutine"]))
+                             dict(stats["tasks_by_coroutine"]), int(stats["python_blocks"]))
 
 
 @dataclass(slots=True)

@@ -71,16 +71,17 @@ def _ms(value: float) -> str:
 
 
 def table(run: Run) -> list[str]:
-    lines = ["| t (s) | phase | RSS MiB | fds (sockets / store / other) | connections | tasks | produced | consumed "
-             "| produce p50 / p99 ms | e2e p50 / p99 ms | broker / client CPU % | client loop lag p99 ms | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    header = ["t (s)", "phase", "RSS MiB", "fds (sockets / store / other)", "connections", "tasks", "produced",
+              "consumed", "produce p50 / p99 ms", "e2e p50 / p99 ms", "broker / client CPU %",
+              "client loop lag p99 ms", "broker Python blocks (k)", "errors"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in run.rows:
         b, w = row.broker, row.window
         cells = [f"{row.at - run.load_started:.0f}", row.phase, f"{b.rss_mib:.1f}",
                  f"{b.fds} ({b.sockets} / {b.store_files} / {b.other_fds})", str(b.connections), str(b.tasks),
                  f"{w['produced']:.0f}", f"{w['consumed']:.0f}", f"{_ms(w['produce p50'])} / {_ms(w['produce p99'])}",
                  f"{_ms(w['e2e p50'])} / {_ms(w['e2e p99'])}", f"{w['broker cpu %']:.0f} / {w['client cpu %']:.0f}",
-                 _ms(w["loop lag p99"]), f"{w['errors']:.0f}"]
+                 _ms(w["loop lag p99"]), f"{b.python_blocks / 1000:.0f}", f"{w['errors']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -109,7 +110,8 @@ def summary(run: Run) -> str:
         f"broker RSS MiB: before {b.rss_mib:.1f}, under load {min(rss, default=math.nan):.1f}–"
         f"{max(rss, default=math.nan):.1f}, over the second half of the load "
         f"{half[0].broker.rss_mib if half else math.nan:.1f} -> {half[-1].broker.rss_mib if half else math.nan:.1f}, "
-        f"after the clients left {a.rss_mib:.1f}",
+        f"after the clients left {a.rss_mib:.1f}; broker Python blocks (k) before {b.python_blocks / 1000:.0f}, "
+        f"last load sample {x.python_blocks / 1000:.0f}, after {a.python_blocks / 1000:.0f}",
         f"produce p99 ms per window: {_spread([row.window['produce p99'] for row in load])}",
         f"end-to-end p99 ms per window: {_spread([row.window['e2e p99'] for row in load])}",
         f"client loop lag p99 ms per window: {_spread([row.window['loop lag p99'] for row in load])}",
@@ -124,7 +126,7 @@ def summary(run: Run) -> str:
         lines.append("errors: " + ", ".join(f"{kind} {count}" for kind, count in sorted(run.errors.items())))
         lines += [f"  {text}" for text in run.first_errors]
     lines += [f"broker log: {line}" for line in run.broker_log_problems]
-    if a.tasks != b.tasks:
+    if a.tasks != b.tasks and min(a.tasks, b.tasks) >= 0:
         grown = {name: count - b.tasks_by_coroutine.get(name, 0) for name, count in a.tasks_by_coroutine.items()
                  if count != b.tasks_by_coroutine.get(name, 0)}
         lines.append(f"tasks that differ from before: {grown}")
@@ -150,10 +152,10 @@ def write(run: Run, path: Path) -> None:
     args = run.args
     method = (
         f"One logwright broker (`wal` durability, a fresh data dir) and one asyncio client process with "
-        f"{args['connections']} connections: {args['producers']} aiokafka producers (one connection each, acks=all, "
-        f"linger 0) offering {args['rate']:g} records/s of {args['record_bytes']} B in all, each paced from a phase "
-        f"of its own; {args['classic_consumers']} aiokafka classic consumer-group members (two connections each: "
-        "leader and coordinator) in groups of 3 on 3-partition topics, committing every second; "
+        f"{args['client_connections']} connections: {args['producers']} aiokafka producers (one connection each, "
+        f"acks=all, linger 0) offering {args['rate']:g} records/s of {args['record_bytes']} B in all, each paced "
+        f"from a phase of its own; {args['classic_consumers']} aiokafka classic consumer-group members (two "
+        "connections each: leader and coordinator) in groups of 3 on 3-partition topics, committing every second; "
         f"{args['share_consumers']} share-group consumers of the bundled `logwright.client` (one connection "
         "each) in groups of 4 on 4-partition topics, acknowledging every record (grouped acks). Every group reads "
         "its own topic and producers go round the topics, so each record is consumed once. Consumers join "

@@ -5,15 +5,18 @@ samples to see that connections, tasks and descriptors go back to where they wer
 (bench/soak.py), and what an operator asks when the process seems to grow.
 
 Request (msgpack map, may be empty). Response: ``error_code, error_message, now_ms, connections, tasks,
-tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds``. ``connections`` counts the server's
-per-connection sender tasks (one lives exactly as long as its connection, `compat.server.Connection`), so
-it needs no registry of its own; ``rss_bytes`` and ``open_fds`` are nil where ``/proc`` is not there.
+tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds, python_blocks``. ``connections`` counts the
+server's per-connection sender tasks (one lives exactly as long as its connection, `compat.server.Connection`),
+so it needs no registry of its own; ``rss_bytes`` and ``open_fds`` are nil where ``/proc`` is not there.
+``python_blocks`` is the interpreter's count of allocated memory blocks: when RSS grows and it does not, the
+growth is outside Python's heap (RocksDB's memtables and caches).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -57,4 +60,4 @@ async def handle(context: RequestContext, body: Body) -> Body:
     counts = task_counts()
     return {"now_ms": context.broker.clock.now_ms(), "connections": counts[SENDER_TASK],
             "tasks": sum(counts.values()), "tasks_by_coroutine": dict(counts.most_common()),
-            "rss_bytes": resident_bytes(), "open_fds": open_descriptors()}
+            "rss_bytes": resident_bytes(), "open_fds": open_descriptors(), "python_blocks": sys.getallocatedblocks()}

@@ -35,7 +35,7 @@ def test_connections_and_tasks_come_back_after_clients_leave(broker: BrokerProce
         assert before["error_code"] == 0 and before["connections"] == 1
         assert before["tasks_by_coroutine"]["Connection._send_responses"] == 1
         assert before["tasks"] >= 2  # the sender and this request's handler at least
-        assert before["rss_bytes"] > 10 * 2**20 and before["open_fds"] > 3
+        assert before["rss_bytes"] > 10 * 2**20 and before["open_fds"] > 3 and before["python_blocks"] > 1000
 
         others = [await Connection.open(broker.bootstrap, f"c{i}") for i in range(5)]
         for other in others:
