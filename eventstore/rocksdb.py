@@ -190,10 +190,11 @@ class RocksEventStore:
 
     # -- opening and recovery -------------------------------------------------------------------
 
-    def _open(self, read_only: bool | None = None) -> Rdict:
+    def _open(self, read_only: bool | None = None, create: bool = True) -> Rdict:
+        """``create=False`` (a reopen) refuses a directory without a database rather than start an empty one."""
         read_only = self.read_only if read_only is None else read_only
         options = Options(raw_mode=True)
-        options.create_if_missing(not read_only)
+        options.create_if_missing(create and not read_only)
         options.create_missing_column_families(not read_only)
         options.set_keep_log_file_num(INFO_LOGS_KEPT)
         families = {name: Options(raw_mode=True) for name in keys.COLUMN_FAMILIES}
@@ -205,7 +206,8 @@ class RocksEventStore:
             return Rdict(self.path, options, column_families=families, access_type=access)
         if read_only:
             return Rdict(self.path, options, column_families=families, access_type=AccessType.read_only(False))
-        os.makedirs(self.path, exist_ok=True)
+        if create:
+            os.makedirs(self.path, exist_ok=True)
         return Rdict(self.path, options, column_families=families)
 
     def _find_last_sequence(self) -> int:
@@ -491,7 +493,7 @@ class RocksEventStore:
 
     def _reload(self, writable: bool) -> None:
         """Open the database and replace the projections' states (in place: the folds hold the dicts)."""
-        self._db = self._open(read_only=not writable)
+        self._db = self._open(read_only=not writable, create=False)
         self._cf = {name: self._db.get_column_family_handle(name) for name in keys.COLUMN_FAMILIES}
         self._views = {name: self._db.get_column_family(name) for name in keys.COLUMN_FAMILIES}
         self._last_sequence = self._committed_sequence = self._find_last_sequence()

@@ -12,7 +12,7 @@ import pytest
 from logwright.core.errors import StorageUnavailable
 from logwright.core.log.partition_log import partition_key
 from logwright.eventstore.check import check_store
-from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
+from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed, StoreLost
 
 from .small_disk import fill, small_tmpfs
 from .support import batch_base_offset, new_topic, produce
@@ -102,3 +102,15 @@ def test_reload_listeners_run_after_a_reopen(disk: Path) -> None:
         assert reloads == [store.last_sequence]
     finally:
         store.close()
+
+
+def test_a_reopen_never_starts_an_empty_database_where_the_old_one_went_missing(tmp_path: Path) -> None:
+    store = RocksEventStore(tmp_path / "store")
+    new_topic(store, "t")
+    store.commit()
+    (tmp_path / "store").rename(tmp_path / "moved")  # as if the disk were unmounted under the broker
+    with pytest.raises(StoreLost, match="cannot open"):
+        store.reopen()
+    assert not (tmp_path / "store" / "CURRENT").exists(), "no new database (RocksDB may create the folder for its LOG)"
+    store.close()
+    assert RocksEventStore(tmp_path / "moved").last_sequence == 1

@@ -150,3 +150,37 @@ async def _scenario(broker: BrokerProcess) -> None:
     values, high_watermark, _ = await asyncio.to_thread(read_back, broker.bootstrap, topic, len(acknowledged))
     assert high_watermark == len(acknowledged)
     assert values == acknowledged
+
+
+def test_a_store_that_cannot_be_opened_again_stops_the_broker_with_a_clear_message(
+        full_disk_broker: BrokerProcess) -> None:
+    """The disk fills, then goes away (unmounted): the retry finds no database, not even read-only, and the
+    broker exits non-zero naming the store rather than serve state it can no longer check against disk."""
+    asyncio.run(_fill_then_unmount(full_disk_broker))
+    with pytest.raises(Exception):  # noqa: B017 - the process exits while answering: any client error will do
+        full_disk_broker.advance_clock(STORE_RETRY_MS)
+    assert full_disk_broker.process is not None
+    assert full_disk_broker.process.wait(20) != 0
+    assert f"logwright stopped: the store at {full_disk_broker.data_dir} failed" in full_disk_broker.log_tail()
+
+
+async def _fill_then_unmount(broker: BrokerProcess) -> None:
+    topic = f"gone-{uuid.uuid4().hex[:8]}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        await admin.close()
+    producer = Producer(broker.bootstrap, topic)
+    await producer.client.bootstrap()
+    try:
+        fill(broker.data_dir, leave_bytes=1 << 20)
+        for _ in range(200):
+            if (await producer.produce())[0] == KAFKA_STORAGE_ERROR:
+                break
+        else:
+            raise AssertionError("the disk never filled up")
+    finally:
+        await producer.client.close()
+    subprocess.run(["umount", "-l", str(broker.data_dir)], check=True)
