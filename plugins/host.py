@@ -142,8 +142,14 @@ class PluginHost:
     def for_broker(cls, overrides: Mapping[str, str]) -> PluginHost:
         """The host ``logwright serve`` runs with: ``plugins.extra`` modules added, ``plugins.disabled`` skipped."""
         disabled = set(config_list(overrides.get(DISABLED_KEY, "")))
-        extra = [(module, importlib.import_module(module))
-                 for module in config_list(overrides.get(EXTRA_KEY, "")) if module not in disabled]
+        extra: list[tuple[str, object]] = []
+        for module in config_list(overrides.get(EXTRA_KEY, "")):
+            if module in disabled:
+                continue
+            try:
+                extra.append((module, importlib.import_module(module)))
+            except ImportError as error:
+                raise InvalidConfig(f"{EXTRA_KEY} names {module!r}, which cannot be imported: {error}") from error
         return cls.load(extra=extra, disabled=disabled)
 
     def _check_disabled(self, builtins: bool) -> None:

@@ -59,6 +59,11 @@ def test_for_broker_reads_the_config_and_the_extra_modules() -> None:
     assert disabled_key is not None and disabled_key.read_only
 
 
+def test_an_extra_module_that_does_not_import_is_refused() -> None:
+    with pytest.raises(InvalidConfig, match="plugins.extra names 'no_such_plugin', which cannot be imported"):
+        PluginHost.for_broker({"plugins.extra": "no_such_plugin"})
+
+
 def test_logwright_plugins_lists_disabled_ones() -> None:
     output = subprocess.run([sys.executable, "-m", "logwright", "plugins", "--json", "--disable-plugin", "redelivery"],
                             capture_output=True, text=True, check=True, timeout=120).stdout
