@@ -31,6 +31,7 @@ from logwright.compat.wire.messages import (
     encode_response_frame,
     parse_request_header,
 )
+from logwright.compat.wire.mirrored_errors import mirrored_error_response
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +237,11 @@ class Connection(asyncio.BufferedProtocol):
             return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except Exception as error:
             self._log_failure(entry, context)
-            fallback = error_response(context.api_key, context.api_version, context.correlation_id,
-                                      error_code_for(error))
+            code = error_code_for(error)
+            fallback = error_response(context.api_key, context.api_version, context.correlation_id, code)
+            if fallback is None:
+                fallback = mirrored_error_response(context.api_key, context.api_version, context.correlation_id,
+                                                   request, code)
             if fallback is None:
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error
