@@ -1,6 +1,6 @@
 """The plugin host: one pluggy `PluginManager` per broker, behind typed accessors.
 
-Nothing else in logwright touches pluggy. The host registers the built-in plugins and those found in
+Nothing outside `logwright.plugins` touches pluggy. The host registers the built-in plugins and those found in
 the ``logwright.plugins`` entry-point group, refuses misspelled hooks (`check_pending`), and hands out
 what the registration hooks added as plain objects (modes, config keys, projections, handlers, tasks),
 so per-record dispatch calls them directly. Decisions and wrappers are called per request.
@@ -52,6 +52,7 @@ from .registrars import (
     Registration,
     SubscriptionModeRegister,
 )
+from .resolution import resolved
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker
@@ -182,11 +183,8 @@ class PluginHost:
     def load_builtins(self) -> None:
         for name in BUILTIN_PLUGINS:
             module_name = f"{__package__}.{name}"
-            if name in self._disabled:
-                self._sources[name] = PluginSource("builtin", module_name)
-                continue
-            module = importlib.import_module(module_name)
-            self.register(module, name, PluginSource("builtin", module.__name__))
+            module = None if name in self._disabled else importlib.import_module(module_name)
+            self.register(module, name, PluginSource("builtin", module_name))
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every plugin installed under ``group`` (name = the entry point's name)."""
@@ -296,7 +294,7 @@ class PluginHost:
         ``share.delivery.count.limit`` themselves, with no `ReleasedDelivery` built and no call made. If every
         plugin answers ``None``, the records are redelivered after the delay the consumer asked for.
         """
-        return _resolved(self._manager.hook.logwright_decide_release, "delivery", (Redeliver, Reject),
+        return resolved(self._manager.hook.logwright_decide_release, "delivery", (Redeliver, Reject),
                          lambda delivery: Redeliver(max(0, delivery.requested_delay_ms or 0)))
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
@@ -305,7 +303,7 @@ class PluginHost:
         ``None`` when only the built-in ``admission`` plugin (admit everything) implements it: the produce
         path then builds no `AppendRequest` at all.
         """
-        return _resolved(self._manager.hook.logwright_admit_append, "request", (Admission,), lambda _: ADMIT_ALL)
+        return resolved(self._manager.hook.logwright_admit_append, "request", (Admission,), lambda _: ADMIT_ALL)
 
     def decide_release(self, delivery: ReleasedDelivery) -> ReleaseDecision:
         """One decision through pluggy (tests, tools); the broker calls `release_decider` instead."""
@@ -316,49 +314,6 @@ class PluginHost:
         """One admission through pluggy (tests, tools); the broker calls `admission` instead."""
         admission = self._manager.hook.logwright_admit_append(request=request)
         return cast(Admission, admission) if admission is not None else Admission()
-
-
-BUILTIN_DEFAULTS = frozenset({"redelivery", "admission"})
-"""Built-in plugins whose decision the core applies itself when no other plugin implements the hook."""
-
-
-def _resolved(caller: pluggy.HookCaller, argument: str, answers: tuple[type[Any], ...],
-              default: Callable[[Any], Any]) -> Callable[[Any], Any] | None:
-    """One callable for a ``firstresult`` hook, resolved once; ``None`` if only a built-in default implements it.
-
-    Plain implementations become a loop over their functions in pluggy's call order (no pluggy machinery
-    per call); wrappers need pluggy's generator protocol, so with any wrapper the hook caller itself is
-    used. A ``None`` from every plugin gives ``default(value)``; an answer of another type than
-    ``answers`` raises a `TypeError` naming the hook.
-    """
-    implementations = caller.get_hookimpls()
-    if all(impl.plugin_name in BUILTIN_DEFAULTS for impl in implementations):
-        return None
-    chain: Callable[[Any], Any]
-    if any(impl.wrapper or impl.hookwrapper for impl in implementations):
-        def chain(value: Any) -> Any:
-            return caller(**{argument: value})
-    else:
-        functions = tuple((impl.function, bool(impl.argnames)) for impl in reversed(implementations))
-
-        def chain(value: Any) -> Any:
-            for function, takes_value in functions:
-                result = function(value) if takes_value else function()
-                if result is not None:
-                    return result
-            return None
-
-    expected = " or ".join(cls.__name__ for cls in answers)
-
-    def call(value: Any) -> Any:
-        answer = chain(value)
-        if answer is None:
-            return default(value)
-        if not isinstance(answer, answers):
-            raise TypeError(f"{caller.name} returned {answer!r}; expected {expected} or None")
-        return answer
-
-    return call
 
 
 async def _run(task: BackgroundTask, facade: BrokerFacade) -> None:
