@@ -1,7 +1,15 @@
 """The asyncio server: the only socket code. It moves frames between sockets and handlers.
 
 Each connection reads frames through the sans-I/O `FrameDecoder`, runs one task per request and
-writes responses strictly in request order (Kafka clients pipeline). A handler that raises is logged
+writes responses strictly in request order (Kafka clients pipeline). What a client may make the broker
+hold is bounded (`connection_limits`): Kafka handles one request per connection and stops reading until
+its answer is sent; logwright handles up to ``logwright.max.in.flight.requests.per.connection`` at once
+(a heartbeat must not wait behind a long-polling fetch of the bundled client) and stops reading while
+that many are in flight, while the socket's write buffer is full (the peer does not read its answers) or
+``queued.max.requests`` are in flight across all connections. Connections over ``max.connections`` or
+``max.connections.per.ip`` are closed right after accept; one idle for ``connections.max.idle.ms`` on the
+broker clock is closed; past the partial-frame budget, the connection holding the largest partial frame
+is closed. A handler that raises is logged
 with its traceback and its request answered with an error (UNKNOWN_SERVER_ERROR) where the response
 can carry one, as Kafka's ``getErrorResponse`` does; a request that cannot be answered (an unreadable
 frame, a response type without an error code, an extension key without an error answer) closes that
@@ -12,11 +20,13 @@ carry on.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 from typing import Any
 
 from logwright.compat.broker import Broker
+from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.errors import error_code_for
 from logwright.compat.handlers import load_handlers
 from logwright.compat.registry import HandlerEntry, RequestContext
@@ -47,8 +57,12 @@ class KafkaServer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.handlers = load_handlers()
+        self.quotas = ConnectionQuotas(broker.broker_config, StartupLimits.read(broker.broker_config))
         self._server: asyncio.base_events.Server | None = None
         self.connections: set[Connection] = set()
+        self._waiting_for_slot: dict[Connection, None] = {}
+        """Connections with requests read but not started because ``queued.max.requests`` are in flight."""
+        self._idle_reaper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         settings = self.broker.settings
@@ -58,6 +72,7 @@ class KafkaServer:
         sockets: tuple[Any, ...] = tuple(self._server.sockets or ())
         if sockets and settings.port == 0:
             settings.port = sockets[0].getsockname()[1]
+        self._idle_reaper = loop.create_task(self._close_idle_connections(), name="idle connections")
         log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,
                  settings.public_host, settings.public_port)
 
@@ -66,12 +81,56 @@ class KafkaServer:
 
         Connections are ended first: from Python 3.12 on, ``wait_closed`` waits for them.
         """
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
         if self._server is not None:
             self._server.close()
         senders = [sender for connection in list(self.connections) if (sender := connection.abort()) is not None]
         await asyncio.gather(*senders, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+
+    def wait_for_slot(self, connection: Connection) -> None:
+        self._waiting_for_slot[connection] = None
+
+    def requests_finished(self, count: int) -> None:
+        """Requests were answered: let the connections waiting for a slot take them, in turn."""
+        self.quotas.requests_in_flight -= count
+        while self._waiting_for_slot and self.quotas.may_start_request():
+            connection = next(iter(self._waiting_for_slot))
+            del self._waiting_for_slot[connection]
+            connection.start_requests()
+
+    def forget(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        self._waiting_for_slot.pop(connection, None)
+
+    def partial_frames_grew(self) -> None:
+        """Past the partial-frame budget, close the connection holding the largest partial frame."""
+        while self.quotas.over_partial_frame_budget() and self.connections:
+            largest = max(self.connections, key=lambda connection: connection.partial_frame_bytes)
+            if not largest.partial_frame_bytes:
+                return
+            largest.close_for(f"its {largest.partial_frame_bytes}-byte partial frame would take the partial "
+                              f"frames of all connections to {self.quotas.partial_frame_bytes} bytes, over "
+                              f"logwright.socket.partial.frame.budget.bytes={self.quotas.limits.partial_frame_budget}")
+
+    async def _close_idle_connections(self) -> None:
+        """Close connections idle for ``connections.max.idle.ms``, waking when the first may be (broker clock)."""
+        idle_ms = self.quotas.limits.idle_ms
+        clock = self.broker.clock
+        while True:
+            now = clock.now_ms()
+            next_check = now + idle_ms
+            for connection in list(self.connections):
+                if connection.busy or not connection.reading:
+                    continue
+                if now - connection.last_active_ms >= idle_ms:
+                    connection.close_for(f"idle for {now - connection.last_active_ms} ms, "
+                                         f"connections.max.idle.ms={idle_ms}", level=logging.INFO)
+                else:
+                    next_check = min(next_check, connection.last_active_ms + idle_ms)
+            await self.broker.sleep_until(next_check)
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -81,6 +140,9 @@ class Connection(asyncio.BufferedProtocol):
     again and pauses the socket each time 128 KiB wait there, which with 1 MiB Produce requests was
     about a tenth of the broker's time. A buffered one, so that a large request is read straight into
     one buffer of its own instead of joined from 256 KiB reads.
+
+    Frames a read completes beyond what may start now wait in ``_unstarted`` (at most one read's worth:
+    reading pauses at once) and start as earlier answers are written.
     """
 
     def __init__(self, server: KafkaServer) -> None:
@@ -89,18 +151,42 @@ class Connection(asyncio.BufferedProtocol):
         self.connection_id = next(_connection_ids)
         self.client_host = "?"
         self.transport: asyncio.Transport | None = None
-        self.decoder = FrameDecoder(int(self.broker.broker_config("socket.request.max.bytes")))
+        self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes)
         self.responses: asyncio.Queue[asyncio.Future[list[bytes] | None] | None] = asyncio.Queue()
+        self.last_active_ms = self.broker.clock.now_ms()
+        self.partial_frame_bytes = 0
+        """What this connection's decoder holds, as counted in the server's partial-frame total."""
+        self._admitted = False
         self._reading = True
+        self._in_flight = 0
+        """Requests started and not yet answered (their answer not yet handed to the transport)."""
+        self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
         self._writable = asyncio.Event()
         self._writable.set()
         self._sender: asyncio.Task[None] | None = None
+
+    @property
+    def reading(self) -> bool:
+        """Still taking requests (not yet closing)."""
+        return self._reading
+
+    @property
+    def busy(self) -> bool:
+        """Requests are being handled or wait to be: not idle, whatever the clock says."""
+        return bool(self._in_flight or self._unstarted)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else "?"
+        refusal = self.server.quotas.refusal(self.client_host)
+        if refusal is not None:
+            log.warning("closing connection %d from %s at accept: %s", self.connection_id, self.client_host, refusal)
+            self._reading = False
+            transport.abort()
+            return
+        self._admitted = True
         transport.set_write_buffer_limits(high=_WRITE_BUFFER_HIGH)
         self.server.connections.add(self)
         self._sender = asyncio.get_running_loop().create_task(self._send_responses())
@@ -111,21 +197,57 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if not self._reading:
             return
+        self.last_active_ms = self.broker.clock.now_ms()
         try:
             frames = self.decoder.buffer_updated(nbytes)
         except (FrameTooLarge, InvalidFrame) as error:
             log.warning("closing connection %d from %s: %s", self.connection_id, self.client_host, error)
             self._stop_reading()
             return
+        self._unstarted.extend(frames)
+        grew = self._count_partial_frame()
+        self.start_requests()
+        if grew:
+            self.server.partial_frames_grew()
+
+    def _count_partial_frame(self) -> bool:
+        """Bring the server's partial-frame total up to date with this decoder; ``True`` if it grew."""
+        held = self.decoder.held if self._reading else 0
+        delta = held - self.partial_frame_bytes
+        self.partial_frame_bytes = held
+        self.server.quotas.partial_frame_bytes += delta
+        return delta > 0
+
+    def start_requests(self) -> None:
+        """Start the requests read so far as far as the limits allow, then read on only if nothing waits."""
+        quotas = self.server.quotas
         try:
-            for frame in frames:
-                if not self._dispatch(frame):
+            while self._unstarted and self._reading and self._writable.is_set():
+                if self._in_flight >= quotas.limits.in_flight_per_connection:
+                    break
+                if not quotas.may_start_request():
+                    self.server.wait_for_slot(self)
+                    break
+                if not self._dispatch(self._unstarted.popleft()):
                     self._stop_reading()
                     return
         except Exception:
             log.exception("closing connection %d from %s: a request could not be dispatched",
                           self.connection_id, self.client_host)
             self._stop_reading()
+            return
+        self._read_only_when_idle()
+
+    def _read_only_when_idle(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing() or not self._reading:
+            return
+        hold = bool(self._unstarted) or not self._writable.is_set() or \
+            self._in_flight >= self.server.quotas.limits.in_flight_per_connection
+        if hold and transport.is_reading():
+            transport.pause_reading()
+        elif not hold and not transport.is_reading():
+            transport.resume_reading()
 
     def eof_received(self) -> bool:
         self._stop_reading()
@@ -137,17 +259,27 @@ class Connection(asyncio.BufferedProtocol):
 
     def pause_writing(self) -> None:
         self._writable.clear()
+        self._read_only_when_idle()
 
     def resume_writing(self) -> None:
         self._writable.set()
+        self.start_requests()
 
     def _stop_reading(self) -> None:
-        """Read no more requests; the sender answers those already read, then closes the connection."""
+        """Read no more requests; the sender answers those already started, then closes the connection."""
         if self._reading:
             self._reading = False
+            self._unstarted.clear()
+            self._count_partial_frame()
+            self.decoder = FrameDecoder(0)
             if self.transport is not None and not self.transport.is_closing():
                 self.transport.pause_reading()
             self.responses.put_nowait(None)
+
+    def close_for(self, reason: str, level: int = logging.WARNING) -> None:
+        """Stop reading for ``reason``, then close once the answers already owed are written."""
+        log.log(level, "closing connection %d from %s: %s", self.connection_id, self.client_host, reason)
+        self._stop_reading()
 
     def abort(self) -> asyncio.Task[None] | None:
         """End the connection now, dropping the answers not yet sent (shutdown).
@@ -155,7 +287,7 @@ class Connection(asyncio.BufferedProtocol):
         A long-polling Fetch (or a JoinGroup waiting for its rebalance) would otherwise hold up the
         shutdown until the client's max wait ends. Returns the sender task to wait for.
         """
-        self._reading = False
+        self._stop_reading()
         if self._sender is not None:
             self._sender.cancel()
         self._cancel_pending()
@@ -185,7 +317,7 @@ class Connection(asyncio.BufferedProtocol):
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                      header.client_id, self.connection_id, self.client_host)
             body = bytes(frame[header.header_length:])
-            self.responses.put_nowait(asyncio.ensure_future(self._handle_raw(entry, context, body)))
+            self._started(asyncio.ensure_future(self._handle_raw(entry, context, body)))
             return True
         try:
             _, request = decode_request(frame)
@@ -198,8 +330,19 @@ class Connection(asyncio.BufferedProtocol):
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)
-        self.responses.put_nowait(asyncio.ensure_future(self._handle(entry, context, request)))
+        self._started(asyncio.ensure_future(self._handle(entry, context, request)))
         return True
+
+    def _started(self, answer: asyncio.Future[list[bytes] | None]) -> None:
+        self._in_flight += 1
+        self.server.quotas.requests_in_flight += 1
+        self.responses.put_nowait(answer)
+
+    def _answered(self, count: int = 1) -> None:
+        """``count`` requests were answered (or dropped with the connection): their slots are free."""
+        if count:
+            self._in_flight -= count
+            self.server.requests_finished(count)
 
     def _dispatch_unsupported(self, header: RequestHeader, frame: bytes | bytearray) -> bool:
         fallback = unsupported_version_response(header, frame if isinstance(frame, bytes) else bytes(frame))
@@ -209,7 +352,7 @@ class Connection(asyncio.BufferedProtocol):
             return False
         log.info("API key %d version %d is not supported; answered UNSUPPORTED_VERSION",
                  header.api_key, header.api_version)
-        self.responses.put_nowait(_ready(fallback))
+        self._started(_ready(fallback))
         return True
 
     async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> list[bytes] | None:
@@ -271,16 +414,22 @@ class Connection(asyncio.BufferedProtocol):
                     log.exception("closing connection %d from %s: a request could not be answered",
                                   self.connection_id, self.client_host)
                     return
-                if payload is None or transport.is_closing():
-                    continue
-                for piece in payload:
-                    transport.write(piece)
+                if payload is not None and not transport.is_closing():
+                    for piece in payload:
+                        transport.write(piece)
+                    self.last_active_ms = self.broker.clock.now_ms()
+                self._answered()
                 await self._writable.wait()
+                self.start_requests()
         finally:
-            self._reading = False
+            self._stop_reading()
             self._cancel_pending()
+            self._answered(self._in_flight)
             transport.close()
-            self.server.connections.discard(self)
+            self.server.forget(self)
+            if self._admitted:
+                self._admitted = False
+                self.server.quotas.closed(self.client_host)
 
 
 def _ready(payload: bytes) -> asyncio.Future[list[bytes] | None]:

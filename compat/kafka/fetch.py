@@ -3,7 +3,8 @@
 A partition answers from the batch holding the fetch offset (clients skip records below it, as with
 Kafka's segment reads), up to the high watermark, which moves only when records are durable. The
 first batch is always returned whole even above ``max_bytes`` (KIP-74), so a large batch never
-stalls a consumer. Long polls wait for a commit that appends records, up to ``max_wait``. v13+ name
+stalls a consumer; ``max_bytes`` is capped by the broker's ``fetch.max.bytes``. Long polls wait for a
+commit that appends records, up to ``max_wait``. v13+ name
 topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
 
 Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
@@ -83,7 +84,7 @@ def last_stable_offset(broker: Broker, partition_id: int) -> int:
 
 def _read(broker: Broker, version: int,
           request: FetchRequest) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool]:
-    budget = max(int(request.max_bytes), 0)
+    budget = min(max(int(request.max_bytes), 0), int(broker.broker_config("fetch.max.bytes")))
     read_committed = int(request.isolation_level) == 1
     total = 0
     had_error = False

@@ -195,7 +195,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     except DomainError as error:
         return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
-    max_message_bytes = int(broker.topic_config(topic, "max.message.bytes") or 1048588)
+    max_message_bytes = int(topic.config("max.message.bytes") or broker.broker_config("message.max.bytes"))
     log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
     try:
         batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))

@@ -5,7 +5,8 @@ acknowledgements are applied (per partition, all or nothing), then records are a
 session's partitions within ``max_records``, ``max_bytes`` and ``batch_size`` as Kafka 4.x applies them
 (`core.fetch_budget`: whole stored batches, a soft record limit in the batch-optimized acquire mode of
 v1 and of v2's ``share_acquire_mode`` 0, an exact one in record-limit mode 1; the first batch of the
-response goes even over ``max_bytes``), under the group's ``share.record.lock.duration.ms`` or the
+response goes even over ``max_bytes``, itself capped by the broker's ``fetch.max.bytes``),
+under the group's ``share.record.lock.duration.ms`` or the
 member's own lock duration. Stored batches go out untouched; ``AcquiredRecords`` say which offsets of
 them the member holds and how often each was delivered, and the client drops the rest. Nothing is
 sent before the acquisitions are durable, so a delivery count a client saw survives a crash.
@@ -92,7 +93,8 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
     errors: dict[PartitionRef, tuple[ErrorCode, str]] = {}
     acquired: dict[PartitionRef, Acquired] = {}
     max_records = int(request.max_records)
-    max_bytes = int(request.max_bytes) if int(request.max_bytes) > 0 else MAX_RESPONSE_BYTES
+    max_bytes = min(int(request.max_bytes) if int(request.max_bytes) > 0 else MAX_RESPONSE_BYTES,
+                    int(broker.broker_config("fetch.max.bytes")))
     if epoch != CLOSE_EPOCH and not renew and max_records > 0:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)

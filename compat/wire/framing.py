@@ -75,6 +75,19 @@ class FrameDecoder:
         """Bytes held for a frame that has not fully arrived yet."""
         return self._buffered if self._own is None else _PREFIX + self._own_filled
 
+    @property
+    def held(self) -> int:
+        """Bytes held or about to be allocated for the frame in progress: what a memory budget must count.
+
+        A frame that gets a buffer of its own counts in full from its size prefix on, since `get_buffer`
+        allocates the whole of it before the body arrives.
+        """
+        if self._own is not None:
+            return _PREFIX + len(self._own)
+        if OWN_BUFFER_FROM <= self._frame_end - _PREFIX <= OWN_BUFFER_UP_TO:
+            return self._frame_end
+        return self._buffered
+
     def get_buffer(self) -> memoryview:
         """Where the next read should go: the unfilled rest of a large frame's own buffer, or the shared one."""
         if self._own is None and OWN_BUFFER_FROM <= self._frame_end - _PREFIX <= OWN_BUFFER_UP_TO:

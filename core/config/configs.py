@@ -61,6 +61,25 @@ def any_value(value: str) -> str | None:
     return None
 
 
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count`` pairs separated by commas (Kafka's form)."""
+    overrides: dict[str, int] = {}
+    for entry in filter(None, (part.strip() for part in value.split(","))):
+        host, separator, count = entry.rpartition(":")
+        if not separator or not host or not count.isdigit():
+            raise ValueError(f"{entry!r} is not host:count")
+        overrides[host] = int(count)
+    return overrides
+
+
+def connection_overrides(value: str) -> str | None:
+    try:
+        parse_connection_overrides(value)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 _ISO_DURATION = re.compile(r"P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?", re.IGNORECASE)
 
 
@@ -183,6 +202,30 @@ _BROKER_KEYS = (
               "offsets are events).", "INT"),
     ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
               "Largest request frame accepted; larger ones close the connection.", "INT"),
+    ConfigKey("message.max.bytes", "broker", "1048588", long_at_least(0),
+              "Largest record batch a producer may send, for topics without their own max.message.bytes.", "INT"),
+    ConfigKey("fetch.max.bytes", "broker", "57671680", long_at_least(1024),
+              "Most bytes one Fetch or ShareFetch answer carries, whatever the client asks (the first batch "
+              "still goes whole, KIP-74).", "INT"),
+    ConfigKey("max.connections", "broker", "2147483647", long_at_least(0),
+              "Most client connections open at once; a connection over it is closed right after accept.", "INT"),
+    ConfigKey("max.connections.per.ip", "broker", "2147483647", long_at_least(0),
+              "Most connections from one address; a connection over it is closed right after accept.", "INT"),
+    ConfigKey("max.connections.per.ip.overrides", "broker", "", connection_overrides,
+              "Per-address exceptions to max.connections.per.ip, as host:count,host:count.", "STRING"),
+    ConfigKey("connections.max.idle.ms", "broker", "600000", long_at_least(1),
+              "A connection with no request in flight that reads and writes nothing for this long (broker "
+              "clock) is closed.", "LONG", read_only=True),
+    ConfigKey("queued.max.requests", "broker", "500", long_at_least(1),
+              "Most requests read and not yet answered, across all connections; past it, reading pauses.", "INT",
+              read_only=True),
+    ConfigKey("logwright.max.in.flight.requests.per.connection", "broker", "8", long_at_least(1),
+              "Requests of one connection handled at once (Kafka: 1); past it, and while answers wait to be "
+              "written, reading from that connection pauses. Answers always leave in request order.", "INT",
+              read_only=True),
+    ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
+              "Bytes all connections together may hold for request frames not yet fully read; past it, the "
+              "connection holding the largest partial frame is closed.", "LONG", read_only=True),
     ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
               "Accepted for compatibility.", "INT"),
     ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),
