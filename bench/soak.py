@@ -44,7 +44,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from logwright.client import AckReceipt, Client, Consumer, Timeout
 from logwright.client.connection import Connection
-from soak_probe import BrokerProbe, BrokerReading, OffsetTally, Window
+from soak_probe import BrokerProbe, BrokerReading, OffsetTally, Window, run_queue_wait_s
 
 STAMP = struct.Struct(">q")
 CLASSIC_GROUP_SIZE = 3
@@ -244,7 +244,7 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
     topics |= {f"soak-share-{g}": SHARE_GROUP_SIZE for g in range(share_groups)}
     await create_topics(bootstrap, topics)
     readings: list[soak_report.Row] = []
-    last = (time.monotonic(), probe.cpu_s(), time.process_time())
+    last = (time.monotonic(), probe.cpu_s(), time.process_time(), probe.waited_s(), run_queue_wait_s())
 
     async def sample(phase: str) -> BrokerReading:
         nonlocal last
@@ -253,12 +253,14 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
         except Exception as failure:  # noqa: BLE001 - a broker that cannot be read is an error, the run goes on
             soak.error("probe", f"{phase}: {type(failure).__name__}: {failure}")
             reading = BrokerReading.unavailable()
-        now, client_cpu = time.monotonic(), time.process_time()
+        now, client_cpu, client_waited = time.monotonic(), time.process_time(), run_queue_wait_s()
         window, soak.window = soak.window.summary(), Window()
         elapsed = max(now - last[0], 1e-9)
         window["broker cpu %"] = 100 * (reading.cpu_s - last[1]) / elapsed
         window["client cpu %"] = 100 * (client_cpu - last[2]) / elapsed
-        last = (now, reading.cpu_s, client_cpu)
+        window["broker wait %"] = 100 * (reading.waited_s - last[3]) / elapsed
+        window["client wait %"] = 100 * (client_waited - last[4]) / elapsed
+        last = (now, reading.cpu_s, client_cpu, reading.waited_s, client_waited)
         readings.append(soak_report.Row(now, phase, reading, window))
         return reading
 

@@ -27,6 +27,8 @@ class BrokerReading:
     rss_mib: float
     cpu_s: float
     """User and system CPU seconds the broker has used since it started."""
+    waited_s: float
+    """Seconds the broker's main thread (its event loop) has waited for a CPU while runnable (schedstat)."""
     fds: int
     sockets: int
     store_files: int
@@ -35,12 +37,13 @@ class BrokerReading:
     tasks: int
     tasks_by_coroutine: dict[str, int]
     python_blocks: int
-    """The broker interpreter's allocated blocks: RSS growing while these do not is native (RocksDB) memory."""
+    """The broker interpreter's allocated blocks (a count, not bytes): steady while RSS grows points away from
+    leaked Python objects, towards RocksDB's memory or a few large buffers."""
 
     @classmethod
     def unavailable(cls) -> BrokerReading:
         """What a sample records when the broker cannot be read (it exited, or did not answer)."""
-        return cls(math.nan, math.nan, -1, -1, -1, -1, -1, -1, {}, -1)
+        return cls(math.nan, math.nan, math.nan, -1, -1, -1, -1, -1, -1, {}, -1)
 
     def client_bound(self) -> tuple[int, int, int, int]:
         """What must come back once the clients leave: the store's files grow with the data, not with them."""
@@ -65,6 +68,9 @@ class BrokerProbe:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
+    def waited_s(self) -> float:
+        return run_queue_wait_s(self.pid)
+
     def descriptors(self) -> Counter[str]:
         kinds: Counter[str] = Counter()
         folder = f"/proc/{self.pid}/fd"
@@ -80,9 +86,18 @@ class BrokerProbe:
     async def read(self) -> BrokerReading:
         stats: dict[str, Any] = await self.connection.extension(BROKER_STATS_KEY, {}, "broker stats", timeout_s=30)
         kinds = self.descriptors()
-        return BrokerReading(self.rss_mib(), self.cpu_s(), sum(kinds.values()), kinds["socket"], kinds["store"],
-                             kinds["other"], int(stats["connections"]), int(stats["tasks"]),
+        return BrokerReading(self.rss_mib(), self.cpu_s(), self.waited_s(), sum(kinds.values()), kinds["socket"],
+                             kinds["store"], kinds["other"], int(stats["connections"]), int(stats["tasks"]),
                              dict(stats["tasks_by_coroutine"]), int(stats["python_blocks"]))
+
+
+def run_queue_wait_s(pid: int | str = "self") -> float:
+    """Seconds the process's main thread spent runnable but waiting for a CPU (/proc schedstat): on a shared
+    machine, latency that neither the broker nor the clients caused."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return math.nan
 
 
 @dataclass(slots=True)

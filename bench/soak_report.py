@@ -73,7 +73,7 @@ def _ms(value: float) -> str:
 def table(run: Run) -> list[str]:
     header = ["t (s)", "phase", "RSS MiB", "fds (sockets / store / other)", "connections", "tasks", "produced",
               "consumed", "produce p50 / p99 ms", "e2e p50 / p99 ms", "broker / client CPU %",
-              "client loop lag p99 ms", "broker Python blocks (k)", "errors"]
+              "broker / client run-queue wait %", "client loop lag p99 ms", "broker Python blocks (k)", "errors"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in run.rows:
         b, w = row.broker, row.window
@@ -81,6 +81,7 @@ def table(run: Run) -> list[str]:
                  f"{b.fds} ({b.sockets} / {b.store_files} / {b.other_fds})", str(b.connections), str(b.tasks),
                  f"{w['produced']:.0f}", f"{w['consumed']:.0f}", f"{_ms(w['produce p50'])} / {_ms(w['produce p99'])}",
                  f"{_ms(w['e2e p50'])} / {_ms(w['e2e p99'])}", f"{w['broker cpu %']:.0f} / {w['client cpu %']:.0f}",
+                 f"{w['broker wait %']:.0f} / {w['client wait %']:.0f}",
                  _ms(w["loop lag p99"]), f"{b.python_blocks / 1000:.0f}", f"{w['errors']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -117,6 +118,9 @@ def summary(run: Run) -> str:
         f"client loop lag p99 ms per window: {_spread([row.window['loop lag p99'] for row in load])}",
         f"CPU % of one core under load: broker {_spread([row.window['broker cpu %'] for row in load])}; client "
         f"{_spread([row.window['client cpu %'] for row in load])}",
+        f"run-queue wait % of the event loop threads (runnable, no CPU free): broker "
+        f"{_spread([row.window['broker wait %'] for row in load])}; client "
+        f"{_spread([row.window['client wait %'] for row in load])}",
         f"after the clients left ({back}): connections {b.connections} -> {x.connections} -> {a.connections}, "
         f"tasks {b.tasks} -> {x.tasks} -> {a.tasks}, sockets {b.sockets} -> {x.sockets} -> {a.sockets}, other fds "
         f"{b.other_fds} -> {x.other_fds} -> {a.other_fds} (before -> last load sample -> after); store files "

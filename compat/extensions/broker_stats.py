@@ -8,8 +8,9 @@ Request (msgpack map, may be empty). Response: ``error_code, error_message, now_
 tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds, python_blocks``. ``connections`` counts the
 server's per-connection sender tasks (one lives exactly as long as its connection, `compat.server.Connection`),
 so it needs no registry of its own; ``rss_bytes`` and ``open_fds`` are nil where ``/proc`` is not there.
-``python_blocks`` is the interpreter's count of allocated memory blocks: when RSS grows and it does not, the
-growth is outside Python's heap (RocksDB's memtables and caches).
+``python_blocks`` is the interpreter's count of allocated memory blocks (a count, not bytes: a 256 KiB buffer
+is one block): a steady count while RSS grows points away from leaked Python objects, towards RocksDB's
+memtables and caches or a few large buffers.
 """
 
 from __future__ import annotations
