@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker
@@ -34,7 +34,13 @@ class RequestContext:
     client_host: str
 
 
-Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+RequestT = TypeVar("RequestT")
+TypedHandler: TypeAlias = Callable[[RequestContext, RequestT], Awaitable[Any]]
+"""A handler as its module writes it: ``request`` typed as the versions it serves (a union of kio classes for
+Kafka's keys, ``bytes`` for extension keys)."""
+Handler: TypeAlias = TypedHandler[Any]
+"""A handler as the table holds it: the server passes whatever it decoded for the key, so the table cannot
+name one request type for all; each handler's own signature does, and mypy checks its body against it."""
 ErrorAnswer = Callable[[int, str], bytes]
 """``(error_code, message) -> body``: how an extension key answers a request its handler failed on."""
 
@@ -54,10 +60,12 @@ class HandlerEntry:
 
 HANDLERS: dict[int, HandlerEntry] = {}
 
-def handler(api_key: int, name: str, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
-    """Register ``handle`` for ``api_key`` versions ``min_version..max_version`` inclusive."""
+def handler(api_key: int, name: str, min_version: int,
+            max_version: int) -> Callable[[TypedHandler[RequestT]], TypedHandler[RequestT]]:
+    """Register ``handle`` for ``api_key`` versions ``min_version..max_version`` inclusive; the function keeps
+    its own type (tests call it with the request class of one version)."""
 
-    def register(handle: Handler) -> Handler:
+    def register(handle: TypedHandler[RequestT]) -> TypedHandler[RequestT]:
         if api_key in HANDLERS:
             raise ValueError(f"API key {api_key} ({name}) has two handlers")
         HANDLERS[api_key] = HandlerEntry(api_key, name, min_version, max_version, handle)

@@ -66,6 +66,7 @@ def extension(api_key: int, name: str) -> Callable[[ExtensionHandler], Extension
             except DomainError as error:
                 return answer(error_code_for(error), str(error))
 
+        raw.__module__ = handle.__module__  # the handler table checks which module serves each key
         register_extension(HandlerEntry(api_key, name, 0, 0, raw, error_answer=answer))
         return handle
 
