@@ -16,7 +16,7 @@ import struct
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
@@ -42,6 +42,9 @@ from logwright.core.transactions.transactions import (
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
+
+if TYPE_CHECKING:
+    from logwright.compat.wiring import Coordinators
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +97,19 @@ class Broker:
         settings: BrokerSettings | None = None,
         configs: ConfigRegistry | None = None,
         clock: Clock | None = None,
+        *,
+        admission: Callable[[AppendRequest], Admission] | None = None,
+        coordinators: Callable[[Broker], Coordinators] | None = None,
     ) -> None:
+        """``coordinators`` builds the group and transaction services once the rest is ready (the wiring's
+        `logwright.compat.wiring.compose_broker` passes it; a broker without them serves no group API)."""
         self.store = store
         self.settings = with_static_configs(settings or BrokerSettings())
         self.configs = configs or default_registry()
         self.clock: Clock = clock or SystemClock()
         self.node_id = int(self.settings.overrides["node.id"])
-        self.admission: Callable[[AppendRequest], Admission] | None = None
-        """The plugins' ``logwright_admit_append`` chain, set by the wiring; ``None``: admit every append."""
+        self.admission = admission
+        """The plugins' ``logwright_admit_append`` chain; ``None``: admit every append."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}
@@ -113,6 +121,15 @@ class Broker:
         self._load_from_store()
         store.add_commit_listener(self._on_commit)
         store.add_reload_listener(self._load_from_store)
+        self._coordinators = coordinators(self) if coordinators is not None else None
+
+    @property
+    def coordinators(self) -> Coordinators:
+        """The group, consumer-group, share-group and transaction coordinators built with this broker."""
+        if self._coordinators is None:
+            raise RuntimeError("this broker was built without coordinators: build it with "
+                               "logwright.compat.wiring.compose_broker")
+        return self._coordinators
 
     def _load_from_store(self) -> None:
         """High watermarks and topic ids from the store's committed state: at start and after a reload."""

@@ -6,11 +6,10 @@ import asyncio
 import logging
 import signal
 
-from logwright.compat.broker import Broker, BrokerSettings
-from logwright.compat.coordinators.share_coordinator import share_coordinator
-from logwright.compat.coordinators.transaction_coordinator import transaction_timer
+from logwright.compat.broker import BrokerSettings
 from logwright.compat.extensions import clock_control
 from logwright.compat.server import KafkaServer
+from logwright.compat.wiring import compose_broker
 from logwright.core.clock import MANUAL_CLOCK, MANUAL_CLOCK_KEY, Clock, ManualClock, ManualClockState
 from logwright.core.events import ManualClockSet
 from logwright.eventstore.clock import SystemClock
@@ -51,10 +50,8 @@ async def run_broker(
     store = RocksEventStore(data_dir, durability=durability, projections=host.projections(),
                             types=host.type_registry())
     clock: Clock | None = resume_manual_clock(store) if manual_clock else None
-    broker = Broker(store, settings, configs=host.config_registry(), clock=clock)
+    broker = compose_broker(store, host, settings, configs=host.config_registry(), clock=clock)
     server = KafkaServer(broker)
-    share_coordinator(broker).host = host
-    broker.admission = host.admission()  # None unless a plugin besides the built-in default admits appends
     host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     if manual_clock:
         clock_control.enable()
@@ -65,8 +62,8 @@ async def run_broker(
     tasks: list[asyncio.Task[None]] = []
     try:
         await server.start()
+        broker.coordinators.start()  # deadlines restored from the store fire without waiting for a client
         tasks = host.start_background_tasks(broker)
-        transaction_timer(broker)  # transactions left open before a restart time out without a client
         log.info("logwright is serving %s with %d events (durability %s, %d plugin tasks)", data_dir,
                  store.last_sequence, durability.value, len(tasks))
         if ready_file:
@@ -79,5 +76,6 @@ async def run_broker(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.stop()
+        broker.coordinators.close()
         broker.commit_now()
         store.close()

@@ -4,8 +4,9 @@ Decisions are pure (`core.consumer_reconciliation`); this module reads the ``con
 projection, stages the events, and keeps in memory what is not persisted: when each member last
 heartbeated and by when a member revoking partitions must have done so (its rebalance timeout). A
 `DeadlineTimer` sleeps until the earliest of those on ``broker.clock``, and `tick` also runs right after
-LogwrightAdvanceClock, so ``serve --manual-clock`` drives both timeouts. After a restart every member's
-session restarts from the first use of the coordinator, as for classic and share groups.
+LogwrightAdvanceClock, so ``serve --manual-clock`` drives both timeouts. The coordinator is built with the
+broker (`logwright.compat.wiring`), so after a restart every member's session restarts from the broker's
+start, as for classic and share groups.
 """
 
 from __future__ import annotations
@@ -24,18 +25,13 @@ from logwright.core.log.catalog import ResourceConfig, resource_key
 
 log = logging.getLogger(__name__)
 
-_ATTRIBUTE = "_logwright_consumer_coordinator"
 SESSION_TIMEOUT_REASON = "session timeout"
 REBALANCE_TIMEOUT_REASON = "rebalance timeout: partitions not revoked in time"
 
 
 def consumer_coordinator(broker: Broker) -> ConsumerCoordinator:
-    found = getattr(broker, _ATTRIBUTE, None)
-    if not isinstance(found, ConsumerCoordinator):
-        found = ConsumerCoordinator(broker)
-        setattr(broker, _ATTRIBUTE, found)
-    found.ensure_ticking()
-    return found
+    """The broker's KIP-848 consumer group coordinator."""
+    return broker.coordinators.consumer_groups
 
 
 def consumer_group(broker: Broker, group_id: str) -> ConsumerGroupState | None:
@@ -153,9 +149,6 @@ class ConsumerCoordinator:
         deadlines = [seen + self.session_timeout_ms(group_id) for (group_id, _), seen in self._last_seen.items()]
         deadlines.extend(self._revoke_by.values())
         return min(deadlines, default=None)
-
-    def ensure_ticking(self) -> None:
-        self.timer.ensure_running()
 
     def close(self) -> None:
         self.timer.close()

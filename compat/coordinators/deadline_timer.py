@@ -1,9 +1,11 @@
 """A timer that sleeps until the next due deadline on the broker clock, not a fixed tick.
 
-The share coordinator's deadlines (session timeouts, lock expiry, delayed redeliveries, failover switch
-delays) fire when they are due rather than up to a tick later. Whoever schedules a deadline calls
-`schedule`, which wakes the sleeping timer only when the new deadline is earlier than the one it sleeps
-toward; `wake` makes it look again after anything else that may move deadlines (a config change).
+Every coordinator keeps its deadlines (session and rebalance timeouts, lock expiry, delayed redeliveries,
+switch delays, transaction timeouts) and one of these timers, so deadlines fire when they are due rather than
+up to a tick later, and nothing polls. Whoever sets a deadline calls `schedule`, which wakes the sleeping
+timer only when the new deadline is earlier than the one it sleeps toward; `wake` makes it look again after
+anything else that may move deadlines (a config change). The timer runs on the event loop of the first
+`schedule`, `wake` or `ensure_running` made inside one, until `close`.
 
 On a manual clock time moves only through LogwrightAdvanceClock, which runs the tick itself: the timer
 then runs only deadlines that are already due when scheduled, and otherwise sleeps until woken.
@@ -36,11 +38,19 @@ class DeadlineTimer:
         self._wake = asyncio.Event()
         self._ticked_at: int | None = None
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def ensure_running(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Run on the current event loop (anew if the loop changed); outside a loop or once closed, do nothing."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._closed:
+            return
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._wake = asyncio.Event()
+            self._planned = None
             self._task = loop.create_task(self._run(), name=self._name)
 
     def schedule(self, deadline_ms: int) -> None:
@@ -49,11 +59,13 @@ class DeadlineTimer:
             self.wake()
 
     def wake(self) -> None:
+        self.ensure_running()
         self._planned = None
         self._ticked_at = None
         self._wake.set()
 
     def close(self) -> None:
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
 
@@ -64,6 +76,8 @@ class DeadlineTimer:
         now = self._clock.now_ms()
         if isinstance(self._clock, ManualClock):
             return 0.0 if deadline <= now and self._ticked_at != now else None
+        if self._ticked_at is not None and deadline <= self._ticked_at:
+            return _RETRY_S  # the last tick left it due (or failed): look again a little later, never spin
         return max(deadline - now, 1) / 1000
 
     async def _run(self) -> None:
@@ -85,4 +99,3 @@ class DeadlineTimer:
                 self._tick()
             except Exception:
                 log.exception("the %s timer failed; retrying", self._name)
-                await asyncio.sleep(_RETRY_S)

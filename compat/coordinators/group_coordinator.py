@@ -2,11 +2,13 @@
 
 JoinGroup and SyncGroup may have to wait for other members (the rebalance barrier); here each waiting
 request gets a future, and replies the core hands back resolve them once the group's events are
-durable. A background task wakes every `TICK_SECONDS` to let the core expire sessions and close join
-phases; all timing reads `broker.clock`. One coordinator serves one broker and lives on it.
+durable. A `DeadlineTimer` sleeps until the core's next deadline (a session or rebalance timeout, a
+pending member id, the end of the initial rebalance delay) on `broker.clock` and runs `tick`, which
+LogwrightAdvanceClock also runs after moving a manual clock. One coordinator serves one broker, built with
+it (`logwright.compat.wiring`).
 
-After a restart, members' session deadlines restart from the moment the coordinator loads the groups
-(the broker's ``started_ms`` when it has one, otherwise the first group request after start).
+After a restart, members' session deadlines restart from the broker's start (when this coordinator is
+built and loads the groups), as Kafka's restart them when a coordinator loads its groups.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
@@ -25,18 +28,10 @@ from logwright.core.groups.groups import GroupState
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.1
-_ATTRIBUTE = "_logwright_group_coordinator"
-
 
 def coordinator(broker: Broker) -> GroupCoordinator:
-    """The broker's group coordinator, loading the persisted groups on first use."""
-    found = getattr(broker, _ATTRIBUTE, None)
-    if not isinstance(found, GroupCoordinator):
-        found = GroupCoordinator(broker)
-        setattr(broker, _ATTRIBUTE, found)
-    found.ensure_ticking()
-    return found
+    """The broker's classic group coordinator."""
+    return broker.coordinators.groups
 
 
 def group_state(broker: Broker, group_id: str) -> GroupState | None:
@@ -67,11 +62,11 @@ def _new_member_id(prefix: str) -> str:
 class GroupCoordinator:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        started_ms = getattr(broker, "started_ms", None)
-        start = started_ms if isinstance(started_ms, int) else broker.clock.now_ms()
-        self.sessions = GroupSessions(_BrokerGroupStore(broker), self.limits(), start, _new_member_id)
+        self.sessions = GroupSessions(_BrokerGroupStore(broker), self.limits(), broker.clock.now_ms(),
+                                      _new_member_id)
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Reply]]] = {}
-        self._ticker: asyncio.Task[None] | None = None
+        self.timer = DeadlineTimer(broker.clock, self.sessions.next_deadline_ms, self.tick,
+                                   "logwright-group-sessions")
 
     def limits(self) -> GroupLimits:
         config = self.broker.broker_config
@@ -90,14 +85,19 @@ class GroupCoordinator:
     # -- requests ---------------------------------------------------------------------------------
 
     async def join(self, command: JoinGroup) -> JoinReply:
-        """Raises `DomainError` for an immediate refusal (nothing changed); otherwise the member's reply."""
-        member_id, replies = self.sessions.join(command, self._now())
+        """Raises `DomainError` for an immediate refusal (nothing changed but a pending member id); otherwise
+        the member's reply."""
+        try:
+            member_id, replies = self.sessions.join(command, self._now())
+        finally:
+            self._reschedule()
         reply = await self._settle(replies, "join", command.group_id, member_id)
         assert isinstance(reply, JoinReply)
         return reply
 
     async def sync(self, command: SyncGroup) -> SyncReply:
         replies = self.sessions.sync(command, self._now())
+        self._reschedule()
         reply = await self._settle(replies, "sync", command.group_id, command.member_id)
         assert isinstance(reply, SyncReply)
         return reply
@@ -108,6 +108,7 @@ class GroupCoordinator:
     async def leave(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> list[DomainError | None]:
         outcomes: list[DomainError | None]
         outcomes, replies = self.sessions.leave(group_id, members, self._now())
+        self._reschedule()
         await self._deliver(replies)
         return outcomes
 
@@ -128,31 +129,40 @@ class GroupCoordinator:
     async def _deliver(self, replies: list[Reply]) -> None:
         """Answer blocked members, but only once the events that decided the answers are durable."""
         await self.broker.durable()
+        self._answer(replies, None)
+
+    def _answer(self, replies: list[Reply], error: BaseException | None) -> None:
         for reply in replies:
             for waiter in self._waiters.pop((_kind(reply), reply.group_id, reply.member_id), []):
-                if not waiter.done():
+                if waiter.done():
+                    continue
+                if error is None:
                     waiter.set_result(reply)
+                else:
+                    waiter.set_exception(error)
 
     # -- time -------------------------------------------------------------------------------------
 
-    def ensure_ticking(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
-            self._ticker = loop.create_task(self._tick_forever(), name="logwright-group-sessions")
+    def _reschedule(self) -> None:
+        """A request may have set an earlier deadline (a pending member id, a rebalance): tell the timer."""
+        deadline = self.sessions.next_deadline_ms()
+        if deadline is not None:
+            self.timer.schedule(deadline)
 
-    async def _tick_forever(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                replies = self.sessions.tick(self._now())
-                if replies:
-                    await self._deliver(replies)
-            except Exception:
-                log.exception("the group session check failed; retrying")
+    def tick(self) -> list[Reply]:
+        """Expire sessions and pending member ids and close join phases now due; the replies this decided
+        reach their waiting members once the staged events are durable."""
+        replies = self.sessions.tick(self._now())
+        if replies:
+            def answer(durable: asyncio.Future[None]) -> None:
+                if not durable.cancelled():
+                    self._answer(replies, durable.exception())
+
+            self.broker.durable().add_done_callback(answer)
+        return replies
 
     def close(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+        self.timer.close()
 
 
 def _kind(reply: Reply) -> str:

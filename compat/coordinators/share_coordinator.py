@@ -5,7 +5,8 @@ this module reads the projections, stages the events and keeps what is not persi
 last heartbeated and each member's share session. One timer (`DeadlineTimer`) sleeps until the earliest
 deadline on `broker.clock` and runs `tick`, so deadlines fire when due; a manual clock (``logwright serve
 --manual-clock``) drives session timeouts and lock expiry exactly as the wall clock would, since `tick` is
-also called right after the clock is advanced.
+also called right after the clock is advanced. The coordinator is built with the broker
+(`logwright.compat.wiring`), given the plugins' subscription modes and release decision.
 
 A share group is the Shared subscription named after the group: cursor ``(group id, partition id)``.
 """
@@ -54,20 +55,13 @@ from logwright.core.share_groups.share_groups import delete as delete_share_grou
 from logwright.core.share_groups.share_sessions import PartitionRef, ShareSession, advance, round_order, served
 from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
 from logwright.eventstore.interface import LoggedEvent
-from logwright.plugins.host import PluginHost
 
 log = logging.getLogger(__name__)
 
-_ATTRIBUTE = "_logwright_share_coordinator"
-
 
 def share_coordinator(broker: Broker) -> ShareCoordinator:
-    found = getattr(broker, _ATTRIBUTE, None)
-    if not isinstance(found, ShareCoordinator):
-        found = ShareCoordinator(broker)
-        setattr(broker, _ATTRIBUTE, found)
-    found.timer.ensure_running()
-    return found
+    """The broker's share group coordinator."""
+    return broker.coordinators.share_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +84,13 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
 
 
 class ShareCoordinator:
-    def __init__(self, broker: Broker, host: PluginHost | None = None) -> None:
+    def __init__(self, broker: Broker, modes: Callable[[str], SubscriptionMode],
+                 release_decider: ReleaseDecider | None) -> None:
+        """``modes`` names the registered subscription modes (raising `InvalidConfig` for an unknown one);
+        ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides."""
         self.broker = broker
-        self._host: PluginHost | None = None
-        self._release_decider: ReleaseDecider | None = None
-        self.host = host
+        self._modes = modes
+        self._release_decider = release_decider
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
@@ -117,16 +113,6 @@ class ShareCoordinator:
             if isinstance(state, CursorState) and state.subscription in groups:
                 self._track(key, state)
 
-    @property
-    def host(self) -> PluginHost | None:
-        """The broker's plugin host (set by the wiring); a host of the built-in plugins if none was given."""
-        return self._host
-
-    @host.setter
-    def host(self, host: PluginHost | None) -> None:
-        self._host = host
-        self._release_decider = host.release_decider() if host is not None else None
-
     # -- configuration --------------------------------------------------------------------------
 
     def group_config(self, group_id: str, name: str) -> str:
@@ -146,11 +132,9 @@ class ShareCoordinator:
         return {name: value for name, (value, _) in effective.items() if value is not None}
 
     def mode(self, group_id: str) -> SubscriptionMode:
-        """The group's subscription mode from the plugin host (``logwright.subscription.mode``, shared by default)."""
-        if self.host is None:
-            self.host = PluginHost.load(installed=False)
+        """The group's subscription mode from the plugins (``logwright.subscription.mode``, shared by default)."""
         settings = self.group_settings(group_id)
-        return self.host.subscription_mode(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
+        return self._modes(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
 
     def release_context(self, group_id: str, topic: str, partition_id: int) -> ReleaseContext | None:
         """What a plugin's ``logwright_decide_release`` needs for records of this partition; ``None`` (and

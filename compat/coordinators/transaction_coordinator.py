@@ -2,32 +2,39 @@
 
 A transaction ends in one WriteBatch: a control batch (COMMIT or ABORT marker, Kafka's control-record
 format, attributes isTransactional | isControl, base sequence -1) into every partition it touched,
-the group offsets it carried (on commit) and `TransactionEnded`. A timer reads `broker.clock` every
-`TICK_SECONDS` and aborts transactions open longer than their timeout; it is also run right after a
-manual clock is advanced and once at start-up, so a transaction left open before a restart times out
-on the restarted broker's clock.
+the group offsets it carried (on commit) and `TransactionEnded`. `TransactionTimer` keeps when each open
+transaction times out and a `DeadlineTimer` sleeps until the earliest on `broker.clock`, then aborts what
+is due; LogwrightAdvanceClock runs it right after moving a manual clock. The timer is built with the
+broker, so a transaction left open before a restart times out on the restarted broker's clock without a
+client.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
+from collections.abc import Sequence
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.kafka.produce import stage_batch
 from logwright.compat.wire.record_batch import Record, build_batch, parse_header
 from logwright.core.errors import DomainError
-from logwright.core.events.transactions import TransactionMarkerWritten
+from logwright.core.events.transactions import (
+    GroupAddedToTransaction,
+    PartitionsAddedToTransaction,
+    TransactionalProducerInitialized,
+    TransactionEnded,
+    TransactionMarkerWritten,
+)
 from logwright.core.log.partition_log import partition_key
-from logwright.core.transactions.transactions import Completion, TransactionState, expire
+from logwright.core.transactions.transactions import ONGOING, Completion, TransactionState, expire
+from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 1.0
-_ATTRIBUTE = "_logwright_transaction_timer"
 _CONTROL_KEY = struct.Struct(">hh")
 _CONTROL_VALUE = struct.Struct(">hi")
 ABORT_MARKER = 0
@@ -64,47 +71,65 @@ def wire_failure(error: DomainError, api_version: int, fenced_from_version: int)
     return code, message
 
 
+_TRANSACTION_EVENTS = (TransactionalProducerInitialized, PartitionsAddedToTransaction, GroupAddedToTransaction,
+                       TransactionEnded)
+
+
 class TransactionTimer:
-    """Aborts timed-out transactions; one per broker, reading the broker's clock."""
+    """Aborts timed-out transactions; one per broker, on the broker's clock.
+
+    The deadline of each open transaction (start plus timeout) is kept in memory, read from the store at
+    start-up and followed from the committed transaction events, so the timer never scans every
+    transactional id.
+    """
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self._ticker: asyncio.Task[None] | None = None
+        self._deadlines: dict[str, int] = {}
+        """Transactional id → when its open transaction times out (ms on the broker clock)."""
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-transactions")
+        for state in broker.store.entities("transactions").values():
+            if isinstance(state, TransactionState):
+                self._follow(state)
+        broker.store.add_commit_listener(self._on_commit)
+
+    def _follow(self, state: TransactionState | None) -> None:
+        if state is None:
+            return
+        if state.status == ONGOING:
+            self._deadlines[state.transactional_id] = deadline = state.started_ms + state.timeout_ms
+            self.timer.schedule(deadline)
+        else:
+            self._deadlines.pop(state.transactional_id, None)
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        for logged in events:
+            if isinstance(logged.event, _TRANSACTION_EVENTS):
+                self._follow(self.broker.transaction(logged.event.transactional_id))
+
+    def next_deadline(self) -> int | None:
+        return min(self._deadlines.values(), default=None)
 
     def tick(self) -> int:
         """Abort every transaction past its timeout now; returns how many (their effects are staged)."""
         now = self.broker.clock.now_ms()
         aborted = 0
-        for state in list(self.broker.store.entities("transactions").values()):
-            if not isinstance(state, TransactionState):
+        for transactional_id, deadline in list(self._deadlines.items()):
+            if deadline > now:
                 continue
-            completion = expire(state, now)
-            if completion is not None:
-                log.info("transaction of %r (producer id %d) timed out after %d ms: aborted, epoch bumped to %d",
-                         state.transactional_id, state.producer_id, state.timeout_ms, completion.marker_epoch)
-                stage_completion(self.broker, completion)
-                aborted += 1
+            del self._deadlines[transactional_id]
+            state = self.broker.transaction(transactional_id)
+            completion = expire(state, now) if state is not None else None
+            if state is None or completion is None:
+                self._follow(state)  # ended or restarted since: keep its new deadline, if any
+                continue
+            log.info("transaction of %r (producer id %d) timed out after %d ms: aborted, epoch bumped to %d",
+                     state.transactional_id, state.producer_id, state.timeout_ms, completion.marker_epoch)
+            stage_completion(self.broker, completion)
+            aborted += 1
         return aborted
-
-    def ensure_ticking(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
-            self._ticker = loop.create_task(self._tick_forever(), name="logwright-transactions")
-
-    async def _tick_forever(self) -> None:
-        while True:
-            try:
-                if self.tick():
-                    await self.broker.durable()
-            except Exception:
-                log.exception("the transaction timer failed; retrying")
-            await asyncio.sleep(TICK_SECONDS)
 
 
 def transaction_timer(broker: Broker) -> TransactionTimer:
-    found = getattr(broker, _ATTRIBUTE, None)
-    if not isinstance(found, TransactionTimer):
-        found = TransactionTimer(broker)
-        setattr(broker, _ATTRIBUTE, found)
-    found.ensure_ticking()
-    return found
+    """The broker's transaction timer."""
+    return broker.coordinators.transactions

@@ -1,10 +1,10 @@
 """LogwrightAdvanceClock: an extension API key (outside Kafka's range) that moves a manual broker clock.
 
 Served only by a broker started with ``logwright serve --manual-clock`` (tests and replays), and only
-then advertised in ApiVersions. After moving the clock it runs the share group timer at once, so when
-the answer arrives every lock that ran out has expired and every silent member has been removed, and
-those events are durable: tests advance time instead of sleeping. Transactions past their timeout are
-aborted the same way. Each advance is a `ManualClockSet`
+then advertised in ApiVersions. After moving the clock it runs every coordinator's due deadlines at once
+(`Coordinators.run_due`), so when the answer arrives every lock that ran out has expired, every silent
+member of a classic, KIP-848 or share group has been removed, every transaction past its timeout has been
+aborted, and those events are durable: tests advance time instead of sleeping. Each advance is a `ManualClockSet`
 event, so a restarted broker resumes at the same time (`logwright.app.resume_manual_clock`).
 Background tasks sleeping on the broker clock (`Broker.sleep_until`) that came due have run up to
 their next ``await`` by then, too.
@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import struct
 
-from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator
-from logwright.compat.coordinators.share_coordinator import share_coordinator
-from logwright.compat.coordinators.transaction_coordinator import transaction_timer
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
 from logwright.core.clock import ManualClock
@@ -43,9 +40,7 @@ async def handle(context: RequestContext, body: bytes) -> bytes:
     if advance_ms:
         broker.stage([ManualClockSet(now)])
     broker.clock_advanced()
-    share_coordinator(broker).tick()
-    transaction_timer(broker).tick()
-    consumer_coordinator(broker).tick()
+    broker.coordinators.run_due()
     await broker.durable()
     return _RESPONSE.pack(ErrorCode.NONE, now)
 

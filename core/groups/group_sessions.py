@@ -219,8 +219,12 @@ class GroupSessions:
         return replies
 
     def next_deadline_ms(self) -> int | None:
-        """The earliest moment `tick` has something to do (for tests and sleep tuning)."""
-        deadlines = [d for sessions in self._sessions.values() for d in sessions.values()]
+        """The earliest moment `tick` has something to do (the coordinator's timer sleeps until then); members
+        blocked in JoinGroup or SyncGroup do not time out while they wait, so their sessions do not count."""
+        deadlines: list[int] = []
+        for group, sessions in self._sessions.items():
+            waiting = self._awaiting_join.get(group, set()) | self._awaiting_sync.get(group, set())
+            deadlines += [deadline for member_id, deadline in sessions.items() if member_id not in waiting]
         deadlines += [d for pending in self._pending.values() for d in pending.values()]
         deadlines += [r.not_before_ms if r.not_before_ms is not None else r.deadline_ms
                       for r in self._rebalances.values()]

@@ -26,7 +26,7 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as I
 from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource as IncrementalResource
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.broker import BrokerSettings
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
     alter_configs,
@@ -39,7 +39,9 @@ from logwright.compat.kafka import (
     init_producer_id,
 )
 from logwright.compat.registry import RequestContext
+from logwright.compat.wiring import compose_broker
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
 
 TIMEOUT = datetime.timedelta(seconds=30)
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -52,7 +54,8 @@ class Harness:
 
     def open(self) -> None:
         self.store = RocksEventStore(self.path)
-        self.broker = Broker(self.store, BrokerSettings(overrides={"num.partitions": "3"}))
+        self.broker = compose_broker(self.store, PluginHost.load(installed=False),
+                                     BrokerSettings(overrides={"num.partitions": "3"}))
 
     def close(self) -> None:
         self.broker.commit_now()

@@ -32,9 +32,8 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.serial import entity_writer
-from logwright.compat.broker import Broker
-from logwright.compat.coordinators.group_coordinator import TICK_SECONDS, coordinator
 from logwright.compat.errors import ErrorCode
+from logwright.compat.extensions import clock_control
 from logwright.compat.kafka import (
     delete_groups,
     describe_groups,
@@ -49,8 +48,10 @@ from logwright.compat.kafka import (
     sync_group,
 )
 from logwright.compat.registry import RequestContext
+from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
 
 T = TypeVar("T")
 GROUP = "workers"
@@ -66,10 +67,13 @@ def subscription(*topics: str) -> bytes:
 class Harness:
     def __init__(self, path: Path, clock: ManualClock) -> None:
         self.store = RocksEventStore(path, clock=clock)
-        self.broker = Broker(self.store, clock=clock)
+        self.broker = compose_broker(self.store, PluginHost.load(installed=False), clock=clock)
+
+    def _context(self, version: int) -> RequestContext:
+        return RequestContext(self.broker, 0, version, 1, "tester", 1, "127.0.0.1")
 
     async def call(self, handle: Callable[[RequestContext, Any], Awaitable[T]], version: int, request: Any) -> T:
-        return await handle(RequestContext(self.broker, 0, version, 1, "tester", 1, "127.0.0.1"), request)
+        return await handle(self._context(version), request)
 
     async def join(self, member_id: str) -> Any:
         request = JoinGroupRequest(
@@ -92,8 +96,13 @@ class Harness:
         assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.member_id
         return str(first.member_id)
 
+    async def advance(self, milliseconds: int) -> None:
+        """LogwrightAdvanceClock: move the manual clock and run every deadline that fell due."""
+        answer = await clock_control.handle(self._context(0), milliseconds.to_bytes(8, "big"))
+        assert int.from_bytes(answer[:2], "big") == ErrorCode.NONE
+
     def close(self) -> None:
-        coordinator(self.broker).close()
+        self.broker.coordinators.close()
         self.broker.commit_now()
         self.store.close()
 
@@ -193,8 +202,11 @@ def test_the_session_timer_expires_a_silent_member(tmp_path: Path) -> None:
         member_id = await harness.new_member()
         assert (await harness.join(member_id)).generation_id == 1
         await harness.sync(member_id, 1, {member_id: b"x"})
-        clock.advance(10_001)
-        await asyncio.sleep(3 * TICK_SECONDS)
+        await harness.advance(9_999)
+        still = await harness.call(describe_groups.handle, 5, DescribeGroupsRequest(
+            groups=(GROUP,), include_authorized_operations=False))
+        assert [m.member_id for m in still.groups[0].members] == [member_id], "not before its session timeout"
+        await harness.advance(1)
         described = await harness.call(describe_groups.handle, 5, DescribeGroupsRequest(
             groups=(GROUP,), include_authorized_operations=False))
         assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())

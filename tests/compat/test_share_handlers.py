@@ -20,8 +20,6 @@ from kio.schema.share_fetch.v1 import request as share_fetch_v1
 from kio.schema.share_fetch.v2 import request as share_fetch_v2
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat.broker import Broker
-from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control
 from logwright.compat.kafka import (
@@ -34,18 +32,23 @@ from logwright.compat.kafka import (
 from logwright.compat.registry import RequestContext, make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
+from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.core.events import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
 
 GROUP, TOPIC = "g", "orders"
 
 
 class Harness:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, host: PluginHost | None = None, now_ms: int | None = None) -> None:
+        """A broker over ``path`` deciding with ``host`` (the built-in plugins by default), its manual clock
+        at ``now_ms`` (`ManualClock`'s default start if not given)."""
         self.store = RocksEventStore(path)
-        self.clock = ManualClock()
-        self.broker = Broker(self.store, clock=self.clock)
+        self.clock = ManualClock() if now_ms is None else ManualClock(now_ms)
+        host = host or PluginHost.load(installed=False)
+        self.broker = compose_broker(self.store, host, configs=host.config_registry(), clock=self.clock)
         self.correlation = 0
 
     async def call(self, handle: Callable[[RequestContext, Any], Awaitable[Any]], version: int, request: Any) -> Any:
@@ -89,18 +92,16 @@ class Harness:
         return await self.call(share_fetch.handle, 2 if record_limit else 1, request)
 
 
-def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]],
-        prepare: Callable[[Harness], None] | None = None) -> Harness:
-    """Run ``scenario`` on a broker over ``tmp_path / "data"`` (``prepare`` sees it first); the closed harness."""
-    harness = Harness(tmp_path / "data")
-    if prepare is not None:
-        prepare(harness)
+def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]], host: PluginHost | None = None,
+        now_ms: int | None = None) -> Harness:
+    """Run ``scenario`` on a broker over ``tmp_path / "data"`` (see `Harness` for the rest); the closed harness."""
+    harness = Harness(tmp_path / "data", host, now_ms)
 
     async def main() -> None:
         try:
             await scenario(harness)
         finally:
-            share_coordinator(harness.broker).close()
+            harness.broker.coordinators.close()
 
     try:
         asyncio.run(main())

@@ -11,12 +11,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
-from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import share_group_heartbeat
 from logwright.core.events import ConfigChanged
 from logwright.eventstore.check import check_store
-from logwright.plugins.host import PluginHost
 
 from tests.compat.test_share_handlers import GROUP, Harness, acquired, run
 
@@ -25,25 +23,15 @@ FAILOVER = (("share.auto.offset.reset", "earliest"), ("logwright.subscription.mo
 
 
 def broker_run(tmp_path: Path, now_ms: int | None, scenario: Callable[[Harness], Awaitable[None]]) -> int:
-    """Run ``scenario`` on a broker with the failover plugin whose manual clock starts at ``now_ms``; its end time."""
-    host = PluginHost.load(installed=False)
-
-    def prepare(harness: Harness) -> None:
-        harness.broker.configs = host.config_registry()  # the failover plugin's group config keys
-        if now_ms is not None:
-            harness.clock.set(now_ms)
-
-    async def with_plugins(harness: Harness) -> None:
-        share_coordinator(harness.broker).host = host
-        await scenario(harness)
-
-    return run(tmp_path, with_plugins, prepare).clock.now_ms()
+    """Run ``scenario`` on a broker (the built-in plugins, failover among them) whose manual clock starts at
+    ``now_ms``; its end time."""
+    return run(tmp_path, scenario, now_ms=now_ms).clock.now_ms()
 
 
 async def advance(h: Harness, milliseconds: int) -> None:
     h.clock.advance(milliseconds)
     h.broker.clock_advanced()
-    share_coordinator(h.broker).tick()
+    h.broker.coordinators.share_groups.tick()
     await h.broker.durable()
 
 

@@ -1,0 +1,87 @@
+"""Where a broker is composed: the shared state and the coordinators behind the group and transaction APIs.
+
+`compose_broker` is the one place the coordinators are built, each with what it needs from the plugins, so
+the running server (`logwright.app`) and in-process test harnesses get the same broker. Handlers reach a
+coordinator through `Broker.coordinators` (or the accessor function each coordinator module keeps).
+
+Coordinators are built with the broker, so what they restore from the store (members' sessions, open
+transactions, locks) counts from the broker clock at start-up, and their timers wait on that clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.coordinators.consumer_coordinator import ConsumerCoordinator
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.group_coordinator import GroupCoordinator
+from logwright.compat.coordinators.share_coordinator import ShareCoordinator
+from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
+from logwright.core.clock import Clock
+from logwright.core.config.configs import ConfigRegistry
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ReleaseDecider
+from logwright.core.cursors.subscription_mode import SubscriptionMode
+from logwright.eventstore.rocksdb import RocksEventStore
+
+
+class PluginDecisions(Protocol):
+    """What the broker asks the plugins (`logwright.plugins.host.PluginHost` is one), resolved at composition."""
+
+    def subscription_mode(self, name: str) -> SubscriptionMode:
+        """The registered subscription mode called ``name``; raises `InvalidConfig` for an unknown one."""
+        ...
+
+    def release_decider(self) -> ReleaseDecider | None:
+        """The release decision chain; ``None`` when only the built-in default decides."""
+        ...
+
+    def admission(self) -> Callable[[AppendRequest], Admission] | None:
+        """The append admission chain; ``None`` when every append is admitted."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinators:
+    """The broker's stateful services, one of each, each with its own `DeadlineTimer` on the broker clock."""
+
+    groups: GroupCoordinator
+    consumer_groups: ConsumerCoordinator
+    share_groups: ShareCoordinator
+    transactions: TransactionTimer
+
+    @classmethod
+    def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
+        return cls(GroupCoordinator(broker), ConsumerCoordinator(broker),
+                   ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider()),
+                   TransactionTimer(broker))
+
+    def timers(self) -> tuple[DeadlineTimer, ...]:
+        return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer)
+
+    def start(self) -> None:
+        """Start every timer on the running loop, so deadlines restored from the store fire without a request."""
+        for timer in self.timers():
+            timer.ensure_running()
+
+    def run_due(self) -> None:
+        """Run every deadline due on the broker clock now (after a manual clock moved); effects are staged."""
+        self.groups.tick()
+        self.share_groups.tick()
+        self.transactions.tick()
+        self.consumer_groups.tick()
+
+    def close(self) -> None:
+        """Stop every timer for good (before the store closes)."""
+        for timer in self.timers():
+            timer.close()
+
+
+def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: BrokerSettings | None = None,
+                   configs: ConfigRegistry | None = None, clock: Clock | None = None) -> Broker:
+    """A broker over ``store`` with its coordinators, deciding with ``plugins``; ``configs`` should include
+    the plugins' keys (`PluginHost.config_registry`), ``clock`` defaults to the system clock."""
+    return Broker(store, settings, configs, clock, admission=plugins.admission(),
+                  coordinators=lambda broker: Coordinators.of(broker, plugins))
