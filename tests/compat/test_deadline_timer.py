@@ -1,4 +1,4 @@
-"""The share coordinator's timer sleeps toward the next deadline and is woken by an earlier one.
+"""The coordinators' timer sleeps toward the next deadline and is woken by an earlier one.
 
 No wall-clock speed is asserted: a timer sleeping toward a deadline an hour away can only tick within the
 test's generous bound if `schedule` woke it, which is the structure under test.
@@ -83,5 +83,26 @@ def test_on_a_manual_clock_only_due_deadlines_run_and_only_once() -> None:
         await settle()  # the deadline the tick left due does not make the timer spin
         assert plan.ticks == 1
         timer.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_timer_starts_on_the_first_deadline_and_a_closed_one_never_again() -> None:
+    clock = ManualClock()
+    plan = Plan(clock.now_ms())
+    timer = DeadlineTimer(clock, plan.next_deadline, plan.tick, "test-timer")
+    timer.schedule(plan.deadline or 0)  # outside an event loop: nothing to run on yet
+
+    async def scenario() -> None:
+        assert plan.ticks == 0
+        plan.deadline = clock.now_ms()
+        timer.schedule(plan.deadline)  # inside one: the timer starts and runs the due deadline
+        await asyncio.wait_for(plan.ticked.wait(), BOUND_S)
+        timer.close()
+        await settle()
+        plan.deadline = clock.now_ms()
+        timer.schedule(plan.deadline)
+        await settle()
+        assert plan.ticks == 1
 
     asyncio.run(scenario())
