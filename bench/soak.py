@@ -14,8 +14,9 @@ loop lag (the clients share one loop, so a busy client side shows here, not as b
 fails the run: a failed send, commit or acknowledgement, a consumer that dies, a record lost or delivered
 twice, an ERROR logged by a client, an ERROR or traceback in the broker's log. After the clients leave,
 the broker's connections, tasks, sockets and other descriptors must come back to where they were before
-they came (within ``--grace`` seconds); the store's open files are reported apart (RocksDB keeps its table
-files open, so they follow the data, not the clients).
+they came (within ``--grace`` seconds), and every classic group's committed offsets and share group's cursor
+must stand at the end of what was produced; the store's open files are reported apart (RocksDB keeps its
+table files open, so they follow the data, not the clients).
 
     python bench/soak.py                                  # 200 connections, 10 minutes (the issue's run)
     python bench/soak.py --duration 60 --connections 40   # a short check
@@ -224,6 +225,34 @@ async def create_topics(bootstrap: str, names: dict[str, int]) -> None:
         await admin.close()
 
 
+async def verify_positions(soak: Soak, bootstrap: str, classic_groups: int, share_groups: int) -> None:
+    """Once everyone left: every classic group's committed offsets and every share group's cursor are at the end
+    of what was produced, i.e. the commits and acknowledgements were durable, not just answered."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="soak-verify")
+    await admin.start()
+    try:
+        for group in range(classic_groups):
+            name = f"soak-classic-{group}"
+            committed = {(tp.topic, tp.partition): meta.offset
+                         for tp, meta in (await admin.list_consumer_group_offsets(name)).items()}
+            for (topic, partition), end in soak.end_offsets.items():
+                if topic == name and committed.get((topic, partition), 0) != end:
+                    soak.error("commit", f"{name} committed {committed.get((topic, partition))} on partition "
+                                         f"{partition}, {end} were produced")
+    finally:
+        await admin.close()
+    client = await Client.connect(bootstrap, "soak-verify")
+    try:
+        for group in range(share_groups):
+            name = f"soak-share-{group}"
+            for cursor in await client.inspect(name, name):
+                if cursor["log_end_offset"] and (not cursor["exists"] or cursor["backlog"] or cursor["in_flight"]):
+                    soak.error("acknowledge", f"{name} partition {cursor['partition']}: backlog "
+                                              f"{cursor.get('backlog')}, in flight {cursor.get('in_flight')}")
+    finally:
+        await client.close()
+
+
 async def until(check: Callable[[], Awaitable[bool]], timeout_s: float, step_s: float = 0.25) -> bool:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -337,6 +366,8 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
     after = await sample("after")
     with contextlib.suppress(Exception):
         await probe.connection.close()
+    if broker.alive():
+        await soak.guarded("verify", verify_positions(soak, bootstrap, classic_groups, share_groups))
     missing = soak.consumed.missing(soak.end_offsets)
     if missing:
         soak.error("lost", f"{missing} acknowledged records were never consumed")

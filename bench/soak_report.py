@@ -171,9 +171,10 @@ def write(run: Run, path: Path) -> None:
         "shares it: a high lag means the client side, not the broker, was behind). Then producers stop, the rest "
         "is consumed, classic members commit and leave, share consumers flush acknowledgements and leave, and the "
         f"broker gets {args['grace']:g} s to come back to its connections, tasks, sockets and other descriptors "
-        "from before the clients came; the store's open files (RocksDB tables and WAL) are shown apart, they "
-        "follow the data. Any error fails the run: a failed send, commit or acknowledgement, a consumer that "
-        "died, a record lost or delivered twice, an ERROR logged by a client, an ERROR or traceback in the "
+        "from before the clients came; then every classic group's committed offsets and every share group's cursor "
+        "must be at the end of what was produced. The store's open files (RocksDB tables and WAL) are shown apart, "
+        "they follow the data. Any error fails the run: a failed send, commit or acknowledgement, a consumer "
+        "that died, a record lost or delivered twice, an ERROR logged by a client, an ERROR or traceback in the "
         "broker's log."
     )
     text = [
