@@ -12,6 +12,8 @@ does not hold, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext
@@ -23,19 +25,35 @@ API_KEY = 32004
 ACCEPT = 1
 
 
+@dataclass(frozen=True, slots=True)
+class AcknowledgeBatchRequest:
+    """The request map, checked in the order errors are reported. Each entry of ``acks`` stays a map, checked
+    when its partition is acknowledged: a bad entry fails its own partition, not the request."""
+
+    group_id: str
+    member_id: str
+    acks: tuple[Body, ...]
+
+    @classmethod
+    def parse(cls, body: Body) -> AcknowledgeBatchRequest:
+        group_id, member_id = text(body, "group_id"), text(body, "member_id")
+        acks = body.get("acks")
+        if not isinstance(acks, list) or not acks or len(acks) > MAX_RANGES:
+            raise InvalidRequest(f"field 'acks' must be a list of 1 to {MAX_RANGES} partition entries")
+        if not all(isinstance(entry, dict) for entry in acks):
+            raise InvalidRequest("every entry of 'acks' must be a map with topic, partition and ranges")
+        return cls(group_id, member_id, tuple(acks))
+
+
 @extension(API_KEY, "LogwrightAcknowledgeBatch")
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)
-    group_id, member_id = text(body, "group_id"), text(body, "member_id")
-    acks = body.get("acks")
-    if not isinstance(acks, list) or not acks or len(acks) > MAX_RANGES:
-        raise InvalidRequest(f"field 'acks' must be a list of 1 to {MAX_RANGES} partition entries")
-    if not all(isinstance(entry, dict) for entry in acks):
-        raise InvalidRequest("every entry of 'acks' must be a map with topic, partition and ranges")
+    request = AcknowledgeBatchRequest.parse(body)
+    group_id, member_id = request.group_id, request.member_id
     member_of(coordinator, group_id, member_id)
     results = []
-    for entry in acks:
+    for entry in request.acks:
         result = {"topic": entry.get("topic"), "partition": entry.get("partition"),
                   "error_code": int(ErrorCode.NONE), "error_message": None}
         try:

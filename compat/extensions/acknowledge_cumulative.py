@@ -11,6 +11,9 @@ Request (msgpack map): ``group_id, member_id, topic: str, partition: int, offset
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer, member_of, partition_of, text
@@ -18,17 +21,34 @@ from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.subscription_mode import require_cumulative_ack
 from logwright.core.errors import InvalidRequest
+from logwright.core.log.catalog import TopicState
 
 API_KEY = 32005
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgeCumulativeRequest:
+    """The request map, checked field by field (topic and partition looked up) in the order errors are reported."""
+
+    group_id: str
+    member_id: str
+    topic: TopicState
+    partition_id: int
+    offset: int
+
+    @classmethod
+    def parse(cls, body: Body, broker: Broker) -> AcknowledgeCumulativeRequest:
+        group_id, member_id = text(body, "group_id"), text(body, "member_id")
+        topic, partition_id = partition_of(broker, text(body, "topic"), body.get("partition"))
+        return cls(group_id, member_id, topic, partition_id, integer(body, "offset"))
 
 
 @extension(API_KEY, "LogwrightAcknowledgeCumulative")
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)
-    group_id, member_id = text(body, "group_id"), text(body, "member_id")
-    topic, partition_id = partition_of(broker, text(body, "topic"), body.get("partition"))
-    offset = integer(body, "offset")
+    request = AcknowledgeCumulativeRequest.parse(body, broker)
+    group_id, member_id, topic, partition_id = request.group_id, request.member_id, request.topic, request.partition_id
     group = member_of(coordinator, group_id, member_id)
     mode = coordinator.mode(group_id)
     require_cumulative_ack(mode, group_id)
@@ -37,7 +57,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
         raise InvalidRequest(f"member {member_id!r} is not the active consumer of {topic.name}-{index} in "
                              f"subscription {group_id!r}; it cannot acknowledge it cumulatively")
     state = coordinator.cursor(group_id, topic.name, partition_id)
-    event = cursor_commands.acknowledge_cumulative(state, member_id, offset, broker.high_watermark(partition_id))
+    event = cursor_commands.acknowledge_cumulative(state, member_id, request.offset,
+                                                   broker.high_watermark(partition_id))
     coordinator.apply(group_id, partition_id, [event] if event is not None else [])
     await broker.durable()
     after = broker.store.state("cursors", cursor_key(group_id, partition_id))

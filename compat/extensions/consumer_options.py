@@ -16,6 +16,9 @@ Response: ``error_code, error_message``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer, ranges, text
@@ -30,23 +33,39 @@ MAX_PENDING = 100_000
 """Declared options not yet used by a join; beyond this a declaration is refused (memory bound)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerOptionsRequest:
+    """The request map, checked field by field in the order errors are reported (``ack_timeout_ms`` against the
+    group config it overrides)."""
+
+    group_id: str
+    member_id: str
+    options: ConsumerOptions
+
+    @classmethod
+    def parse(cls, body: Body, broker: Broker) -> ConsumerOptionsRequest:
+        group_id, member_id = text(body, "group_id"), text(body, "member_id")
+        name = body.get("name", "")
+        if not isinstance(name, str):
+            raise InvalidRequest(f"field 'name' must be a string, got {name!r}")
+        declared = ranges(body["hash_ranges"], "hash_ranges") if body.get("hash_ranges") else ()
+        if any(last > MAX_HASH for _, last in declared):
+            raise InvalidRequest(f"key-hash ranges must lie within 0..{MAX_HASH}, got {list(declared)}")
+        ack_timeout_ms = integer(body, "ack_timeout_ms", default=0)
+        if ack_timeout_ms:
+            broker.configs.validate("group", [(LOCK_DURATION_KEY, str(ack_timeout_ms))])
+        options = ConsumerOptions(name, integer(body, "priority", default=0),
+                                  tuple(HashRange(first, last) for first, last in declared),
+                                  integer(body, "max_in_flight", default=0), ack_timeout_ms)
+        return cls(group_id, member_id, options)
+
+
 @extension(API_KEY, "LogwrightConsumerOptions")
 async def handle(context: RequestContext, body: Body) -> Body:
-    group_id, member_id = text(body, "group_id"), text(body, "member_id")
-    name = body.get("name", "")
-    if not isinstance(name, str):
-        raise InvalidRequest(f"field 'name' must be a string, got {name!r}")
-    declared = ranges(body["hash_ranges"], "hash_ranges") if body.get("hash_ranges") else ()
-    if any(last > MAX_HASH for _, last in declared):
-        raise InvalidRequest(f"key-hash ranges must lie within 0..{MAX_HASH}, got {list(declared)}")
-    ack_timeout_ms = integer(body, "ack_timeout_ms", default=0)
-    if ack_timeout_ms:
-        context.broker.configs.validate("group", [(LOCK_DURATION_KEY, str(ack_timeout_ms))])
-    options = ConsumerOptions(name, integer(body, "priority", default=0),
-                              tuple(HashRange(first, last) for first, last in declared),
-                              integer(body, "max_in_flight", default=0), ack_timeout_ms)
+    request = ConsumerOptionsRequest.parse(body, context.broker)
+    group_id, member_id = request.group_id, request.member_id
     coordinator = share_coordinator(context.broker)
     if len(coordinator.consumer_options) >= MAX_PENDING and (group_id, member_id) not in coordinator.consumer_options:
         raise InvalidRequest(f"too many consumer option declarations waiting for a join ({MAX_PENDING})")
-    coordinator.consumer_options[(group_id, member_id)] = options
+    coordinator.consumer_options[(group_id, member_id)] = request.options
     return {}

@@ -11,24 +11,41 @@ redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from logwright.compat.broker import Broker
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.errors import UnknownTopic
+from logwright.core.log.catalog import TopicState
 
 API_KEY = 32006
+
+
+@dataclass(frozen=True, slots=True)
+class InspectCursorRequest:
+    """The request map, checked (its topic looked up) in the order errors are reported."""
+
+    group_id: str
+    topic: TopicState
+
+    @classmethod
+    def parse(cls, body: Body, broker: Broker) -> InspectCursorRequest:
+        group_id, topic_name = text(body, "group_id"), text(body, "topic")
+        topic = broker.topic(topic_name)
+        if topic is None:
+            raise UnknownTopic(f"topic {topic_name!r} does not exist")
+        return cls(group_id, topic)
 
 
 @extension(API_KEY, "LogwrightInspectCursor")
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
-    group_id, topic_name = text(body, "group_id"), text(body, "topic")
-    topic = broker.topic(topic_name)
-    if topic is None:
-        raise UnknownTopic(f"topic {topic_name!r} does not exist")
+    request = InspectCursorRequest.parse(body, broker)
+    group_id, topic = request.group_id, request.topic
     partitions: list[dict[str, Any]] = []
     for index, partition_id in enumerate(topic.partition_ids):
         log_start = broker.partition(partition_id).log_start_offset
