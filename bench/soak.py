@@ -273,7 +273,8 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
     topics |= {f"soak-share-{g}": SHARE_GROUP_SIZE for g in range(share_groups)}
     await create_topics(bootstrap, topics)
     readings: list[soak_report.Row] = []
-    last = (time.monotonic(), probe.cpu_s(), time.process_time(), probe.waited_s(), run_queue_wait_s())
+    started = time.monotonic()
+    last = (started, probe.cpu_s(), time.process_time(), probe.waited_s(), run_queue_wait_s())
 
     async def sample(phase: str) -> BrokerReading:
         nonlocal last
@@ -291,6 +292,7 @@ async def run(soak: Soak, broker: brokers.RunningPeer) -> soak_report.Run:
         window["client wait %"] = 100 * (client_waited - last[4]) / elapsed
         last = (now, reading.cpu_s, client_cpu, reading.waited_s, client_waited)
         readings.append(soak_report.Row(now, phase, reading, window))
+        soak_report.say(soak_report.progress(readings[-1], started if phase != "before" else now))
         return reading
 
     await asyncio.sleep(1.0)  # the admin client's connection closes on the broker's side a moment later

@@ -87,6 +87,14 @@ def table(run: Run) -> list[str]:
     return lines
 
 
+def progress(row: Row, origin: float) -> str:
+    """One line per sample while the run goes on."""
+    b, w = row.broker, row.window
+    return (f"{row.at - origin:6.0f} s {row.phase:6} RSS {b.rss_mib:6.1f} MiB, {b.connections} connections, "
+            f"{b.tasks} tasks, {b.fds} fds; {w['produced']:.0f} produced, {w['consumed']:.0f} consumed; produce p99 "
+            f"{_ms(w['produce p99'])} ms, e2e p99 {_ms(w['e2e p99'])} ms; {w['errors']:.0f} errors")
+
+
 def _spread(values: list[float]) -> str:
     kept = [v for v in values if not math.isnan(v)]
     if not kept:
