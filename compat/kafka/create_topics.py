@@ -32,6 +32,10 @@ if TYPE_CHECKING:
         | v6.CreateTopicsRequest | v7.CreateTopicsRequest
     )
     """Every version served: mypy checks each field read against all of them."""
+    CreatableTopic: TypeAlias = (
+        v2.request.CreatableTopic | v3.request.CreatableTopic | v4.request.CreatableTopic | v5.request.CreatableTopic
+        | v6.request.CreatableTopic | v7.request.CreatableTopic
+    )
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -64,7 +68,7 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(results))
 
 
-def _create(broker: Broker, topic: Any, validate_only: bool) -> TopicCreated:
+def _create(broker: Broker, topic: CreatableTopic, validate_only: bool) -> TopicCreated:
     partitions = partitions_to_create(
         int(topic.num_partitions), int(topic.replication_factor),
         [(int(assignment.partition_index), assignment.broker_ids) for assignment in topic.assignments],

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
         v0.DescribeShareGroupOffsetsRequest | v1.DescribeShareGroupOffsetsRequest
     )
     """Every version served: mypy checks each field read against all of them."""
+    DescribeShareGroupOffsetsRequestGroup: TypeAlias = (
+        v0.request.DescribeShareGroupOffsetsRequestGroup | v1.request.DescribeShareGroupOffsetsRequestGroup
+    )
 
 
 @handler(90, "DescribeShareGroupOffsets", 0, 1)
@@ -35,7 +38,7 @@ async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequ
                 groups=tuple(_group(context.broker, module, group) for group in request.groups))
 
 
-def _group(broker: Broker, module: Any, request: Any) -> Any:
+def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup) -> Any:
     group_id = request.group_id
     if not group_id:
         return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, topics=(),

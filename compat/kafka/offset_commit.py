@@ -12,6 +12,7 @@ epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits on
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from logwright.compat.broker import Broker
@@ -73,8 +74,8 @@ def check_committer(broker: Broker, group_id: str, generation: int, member_id: s
     return check_offset_commit(group_state(broker, group_id), generation, member_id, group_instance_id)
 
 
-def commit_partitions(broker: Broker, requested: Any, group_id: str, refusal: ErrorCode | None, now_ms: int,
-                      topic_cls: Any, partition_cls: Any) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
+def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic], group_id: str, refusal: ErrorCode | None,
+                      now_ms: int, topic_cls: Any, partition_cls: Any) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
     """The commits an OffsetCommit or TxnOffsetCommit asks for and its per-partition answers; ``refusal`` (the
     group's or the transaction's) fails every partition."""
     events: list[OffsetCommitted] = []
@@ -91,7 +92,7 @@ def commit_partitions(broker: Broker, requested: Any, group_id: str, refusal: Er
     return events, tuple(topics)
 
 
-def partition_error(broker: Broker, topic: str, partition: Any) -> ErrorCode | None:
+def partition_error(broker: Broker, topic: str, partition: RequestedCommit) -> ErrorCode | None:
     """Why one partition of an OffsetCommit or TxnOffsetCommit cannot be committed, if it cannot."""
     if broker.partition_id(topic, partition.partition_index) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -111,6 +112,15 @@ class RequestedCommit(Protocol):
     def committed_offset(self) -> int: ...
     @property
     def committed_metadata(self) -> str | None: ...
+
+
+class RequestedTopic(Protocol):
+    """A request topic of OffsetCommit (v2-9) or TxnOffsetCommit (v0-4)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[RequestedCommit]: ...
 
 
 class _WithLeaderEpoch(RequestedCommit, Protocol):
