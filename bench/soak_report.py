@@ -176,14 +176,19 @@ def write(run: Run, path: Path) -> None:
         "open connections and asyncio tasks (LogwrightBrokerStats, key 32007, over the probe's own connection), "
         "and in that window the produce latency (send() to acknowledgement) and end-to-end latency (send() to "
         "the consumer holding the record) p50/p99, nearest rank, plus the client event loop's lag (every client "
-        "shares it: a high lag means the client side, not the broker, was behind). Then producers stop, the rest "
+        "shares it: a high lag means the client side, not the broker, was behind), the CPU of broker and client "
+        "(% of one core) and how long each one's event-loop thread was runnable with no CPU free (/proc schedstat "
+        "run-queue wait: latency the shared machine caused). Then producers stop, the rest "
         "is consumed, classic members commit and leave, share consumers flush acknowledgements and leave, and the "
         f"broker gets {args['grace']:g} s to come back to its connections, tasks, sockets and other descriptors "
         "from before the clients came; then every classic group's committed offsets and every share group's cursor "
         "must be at the end of what was produced. The store's open files (RocksDB tables and WAL) are shown apart, "
-        "they follow the data. Any error fails the run: a failed send, commit or acknowledgement, a consumer "
-        "that died, a record lost or delivered twice, an ERROR logged by a client, an ERROR or traceback in the "
-        "broker's log."
+        "they follow the data. RSS is expected to rise for the first minutes and then level off: the store keeps "
+        "the newest batches in memory up to 64 MiB of batch bytes (eventstore/tail_cache.py; in a 40 s trace with "
+        "tracemalloc the growing Python allocations were its batches and their offsets) and RocksDB fills a "
+        "memtable of up to 64 MiB per column family before it flushes one to a table file. Any error fails the "
+        "run: a failed send, commit or acknowledgement, a consumer that died, a record lost or delivered twice, "
+        "an ERROR logged by a client, an ERROR or traceback in the broker's log."
     )
     text = [
         "# Soak: connections producing and consuming with share groups and commits",
