@@ -91,6 +91,8 @@ class ErrorLog(logging.Handler):
 
 @dataclass(slots=True)
 class Soak:
+    """The run's shared state (the current window, errors, what was produced and consumed) and the client loops."""
+
     args: argparse.Namespace
     window: Window = field(default_factory=Window)
     errors: Counter[str] = field(default_factory=Counter)
