@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -98,25 +100,39 @@ def _own_fields(cls: type[Any]) -> frozenset[str]:
     return names
 
 
+_KIO_CLASS = re.compile(r"^class (\w+):\n(.*?)(?=^\S|\Z)", re.MULTILINE | re.DOTALL)
+_KIO_FIELD = re.compile(r"^    ([a-z]\w*): ", re.MULTILINE)
+
+
 def _any_version_fields(cls: type[Any]) -> frozenset[str]:
     """The field names of the classes named like ``cls`` in every version of its kio module
     (``kio.schema.<api>.v<N>.request`` or ``.response``); only ``cls``'s own for a class outside kio.
 
-    Imports every version of the module once, on the first `make` that drops a field."""
+    Read from kio's generated source rather than by importing every version (importing Fetch's fifteen
+    response modules took 165 ms on the first old-version Fetch; reading them takes a few ms);
+    `tests/compat/test_registry_make.py` checks the reading against the dataclasses for every kio class."""
     names = _ANY_VERSION_FIELDS.get(cls)
     if names is not None:
         return names
     found = set(_own_fields(cls))
     parts = cls.__module__.split(".")
     if len(parts) == 5 and parts[:2] == ["kio", "schema"]:
-        api = importlib.import_module(".".join(parts[:3]))
-        for version in pkgutil.iter_modules(api.__path__):
-            module = importlib.import_module(f"{api.__name__}.{version.name}.{parts[4]}")
-            same = getattr(module, cls.__name__, None)
-            if isinstance(same, type) and dataclasses.is_dataclass(same):
-                found.update(field.name for field in dataclasses.fields(same))
+        found.update(*kio_source_fields(parts[2], parts[4]).get(cls.__name__, ()))
     names = _ANY_VERSION_FIELDS[cls] = frozenset(found)
     return names
+
+
+@cache
+def kio_source_fields(api_name: str, kind: str) -> dict[str, list[frozenset[str]]]:
+    """Class name -> the field names it has in each version of ``kio.schema.<api_name>.v<N>.<kind>``."""
+    package = Path(importlib.import_module(f"kio.schema.{api_name}").__path__[0])
+    classes: dict[str, list[frozenset[str]]] = {}
+    for version in pkgutil.iter_modules([str(package)]):
+        source = package / version.name / f"{kind}.py"
+        if source.is_file():
+            for match in _KIO_CLASS.finditer(source.read_text()):
+                classes.setdefault(match[1], []).append(frozenset(_KIO_FIELD.findall(match[2])))
+    return classes
 
 
 def make(cls: type[Any], **values: Any) -> Any:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import importlib
+import pkgutil
+from pathlib import Path
 
 import pytest
-from logwright.compat.registry import make, response_module
+from logwright.compat.registry import kio_source_fields, make, response_module
 
 
 def test_fields_a_version_lacks_are_dropped() -> None:
@@ -38,3 +42,22 @@ def test_a_nested_entity_knows_the_fields_of_its_other_versions() -> None:
     assert partition.partition_index == 0
     with pytest.raises(TypeError, match="PartitionData has no field high_water_mark"):
         make(v4.PartitionData, partition_index=0, error_code=0, high_water_mark=1)
+
+
+def test_reading_kio_source_finds_the_fields_of_every_class_of_every_version() -> None:
+    """`make` reads field names from kio's generated source; a change in kio's layout must fail here."""
+    package = Path(importlib.import_module("kio.schema").__path__[0])
+    checked = 0
+    for api in (found for found in pkgutil.iter_modules([str(package)]) if found.ispkg):
+        for kind in ("request", "response"):
+            from_source = kio_source_fields(api.name, kind)
+            for version in pkgutil.iter_modules([str(package / api.name)]):
+                if not (package / api.name / version.name / f"{kind}.py").is_file():
+                    continue
+                module = importlib.import_module(f"kio.schema.{api.name}.{version.name}.{kind}")
+                for name, cls in vars(module).items():
+                    if isinstance(cls, type) and cls.__module__ == module.__name__ and dataclasses.is_dataclass(cls):
+                        fields = frozenset(field.name for field in dataclasses.fields(cls))
+                        assert fields in from_source[name], (module.__name__, name)
+                        checked += 1
+    assert checked > 1000
