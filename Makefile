@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup bench-soak clean compat-peers compat-franz \
-	compat-kafka compat-kafka-fast compat-java compat-table kafka
+	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,17 @@ compat-kafka: $(STAMP)
 
 compat-kafka-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/integration --against kafka -m differential
+
+# Fuzzing, opt-in (10-15 min): FUZZ_EXAMPLES batches of 6 mutated frames of every served API key and version
+# against a broker process (tests/fuzz; `make test` runs 60), then atheris (coverage-guided, in-process) over the
+# decoding path for FUZZ_RUNS inputs; findings land in .fuzz/. atheris is installed here, not by `make test`.
+FUZZ_EXAMPLES ?= 4000
+FUZZ_RUNS ?= 1000000
+fuzz: $(STAMP)
+	LOGWRIGHT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/fuzz -x
+	$(BIN)/pip install -q atheris || { echo "atheris did not install: skipping the in-process run"; exit 0; }; \
+	mkdir -p .fuzz/corpus && $(BIN)/python tests/fuzz/atheris_decode.py -runs=$(FUZZ_RUNS) -max_len=4096 \
+		-artifact_prefix=.fuzz/ .fuzz/corpus
 
 # The Java client scenario (kafka-clients, javac) against logwright and Apache Kafka in the same run.
 compat-java: $(STAMP)

@@ -176,27 +176,26 @@ class _Generator:
                        f"{indent}    {target} = (b[p] & 127) | (b[p + 1] << 7)", f"{indent}    p += 2",
                        f"{indent}else:", f"{indent}    {target}, p = _uv(b, p, {end})"]
 
-    def signed(self, target: str, width: int, indent: str, end: str) -> None:
-        reader = "_i16" if width == 2 else "_i32"
-        self.lines += [f"{indent}if p + {width} > {end}:",
-                       f"{indent}    raise _short('a {width}-byte length of', {width}, p, {end})",
-                       f"{indent}{target} = {reader}(b, p)[0]", f"{indent}p += {width}",
-                       f"{indent}if {target} < -1:",
-                       f"{indent}    raise OutOfBounds(f'a negative length {{{target}}} before byte {{p}}')"]
-
-    def length(self, target: str, flexible: bool, wide: bool, indent: str, end: str) -> None:
-        """``target`` = a string's, bytes' or array's length (-1 for null), past its prefix."""
+    def length(self, target: str, flexible: bool, wide: bool, nullable: bool, indent: str, end: str) -> None:
+        """``target`` = a string's, bytes' or array's length (-1 for null), past its prefix. Null where the schema
+        does not allow it is refused, as Kafka does (kio would hand the handler a ``None``)."""
         if flexible:
             self.uvarint(target, indent, end)
             self.lines.append(f"{indent}{target} -= 1")
         else:
-            self.signed(target, 4 if wide else 2, indent, end)
+            width = 4 if wide else 2
+            self.lines += [f"{indent}if p + {width} > {end}:",
+                           f"{indent}    raise _short('a {width}-byte length of', {width}, p, {end})",
+                           f"{indent}{target} = {'_i32' if wide else '_i16'}(b, p)[0]", f"{indent}p += {width}"]
+        self.lines += [f"{indent}if {target} < {-1 if nullable else 0}:",
+                       f"{indent}    raise OutOfBounds(f'a length of {{{target}}} before byte {{p}} "
+                       f"({'nullable' if nullable else 'never null'})')"]
 
     def field(self, field: dataclasses.Field[Any], flexible: bool, indent: str, end: str, depth: int,
               optional: bool) -> None:
         kind = classify_field(field)
         if isinstance(kind, PrimitiveField):
-            self.primitive(get_schema_field_type(field), flexible, indent, end, depth)
+            self.primitive(get_schema_field_type(field), flexible, optional, indent, end, depth)
             return
         if isinstance(kind, EntityField):
             if not optional:
@@ -213,7 +212,7 @@ class _Generator:
             return
         self.flush(indent)
         count = f"n{depth}"
-        self.length(count, flexible, True, indent, end)
+        self.length(count, flexible, True, optional, indent, end)
         self.lines += [f"{indent}if {count} * {_element_min_size(field, flexible)} > {end} - p:",
                        f"{indent}    raise _short('an array of', {count}, p, {end})"]
         if isinstance(kind, EntityTupleField):
@@ -227,9 +226,9 @@ class _Generator:
             self.lines += [f"{indent}if {count} > 0:", f"{indent}    p += {count} * {_WIDTHS[kafka_type]}"]
             return
         self.lines.append(f"{indent}for _ in range({count}):")
-        self.primitive(kafka_type, flexible, indent + "    ", end, depth + 1)
+        self.primitive(kafka_type, flexible, False, indent + "    ", end, depth + 1)
 
-    def primitive(self, kafka_type: str, flexible: bool, indent: str, end: str, depth: int) -> None:
+    def primitive(self, kafka_type: str, flexible: bool, nullable: bool, indent: str, end: str, depth: int) -> None:
         if kafka_type in _WIDTHS:
             self.fixed += _WIDTHS[kafka_type]
             return
@@ -237,7 +236,7 @@ class _Generator:
             raise NotImplementedError(f"no bounds check for Kafka type {kafka_type!r}")
         self.flush(indent)
         size = f"s{depth}"
-        self.length(size, flexible, kafka_type != "string", indent, end)
+        self.length(size, flexible, kafka_type != "string", nullable, indent, end)
         self.lines += [f"{indent}if {size} > 0:", f"{indent}    if {size} > {end} - p:",
                        f"{indent}        raise _short('a length of', {size}, p, {end})", f"{indent}    p += {size}"]
 
@@ -260,7 +259,8 @@ class _Generator:
         keyword = "if"
         for number, field in sorted(tagged, key=lambda item: item[0]):
             self.lines.append(f"{body}{keyword} {tag} == {number}:")
-            self.field(field, True, body + "    ", stop, depth + 1, optional=False)
+            nullable = is_optional(field) and not isinstance(classify_field(field), EntityField)  # no marker in a tag
+            self.field(field, True, body + "    ", stop, depth + 1, optional=nullable)
             self.flush(body + "    ")
             refusal = f"raise OutOfBounds(f'tagged field {number} does not fill its {{{size}}} bytes')"
             self.lines += [f"{body}    if p != {stop}:", f"{body}        {refusal}"]

@@ -42,7 +42,7 @@ def error_response(api_key: int, api_version: int, correlation_id: int, code: Er
     if "error_code" not in {field.name for field in dataclasses.fields(cls)}:
         return None
     try:
-        response = _empty(cls, code)
+        response = empty_entity(cls, code)
         return encode_response(api_key, api_version, correlation_id, response)
     except Exception:
         return None
@@ -67,7 +67,8 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
     return hints
 
 
-def _empty(cls: type[Any], code: ErrorCode) -> Any:
+def empty_entity(cls: type[Any], code: ErrorCode = ErrorCode.NONE) -> Any:
+    """An entity of kio class ``cls`` with every field empty (zero, empty, null) and error codes set to ``code``."""
     values: dict[str, Any] = {}
     hints = _hints(cls)
     for field in dataclasses.fields(cls):
@@ -103,5 +104,5 @@ def _empty_value(hint: Any, code: ErrorCode, name: str) -> Any:
         if issubclass(hint, uuid.UUID):
             return uuid.UUID(int=0)
         if dataclasses.is_dataclass(hint):
-            return _empty(hint, code)
+            return empty_entity(hint, code)
     raise TypeError(f"no empty value for {hint!r}")

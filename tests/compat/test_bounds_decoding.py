@@ -13,7 +13,7 @@ import timeit
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_reader
@@ -56,7 +56,12 @@ def produce_frame(version: int, payload: bytes = b"v" * 1000) -> bytes:
 @given(st.sampled_from(ALL_CLASSES).flatmap(st.from_type))
 def test_every_body_kio_writes_passes_and_ends_where_kio_ends(entity: Any) -> None:
     body = encode_entity(entity)
-    _, kio_end = entity_reader(type(entity))(body, 0)
+    try:
+        _, kio_end = entity_reader(type(entity))(body, 0)
+    except ValueError as error:
+        if "timedelta milliseconds overflow" in str(error):
+            reject()  # kio's reader refuses i64 millisecond durations near 2**63 that its writer emits
+        raise
     assert check_body(type(entity), body, 0) == kio_end == len(body)
     assert len(body) >= min_size(type(entity))
 
