@@ -13,7 +13,9 @@ The checker of each kio class is generated once, as Python source (like `encoder
 fixed-width fields become one addition, lengths are read inline. Where the walk could diverge from
 kio's (a nullable struct marker other than -1 or 1, a known tagged field whose value does not fill
 its announced size, a varint longer than five bytes or above 2^31) the body is refused rather than
-guessed at. Measured cost (``pytest tests/compat/test_bounds.py -k timing -s``): see that test.
+guessed at. Measured (``pytest tests/compat/test_bounds_decoding.py -k timing -s``, 2 busy cores): a
+1-partition Produce v9 or v7 with a 1 KiB batch costs 1.0-1.1 µs to check, beside 0.65-0.75 µs for kio's
+reader and 3.2-3.4 µs for the whole `messages.decode_request`.
 """
 
 from __future__ import annotations

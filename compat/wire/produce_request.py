@@ -43,7 +43,9 @@ def read_produce_request(frame: bytes | bytearray | memoryview, position: int, v
     """kio's ``ProduceRequest`` of ``version`` from the body starting at ``position``; bytes after it are ignored.
 
     Raises `TruncatedProduceRequest`, `IndexError`, `struct.error` or `UnicodeDecodeError` on a malformed
-    body (the caller turns any of them into its own error).
+    body (the caller turns any of them into its own error). Pure Python, and every length and count is checked
+    against the bytes left before it is used, so a forged one costs at most a pass over the frame (`bounds`
+    is not needed here).
     """
     if not FIRST_VERSION <= version <= LAST_VERSION:
         raise ValueError(f"Produce v{version} is not read here")
@@ -84,14 +86,16 @@ def read_produce_request(frame: bytes | bytearray | memoryview, position: int, v
         else:
             (value,) = _I32.unpack_from(frame, position)
             position += 4
-        if value < 0:
-            raise TruncatedProduceRequest(f"a null or negative array count ({value}) before byte {position}")
+        if value < 0 or value > end - position:
+            raise TruncatedProduceRequest(f"an array count of {value} before byte {position} does not fit the frame")
         return value
 
     def skip_tagged_fields() -> None:
         nonlocal position
         if flexible:
             tags, position = read_uvarint(frame, position)
+            if tags > end - position:
+                raise TruncatedProduceRequest(f"{tags} tagged fields before byte {position} do not fit the frame")
             for _ in range(tags):
                 _tag, position = read_uvarint(frame, position)
                 size, position = read_uvarint(frame, position)
