@@ -117,20 +117,27 @@ class KafkaServer:
 
     async def _close_idle_connections(self) -> None:
         """Close connections idle for ``connections.max.idle.ms``, waking when the first may be (broker clock)."""
-        idle_ms = self.quotas.limits.idle_ms
-        clock = self.broker.clock
         while True:
-            now = clock.now_ms()
-            next_check = now + idle_ms
-            for connection in list(self.connections):
-                if connection.busy or not connection.reading:
-                    continue
-                if now - connection.last_active_ms >= idle_ms:
-                    connection.close_for(f"idle for {now - connection.last_active_ms} ms, "
-                                         f"connections.max.idle.ms={idle_ms}", level=logging.INFO)
-                else:
-                    next_check = min(next_check, connection.last_active_ms + idle_ms)
-            await self.broker.sleep_until(next_check)
+            try:
+                await self.broker.sleep_until(self._close_idle_now())
+            except Exception:  # a failing check must not end idle closing for good
+                log.exception("the idle-connection check failed; retrying")
+                await asyncio.sleep(1.0)
+
+    def _close_idle_now(self) -> int:
+        """Close the connections idle for long enough; when the next one may be (ms on the broker clock)."""
+        idle_ms = self.quotas.limits.idle_ms
+        now = self.broker.clock.now_ms()
+        next_check = now + idle_ms
+        for connection in list(self.connections):
+            if connection.busy or not connection.reading:
+                continue
+            if now - connection.last_active_ms >= idle_ms:
+                connection.close_for(f"idle for {now - connection.last_active_ms} ms, "
+                                     f"connections.max.idle.ms={idle_ms}", level=logging.INFO)
+            else:
+                next_check = min(next_check, connection.last_active_ms + idle_ms)
+        return next_check
 
 
 class Connection(asyncio.BufferedProtocol):
