@@ -201,7 +201,7 @@ _BROKER_KEYS = (
               "Partitions of the internal __consumer_offsets topic when the broker creates it (it stays empty: "
               "offsets are events).", "INT"),
     ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
-              "Largest request frame accepted; larger ones close the connection.", "INT"),
+              "Largest request frame accepted; larger ones close the connection.", "INT", read_only=True),
     ConfigKey("message.max.bytes", "broker", "1048588", long_at_least(0),
               "Largest record batch a producer may send, for topics without their own max.message.bytes.", "INT"),
     ConfigKey("fetch.max.bytes", "broker", "57671680", long_at_least(1024),
