@@ -9,6 +9,8 @@ overwrites, truncations, and a changed API key or version so that one key's body
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import struct
 from typing import Any
 
@@ -61,10 +63,26 @@ def smallest_seeds() -> list[bytes]:
     return seeds
 
 
+_LARGE_BATCH = build_batch([Record(0, 1_700_000_000_000, None, bytes(range(256)) * 520)])
+"""Over 128 KiB, so that a Produce carrying it is read by the hand reader (`produce_request`), not kio."""
+
+
+def _large_produce(version: int, draw: Any) -> bytes:
+    cls = request_type(0, version)
+    module = importlib.import_module(cls.__module__)
+    partition = module.PartitionProduceData(index=draw(st.integers(-1, 3)), records=Records(_LARGE_BATCH))
+    topic = module.TopicProduceData(name=draw(st.sampled_from(["fuzz", "", "a" * 300])), partition_data=(partition,))
+    request = dataclasses.replace(empty_entity(cls), acks=draw(st.sampled_from([-1, 0, 1, 7])), topic_data=(topic,))
+    return encode_request(request, 1, "large")
+
+
 @st.composite
 def seed_payloads(draw: Any) -> bytes:
-    """A well-formed request (without its size prefix) of a served (API key, version)."""
+    """A well-formed request (without its size prefix) of a served (API key, version); half the Produce requests
+    are large ones."""
     api_key, version = draw(st.sampled_from(SERVED))
+    if api_key == 0 and draw(st.booleans()):
+        return _large_produce(version, draw)
     return _seed_payload(api_key, version, draw)
 
 
