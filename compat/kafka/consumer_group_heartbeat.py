@@ -46,12 +46,14 @@ def owned_partitions(broker: Broker, owned: Any) -> tuple[tuple[str, tuple[int, 
 
 
 def wire_assignment(broker: Broker, module: Any, partitions: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+    """An assignment of this API's or ConsumerGroupDescribe's ``module``: only the latter names topics."""
     entries = []
     for name, indexes in partitions:
         topic = broker.topic(name)
         if topic is not None:
-            entries.append(make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic.topic_id), topic_name=name,
-                                partitions=indexes))
+            named = {"topic_name": name} if has_field(module.TopicPartitions, "topic_name") else {}
+            entries.append(make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic.topic_id), partitions=indexes,
+                                **named))
     return make(module.Assignment, topic_partitions=tuple(entries))
 
 

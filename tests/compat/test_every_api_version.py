@@ -20,7 +20,8 @@ import pytest
 from kio.index import load_request_schema
 from logwright.compat.broker import Broker
 from logwright.compat.handlers import KAFKA_APIS, load_handlers
-from logwright.compat.registry import RequestContext
+from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
+from logwright.compat.registry import RequestContext, response_module
 from logwright.compat.wire.messages import encode_response
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
@@ -89,3 +90,20 @@ def test_the_handler_answers_a_neutral_request_in_its_own_version(broker: Broker
     response = asyncio.run(asyncio.wait_for(HANDLERS[api_key].handle(context, request), timeout=30))
     if response is not None:
         assert encode_response(api_key, version, 7, response)
+
+
+@pytest.mark.parametrize(("api_name", "version"), [("consumer_group_heartbeat", 0), ("consumer_group_heartbeat", 1),
+                                                   ("consumer_group_describe", 0), ("consumer_group_describe", 1)])
+def test_one_assignment_writer_serves_the_heartbeat_and_describe(broker: Broker, api_name: str, version: int) -> None:
+    """Neutral requests carry no assignment; ConsumerGroupDescribe names the topics, the heartbeat does not."""
+    async def create() -> None:
+        broker.create_topic("assigned", 2)
+        await broker.durable()
+
+    if broker.topic("assigned") is None:
+        asyncio.run(create())
+    module = response_module(api_name, version)
+    assignment = wire_assignment(broker, module, (("assigned", (0, 1)),))
+    (entry,) = assignment.topic_partitions
+    assert tuple(entry.partitions) == (0, 1)
+    assert getattr(entry, "topic_name", "assigned") == "assigned"
