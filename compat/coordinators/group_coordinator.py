@@ -127,8 +127,13 @@ class GroupCoordinator:
         return await waiter
 
     async def _deliver(self, replies: list[Reply]) -> None:
-        """Answer blocked members, but only once the events that decided the answers are durable."""
-        await self.broker.durable()
+        """Answer blocked members, but only once the events that decided the answers are durable (if they
+        cannot be made durable, the blocked members get the error too)."""
+        try:
+            await self.broker.durable()
+        except Exception as error:
+            self._answer(replies, error)
+            raise
         self._answer(replies, None)
 
     def _answer(self, replies: list[Reply], error: BaseException | None) -> None:
