@@ -25,15 +25,17 @@ class StartupLimits:
 
     in_flight_per_connection: int
     queued_max_requests: int
+    queued_max_request_bytes: int
+    """-1: no limit (Kafka's default)."""
     partial_frame_budget: int
     idle_ms: int
     max_request_bytes: int
 
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> StartupLimits:
-        return cls(int(broker_config(IN_FLIGHT_PER_CONNECTION)), int(broker_config("queued.max.requests")),
-                   int(broker_config(PARTIAL_FRAME_BUDGET)), int(broker_config("connections.max.idle.ms")),
-                   int(broker_config("socket.request.max.bytes")))
+        names = (IN_FLIGHT_PER_CONNECTION, "queued.max.requests", "queued.max.request.bytes", PARTIAL_FRAME_BUDGET,
+                 "connections.max.idle.ms", "socket.request.max.bytes")
+        return cls(*(int(broker_config(name)) for name in names))
 
 
 class ConnectionQuotas:
@@ -48,6 +50,7 @@ class ConnectionQuotas:
         self.limits = limits
         self.open_by_host: Counter[str] = Counter()
         self.requests_in_flight = 0
+        self.request_bytes_in_flight = 0
         self.partial_frame_bytes = 0
 
     @property
@@ -71,8 +74,13 @@ class ConnectionQuotas:
         if self.open_by_host[host] <= 0:
             del self.open_by_host[host]
 
-    def may_start_request(self) -> bool:
-        return self.requests_in_flight < self.limits.queued_max_requests
+    def may_start_request(self, size: int) -> bool:
+        """Whether a request of ``size`` bytes may start now; one alone always may, whatever its size."""
+        if not self.requests_in_flight:
+            return True
+        byte_limit = self.limits.queued_max_request_bytes
+        return self.requests_in_flight < self.limits.queued_max_requests and (
+            byte_limit < 0 or self.request_bytes_in_flight + size <= byte_limit)
 
     def over_partial_frame_budget(self) -> bool:
         return self.partial_frame_bytes > self.limits.partial_frame_budget

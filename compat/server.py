@@ -96,9 +96,8 @@ class KafkaServer:
     def requests_finished(self, count: int) -> None:
         """Requests were answered: let the connections waiting for a slot take them, in turn."""
         self.quotas.requests_in_flight -= count
-        while self._waiting_for_slot and self.quotas.may_start_request():
-            connection = next(iter(self._waiting_for_slot))
-            del self._waiting_for_slot[connection]
+        waiting, self._waiting_for_slot = self._waiting_for_slot, {}
+        for connection in waiting:  # those still held put themselves back, in the same order
             connection.start_requests()
 
     def forget(self, connection: Connection) -> None:
@@ -167,6 +166,10 @@ class Connection(asyncio.BufferedProtocol):
         self._reading = True
         self._in_flight = 0
         """Requests started and not yet answered (their answer not yet handed to the transport)."""
+        self._in_flight_sizes: collections.deque[int] = collections.deque()
+        self._in_flight_bytes = 0
+        """Their frames' sizes, oldest first (answers leave in that order), and the sum: together they may
+        hold ``socket.request.max.bytes`` (one larger request alone), as Kafka holds one request at a time."""
         self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
         self._writable = asyncio.Event()
         self._writable.set()
@@ -230,14 +233,19 @@ class Connection(asyncio.BufferedProtocol):
         quotas = self.server.quotas
         try:
             while self._unstarted and self._reading and self._writable.is_set():
-                if self._in_flight >= quotas.limits.in_flight_per_connection:
+                size = len(self._unstarted[0])
+                if self._in_flight >= quotas.limits.in_flight_per_connection or (
+                        self._in_flight and self._in_flight_bytes + size > quotas.limits.max_request_bytes):
                     break
-                if not quotas.may_start_request():
+                if not quotas.may_start_request(size):
                     self.server.wait_for_slot(self)
                     break
                 if not self._dispatch(self._unstarted.popleft()):
                     self._stop_reading()
                     return
+                self._in_flight_sizes.append(size)
+                self._in_flight_bytes += size
+                quotas.request_bytes_in_flight += size
         except Exception:
             log.exception("closing connection %d from %s: a request could not be dispatched",
                           self.connection_id, self.client_host)
@@ -349,6 +357,9 @@ class Connection(asyncio.BufferedProtocol):
         """``count`` requests were answered (or dropped with the connection): their slots are free."""
         if count:
             self._in_flight -= count
+            freed = sum(self._in_flight_sizes.popleft() for _ in range(count))
+            self._in_flight_bytes -= freed
+            self.server.quotas.request_bytes_in_flight -= freed
             self.server.requests_finished(count)
 
     def _dispatch_unsupported(self, header: RequestHeader, frame: bytes | bytearray) -> bool:

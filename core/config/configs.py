@@ -219,9 +219,13 @@ _BROKER_KEYS = (
     ConfigKey("queued.max.requests", "broker", "500", long_at_least(1),
               "Most requests read and not yet answered, across all connections; past it, reading pauses.", "INT",
               read_only=True),
+    ConfigKey("queued.max.request.bytes", "broker", "-1", long_at_least(-1),
+              "Bytes of requests read and not yet answered, across all connections, before reading pauses (one "
+              "request alone always starts); -1 for no limit.", "LONG", read_only=True),
     ConfigKey("logwright.max.in.flight.requests.per.connection", "broker", "8", long_at_least(1),
-              "Requests of one connection handled at once (Kafka: 1); past it, and while answers wait to be "
-              "written, reading from that connection pauses. Answers always leave in request order.", "INT",
+              "Requests of one connection handled at once (Kafka: 1), together at most socket.request.max.bytes "
+              "(one larger request alone); past it, and while answers wait to be written, reading from that "
+              "connection pauses. Answers always leave in request order.", "INT",
               read_only=True),
     ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
               "Bytes all connections together may hold for request frames not yet fully read; past it, the "

@@ -7,8 +7,8 @@ from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.wire.framing import OWN_BUFFER_FROM, FrameDecoder
 from logwright.core.config.configs import connection_overrides, default_registry, parse_connection_overrides
 
-LIMITS = StartupLimits(in_flight_per_connection=8, queued_max_requests=2, partial_frame_budget=1000, idle_ms=600_000,
-                       max_request_bytes=104_857_600)
+LIMITS = StartupLimits(in_flight_per_connection=8, queued_max_requests=2, queued_max_request_bytes=100,
+                       partial_frame_budget=1000, idle_ms=600_000, max_request_bytes=104_857_600)
 
 
 def quotas(**configs: str) -> ConnectionQuotas:
@@ -42,12 +42,14 @@ def test_per_address_limit_with_an_override_and_the_total() -> None:
     assert limits.open_by_host == {"10.0.0.2": 3, "10.0.0.3": 1}
 
 
-def test_queued_max_requests_counts_across_connections() -> None:
+def test_queued_max_requests_and_bytes_count_across_connections() -> None:
     limits = quotas()
-    limits.requests_in_flight = 2
-    assert not limits.may_start_request()
+    assert limits.may_start_request(10**6), "one request alone always starts"
+    limits.requests_in_flight, limits.request_bytes_in_flight = 2, 20
+    assert not limits.may_start_request(1)
     limits.requests_in_flight = 1
-    assert limits.may_start_request()
+    assert limits.may_start_request(80)
+    assert not limits.may_start_request(81), "queued.max.request.bytes"
 
 
 @pytest.mark.parametrize(("value", "parsed"), [

@@ -63,8 +63,9 @@ class RecordingTransport(asyncio.Transport):
         return ids
 
 
-def api_versions(correlation_id: int) -> bytes:
-    payload = struct.pack(">hhih", 18, 0, correlation_id, 4) + b"test"
+def api_versions(correlation_id: int, padding: int = 0) -> bytes:
+    """A framed ApiVersions v0 request; ``padding`` bytes after its body are ignored, as Kafka ignores them."""
+    payload = struct.pack(">hhih", 18, 0, correlation_id, 4) + b"test" + bytes(padding)
     return struct.pack(">i", len(payload)) + payload
 
 
@@ -111,6 +112,21 @@ def test_a_connection_starts_at_most_its_in_flight_limit_and_answers_all_in_orde
         await settle()
         assert transport.correlation_ids() == [0, 1, 2, 3, 4]
         assert transport.reading and server.quotas.requests_in_flight == 0
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_connections_requests_in_flight_hold_at_most_socket_request_max_bytes(broker: Broker) -> None:
+    async def run() -> None:
+        server = KafkaServer(with_limits(broker, **{"socket.request.max.bytes": "1024"}))
+        connection, transport = connect(server)
+        receive(connection, b"".join(api_versions(correlation_id, padding=580) for correlation_id in range(3)))
+        assert (server.quotas.requests_in_flight, server.quotas.request_bytes_in_flight) == (1, 594)
+        assert not transport.reading
+        await settle()
+        assert transport.correlation_ids() == [0, 1, 2]
+        assert server.quotas.request_bytes_in_flight == 0 and transport.reading
         connection.abort()
 
     asyncio.run(run())
