@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import create_acls, delete_acls, describe_acls
 from logwright.compat.registry import RequestContext, make
 from logwright.compat.wire.messages import encode_response
 from logwright.eventstore.rocksdb import RocksEventStore
+
+from tests.compat.brokers import in_process_broker
 
 TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1
 READ, ALLOW = 3, 3
@@ -26,7 +27,7 @@ def request_module(api: str, version: int) -> Any:
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_create_describe_delete_at_each_version(tmp_path: Path, version: int) -> None:
     store = RocksEventStore(tmp_path / "data")
-    broker = Broker(store)
+    broker = in_process_broker(store)
 
     async def call(api_key: int, handle: Any, request: Any) -> Any:
         response = await handle(RequestContext(broker, api_key, version, 7, "tester", 1, "127.0.0.1"), request)

@@ -39,9 +39,9 @@ from logwright.compat.kafka import (
     init_producer_id,
 )
 from logwright.compat.registry import RequestContext
-from logwright.compat.wiring import compose_broker
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import in_process_broker
 
 TIMEOUT = datetime.timedelta(seconds=30)
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -54,8 +54,7 @@ class Harness:
 
     def open(self) -> None:
         self.store = RocksEventStore(self.path)
-        self.broker = compose_broker(self.store, PluginHost.load(installed=False),
-                                     BrokerSettings(overrides={"num.partitions": "3"}))
+        self.broker = in_process_broker(self.store, BrokerSettings(overrides={"num.partitions": "3"}))
 
     def close(self) -> None:
         self.broker.commit_now()

@@ -48,10 +48,10 @@ from logwright.compat.kafka import (
     sync_group,
 )
 from logwright.compat.registry import RequestContext
-from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import in_process_broker
 
 T = TypeVar("T")
 GROUP = "workers"
@@ -67,7 +67,7 @@ def subscription(*topics: str) -> bytes:
 class Harness:
     def __init__(self, path: Path, clock: ManualClock) -> None:
         self.store = RocksEventStore(path, clock=clock)
-        self.broker = compose_broker(self.store, PluginHost.load(installed=False), clock=clock)
+        self.broker = in_process_broker(self.store, clock=clock)
 
     def _context(self, version: int) -> RequestContext:
         return RequestContext(self.broker, 0, version, 1, "tester", 1, "127.0.0.1")

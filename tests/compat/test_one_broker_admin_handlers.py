@@ -54,13 +54,15 @@ from logwright.compat.kafka import (
 from logwright.compat.registry import RequestContext
 from logwright.eventstore.rocksdb import RocksEventStore
 
+from tests.compat.brokers import in_process_broker
+
 TIMEOUT = datetime.timedelta(seconds=5)
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     store = RocksEventStore(tmp_path / "data")
-    opened = Broker(store)
+    opened = in_process_broker(store)
     create = CreateTopicsRequest(topics=tuple(
         CreatableTopic(name=name, num_partitions=count, replication_factor=1, assignments=(),
                        configs=(CreatableTopicConfig(name="retention.ms", value="1000"),))

@@ -32,11 +32,12 @@ from logwright.compat.kafka import (
 from logwright.compat.registry import RequestContext, make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
-from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.core.events import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import in_process_broker
 
 GROUP, TOPIC = "g", "orders"
 
@@ -48,7 +49,7 @@ class Harness:
         self.store = RocksEventStore(path)
         self.clock = ManualClock() if now_ms is None else ManualClock(now_ms)
         host = host or PluginHost.load(installed=False)
-        self.broker = compose_broker(self.store, host, configs=host.config_registry(), clock=self.clock)
+        self.broker = in_process_broker(self.store, clock=self.clock, host=host, configs=host.config_registry())
         self.correlation = 0
 
     async def call(self, handle: Callable[[RequestContext, Any], Awaitable[Any]], version: int, request: Any) -> Any:

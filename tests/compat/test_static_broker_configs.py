@@ -39,6 +39,8 @@ from logwright.compat.kafka.config_resources import ConfigSource
 from logwright.compat.registry import RequestContext
 from logwright.eventstore.rocksdb import RocksEventStore
 
+from tests.compat.brokers import in_process_broker
+
 BROKER = 4
 
 
@@ -47,7 +49,7 @@ def node_zero(tmp_path: Path) -> Iterator[Broker]:
     store = RocksEventStore(tmp_path / "data")
     settings = BrokerSettings(host="127.0.0.1", port=19092, advertised_host="kafka.example", advertised_port=9093,
                               overrides={"node.id": "0"})
-    yield Broker(store, settings)
+    yield in_process_broker(store, settings)
     store.close()
 
 
