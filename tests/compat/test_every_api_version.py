@@ -23,10 +23,10 @@ from logwright.compat.handlers import KAFKA_APIS, load_handlers
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
 from logwright.compat.registry import RequestContext, response_module
 from logwright.compat.wire.messages import encode_response
-from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import in_process_broker
 
 NAME = "probe"
 HANDLERS = load_handlers()
@@ -75,7 +75,7 @@ def build(cls: type[Any]) -> Any:
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     clock = ManualClock()
     store = RocksEventStore(tmp_path_factory.mktemp("every-version") / "data", clock=clock)
-    served = compose_broker(store, PluginHost.load(installed=False), clock=clock)
+    served = in_process_broker(store, clock=clock)
     yield served
     served.coordinators.close()
     served.commit_now()
