@@ -46,6 +46,7 @@ from logwright.compat.wire.mirrored_errors import mirrored_error_response
 log = logging.getLogger(__name__)
 
 _WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+_FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
 
 
@@ -166,10 +167,15 @@ class Connection(asyncio.BufferedProtocol):
         self._reading = True
         self._in_flight = 0
         """Requests started and not yet answered (their answer not yet handed to the transport)."""
-        self._in_flight_sizes: collections.deque[int] = collections.deque()
+        self._in_flight_sizes: collections.deque[tuple[int, bool]] = collections.deque()
         self._in_flight_bytes = 0
-        """Their frames' sizes, oldest first (answers leave in that order), and the sum: together they may
-        hold ``socket.request.max.bytes`` (one larger request alone), as Kafka holds one request at a time."""
+        """Their frames' sizes and whether each is a Fetch, oldest first (answers leave in that order), and
+        the sum: together they may hold ``socket.request.max.bytes`` (one larger request alone), as Kafka
+        holds one request at a time."""
+        self._fetches_in_flight = 0
+        """At most one Fetch runs per connection, so its answers hold one ``fetch.max.bytes`` at a time; Kafka's
+        clients send one Fetch per broker at a time anyway (ShareFetch is left free: the bundled client's
+        consumers long-poll side by side on one connection)."""
         self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
         self._writable = asyncio.Event()
         self._writable.set()
@@ -233,9 +239,11 @@ class Connection(asyncio.BufferedProtocol):
         quotas = self.server.quotas
         try:
             while self._unstarted and self._reading and self._writable.is_set():
-                size = len(self._unstarted[0])
+                frame = self._unstarted[0]
+                size, fetch = len(frame), frame[:2] == _FETCH_KEY
                 if self._in_flight >= quotas.limits.in_flight_per_connection or (
-                        self._in_flight and self._in_flight_bytes + size > quotas.limits.max_request_bytes):
+                        self._in_flight and self._in_flight_bytes + size > quotas.limits.max_request_bytes) or (
+                        fetch and self._fetches_in_flight):
                     break
                 if not quotas.may_start_request(size):
                     self.server.wait_for_slot(self)
@@ -243,8 +251,9 @@ class Connection(asyncio.BufferedProtocol):
                 if not self._dispatch(self._unstarted.popleft()):
                     self._stop_reading()
                     return
-                self._in_flight_sizes.append(size)
+                self._in_flight_sizes.append((size, fetch))
                 self._in_flight_bytes += size
+                self._fetches_in_flight += fetch
                 quotas.request_bytes_in_flight += size
         except Exception:
             log.exception("closing connection %d from %s: a request could not be dispatched",
@@ -357,7 +366,11 @@ class Connection(asyncio.BufferedProtocol):
         """``count`` requests were answered (or dropped with the connection): their slots are free."""
         if count:
             self._in_flight -= count
-            freed = sum(self._in_flight_sizes.popleft() for _ in range(count))
+            freed = 0
+            for _ in range(count):
+                size, fetch = self._in_flight_sizes.popleft()
+                freed += size
+                self._fetches_in_flight -= fetch
             self._in_flight_bytes -= freed
             self.server.quotas.request_bytes_in_flight -= freed
             self.server.requests_finished(count)

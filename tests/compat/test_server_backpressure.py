@@ -4,14 +4,19 @@ start, when reading pauses and resumes, and that answers still leave in request 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.fetch.v12 import request as fetch_v12
 from logwright.compat.broker import Broker
+from logwright.compat.registry import make
 from logwright.compat.server import Connection, KafkaServer
+from logwright.compat.wire.framing import encode_frame
+from logwright.compat.wire.messages import encode_request
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -127,6 +132,27 @@ def test_a_connections_requests_in_flight_hold_at_most_socket_request_max_bytes(
         await settle()
         assert transport.correlation_ids() == [0, 1, 2]
         assert server.quotas.request_bytes_in_flight == 0 and transport.reading
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_one_fetch_at_a_time_per_connection(broker: Broker) -> None:
+    """A second Fetch waits for the first's answer (so one connection holds one fetch.max.bytes of answers);
+    what follows it waits too, answers stay in order."""
+    fetch = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10**6, topics=(
+        make(fetch_v12.FetchTopic, topic="missing", partitions=(make(
+            fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=10**6),)),),
+        forgotten_topics_data=())
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        connection, transport = connect(server)
+        fetches = b"".join(encode_frame(encode_request(fetch, correlation_id, "test")) for correlation_id in (1, 2))
+        receive(connection, fetches + api_versions(3))
+        assert server.quotas.requests_in_flight == 1
+        await settle()
+        assert transport.correlation_ids() == [1, 2, 3]
         connection.abort()
 
     asyncio.run(run())

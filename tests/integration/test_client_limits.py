@@ -152,8 +152,9 @@ def test_message_max_bytes_and_socket_request_max_bytes(start_broker: Callable[.
 def test_a_client_that_pipelines_fetches_and_never_reads_is_bounded(
         start_broker: Callable[..., BrokerProcess]) -> None:
     """Reading from a connection pauses while its answers wait to be written: 100 pipelined Fetches of a
-    3.6 MB partition would be 360 MB of answers; the broker holds a few of them, answers all of them in order
-    once the client reads, and serves other clients meanwhile."""
+    3.6 MB partition would be 360 MB of answers; the broker holds one or two of them (one Fetch runs per
+    connection at a time), answers all of them in order once the client reads, and serves other clients
+    meanwhile."""
     broker = start_broker({})
     topic = f"pipelined-{uuid.uuid4().hex[:8]}"
     fill(broker.bootstrap, topic, batches=4, records=900, record_bytes=1000)
@@ -169,7 +170,7 @@ def test_a_client_that_pipelines_fetches_and_never_reads_is_bounded(
                                                           "pipeliner")) for correlation_id in range(count)))
         _broker_still_serves(broker.bootstrap)
         grown = rss_bytes(broker) - before
-        assert grown < 25 * one_answer, f"the broker grew by {grown} bytes for a client that does not read"
+        assert grown < 8 * one_answer, f"the broker grew by {grown} bytes for a client that does not read"
         for correlation_id in range(count):
             (size,) = struct.unpack(">i", read_exactly(sock, 4))
             assert struct.unpack_from(">i", read_exactly(sock, size))[0] == correlation_id
