@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import msgpack
@@ -87,9 +88,11 @@ def seed_payloads(draw: Any) -> bytes:
 
 
 @st.composite
-def mutated_payloads(draw: Any) -> bytes:
-    """A seed request with up to four mutations (none: well-formed, every field value hostile)."""
-    payload = bytearray(draw(seed_payloads()))
+def mutated_payloads(draw: Any, captured: Sequence[bytes] = ()) -> bytes:
+    """A seed request (or one of ``captured``, real clients' frames) with up to four mutations (none: well-formed,
+    every field value hostile)."""
+    seeds = st.one_of(seed_payloads(), st.sampled_from(captured)) if captured else seed_payloads()
+    payload = bytearray(draw(seeds))
     for _ in range(draw(st.integers(0, 4))):
         at = draw(st.integers(0, max(len(payload) - 1, 0)))
         kind = draw(st.sampled_from(["flip", "insert", "overwrite", "truncate", "header", "random"]))

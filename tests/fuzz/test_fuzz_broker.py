@@ -1,4 +1,5 @@
-"""Mutated request frames of every served API key and version against a real broker process.
+"""Mutated request frames of every served API key and version, and of real clients' requests, against a real
+broker process.
 
 Each frame goes over its own connection. After every batch a well-behaved client must be answered within a
 second (no crash, no freeze) and the broker's resident memory must stay within a budget of where it started
@@ -21,9 +22,10 @@ from hypothesis import strategies as st
 
 from tests.integration.broker_process import BrokerProcess
 
+from .capture import RecordingProxy, run_clients
 from .frames import framed, mutated_payloads, smallest_seeds
 
-EXAMPLES = int(os.environ.get("LOGWRIGHT_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("LOGWRIGHT_FUZZ_EXAMPLES", "150"))
 FRAMES_PER_BATCH = 6
 RSS_BUDGET_BYTES = 256 * 1024 * 1024
 """How far above its size after the seed round the broker may grow while fuzzed."""
@@ -31,11 +33,25 @@ RSS_BUDGET_BYTES = 256 * 1024 * 1024
 
 @pytest.fixture(scope="module")
 def fuzzed_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path_factory.mktemp("fuzz") / "data").start()
+    """A broker that advertises the recording proxy's address, so that clients run through it stay on it."""
+    process = BrokerProcess(tmp_path_factory.mktemp("fuzz") / "data")
+    proxy = RecordingProxy(process.port)
+    process.extra_args = ("--advertised", f"127.0.0.1:{proxy.port}")
+    process.start()
+    process.proxy = proxy  # type: ignore[attr-defined]
     try:
         yield process
     finally:
         process.kill()
+
+
+@pytest.fixture(scope="module")
+def client_frames(fuzzed_broker: BrokerProcess) -> list[bytes]:
+    """Every request confluent-kafka (admin, idempotent lz4/zstd producers, a group consumer) and kafka-python sent
+    in a short session, one copy of each."""
+    with fuzzed_broker.proxy as proxy:  # type: ignore[attr-defined]
+        run_clients(f"127.0.0.1:{proxy.port}")
+    return sorted(set(proxy.frames))
 
 
 def resident_bytes(broker: BrokerProcess) -> int:
@@ -75,7 +91,7 @@ def assert_served_within_a_second(broker: BrokerProcess, context: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def baseline_rss(fuzzed_broker: BrokerProcess) -> int:
+def baseline_rss(fuzzed_broker: BrokerProcess, client_frames: list[bytes]) -> int:
     """The broker's size once every served (key, version) has been seen well-formed (its caches warm)."""
     for payload in smallest_seeds():
         send_alone(fuzzed_broker, framed(payload))
@@ -84,9 +100,11 @@ def baseline_rss(fuzzed_broker: BrokerProcess) -> int:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(st.lists(mutated_payloads(), min_size=FRAMES_PER_BATCH, max_size=FRAMES_PER_BATCH))
+@given(st.data())
 def test_mutated_frames_neither_crash_freeze_nor_balloon_the_broker(
-        fuzzed_broker: BrokerProcess, baseline_rss: int, payloads: list[bytes]) -> None:
+        fuzzed_broker: BrokerProcess, client_frames: list[bytes], baseline_rss: int, data: st.DataObject) -> None:
+    payloads = data.draw(st.lists(mutated_payloads(client_frames), min_size=FRAMES_PER_BATCH,
+                                  max_size=FRAMES_PER_BATCH))
     for payload in payloads:
         send_alone(fuzzed_broker, framed(payload))
     context = "frames " + ", ".join(payload[:4].hex() + f"+{len(payload) - 4}" for payload in payloads)
