@@ -3,18 +3,20 @@
 Each connection reads frames through the sans-I/O `FrameDecoder`, runs one task per request and
 writes responses strictly in request order (Kafka clients pipeline). What a client may make the broker
 hold is bounded (`connection_limits`): Kafka handles one request per connection and stops reading until
-its answer is sent; logwright handles up to ``logwright.max.in.flight.requests.per.connection`` at once
-(a heartbeat must not wait behind a long-polling fetch of the bundled client) and stops reading while
-that many are in flight, while the socket's write buffer is full (the peer does not read its answers) or
-``queued.max.requests`` are in flight across all connections. Connections over ``max.connections`` or
-``max.connections.per.ip`` are closed right after accept; one idle for ``connections.max.idle.ms`` on the
-broker clock is closed; past the partial-frame budget, the connection holding the largest partial frame
-is closed. A handler that raises is logged
-with its traceback and its request answered with an error (UNKNOWN_SERVER_ERROR) where the response
-can carry one, as Kafka's ``getErrorResponse`` does; a request that cannot be answered (an unreadable
-frame, a response type without an error code, an extension key without an error answer) closes that
-connection only, after the answers to the requests before it. The broker and every other connection
-carry on.
+its answer is sent; logwright handles up to ``logwright.max.in.flight.requests.per.connection`` at once,
+together at most ``socket.request.max.bytes`` and one Fetch among them (a heartbeat must not wait behind
+a long-polling ShareFetch of the bundled client), and stops reading while that many are in flight, while
+the socket's write buffer is full (the peer does not read its answers) or ``queued.max.requests`` /
+``queued.max.request.bytes`` are in flight across all connections. Connections over ``max.connections``
+or ``max.connections.per.ip`` are closed right after accept; one idle for ``connections.max.idle.ms`` on
+the broker clock is closed; past the partial-frame budget, the connection holding the largest partial
+frame is closed.
+
+A handler that raises is logged with its traceback and its request answered with an error where the
+response can carry one, as Kafka's ``getErrorResponse`` does; a request that cannot be answered (an
+unreadable frame, a response type without an error code, an extension key without an error answer)
+closes that connection only, after the answers to the requests before it. The broker and every other
+connection carry on.
 """
 
 from __future__ import annotations
