@@ -44,7 +44,7 @@ compat-kafka-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/integration --against kafka -m differential
 
 # Fuzzing, opt-in (10-15 min): FUZZ_EXAMPLES batches of 6 mutated frames of every served API key and version
-# against a broker process (tests/fuzz; `make test` runs 150), then atheris (coverage-guided, in-process) over the
+# against a broker process (tests/fuzz; `make test` runs 300), then atheris (coverage-guided, in-process) over the
 # decoding path for FUZZ_RUNS inputs; findings land in .fuzz/. atheris is installed here, not by `make test`.
 FUZZ_EXAMPLES ?= 4000
 FUZZ_RUNS ?= 1000000

@@ -37,6 +37,8 @@ INTERESTING = (
     b"\xff\xff\xff\xff", b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"\xfa\xff", b"\x00", b"\x01", b"\xff",
 )
 """Values that are counts or lengths in one encoding or another: huge, negative, overlong varints, null, zero."""
+HUGE_VARINTS = (b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\xff\x07", b"\xff\xff\xff\xff\x03", b"\x80\x80\x80\x80\x08")
+"""Compact lengths near 2^32, 2^31 and 2^30: what made kio pre-allocate tens of gigabytes and abort."""
 
 
 def _seed_payload(api_key: int, version: int, draw: Any) -> bytes:
@@ -95,8 +97,11 @@ def mutated_payloads(draw: Any, captured: Sequence[bytes] = ()) -> bytes:
     payload = bytearray(draw(seeds))
     for _ in range(draw(st.integers(0, 4))):
         at = draw(st.integers(0, max(len(payload) - 1, 0)))
-        kind = draw(st.sampled_from(["flip", "insert", "overwrite", "truncate", "header", "random"]))
-        if kind == "flip" and payload:
+        kind = draw(st.sampled_from(["flip", "insert", "overwrite", "truncate", "header", "random", "length",
+                                     "length"]))
+        if kind == "length":
+            _forge_length(payload, draw)
+        elif kind == "flip" and payload:
             payload[at] ^= 1 << draw(st.integers(0, 7))
         elif kind == "insert":
             payload[at:at] = draw(st.sampled_from(INTERESTING))
@@ -111,6 +116,24 @@ def mutated_payloads(draw: Any, captured: Sequence[bytes] = ()) -> bytes:
         else:
             payload[at:at + draw(st.integers(0, 8))] = draw(st.binary(min_size=1, max_size=8))
     return bytes(payload)
+
+
+def _forge_length(payload: bytearray, draw: Any) -> None:
+    """Replace what is probably a count or length with a hostile value: a byte of 1-16 (a compact length) with a
+    huge varint, or a big-endian int32 of 0-16 with a huge or negative one. Random positions hit a length so
+    rarely that 2400 frames against a broker without its bounds check never once reached kio's abort."""
+    if draw(st.booleans()):
+        compact = [index for index in range(8, len(payload)) if 1 <= payload[index] <= 16]
+        if compact:
+            index = draw(st.sampled_from(compact))
+            payload[index:index + 1] = draw(st.sampled_from(HUGE_VARINTS))
+        return
+    legacy = [index for index in range(8, len(payload) - 3)
+              if payload[index:index + 3] == b"\x00\x00\x00" and payload[index + 3] <= 16]
+    if legacy:
+        index = draw(st.sampled_from(legacy))
+        payload[index:index + 4] = draw(st.sampled_from([b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe",
+                                                         b"\x40\x00\x00\x00"]))
 
 
 def framed(payload: bytes) -> bytes:

@@ -25,7 +25,7 @@ from tests.integration.broker_process import BrokerProcess
 from .capture import RecordingProxy, run_clients
 from .frames import framed, mutated_payloads, smallest_seeds
 
-EXAMPLES = int(os.environ.get("LOGWRIGHT_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("LOGWRIGHT_FUZZ_EXAMPLES", "300"))
 FRAMES_PER_BATCH = 6
 RSS_BUDGET_BYTES = 256 * 1024 * 1024
 """How far above its size after the seed round the broker may grow while fuzzed."""
@@ -64,7 +64,12 @@ def resident_bytes(broker: BrokerProcess) -> int:
 
 def send_alone(broker: BrokerProcess, frame: bytes) -> None:
     """One frame on a connection of its own; whatever comes back (an answer, a close, nothing) is fine."""
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=2) as sock:
+    try:
+        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=2)
+    except ConnectionRefusedError:
+        assert broker.alive(), f"the broker died before frame {frame[:40].hex()}...: {broker.log_tail(8)}"
+        raise
+    with sock:
         try:
             sock.sendall(frame)
             sock.settimeout(0.05)
