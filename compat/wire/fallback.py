@@ -60,7 +60,8 @@ def _api_versions_v0_error(correlation_id: int) -> bytes:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(cls: type[Any]) -> dict[str, Any]:
+def field_hints(cls: type[Any]) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, kept per class: error answers are built often, the hints never change."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = _HINTS[cls] = typing.get_type_hints(cls)
@@ -70,17 +71,18 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
 def empty_entity(cls: type[Any], code: ErrorCode = ErrorCode.NONE) -> Any:
     """An entity of kio class ``cls`` with every field empty (zero, empty, null) and error codes set to ``code``."""
     values: dict[str, Any] = {}
-    hints = _hints(cls)
+    hints = field_hints(cls)
     for field in dataclasses.fields(cls):
         if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING:
             continue
-        values[field.name] = _empty_value(hints[field.name], code, field.name)
+        values[field.name] = empty_value(hints[field.name], code, field.name)
     if "error_code" in values or any(f.name == "error_code" for f in dataclasses.fields(cls)):
         values["error_code"] = code
     return cls(**values)
 
 
-def _empty_value(hint: Any, code: ErrorCode, name: str) -> Any:
+def empty_value(hint: Any, code: ErrorCode, name: str) -> Any:
+    """The empty value of a field typed ``hint``: null where allowed, else zero or empty; ``code`` for an error code."""
     origin = typing.get_origin(hint)
     arguments = typing.get_args(hint)
     if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":

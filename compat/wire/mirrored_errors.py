@@ -17,7 +17,7 @@ import typing
 from typing import Any
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.wire.fallback import _empty_value, _hints
+from logwright.compat.wire.fallback import empty_value, field_hints
 from logwright.compat.wire.messages import encode_response, response_type
 
 
@@ -35,7 +35,7 @@ def mirrored_error_response(api_key: int, api_version: int, correlation_id: int,
 
 
 def _mirror(cls: type[Any], source: Any, code: ErrorCode, mirrored: list[bool]) -> Any:
-    hints = _hints(cls)
+    hints = field_hints(cls)
     values: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
@@ -49,7 +49,7 @@ def _mirror(cls: type[Any], source: Any, code: ErrorCode, mirrored: list[bool]) 
         elif given is not None and item_type is None and not isinstance(given, tuple):
             values[field.name] = given
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            values[field.name] = _empty_value(hint, code, field.name)
+            values[field.name] = empty_value(hint, code, field.name)
     return cls(**values)
 
 
