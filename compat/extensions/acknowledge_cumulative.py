@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.registry import RequestContext
-from logwright.compat.wire.extension_body import Body, extension, integer, member_of, partition_of, text
+from logwright.compat.wire.extension_body import Body, MemberPartition, extension, integer, member_of
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.subscription_mode import require_cumulative_ack
 from logwright.core.errors import InvalidRequest
-from logwright.core.log.catalog import TopicState
 
 API_KEY = 32005
 
@@ -30,17 +29,12 @@ API_KEY = 32005
 class AcknowledgeCumulativeRequest:
     """The request map, checked field by field (topic and partition looked up) in the order errors are reported."""
 
-    group_id: str
-    member_id: str
-    topic: TopicState
-    partition_id: int
+    target: MemberPartition
     offset: int
 
     @classmethod
     def parse(cls, body: Body, broker: Broker) -> AcknowledgeCumulativeRequest:
-        group_id, member_id = text(body, "group_id"), text(body, "member_id")
-        topic, partition_id = partition_of(broker, text(body, "topic"), body.get("partition"))
-        return cls(group_id, member_id, topic, partition_id, integer(body, "offset"))
+        return cls(MemberPartition.parse(body, broker), integer(body, "offset"))
 
 
 @extension(API_KEY, "LogwrightAcknowledgeCumulative")
@@ -48,7 +42,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)
     request = AcknowledgeCumulativeRequest.parse(body, broker)
-    group_id, member_id, topic, partition_id = request.group_id, request.member_id, request.topic, request.partition_id
+    target = request.target
+    group_id, member_id, topic, partition_id = target.group_id, target.member_id, target.topic, target.partition_id
     group = member_of(coordinator, group_id, member_id)
     mode = coordinator.mode(group_id)
     require_cumulative_ack(mode, group_id)

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.registry import RequestContext
-from logwright.compat.wire.extension_body import Body, extension, integer, member_of, partition_of, ranges, text
+from logwright.compat.wire.extension_body import Body, MemberPartition, extension, integer, member_of, ranges
 from logwright.core.cursors import cursor_commands
-from logwright.core.log.catalog import TopicState
 
 API_KEY = 32003
 
@@ -29,18 +28,13 @@ API_KEY = 32003
 class NegativeAcknowledgeRequest:
     """The request map, checked field by field (topic and partition looked up) in the order errors are reported."""
 
-    group_id: str
-    member_id: str
-    topic: TopicState
-    partition_id: int
+    target: MemberPartition
     offsets: tuple[tuple[int, int], ...]
     delay_ms: int
 
     @classmethod
     def parse(cls, body: Body, broker: Broker) -> NegativeAcknowledgeRequest:
-        group_id, member_id = text(body, "group_id"), text(body, "member_id")
-        topic, partition_id = partition_of(broker, text(body, "topic"), body.get("partition"))
-        return cls(group_id, member_id, topic, partition_id, ranges(body.get("ranges")), integer(body, "delay_ms"))
+        return cls(MemberPartition.parse(body, broker), ranges(body.get("ranges")), integer(body, "delay_ms"))
 
 
 @extension(API_KEY, "LogwrightNegativeAcknowledge")
@@ -48,10 +42,11 @@ async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)
     request = NegativeAcknowledgeRequest.parse(body, broker)
-    group_id, topic, partition_id = request.group_id, request.topic, request.partition_id
-    member_of(coordinator, group_id, request.member_id)
+    target = request.target
+    group_id, member_id, topic, partition_id = target.group_id, target.member_id, target.topic, target.partition_id
+    member_of(coordinator, group_id, member_id)
     state = coordinator.cursor(group_id, topic.name, partition_id)
-    events = cursor_commands.release(state, request.member_id, request.offsets, broker.clock.now_ms(),
+    events = cursor_commands.release(state, member_id, request.offsets, broker.clock.now_ms(),
                                      request.delay_ms, coordinator.delivery_count_limit(group_id),
                                      coordinator.release_context(group_id, topic.name, partition_id))
     coordinator.apply(group_id, partition_id, events)

@@ -17,6 +17,7 @@ are answered with the matching Kafka error code and a message; the connection st
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -117,3 +118,20 @@ def partition_of(broker: Broker, topic_name: str, index: Any) -> tuple[TopicStat
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(topic.partition_ids):
         raise UnknownPartition(f"topic {topic_name!r} has no partition {index!r}")
     return topic, topic.partition_ids[index]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPartition:
+    """The member and the one partition a request names (``group_id, member_id, topic, partition``), checked in
+    the order errors are reported: the two ids, then the topic and partition looked up."""
+
+    group_id: str
+    member_id: str
+    topic: TopicState
+    partition_id: int
+
+    @classmethod
+    def parse(cls, body: Body, broker: Broker) -> MemberPartition:
+        group_id, member_id = text(body, "group_id"), text(body, "member_id")
+        topic, partition_id = partition_of(broker, text(body, "topic"), body.get("partition"))
+        return cls(group_id, member_id, topic, partition_id)
