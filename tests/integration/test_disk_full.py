@@ -97,8 +97,9 @@ def test_a_full_disk_refuses_produces_keeps_reads_and_recovers_when_space_is_fre
     assert checked.stdout.startswith("consistent")
 
 
-async def _scenario(broker: BrokerProcess) -> None:
-    topic = f"full-{uuid.uuid4().hex[:8]}"
+async def _producer_on_a_new_topic(broker: BrokerProcess, prefix: str) -> Producer:
+    """A one-partition topic named ``prefix``-something, and a bootstrapped `Producer` for it."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
     await admin.start()
     try:
@@ -107,6 +108,12 @@ async def _scenario(broker: BrokerProcess) -> None:
         await admin.close()
     producer = Producer(broker.bootstrap, topic)
     await producer.client.bootstrap()
+    return producer
+
+
+async def _scenario(broker: BrokerProcess) -> None:
+    producer = await _producer_on_a_new_topic(broker, "full")
+    topic = producer.topic
     acknowledged: list[bytes] = []
     try:
         for _ in range(5):
@@ -165,15 +172,7 @@ def test_a_store_that_cannot_be_opened_again_stops_the_broker_with_a_clear_messa
 
 
 async def _fill_then_unmount(broker: BrokerProcess) -> None:
-    topic = f"gone-{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, 1, 1)])
-    finally:
-        await admin.close()
-    producer = Producer(broker.bootstrap, topic)
-    await producer.client.bootstrap()
+    producer = await _producer_on_a_new_topic(broker, "gone")
     try:
         fill(broker.data_dir, leave_bytes=1 << 20)
         for _ in range(200):
