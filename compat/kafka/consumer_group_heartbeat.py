@@ -12,13 +12,13 @@ INCONSISTENT_GROUP_PROTOCOL (a classic group of that id has members), GROUP_ID_N
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.kafka.heartbeat_answer import heartbeat_answer
 from logwright.compat.kafka.join_group import milliseconds
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_groups import as_tuple
@@ -79,11 +79,7 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
         client_host=f"/{context.client_host}",
     )
 
-    def answer(code: ErrorCode, message: str | None, member_id: str | None, epoch: int, assignment: Any) -> Any:
-        interval = coordinator.heartbeat_interval_ms(command.group_id) if command.group_id else 0
-        return make(module.ConsumerGroupHeartbeatResponse, throttle_time=datetime.timedelta(0), error_code=code,
-                    error_message=message, member_id=member_id, member_epoch=epoch,
-                    heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment)
+    answer = heartbeat_answer(module.ConsumerGroupHeartbeatResponse, coordinator, command.group_id)
 
     before = consumer_group(broker, command.group_id)
     try:

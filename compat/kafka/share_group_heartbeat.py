@@ -9,12 +9,12 @@ epoch 0), INVALID_REQUEST for a first heartbeat without topics.
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.kafka.heartbeat_answer import heartbeat_answer
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.share_groups.share_groups import ShareHeartbeat
@@ -41,11 +41,7 @@ async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -
         client_host=f"/{context.client_host}",
     )
 
-    def answer(code: ErrorCode, message: str | None, member_id: str | None, epoch: int, assignment: Any) -> Any:
-        interval = coordinator.heartbeat_interval_ms(command.group_id) if command.group_id else 0
-        return make(module.ShareGroupHeartbeatResponse, throttle_time=datetime.timedelta(0), error_code=code,
-                    error_message=message, member_id=member_id, member_epoch=epoch,
-                    heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment)
+    answer = heartbeat_answer(module.ShareGroupHeartbeatResponse, coordinator, command.group_id)
 
     try:
         member_id, state = await coordinator.heartbeat(command)
