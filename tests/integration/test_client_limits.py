@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kio.schema.fetch.v12 import request as fetch
-from kio.schema.produce.v9 import request as produce
 from logwright.client import Client
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
@@ -31,6 +30,7 @@ from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 
 from .broker_process import BrokerProcess
+from .raw_batches import fill_topic, produce_request
 from .test_bad_input import _broker_still_serves, _closed, _connect, _read_response, _request
 from .test_share_fetch_limits import acquire_once
 
@@ -51,29 +51,6 @@ def start_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     yield start
     for process in started:
         process.kill()
-
-
-def fill(bootstrap: str, topic: str, batches: int, records: int, record_bytes: int) -> None:
-    """``batches`` stored batches of ``records`` records each, produced as raw batches so their sizes are known."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-
-    async def run() -> None:
-        connection = await Connection.open(bootstrap, "limits")
-        now = int(time.time() * 1000)
-        for _ in range(batches):
-            response = await connection.request(produce_request(topic, build_batch(
-                [Record(0, now, None, b"x" * record_bytes) for _ in range(records)])))
-            assert response.responses[0].partition_responses[0].error_code == 0
-        await connection.close()
-
-    asyncio.run(run())
-
-
-def produce_request(topic: str, batch: bytes) -> Any:
-    return make(produce.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
-                topic_data=(make(produce.TopicProduceData, name=topic, partition_data=(
-                    make(produce.PartitionProduceData, index=0, records=batch),)),))
 
 
 def fetch_request(topic: str, max_bytes: int, partition_max_bytes: int, max_wait_ms: int = 0) -> Any:
@@ -108,7 +85,7 @@ def rss_bytes(process: BrokerProcess) -> int:
 def test_fetch_answers_are_capped_by_the_brokers_fetch_max_bytes(start_broker: Callable[..., BrokerProcess]) -> None:
     broker = start_broker({"fetch.max.bytes": "12000"})
     topic = f"capped-{uuid.uuid4().hex[:8]}"
-    fill(broker.bootstrap, topic, batches=6, records=5, record_bytes=1000)  # about 5.1 KB a batch
+    fill_topic(broker.bootstrap, topic, batches=6, records=5, record_bytes=1000)  # about 5.1 KB a batch
     batch = fetched_bytes(broker.bootstrap, topic, 5000, 5000)  # one batch: the first always goes whole
     assert 5000 < batch < 6000
     assert fetched_bytes(broker.bootstrap, topic, 10**8, 10**8) == 2 * batch, "the client's max_bytes won"
@@ -129,7 +106,7 @@ def test_message_max_bytes_and_socket_request_max_bytes(start_broker: Callable[.
     over socket.request.max.bytes closes its connection at its size prefix, others carry on."""
     broker = start_broker({"message.max.bytes": "3000", "socket.request.max.bytes": "8192"})
     topic = f"sizes-{uuid.uuid4().hex[:8]}"
-    fill(broker.bootstrap, topic, batches=1, records=2, record_bytes=1000)
+    fill_topic(broker.bootstrap, topic, batches=1, records=2, record_bytes=1000)
 
     async def produce_code(batch: bytes) -> int:
         connection = await Connection.open(broker.bootstrap, "limits")
@@ -157,7 +134,7 @@ def test_a_client_that_pipelines_fetches_and_never_reads_is_bounded(
     meanwhile."""
     broker = start_broker({})
     topic = f"pipelined-{uuid.uuid4().hex[:8]}"
-    fill(broker.bootstrap, topic, batches=4, records=900, record_bytes=1000)
+    fill_topic(broker.bootstrap, topic, batches=4, records=900, record_bytes=1000)
     broker.stop()
     broker.start()  # answers are then read from RocksDB, one copy each, not shared from the tail cache
     one_answer = fetched_bytes(broker.bootstrap, topic, 10**8, 10**8)

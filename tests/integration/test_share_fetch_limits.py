@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,18 +19,16 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v9 import request as produce
 from kio.schema.share_fetch.v1 import request as fetch_v1
 from kio.schema.share_fetch.v2 import request as fetch_v2
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.client import Client
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
-from logwright.compat.wire.record_batch import build_batch
-from logwright.compat.wire.records import Record
 
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs
+from .raw_batches import fill_topic
 from .test_share_groups import check_consistent
 
 BATCHES, PER_BATCH = 6, 5
@@ -42,22 +39,7 @@ def batched_topic(shared_broker: Any) -> tuple[str, str]:
     """(bootstrap, topic) of a topic with six stored batches of five records."""
     bootstrap = shared_broker.bootstrap
     topic = f"limits-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-
-    async def fill() -> None:
-        connection = await Connection.open(bootstrap, "limits")
-        now = int(time.time() * 1000)
-        for _ in range(BATCHES):
-            batch = build_batch([Record(0, now, None, b"x" * 1000) for _ in range(PER_BATCH)])
-            response = await connection.request(make(
-                produce.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
-                topic_data=(make(produce.TopicProduceData, name=topic, partition_data=(
-                    make(produce.PartitionProduceData, index=0, records=batch),)),)))
-            assert response.responses[0].partition_responses[0].error_code == 0
-        await connection.close()
-
-    asyncio.run(fill())
+    fill_topic(bootstrap, topic, BATCHES, PER_BATCH, record_bytes=1000)
     return bootstrap, topic
 
 
