@@ -100,6 +100,14 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def resident_bytes(self) -> int:
+        """The running broker's resident memory (VmRSS), for tests that bound what clients make it hold."""
+        assert self.process is not None, "the broker was not started"
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
     def advance_clock(self, milliseconds: int) -> int:
         """Move a ``manual_clock`` broker's time on; returns the new time once everything due has run."""
         return advance_clock(self.bootstrap, milliseconds)

@@ -74,14 +74,6 @@ def fetched_bytes(bootstrap: str, topic: str, max_bytes: int, partition_max_byte
     return asyncio.run(run())
 
 
-def rss_bytes(process: BrokerProcess) -> int:
-    assert process.process is not None
-    for line in Path(f"/proc/{process.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_fetch_answers_are_capped_by_the_brokers_fetch_max_bytes(start_broker: Callable[..., BrokerProcess]) -> None:
     broker = start_broker({"fetch.max.bytes": "12000"})
     topic = f"capped-{uuid.uuid4().hex[:8]}"
@@ -139,14 +131,14 @@ def test_a_client_that_pipelines_fetches_and_never_reads_is_bounded(
     broker.start()  # answers are then read from RocksDB, one copy each, not shared from the tail cache
     one_answer = fetched_bytes(broker.bootstrap, topic, 10**8, 10**8)
     assert one_answer > 3_500_000
-    before = rss_bytes(broker)
+    before = broker.resident_bytes()
     count = 100
     with _connect(broker.bootstrap) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.sendall(b"".join(encode_frame(encode_request(fetch_request(topic, 10**8, 10**8), correlation_id,
                                                           "pipeliner")) for correlation_id in range(count)))
         _broker_still_serves(broker.bootstrap)
-        grown = rss_bytes(broker) - before
+        grown = broker.resident_bytes() - before
         assert grown < 8 * one_answer, f"the broker grew by {grown} bytes for a client that does not read"
         for correlation_id in range(count):
             (size,) = struct.unpack(">i", read_exactly(sock, 4))
@@ -221,7 +213,7 @@ def test_a_flood_of_partial_frames_stays_within_the_budget(start_broker: Callabl
     of a 120 KB one; with a budget of 1 MiB at most five of them may stay open, and other clients carry on."""
     budget = 1024 * 1024
     broker = start_broker({"logwright.socket.partial.frame.budget.bytes": str(budget)})
-    before = rss_bytes(broker)
+    before = broker.resident_bytes()
     flood: list[socket.socket] = []
     try:
         for index in range(40):
@@ -249,7 +241,7 @@ def test_a_flood_of_partial_frames_stays_within_the_budget(start_broker: Callabl
         while len(still_open()) * 100_000 > budget:
             assert time.monotonic() < deadline, f"{len(still_open())} partial frames are still held"
             time.sleep(0.1)
-        assert rss_bytes(broker) - before < 16 * budget
+        assert broker.resident_bytes() - before < 16 * budget
         _broker_still_serves(broker.bootstrap)
     finally:
         for sock in flood:
