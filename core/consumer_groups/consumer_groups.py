@@ -25,7 +25,7 @@ from logwright.core.events.consumer_groups import (
     SubscriptionMetadata,
     TopicPartitions,
 )
-from logwright.core.member_tuples import with_member
+from logwright.core.member_tuples import member_by_id, with_member
 from logwright.core.projection import Projection
 
 DEFAULT_ASSIGNOR = "uniform"
@@ -85,10 +85,7 @@ class ConsumerGroupState:
     targets: tuple[tuple[str, TopicPartitions], ...] = ()
 
     def member(self, member_id: str) -> ConsumerMember | None:
-        for member in self.members:
-            if member.member_id == member_id:
-                return member
-        return None
+        return member_by_id(self.members, member_id)
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         for member in self.members:

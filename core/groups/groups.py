@@ -25,6 +25,7 @@ from logwright.core.events import (
     RebalanceStarted,
     StaticMemberReplaced,
 )
+from logwright.core.member_tuples import member_by_id
 from logwright.core.projection import Projection
 
 Protocols = tuple[tuple[str, bytes], ...]
@@ -76,10 +77,7 @@ class GroupState:
     members: tuple[GroupMember, ...] = ()
 
     def member(self, member_id: str) -> GroupMember | None:
-        for member in self.members:
-            if member.member_id == member_id:
-                return member
-        return None
+        return member_by_id(self.members, member_id)
 
     def static_member(self, group_instance_id: str) -> GroupMember | None:
         for member in self.members:

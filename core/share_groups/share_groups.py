@@ -42,7 +42,7 @@ from logwright.core.events.share_groups import (
     ShareMembershipChanged,
     ShareMemberSubscribed,
 )
-from logwright.core.member_tuples import with_member
+from logwright.core.member_tuples import member_by_id, with_member
 from logwright.core.projection import Projection
 
 LEAVE_EPOCH = -1
@@ -74,10 +74,7 @@ class ShareGroupState:
         return self.membership if self.membership is not None else Membership(self.group_id)
 
     def member(self, member_id: str) -> ShareMember | None:
-        for member in self.members:
-            if member.member_id == member_id:
-                return member
-        return None
+        return member_by_id(self.members, member_id)
 
     @property
     def phase(self) -> str:
