@@ -141,18 +141,23 @@ def _produce_v10_frame(topic: str) -> tuple[bytes, int]:
     return struct.pack(">i", len(payload)) + payload, 4 + topic_count_at
 
 
+def _closes_only_that_connection(broker: BrokerProcess, frame: bytes) -> None:
+    """``frame`` closes its connection; the broker lives on and answers new ones at once."""
+    with _connect(broker.bootstrap) as sock:
+        sock.sendall(frame)
+        assert _closed(sock)
+    assert broker.alive()
+    _answers_within_a_second(broker.bootstrap)
+    _broker_still_serves(broker.bootstrap)
+
+
 @pytest.mark.logwright_only(reason="a regression test of logwright's decoder, on a private process")
 def test_forged_compact_array_count_in_produce_v10_does_not_kill_the_broker(broker: BrokerProcess) -> None:
     frame, at = _produce_v10_frame("forged")
     payload = frame[4:at] + FORGED_COUNT + frame[at + 1:]
     forged = struct.pack(">i", len(payload)) + payload
     assert len(forged) < 300
-    with _connect(broker.bootstrap) as sock:
-        sock.sendall(forged)
-        assert _closed(sock)
-    assert broker.alive()
-    _answers_within_a_second(broker.bootstrap)
-    _broker_still_serves(broker.bootstrap)
+    _closes_only_that_connection(broker, forged)
 
 
 @pytest.mark.logwright_only(reason="a regression test of logwright's decoder, on a private process")
@@ -161,13 +166,7 @@ def test_negative_topic_name_length_in_produce_v0_does_not_freeze_the_broker(bro
     zero count and looped 2^31 - 1 times on the event loop."""
     body = struct.pack(">hii", 1, 1000, 2) + struct.pack(">h", 1) + b"t" + struct.pack(">i", 0)
     body += struct.pack(">h", -6) + b"\x00\x00\x00\x00"
-    frame = _request(0, 0, 1, body)
-    with _connect(broker.bootstrap) as sock:
-        sock.sendall(frame)
-        assert _closed(sock)
-    assert broker.alive()
-    _answers_within_a_second(broker.bootstrap)
-    _broker_still_serves(broker.bootstrap)
+    _closes_only_that_connection(broker, _request(0, 0, 1, body))
 
 
 def test_unknown_api_key_closes_only_that_connection(bootstrap: str) -> None:
