@@ -34,8 +34,8 @@ class PluginDecisions(Protocol):
         """The registered subscription mode called ``name``; raises `InvalidConfig` for an unknown one."""
         ...
 
-    def release_decider(self) -> ReleaseDecider | None:
-        """The release decision chain; ``None`` when only the built-in default decides."""
+    def release_decider(self, always: bool = False) -> ReleaseDecider | None:
+        """The release decision chain; ``None`` when only the built-in default decides (unless ``always``)."""
         ...
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
@@ -55,7 +55,8 @@ class Coordinators:
     @classmethod
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
         return cls(GroupCoordinator(broker), ConsumerCoordinator(broker),
-                   ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider()),
+                   ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
+                                    plugins.release_decider(always=True)),
                    TransactionTimer(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:

@@ -287,15 +287,16 @@ class PluginHost:
 
     # -- decisions and wrappers ------------------------------------------------------------------
 
-    def release_decider(self) -> ReleaseDecider | None:
+    def release_decider(self, always: bool = False) -> ReleaseDecider | None:
         """The ``logwright_decide_release`` chain as one plain callable, resolved now, for the share groups.
 
         ``None`` when only the built-in ``redelivery`` plugin implements it: the cursor commands then apply
         ``share.delivery.count.limit`` themselves, with no `ReleasedDelivery` built and no call made. If every
         plugin answers ``None``, the records are redelivered after the delay the consumer asked for.
+        ``always`` gives the chain even then: the share groups call it for groups with a backoff policy.
         """
         return resolved(self._manager.hook.logwright_decide_release, "delivery", (Redeliver, Reject),
-                         lambda delivery: Redeliver(max(0, delivery.requested_delay_ms or 0)))
+                         lambda delivery: Redeliver(max(0, delivery.requested_delay_ms or 0)), always)
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
         """The ``logwright_admit_append`` chain (wrappers included) as one callable, resolved now, for Produce.

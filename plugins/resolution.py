@@ -16,8 +16,9 @@ BUILTIN_DEFAULTS = frozenset({"redelivery", "admission"})
 
 
 def resolved(caller: pluggy.HookCaller, argument: str, answers: tuple[type[Any], ...],
-              default: Callable[[Any], Any]) -> Callable[[Any], Any] | None:
-    """One callable for a ``firstresult`` hook, resolved once; ``None`` if only a built-in default implements it.
+              default: Callable[[Any], Any], always: bool = False) -> Callable[[Any], Any] | None:
+    """One callable for a ``firstresult`` hook, resolved once; ``None`` if only a built-in default implements it
+    (unless ``always``: then the built-in's own implementation is the chain).
 
     Plain implementations become a loop over their functions in pluggy's call order (no pluggy machinery
     per call); wrappers need pluggy's generator protocol, so with any wrapper the hook caller itself is
@@ -25,7 +26,7 @@ def resolved(caller: pluggy.HookCaller, argument: str, answers: tuple[type[Any],
     ``answers`` raises a `TypeError` naming the hook.
     """
     implementations = caller.get_hookimpls()
-    if all(impl.plugin_name in BUILTIN_DEFAULTS for impl in implementations):
+    if not always and all(impl.plugin_name in BUILTIN_DEFAULTS for impl in implementations):
         return None
     chain: Callable[[Any], Any]
     if any(impl.wrapper or impl.hookwrapper for impl in implementations):

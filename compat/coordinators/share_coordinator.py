@@ -28,6 +28,7 @@ from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.key_hash import key_hash
 from logwright.core.cursors.plugin_decisions import ReleaseContext, ReleaseDecider
+from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
 from logwright.core.cursors.subscription_mode import (
     DEFAULT_MODE,
     SUBSCRIPTION_MODE_KEY,
@@ -85,12 +86,14 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
 
 class ShareCoordinator:
     def __init__(self, broker: Broker, modes: Callable[[str], SubscriptionMode],
-                 release_decider: ReleaseDecider | None) -> None:
+                 release_decider: ReleaseDecider | None, backoff_decider: ReleaseDecider | None = None) -> None:
         """``modes`` names the registered subscription modes (raising `InvalidConfig` for an unknown one);
-        ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides."""
+        ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides;
+        ``backoff_decider`` is that default itself, asked only for groups with a redelivery backoff policy."""
         self.broker = broker
         self._modes = modes
         self._release_decider = release_decider
+        self._backoff_decider = backoff_decider
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
@@ -138,12 +141,21 @@ class ShareCoordinator:
 
     def release_context(self, group_id: str, topic: str, partition_id: int) -> ReleaseContext | None:
         """What a plugin's ``logwright_decide_release`` needs for records of this partition; ``None`` (and
-        nothing computed) when no plugin but the built-in default decides."""
-        if self._release_decider is None:
-            return None
+        nothing computed) when no plugin but the built-in default decides and the group has no backoff policy."""
+        decide = self._release_decider
+        if decide is None:
+            if self._backoff_decider is None or self._backoff_policy(group_id) == "none":
+                return None
+            decide = self._backoff_decider
         topic_state = self.broker.topic(topic)
         index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
-        return ReleaseContext(self._release_decider, index, self.group_settings(group_id))
+        return ReleaseContext(decide, index, self.group_settings(group_id))
+
+    def _backoff_policy(self, group_id: str) -> str:
+        """The group's ``logwright.redelivery.backoff.policy`` (``none`` if no plugin registered the key)."""
+        if self.broker.configs.get("group", BACKOFF_POLICY_KEY) is None:
+            return "none"
+        return self.group_config(group_id, BACKOFF_POLICY_KEY)
 
     def lock_duration_ms(self, group_id: str, member_id: str | None = None) -> int:
         """The member's own lock duration (its ack timeout) if it declared one, else the group's."""

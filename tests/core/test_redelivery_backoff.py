@@ -30,3 +30,41 @@ def test_fixed_delay_ignores_the_count() -> None:
 def test_bad_values_are_refused_with_a_message(make: object) -> None:
     with pytest.raises(InvalidConfig, match="ms|multiplier"):
         make()  # type: ignore[operator]
+
+
+def test_group_policies_from_settings_follow_the_persisted_delivery_count() -> None:
+    from logwright.core.cursors import redelivery_backoff as b
+
+    multiplier = b.backoff_from_settings({b.POLICY_KEY: "multiplier", b.MIN_KEY: "1000", b.MAX_KEY: "5000",
+                                          b.MULTIPLIER_KEY: "2"})
+    assert [multiplier.delay_for(n) for n in range(5)] == [1_000, 2_000, 4_000, 5_000, 5_000]
+    assert b.backoff_from_settings({}).delay_for(7) == 0
+    assert b.backoff_from_settings({b.POLICY_KEY: "fixed", b.DELAY_KEY: "250"}).delay_for(3) == 250
+    levels = b.backoff_from_settings({b.POLICY_KEY: "levels"})
+    assert [levels.delay_for(n) for n in (0, 1, 2, 3, 4, 16, 17, 40)] == [
+        1_000, 5_000, 10_000, 30_000, 60_000, 3_600_000, 7_200_000, 7_200_000]
+    custom = b.backoff_from_settings({b.POLICY_KEY: "levels", b.LEVELS_KEY: "500ms, 2s 1m"})
+    assert [custom.delay_for(n) for n in range(4)] == [500, 2_000, 60_000, 60_000]
+    # a minimum above the maximum (keys are validated one at a time) reads as a constant minimum
+    inverted = b.backoff_from_settings({b.POLICY_KEY: "multiplier", b.MIN_KEY: "3000", b.MAX_KEY: "1000"})
+    assert inverted.delay_for(0) == inverted.delay_for(5) == 3_000
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("logwright.redelivery.backoff.policy", "exponential", "must be one of none, fixed, multiplier, levels"),
+    ("logwright.redelivery.backoff.delay.ms", "-1", "at least 100 ms, got -1"),
+    ("logwright.redelivery.backoff.min.ms", "-5", "at least 100 ms, got -5"),
+    ("logwright.redelivery.backoff.max.ms", "50", "below the minimum"),
+    ("logwright.redelivery.backoff.multiplier", "0.5", "at least 1.0, got 0.5"),
+    ("logwright.redelivery.backoff.multiplier", "fast", "must be a number"),
+    ("logwright.redelivery.backoff.levels", "1s 5x", "'5x' is not a whole number with a unit"),
+    ("logwright.redelivery.backoff.levels", " ", "at least one level"),
+])
+def test_backoff_keys_refuse_bad_values_with_a_message(key: str, value: str, message: str) -> None:
+    from logwright.core.cursors.redelivery_backoff import validator
+
+    problem = validator(key)(value)
+    assert problem is not None and message in problem
+    assert validator(key)({"logwright.redelivery.backoff.policy": "levels",
+                           "logwright.redelivery.backoff.levels": "1s 2s",
+                           "logwright.redelivery.backoff.multiplier": "1.5"}.get(key, "1000")) is None

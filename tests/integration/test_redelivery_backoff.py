@@ -1,0 +1,122 @@
+"""Redelivery backoff policies as group configs, with confluent-kafka's `ShareConsumer` on a manual-clock broker.
+
+Kafka has no backoff: with the default policy (``none``) a RELEASE is available again at once. With
+``logwright.redelivery.backoff.policy`` set, RELEASE, lock expiry and a broker restart in between all
+follow the policy for the persisted delivery count. Time only moves when the test advances the broker's
+clock, so "not 1 ms before" is checked exactly; the empty polls wait a little wall time to be sure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import AcknowledgeType, KafkaError, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+from .broker_process import BrokerProcess
+from .test_share_groups import LOCK_MS, advance_clock, check_consistent, commit, consumer, poll_batch, setup_topic
+
+QUIET_S = 2.0
+"""Wall time an empty poll waits for a record that must not come (the broker clock is stopped meanwhile)."""
+
+MULTIPLIER = {"logwright.redelivery.backoff.policy": "multiplier", "logwright.redelivery.backoff.min.ms": "1000",
+              "logwright.redelivery.backoff.max.ms": "60000", "logwright.redelivery.backoff.multiplier": "2"}
+
+
+@pytest.fixture
+def clocked_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
+    try:
+        yield process
+    finally:
+        process.kill()
+
+
+def release_once(share: ShareConsumer, topic: str, expected_count: int) -> None:
+    """Poll the one record, check its delivery count and RELEASE it."""
+    batch = poll_batch(share)
+    assert [(m.offset(), m.delivery_count()) for m in batch] == [(0, expected_count)]
+    share.acknowledge(batch[0], AcknowledgeType.RELEASE)
+    assert commit(share) == {(topic, 0): None}
+
+
+def comes_back_after(bootstrap: str, share: ShareConsumer, delay_ms: int) -> None:
+    """Nothing at ``delay_ms - 1`` of broker time; the record is there once the last millisecond passes."""
+    advance_clock(bootstrap, delay_ms - 1)
+    assert poll_batch(share, QUIET_S) == [], f"redelivered before its {delay_ms} ms backoff"
+    advance_clock(bootstrap, 1)
+
+
+def test_release_backs_off_1_2_4_seconds_and_keeps_growing_across_a_restart(clocked_broker: BrokerProcess) -> None:
+    bootstrap, group = clocked_broker.bootstrap, "backoff-multiplier"
+    topic = setup_topic(bootstrap, group, 1, **MULTIPLIER)
+    share = consumer(bootstrap, group, topic)
+    release_once(share, topic, 1)
+    comes_back_after(bootstrap, share, 1_000)
+    release_once(share, topic, 2)
+    comes_back_after(bootstrap, share, 2_000)
+    release_once(share, topic, 3)
+    share.close()
+    clocked_broker.kill()  # the record waits 4 s; the count of 3 and its due time are in the event log
+    clocked_broker.start()
+    after = consumer(bootstrap, group, topic)
+    comes_back_after(bootstrap, after, 4_000)
+    release_once(after, topic, 4)
+    comes_back_after(bootstrap, after, 8_000)
+    batch = poll_batch(after)
+    assert [(m.offset(), m.delivery_count()) for m in batch] == [(0, 5)]
+    after.acknowledge(batch[0])
+    assert commit(after) == {(topic, 0): None}
+    after.close()
+    check_consistent(clocked_broker)
+
+
+def test_the_level_table_and_lock_expiry(clocked_broker: BrokerProcess) -> None:
+    bootstrap, group = clocked_broker.bootstrap, "backoff-levels"
+    topic = setup_topic(bootstrap, group, 1, **{"logwright.redelivery.backoff.policy": "levels",
+                                                "share.record.lock.duration.ms": str(LOCK_MS)})
+    holder = consumer(bootstrap, group, topic)
+    batch = poll_batch(holder)
+    assert [(m.offset(), m.delivery_count()) for m in batch] == [(0, 1)]
+    advance_clock(bootstrap, LOCK_MS)  # the lock runs out: the first level (1 s) applies
+    other = consumer(bootstrap, group, topic)
+    comes_back_after(bootstrap, other, 1_000)
+    release_once(other, topic, 2)  # the second level: 5 s
+    comes_back_after(bootstrap, other, 5_000)
+    batch = poll_batch(other)
+    assert [(m.offset(), m.delivery_count()) for m in batch] == [(0, 3)]
+    other.acknowledge(batch[0])
+    assert commit(other) == {(topic, 0): None}
+    holder.close()
+    other.close()
+    check_consistent(clocked_broker)
+
+
+def test_without_a_policy_a_release_comes_back_at_once_as_in_kafka(clocked_broker: BrokerProcess) -> None:
+    bootstrap, group = clocked_broker.bootstrap, "backoff-none"
+    topic = setup_topic(bootstrap, group, 1)
+    share = consumer(bootstrap, group, topic)
+    release_once(share, topic, 1)
+    release_once(share, topic, 2)  # no clock advance needed
+    share.close()
+    check_consistent(clocked_broker)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("logwright.redelivery.backoff.policy", "exponential", "must be one of none, fixed, multiplier, levels"),
+    ("logwright.redelivery.backoff.delay.ms", "-1", "at least 100 ms"),
+    ("logwright.redelivery.backoff.max.ms", "50", "below the minimum"),
+    ("logwright.redelivery.backoff.multiplier", "0.5", "at least 1.0"),
+    ("logwright.redelivery.backoff.levels", "1s 5x", "not a whole number with a unit"),
+])
+def test_bad_backoff_configs_get_invalid_config_with_a_message(clocked_broker: BrokerProcess, key: str, value: str,
+                                                               message: str) -> None:
+    admin = AdminClient({"bootstrap.servers": clocked_broker.bootstrap})
+    entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, "backoff-configs", incremental_configs=[entry])
+    with pytest.raises(Exception) as refused:
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG and key in error.str() and message in error.str()
