@@ -6,7 +6,10 @@ Read-only (a partition without a cursor is reported with ``exists: false``, none
 Request (msgpack map): ``group_id: str, topic: str``. Response: ``error_code, error_message, now_ms,
 partitions: [{partition, exists, log_start_offset, log_end_offset, mark_delete_position, settled:
 [[first, last], ...], in_flight: [{first, last, consumer, lock_deadline_ms, delivery_count}, ...],
-redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}, ...], backlog}, ...]``.
+redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}, ...], backlog, delayed:
+[{offset, deliver_at_ms}, ...]}, ...]``. ``delayed`` lists the partition's records whose delivery delay
+has not run out (for every subscription alike; Exclusive and Failover ignore it), present with or without
+a cursor.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.errors import UnknownTopic
 from logwright.core.log.catalog import TopicState
+from logwright.core.log.delayed_delivery import DELAYED_RECORDS, delayed_index
+from logwright.core.log.partition_log import partition_key
 
 API_KEY = 32006
 
@@ -41,6 +46,12 @@ class InspectCursorRequest:
         return cls(group_id, topic)
 
 
+def _delayed(broker: Broker, partition_id: int) -> list[dict[str, int]]:
+    index = delayed_index(broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
+    now = broker.clock.now_ms()
+    return [{"offset": offset, "deliver_at_ms": at} for offset, at in (index.entries if index else ()) if at > now]
+
+
 @extension(API_KEY, "LogwrightInspectCursor")
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
@@ -52,7 +63,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
         log_end = broker.high_watermark(partition_id)
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
-                                 "log_start_offset": log_start, "log_end_offset": log_end}
+                                 "log_start_offset": log_start, "log_end_offset": log_end,
+                                 "delayed": _delayed(broker, partition_id)}
         if isinstance(state, CursorState):
             entry.update(
                 mark_delete_position=state.mark_delete_position,
