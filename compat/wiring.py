@@ -22,7 +22,7 @@ from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
 from logwright.core.clock import Clock
 from logwright.core.config.configs import ConfigRegistry
-from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ReleaseDecider
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ArchiveDecider, ReleaseDecider
 from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -42,6 +42,10 @@ class PluginDecisions(Protocol):
         """The append admission chain; ``None`` when every append is admitted."""
         ...
 
+    def archive_decider(self) -> ArchiveDecider | None:
+        """The dead-letter decision for archived records; ``None`` when no plugin makes one."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Coordinators:
@@ -56,7 +60,7 @@ class Coordinators:
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
         return cls(GroupCoordinator(broker), ConsumerCoordinator(broker),
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
-                                    plugins.release_decider(always=True)),
+                                    plugins.release_decider(always=True), plugins.archive_decider()),
                    TransactionTimer(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:

@@ -27,6 +27,8 @@ from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
     Admission,
     AppendRequest,
+    ArchivedRecords,
+    DeadLetter,
     PartitionAppend,
     Redeliver,
     Reject,
@@ -80,7 +82,8 @@ __all__ = [
     "HashRange", "RangeSet", "first_offsets", "in_flight_budget", "SUBSCRIPTION_MODE_KEY", "DEFAULT_MODE",
     "MAX_UNACKED_PER_CONSUMER",
     # decisions and wrappers
-    "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "AppendRequest",
+    "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "ArchivedRecords", "DeadLetter",
+    "AppendRequest",
     "PartitionAppend", "Admission", "ADMIT_ALL",
     # configs
     "ConfigKey", "long_at_least", "long_between", "one_of", "boolean", "any_value", "DELIVERY_LIMIT_KEY",

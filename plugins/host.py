@@ -27,6 +27,9 @@ from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
     Admission,
     AppendRequest,
+    ArchiveDecider,
+    ArchivedRecords,
+    DeadLetter,
     Redeliver,
     Reject,
     ReleasedDelivery,
@@ -60,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "logwright.plugins"
-BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission")
+BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission", "dead_letter")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
 DISABLED_KEY = "plugins.disabled"
 """Broker config: comma-separated names of plugins (built-in or installed) not to load."""
@@ -297,6 +300,23 @@ class PluginHost:
         """
         return resolved(self._manager.hook.logwright_decide_release, "delivery", (Redeliver, Reject),
                          lambda delivery: Redeliver(max(0, delivery.requested_delay_ms or 0)), always)
+
+    def archive_decider(self) -> ArchiveDecider | None:
+        """The ``logwright_decide_archive`` chain for the share groups; ``None`` when no plugin implements it.
+
+        Called through pluggy: archiving is rare beside fetches and acks, and only groups that archive pay.
+        """
+        caller = self._manager.hook.logwright_decide_archive
+        if not caller.get_hookimpls():
+            return None
+
+        def decide(archived: ArchivedRecords) -> DeadLetter | None:
+            answer = caller(archived=archived)
+            if answer is not None and not isinstance(answer, DeadLetter):
+                raise TypeError(f"logwright_decide_archive returned {answer!r}; expected DeadLetter or None")
+            return answer
+
+        return decide
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
         """The ``logwright_admit_append`` chain (wrappers included) as one callable, resolved now, for Produce.

@@ -18,7 +18,14 @@ through `logwright.plugins.api`. A misspelled ``logwright_`` hook is refused whe
 from __future__ import annotations
 
 import pluggy
-from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ReleasedDelivery, ReleaseDecision
+from logwright.core.cursors.plugin_decisions import (
+    Admission,
+    AppendRequest,
+    ArchivedRecords,
+    DeadLetter,
+    ReleasedDelivery,
+    ReleaseDecision,
+)
 
 from .registrars import (
     BackgroundTaskRegister,
@@ -123,6 +130,23 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | No
     built-in ``redelivery`` plugin decides last: it rejects at ``share.delivery.count.limit`` deliveries
     and otherwise redelivers after the requested delay. While it is the only implementation the broker
     applies that rule itself and never calls the hook.
+    """
+
+
+@hookspec(firstresult=True)
+def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
+    """Decide whether records being archived are copied to a dead-letter topic.
+
+    :param archived: one partition's records a share group (or logwright subscription) archives, with
+        their delivery counts, the reason (a consumer's REJECT, a `Reject` release decision such as the
+        delivery limit), the last holder and the group's configs.
+
+    Called once per archiving event (per partition, consumer and reason), never per record. Return
+    `DeadLetter(topic, copy_record, headers)` and the broker appends one copy per record to ``topic``
+    and archives the originals in the same WriteBatch (a crash leaves both or neither), with a
+    ``DeadLettered`` event recording the attempt history; ``None`` lets the next plugin decide, and
+    with no answer the records are only archived. The built-in ``dead_letter`` plugin answers for groups
+    with ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers).
     """
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.dead_letters import with_dead_letters
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import decode_records, parse_header
@@ -27,7 +28,7 @@ from logwright.core.config.configs import iso_duration_ms
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.key_hash import key_hash
-from logwright.core.cursors.plugin_decisions import ReleaseContext, ReleaseDecider
+from logwright.core.cursors.plugin_decisions import ArchiveDecider, ReleaseContext, ReleaseDecider
 from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
 from logwright.core.cursors.subscription_mode import (
     DEFAULT_MODE,
@@ -86,7 +87,8 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
 
 class ShareCoordinator:
     def __init__(self, broker: Broker, modes: Callable[[str], SubscriptionMode],
-                 release_decider: ReleaseDecider | None, backoff_decider: ReleaseDecider | None = None) -> None:
+                 release_decider: ReleaseDecider | None, backoff_decider: ReleaseDecider | None = None,
+                 archive_decider: ArchiveDecider | None = None) -> None:
         """``modes`` names the registered subscription modes (raising `InvalidConfig` for an unknown one);
         ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides;
         ``backoff_decider`` is that default itself, asked only for groups with a redelivery backoff policy."""
@@ -94,6 +96,8 @@ class ShareCoordinator:
         self._modes = modes
         self._release_decider = release_decider
         self._backoff_decider = backoff_decider
+        self._archive_decider = archive_decider
+        """The plugins' dead-letter decision for archived records (`dead_letters`); ``None``: archive only."""
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
@@ -248,8 +252,8 @@ class ShareCoordinator:
             state = self.broker.store.state("cursors", key)
             if isinstance(state, CursorState) and state.subscription == group_id:
                 context = self.release_context(group_id, state.topic, state.partition_id) if failed else None
-                events.extend(cursor_commands.release_consumer(state, member_id, now, failed,
-                                                               self.delivery_count_limit(group_id), context))
+                events.extend(self._dead_letters(state, cursor_commands.release_consumer(
+                    state, member_id, now, failed, self.delivery_count_limit(group_id), context)))
         return events
 
     # -- cursors --------------------------------------------------------------------------------
@@ -370,6 +374,9 @@ class ShareCoordinator:
 
     def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:
         """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers."""
+        before = self.broker.store.state("cursors", cursor_key(group_id, partition_id))
+        if events and isinstance(before, CursorState):
+            events = self._dead_letters(before, events)
         if events:
             self.broker.stage(events)
             key = cursor_key(group_id, partition_id)
@@ -377,6 +384,11 @@ class ShareCoordinator:
             if isinstance(after, CursorState):
                 self._track(key, after)
             self._wake_if_released(events)
+
+    def _dead_letters(self, state: CursorState, events: Sequence[Event]) -> list[Event]:
+        """``events`` with the plugins' dead-letter copies staged now (the caller stages ``events`` in this turn)."""
+        return with_dead_letters(self.broker, self._archive_decider, state,
+                                 lambda: self.group_settings(state.subscription), events)
 
     # -- share sessions -------------------------------------------------------------------------
 
@@ -480,9 +492,9 @@ class ShareCoordinator:
             if not isinstance(state, CursorState):
                 self._locks.pop(key, None)
                 continue
-            expired = cursor_commands.expire_locks(state, now, self.delivery_count_limit(state.subscription),
-                                                   self.release_context(state.subscription, state.topic,
-                                                                        state.partition_id))
+            expired = self._dead_letters(state, cursor_commands.expire_locks(
+                state, now, self.delivery_count_limit(state.subscription),
+                self.release_context(state.subscription, state.topic, state.partition_id)))
             if expired:
                 self.broker.stage(expired)
                 events.extend(expired)

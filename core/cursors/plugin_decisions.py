@@ -66,6 +66,46 @@ ReleaseDecider = Callable[[ReleasedDelivery], ReleaseDecision]
 
 
 @dataclass(frozen=True, slots=True)
+class ArchivedRecords:
+    """Records of one partition about to be archived (REJECT, or a `Reject` decision such as the delivery limit).
+
+    ``deliveries`` are ``(first, last, delivery_count)``; ``consumer`` is the last holder ("" after a lock
+    expiry); ``settings`` are the group's effective configs.
+    """
+
+    subscription: str
+    topic: str
+    partition_index: int
+    deliveries: tuple[tuple[int, int, int], ...]
+    reason: str
+    consumer: str
+    now_ms: int
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Append a copy of each archived record to ``topic`` in the WriteBatch that archives it.
+
+    The copy carries ``headers`` (each value may use ``{topic}``, ``{partition}``, ``{offset}``,
+    ``{delivery_count}``, ``{group}`` and ``{reason}``, filled per record) after the original's own
+    headers when ``copy_record`` (which also keeps its key, value and timestamp); without it the copy
+    has no key and no value. The copy goes to partition ``source partition mod partitions of topic``.
+    If the broker cannot append to ``topic`` (deleted, refused, the source topic itself, or without
+    ``enabled_by`` set to true in its topic configs when given) the records are archived without a copy.
+    """
+
+    topic: str
+    copy_record: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    enabled_by: str | None = None
+
+
+ArchiveDecider = Callable[[ArchivedRecords], "DeadLetter | None"]
+"""The plugins' ``logwright_decide_archive`` chain, resolved once by the plugin host."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseContext:
     """What a plugin decision about returned records needs besides the cursor.
 

@@ -24,6 +24,7 @@ from logwright.core.events.consumer_groups import (
 from logwright.core.events.cursors import (
     CURSOR_EVENT_TYPES,
     CursorEvent,
+    DeadLettered,
     LockExpired,
     LockRenewed,
     RecordsAcked,
@@ -123,6 +124,7 @@ __all__ = [
     "LockExpired",
     "LockRenewed",
     "SubscriptionDeleted",
+    "DeadLettered",
     "ShareGroupEvent",
     "ShareMemberJoined",
     "ShareMemberSubscribed",

@@ -104,6 +104,26 @@ class SubscriptionDeleted(CursorEvent):
     TAG: ClassVar[int] = 37
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLettered(CursorEvent):
+    """Archived records copied to a dead-letter topic in the same WriteBatch as their `RecordsRejected`.
+
+    The cursor does not change (the `RecordsRejected` beside it settles the records); this event keeps the
+    attempt history the copy carries: ``deliveries`` are ``(first, last, delivery_count)``, ``consumer``
+    the last holder ("" after a lock expiry), ``reason`` why they were archived, ``time_ms`` when, and
+    where the copies went (``dead_letter_partition_id`` from ``dead_letter_base_offset``, in offset order).
+    """
+
+    TAG: ClassVar[int] = 38
+    consumer: str
+    deliveries: tuple[tuple[int, int, int], ...]
+    reason: str
+    time_ms: int
+    dead_letter_topic: str
+    dead_letter_partition_id: int
+    dead_letter_base_offset: int
+
+
 CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     SubscriptionCreated,
     RecordsAcquired,
@@ -113,4 +133,5 @@ CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     LockExpired,
     LockRenewed,
     SubscriptionDeleted,
+    DeadLettered,
 )

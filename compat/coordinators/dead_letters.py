@@ -1,0 +1,138 @@
+"""Dead-lettering: archived records copied to another topic in the WriteBatch that archives them.
+
+The share coordinator hands every batch of cursor events it is about to stage to `with_dead_letters`.
+For each `RecordsRejected` the plugins' ``logwright_decide_archive`` may answer `DeadLetter`; the copies
+are then staged as an ordinary append to the dead-letter topic (the producer's validation and staging,
+no admission: the group's own config chose the topic) *before* the cursor events, in the same call and so
+in the same loop turn and WriteBatch. A crash leaves both the copies and the archive, or neither: never a
+duplicate on the DLQ, never a record archived and lost (Kafka 4.4 archives first and copies later).
+
+The delivery counts are read from the cursor before the events fold, so the `DeadLettered` event and
+the ``__dlq.errors.delivery.count`` header carry the count the record was archived at.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from logwright.compat.broker import Broker
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
+from logwright.compat.wire.record_batch import build_batch, decode_records
+from logwright.compat.wire.records import Record
+from logwright.core.cursors import cursor_commands
+from logwright.core.cursors.cursor import CursorState
+from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
+from logwright.core.events import Event
+from logwright.core.events.cursors import DeadLettered, RecordsRejected
+from logwright.core.log.catalog import TopicState
+
+log = logging.getLogger(__name__)
+
+MAX_COPIES_PER_EVENT = 100_000
+"""Bound on the records one archiving event copies (a REJECT names ranges; a huge one is archived in
+pieces by the client anyway). Past it the rest is archived without a copy and logged."""
+
+
+def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: CursorState,
+                      settings: Callable[[], Mapping[str, str]], events: Sequence[Event]) -> list[Event]:
+    """``events`` with a `DeadLettered` after each `RecordsRejected` the plugins dead-letter; the copies
+    are staged on ``broker`` now, so the caller must stage the returned events in this same turn."""
+    if decide is None or not any(isinstance(event, RecordsRejected) for event in events):
+        return list(events)
+    out: list[Event] = []
+    group_settings: Mapping[str, str] | None = None
+    for event in events:
+        out.append(event)
+        if not isinstance(event, RecordsRejected) or event.subscription != state.subscription:
+            continue
+        if group_settings is None:
+            group_settings = settings()
+        deliveries = _deliveries(state, event)
+        topic = broker.topic(state.topic)
+        index = topic.partition_ids.index(state.partition_id) if topic is not None else 0
+        archived = ArchivedRecords(state.subscription, state.topic, index, deliveries, event.reason,
+                                   event.consumer, broker.clock.now_ms(), group_settings)
+        decision = decide(archived)
+        if decision is not None:
+            copied = _stage_copies(broker, state, archived, decision)
+            if copied is not None:
+                out.append(copied)
+    return out
+
+
+def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, int, int], ...]:
+    """``(first, last, delivery_count)`` for the rejected ranges, split where the count changes."""
+    spans: list[tuple[int, int, int]] = []
+    for first, last in event.ranges:
+        offset = first
+        while offset <= last and len(spans) < MAX_COPIES_PER_EVENT:
+            count = cursor_commands.delivery_count(state, offset)
+            end = offset
+            while end < last and cursor_commands.delivery_count(state, end + 1) == count:
+                end += 1
+            spans.append((offset, end, count))
+            offset = end + 1
+    return tuple(spans)
+
+
+def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
+                  decision: DeadLetter) -> DeadLettered | None:
+    """Stage one batch of copies on the dead-letter partition; ``None`` (logged) if the broker refuses it."""
+    target = broker.topic(decision.topic)
+    if target is None or not target.partition_ids:
+        log.warning("group %s: dead-letter topic %r does not exist; %s-%d %s archived without a copy",
+                    archived.subscription, decision.topic, state.topic, archived.partition_index, archived.deliveries)
+        return None
+    refusal = _refusal(broker, state, target, decision)
+    if refusal is not None:
+        log.warning("group %s: %s; %s-%d %s archived without a copy", archived.subscription, refusal,
+                    state.topic, archived.partition_index, archived.deliveries)
+        return None
+    partition = archived.partition_index % len(target.partition_ids)
+    now = broker.clock.now_ms()
+    originals = _originals(broker, state.partition_id, archived.deliveries) if decision.copy_record else {}
+    records: list[Record] = []
+    for first, last, count in archived.deliveries:
+        for offset in range(first, last + 1):
+            if len(records) >= MAX_COPIES_PER_EVENT:
+                break
+            fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
+                      "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
+            added = tuple((name, value.format_map(fields).encode()) for name, value in decision.headers)
+            original = originals.get(offset)
+            if original is None:
+                records.append(Record(len(records), now, None, None, added))
+            else:
+                records.append(Record(len(records), original.timestamp, original.key, original.value,
+                                      (*original.headers, *added)))
+    prepared = prepare_partition(broker, target, partition, build_batch(records))
+    result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
+    if result.error_code != ErrorCode.NONE:
+        log.warning("group %s: dead-letter append to %s-%d refused (%s: %s); archived without a copy",
+                    archived.subscription, decision.topic, partition, ErrorCode(result.error_code).name,
+                    result.error_message)
+        return None
+    return DeadLettered(state.subscription, state.partition_id, archived.consumer, archived.deliveries,
+                        archived.reason, now, decision.topic, target.partition_ids[partition], result.base_offset)
+
+
+def _refusal(broker: Broker, state: CursorState, target: TopicState, decision: DeadLetter) -> str | None:
+    if target.name == state.topic:
+        return f"the dead-letter topic {target.name!r} is the source topic"
+    if decision.enabled_by is not None and broker.topic_config(target, decision.enabled_by) != "true":
+        return f"the dead-letter topic {target.name!r} does not have {decision.enabled_by}=true"
+    return None
+
+
+def _originals(broker: Broker, partition_id: int, deliveries: tuple[tuple[int, int, int], ...]) -> dict[int, Record]:
+    """The stored records at the archived offsets (read batch by batch, bounded by the spans)."""
+    wanted = {offset for first, last, _ in deliveries for offset in range(first, last + 1)}
+    found: dict[int, Record] = {}
+    for first, last, _ in deliveries:
+        for batch in broker.store.read_batches(partition_id, first, 2**31 - 1, end_offset=last):
+            for record in decode_records(batch):
+                if record.offset in wanted:
+                    found[record.offset] = record
+    return found

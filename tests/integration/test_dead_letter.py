@@ -1,0 +1,171 @@
+"""Dead-letter topics for share groups (KIP-1191's configs and headers) with confluent-kafka's `ShareConsumer`.
+
+A record the group archives (the delivery limit reached, or REJECT) lands exactly once on the group's
+``errors.deadletterqueue.topic.name``, read back with an ordinary consumer, in the same WriteBatch as the
+archive. Manual clock, real broker process, ``logwright check`` at the end of each scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from .broker_process import BrokerProcess
+from .test_share_groups import check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
+
+__all__ = ["share_broker"]
+
+DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
+COPY_KEY = "errors.deadletterqueue.copy.record.enable"
+
+
+def dead_letter_topic(bootstrap: str, enabled: bool = True, partitions: int = 1) -> str:
+    name = f"dlq.{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    configs = {"errors.deadletterqueue.group.enable": "true"} if enabled else {}
+    admin.create_topics([NewTopic(name, partitions, config=configs)])[name].result(30)
+    return name
+
+
+def read_all(bootstrap: str, topic: str, expected: int, idle_polls: int = 4) -> list[Message]:
+    """Every record of ``topic`` (a classic consumer from the earliest offset): at least ``expected``, and
+    then a few empty polls to catch any extra copy."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                       "auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+    reader.subscribe([topic])
+    found: list[Message] = []
+    empty = 0
+    for _ in range(120):
+        message = reader.poll(0.5)
+        if message is None:
+            empty += 1
+            if len(found) >= expected and empty >= idle_polls:
+                break
+            continue
+        assert message.error() is None, message.error()
+        found.append(message)
+        empty = 0
+    reader.close()
+    return found
+
+
+def headers_of(message: Message) -> dict[str, bytes | None]:
+    return dict(message.headers() or [])
+
+
+def release_until_archived(bootstrap: str, group: str, topic: str, limit: int, kill: BrokerProcess | None = None
+                           ) -> list[int]:
+    """RELEASE offset 0 every time it arrives until the group stops delivering it; its delivery counts."""
+    counts: list[int] = []
+    for _ in range(limit):
+        share = consumer(bootstrap, group, topic)
+        batch = poll_batch(share)
+        assert [m.offset() for m in batch] == [0]
+        counts.append(batch[0].delivery_count())
+        share.acknowledge(batch[0], AcknowledgeType.RELEASE)
+        assert commit(share) == {(topic, 0): None}
+        share.close()
+        if kill is not None:
+            kill.kill()
+            kill.start()
+    return counts
+
+
+@pytest.mark.parametrize("kill_between", [False, True], ids=["steady", "sigkill-between-attempts"])
+def test_released_until_the_limit_lands_once_on_the_dead_letter_topic(share_broker: BrokerProcess,
+                                                                      kill_between: bool) -> None:
+    bootstrap, group = share_broker.bootstrap, f"dlq-limit-{uuid.uuid4().hex[:6]}"
+    dlq = dead_letter_topic(bootstrap)
+    topic = setup_topic(bootstrap, group, 1, **{"share.delivery.count.limit": "3", DLQ_TOPIC_KEY: dlq})
+    counts = release_until_archived(bootstrap, group, topic, 3, share_broker if kill_between else None)
+    assert counts == [1, 2, 3]
+    copies = read_all(bootstrap, dlq, 1)
+    assert len(copies) == 1, [(m.offset(), m.headers()) for m in copies]
+    copy = copies[0]
+    assert copy.partition() == 0 and copy.key() is None and copy.value() is None
+    assert headers_of(copy) == {
+        "__dlq.errors.topic": topic.encode(), "__dlq.errors.partition": b"0", "__dlq.errors.offset": b"0",
+        "__dlq.errors.group": group.encode(), "__dlq.errors.delivery.count": b"3",
+        "__dlq.errors.message": b"delivery count limit reached",
+    }
+    share = consumer(bootstrap, group, topic)
+    assert poll_batch(share, 3.0) == [], "an archived record was delivered again"
+    share.close()
+    events = dead_lettered_events(share_broker)
+    assert [(e["deliveries"], e["reason"], e["dead_letter_topic"]) for e in events] == [
+        ([[0, 0, 3]], "delivery count limit reached", dlq)]
+    check_consistent(share_broker)
+
+
+def test_reject_copies_key_value_headers_and_timestamp(share_broker: BrokerProcess) -> None:
+    bootstrap, group = share_broker.bootstrap, f"dlq-reject-{uuid.uuid4().hex[:6]}"
+    dlq = dead_letter_topic(bootstrap, partitions=2)
+    topic = setup_topic(bootstrap, group, 0, partitions=3, **{DLQ_TOPIC_KEY: dlq, COPY_KEY: "true"})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, key=b"k", value=b"poison", partition=2, timestamp=1_700_000_000_000,
+                     headers=[("trace", b"t-1")])
+    producer.produce(topic, key=b"k2", value=b"fine", partition=2)
+    assert producer.flush(30) == 0
+    share = consumer(bootstrap, group, topic)
+    seen: list[Message] = []
+    while len(seen) < 2:
+        batch = poll_batch(share)
+        assert batch
+        for message in batch:
+            share.acknowledge(message, AcknowledgeType.REJECT if message.value() == b"poison" else
+                              AcknowledgeType.ACCEPT)
+        seen.extend(batch)
+        assert all(error is None for error in commit(share).values())
+    share.close()
+    copies = read_all(bootstrap, dlq, 1)
+    assert len(copies) == 1
+    copy = copies[0]
+    assert copy.partition() == 2 % 2
+    assert (copy.key(), copy.value(), copy.timestamp()[1]) == (b"k", b"poison", 1_700_000_000_000)
+    headers = headers_of(copy)
+    assert headers["trace"] == b"t-1"
+    assert headers["__dlq.errors.partition"] == b"2" and headers["__dlq.errors.delivery.count"] == b"1"
+    assert headers["__dlq.errors.message"] == b"rejected by consumer"
+    check_consistent(share_broker)
+
+
+def test_a_topic_without_group_enable_gets_no_copy_and_the_record_is_still_archived(share_broker: BrokerProcess
+                                                                                    ) -> None:
+    bootstrap, group = share_broker.bootstrap, f"dlq-off-{uuid.uuid4().hex[:6]}"
+    dlq = dead_letter_topic(bootstrap, enabled=False)
+    topic = setup_topic(bootstrap, group, 1, **{DLQ_TOPIC_KEY: dlq})
+    share = consumer(bootstrap, group, topic)
+    batch = poll_batch(share)
+    share.acknowledge(batch[0], AcknowledgeType.REJECT)
+    assert commit(share) == {(topic, 0): None}
+    assert poll_batch(share, 2.0) == []
+    share.close()
+    assert read_all(bootstrap, dlq, 0, idle_polls=2) == []
+    assert dead_lettered_events(share_broker) == []
+    check_consistent(share_broker)
+
+
+@pytest.mark.parametrize("value", ["__consumer_offsets", "__x", "bad name", "a" * 250])
+def test_invalid_dead_letter_topic_names_are_refused_with_a_message(share_broker: BrokerProcess, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": share_broker.bootstrap})
+    entry = ConfigEntry(DLQ_TOPIC_KEY, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, f"g-{uuid.uuid4().hex[:6]}", incremental_configs=[entry])
+    with pytest.raises(Exception) as refused:
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG and DLQ_TOPIC_KEY in error.str()
+
+
+def dead_lettered_events(broker: BrokerProcess) -> list[dict[str, object]]:
+    """The ``DeadLettered`` events of the broker's log (read beside the running broker)."""
+    command = [sys.executable, "-m", "logwright", "events", "--data-dir", str(broker.data_dir), "--json"]
+    listed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    events = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+    return [event for event in events if event.get("type") == "DeadLettered"]
