@@ -128,8 +128,10 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | No
     count, never per record. Return `Redeliver(delay_ms)` to make them available again after the delay,
     `Reject(reason)` to archive (dead-letter) them, or ``None`` to let the next plugin decide. The
     built-in ``redelivery`` plugin decides last: it rejects at ``share.delivery.count.limit`` deliveries
-    and otherwise redelivers after the requested delay. While it is the only implementation the broker
-    applies that rule itself and never calls the hook.
+    and otherwise redelivers after the requested delay if above 0, else after the group's backoff policy
+    (``logwright.redelivery.backoff.*`` in ``delivery.settings``) for ``delivery_count - 1``. While it is
+    the only implementation the broker applies the limit itself and never calls the hook, except for
+    groups whose backoff policy is not ``none``.
     """
 
 
