@@ -4,16 +4,17 @@ Kafka has no backoff: with the default policy (``none``) a RELEASE is available 
 ``logwright.redelivery.backoff.policy`` set, RELEASE, lock expiry and a broker restart in between all
 follow the policy for the persisted delivery count. Time only moves when the test advances the broker's
 clock, so "not 1 ms before" is checked exactly; the empty polls wait a little wall time to be sure.
+Logwright's own configs: ``clock_broker`` skips the file ``--against kafka`` (Kafka has no backoff).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+import asyncio
 
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaError, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from logwright.client import Client, Timeout
 
 from .broker_process import BrokerProcess
 from .test_share_groups import LOCK_MS, advance_clock, check_consistent, commit, consumer, poll_batch, setup_topic
@@ -23,15 +24,6 @@ QUIET_S = 2.0
 
 MULTIPLIER = {"logwright.redelivery.backoff.policy": "multiplier", "logwright.redelivery.backoff.min.ms": "1000",
               "logwright.redelivery.backoff.max.ms": "60000", "logwright.redelivery.backoff.multiplier": "2"}
-
-
-@pytest.fixture
-def clocked_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",)).start()
-    try:
-        yield process
-    finally:
-        process.kill()
 
 
 def release_once(share: ShareConsumer, topic: str, expected_count: int) -> None:
@@ -49,8 +41,8 @@ def comes_back_after(bootstrap: str, share: ShareConsumer, delay_ms: int) -> Non
     advance_clock(bootstrap, 1)
 
 
-def test_release_backs_off_1_2_4_seconds_and_keeps_growing_across_a_restart(clocked_broker: BrokerProcess) -> None:
-    bootstrap, group = clocked_broker.bootstrap, "backoff-multiplier"
+def test_release_backs_off_1_2_4_seconds_and_keeps_growing_across_a_restart(clock_broker: BrokerProcess) -> None:
+    bootstrap, group = clock_broker.bootstrap, "backoff-multiplier"
     topic = setup_topic(bootstrap, group, 1, **MULTIPLIER)
     share = consumer(bootstrap, group, topic)
     release_once(share, topic, 1)
@@ -59,8 +51,8 @@ def test_release_backs_off_1_2_4_seconds_and_keeps_growing_across_a_restart(cloc
     comes_back_after(bootstrap, share, 2_000)
     release_once(share, topic, 3)
     share.close()
-    clocked_broker.kill()  # the record waits 4 s; the count of 3 and its due time are in the event log
-    clocked_broker.start()
+    clock_broker.kill()  # the record waits 4 s; the count of 3 and its due time are in the event log
+    clock_broker.start()
     after = consumer(bootstrap, group, topic)
     comes_back_after(bootstrap, after, 4_000)
     release_once(after, topic, 4)
@@ -70,11 +62,11 @@ def test_release_backs_off_1_2_4_seconds_and_keeps_growing_across_a_restart(cloc
     after.acknowledge(batch[0])
     assert commit(after) == {(topic, 0): None}
     after.close()
-    check_consistent(clocked_broker)
+    check_consistent(clock_broker)
 
 
-def test_the_level_table_and_lock_expiry(clocked_broker: BrokerProcess) -> None:
-    bootstrap, group = clocked_broker.bootstrap, "backoff-levels"
+def test_the_level_table_and_lock_expiry(clock_broker: BrokerProcess) -> None:
+    bootstrap, group = clock_broker.bootstrap, "backoff-levels"
     topic = setup_topic(bootstrap, group, 1, **{"logwright.redelivery.backoff.policy": "levels",
                                                 "share.record.lock.duration.ms": str(LOCK_MS)})
     holder = consumer(bootstrap, group, topic)
@@ -91,17 +83,17 @@ def test_the_level_table_and_lock_expiry(clocked_broker: BrokerProcess) -> None:
     assert commit(other) == {(topic, 0): None}
     holder.close()
     other.close()
-    check_consistent(clocked_broker)
+    check_consistent(clock_broker)
 
 
-def test_without_a_policy_a_release_comes_back_at_once_as_in_kafka(clocked_broker: BrokerProcess) -> None:
-    bootstrap, group = clocked_broker.bootstrap, "backoff-none"
+def test_without_a_policy_a_release_comes_back_at_once_as_in_kafka(clock_broker: BrokerProcess) -> None:
+    bootstrap, group = clock_broker.bootstrap, "backoff-none"
     topic = setup_topic(bootstrap, group, 1)
     share = consumer(bootstrap, group, topic)
     release_once(share, topic, 1)
     release_once(share, topic, 2)  # no clock advance needed
     share.close()
-    check_consistent(clocked_broker)
+    check_consistent(clock_broker)
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -111,12 +103,43 @@ def test_without_a_policy_a_release_comes_back_at_once_as_in_kafka(clocked_broke
     ("logwright.redelivery.backoff.multiplier", "0.5", "at least 1.0"),
     ("logwright.redelivery.backoff.levels", "1s 5x", "not a whole number with a unit"),
 ])
-def test_bad_backoff_configs_get_invalid_config_with_a_message(clocked_broker: BrokerProcess, key: str, value: str,
+def test_bad_backoff_configs_get_invalid_config_with_a_message(clock_broker: BrokerProcess, key: str, value: str,
                                                                message: str) -> None:
-    admin = AdminClient({"bootstrap.servers": clocked_broker.bootstrap})
+    admin = AdminClient({"bootstrap.servers": clock_broker.bootstrap})
     entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource(ConfigResource.Type.GROUP, "backoff-configs", incremental_configs=[entry])
     with pytest.raises(Exception) as refused:
         admin.incremental_alter_configs([resource])[resource].result(30)
     error = refused.value.args[0]
     assert error.code() == KafkaError.INVALID_CONFIG and key in error.str() and message in error.str()
+
+
+def test_a_logwright_subscription_backs_off_after_an_ack_timeout_and_an_explicit_nack_delay_wins(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap, subscription = clock_broker.bootstrap, "backoff-subscription"
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.redelivery.backoff.policy": "levels",
+                                                       "logwright.redelivery.backoff.levels": "2s 7s"})
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest", ack_timeout_ms=LOCK_MS,
+                                          negative_ack_redelivery_delay_ms=30_000)
+        first = await consumer.receive(timeout=30)
+        assert (first.offset, first.redelivery_count) == (0, 0)
+        now = await client.advance_clock(LOCK_MS)  # never acknowledged: the ack timeout uses the first level
+        [cursor] = await client.inspect(subscription, topic)
+        assert [(r["delivery_count"], r["available_at_ms"] - now) for r in cursor["redeliveries"]] == [(1, 2_000)]
+        await client.advance_clock(1_999)
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=QUIET_S)
+        await client.advance_clock(1)
+        again = await consumer.receive(timeout=30)
+        assert (again.offset, again.redelivery_count) == (0, 1)
+        now = await client.advance_clock(0)
+        await consumer.negative_acknowledge(again)  # the consumer's own 30 s, not the second level's 7 s
+        [cursor] = await client.inspect(subscription, topic)
+        assert [(r["delivery_count"], r["available_at_ms"] - now) for r in cursor["redeliveries"]] == [(2, 30_000)]
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    check_consistent(clock_broker)
