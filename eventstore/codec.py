@@ -30,6 +30,7 @@ from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event
 from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
 from logwright.core.groups.groups import GroupMember, GroupState
 from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
+from logwright.core.log.delayed_delivery import DelayedIndex
 from logwright.core.log.partition_log import PartitionState
 from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.rangeset import RangeSet
@@ -162,6 +163,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1008: BatchSequence,
     1009: ProducerState,
     1010: ProducerIdCounter,
+    1011: DelayedIndex,
     1020: GroupState,
     1021: GroupMember,
     1030: CursorState,

@@ -28,7 +28,12 @@ from logwright.core.config.configs import iso_duration_ms
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.key_hash import key_hash
-from logwright.core.cursors.plugin_decisions import ArchiveDecider, ReleaseContext, ReleaseDecider
+from logwright.core.cursors.plugin_decisions import (
+    DEAD_LETTER_MAX_DELIVERIES_KEY,
+    ArchiveDecider,
+    ReleaseContext,
+    ReleaseDecider,
+)
 from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
 from logwright.core.cursors.subscription_mode import (
     DEFAULT_MODE,
@@ -38,11 +43,13 @@ from logwright.core.cursors.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
-from logwright.core.events import ConfigChanged, Event
+from logwright.core.events import ConfigChanged, DelayedRecordsIndexed, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
 from logwright.core.log.catalog import ResourceConfig, resource_key
+from logwright.core.log.delayed_delivery import DELAYED_RECORDS, delayed_index, next_due, pending
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
+from logwright.core.log.partition_log import partition_key
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups.share_groups import (
@@ -115,6 +122,10 @@ class ShareCoordinator:
         for group in self.groups():
             for member in group.members:
                 self._last_seen[(group.group_id, member.member_id)] = now
+        self._delayed_due: dict[int, int] = {}
+        """Partition id → when its next delayed record comes due (`DelayedRecordsIndexed`)."""
+        for key in broker.store.entities(DELAYED_RECORDS.name):
+            self._track_delayed(int(key))
         groups = {group.group_id for group in self.groups()}
         for key, state in broker.store.entities("cursors").items():
             if isinstance(state, CursorState) and state.subscription in groups:
@@ -148,12 +159,21 @@ class ShareCoordinator:
         nothing computed) when no plugin but the built-in default decides and the group has no backoff policy."""
         decide = self._release_decider
         if decide is None:
-            if self._backoff_decider is None or self._backoff_policy(group_id) == "none":
+            if self._backoff_decider is None or not self._needs_builtin_release(group_id):
                 return None
             decide = self._backoff_decider
         topic_state = self.broker.topic(topic)
         index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
         return ReleaseContext(decide, index, self.group_settings(group_id))
+
+    def _needs_builtin_release(self, group_id: str) -> bool:
+        """Whether the built-in plugins' release decision must run for the group: it has a redelivery backoff
+        policy, or Pulsar's ``logwright.dead.letter.max.deliveries``."""
+        if self._backoff_policy(group_id) != "none":
+            return True
+        if self.broker.configs.get("group", DEAD_LETTER_MAX_DELIVERIES_KEY) is None:
+            return False
+        return int(self.group_config(group_id, DEAD_LETTER_MAX_DELIVERIES_KEY) or 0) > 0
 
     def _backoff_policy(self, group_id: str) -> str:
         """The group's ``logwright.redelivery.backoff.policy`` (``none`` if no plugin registered the key)."""
@@ -292,6 +312,8 @@ class ShareCoordinator:
         log_start = self.broker.partition(partition_id).log_start_offset
         log_end = self.broker.high_watermark(partition_id)
         candidates = RangeSet.from_ranges(cursor_commands.available(state, log_start, log_end, now))
+        if candidates:
+            candidates = candidates.difference(self._not_yet_due(group_id, partition_id, now))
         if not candidates:
             return None
         chosen = self._eligible(group_id, member_id, topic, partition_id, state, candidates, budget.records)
@@ -316,6 +338,14 @@ class ShareCoordinator:
         budget.spend(len(RangeSet.from_ranges(event.ranges)), sum(span.size for span in kept))
         return Acquired(b"".join(stored[span] for span in kept),
                         grouped(ranges, kept, budget.batch_size) if budget.batch_optimized else ranges)
+
+    def _not_yet_due(self, group_id: str, partition_id: int, now: int) -> RangeSet:
+        """Delayed records of the partition still waiting for their time; none for modes with cumulative
+        acknowledgement (Exclusive, Failover): they deliver in order, as Pulsar's do, so they never skip."""
+        index = delayed_index(self.broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
+        if index is None or self.mode(group_id).allows_cumulative_ack:
+            return RangeSet()
+        return pending(index, now)
 
     def _stored_batches(self, partition_id: int, offsets: RangeSet) -> dict[BatchSpan, bytes]:
         """The stored batches holding any of ``offsets``, in offset order (read once each)."""
@@ -456,11 +486,24 @@ class ShareCoordinator:
         times = [seen + timeouts[group_id] for (group_id, _member), seen in self._last_seen.items()]
         times.extend(self._locks.values())
         times.extend(handover.until_ms for handover in self._handovers.values())
+        times.extend(self._delayed_due.values())
         return min(times, default=None)
 
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
         if any(isinstance(logged.event, ConfigChanged) for logged in events):
             self.timer.wake()  # a session timeout may have shrunk
+        for partition_id in {e.event.partition_id for e in events if isinstance(e.event, DelayedRecordsIndexed)}:
+            self._track_delayed(partition_id)
+
+    def _track_delayed(self, partition_id: int) -> None:
+        """Keep the timer on the partition's next delayed record coming due, so waiting ShareFetches wake then."""
+        index = delayed_index(self.broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
+        due = next_due(index, self.broker.clock.now_ms())
+        if due is None:
+            self._delayed_due.pop(partition_id, None)
+        else:
+            self._delayed_due[partition_id] = due
+            self.timer.schedule(due)
 
     def tick(self) -> list[Event]:
         """Expire sessions of silent members and locks that ran out; stage the events and return them."""
@@ -507,7 +550,10 @@ class ShareCoordinator:
             if handover.until_ms <= now:
                 del self._handovers[group_id]
                 due = True
-        # Delayed redeliveries and switch delays coming due change nothing persisted, but fetchers waiting must
+        for partition_id in [pid for pid, at in self._delayed_due.items() if at <= now]:
+            self._track_delayed(partition_id)
+            due = True
+        # Delayed (re)deliveries and switch delays coming due change nothing persisted, but fetchers waiting must
         # look again.
         self._wake_if_released(bool(events) or due)
         return events

@@ -116,6 +116,9 @@ class ConfigKey:
     value_type: str = "STRING"
     sensitive: bool = False
     read_only: bool = False
+    consistent: Callable[[Mapping[str, str]], str | None] | None = None
+    """A rule across keys (a minimum not above a maximum), given the resource's effective values after a
+    change that sets this key; ``None`` when they agree, otherwise why not."""
 
 
 @dataclass(slots=True)
@@ -149,6 +152,19 @@ class ConfigRegistry:
             if problem is not None:
                 raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {name!r}: {problem}")
 
+    def check_together(self, resource_type: str, overrides: Mapping[str, str], changed: Iterable[str]) -> None:
+        """Refuse ``overrides`` (the whole set after a change) when a changed key's rule across keys fails."""
+        values: dict[str, str] | None = None
+        for name in changed:
+            key = self.keys.get((resource_type, name))
+            if key is None or key.consistent is None:
+                continue
+            if values is None:
+                values = {n: v for n, (v, _) in self.effective(resource_type, overrides).items() if v is not None}
+            problem = key.consistent(values)
+            if problem is not None:
+                raise InvalidConfig(f"invalid {resource_type} config {name!r}: {problem}")
+
     def effective(self, resource_type: str, overrides: Mapping[str, str]) -> dict[str, tuple[str | None, bool]]:
         """Every known key's value and whether it is the default, for DescribeConfigs."""
         result: dict[str, tuple[str | None, bool]] = {}
@@ -175,6 +191,9 @@ _TOPIC_KEYS = (
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "Batches are stored as the producer compressed them; other values are accepted for "
               "compatibility."),
+    ConfigKey("logwright.delayed.delivery.compressed.enable", "topic", "false", boolean,
+              "Decompress compressed batches at produce to find delivery-delay headers (uncompressed batches "
+              "are always searched); off, a delay header in a compressed batch is ignored.", "BOOLEAN"),
     ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(14),
               "Accepted for compatibility; RocksDB has no segments.", "INT"),
     ConfigKey("segment.ms", "topic", "604800000", long_at_least(1),

@@ -49,6 +49,7 @@ from logwright.core.events.groups import (
 from logwright.core.events.log import (
     LOG_EVENT_TYPES,
     ConfigChanged,
+    DelayedRecordsIndexed,
     LogTruncated,
     PartitionsCreated,
     ProducerIdAllocated,
@@ -102,6 +103,7 @@ __all__ = [
     "PartitionsCreated",
     "TopicDeleted",
     "ConfigChanged",
+    "DelayedRecordsIndexed",
     "RecordsAppended",
     "LogTruncated",
     "ProducerIdAllocated",

@@ -1,5 +1,5 @@
-"""Events of topics and their partition logs (tags 1-6 and 10): topics, configs, stored batches, truncation,
-producer ids.
+"""Events of topics and their partition logs (tags 1-6, 10 and 12): topics, configs, stored batches, truncation,
+producer ids, delayed records.
 """
 
 from __future__ import annotations
@@ -90,6 +90,21 @@ class ProducerIdAllocated(Event):
     transactional_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DelayedRecordsIndexed(Event):
+    """Records of one appended batch that share consumers may not acquire before their time.
+
+    ``entries`` are ``(offset, deliver_at_ms)`` in offset order, read from the records' delivery headers
+    when the batch was appended at ``appended_at_ms`` (broker clock); written in the batch's WriteBatch,
+    so the records and their delays are stored together or not at all. An index entry, never a copy.
+    """
+
+    TAG: ClassVar[int] = 12
+    partition_id: int
+    appended_at_ms: int
+    entries: tuple[tuple[int, int], ...]
+
+
 LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     TopicCreated,
     PartitionsCreated,
@@ -98,4 +113,5 @@ LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     RecordsAppended,
     LogTruncated,
     ProducerIdAllocated,
+    DelayedRecordsIndexed,
 )

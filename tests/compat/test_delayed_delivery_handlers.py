@@ -1,0 +1,65 @@
+"""Delayed delivery through the handlers, in process on a manual clock: a ShareFetch long poll waiting on a
+delayed record is answered when the clock reaches its time (the share coordinator's timer, no polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.share_fetch.v2 import request as share_fetch_v2
+from logwright.compat.errors import ErrorCode
+from logwright.compat.extensions import clock_control, cursor_inspection
+from logwright.compat.kafka import produce, share_fetch
+from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+
+from tests.compat.test_share_handlers import GROUP, TOPIC, Harness, acquired, run
+
+
+async def _produce_delayed(h: Harness, after_ms: int) -> uuid.UUID:
+    h.broker.create_topic(TOPIC, 1)
+    records = [Record(0, 1_000, None, b"later", (("logwright.deliver.after.ms", str(after_ms).encode()),)),
+               Record(1, 1_000, None, b"now")]
+    request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
+        TopicProduceData(name=TOPIC, partition_data=(PartitionProduceData(index=0, records=build_batch(records)),)),
+    ))
+    answer = await h.call(produce.handle, 9, request)
+    assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    topic = h.broker.topic(TOPIC)
+    assert topic is not None
+    return uuid.UUID(bytes=topic.topic_id)
+
+
+async def _long_fetch(h: Harness, topic_id: uuid.UUID, epoch: int, wait_s: float) -> Any:
+    partition = make(share_fetch_v2.FetchPartition, partition_index=0, acknowledgement_batches=())
+    request = make(share_fetch_v2.ShareFetchRequest, group_id=GROUP, member_id="m1", share_session_epoch=epoch,
+                   max_wait=datetime.timedelta(seconds=wait_s), min_bytes=1, max_bytes=2**31 - 1, max_records=10,
+                   batch_size=10, share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+                   topics=(make(share_fetch_v2.FetchTopic, topic_id=topic_id, partitions=(partition,)),))
+    return await h.call(share_fetch.handle, 2, request)
+
+
+def test_a_waiting_share_fetch_is_answered_when_the_delay_ends(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        h.start_at_earliest()
+        topic_id = await _produce_delayed(h, 10_000)
+        await h.join("m1")
+        assert acquired(await _long_fetch(h, topic_id, 0, 0)) == [(1, 1, 1)], "the record behind it waits"
+        inspected = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
+        assert inspected["partitions"][0]["delayed"] == [{"offset": 0, "deliver_at_ms": h.clock.now_ms() + 10_000}]
+        waiting = asyncio.ensure_future(_long_fetch(h, topic_id, 1, 60))
+        await h.call(clock_control.handle, 0, (9_999).to_bytes(8, "big"))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await h.call(clock_control.handle, 0, (1).to_bytes(8, "big"))
+        # Answered by the timer's wake-up within (wall) seconds, not at the 60 s max wait.
+        assert acquired(await asyncio.wait_for(waiting, 10)) == [(0, 0, 1)]
+        inspected = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
+        assert inspected["partitions"][0]["delayed"] == []
+
+    run(tmp_path, scenario)
