@@ -37,8 +37,7 @@ _KEYS = (
     (backoff.MIN_KEY, "10000", "LONG",
      "The multiplier policy's first delay (ms, at least 100): the n-th redelivery waits "
      "min(min * multiplier^n, max)."),
-    (backoff.MAX_KEY, "600000", "LONG", "The multiplier policy's longest delay (ms); a value below the minimum "
-     "reads as the minimum."),
+    (backoff.MAX_KEY, "600000", "LONG", "The multiplier policy's longest delay (ms, not below the minimum)."),
     (backoff.MULTIPLIER_KEY, "2.0", "DOUBLE", "The multiplier policy's factor (at least 1.0)."),
     (backoff.LEVELS_KEY, backoff.ROCKETMQ_LEVELS, "STRING",
      "The levels policy's table (RocketMQ's messageDelayLevel form: numbers with ms, s, m, h or d): the record's "
@@ -49,7 +48,9 @@ _KEYS = (
 @hookimpl
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     for name, default, value_type, doc in _KEYS:
-        register.add(ConfigKey(name, "group", default, backoff.validator(name), doc, value_type))
+        together = backoff.min_not_above_max if name in (backoff.MIN_KEY, backoff.MAX_KEY) else None
+        register.add(ConfigKey(name, "group", default, backoff.validator(name), doc, value_type,
+                               consistent=together))
 
 
 @hookimpl(trylast=True)

@@ -53,6 +53,18 @@ def _event(resource_type: str, resource_name: str, overrides: Mapping[str, str],
     return ConfigChanged(resource_type, resource_name, tuple(effective)) if effective else None
 
 
+def _check_together(registry: ConfigRegistry, resource_type: str, overrides: Mapping[str, str],
+                    changes: Sequence[tuple[str, str | None]]) -> None:
+    """Rules across keys (`ConfigKey.consistent`) on the overrides as they would be after ``changes``."""
+    after = dict(overrides)
+    for name, value in changes:
+        if value is None:
+            after.pop(name, None)
+        else:
+            after[name] = value
+    registry.check_together(resource_type, after, (name for name, value in changes if value is not None))
+
+
 def alter_incrementally(
     registry: ConfigRegistry,
     resource_type: str,
@@ -88,6 +100,7 @@ def alter_incrementally(
             result = [item for item in current if item not in given]
         changes.append((name, ",".join(result)))
     registry.validate(resource_type, changes)
+    _check_together(registry, resource_type, overrides, changes)
     return _event(resource_type, resource_name, overrides, changes)
 
 
@@ -108,4 +121,5 @@ def replace_overrides(
     wanted = dict(entries)
     changes: list[tuple[str, str | None]] = [(name, None) for name in sorted(overrides) if name not in wanted]
     changes.extend(sorted(wanted.items()))
+    _check_together(registry, resource_type, overrides, changes)
     return _event(resource_type, resource_name, overrides, changes)

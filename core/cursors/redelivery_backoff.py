@@ -118,8 +118,8 @@ def parse_levels(text: str) -> tuple[int, ...]:
 def backoff_from_settings(settings: Mapping[str, str]) -> GroupBackoff:
     """The group's policy from its effective configs (each key already validated on its own).
 
-    Keys are checked one at a time when set, so a minimum above the maximum cannot be refused then; it
-    is read as a constant backoff of the minimum rather than failing every redelivery.
+    A minimum above the maximum is refused when either is set (`min_not_above_max`); should a stored set
+    still disagree, it reads as a constant backoff of the minimum rather than failing every redelivery.
     """
     policy = settings.get(POLICY_KEY, "none")
     if policy == "none":
@@ -133,6 +133,17 @@ def backoff_from_settings(settings: Mapping[str, str]) -> GroupBackoff:
     if policy == "levels":
         return LevelBackoff(parse_levels(settings.get(LEVELS_KEY, ROCKETMQ_LEVELS)))
     raise InvalidConfig(f"unknown redelivery backoff policy {policy!r}: must be one of {', '.join(POLICIES)}")
+
+
+def min_not_above_max(values: Mapping[str, str]) -> str | None:
+    """The rule across the multiplier keys, given a group's effective configs."""
+    try:
+        minimum, maximum = int(values.get(MIN_KEY, "10000")), int(values.get(MAX_KEY, "600000"))
+    except ValueError:
+        return None  # each key's own validator names that
+    if minimum > maximum:
+        return f"the minimum backoff ({MIN_KEY}={minimum}) is above the maximum ({MAX_KEY}={maximum})"
+    return None
 
 
 def validator(key: str) -> Callable[[str], str | None]:

@@ -45,7 +45,7 @@ def test_group_policies_from_settings_follow_the_persisted_delivery_count() -> N
         1_000, 5_000, 10_000, 30_000, 60_000, 3_600_000, 7_200_000, 7_200_000]
     custom = b.backoff_from_settings({b.POLICY_KEY: "levels", b.LEVELS_KEY: "500ms, 2s 1m"})
     assert [custom.delay_for(n) for n in range(4)] == [500, 2_000, 60_000, 60_000]
-    # a minimum above the maximum (keys are validated one at a time) reads as a constant minimum
+    # a stored minimum above the maximum (refused when set, see below) reads as a constant minimum
     inverted = b.backoff_from_settings({b.POLICY_KEY: "multiplier", b.MIN_KEY: "3000", b.MAX_KEY: "1000"})
     assert inverted.delay_for(0) == inverted.delay_for(5) == 3_000
 
@@ -68,3 +68,21 @@ def test_backoff_keys_refuse_bad_values_with_a_message(key: str, value: str, mes
     assert validator(key)({"logwright.redelivery.backoff.policy": "levels",
                            "logwright.redelivery.backoff.levels": "1s 2s",
                            "logwright.redelivery.backoff.multiplier": "1.5"}.get(key, "1000")) is None
+
+
+def test_a_minimum_above_the_maximum_is_refused_whichever_is_set() -> None:
+    from logwright.core.config.config_changes import alter_incrementally
+    from logwright.core.config.configs import ConfigKey, ConfigRegistry
+    from logwright.core.cursors import redelivery_backoff as b
+
+    registry = ConfigRegistry()
+    for name, default in ((b.MIN_KEY, "10000"), (b.MAX_KEY, "600000")):
+        registry.register(ConfigKey(name, "group", default, b.validator(name), "", "LONG",
+                                    consistent=b.min_not_above_max))
+    with pytest.raises(InvalidConfig, match="above the maximum"):
+        alter_incrementally(registry, "group", "g", {}, [(b.MIN_KEY, 0, "700000")])
+    with pytest.raises(InvalidConfig, match=r"min.ms=5000\) is above the maximum .*max.ms=2000"):
+        alter_incrementally(registry, "group", "g", {b.MIN_KEY: "5000"}, [(b.MAX_KEY, 0, "2000")])
+    both = alter_incrementally(registry, "group", "g", {}, [(b.MIN_KEY, 0, "700000"), (b.MAX_KEY, 0, "900000")])
+    assert both is not None
+    assert alter_incrementally(registry, "group", "g", {b.MIN_KEY: "5000"}, [(b.MIN_KEY, 1, None)]) is not None

@@ -102,6 +102,7 @@ def test_without_a_policy_a_release_comes_back_at_once_as_in_kafka(clock_broker:
     ("logwright.redelivery.backoff.max.ms", "50", "below the minimum"),
     ("logwright.redelivery.backoff.multiplier", "0.5", "at least 1.0"),
     ("logwright.redelivery.backoff.levels", "1s 5x", "not a whole number with a unit"),
+    ("logwright.redelivery.backoff.min.ms", "700000", "is above the maximum"),
 ])
 def test_bad_backoff_configs_get_invalid_config_with_a_message(clock_broker: BrokerProcess, key: str, value: str,
                                                                message: str) -> None:
