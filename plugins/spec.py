@@ -60,8 +60,10 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     """Add topic, group or broker config keys with ``register.add(ConfigKey(...))``.
 
     :param register: takes `ConfigKey` (name, resource type, default, validator,
-        documentation). The keys join the broker's `ConfigRegistry`, so DescribeConfigs lists them and
-        (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and the validator's message.
+        documentation, and optionally ``consistent``: a rule across keys, given the resource's effective
+        values after a change that sets the key). The keys join the broker's `ConfigRegistry`, so
+        DescribeConfigs lists them and (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and
+        the validator's (or the rule's) message.
 
     Called once per plugin at start-up. Prefix names with ``logwright.`` and the plugin's name.
     Return value: ignored.
