@@ -25,6 +25,7 @@ from logwright.core.config.configs import ConfigKey, any_value, boolean, long_at
 from logwright.core.cursors.key_hash_ranges import HashRange
 from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
+    DEAD_LETTER_MAX_DELIVERIES_KEY,
     Admission,
     AppendRequest,
     ArchivedRecords,
@@ -83,6 +84,7 @@ __all__ = [
     "MAX_UNACKED_PER_CONSUMER",
     # decisions and wrappers
     "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "ArchivedRecords", "DeadLetter",
+    "DEAD_LETTER_MAX_DELIVERIES_KEY",
     "AppendRequest",
     "PartitionAppend", "Admission", "ADMIT_ALL",
     # configs

@@ -1,4 +1,4 @@
-"""Dead-letter topics for share groups, with KIP-1191's configs and headers (Kafka 4.4).
+"""Dead-letter topics: KIP-1191's configs and headers for share groups, Pulsar's for logwright subscriptions.
 
 A group with ``errors.deadletterqueue.topic.name`` set gets a copy of every record it archives (a
 consumer's REJECT, or the delivery limit reached on release, lock expiry or a session timeout) on that
@@ -6,17 +6,38 @@ topic, written in the same WriteBatch as the archive: a user moving from Kafka 4
 gets the copy exactly once where Kafka gives it at least once, after the archive. The target topic must
 have ``errors.deadletterqueue.group.enable=true``, as in Kafka. Without
 ``errors.deadletterqueue.copy.record.enable`` the copy carries only the ``__dlq.errors.*`` headers.
+
+Pulsar's DeadLetterPolicy, for logwright subscriptions: ``logwright.dead.letter.max.deliveries`` (0: off)
+archives a record once it was delivered that often, and every archived record is copied whole to
+``logwright.dead.letter.topic`` (default ``<topic>-<subscription>-DLQ``, which must exist) with
+``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID`` and ``RECONSUMETIMES`` set once (a record that already carries
+them keeps its own). KIP-1191's topic wins when both are set.
 """
 
 from __future__ import annotations
 
 import re
 
-from .api import ArchivedRecords, ConfigKey, ConfigKeyRegister, DeadLetter, boolean, hookimpl
+from .api import (
+    DEAD_LETTER_MAX_DELIVERIES_KEY,
+    ArchivedRecords,
+    ConfigKey,
+    ConfigKeyRegister,
+    DeadLetter,
+    Reject,
+    ReleasedDelivery,
+    boolean,
+    hookimpl,
+    long_at_least,
+)
 
 TOPIC_KEY = "errors.deadletterqueue.topic.name"
 COPY_RECORD_KEY = "errors.deadletterqueue.copy.record.enable"
 GROUP_ENABLE_KEY = "errors.deadletterqueue.group.enable"
+MAX_DELIVERIES_KEY = DEAD_LETTER_MAX_DELIVERIES_KEY
+PULSAR_TOPIC_KEY = "logwright.dead.letter.topic"
+
+MAX_DELIVERIES_REASON = "dead letter max deliveries reached"
 
 HEADERS = (
     ("__dlq.errors.topic", "{topic}"),
@@ -28,18 +49,29 @@ HEADERS = (
 )
 """KIP-1191's headers, values as UTF-8 text."""
 
+PULSAR_HEADERS = (
+    ("REAL_TOPIC", "{topic}"),
+    ("ORIGIN_MESSAGE_ID", "{topic}-{partition}@{offset}"),
+    ("RECONSUMETIMES", "{delivery_count}"),
+)
+"""Pulsar's properties, set only where the record does not carry them yet."""
+
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _topic_name(key: str, value: str) -> str | None:
+    if value == "":
+        return None
+    if value.startswith("__"):
+        return f"{key} must not name an internal topic (starting with '__'), got {value!r}"
+    if not _TOPIC_NAME.fullmatch(value) or value in (".", ".."):
+        return f"{key} must be a legal topic name (1-249 of a-z A-Z 0-9 . _ -), got {value!r}"
+    return None
 
 
 def dead_letter_topic(value: str) -> str | None:
     """Empty (no dead-letter topic) or a legal topic name not starting with ``__`` (internal topics)."""
-    if value == "":
-        return None
-    if value.startswith("__"):
-        return f"{TOPIC_KEY} must not name an internal topic (starting with '__'), got {value!r}"
-    if not _TOPIC_NAME.fullmatch(value) or value in (".", ".."):
-        return f"{TOPIC_KEY} must be a legal topic name (1-249 of a-z A-Z 0-9 . _ -), got {value!r}"
-    return None
+    return _topic_name(TOPIC_KEY, value)
 
 
 @hookimpl
@@ -52,11 +84,31 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "(false: only the __dlq.errors.* headers).", "BOOLEAN"))
     register.add(ConfigKey(GROUP_ENABLE_KEY, "topic", "false", boolean,
                            "Whether share groups may use this topic as their dead-letter topic.", "BOOLEAN"))
+    register.add(ConfigKey(MAX_DELIVERIES_KEY, "group", "0", long_at_least(0),
+                           "Pulsar's maxRedeliverCount for logwright subscriptions: deliveries after which a "
+                           "record is archived and copied to logwright.dead.letter.topic; 0: no Pulsar "
+                           "dead-lettering.", "LONG"))
+    register.add(ConfigKey(PULSAR_TOPIC_KEY, "group", "", lambda value: _topic_name(PULSAR_TOPIC_KEY, value),
+                           "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.deliveries); empty: "
+                           "<topic>-<subscription>-DLQ. The topic must exist."))
+
+
+@hookimpl
+def logwright_decide_release(delivery: ReleasedDelivery) -> Reject | None:
+    """Pulsar's limit: archive (and so dead-letter) at ``logwright.dead.letter.max.deliveries``."""
+    limit = int(delivery.settings.get(MAX_DELIVERIES_KEY, "0") or 0)
+    if limit > 0 and delivery.delivery_count >= limit:
+        return Reject(MAX_DELIVERIES_REASON)
+    return None
 
 
 @hookimpl(trylast=True)
 def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     topic = archived.settings.get(TOPIC_KEY, "")
-    if not topic:
-        return None
-    return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS, GROUP_ENABLE_KEY)
+    if topic:
+        return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS,
+                          GROUP_ENABLE_KEY)
+    if int(archived.settings.get(MAX_DELIVERIES_KEY, "0") or 0) > 0:
+        pulsar_topic = archived.settings.get(PULSAR_TOPIC_KEY, "") or f"{archived.topic}-{archived.subscription}-DLQ"
+        return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS)
+    return None

@@ -100,13 +100,11 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
                 break
             fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
                       "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
-            added = tuple((name, value.format_map(fields).encode()) for name, value in decision.headers)
             original = originals.get(offset)
-            if original is None:
-                records.append(Record(len(records), now, None, None, added))
-            else:
-                records.append(Record(len(records), original.timestamp, original.key, original.value,
-                                      (*original.headers, *added)))
+            records.append(_copy(original, now, fields, decision))
+    if len(records) >= MAX_COPIES_PER_EVENT:
+        log.warning("group %s: only the first %d archived records of %s-%d get a dead-letter copy",
+                    archived.subscription, MAX_COPIES_PER_EVENT, state.topic, archived.partition_index)
     prepared = prepare_partition(broker, target, partition, build_batch(records))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
     if result.error_code != ErrorCode.NONE:
@@ -116,6 +114,20 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
         return None
     return DeadLettered(state.subscription, state.partition_id, archived.consumer, archived.deliveries,
                         archived.reason, now, decision.topic, target.partition_ids[partition], result.base_offset)
+
+
+def _copy(original: Record | None, now: int, fields: Mapping[str, str], decision: DeadLetter) -> Record:
+    """One dead-letter record: the original's key, value, timestamp and headers (if copied), the decision's
+    ``headers`` replacing same-named ones, its ``headers_once`` only where no header has that name."""
+    replaced = {name for name, _ in decision.headers}
+    kept = tuple(h for h in original.headers if h[0] not in replaced) if original is not None else ()
+    present = {name for name, _ in kept}
+    once = tuple((name, value.format_map(fields).encode()) for name, value in decision.headers_once
+                 if name not in present)
+    added = tuple((name, value.format_map(fields).encode()) for name, value in decision.headers)
+    if original is None:
+        return Record(0, now, None, None, (*once, *added))
+    return Record(0, original.timestamp, original.key, original.value, (*kept, *once, *added))
 
 
 def _refusal(broker: Broker, state: CursorState, target: TopicState, decision: DeadLetter) -> str | None:

@@ -88,8 +88,10 @@ class DeadLetter:
     """Append a copy of each archived record to ``topic`` in the WriteBatch that archives it.
 
     The copy carries ``headers`` (each value may use ``{topic}``, ``{partition}``, ``{offset}``,
-    ``{delivery_count}``, ``{group}`` and ``{reason}``, filled per record) after the original's own
-    headers when ``copy_record`` (which also keeps its key, value and timestamp); without it the copy
+    ``{delivery_count}``, ``{group}`` and ``{reason}``, filled per record; they replace original headers
+    of the same name) and ``headers_once`` (the same placeholders, added only where the original has no
+    header of that name: Pulsar's ``ORIGIN_MESSAGE_ID`` is set once, never overwritten). With
+    ``copy_record`` the copy keeps the original's key, value, headers and timestamp; without it the copy
     has no key and no value. The copy goes to partition ``source partition mod partitions of topic``.
     If the broker cannot append to ``topic`` (deleted, refused, the source topic itself, or without
     ``enabled_by`` set to true in its topic configs when given) the records are archived without a copy.
@@ -99,6 +101,12 @@ class DeadLetter:
     copy_record: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     enabled_by: str | None = None
+    headers_once: tuple[tuple[str, str], ...] = ()
+
+
+DEAD_LETTER_MAX_DELIVERIES_KEY = "logwright.dead.letter.max.deliveries"
+"""Group config of the built-in ``dead_letter`` plugin (Pulsar's maxRedeliverCount; 0: off): a group with it
+above 0 has its releases decided by the built-in plugins' chain, as one with a redelivery backoff policy."""
 
 
 ArchiveDecider = Callable[[ArchivedRecords], "DeadLetter | None"]

@@ -7,6 +7,7 @@ archive. Manual clock, real broker process, ``logwright check`` at the end of ea
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from logwright.client import Client, Timeout
 
 from .broker_process import BrokerProcess
 from .test_share_groups import check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
@@ -169,3 +171,37 @@ def dead_lettered_events(broker: BrokerProcess) -> list[dict[str, object]]:
     assert listed.returncode == 0, listed.stderr
     events = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
     return [event for event in events if event.get("type") == "DeadLettered"]
+
+
+def test_pulsar_max_deliveries_dead_letters_a_nacked_record_to_topic_subscription_dlq(clock_broker: BrokerProcess
+                                                                                      ) -> None:
+    bootstrap, subscription = clock_broker.bootstrap, "orders-sub"
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.dead.letter.max.deliveries": "3"})
+    dlq = f"{topic}-{subscription}-DLQ"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dlq, 1)])[dlq].result(30)
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest",
+                                          negative_ack_redelivery_delay_ms=1_000)
+        counts = []
+        for _ in range(3):
+            message = await consumer.receive(timeout=20)
+            counts.append(message.redelivery_count)
+            await consumer.negative_acknowledge(message)
+            await client.advance_clock(1_000)
+        assert counts == [0, 1, 2]
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=2)
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    copies = read_all(bootstrap, dlq, 1)
+    assert len(copies) == 1
+    assert copies[0].value() == b"r0"
+    headers = headers_of(copies[0])
+    assert (headers["REAL_TOPIC"], headers["ORIGIN_MESSAGE_ID"], headers["RECONSUMETIMES"]) == (
+        topic.encode(), f"{topic}-0@0".encode(), b"3")
+    assert not any(name.startswith("__dlq.") for name in headers)
+    check_consistent(clock_broker)
