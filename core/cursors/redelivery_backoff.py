@@ -13,12 +13,15 @@ the first return waits ``delay_for(0)``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from logwright.core.errors import InvalidConfig
 
 MINIMUM_DELAY_MS = 100
+MAXIMUM_GROUP_DELAY_MS = 365 * 86_400_000
+"""The longest delay a group config may set (a year), so a due time always fits the events' 64-bit fields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,7 @@ class MultiplierBackoff:
         if self.max_delay_ms < self.min_delay_ms:
             raise InvalidConfig(f"the maximum backoff ({self.max_delay_ms} ms) is below the minimum "
                                 f"({self.min_delay_ms} ms)")
-        if self.multiplier < 1.0:
+        if not (math.isfinite(self.multiplier) and self.multiplier >= 1.0):
             raise InvalidConfig(f"the backoff multiplier must be at least 1.0, got {self.multiplier}")
 
     def delay_for(self, redelivery_count: int) -> int:
@@ -151,6 +154,10 @@ def validator(key: str) -> Callable[[str], str | None]:
 
     def check(value: str) -> str | None:
         try:
+            if key in (DELAY_KEY, MIN_KEY, MAX_KEY) and int(value) > MAXIMUM_GROUP_DELAY_MS:
+                return f"must be at most {MAXIMUM_GROUP_DELAY_MS} ms (a year)"
+            if key == LEVELS_KEY and max(parse_levels(value)) > MAXIMUM_GROUP_DELAY_MS:
+                return f"delay levels must be at most {MAXIMUM_GROUP_DELAY_MS} ms (a year)"
             if key == POLICY_KEY:
                 if value not in POLICIES:
                     return f"must be one of {', '.join(POLICIES)}"

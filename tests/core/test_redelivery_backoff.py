@@ -86,3 +86,17 @@ def test_a_minimum_above_the_maximum_is_refused_whichever_is_set() -> None:
     both = alter_incrementally(registry, "group", "g", {}, [(b.MIN_KEY, 0, "700000"), (b.MAX_KEY, 0, "900000")])
     assert both is not None
     assert alter_incrementally(registry, "group", "g", {b.MIN_KEY: "5000"}, [(b.MIN_KEY, 1, None)]) is not None
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("logwright.redelivery.backoff.multiplier", "nan", "at least 1.0, got nan"),
+    ("logwright.redelivery.backoff.multiplier", "inf", "at least 1.0, got inf"),
+    ("logwright.redelivery.backoff.max.ms", "99999999999999999999999", "at most 31536000000 ms"),
+    ("logwright.redelivery.backoff.delay.ms", "31536000001", "at most 31536000000 ms"),
+    ("logwright.redelivery.backoff.levels", "1s 366d", "at most 31536000000 ms"),
+])
+def test_values_that_could_not_be_stored_as_a_due_time_are_refused(key: str, value: str, message: str) -> None:
+    from logwright.core.cursors.redelivery_backoff import validator
+
+    problem = validator(key)(value)
+    assert problem is not None and message in problem
