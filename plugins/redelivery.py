@@ -18,6 +18,7 @@ from .api import (
     DELIVERY_LIMIT_KEY,
     ConfigKey,
     ConfigKeyRegister,
+    InvalidConfig,
     Redeliver,
     Reject,
     ReleasedDelivery,
@@ -60,4 +61,8 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision:
         return Reject(LIMIT_REASON)
     if delivery.requested_delay_ms:
         return Redeliver(max(0, delivery.requested_delay_ms))
-    return Redeliver(backoff.backoff_from_settings(delivery.settings).delay_for(delivery.delivery_count - 1))
+    try:
+        policy = backoff.backoff_from_settings(delivery.settings)
+    except (InvalidConfig, ValueError):
+        return Redeliver(0)  # a stored value refused by today's validation: redeliver as Kafka does
+    return Redeliver(policy.delay_for(delivery.delivery_count - 1))

@@ -43,3 +43,12 @@ def test_a_third_party_plugin_replaces_the_policy_reading_the_group_settings(hos
     settings = {**LEVELS, "logwright.linear.step.ms": "300"}
     assert decide(released(3, settings, ReleaseReason.LOCK_EXPIRED)) == Redeliver(900)
     assert decide(released(3, settings)) == Redeliver(10_000)  # the built-in policy still decides the rest
+
+
+def test_a_stored_value_that_no_longer_validates_redelivers_at_once(host: PluginHost) -> None:
+    decide = host.release_decider(always=True)
+    assert decide is not None
+    broken = {"logwright.redelivery.backoff.policy": "multiplier", "logwright.redelivery.backoff.multiplier": "nan"}
+    assert decide(released(1, broken)) == Redeliver(0)
+    assert decide(released(1, {"logwright.redelivery.backoff.policy": "levels",
+                               "logwright.redelivery.backoff.levels": "soon"})) == Redeliver(0)
