@@ -22,7 +22,13 @@ from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
 from logwright.core.clock import Clock
 from logwright.core.config.configs import ConfigRegistry
-from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, ArchiveDecider, ReleaseDecider
+from logwright.core.cursors.plugin_decisions import (
+    Admission,
+    AppendRequest,
+    ArchiveDecider,
+    GroupConfigCheck,
+    ReleaseDecider,
+)
 from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -46,6 +52,10 @@ class PluginDecisions(Protocol):
         """The dead-letter decision for archived records; ``None`` when no plugin makes one."""
         ...
 
+    def group_config_check(self) -> GroupConfigCheck | None:
+        """The plugins' cross-key check of a group config change; ``None`` when no plugin checks."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Coordinators:
@@ -60,7 +70,8 @@ class Coordinators:
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
         return cls(GroupCoordinator(broker), ConsumerCoordinator(broker),
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
-                                    plugins.release_decider(always=True), plugins.archive_decider()),
+                                    plugins.release_decider(always=True), plugins.archive_decider(),
+                                    plugins.group_config_check()),
                    TransactionTimer(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:

@@ -30,6 +30,7 @@ from logwright.core.cursors.plugin_decisions import (
     AppendRequest,
     ArchivedRecords,
     DeadLetter,
+    GroupConfigChange,
     PartitionAppend,
     Redeliver,
     Reject,
@@ -84,7 +85,7 @@ __all__ = [
     "MAX_UNACKED_PER_CONSUMER",
     # decisions and wrappers
     "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "ArchivedRecords", "DeadLetter",
-    "DEAD_LETTER_MAX_DELIVERIES_KEY",
+    "DEAD_LETTER_MAX_DELIVERIES_KEY", "GroupConfigChange",
     "AppendRequest",
     "PartitionAppend", "Admission", "ADMIT_ALL",
     # configs

@@ -24,8 +24,11 @@ from .api import (
     ConfigKey,
     ConfigKeyRegister,
     DeadLetter,
+    GroupConfigChange,
+    InvalidConfig,
     Reject,
     ReleasedDelivery,
+    any_value,
     boolean,
     hookimpl,
     long_at_least,
@@ -34,6 +37,7 @@ from .api import (
 TOPIC_KEY = "errors.deadletterqueue.topic.name"
 COPY_RECORD_KEY = "errors.deadletterqueue.copy.record.enable"
 GROUP_ENABLE_KEY = "errors.deadletterqueue.group.enable"
+PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
 MAX_DELIVERIES_KEY = DEAD_LETTER_MAX_DELIVERIES_KEY
 PULSAR_TOPIC_KEY = "logwright.dead.letter.topic"
 
@@ -84,6 +88,8 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "(false: only the __dlq.errors.* headers).", "BOOLEAN"))
     register.add(ConfigKey(GROUP_ENABLE_KEY, "topic", "false", boolean,
                            "Whether share groups may use this topic as their dead-letter topic.", "BOOLEAN"))
+    register.add(ConfigKey(PREFIX_KEY, "broker", "dlq.", any_value,
+                           "The prefix every share group's errors.deadletterqueue.topic.name must start with."))
     register.add(ConfigKey(MAX_DELIVERIES_KEY, "group", "0", long_at_least(0),
                            "Pulsar's maxRedeliverCount for logwright subscriptions: deliveries after which a "
                            "record is archived and copied to logwright.dead.letter.topic; 0: no Pulsar "
@@ -91,6 +97,24 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     register.add(ConfigKey(PULSAR_TOPIC_KEY, "group", "", lambda value: _topic_name(PULSAR_TOPIC_KEY, value),
                            "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.deliveries); empty: "
                            "<topic>-<subscription>-DLQ. The topic must exist."))
+
+
+@hookimpl
+def logwright_check_group_config(change: GroupConfigChange) -> None:
+    """KIP-1191's refusals that need more than the value: the broker's prefix, the group's own source topics,
+    and a target topic that exists without ``errors.deadletterqueue.group.enable=true`` (a topic created
+    later is checked when records are archived: no copy, logged)."""
+    topic = change.settings.get(TOPIC_KEY, "")
+    if TOPIC_KEY not in change.changed or not topic:
+        return
+    prefix = change.broker_config(PREFIX_KEY) or ""
+    if not topic.startswith(prefix):
+        raise InvalidConfig(f"{TOPIC_KEY} {topic!r} must start with {prefix!r} ({PREFIX_KEY})")
+    if topic in change.subscribed_topics:
+        raise InvalidConfig(f"{TOPIC_KEY} {topic!r} is a topic the share group {change.group_id!r} consumes")
+    enabled = change.topic_config(topic, GROUP_ENABLE_KEY)
+    if enabled is not None and enabled != "true":
+        raise InvalidConfig(f"{TOPIC_KEY} {topic!r} names a topic without {GROUP_ENABLE_KEY}=true")
 
 
 @hookimpl

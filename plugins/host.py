@@ -30,6 +30,8 @@ from logwright.core.cursors.plugin_decisions import (
     ArchiveDecider,
     ArchivedRecords,
     DeadLetter,
+    GroupConfigChange,
+    GroupConfigCheck,
     Redeliver,
     Reject,
     ReleasedDelivery,
@@ -317,6 +319,17 @@ class PluginHost:
             return answer
 
         return decide
+
+    def group_config_check(self) -> GroupConfigCheck | None:
+        """Every plugin's ``logwright_check_group_config`` as one callable; ``None`` when no plugin checks."""
+        caller = self._manager.hook.logwright_check_group_config
+        if not caller.get_hookimpls():
+            return None
+
+        def check(change: GroupConfigChange) -> None:
+            caller(change=change)
+
+        return check
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
         """The ``logwright_admit_append`` chain (wrappers included) as one callable, resolved now, for Produce.

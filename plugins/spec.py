@@ -23,6 +23,7 @@ from logwright.core.cursors.plugin_decisions import (
     AppendRequest,
     ArchivedRecords,
     DeadLetter,
+    GroupConfigChange,
     ReleasedDelivery,
     ReleaseDecision,
 )
@@ -151,6 +152,21 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     ``DeadLettered`` event recording the attempt history; ``None`` lets the next plugin decide, and
     with no answer the records are only archived. The built-in ``dead_letter`` plugin answers for groups
     with ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers).
+    """
+
+
+@hookspec
+def logwright_check_group_config(change: GroupConfigChange) -> None:
+    """Refuse a group config change that depends on more than one key's value: raise `InvalidConfig`.
+
+    :param change: the group's configs after the change, the keys changed, the topics its share-group
+        members subscribe to, and readers of broker and topic configs.
+
+    Called by (Incremental)AlterConfigs for every GROUP resource after each key passed its own validator,
+    before anything is stored (also with validate_only). Every implementation runs; the first
+    `InvalidConfig` refuses the resource with INVALID_CONFIG and its message. Return value: ignored.
+    The built-in ``dead_letter`` plugin checks ``errors.deadletterqueue.topic.name`` here (prefix,
+    source topic, ``errors.deadletterqueue.group.enable``).
     """
 
 

@@ -31,6 +31,8 @@ from logwright.core.cursors.key_hash import key_hash
 from logwright.core.cursors.plugin_decisions import (
     DEAD_LETTER_MAX_DELIVERIES_KEY,
     ArchiveDecider,
+    GroupConfigChange,
+    GroupConfigCheck,
     ReleaseContext,
     ReleaseDecider,
 )
@@ -95,7 +97,8 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
 class ShareCoordinator:
     def __init__(self, broker: Broker, modes: Callable[[str], SubscriptionMode],
                  release_decider: ReleaseDecider | None, backoff_decider: ReleaseDecider | None = None,
-                 archive_decider: ArchiveDecider | None = None) -> None:
+                 archive_decider: ArchiveDecider | None = None,
+                 group_config_check: GroupConfigCheck | None = None) -> None:
         """``modes`` names the registered subscription modes (raising `InvalidConfig` for an unknown one);
         ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides;
         ``backoff_decider`` is that default itself, asked only for groups with a redelivery backoff policy."""
@@ -105,6 +108,7 @@ class ShareCoordinator:
         self._backoff_decider = backoff_decider
         self._archive_decider = archive_decider
         """The plugins' dead-letter decision for archived records (`dead_letters`); ``None``: archive only."""
+        self._group_config_check = group_config_check
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
@@ -148,6 +152,26 @@ class ShareCoordinator:
         overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
         effective = self.broker.configs.effective("group", overrides)
         return {name: value for name, (value, _) in effective.items() if value is not None}
+
+    def check_config_change(self, group_id: str, overrides: dict[str, str], changed: tuple[str, ...]) -> None:
+        """Let the plugins refuse a group config change (``overrides``: the group's overrides after it) with
+        `InvalidConfig` before it is stored."""
+        check = self._group_config_check
+        if check is None:
+            return
+        effective = self.broker.configs.effective("group", overrides)
+        group = self.group(group_id)
+        topics = sorted({t for member in group.members for t in member.subscribed_topics}) if group else []
+
+        def broker_config(name: str) -> str | None:
+            return self.broker.broker_config(name) if self.broker.configs.get("broker", name) else None
+
+        def topic_config(topic: str, name: str) -> str | None:
+            state = self.broker.topic(topic)
+            return self.broker.topic_config(state, name) if state is not None else None
+
+        check(GroupConfigChange(group_id, {name: value for name, (value, _) in effective.items() if value is not None},
+                                changed, tuple(topics), broker_config, topic_config))
 
     def mode(self, group_id: str) -> SubscriptionMode:
         """The group's subscription mode from the plugins (``logwright.subscription.mode``, shared by default)."""

@@ -169,6 +169,10 @@ async def alter_resources(
             event = decide(broker.configs, target.kind, target.name, current, resource)
             if target.kind == "group" and event is not None:
                 _check_group_change(broker, target.name, current, event)
+                after = {**current, **dict(event.changes)}
+                broker.coordinators.share_groups.check_config_change(
+                    target.name, {k: v for k, v in after.items() if v is not None},
+                    tuple(name for name, _ in event.changes))
         except (KafkaError, DomainError) as error:
             outcomes.append((resource, *failure(error)))
             continue

@@ -104,6 +104,28 @@ class DeadLetter:
     headers_once: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class GroupConfigChange:
+    """A group config change about to be stored, for checks one key's validator cannot make alone.
+
+    ``settings`` are the group's effective configs after the change, ``changed`` the keys it sets or
+    resets; ``subscribed_topics`` what the share group's members subscribe to now; ``broker_config``
+    reads a broker config (``None`` for an unknown key) and ``topic_config(topic, key)`` a topic's
+    (``None`` if the topic does not exist or the key is unknown).
+    """
+
+    group_id: str
+    settings: Mapping[str, str]
+    changed: tuple[str, ...]
+    subscribed_topics: tuple[str, ...]
+    broker_config: Callable[[str], str | None]
+    topic_config: Callable[[str, str], str | None]
+
+
+GroupConfigCheck = Callable[[GroupConfigChange], None]
+"""Every plugin's ``logwright_check_group_config``, resolved once by the plugin host; raises `InvalidConfig`."""
+
+
 DEAD_LETTER_MAX_DELIVERIES_KEY = "logwright.dead.letter.max.deliveries"
 """Group config of the built-in ``dead_letter`` plugin (Pulsar's maxRedeliverCount; 0: off): a group with it
 above 0 has its releases decided by the built-in plugins' chain, as one with a redelivery backoff policy."""

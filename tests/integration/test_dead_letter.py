@@ -140,8 +140,10 @@ def test_reject_copies_key_value_headers_and_timestamp(share_broker: BrokerProce
 def test_a_topic_without_group_enable_gets_no_copy_and_the_record_is_still_archived(share_broker: BrokerProcess
                                                                                     ) -> None:
     bootstrap, group = share_broker.bootstrap, f"dlq-off-{uuid.uuid4().hex[:6]}"
-    dlq = dead_letter_topic(bootstrap, enabled=False)
-    topic = setup_topic(bootstrap, group, 1, **{DLQ_TOPIC_KEY: dlq})
+    dlq = f"dlq.later-{uuid.uuid4().hex[:6]}"
+    topic = setup_topic(bootstrap, group, 1, **{DLQ_TOPIC_KEY: dlq})  # accepted: the topic does not exist yet
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dlq, 1)])[dlq].result(30)  # created later without group.enable
     share = consumer(bootstrap, group, topic)
     batch = poll_batch(share)
     share.acknowledge(batch[0], AcknowledgeType.REJECT)
@@ -162,6 +164,36 @@ def test_invalid_dead_letter_topic_names_are_refused_with_a_message(share_broker
         admin.incremental_alter_configs([resource])[resource].result(30)
     error = refused.value.args[0]
     assert error.code() == KafkaError.INVALID_CONFIG and DLQ_TOPIC_KEY in error.str()
+
+
+def refusal(bootstrap: str, group: str, value: str) -> str:
+    """The INVALID_CONFIG message setting ``errors.deadletterqueue.topic.name`` to ``value`` gets."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entry = ConfigEntry(DLQ_TOPIC_KEY, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[entry])
+    with pytest.raises(Exception) as refused:
+        admin.incremental_alter_configs([resource])[resource].result(30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG
+    return str(error.str())
+
+
+def test_dead_letter_topics_refused_by_prefix_source_topic_and_group_enable(share_broker: BrokerProcess) -> None:
+    bootstrap, group = share_broker.bootstrap, f"dlq-checks-{uuid.uuid4().hex[:6]}"
+    assert "must start with 'dlq.'" in refusal(bootstrap, group, "errors-topic")
+    disabled = dead_letter_topic(bootstrap, enabled=False)
+    assert "errors.deadletterqueue.group.enable=true" in refusal(bootstrap, group, disabled)
+    source = f"dlq.source-{uuid.uuid4().hex[:6]}"
+    setup_topic_named(bootstrap, source)
+    share = consumer(bootstrap, group, source)
+    assert poll_batch(share, 3.0) == []  # joined: the group now consumes ``source``
+    assert "consumes" in refusal(bootstrap, group, source)
+    share.close()
+
+
+def setup_topic_named(bootstrap: str, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, config={"errors.deadletterqueue.group.enable": "true"})])[name].result(30)
 
 
 def dead_lettered_events(broker: BrokerProcess) -> list[dict[str, object]]:
