@@ -8,9 +8,13 @@ archive. Manual clock, real broker process, ``logwright check`` at the end of ea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import random
 import subprocess
 import sys
+import threading
 import uuid
 
 import pytest
@@ -237,3 +241,42 @@ def test_pulsar_max_deliveries_dead_letters_a_nacked_record_to_topic_subscriptio
         topic.encode(), f"{topic}-0@0".encode(), b"3")
     assert not any(name.startswith("__dlq.") for name in headers)
     check_consistent(clock_broker)
+
+
+def test_sigkills_while_a_share_group_rejects_and_releases_leave_every_record_once_on_the_dead_letter_topic(
+        share_broker: BrokerProcess) -> None:
+    """The broker is SIGKILLed at random moments (mostly while a consumer's acknowledgements are in flight)
+    while odd offsets are REJECTed and even ones RELEASEd to a limit of 2. After each restart the locks left
+    behind are expired on the manual clock. In the end every record is on the DLQ exactly once: none lost
+    (archived without its copy), none duplicated (copied twice). ``LOGWRIGHT_DLQ_KILLS`` raises the count
+    (the opt-in run); CI runs a handful."""
+    bootstrap, group = share_broker.bootstrap, f"dlq-crash-{uuid.uuid4().hex[:6]}"
+    total, kills = 40, int(os.environ.get("LOGWRIGHT_DLQ_KILLS", "4"))
+    dlq = dead_letter_topic(bootstrap)
+    topic = setup_topic(bootstrap, group, total, **{"share.delivery.count.limit": "2", DLQ_TOPIC_KEY: dlq,
+                                                    "share.record.lock.duration.ms": "15000"})
+    rng = random.Random(13)
+    for _ in range(kills):
+        share = consumer(bootstrap, group, topic, **{"max.poll.records": "5"})
+        killer = threading.Timer(rng.uniform(0.05, 1.5), share_broker.kill)
+        killer.start()
+        with contextlib.suppress(Exception):
+            while share_broker.alive():
+                for message in poll_batch(share, 1.0):
+                    share.acknowledge(message, AcknowledgeType.REJECT if message.offset() % 2 else
+                                      AcknowledgeType.RELEASE)
+                commit(share)
+        killer.join()
+        share.close()
+        share_broker.start()
+        share_broker.advance_clock(15_001)  # locks held at the kill run out: delivered again or archived
+    share = consumer(bootstrap, group, topic)
+    while batch := poll_batch(share, 3.0):
+        for message in batch:
+            share.acknowledge(message, AcknowledgeType.REJECT if message.offset() % 2 else AcknowledgeType.RELEASE)
+        commit(share)
+    share.close()
+    copies = read_all(bootstrap, dlq, total)
+    offsets = sorted(int(headers_of(m)["__dlq.errors.offset"] or b"-1") for m in copies)
+    assert offsets == list(range(total)), f"{len(copies)} copies: {offsets}"
+    check_consistent(share_broker)
