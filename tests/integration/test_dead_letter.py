@@ -16,6 +16,8 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer
@@ -280,3 +282,46 @@ def test_sigkills_while_a_share_group_rejects_and_releases_leave_every_record_on
     offsets = sorted(int(headers_of(m)["__dlq.errors.offset"] or b"-1") for m in copies)
     assert offsets == list(range(total)), f"{len(copies)} copies: {offsets}"
     check_consistent(share_broker)
+
+
+@pytest.fixture
+def dlq_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A broker of the test's own: logwright, or with ``--against kafka`` a Kafka 4.4 node formatted with
+    ``share.version=2`` (with 1, Kafka archives rejected records and writes nothing to the DLQ)."""
+    if request.config.getoption("--against", default="logwright") == "kafka":
+        sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(tmp_path / "kafka", features={"share.version": 2}) as kafka:
+            yield kafka.bootstrap
+        return
+    process = BrokerProcess(tmp_path / "data").start()
+    try:
+        yield process.bootstrap
+    finally:
+        process.kill()
+
+
+@pytest.mark.differential
+def test_reject_writes_kip_1191_headers_like_kafka(dlq_broker: str) -> None:
+    bootstrap, group = dlq_broker, f"dlq-diff-{uuid.uuid4().hex[:6]}"
+    dlq = dead_letter_topic(bootstrap, partitions=1)
+    topic = setup_topic(bootstrap, group, 0, partitions=2, **{DLQ_TOPIC_KEY: dlq})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, key=b"k", value=b"poison", partition=1)
+    assert producer.flush(30) == 0
+    share = consumer(bootstrap, group, topic)
+    batch = poll_batch(share, 60.0)
+    assert [(m.partition(), m.offset()) for m in batch] == [(1, 0)]
+    share.acknowledge(batch[0], AcknowledgeType.REJECT)
+    assert commit(share) == {(topic, 1): None}
+    share.close()
+    [copy] = read_all(bootstrap, dlq, 1)
+    headers = headers_of(copy)
+    assert (copy.partition(), copy.key(), copy.value()) == (0, None, None)
+    assert {name for name in headers if name.startswith("__dlq.")} == {
+        "__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset", "__dlq.errors.group",
+        "__dlq.errors.delivery.count", "__dlq.errors.message"}, headers
+    assert (headers["__dlq.errors.topic"], headers["__dlq.errors.partition"], headers["__dlq.errors.offset"],
+            headers["__dlq.errors.group"], headers["__dlq.errors.delivery.count"]) == (
+        topic.encode(), b"1", b"0", group.encode(), b"1"), headers
