@@ -54,6 +54,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     35: ("LockExpired", "subscription partition_id ranges available_at_ms"),
     36: ("LockRenewed", "subscription partition_id consumer ranges lock_deadline_ms"),
     37: ("SubscriptionDeleted", "subscription partition_id"),
+    38: ("DeadLettered", "subscription partition_id consumer deliveries reason time_ms dead_letter_topic "
+                         "dead_letter_partition_id dead_letter_base_offset"),
     50: ("ShareMemberJoined", "group_id member_id client_id client_host rack_id subscribed_topics lock_duration_ms"),
     51: ("ShareMemberSubscribed", "group_id member_id subscribed_topics"),
     52: ("ShareMemberAssigned", "group_id member_id member_epoch assignment"),
