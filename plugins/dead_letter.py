@@ -9,9 +9,10 @@ have ``errors.deadletterqueue.group.enable=true``, as in Kafka. Without
 
 Pulsar's DeadLetterPolicy, for logwright subscriptions: ``logwright.dead.letter.max.deliveries`` (0: off)
 archives a record once it was delivered that often, and every archived record is copied whole to
-``logwright.dead.letter.topic`` (default ``<topic>-<subscription>-DLQ``, which must exist) with
-``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID`` and ``RECONSUMETIMES`` set once (a record that already carries
-them keeps its own). KIP-1191's topic wins when both are set.
+``logwright.dead.letter.topic`` (default ``<topic>-<subscription>-DLQ``, created on first use with the
+source topic's partition count when the broker's ``auto.create.topics.enable`` is true; a named topic
+must exist) with ``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID`` and ``RECONSUMETIMES`` set once (a record that
+already carries them keeps its own). KIP-1191's topic wins when both are set.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "dead-lettering.", "LONG"))
     register.add(ConfigKey(PULSAR_TOPIC_KEY, "group", "", lambda value: _topic_name(PULSAR_TOPIC_KEY, value),
                            "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.deliveries); empty: "
-                           "<topic>-<subscription>-DLQ. The topic must exist."))
+                           "<topic>-<subscription>-DLQ, created on first use if auto.create.topics.enable. "
+                           "A named topic must exist."))
 
 
 @hookimpl
@@ -133,6 +135,7 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
         return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS,
                           GROUP_ENABLE_KEY)
     if int(archived.settings.get(MAX_DELIVERIES_KEY, "0") or 0) > 0:
-        pulsar_topic = archived.settings.get(PULSAR_TOPIC_KEY, "") or f"{archived.topic}-{archived.subscription}-DLQ"
-        return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS)
+        named = archived.settings.get(PULSAR_TOPIC_KEY, "")
+        pulsar_topic = named or f"{archived.topic}-{archived.subscription}-DLQ"
+        return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS, auto_create=not named)
     return None

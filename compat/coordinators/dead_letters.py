@@ -24,9 +24,11 @@ from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
+from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.events.cursors import DeadLettered, RecordsRejected
 from logwright.core.log.catalog import TopicState
+from logwright.core.log.delayed_delivery import HEADER_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +83,16 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
                   decision: DeadLetter) -> DeadLettered | None:
     """Stage one batch of copies on the dead-letter partition; ``None`` (logged) if the broker refuses it."""
     target = broker.topic(decision.topic)
+    if target is None and decision.auto_create:
+        target = _auto_create(broker, state, archived, decision)
     if target is None or not target.partition_ids:
-        log.warning("group %s: dead-letter topic %r does not exist; %s-%d %s archived without a copy",
-                    archived.subscription, decision.topic, state.topic, archived.partition_index, archived.deliveries)
+        why = ""
+        if target is None and decision.auto_create:
+            why = (" and could not be created" if broker.auto_create_enabled()
+                   else " and broker auto.create.topics.enable is false")
+        log.warning("group %s: dead-letter topic %r does not exist%s; %s-%d %s archived without a copy",
+                    archived.subscription, decision.topic, why, state.topic, archived.partition_index,
+                    archived.deliveries)
         return None
     refusal = _refusal(broker, state, target, decision)
     if refusal is not None:
@@ -120,7 +129,8 @@ def _copy(original: Record | None, now: int, fields: Mapping[str, str], decision
     """One dead-letter record: the original's key, value, timestamp and headers (if copied), the decision's
     ``headers`` replacing same-named ones, its ``headers_once`` only where no header has that name."""
     replaced = {name for name, _ in decision.headers}
-    kept = tuple(h for h in original.headers if h[0] not in replaced) if original is not None else ()
+    kept = tuple(h for h in original.headers if h[0] not in replaced and not _delays(h[0])
+                 ) if original is not None else ()
     present = {name for name, _ in kept}
     once = tuple((name, value.format_map(fields).encode()) for name, value in decision.headers_once
                  if name not in present)
@@ -128,6 +138,27 @@ def _copy(original: Record | None, now: int, fields: Mapping[str, str], decision
     if original is None:
         return Record(0, now, None, None, (*once, *added))
     return Record(0, original.timestamp, original.key, original.value, (*kept, *once, *added))
+
+
+def _delays(name: str) -> bool:
+    """A delivery-delay header: a copy keeping it would be held back again on the dead-letter topic."""
+    return name.encode(errors="replace").startswith(HEADER_PREFIX)
+
+
+def _auto_create(broker: Broker, state: CursorState, archived: ArchivedRecords,
+                 decision: DeadLetter) -> TopicState | None:
+    """Stage the missing dead-letter topic with the source topic's partition count (Kafka's auto-creation
+    rule: only with ``auto.create.topics.enable``), in this turn and so in the copy's WriteBatch."""
+    source = broker.topic(state.topic)
+    if not broker.auto_create_enabled() or source is None:
+        return None
+    try:
+        broker.create_topic(decision.topic, len(source.partition_ids))
+    except DomainError as error:
+        log.warning("group %s: dead-letter topic %r could not be created: %s", archived.subscription,
+                    decision.topic, error)
+        return None
+    return broker.topic(decision.topic)
 
 
 def _refusal(broker: Broker, state: CursorState, target: TopicState, decision: DeadLetter) -> str | None:

@@ -95,6 +95,10 @@ class DeadLetter:
     has no key and no value. The copy goes to partition ``source partition mod partitions of topic``.
     If the broker cannot append to ``topic`` (deleted, refused, the source topic itself, or without
     ``enabled_by`` set to true in its topic configs when given) the records are archived without a copy.
+    With ``auto_create`` a missing ``topic`` is created with the source topic's partition count, in the
+    same WriteBatch as the copy, when the broker's ``auto.create.topics.enable`` is true. The original's
+    delivery-delay headers (``logwright.deliver.*``) are not copied, so the copy is not delayed again
+    (a decision's own ``headers`` may still set one).
     """
 
     topic: str
@@ -102,6 +106,7 @@ class DeadLetter:
     headers: tuple[tuple[str, str], ...] = ()
     enabled_by: str | None = None
     headers_once: tuple[tuple[str, str], ...] = ()
+    auto_create: bool = False
 
 
 @dataclass(frozen=True, slots=True)
