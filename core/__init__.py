@@ -8,6 +8,7 @@ from logwright.core.acls.acls import ACLS
 from logwright.core.clock import MANUAL_CLOCK
 from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS
 from logwright.core.cursors.cursor import CURSORS
+from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
 from logwright.core.groups.groups import GROUPS
 from logwright.core.log.catalog import CATALOG
@@ -23,5 +24,5 @@ from logwright.core.transactions.transactions import TRANSACTIONS
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
     TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS, CONSUMER_GROUPS,
-    DELAYED_RECORDS,
+    DELAYED_RECORDS, DEAD_LETTER_HISTORY,
 )

@@ -7,9 +7,13 @@ Request (msgpack map): ``group_id: str, topic: str``. Response: ``error_code, er
 partitions: [{partition, exists, log_start_offset, log_end_offset, mark_delete_position, settled:
 [[first, last], ...], in_flight: [{first, last, consumer, lock_deadline_ms, delivery_count}, ...],
 redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}, ...], backlog, delayed:
-[{offset, deliver_at_ms}, ...]}, ...]``. ``delayed`` lists the partition's records whose delivery delay
-has not run out (for every subscription alike; Exclusive and Failover ignore it), present with or without
-a cursor.
+[{offset, deliver_at_ms}, ...], dead_lettered: [{first, last, delivery_count, reason, consumer, time_ms,
+dead_letter_topic, dead_letter_partition, dead_letter_offset}, ...]}, ...]``. ``delayed`` lists the
+partition's records whose delivery delay has not run out (for every subscription alike; Exclusive and
+Failover ignore it), present with or without a cursor. ``dead_lettered`` lists the subscription's spans
+of records archived with a dead-letter copy, oldest first, only the last 100
+(`dead_letter_history.MAX_SPANS`), each with where its first copy went (``dead_letter_partition`` is -1
+once that topic is gone).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
+from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY, dead_letter_history
 from logwright.core.errors import UnknownTopic
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.delayed_delivery import DELAYED_RECORDS, delayed_index
@@ -52,6 +57,20 @@ def _delayed(broker: Broker, partition_id: int) -> list[dict[str, int]]:
     return [{"offset": offset, "deliver_at_ms": at} for offset, at in (index.entries if index else ()) if at > now]
 
 
+def _dead_lettered(broker: Broker, group_id: str, partition_id: int) -> list[dict[str, Any]]:
+    history = dead_letter_history(broker.store.state(DEAD_LETTER_HISTORY.name, cursor_key(group_id, partition_id)))
+    listed: list[dict[str, Any]] = []
+    for span in history.spans if history else ():
+        target = broker.topic(span.dead_letter_topic)
+        ids = target.partition_ids if target is not None else ()
+        partition = ids.index(span.dead_letter_partition_id) if span.dead_letter_partition_id in ids else -1
+        listed.append({"first": span.first, "last": span.last, "delivery_count": span.delivery_count,
+                       "reason": span.reason, "consumer": span.consumer, "time_ms": span.time_ms,
+                       "dead_letter_topic": span.dead_letter_topic,
+                       "dead_letter_partition": partition, "dead_letter_offset": span.dead_letter_offset})
+    return listed
+
+
 @extension(API_KEY, "LogwrightInspectCursor")
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
@@ -64,7 +83,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
                                  "log_start_offset": log_start, "log_end_offset": log_end,
-                                 "delayed": _delayed(broker, partition_id)}
+                                 "delayed": _delayed(broker, partition_id),
+                                 "dead_lettered": _dead_lettered(broker, group_id, partition_id)}
         if isinstance(state, CursorState):
             entry.update(
                 mark_delete_position=state.mark_delete_position,
