@@ -70,6 +70,15 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class ReconsumedTo:
+    """Where `Consumer.reconsume_later` moved a record: the retry topic, or the dead-letter topic."""
+
+    topic: str
+    reconsume_times: int
+    dead_lettered: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerSettings:
     topic: str
     topic_id: uuid.UUID
@@ -267,6 +276,18 @@ class Consumer:
             "group_id": s.subscription, "member_id": self.member_id, "topic": s.topic,
             "partition": message.partition, "ranges": [[message.offset, message.offset]],
             "delay_ms": s.negative_ack_backoff.delay_for(message.redelivery_count)}, "negative_acknowledge")
+
+    async def reconsume_later(self, message: Message, delay_ms: int) -> ReconsumedTo:
+        """Pulsar's ``reconsumeLater``: the broker moves the record to the subscription's retry letter topic,
+        visible again after ``delay_ms``, and acknowledges it, atomically (32008); past the subscription's
+        ``logwright.retry.max.reconsume.times`` it goes to the dead-letter topic instead. Durable on return."""
+        s = self.settings
+        if delay_ms < 0:
+            raise InvalidConfiguration(f"delay_ms must not be negative, got {delay_ms}")
+        answer = await self._connection.extension(32008, {
+            "group_id": s.subscription, "member_id": self.member_id, "topic": message.topic,
+            "partition": message.partition, "offset": message.offset, "delay_ms": delay_ms}, "reconsume_later")
+        return ReconsumedTo(str(answer["topic"]), int(answer["reconsume_times"]), bool(answer["dead_lettered"]))
 
     async def close(self) -> None:
         """Send pending acknowledgements, then leave: records still held become available to the others at once."""

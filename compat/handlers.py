@@ -16,6 +16,7 @@ from logwright.compat.extensions import (
     consumer_options,
     cursor_inspection,
     negative_acknowledge,
+    reconsume_later,
 )
 from logwright.compat.kafka import (
     add_offsets_to_txn,
@@ -138,6 +139,7 @@ EXTENSION_APIS: dict[int, ModuleType] = {
     acknowledge_cumulative.API_KEY: acknowledge_cumulative,
     cursor_inspection.API_KEY: cursor_inspection,
     broker_stats.API_KEY: broker_stats,
+    reconsume_later.API_KEY: reconsume_later,  # LogwrightReconsumeLater: retry letter topics
 }
 """logwright's own keys (32001 and up): key -> module. Standard clients ignore keys they do not know."""
 

@@ -426,11 +426,13 @@ class ShareCoordinator:
                            renew_allowed, self.release_context(group_id, topic, partition_id))
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
-    def apply(self, group_id: str, partition_id: int, events: Sequence[Event]) -> None:
-        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers."""
+    def apply(self, group_id: str, partition_id: int, events: Sequence[Event],
+              archive: ArchiveDecider | None = None) -> None:
+        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers;
+        ``archive`` decides the dead-letter copies instead of the plugins (a retry past its limit)."""
         before = self.broker.store.state("cursors", cursor_key(group_id, partition_id))
         if events and isinstance(before, CursorState):
-            events = self._dead_letters(before, events)
+            events = self._dead_letters(before, events, archive)
         if events:
             self.broker.stage(events)
             key = cursor_key(group_id, partition_id)
@@ -439,9 +441,10 @@ class ShareCoordinator:
                 self._track(key, after)
             self._wake_if_released(events)
 
-    def _dead_letters(self, state: CursorState, events: Sequence[Event]) -> list[Event]:
+    def _dead_letters(self, state: CursorState, events: Sequence[Event],
+                      archive: ArchiveDecider | None = None) -> list[Event]:
         """``events`` with the plugins' dead-letter copies staged now (the caller stages ``events`` in this turn)."""
-        return with_dead_letters(self.broker, self._archive_decider, state,
+        return with_dead_letters(self.broker, archive or self._archive_decider, state,
                                  lambda: self.group_settings(state.subscription), events)
 
     # -- share sessions -------------------------------------------------------------------------

@@ -124,6 +124,26 @@ class DeadLettered(CursorEvent):
     dead_letter_base_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class MovedToRetry(CursorEvent):
+    """A held record copied to the subscription's retry topic (Pulsar's ``reconsumeLater``) in the same
+    WriteBatch as the `RecordsAcked` that settles the original.
+
+    The cursor does not change (the ack beside it does); this event says where the copy went
+    (``retry_partition_id`` at ``retry_offset``), the copy's ``reconsume_times`` and the ``delay_ms`` it waits.
+    """
+
+    TAG: ClassVar[int] = 39
+    consumer: str
+    offset: int
+    reconsume_times: int
+    delay_ms: int
+    time_ms: int
+    retry_topic: str
+    retry_partition_id: int
+    retry_offset: int
+
+
 CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     SubscriptionCreated,
     RecordsAcquired,
@@ -134,4 +154,5 @@ CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     LockRenewed,
     SubscriptionDeleted,
     DeadLettered,
+    MovedToRetry,
 )

@@ -1,0 +1,39 @@
+"""Retry letter topics (Pulsar's ``reconsumeLater``) for logwright subscriptions: the group configs.
+
+The move itself is the broker's (`logwright.compat.coordinators.retry_letters`, extension key 32008:
+copy to the retry topic, ack the original, one WriteBatch); this plugin registers the two settings it
+reads, so they are refused or described like any other group config.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .api import ConfigKey, ConfigKeyRegister, hookimpl, long_at_least
+
+RETRY_TOPIC_KEY = "logwright.retry.letter.topic"
+MAX_RECONSUME_TIMES_KEY = "logwright.retry.max.reconsume.times"
+
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def retry_topic(value: str) -> str | None:
+    """Empty (the default name) or a legal topic name not starting with ``__`` (internal topics)."""
+    if value == "":
+        return None
+    if value.startswith("__"):
+        return f"{RETRY_TOPIC_KEY} must not name an internal topic (starting with '__'), got {value!r}"
+    if not _TOPIC_NAME.fullmatch(value) or value in (".", ".."):
+        return f"{RETRY_TOPIC_KEY} must be a legal topic name (1-249 of a-z A-Z 0-9 . _ -), got {value!r}"
+    return None
+
+
+@hookimpl
+def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
+    register.add(ConfigKey(RETRY_TOPIC_KEY, "group", "", retry_topic,
+                           "Pulsar's retryLetterTopic: where reconsume_later moves a record (it must exist, and "
+                           "the subscription consumes it too); empty: <topic>-<subscription>-RETRY."))
+    register.add(ConfigKey(MAX_RECONSUME_TIMES_KEY, "group", "16", long_at_least(0),
+                           "Pulsar's maxRedeliverCount for retry letter topics: a record reconsumed more often "
+                           "goes to the dead-letter topic (logwright.dead.letter.topic, default "
+                           "<topic>-<subscription>-DLQ) instead.", "LONG"))
