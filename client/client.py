@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.incremental_alter_configs.v1.request import (
@@ -84,6 +85,8 @@ class Client:
         heartbeat_interval_ms: int | None = None,
         ack_group_time_ms: int = 100,
         ack_group_size: int = 1000,
+        retry_enable: bool = False,
+        retry_letter_topic: str | None = None,
     ) -> Consumer:
         """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
 
@@ -91,6 +94,9 @@ class Client:
         ``heartbeat_interval_ms`` overrides the group's interval (tests, fast failover switch-over).
         ``ack_group_time_ms`` and ``ack_group_size`` group acknowledgements (Pulsar's
         acknowledgementsGroupTime and maxAcknowledgmentGroupSize); 0 ms sends each at once.
+        ``retry_enable`` (Pulsar's enableRetry) also consumes the subscription's retry letter topic
+        (``retry_letter_topic``, stored as the group's ``logwright.retry.letter.topic``; default
+        ``<topic>-<subscription>-RETRY``, which must exist), where `Consumer.reconsume_later` moves records.
         """
         if mode not in MODES:
             raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -99,6 +105,8 @@ class Client:
         if receiver_queue_size < 1:
             raise InvalidConfiguration(f"receiver_queue_size must be positive, got {receiver_queue_size}")
         configs = {"logwright.subscription.mode": mode}
+        if retry_letter_topic:
+            configs["logwright.retry.letter.topic"] = retry_letter_topic
         if not await self._exists(subscription):
             configs["share.auto.offset.reset"] = initial_position
         await self._set_group_configs(subscription, configs)
@@ -112,6 +120,16 @@ class Client:
         consumer = Consumer(self._connection, settings)
         await consumer.join()
         self._consumers.append(consumer)
+        if retry_enable:
+            retry = retry_letter_topic or f"{topic}-{subscription}-RETRY"
+            companion = Consumer(self._connection, replace(settings, topic=retry, topic_id=await self._topic_id(retry)))
+            try:
+                await companion.join()
+            except BaseException:
+                await consumer.close()
+                self._consumers.remove(consumer)
+                raise
+            consumer.retry_consumer = companion
         return consumer
 
     async def _exists(self, subscription: str) -> bool:

@@ -112,6 +112,9 @@ class Consumer:
         self._assigned = asyncio.Event()
         self._acks = AckGroup(connection, settings.subscription, self.member_id, settings.topic,
                               settings.ack_group_time_ms, settings.ack_group_size)
+        self.retry_consumer: Consumer | None = None
+        """The subscription's member on its retry letter topic (``retry_enable``): received from, acked and
+        closed through this consumer, like Pulsar's consumer with retry enabled (two topics, one consumer)."""
 
     # -- membership ---------------------------------------------------------------------------
 
@@ -175,7 +178,30 @@ class Consumer:
     # -- receiving ----------------------------------------------------------------------------
 
     async def receive(self, timeout: float | None = None) -> Message:
-        """The next acquired record; `Timeout` if none arrives within ``timeout`` seconds."""
+        """The next acquired record (of the topic or its retry letter topic); `Timeout` if none arrives within
+        ``timeout`` seconds."""
+        retry = self.retry_consumer
+        if retry is None:
+            return await self._receive(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            for consumer in (self, retry):
+                if consumer._buffer:
+                    return consumer._buffer.popleft()
+            remaining = 1.0 if deadline is None else deadline - loop.time()
+            if remaining <= 0:
+                raise Timeout(f"no record for subscription {self.settings.subscription!r} within {timeout} s")
+            for consumer in (self, retry):
+                with contextlib.suppress(Timeout):
+                    return await consumer._receive(max(min(remaining / 2, 0.25), 0.001))
+
+    def _for(self, message: Message) -> Consumer:
+        """The member that holds ``message``: this one, or the retry letter topic's."""
+        retry = self.retry_consumer
+        return retry if retry is not None and message.topic == retry.settings.topic else self
+
+    async def _receive(self, timeout: float | None) -> Message:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while not self._buffer:
@@ -250,14 +276,20 @@ class Consumer:
         (`BrokerError` if refused); without ``await`` it goes within ``ack_group_time_ms`` or with the next
         ``ack_group_size`` acknowledgements, and at `flush_acknowledgements` and `close` at the latest.
         """
-        return self._acks.add(message.partition, message.offset)
+        owner = self._for(message)
+        return owner._acks.add(message.partition, message.offset)
 
     async def flush_acknowledgements(self) -> None:
         """Send every pending acknowledgement and wait until all sent so far are answered."""
         await self._acks.flush()
+        if self.retry_consumer is not None:
+            await self.retry_consumer.flush_acknowledgements()
 
     async def acknowledge_cumulative(self, message: Message) -> None:
         """Settle everything of the message's partition up to it (Exclusive and Failover only)."""
+        if self._for(message) is not self:
+            await self._for(message).acknowledge_cumulative(message)
+            return
         s = self.settings
         if s.mode not in CUMULATIVE_MODES:
             raise InvalidConfiguration(f"subscription {s.subscription!r} is {s.mode}: cumulative acknowledgement "
@@ -271,6 +303,9 @@ class Consumer:
 
     async def negative_acknowledge(self, message: Message) -> None:
         """Redeliver after the configured delay (or the backoff for the record's persisted count)."""
+        if self._for(message) is not self:
+            await self._for(message).negative_acknowledge(message)
+            return
         s = self.settings
         await self._connection.extension(32003, {
             "group_id": s.subscription, "member_id": self.member_id, "topic": s.topic,
@@ -281,6 +316,8 @@ class Consumer:
         """Pulsar's ``reconsumeLater``: the broker moves the record to the subscription's retry letter topic,
         visible again after ``delay_ms``, and acknowledges it, atomically (32008); past the subscription's
         ``logwright.retry.max.reconsume.times`` it goes to the dead-letter topic instead. Durable on return."""
+        if self._for(message) is not self:
+            return await self._for(message).reconsume_later(message, delay_ms)
         s = self.settings
         if delay_ms < 0:
             raise InvalidConfiguration(f"delay_ms must not be negative, got {delay_ms}")
@@ -291,6 +328,8 @@ class Consumer:
 
     async def close(self) -> None:
         """Send pending acknowledgements, then leave: records still held become available to the others at once."""
+        if self.retry_consumer is not None:
+            await self.retry_consumer.close()
         self._closing = True
         with contextlib.suppress(ClientError):
             await self._acks.flush()

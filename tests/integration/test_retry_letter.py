@@ -1,6 +1,6 @@
 """Retry letter topics (Pulsar's ``reconsumeLater``) with the bundled client on a manual-clock broker process.
 
-The subscription consumes its topic and its retry topic (one consumer each, same subscription); each
+The subscription consumes its topic and its retry topic (one consumer with ``retry_enable``); each
 ``reconsume_later`` moves the record to the retry topic, delayed on the broker clock, and acknowledges
 the original in one WriteBatch; past ``logwright.retry.max.reconsume.times`` the record lands on the
 dead-letter topic. A SIGKILL after each move loses and duplicates nothing.
@@ -33,10 +33,11 @@ def create_topics(bootstrap: str, *names: str) -> None:
         future.result(30)
 
 
-async def subscribe_both(client: Client, topic: str, retry: str) -> tuple[Consumer, Consumer]:
-    main = await client.subscribe(topic, SUBSCRIPTION, initial_position="earliest")
-    retried = await client.subscribe(retry, SUBSCRIPTION, initial_position="earliest")
-    return main, retried
+async def subscribe_with_retry(client: Client, topic: str, retry: str) -> Consumer:
+    """One consumer with ``retry_enable``: it reads the topic and its retry letter topic."""
+    consumer = await client.subscribe(topic, SUBSCRIPTION, initial_position="earliest", retry_enable=True)
+    assert consumer.retry_consumer is not None and consumer.retry_consumer.settings.topic == retry
+    return consumer
 
 
 async def due_after_delay(client: Client, consumer: Consumer) -> Message:
@@ -68,18 +69,15 @@ def test_reconsume_later_twice_then_the_dead_letter_topic(clock_broker: BrokerPr
 
     async def step(number: int) -> None:
         client = await Client.connect(bootstrap)
-        main, retried = await subscribe_both(client, topic, retry)
-        if number == 0:
-            message = await main.receive(timeout=20)
-            assert message.value == b"r0"
-        else:
-            message = await due_after_delay(client, retried)
-            assert message.value == b"r0"
+        consumer = await subscribe_with_retry(client, topic, retry)
+        message = await (consumer.receive(timeout=20) if number == 0 else due_after_delay(client, consumer))
+        assert (message.topic, message.value) == (topic if number == 0 else retry, b"r0")
+        if number:
             seen.append(dict(message.headers))
-        moved = await (main if number == 0 else retried).reconsume_later(message, DELAY_MS)
+        moved = await consumer.reconsume_later(message, DELAY_MS)
         moves.append((moved.topic, moved.reconsume_times, moved.dead_lettered))
         with pytest.raises(BrokerError) as refused:  # no longer held: acknowledged with the move
-            await (main if number == 0 else retried).reconsume_later(message, DELAY_MS)
+            await consumer.reconsume_later(message, DELAY_MS)
         assert refused.value.code == ErrorCode.INVALID_RECORD_STATE
         await client.close()
 
@@ -97,11 +95,10 @@ def test_reconsume_later_twice_then_the_dead_letter_topic(clock_broker: BrokerPr
 
     async def drained() -> None:
         client = await Client.connect(bootstrap)
-        main, retried = await subscribe_both(client, topic, retry)
+        consumer = await subscribe_with_retry(client, topic, retry)
         await client.advance_clock(60_000)
-        for consumer in (main, retried):
-            with pytest.raises(Timeout):
-                await consumer.receive(timeout=2)
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=2)
         for name in (topic, retry):
             for partition in await client.inspect(SUBSCRIPTION, name):
                 assert partition["in_flight"] == [] and partition["redeliveries"] == [], partition
@@ -119,3 +116,24 @@ def test_reconsume_later_twice_then_the_dead_letter_topic(clock_broker: BrokerPr
     assert [(e["offset"], e["reconsume_times"], e["retry_topic"]) for e in moved_events(clock_broker)] == [
         (0, 1, retry), (0, 2, retry)]
     check_consistent(clock_broker)
+
+
+def test_a_retried_record_is_acknowledged_through_the_same_consumer(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = setup_topic(bootstrap, SUBSCRIPTION, 1)
+    retry = f"{topic}-{SUBSCRIPTION}-RETRY"
+    create_topics(bootstrap, retry)
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await subscribe_with_retry(client, topic, retry)
+        original = await consumer.receive(timeout=20)
+        assert (await consumer.reconsume_later(original, 0)).topic == retry  # no delay: due at once
+        copy = await consumer.receive(timeout=20)
+        assert (copy.topic, copy.value, dict(copy.headers)["RECONSUMETIMES"]) == (retry, b"r0", b"1")
+        await consumer.acknowledge(copy)
+        [partition] = await client.inspect(SUBSCRIPTION, retry)
+        assert (partition["mark_delete_position"], partition["in_flight"]) == (0, [])
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
