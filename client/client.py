@@ -96,7 +96,8 @@ class Client:
         acknowledgementsGroupTime and maxAcknowledgmentGroupSize); 0 ms sends each at once.
         ``retry_enable`` (Pulsar's enableRetry) also consumes the subscription's retry letter topic
         (``retry_letter_topic``, stored as the group's ``logwright.retry.letter.topic``; default
-        ``<topic>-<subscription>-RETRY``, which must exist), where `Consumer.reconsume_later` moves records.
+        ``<topic>-<subscription>-RETRY``, created here if missing when the broker auto-creates topics; a
+        named one must exist), where `Consumer.reconsume_later` moves records.
         """
         if mode not in MODES:
             raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -122,7 +123,8 @@ class Client:
         self._consumers.append(consumer)
         if retry_enable:
             retry = retry_letter_topic or f"{topic}-{subscription}-RETRY"
-            companion = Consumer(self._connection, replace(settings, topic=retry, topic_id=await self._topic_id(retry)))
+            retry_id = await self._topic_id(retry, auto_create=not retry_letter_topic)
+            companion = Consumer(self._connection, replace(settings, topic=retry, topic_id=retry_id))
             try:
                 await companion.join()
             except BaseException:
@@ -156,10 +158,11 @@ class Client:
             if resource.error_code:
                 raise BrokerError(int(resource.error_code), resource.error_message, f"configure {group!r}")
 
-    async def _topic_id(self, topic: str) -> uuid.UUID:
+    async def _topic_id(self, topic: str, auto_create: bool = False) -> uuid.UUID:
+        """The topic's id; ``auto_create`` lets the broker create it (only with its ``auto.create.topics.enable``)."""
         response = await self._connection.request(make(
             MetadataRequest, topics=(make(MetadataRequestTopic, topic_id=None, name=topic),),
-            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+            allow_auto_topic_creation=auto_create, include_topic_authorized_operations=False))
         for found in response.topics:
             if found.name == topic:
                 if found.error_code:

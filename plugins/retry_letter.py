@@ -31,8 +31,9 @@ def retry_topic(value: str) -> str | None:
 @hookimpl
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     register.add(ConfigKey(RETRY_TOPIC_KEY, "group", "", retry_topic,
-                           "Pulsar's retryLetterTopic: where reconsume_later moves a record (it must exist, and "
-                           "the subscription consumes it too); empty: <topic>-<subscription>-RETRY."))
+                           "Pulsar's retryLetterTopic: where reconsume_later moves a record (a named topic must "
+                           "exist; the subscription consumes it too); empty: <topic>-<subscription>-RETRY, "
+                           "created on first use if auto.create.topics.enable."))
     register.add(ConfigKey(MAX_RECONSUME_TIMES_KEY, "group", "16", long_at_least(0),
                            "Pulsar's maxRedeliverCount for retry letter topics: a record reconsumed more often "
                            "goes to the dead-letter topic (logwright.dead.letter.topic, default "

@@ -8,7 +8,9 @@ All of it is staged in one call, so one loop turn and one WriteBatch: a crash le
 ack, or neither. The subscription consumes its retry topic too, so the copy comes back to it.
 
 Past ``logwright.retry.max.reconsume.times`` the record is rejected instead and the dead-letter
-mechanism (`dead_letters`) copies it to Pulsar's dead-letter topic in the same WriteBatch.
+mechanism (`dead_letters`) copies it to Pulsar's dead-letter topic in the same WriteBatch. A missing
+default retry or dead-letter topic is created in that WriteBatch with the source topic's partition count
+when the broker's ``auto.create.topics.enable`` is true (Kafka's rule); a named one must exist.
 """
 
 from __future__ import annotations
@@ -77,12 +79,15 @@ def reconsume_later(broker: Broker, coordinator: ShareCoordinator, group_id: str
                        False, None)
     if times > limit:
         events = decide(state, member_id, [AckBatch(offset, offset, (REJECT,))], now, limits)
-        dlq = settings.get(DEAD_LETTER_TOPIC_KEY, "") or f"{real_topic}-{group_id}-DLQ"
-        if broker.topic(dlq) is None:
+        named = settings.get(DEAD_LETTER_TOPIC_KEY, "")
+        dlq = named or f"{real_topic}-{group_id}-DLQ"
+        auto_create = not named and broker.auto_create_enabled()
+        if broker.topic(dlq) is None and not auto_create:
             raise RetryTopicUnavailable(f"dead-letter topic {dlq!r} does not exist")
         decision = DeadLetter(dlq, copy_record=True, headers=((RECONSUMETIMES, str(times)),),
                               headers_once=((REAL_TOPIC, "{topic}"),
-                                            (ORIGIN_MESSAGE_ID, "{topic}-{partition}@{offset}")))
+                                            (ORIGIN_MESSAGE_ID, "{topic}-{partition}@{offset}")),
+                              auto_create=auto_create)
 
         def archive(_: ArchivedRecords) -> DeadLetter:
             return decision
@@ -91,8 +96,12 @@ def reconsume_later(broker: Broker, coordinator: ShareCoordinator, group_id: str
         coordinator.apply(group_id, partition_id, rejected, archive=archive)
         return Moved(dlq, times, dead_lettered=True)
     events = decide(state, member_id, [AckBatch(offset, offset, (ACCEPT,))], now, limits)
-    retry_topic = settings.get(RETRY_TOPIC_KEY, "") or f"{real_topic}-{group_id}-RETRY"
+    named = settings.get(RETRY_TOPIC_KEY, "")
+    retry_topic = named or f"{real_topic}-{group_id}-RETRY"
     target = broker.topic(retry_topic)
+    if target is None and not named and source is not None and broker.auto_create_enabled():
+        broker.create_topic(retry_topic, len(source.partition_ids))  # staged: committed with the copy
+        target = broker.topic(retry_topic)
     if target is None or not target.partition_ids:
         raise RetryTopicUnavailable(f"retry letter topic {retry_topic!r} does not exist")
     partition = index % len(target.partition_ids)

@@ -16,7 +16,14 @@ from logwright.compat.coordinators.retry_letters import reconsume_later
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.wire.record_batch import decode_records
 from logwright.core.errors import InvalidRecordState, UnknownTopic
-from logwright.core.events import ConfigChanged, DelayedRecordsIndexed, Event, RecordsAcked, RecordsAppended
+from logwright.core.events import (
+    ConfigChanged,
+    DelayedRecordsIndexed,
+    Event,
+    RecordsAcked,
+    RecordsAppended,
+    TopicCreated,
+)
 from logwright.core.events.cursors import DeadLettered, MovedToRetry, RecordsRejected
 from logwright.eventstore.interface import LoggedEvent
 
@@ -81,10 +88,10 @@ def test_the_retry_copy_the_ack_and_the_event_commit_in_one_write_batch(tmp_path
     run(tmp_path, scenario)
 
 
-def test_a_missing_retry_topic_changes_nothing(tmp_path: Path) -> None:
+def test_a_missing_named_retry_topic_changes_nothing(tmp_path: Path) -> None:
     async def scenario(h: Harness) -> None:
         topic_id = await h.produce(1)
-        commits = _prepare(h)
+        commits = _prepare(h, **{"logwright.retry.letter.topic": "named-retry"})
         await h.join("m1")
         assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 0, 1)]
         before = len(commits)
@@ -92,8 +99,24 @@ def test_a_missing_retry_topic_changes_nothing(tmp_path: Path) -> None:
             _move(h, 0)
         await h.broker.durable()
         assert len(commits) == before
-        h.broker.create_topic(RETRY, 1)
-        assert _move(h, 0)["topic"] == RETRY  # still held: nothing was settled by the refusal
+        h.broker.create_topic("named-retry", 1)
+        assert _move(h, 0)["topic"] == "named-retry"  # still held: nothing was settled by the refusal
+
+    run(tmp_path, scenario)
+
+
+def test_the_default_retry_topic_is_created_in_the_write_batch_of_the_move(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(1)
+        commits = _prepare(h)
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 0, 1)]
+        assert h.broker.topic(RETRY) is None
+        assert _move(h, 0)["topic"] == RETRY
+        await h.broker.durable()
+        batch = commits[-1]
+        assert any(isinstance(e, TopicCreated) and e.topic == RETRY for e in batch)
+        assert any(isinstance(e, MovedToRetry) for e in batch)
 
     run(tmp_path, scenario)
 

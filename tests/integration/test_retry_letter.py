@@ -137,3 +137,23 @@ def test_a_retried_record_is_acknowledged_through_the_same_consumer(clock_broker
         await client.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
+
+
+def test_default_retry_and_dead_letter_topics_are_created_on_first_use(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = setup_topic(bootstrap, SUBSCRIPTION, 1, **{"logwright.retry.max.reconsume.times": "1"})
+    retry, dlq = f"{topic}-{SUBSCRIPTION}-RETRY", f"{topic}-{SUBSCRIPTION}-DLQ"
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await subscribe_with_retry(client, topic, retry)  # the retry topic created by subscribing
+        original = await consumer.receive(timeout=20)
+        assert (await consumer.reconsume_later(original, 0)).topic == retry
+        copy = await consumer.receive(timeout=20)
+        moved = await consumer.reconsume_later(copy, 0)
+        assert (moved.topic, moved.reconsume_times, moved.dead_lettered) == (dlq, 2, True)
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    [dead] = read_all(bootstrap, dlq, 1)
+    assert (dead.value(), headers_of(dead)["RECONSUMETIMES"]) == (b"r0", b"2")
