@@ -7,18 +7,14 @@ broker's ``auto.create.topics.enable`` allows it; otherwise the record is archiv
 
 from __future__ import annotations
 
-import datetime
 import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control
-from logwright.compat.kafka import produce
-from logwright.compat.wire.record_batch import build_batch, decode_records
+from logwright.compat.wire.record_batch import decode_records
 from logwright.compat.wire.records import Record
 from logwright.core.events import ConfigChanged, Event, TopicCreated
 from logwright.core.events.cursors import DeadLettered, RecordsRejected
@@ -29,19 +25,6 @@ from tests.compat.test_share_handlers import GROUP, TOPIC, Harness, acquired, ru
 
 REJECT = 3
 PULSAR_DLQ = f"{TOPIC}-{GROUP}-DLQ"
-
-
-async def _produce(h: Harness, *records: Record) -> uuid.UUID:
-    if h.broker.topic(TOPIC) is None:
-        h.broker.create_topic(TOPIC, 1)
-    request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
-        TopicProduceData(name=TOPIC, partition_data=(PartitionProduceData(index=0, records=build_batch(records)),)),
-    ))
-    answer = await h.call(produce.handle, 9, request)
-    assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
-    topic = h.broker.topic(TOPIC)
-    assert topic is not None
-    return uuid.UUID(bytes=topic.topic_id)
 
 
 def _listen(h: Harness) -> list[list[Event]]:
@@ -77,7 +60,7 @@ def test_a_copy_does_not_keep_the_delivery_delay_headers(tmp_path: Path) -> None
         _group_configs(h, **{"errors.deadletterqueue.topic.name": "dlq.delayed",
                              "errors.deadletterqueue.copy.record.enable": "true"})
         now = h.clock.now_ms()
-        topic_id = await _produce(h, Record(0, now, b"k", b"late", (
+        topic_id = await h.produce_records(Record(0, now, b"k", b"late", (
             (DELIVER_AT_HEADER, str(now + 500).encode()), ("trace", b"t-1"), (DELIVER_AFTER_HEADER, b"1000"))))
         await h.join("m1")
         assert acquired(await h.fetch("m1", 0, topic_id)) == []  # delayed
@@ -99,7 +82,7 @@ def test_the_pulsar_default_topic_is_created_with_the_source_partition_count_in_
     async def scenario(h: Harness) -> None:
         h.broker.create_topic(TOPIC, 3)
         _group_configs(h, **{"logwright.dead.letter.max.deliveries": "2"})
-        topic_id = await _produce(h, Record(0, 1_000, None, b"poison"))
+        topic_id = await h.produce_records(Record(0, 1_000, None, b"poison"))
         commits = _listen(h)
         await _reject_offset_zero(h, topic_id)
         created = h.broker.topic(PULSAR_DLQ)
@@ -118,7 +101,7 @@ def test_without_auto_creation_the_record_is_archived_without_a_copy_and_the_war
     async def scenario(h: Harness) -> None:
         h.broker.stage([ConfigChanged("broker", "", (("auto.create.topics.enable", "false"),))])
         _group_configs(h, **{"logwright.dead.letter.max.deliveries": "2"})
-        topic_id = await _produce(h, Record(0, 1_000, None, b"poison"))
+        topic_id = await h.produce_records(Record(0, 1_000, None, b"poison"))
         commits = _listen(h)
         with caplog.at_level(logging.WARNING, "logwright.compat.coordinators.dead_letters"):
             await _reject_offset_zero(h, topic_id)

@@ -9,30 +9,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.share_fetch.v2 import request as share_fetch_v2
-from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control, cursor_inspection
-from logwright.compat.kafka import produce, share_fetch
+from logwright.compat.kafka import share_fetch
 from logwright.compat.registry import make
-from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 
 from tests.compat.test_share_handlers import GROUP, TOPIC, Harness, acquired, run
 
 
 async def _produce_delayed(h: Harness, after_ms: int) -> uuid.UUID:
-    h.broker.create_topic(TOPIC, 1)
-    records = [Record(0, 1_000, None, b"later", (("logwright.deliver.after.ms", str(after_ms).encode()),)),
-               Record(1, 1_000, None, b"now")]
-    request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
-        TopicProduceData(name=TOPIC, partition_data=(PartitionProduceData(index=0, records=build_batch(records)),)),
-    ))
-    answer = await h.call(produce.handle, 9, request)
-    assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
-    topic = h.broker.topic(TOPIC)
-    assert topic is not None
-    return uuid.UUID(bytes=topic.topic_id)
+    delay = (("logwright.deliver.after.ms", str(after_ms).encode()),)
+    return await h.produce_records(Record(0, 1_000, None, b"later", delay), Record(1, 1_000, None, b"now"))
 
 
 async def _long_fetch(h: Harness, topic_id: uuid.UUID, epoch: int, wait_s: float) -> Any:

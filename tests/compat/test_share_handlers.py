@@ -58,9 +58,12 @@ class Harness:
         return await handle(context, request)
 
     async def produce(self, count: int) -> uuid.UUID:
+        return await self.produce_records(*(Record(i, 1_000, None, f"v{i}".encode()) for i in range(count)))
+
+    async def produce_records(self, *records: Record) -> uuid.UUID:
+        """Append ``records`` as one batch to partition 0 of TOPIC (created on first use); its topic id."""
         if self.broker.topic(TOPIC) is None:
             self.broker.create_topic(TOPIC, 1)
-        records = [Record(i, 1_000, None, f"v{i}".encode()) for i in range(count)]
         request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
             TopicProduceData(name=TOPIC, partition_data=(PartitionProduceData(index=0, records=build_batch(records)),)),
         ))
