@@ -1,0 +1,166 @@
+"""The keys of a stored batch's records, decoded once at append for the features that index keys.
+
+Produce stores batches without decoding records; business-key deduplication and compacted topics are the
+exception, and only on topics that ask for them. This module reads one RecordBatch v2 into
+`KeyedRecord`s: offset, timestamp, key, whether the value is null (a tombstone) and the headers, never
+copying values. It is pure: a compressed batch is opened by the ``decompress`` function the caller passes
+(``logwright.compat.wire.compression.decompress``, which bounds what a forged batch may expand to).
+
+Hostile input is refused with `UnreadableRecords`, never trusted: every count is checked against the bytes
+that remain before a loop runs over it, every length before a slice, and varints stop at ten bytes. The
+caller has already checked the batch's CRC (Produce) or wrote it itself (the store), so an unreadable batch
+means a producer wrote nonsense that its CRC covers.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "keyed_records"]
+
+Decompress = Callable[[int, memoryview], bytes]
+"""``decompress(codec, data)``: the records of a compressed batch; raises ``ValueError`` when they do not open."""
+
+_HEADER_SIZE: Final = 61
+_FIELDS = struct.Struct(">qi")
+_ATTRIBUTES = struct.Struct(">h")
+_BASE_TIMESTAMP = struct.Struct(">qq")
+_RECORD_COUNT = struct.Struct(">i")
+_MAGIC_AT: Final = 16
+_ATTRIBUTES_AT: Final = 21
+_BASE_TIMESTAMP_AT: Final = 27
+_RECORD_COUNT_AT: Final = 57
+_CODEC_MASK: Final = 0x07
+_LOG_APPEND_TIME_FLAG: Final = 0x08
+_MIN_RECORD_SIZE: Final = 7
+"""A record's smallest encoding: length, attributes, timestamp delta, offset delta, key -1, value -1, 0 headers."""
+_MIN_HEADER_SIZE: Final = 2
+
+
+class UnreadableRecords(ValueError):
+    """A batch's records do not parse (truncated, forged counts or lengths, over-long varints, bad codec)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedRecord:
+    """What key-indexing features need of one record: never its value, only whether it is null."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value_is_null: bool
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        """The last value of header ``name`` (Kafka's ``lastHeader``), ``None`` when absent or null."""
+        for header_name, value in reversed(self.headers):
+            if header_name == name:
+                return value
+        return None
+
+
+def keyed_records(batch: bytes | bytearray | memoryview, decompress: Decompress) -> tuple[KeyedRecord, ...]:
+    """Every record of the batch at the start of ``batch``, numbered from the base offset in its header."""
+    view = memoryview(batch)
+    if len(view) < _HEADER_SIZE:
+        raise UnreadableRecords(f"a record batch needs {_HEADER_SIZE} header bytes, got {len(view)}")
+    base_offset, batch_length = _FIELDS.unpack_from(view, 0)
+    if view[_MAGIC_AT] != 2:
+        raise UnreadableRecords(f"magic byte {view[_MAGIC_AT]} is not RecordBatch v2")
+    end = 12 + batch_length
+    if batch_length < _HEADER_SIZE - 12 or end > len(view):
+        raise UnreadableRecords(f"batch length {batch_length} does not fit the {len(view)} bytes present")
+    (attributes,) = _ATTRIBUTES.unpack_from(view, _ATTRIBUTES_AT)
+    base_timestamp, max_timestamp = _BASE_TIMESTAMP.unpack_from(view, _BASE_TIMESTAMP_AT)
+    (count,) = _RECORD_COUNT.unpack_from(view, _RECORD_COUNT_AT)
+    payload = view[_HEADER_SIZE:end]
+    codec = attributes & _CODEC_MASK
+    if codec:
+        try:
+            payload = memoryview(decompress(codec, payload))
+        except ValueError as error:
+            raise UnreadableRecords(f"batch at offset {base_offset}: {error}") from error
+    if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
+        raise UnreadableRecords(f"{count} records cannot fit in {len(payload)} bytes")
+    append_time = max_timestamp if attributes & _LOG_APPEND_TIME_FLAG else None
+    return _Reader(payload).records(count, base_offset, base_timestamp, append_time)
+
+
+class _Reader:
+    """A cursor over record bytes; every read checks the bytes that remain."""
+
+    __slots__ = ("data", "position")
+
+    def __init__(self, data: memoryview) -> None:
+        self.data = data
+        self.position = 0
+
+    def records(self, count: int, base_offset: int, base_timestamp: int, append_time: int | None
+                ) -> tuple[KeyedRecord, ...]:
+        records = []
+        for index in range(count):
+            length = self.varint()
+            end = self.position + length
+            if length < _MIN_RECORD_SIZE - 1 or end > len(self.data):
+                remaining = len(self.data) - self.position
+                raise UnreadableRecords(f"record {index} announces {length} bytes, {remaining} remain")
+            self.position += 1
+            timestamp_delta = self.varint()
+            offset_delta = self.varint()
+            key = self.nullable_bytes()
+            value_length = self.varint()
+            if value_length > 0:
+                self.skip(value_length)
+            headers = self.headers(end)
+            if self.position != end:
+                raise UnreadableRecords(f"record {index} announces {length} bytes but holds a different amount")
+            timestamp = append_time if append_time is not None else base_timestamp + timestamp_delta
+            records.append(KeyedRecord(base_offset + offset_delta, timestamp, key, value_length < 0, headers))
+        if self.position != len(self.data):
+            raise UnreadableRecords(f"{len(self.data) - self.position} bytes follow the last of {count} records")
+        return tuple(records)
+
+    def headers(self, end: int) -> tuple[tuple[str, bytes | None], ...]:
+        count = self.varint()
+        if count < 0 or count * _MIN_HEADER_SIZE > end - self.position:
+            raise UnreadableRecords(f"{count} headers cannot fit in the {end - self.position} bytes left of the record")
+        headers = []
+        for _ in range(count):
+            name = self.nullable_bytes()
+            if name is None:
+                raise UnreadableRecords("a record header has a null key")
+            try:
+                text = name.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise UnreadableRecords(f"a record header key is not UTF-8: {error}") from error
+            headers.append((text, self.nullable_bytes()))
+        return tuple(headers)
+
+    def nullable_bytes(self) -> bytes | None:
+        length = self.varint()
+        if length < 0:
+            return None
+        start = self.position
+        self.skip(length)
+        return bytes(self.data[start:self.position])
+
+    def skip(self, length: int) -> None:
+        if self.position + length > len(self.data):
+            raise UnreadableRecords(f"a {length}-byte field runs past the records' end")
+        self.position += length
+
+    def varint(self) -> int:
+        """A zigzag varint of at most ten bytes."""
+        value = 0
+        for shift in range(0, 70, 7):
+            if self.position >= len(self.data):
+                raise UnreadableRecords("the records end inside a varint")
+            byte = self.data[self.position]
+            self.position += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return (value >> 1) ^ -(value & 1)
+        raise UnreadableRecords(f"a varint at byte {self.position} runs past ten bytes")

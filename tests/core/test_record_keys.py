@@ -1,0 +1,88 @@
+"""Keys decoded once at append: every codec, tombstones and headers, and hostile batches refused, not trusted."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from logwright.compat.wire.compression import Compression, decompress
+from logwright.compat.wire.record_batch import Record, build_batch
+from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records
+
+RECORDS = (
+    Record(0, 1_000, b"k1", b"v1", (("trace", b"t"), ("id", b"A"))),
+    Record(0, 1_005, None, b"v2"),
+    Record(0, 1_007, b"k1", None, (("id", None),)),
+)
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+def test_every_codec_gives_offsets_keys_tombstones_and_headers(codec: Compression) -> None:
+    batch = build_batch(RECORDS, base_offset=40, compression=codec)
+    assert keyed_records(batch, decompress) == (
+        KeyedRecord(40, 1_000, b"k1", False, (("trace", b"t"), ("id", b"A"))),
+        KeyedRecord(41, 1_005, None, False),
+        KeyedRecord(42, 1_007, b"k1", True, (("id", None),)),
+    )
+
+
+def test_log_append_time_is_every_record_timestamp() -> None:
+    batch = build_batch(RECORDS, log_append_time=9_999)
+    assert [record.timestamp for record in keyed_records(batch, decompress)] == [9_999] * 3
+
+
+def test_header_is_the_last_value_of_a_name() -> None:
+    record = KeyedRecord(0, 0, None, False, (("id", b"A"), ("id", b"B")))
+    assert record.header("id") == b"B"
+    assert record.header("other") is None
+
+
+def _with_count(batch: bytes, count: int) -> bytes:
+    return batch[:57] + struct.pack(">i", count) + batch[61:]
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, -1, 4, 2])
+def test_a_forged_record_count_is_refused(count: int) -> None:
+    with pytest.raises(UnreadableRecords):
+        keyed_records(_with_count(build_batch(RECORDS), count), decompress)
+
+
+def test_a_forged_header_count_is_refused_before_any_loop() -> None:
+    record = build_batch([Record(0, 0, b"k", b"v")])
+    forged = record[:-1] + b"\xfe\xff\xff\xff\x0f"  # 2**31 - 1 headers, zigzag
+    forged = forged[:61] + bytes([forged[61] + 4]) + forged[62:]
+    forged = forged[:8] + struct.pack(">i", len(forged) - 12) + forged[12:]
+    with pytest.raises(UnreadableRecords):
+        keyed_records(forged, decompress)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 20])
+def test_a_truncated_batch_is_refused(cut: int) -> None:
+    batch = build_batch(RECORDS)
+    with pytest.raises(UnreadableRecords):
+        keyed_records(batch[:-cut], decompress)
+    shortened = batch[:8] + struct.pack(">i", len(batch) - 12 - cut) + batch[12:-cut]
+    with pytest.raises(UnreadableRecords):
+        keyed_records(shortened, decompress)
+
+
+def test_an_endless_varint_is_refused() -> None:
+    batch = build_batch([Record(0, 0, b"k", b"v")])
+    forged = batch[:61] + b"\xff" * 12
+    forged = forged[:8] + struct.pack(">i", len(forged) - 12) + forged[12:]
+    with pytest.raises(UnreadableRecords, match="ten bytes|varint"):
+        keyed_records(forged, decompress)
+
+
+def test_records_that_decompress_past_the_limit_are_refused() -> None:
+    bomb = build_batch([Record(0, 0, b"k", b"\x00" * 200_000)], compression=Compression.ZSTD)
+    with pytest.raises(UnreadableRecords, match="zstd"):
+        keyed_records(bomb, lambda codec, data: decompress(codec, data, max_size=1_000))
+
+
+def test_garbage_compressed_bytes_are_refused() -> None:
+    batch = build_batch(RECORDS, compression=Compression.LZ4)
+    forged = batch[:61] + b"\x04\x22\x4d\x18garbage"
+    forged = forged[:8] + struct.pack(">i", len(forged) - 12) + forged[12:]
+    with pytest.raises(UnreadableRecords):
+        keyed_records(forged, decompress)
