@@ -2,17 +2,25 @@
 
 The move itself is the broker's (`logwright.compat.coordinators.retry_letters`, extension key 32008:
 copy to the retry topic, ack the original, one WriteBatch); this plugin registers the two settings it
-reads, so they are refused or described like any other group config.
+reads, so they are refused or described like any other group config, and decides through
+``logwright_decide_archive`` where a record reconsumed past ``logwright.retry.max.reconsume.times`` goes:
+Pulsar's dead-letter topic (``logwright.dead.letter.topic``, default ``<REAL_TOPIC>-<subscription>-DLQ``,
+created on first use if the broker auto-creates topics) with ``RECONSUMETIMES`` = that attempt and
+``REAL_TOPIC``/``ORIGIN_MESSAGE_ID`` set once. A plugin answering first replaces the policy.
 """
 
 from __future__ import annotations
 
 import re
 
-from .api import ConfigKey, ConfigKeyRegister, hookimpl, long_at_least
+from .api import ArchivedRecords, ConfigKey, ConfigKeyRegister, DeadLetter, hookimpl, long_at_least
 
 RETRY_TOPIC_KEY = "logwright.retry.letter.topic"
 MAX_RECONSUME_TIMES_KEY = "logwright.retry.max.reconsume.times"
+DEAD_LETTER_TOPIC_KEY = "logwright.dead.letter.topic"
+
+ONCE_HEADERS = (("REAL_TOPIC", "{topic}"), ("ORIGIN_MESSAGE_ID", "{topic}-{partition}@{offset}"))
+"""Pulsar's properties a retried record already carries (from its first move); set only where absent."""
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -38,3 +46,14 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "Pulsar's maxRedeliverCount for retry letter topics: a record reconsumed more often "
                            "goes to the dead-letter topic (logwright.dead.letter.topic, default "
                            "<topic>-<subscription>-DLQ) instead.", "LONG"))
+
+
+@hookimpl
+def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
+    """Pulsar's dead-letter topic for a record reconsumed too often; other archives are not this plugin's."""
+    if archived.reconsume_times <= 0:
+        return None
+    named = archived.settings.get(DEAD_LETTER_TOPIC_KEY, "")
+    topic = named or f"{archived.real_topic or archived.topic}-{archived.subscription}-DLQ"
+    return DeadLetter(topic, copy_record=True, headers=(("RECONSUMETIMES", str(archived.reconsume_times)),),
+                      headers_once=ONCE_HEADERS, auto_create=not named)

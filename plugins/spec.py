@@ -150,8 +150,11 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     `DeadLetter(topic, copy_record, headers)` and the broker appends one copy per record to ``topic``
     and archives the originals in the same WriteBatch (a crash leaves both or neither), with a
     ``DeadLettered`` event recording the attempt history; ``None`` lets the next plugin decide, and
-    with no answer the records are only archived. The built-in ``dead_letter`` plugin answers for groups
-    with ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers).
+    with no answer the records are only archived; a copy the broker cannot write keeps the records
+    (``DeadLetterDeferred``) instead of archiving them. ``archived.reconsume_times`` is above 0 for a
+    record reconsumed past its limit (retry letter topics), which the built-in ``retry_letter`` plugin
+    sends to Pulsar's dead-letter topic. The built-in ``dead_letter`` plugin answers last for groups with
+    ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers).
     """
 
 

@@ -9,6 +9,12 @@ duplicate on the DLQ, never a record archived and lost (Kafka 4.4 archives first
 
 The delivery counts are read from the cursor before the events fold, so the `DeadLettered` event and
 the ``__dlq.errors.delivery.count`` header carry the count the record was archived at.
+
+A copy the broker cannot write (the topic deleted, missing and not creatable, refused, or the append
+refused) never costs the record: the `RecordsRejected` is replaced by a `DeadLetterDeferred` that keeps
+the records (with their delivery counts) and offers them again after `DEFERRED_RETRY_MS`; archiving them
+then tries the copy again. A retry move past its limit (``reconsume_times``) is a client's request and
+is refused instead (`DeadLetterRefused`, nothing staged).
 """
 
 from __future__ import annotations
@@ -24,9 +30,9 @@ from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, UnknownTopic
 from logwright.core.events import Event
-from logwright.core.events.cursors import DeadLettered, RecordsRejected
+from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.delayed_delivery import HEADER_PREFIX
 
@@ -36,31 +42,53 @@ MAX_COPIES_PER_EVENT = 100_000
 """Bound on the records one archiving event copies (a REJECT names ranges; a huge one is archived in
 pieces by the client anyway). Past it the rest is archived without a copy and logged."""
 
+DEFERRED_RETRY_MS = 30_000
+"""How long records whose dead-letter copy failed wait before they are offered again (and, archived
+again, retry the copy): long enough not to spin on a broken topic, short enough to notice a repaired one."""
+
+
+class DeadLetterRefused(UnknownTopic):
+    """The dead-letter copy of a retry move past its limit cannot be written; nothing was staged."""
+
 
 def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: CursorState,
-                      settings: Callable[[], Mapping[str, str]], events: Sequence[Event]) -> list[Event]:
-    """``events`` with a `DeadLettered` after each `RecordsRejected` the plugins dead-letter; the copies
-    are staged on ``broker`` now, so the caller must stage the returned events in this same turn."""
+                      settings: Callable[[], Mapping[str, str]], events: Sequence[Event],
+                      reconsume_times: int = 0, real_topic: str = "") -> list[Event]:
+    """``events`` with a `DeadLettered` after each `RecordsRejected` the plugins dead-letter (or a
+    `DeadLetterDeferred` in its place when the copy fails); the copies are staged on ``broker`` now, so the
+    caller must stage the returned events in this same turn. ``reconsume_times`` above 0 marks a retry move
+    past its limit (of a record first produced to ``real_topic``): the plugins are told, and a failed copy
+    raises `DeadLetterRefused` instead."""
     if decide is None or not any(isinstance(event, RecordsRejected) for event in events):
         return list(events)
     out: list[Event] = []
     group_settings: Mapping[str, str] | None = None
     for event in events:
-        out.append(event)
         if not isinstance(event, RecordsRejected) or event.subscription != state.subscription:
+            out.append(event)
             continue
         if group_settings is None:
             group_settings = settings()
         deliveries = _deliveries(state, event)
         topic = broker.topic(state.topic)
         index = topic.partition_ids.index(state.partition_id) if topic is not None else 0
+        now = broker.clock.now_ms()
         archived = ArchivedRecords(state.subscription, state.topic, index, deliveries, event.reason,
-                                   event.consumer, broker.clock.now_ms(), group_settings)
+                                   event.consumer, now, group_settings, reconsume_times, real_topic)
         decision = decide(archived)
-        if decision is not None:
-            copied = _stage_copies(broker, state, archived, decision)
-            if copied is not None:
-                out.append(copied)
+        if decision is None:
+            out.append(event)
+            continue
+        copied = _stage_copies(broker, state, archived, decision)
+        if isinstance(copied, DeadLettered):
+            out.extend((event, copied))
+            continue
+        if reconsume_times:
+            raise DeadLetterRefused(copied)
+        log.warning("group %s: %s; %s-%d %s kept (not archived), offered again in %d ms", archived.subscription,
+                    copied, state.topic, index, deliveries, DEFERRED_RETRY_MS)
+        out.append(DeadLetterDeferred(state.subscription, state.partition_id, event.consumer, deliveries,
+                                      event.reason, now, decision.topic, copied, now + DEFERRED_RETRY_MS))
     return out
 
 
@@ -80,8 +108,8 @@ def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, 
 
 
 def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
-                  decision: DeadLetter) -> DeadLettered | None:
-    """Stage one batch of copies on the dead-letter partition; ``None`` (logged) if the broker refuses it."""
+                  decision: DeadLetter) -> DeadLettered | str:
+    """Stage one batch of copies on the dead-letter partition; why not, if the broker cannot."""
     target = broker.topic(decision.topic)
     if target is None and decision.auto_create:
         target = _auto_create(broker, state, archived, decision)
@@ -90,15 +118,10 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
         if target is None and decision.auto_create:
             why = (" and could not be created" if broker.auto_create_enabled()
                    else " and broker auto.create.topics.enable is false")
-        log.warning("group %s: dead-letter topic %r does not exist%s; %s-%d %s archived without a copy",
-                    archived.subscription, decision.topic, why, state.topic, archived.partition_index,
-                    archived.deliveries)
-        return None
+        return f"dead-letter topic {decision.topic!r} does not exist{why}"
     refusal = _refusal(broker, state, target, decision)
     if refusal is not None:
-        log.warning("group %s: %s; %s-%d %s archived without a copy", archived.subscription, refusal,
-                    state.topic, archived.partition_index, archived.deliveries)
-        return None
+        return refusal
     partition = archived.partition_index % len(target.partition_ids)
     now = broker.clock.now_ms()
     originals = _originals(broker, state.partition_id, archived.deliveries) if decision.copy_record else {}
@@ -117,10 +140,8 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
     prepared = prepare_partition(broker, target, partition, build_batch(records))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
     if result.error_code != ErrorCode.NONE:
-        log.warning("group %s: dead-letter append to %s-%d refused (%s: %s); archived without a copy",
-                    archived.subscription, decision.topic, partition, ErrorCode(result.error_code).name,
-                    result.error_message)
-        return None
+        return (f"dead-letter append to {decision.topic}-{partition} refused "
+                f"({ErrorCode(result.error_code).name}: {result.error_message})")
     return DeadLettered(state.subscription, state.partition_id, archived.consumer, archived.deliveries,
                         archived.reason, now, decision.topic, target.partition_ids[partition], result.base_offset)
 

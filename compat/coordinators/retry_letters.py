@@ -8,9 +8,11 @@ All of it is staged in one call, so one loop turn and one WriteBatch: a crash le
 ack, or neither. The subscription consumes its retry topic too, so the copy comes back to it.
 
 Past ``logwright.retry.max.reconsume.times`` the record is rejected instead and the dead-letter
-mechanism (`dead_letters`) copies it to Pulsar's dead-letter topic in the same WriteBatch. A missing
-default retry or dead-letter topic is created in that WriteBatch with the source topic's partition count
-when the broker's ``auto.create.topics.enable`` is true (Kafka's rule); a named one must exist.
+mechanism (`dead_letters`) copies it where ``logwright_decide_archive`` says, told the reconsume count:
+the built-in ``retry_letter`` plugin answers Pulsar's dead-letter topic; another plugin may redirect it.
+A missing default retry topic is created in the move's WriteBatch with the source topic's partition
+count when the broker's ``auto.create.topics.enable`` is true (Kafka's rule); a named one must exist.
+A dead-letter copy that cannot be written refuses the move, with nothing changed.
 """
 
 from __future__ import annotations
@@ -18,15 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.dead_letters import DeadLetterRefused
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.wire.record_batch import build_batch, decode_records
 from logwright.compat.wire.records import Record
-from logwright.core.cursors.plugin_decisions import ArchivedRecords, DeadLetter
 from logwright.core.errors import InvalidRecordState, UnknownTopic
 from logwright.core.events import Event
-from logwright.core.events.cursors import MovedToRetry, RecordsRejected
+from logwright.core.events.cursors import DeadLettered, MovedToRetry, RecordsRejected
 from logwright.core.log.delayed_delivery import HEADER_PREFIX
 from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
 
@@ -34,7 +36,6 @@ RETRY_TOPIC_KEY = "logwright.retry.letter.topic"
 MAX_RECONSUME_TIMES_KEY = "logwright.retry.max.reconsume.times"
 DEFAULT_MAX_RECONSUME_TIMES = 16
 """Pulsar's default maxRedeliverCount for retry letter topics."""
-DEAD_LETTER_TOPIC_KEY = "logwright.dead.letter.topic"
 MAX_RECONSUME_REASON = "max reconsume times reached"
 
 RECONSUMETIMES = "RECONSUMETIMES"
@@ -79,22 +80,13 @@ def reconsume_later(broker: Broker, coordinator: ShareCoordinator, group_id: str
                        False, None)
     if times > limit:
         events = decide(state, member_id, [AckBatch(offset, offset, (REJECT,))], now, limits)
-        named = settings.get(DEAD_LETTER_TOPIC_KEY, "")
-        dlq = named or f"{real_topic}-{group_id}-DLQ"
-        auto_create = not named and broker.auto_create_enabled()
-        if broker.topic(dlq) is None and not auto_create:
-            raise RetryTopicUnavailable(f"dead-letter topic {dlq!r} does not exist")
-        decision = DeadLetter(dlq, copy_record=True, headers=((RECONSUMETIMES, str(times)),),
-                              headers_once=((REAL_TOPIC, "{topic}"),
-                                            (ORIGIN_MESSAGE_ID, "{topic}-{partition}@{offset}")),
-                              auto_create=auto_create)
-
-        def archive(_: ArchivedRecords) -> DeadLetter:
-            return decision
-
         rejected = [_limit_reached(event) for event in events]
-        coordinator.apply(group_id, partition_id, rejected, archive=archive)
-        return Moved(dlq, times, dead_lettered=True)
+        try:
+            staged = coordinator.apply(group_id, partition_id, rejected, reconsume_times=times, real_topic=real_topic)
+        except DeadLetterRefused as error:
+            raise RetryTopicUnavailable(str(error)) from None
+        copied = [event.dead_letter_topic for event in staged if isinstance(event, DeadLettered)]
+        return Moved(copied[0] if copied else "", times, dead_lettered=True)
     events = decide(state, member_id, [AckBatch(offset, offset, (ACCEPT,))], now, limits)
     named = settings.get(RETRY_TOPIC_KEY, "")
     retry_topic = named or f"{real_topic}-{group_id}-RETRY"

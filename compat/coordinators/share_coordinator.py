@@ -426,13 +426,14 @@ class ShareCoordinator:
                            renew_allowed, self.release_context(group_id, topic, partition_id))
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
-    def apply(self, group_id: str, partition_id: int, events: Sequence[Event],
-              archive: ArchiveDecider | None = None) -> None:
-        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers;
-        ``archive`` decides the dead-letter copies instead of the plugins (a retry past its limit)."""
+    def apply(self, group_id: str, partition_id: int, events: Sequence[Event], reconsume_times: int = 0,
+              real_topic: str = "") -> list[Event]:
+        """Stage cursor events decided elsewhere (the extension keys), keep the timers and wake fetchers; return
+        what was staged. ``reconsume_times`` and ``real_topic`` mark a retry move past its limit
+        (`with_dead_letters`)."""
         before = self.broker.store.state("cursors", cursor_key(group_id, partition_id))
         if events and isinstance(before, CursorState):
-            events = self._dead_letters(before, events, archive)
+            events = self._dead_letters(before, events, reconsume_times, real_topic)
         if events:
             self.broker.stage(events)
             key = cursor_key(group_id, partition_id)
@@ -440,12 +441,13 @@ class ShareCoordinator:
             if isinstance(after, CursorState):
                 self._track(key, after)
             self._wake_if_released(events)
+        return list(events)
 
-    def _dead_letters(self, state: CursorState, events: Sequence[Event],
-                      archive: ArchiveDecider | None = None) -> list[Event]:
+    def _dead_letters(self, state: CursorState, events: Sequence[Event], reconsume_times: int = 0,
+                      real_topic: str = "") -> list[Event]:
         """``events`` with the plugins' dead-letter copies staged now (the caller stages ``events`` in this turn)."""
-        return with_dead_letters(self.broker, archive or self._archive_decider, state,
-                                 lambda: self.group_settings(state.subscription), events)
+        return with_dead_letters(self.broker, self._archive_decider, state,
+                                 lambda: self.group_settings(state.subscription), events, reconsume_times, real_topic)
 
     # -- share sessions -------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from logwright.core.events import Event
 from logwright.core.events.cursors import (
     CURSOR_EVENT_TYPES,
     CursorEvent,
+    DeadLetterDeferred,
     LockExpired,
     LockRenewed,
     OffsetRanges,
@@ -205,6 +206,18 @@ def _(event: RecordsReleased, state: CursorState | None) -> CursorState | None:
 @_evolve.register
 def _(event: LockExpired, state: CursorState | None) -> CursorState | None:
     return None if state is None else _make_available(state, event.ranges, event.available_at_ms, False)
+
+
+@_evolve.register
+def _(event: DeadLetterDeferred, state: CursorState | None) -> CursorState | None:
+    """Kept instead of archived: in-flight or waiting, the records are free again at ``available_at_ms``."""
+    if state is None:
+        return None
+    ranges = tuple((first, last) for first, last, _ in event.deliveries)
+    state = _make_available(state, ranges, event.available_at_ms, False)
+    waiting, others = carve_all(state.redeliveries, ranges)
+    deferred = [replace(span, available_at_ms=event.available_at_ms) for span in waiting]
+    return replace(state, redeliveries=_sorted([*others, *deferred]))
 
 
 @_evolve.register

@@ -70,7 +70,11 @@ class ArchivedRecords:
     """Records of one partition about to be archived (REJECT, or a `Reject` decision such as the delivery limit).
 
     ``deliveries`` are ``(first, last, delivery_count)``; ``consumer`` is the last holder ("" after a lock
-    expiry); ``settings`` are the group's effective configs.
+    expiry); ``settings`` are the group's effective configs. ``reconsume_times`` is above 0 only for a
+    record a consumer asked to reconsume later (retry letter topic, 32008) past
+    ``logwright.retry.max.reconsume.times``: the attempt that went over (Pulsar's ``RECONSUMETIMES``),
+    ``reason`` then says so, and ``real_topic`` is the topic the record was first produced to (its
+    ``REAL_TOPIC`` header; ``topic`` is then its retry topic).
     """
 
     subscription: str
@@ -81,6 +85,8 @@ class ArchivedRecords:
     consumer: str
     now_ms: int
     settings: Mapping[str, str] = field(default_factory=dict)
+    reconsume_times: int = 0
+    real_topic: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +100,8 @@ class DeadLetter:
     ``copy_record`` the copy keeps the original's key, value, headers and timestamp; without it the copy
     has no key and no value. The copy goes to partition ``source partition mod partitions of topic``.
     If the broker cannot append to ``topic`` (deleted, refused, the source topic itself, or without
-    ``enabled_by`` set to true in its topic configs when given) the records are archived without a copy.
+    ``enabled_by`` set to true in its topic configs when given) the records are not archived: a
+    ``DeadLetterDeferred`` event keeps them and offers them again later, when archiving retries the copy.
     With ``auto_create`` a missing ``topic`` is created with the source topic's partition count, in the
     same WriteBatch as the copy, when the broker's ``auto.create.topics.enable`` is true. The original's
     delivery-delay headers (``logwright.deliver.*``) are not copied, so the copy is not delayed again

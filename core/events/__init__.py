@@ -24,6 +24,7 @@ from logwright.core.events.consumer_groups import (
 from logwright.core.events.cursors import (
     CURSOR_EVENT_TYPES,
     CursorEvent,
+    DeadLetterDeferred,
     DeadLettered,
     LockExpired,
     LockRenewed,
@@ -127,6 +128,7 @@ __all__ = [
     "LockExpired",
     "LockRenewed",
     "SubscriptionDeleted",
+    "DeadLetterDeferred",
     "DeadLettered",
     "MovedToRetry",
     "ShareGroupEvent",

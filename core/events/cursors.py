@@ -144,6 +144,26 @@ class MovedToRetry(CursorEvent):
     retry_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetterDeferred(CursorEvent):
+    """Records about to be dead-lettered whose copy the broker could not write (the dead-letter topic is
+    missing, refuses it, or refused the append): they are kept, not archived, and offered again at
+    ``available_at_ms`` with their delivery counts, when archiving them retries the copy.
+
+    It replaces the `RecordsRejected` it would have followed, so nothing is lost while the topic is broken;
+    ``deliveries`` are ``(first, last, delivery_count)``, ``error`` says why the copy failed.
+    """
+
+    TAG: ClassVar[int] = 40
+    consumer: str
+    deliveries: tuple[tuple[int, int, int], ...]
+    reason: str
+    time_ms: int
+    dead_letter_topic: str
+    error: str
+    available_at_ms: int
+
+
 CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     SubscriptionCreated,
     RecordsAcquired,
@@ -155,4 +175,5 @@ CURSOR_EVENT_TYPES: tuple[type[Event], ...] = (
     SubscriptionDeleted,
     DeadLettered,
     MovedToRetry,
+    DeadLetterDeferred,
 )

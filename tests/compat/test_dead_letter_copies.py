@@ -2,7 +2,8 @@
 
 A copied record loses its delivery-delay headers (it would otherwise be held back again on the DLQ), and
 Pulsar's default ``<topic>-<subscription>-DLQ`` is created on first use, in the copy's WriteBatch, when the
-broker's ``auto.create.topics.enable`` allows it; otherwise the record is archived without a copy, logged.
+broker's ``auto.create.topics.enable`` allows it; otherwise the record is kept (`DeadLetterDeferred`, logged)
+and offered again later, when a new archive writes the copy.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 from logwright.compat.extensions import clock_control
 from logwright.compat.wire.record_batch import decode_records
 from logwright.compat.wire.records import Record
 from logwright.core.events import ConfigChanged, Event, TopicCreated
-from logwright.core.events.cursors import DeadLettered, RecordsRejected
+from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
 from logwright.core.log.delayed_delivery import DELIVER_AFTER_HEADER, DELIVER_AT_HEADER
 from logwright.eventstore.interface import LoggedEvent
 
@@ -96,7 +98,7 @@ def test_the_pulsar_default_topic_is_created_with_the_source_partition_count_in_
     run(tmp_path, scenario)
 
 
-def test_without_auto_creation_the_record_is_archived_without_a_copy_and_the_warning_says_why(
+def test_without_auto_creation_the_record_is_kept_offered_again_later_and_copied_once_the_topic_exists(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async def scenario(h: Harness) -> None:
         h.broker.stage([ConfigChanged("broker", "", (("auto.create.topics.enable", "false"),))])
@@ -106,9 +108,24 @@ def test_without_auto_creation_the_record_is_archived_without_a_copy_and_the_war
         with caplog.at_level(logging.WARNING, "logwright.compat.coordinators.dead_letters"):
             await _reject_offset_zero(h, topic_id)
         assert h.broker.topic(PULSAR_DLQ) is None
-        assert any(isinstance(e, RecordsRejected) for events in commits for e in events)
-        assert not any(isinstance(e, DeadLettered) for events in commits for e in events)
-        assert "auto.create.topics.enable is false" in caplog.text
+        events = [e for batch in commits for e in batch]
+        assert not any(isinstance(e, RecordsRejected | DeadLettered) for e in events)
+        [deferred] = [e for e in events if isinstance(e, DeadLetterDeferred)]
+        assert (deferred.deliveries, deferred.dead_letter_topic, deferred.consumer) == (((0, 0, 1),), PULSAR_DLQ, "m1")
+        assert "auto.create.topics.enable is false" in deferred.error
+        assert deferred.available_at_ms == deferred.time_ms + DEFERRED_RETRY_MS
+        assert "auto.create.topics.enable is false" in caplog.text and "kept (not archived)" in caplog.text
         assert acquired(await h.fetch("m1", 2, topic_id)) == []
+        h.clock.advance(DEFERRED_RETRY_MS - 1)
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        assert acquired(await h.fetch("m1", 3, topic_id)) == []
+        h.clock.advance(1)
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        assert acquired(await h.fetch("m1", 4, topic_id)) == [(0, 0, 2)]
+        h.broker.stage([ConfigChanged("broker", "", (("auto.create.topics.enable", "true"),))])
+        await h.fetch("m1", 5, topic_id, acks=((0, 0, REJECT),))
+        [copy] = _copies(h, PULSAR_DLQ)
+        assert copy.value == b"poison" and dict(copy.headers)["RECONSUMETIMES"] == b"2"
+        assert acquired(await h.fetch("m1", 6, topic_id)) == []
 
     run(tmp_path, scenario)

@@ -58,6 +58,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
                          "dead_letter_partition_id dead_letter_base_offset"),
     39: ("MovedToRetry", "subscription partition_id consumer offset reconsume_times delay_ms time_ms retry_topic "
                          "retry_partition_id retry_offset"),
+    40: ("DeadLetterDeferred", "subscription partition_id consumer deliveries reason time_ms dead_letter_topic error "
+                               "available_at_ms"),
     50: ("ShareMemberJoined", "group_id member_id client_id client_host rack_id subscribed_topics lock_duration_ms"),
     51: ("ShareMemberSubscribed", "group_id member_id subscribed_topics"),
     52: ("ShareMemberAssigned", "group_id member_id member_epoch assignment"),

@@ -23,9 +23,10 @@ import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from logwright.client import Client, Timeout
+from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 
 from .broker_process import BrokerProcess
-from .test_share_groups import check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
+from .test_share_groups import advance_clock, check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
 
 __all__ = ["share_broker"]
 
@@ -143,8 +144,8 @@ def test_reject_copies_key_value_headers_and_timestamp(share_broker: BrokerProce
     check_consistent(share_broker)
 
 
-def test_a_topic_without_group_enable_gets_no_copy_and_the_record_is_still_archived(share_broker: BrokerProcess
-                                                                                    ) -> None:
+def test_a_topic_without_group_enable_gets_no_copy_and_the_record_is_kept_until_the_copy_succeeds(
+        share_broker: BrokerProcess) -> None:
     bootstrap, group = share_broker.bootstrap, f"dlq-off-{uuid.uuid4().hex[:6]}"
     dlq = f"dlq.later-{uuid.uuid4().hex[:6]}"
     topic = setup_topic(bootstrap, group, 1, **{DLQ_TOPIC_KEY: dlq})  # accepted: the topic does not exist yet
@@ -155,9 +156,21 @@ def test_a_topic_without_group_enable_gets_no_copy_and_the_record_is_still_archi
     share.acknowledge(batch[0], AcknowledgeType.REJECT)
     assert commit(share) == {(topic, 0): None}
     assert poll_batch(share, 2.0) == []
-    share.close()
     assert read_all(bootstrap, dlq, 0, idle_polls=2) == []
-    assert dead_lettered_events(share_broker) == []
+    [deferred] = events_of(share_broker, "DeadLetterDeferred")
+    assert "errors.deadletterqueue.group.enable=true" in str(deferred["error"])
+    advance_clock(bootstrap, DEFERRED_RETRY_MS)  # kept, not archived: offered again
+    [again] = poll_batch(share)
+    assert again.value() == b"r0" and again.delivery_count() == 2
+    entry = ConfigEntry("errors.deadletterqueue.group.enable", "true", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, dlq, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    share.acknowledge(again, AcknowledgeType.REJECT)
+    assert commit(share) == {(topic, 0): None}
+    share.close()
+    [copy] = read_all(bootstrap, dlq, 1)
+    assert dict(copy.headers() or [])["__dlq.errors.delivery.count"] == b"2"
+    assert len(dead_lettered_events(share_broker)) == 1
     check_consistent(share_broker)
 
 
@@ -204,11 +217,16 @@ def setup_topic_named(bootstrap: str, name: str) -> None:
 
 def dead_lettered_events(broker: BrokerProcess) -> list[dict[str, object]]:
     """The ``DeadLettered`` events of the broker's log (read beside the running broker)."""
+    return events_of(broker, "DeadLettered")
+
+
+def events_of(broker: BrokerProcess, event_type: str) -> list[dict[str, object]]:
+    """The events of one type in the broker's log (read beside the running broker)."""
     command = [sys.executable, "-m", "logwright", "events", "--data-dir", str(broker.data_dir), "--json"]
     listed = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     events = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
-    return [event for event in events if event.get("type") == "DeadLettered"]
+    return [event for event in events if event.get("type") == event_type]
 
 
 def test_pulsar_max_deliveries_dead_letters_a_nacked_record_to_topic_subscription_dlq(clock_broker: BrokerProcess
