@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup bench-soak clean compat-peers compat-franz \
-	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz
+	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz spark-kafka
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark, from Maven Central into an ignored folder
+# (tests/spark/kafka_connector/target/lib); the Spark tests fetch it themselves when it is missing and mvn is there.
+spark-kafka:
+	mvn -q -B -Dstyle.color=never -f tests/spark/kafka_connector/pom.xml dependency:copy-dependencies
 
 # kafka-python's own integration suite against a logwright broker (sdist fetched into peers/.cache).
 $(VENV)/.peers-installed: $(STAMP)

@@ -1,4 +1,5 @@
-"""One local[2] SparkSession for every Spark test (starting one takes 10-50 s on this machine)."""
+"""One local[2] SparkSession for every Spark test (starting one takes 10-50 s on this machine), with Spark's Kafka
+connector on its class path (`kafka_connector`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 def spark() -> Iterator[Any]:
     from logwright.spark.session import spark_session
 
+    from .kafka_connector import connector_jars
+
+    jars = ",".join(str(jar) for jar in connector_jars())
     session = spark_session("local[2]", "logwright-tests", **{"spark.sql.shuffle.partitions": "4",
-                                                                      "spark.ui.showConsoleProgress": "false"})
+                                                                      "spark.ui.showConsoleProgress": "false",
+                                                                      **({"spark.jars": jars} if jars else {})})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
