@@ -9,6 +9,7 @@ type registry starts from; a new event goes in its domain module's tuple, which 
 from __future__ import annotations
 
 from logwright.core.events.acls import ACL_EVENT_TYPES, AclsCreated, AclsDeleted
+from logwright.core.events.backlog import BACKLOG_EVENT_TYPES, BacklogEvicted
 from logwright.core.events.base import PLUGIN_EVENT_TAGS, ConfigChanges, ConfigEntries, Event
 from logwright.core.events.clock import CLOCK_EVENT_TYPES, ManualClockSet
 from logwright.core.events.consumer_groups import (
@@ -92,6 +93,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *TRANSACTION_EVENT_TYPES,
     *CONSUMER_GROUP_EVENT_TYPES,
     *ACL_EVENT_TYPES,
+    *BACKLOG_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
 
@@ -155,4 +157,5 @@ __all__ = [
     "ConsumerStaticMemberReplaced",
     "AclsCreated",
     "AclsDeleted",
+    "BacklogEvicted",
 ]

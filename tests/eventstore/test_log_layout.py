@@ -84,6 +84,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     80: ("AclsCreated", "bindings"),
     81: ("AclsDeleted", "bindings"),
     88: ("SwitchDelayStarted", "group_id previous until_ms"),
+    100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""

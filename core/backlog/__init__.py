@@ -1,0 +1,1 @@
+"""Backlog quotas (Pulsar's, seed 001): exact per-subscription backlog, quota verdicts, audited evictions."""

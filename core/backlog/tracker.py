@@ -1,0 +1,281 @@
+"""The backlog of every partition whose topic has a quota, kept current from commits, and the verdict on appends.
+
+A partition's `BatchIndex` is built once, from the stored batches' headers from its slowest subscription's
+position (the only time a batch is read), then kept by folding each commit's `RecordsAppended`,
+`LogTruncated` and `TopicDeleted`. Positions are read from the subscriptions' projections at each question,
+so an acknowledgement staged earlier in the same turn already counts. Appends admitted but not yet
+committed are counted as ``pending`` until the commit that writes them, so several requests of one
+turn cannot pass the quota together.
+
+Synchronous and free of I/O: the backlog plugin feeds it through `BacklogReads`, a narrow view of the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from logwright.core.events import ConfigChanged, Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+
+from . import eviction
+from .backlog import Backlog, Position, after_append, backlog_of, slowest
+from .batch_index import BatchExtent, BatchIndex
+from .positions import POSITION_SOURCES
+from .quota import EVICTION, EXCEPTION, HOLD, Quota, quota_of
+
+
+class BacklogReads(Protocol):
+    """What the tracker reads of the broker."""
+
+    def now_ms(self) -> int: ...
+
+    def broker_config(self, name: str) -> str: ...
+
+    def topic_names(self) -> tuple[str, ...]: ...
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        """The topic's own overrides (not the defaults)."""
+        ...
+
+    def partition_ids(self, topic: str) -> tuple[int, ...] | None: ...
+
+    def log_range(self, partition_id: int) -> tuple[int, int]:
+        """``(log start, log end)`` of the partition, staged appends included."""
+        ...
+
+    def entities(self, projection: str) -> Mapping[str, Any]: ...
+
+    def batch_extents(self, partition_id: int, from_offset: int) -> Iterable[BatchExtent]:
+        """The committed batches holding ``from_offset`` and after, from their headers."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    """The append may go; ``events`` (an eviction's) are staged with it."""
+
+    events: tuple[Event, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Park the append until the backlog falls under the quota (or the request times out)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Refuse the append now (``producer_exception``)."""
+
+    message: str
+
+
+Verdict = Admit | Hold | Refuse
+
+
+@dataclass(slots=True)
+class _Tracked:
+    topic: str
+    partition_index: int
+    index: BatchIndex
+    pending_records: int = 0
+    pending_bytes: int = 0
+
+
+class BacklogTracker:
+    """The backlog state of the partitions of topics with a quota."""
+
+    def __init__(self, reads: BacklogReads) -> None:
+        self._reads = reads
+        self._tracked: dict[int, _Tracked] = {}
+        self._quotas: dict[str, Quota] = {}
+        self._quota_topics: list[str] | None = None
+
+    # -- what a topic's quota is ------------------------------------------------------------------
+
+    def quota(self, topic: str, topic_configs: Mapping[str, str] | None = None) -> Quota:
+        """``topic``'s effective quota, remembered until a config change names the topic or the broker."""
+        known = self._quotas.get(topic)
+        if known is None:
+            configs = self._reads.topic_configs(topic) if topic_configs is None else topic_configs
+            known = self._quotas[topic] = quota_of(configs, self._reads.broker_config)
+        return known
+
+    def quota_topics(self) -> list[str]:
+        """The topics with a limit, found from every topic's configs (at start and after config changes)."""
+        if self._quota_topics is None:
+            self._quota_topics = [topic for topic in self._reads.topic_names() if self.quota(topic).limited]
+        return self._quota_topics
+
+    # -- following commits ------------------------------------------------------------------------
+
+    def on_commit(self, events: Sequence[Event]) -> bool:
+        """Fold a commit; ``True`` when it may change a backlog or a quota (wake held appends and timers)."""
+        changed = False
+        for each in self._tracked.values():
+            each.pending_records = each.pending_bytes = 0
+        for event in events:
+            if isinstance(event, RecordsAppended):
+                tracked = self._tracked.get(event.partition_id)
+                if tracked is not None:
+                    tracked.index.append(BatchExtent(event.base_offset, event.record_count, event.byte_size,
+                                                     event.max_timestamp))
+                    changed = True
+            elif isinstance(event, LogTruncated):
+                truncated = self._tracked.get(event.partition_id)
+                if truncated is not None:
+                    truncated.index.drop_below(event.log_start_offset)
+                changed = True
+            elif isinstance(event, TopicCreated):
+                self._quota_topics = None
+            elif isinstance(event, TopicDeleted):
+                self._quotas.pop(event.topic, None)
+                self._quota_topics = None
+                for partition_id in event.partition_ids:
+                    self._tracked.pop(partition_id, None)
+                changed = True
+            elif isinstance(event, ConfigChanged):
+                self._quota_topics = None
+                if event.resource_type == "broker":
+                    self._quotas.clear()
+                else:
+                    self._quotas.pop(event.resource_name, None)
+                changed = True
+            else:
+                changed = True
+        return changed
+
+    # -- backlogs -----------------------------------------------------------------------------------
+
+    def _track(self, topic: str, partition_index: int, partition_id: int, positions: list[Position]) -> _Tracked:
+        tracked = self._tracked.get(partition_id)
+        log_start, _ = self._reads.log_range(partition_id)
+        lowest = min((p.first_unsettled for p in positions), default=log_start)
+        lowest = max(lowest, log_start)
+        if tracked is None or tracked.index.start_offset > lowest:
+            index = BatchIndex(partition_id, lowest)
+            for extent in self._reads.batch_extents(partition_id, lowest):
+                index.append(extent)
+            tracked = self._tracked[partition_id] = _Tracked(topic, partition_index, index)
+        elif positions:
+            tracked.index.drop_below(lowest)
+        return tracked
+
+    def positions(self, topic: str, partition_index: int, partition_id: int) -> list[Position]:
+        found: list[Position] = []
+        for source in POSITION_SOURCES:
+            found.extend(source.positions(self._reads.entities(source.projection), topic, partition_index,
+                                          partition_id))
+        return found
+
+    def backlogs(self, topic: str, partition_index: int, partition_id: int) -> list[tuple[Position, Backlog]]:
+        """Every subscription's backlog on the partition (committed and staged state, pending appends aside)."""
+        positions = self.positions(topic, partition_index, partition_id)
+        tracked = self._track(topic, partition_index, partition_id, positions)
+        log_start, _ = self._reads.log_range(partition_id)
+        return [(position, backlog_of(tracked.index, position, log_start)) for position in positions]
+
+    def _with_pending(self, partition_id: int, backlog: Backlog) -> Backlog:
+        tracked = self._tracked[partition_id]
+        return after_append(backlog, tracked.pending_records, tracked.pending_bytes, self._reads.now_ms())
+
+    # -- the verdict on an append -------------------------------------------------------------------
+
+    def admit(self, topic: str, partition_index: int, partition_id: int, records: int, byte_size: int,
+              topic_configs: Mapping[str, str] | None = None) -> Verdict:
+        """Whether an append of ``records`` and ``byte_size`` bytes may go now, per the topic's quota.
+
+        The quota is checked against the backlog the append would leave, so it is crossed by at most this
+        one request when the backlog was just under it. Eviction plans the moves for every subscription
+        over the target; their events go with the append.
+        """
+        quota = self.quota(topic, topic_configs)
+        if not quota.limited:
+            return Admit()
+        now = self._reads.now_ms()
+        backlogs = self.backlogs(topic, partition_index, partition_id)
+        if not backlogs:
+            return Admit()
+        if quota.policy == EVICTION:
+            evicting = self._evictions(topic, partition_index, partition_id, quota, now, records, byte_size)
+            self._count_pending(partition_id, records, byte_size)
+            return Admit(tuple(evicting))
+        over = self._over(quota, backlogs, partition_id, records, byte_size, now)
+        if over is None:
+            self._count_pending(partition_id, records, byte_size)
+            return Admit()
+        position, reason = over
+        message = (f"backlog quota {reason} on {topic}-{partition_index} is exceeded by {position.describe()}; "
+                   f"policy {quota.policy}")
+        if quota.policy == HOLD:
+            return Hold(message + ": the request was held until its timeout, retry later")
+        assert quota.policy == EXCEPTION
+        return Refuse(message + ": the request is refused until the subscription settles records")
+
+    def _over(self, quota: Quota, backlogs: list[tuple[Position, Backlog]], partition_id: int, records: int,
+              byte_size: int, now: int) -> tuple[Position, str] | None:
+        found = slowest((position, after_append(self._with_pending(partition_id, backlog), records, byte_size, now))
+                        for position, backlog in backlogs)
+        if found is None:
+            return None
+        position, backlog = found
+        reason = quota.exceeded_by(backlog, now)
+        if reason is None:
+            for other, other_backlog in backlogs:  # the oldest record need not be the slowest's
+                reason = quota.exceeded_by(other_backlog, now)
+                if reason is not None:
+                    return other, reason
+            return None
+        return position, reason
+
+    def _count_pending(self, partition_id: int, records: int, byte_size: int) -> None:
+        tracked = self._tracked[partition_id]
+        tracked.pending_records += records
+        tracked.pending_bytes += byte_size
+
+    def _evictions(self, topic: str, partition_index: int, partition_id: int, quota: Quota, now: int,
+                   records: int = 0, byte_size: int = 0) -> list[Event]:
+        tracked = self._tracked[partition_id]
+        log_start, _ = self._reads.log_range(partition_id)
+        incoming = eviction.Incoming(records + tracked.pending_records, byte_size + tracked.pending_bytes, now)
+        staged: list[Event] = []
+        for position in self.positions(topic, partition_index, partition_id):
+            move = eviction.plan(tracked.index, position, quota, now, log_start, incoming)
+            if move is not None:
+                staged.extend(eviction.events(move, topic, partition_index, now))
+        return staged
+
+    # -- age quotas on the broker clock -------------------------------------------------------------
+
+    def age_evictions(self) -> list[Event]:
+        """The evictions due now on topics with an age limit and the eviction policy (the timer's work)."""
+        now = self._reads.now_ms()
+        staged: list[Event] = []
+        for topic in self.quota_topics():
+            quota = self.quota(topic)
+            if quota.policy != EVICTION or quota.age_ms <= 0:
+                continue
+            for partition_index, partition_id in enumerate(self._reads.partition_ids(topic) or ()):
+                if self.backlogs(topic, partition_index, partition_id):
+                    staged.extend(self._evictions(topic, partition_index, partition_id, quota, now))
+        return staged
+
+    def next_age_deadline(self) -> int | None:
+        """When the oldest unsettled record of an age-limited, evicting topic goes over its limit."""
+        deadline: int | None = None
+        for topic in self.quota_topics():
+            quota = self.quota(topic)
+            if quota.policy != EVICTION or quota.age_ms <= 0:
+                continue
+            for partition_index, partition_id in enumerate(self._reads.partition_ids(topic) or ()):
+                for _, backlog in self.backlogs(topic, partition_index, partition_id):
+                    if backlog.records and backlog.oldest_timestamp >= 0:
+                        due = backlog.oldest_timestamp + quota.age_ms + 1
+                        deadline = due if deadline is None else min(deadline, due)
+        return deadline
+
+    def describe(self, topic: str, partition_index: int, partition_id: int) -> list[tuple[Position, Backlog]]:
+        """Each subscription's backlog for inspection, with the topic's quota state."""
+        return self.backlogs(topic, partition_index, partition_id)

@@ -1,0 +1,78 @@
+"""Exact backlog per subscription: records, stored bytes and age, from a batch index and a position."""
+
+from __future__ import annotations
+
+from logwright.core.backlog.backlog import Backlog, Position, backlog_of, slowest
+from logwright.core.backlog.batch_index import BatchExtent, BatchIndex
+from logwright.core.backlog.positions import CursorPositions, GroupPositions
+from logwright.core.cursors.cursor import CURSORS, cursor_key
+from logwright.core.events import OffsetCommitted, RecordsAcked, RecordsAcquired, SubscriptionCreated
+from logwright.core.groups.group_offsets import GROUP_OFFSETS
+from logwright.core.projection import fold
+from logwright.core.rangeset import RangeSet
+
+
+def index_of(*batches: tuple[int, int, int], start: int = 0) -> BatchIndex:
+    """Batches of (record count, bytes, max timestamp), back to back from ``start``."""
+    index = BatchIndex(7, start)
+    offset = start
+    for count, size, timestamp in batches:
+        index.append(BatchExtent(offset, count, size, timestamp))
+        offset += count
+    return index
+
+
+def test_bytes_are_the_stored_batches_from_the_position_on() -> None:
+    index = index_of((10, 1000, 1), (5, 300, 2), (1, 70, 3))
+    assert index.end_offset == 16
+    assert index.bytes_from(0) == 1370
+    assert index.bytes_from(9) == 1370, "a batch is pinned while any of its records is unsettled"
+    assert index.bytes_from(10) == 370
+    assert index.bytes_from(16) == 0
+    assert index.bytes_within(10, 14) == 300
+    assert index.bytes_within(10, 13) == 0, "a partly settled batch stays whole"
+
+
+def test_backlog_counts_records_one_by_one_and_subtracts_settled_ranges() -> None:
+    index = index_of((10, 1000, 100), (5, 300, 200), (1, 70, 300))
+    position = Position("sub", "cursor", 7, 3, RangeSet.from_ranges([(10, 14)]))
+    backlog = backlog_of(index, position)
+    assert backlog == Backlog(records=16 - 3 - 5, bytes=1000 + 70, oldest_timestamp=100)
+    assert backlog.age_ms(1100) == 1000
+
+
+def test_log_start_and_an_empty_backlog() -> None:
+    index = index_of((10, 1000, 100), (5, 300, 200))
+    assert backlog_of(index, Position("g", "group", 7, 2), log_start_offset=10) == Backlog(5, 300, 200)
+    assert backlog_of(index, Position("g", "group", 7, 15)) == Backlog()
+    index.drop_below(10)
+    assert index.start_offset == 10 and index.bytes_from(0) == 300
+
+
+def test_positions_of_groups_and_of_share_cursors_holding_acquired_records() -> None:
+    cursors = fold(CURSORS, [
+        SubscriptionCreated("share", 7, "t", 0),
+        RecordsAcquired("share", 7, "c1", ((0, 9),), 5000),
+        RecordsAcked("share", 7, "c1", ((0, 1), (4, 4))),
+    ])
+    groups = fold(GROUP_OFFSETS, [OffsetCommitted("classic", "t", 0, 6)])
+    index = index_of(*[(1, 100, i) for i in range(10)])
+    [share] = CursorPositions().positions(cursors, "t", 0, 7)
+    [classic] = GroupPositions().positions(groups, "t", 0, 7)
+    assert (share.first_unsettled, share.settled) == (2, RangeSet.of([4]))
+    assert backlog_of(index, share).records == 7, "acquired but unacknowledged records are backlog"
+    assert backlog_of(index, classic) == Backlog(4, 400, 6)
+    worst = slowest([(share, backlog_of(index, share)), (classic, backlog_of(index, classic))])
+    assert worst is not None and worst[0] == share
+    assert list(CursorPositions().positions(cursors, "t", 0, 8)) == []
+    assert cursor_key("share", 7) in cursors
+
+
+def test_compaction_of_the_index_keeps_answers() -> None:
+    index = index_of(*[(1, 10, i) for i in range(3000)])
+    index.drop_below(2500)
+    assert len(index) == 500
+    assert index.bytes_from(2600) == 4000
+    assert index.timestamp_at(2999) == 2999
+    index.append(BatchExtent(3000, 2, 50, 9999))
+    assert index.bytes_within(3000, 3001) == 50

@@ -1,0 +1,171 @@
+"""Quota verdicts at admission and exact evictions, through the tracker over an in-memory view of a broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from logwright.core.backlog.batch_index import BatchExtent
+from logwright.core.backlog.eviction import EVICTION_CONSUMER
+from logwright.core.backlog.quota import Quota, limit_value, policy_value, quota_of
+from logwright.core.backlog.tracker import Admit, BacklogTracker, Hold, Refuse
+from logwright.core.cursors.cursor import CURSORS
+from logwright.core.events import (
+    BacklogEvicted,
+    ConfigChanged,
+    Event,
+    OffsetCommitted,
+    RecordsAcked,
+    RecordsAppended,
+    SubscriptionCreated,
+)
+from logwright.core.groups.group_offsets import GROUP_OFFSETS
+from logwright.core.projection import fold
+
+PARTITION = 3
+
+
+class Broker:
+    """The reads the tracker makes, over folded events: one topic ``t`` with one partition (id 3)."""
+
+    def __init__(self, configs: Mapping[str, str], broker: Mapping[str, str] | None = None) -> None:
+        self.configs = dict(configs)
+        self.broker = dict(broker or {})
+        self.events: list[Event] = []
+        self.batches: list[BatchExtent] = []
+        self.now = 1000
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def broker_config(self, name: str) -> str:
+        return self.broker.get(name, "producer_request_hold" if name.endswith("policy") else "-1")
+
+    def topic_names(self) -> tuple[str, ...]:
+        return ("t",)
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        return self.configs
+
+    def partition_ids(self, topic: str) -> tuple[int, ...] | None:
+        return (PARTITION,)
+
+    def log_range(self, partition_id: int) -> tuple[int, int]:
+        return 0, self.batches[-1].end_offset if self.batches else 0
+
+    def entities(self, projection: str) -> Mapping[str, Any]:
+        folding = {"cursors": CURSORS, "group_offsets": GROUP_OFFSETS}[projection]
+        return fold(folding, self.events)
+
+    def batch_extents(self, partition_id: int, from_offset: int) -> Iterable[BatchExtent]:
+        return [batch for batch in self.batches if batch.end_offset > from_offset]
+
+    def append(self, tracker: BacklogTracker, records: int, size: int) -> None:
+        base = self.log_range(PARTITION)[1]
+        self.batches.append(BatchExtent(base, records, size, self.now))
+        tracker.on_commit([RecordsAppended(PARTITION, base, records, size, self.now)])
+
+    def commit(self, tracker: BacklogTracker, *events: Event) -> None:
+        self.events.extend(events)
+        tracker.on_commit(events)
+
+
+def setup(policy: str, **limits: str) -> tuple[Broker, BacklogTracker]:
+    configs = {f"logwright.backlog.quota.{name.replace('_', '.')}": value for name, value in limits.items()}
+    broker = Broker({**configs, "logwright.backlog.quota.policy": policy})
+    tracker = BacklogTracker(broker)
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 0), SubscriptionCreated("fast", PARTITION, "t", 0))
+    return broker, tracker
+
+
+def test_configs_validate_and_fall_back_to_the_broker_default() -> None:
+    assert limit_value("-1") is None and limit_value("10") is None
+    assert limit_value("0") is not None and limit_value("ten") is not None
+    assert policy_value("consumer_backlog_eviction") is None and policy_value("drop") is not None
+    defaults = {"logwright.backlog.quota.default.bytes": "500", "logwright.backlog.quota.default.policy":
+                "producer_exception"}
+    quota = quota_of({"logwright.backlog.quota.records": "9"}, lambda name: defaults.get(name, "-1"))
+    assert quota == Quota(bytes=500, records=9, policy="producer_exception")
+    assert not quota_of({}, lambda name: "-1").limited
+
+
+def test_no_quota_admits_whatever_the_backlog() -> None:
+    broker, tracker = setup("producer_exception")
+    for _ in range(50):
+        broker.append(tracker, 10, 1000)
+    assert tracker.admit("t", 0, PARTITION, 10, 1000) == Admit()
+
+
+def test_the_request_that_would_cross_the_quota_is_held_at_once_and_admitted_after_the_ack() -> None:
+    broker, tracker = setup("producer_request_hold", bytes="1000")
+    for _ in range(9):
+        broker.append(tracker, 1, 100)
+    assert tracker.admit("t", 0, PARTITION, 1, 100) == Admit(), "exactly at the quota is within it"
+    broker.append(tracker, 1, 100)
+    verdict = tracker.admit("t", 0, PARTITION, 1, 1)
+    assert isinstance(verdict, Hold)
+    assert "logwright.backlog.quota.bytes=1000" in verdict.message and "consumer group 'slow'" in verdict.message
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 5), RecordsAcked("fast", PARTITION, "c", ((0, 9),)))
+    assert tracker.admit("t", 0, PARTITION, 1, 100) == Admit()
+
+
+def test_requests_of_one_turn_count_together_before_their_commit() -> None:
+    broker, tracker = setup("producer_exception", records="10")
+    assert tracker.admit("t", 0, PARTITION, 6, 60) == Admit()
+    verdict = tracker.admit("t", 0, PARTITION, 6, 60)
+    assert isinstance(verdict, Refuse)
+    assert "logwright.backlog.quota.records=10" in verdict.message and "policy producer_exception" in verdict.message
+
+
+def test_eviction_leaves_ninety_percent_with_the_append_and_explains_each_move() -> None:
+    broker, tracker = setup("consumer_backlog_eviction", bytes="1000")
+    broker.commit(tracker, RecordsAcked("fast", PARTITION, "c", ((0, 7),)))
+    for _ in range(10):
+        broker.append(tracker, 1, 100)
+    verdict = tracker.admit("t", 0, PARTITION, 1, 100)
+    assert isinstance(verdict, Admit)
+    moved = {type(event).__name__: event for event in verdict.events}
+    assert moved["OffsetCommitted"] == OffsetCommitted("slow", "t", 0, 2, commit_time_ms=1000)
+    assert moved["BacklogEvicted"] == BacklogEvicted("slow", "group", "t", PARTITION, 0, 2, 2, 200,
+                                                     "backlog quota logwright.backlog.quota.bytes=1000 exceeded; "
+                                                     "evicted to 90%")
+    assert len(verdict.events) == 2, "'fast' holds 200 bytes: it is not over the quota and does not move"
+
+
+def test_eviction_of_a_cursor_acknowledges_the_skipped_range() -> None:
+    broker, tracker = setup("consumer_backlog_eviction", records="10")
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 30))
+    for _ in range(20):
+        broker.append(tracker, 1, 10)
+    verdict = tracker.admit("t", 0, PARTITION, 2, 20)
+    assert isinstance(verdict, Admit)
+    acked, evicted = verdict.events
+    assert acked == RecordsAcked("fast", PARTITION, EVICTION_CONSUMER, ((0, 12),), True)
+    assert isinstance(evicted, BacklogEvicted) and (evicted.records, evicted.to_offset) == (13, 13)
+
+
+def test_age_eviction_is_due_when_the_oldest_record_passes_the_limit() -> None:
+    broker, tracker = setup("consumer_backlog_eviction", age_ms="10000")
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 100))
+    broker.now = 0
+    broker.append(tracker, 1, 10)
+    broker.now = 8000
+    broker.append(tracker, 1, 10)
+    assert tracker.admit("t", 0, PARTITION, 1, 1) == Admit()
+    assert tracker.next_age_deadline() == 10001
+    broker.now = 10001
+    acked, evicted = tracker.age_evictions()
+    assert acked == RecordsAcked("fast", PARTITION, EVICTION_CONSUMER, ((0, 0),), True)
+    assert isinstance(evicted, BacklogEvicted) and "age.ms=10000" in evicted.reason
+    broker.commit(tracker, acked)
+    assert tracker.next_age_deadline() == 18001
+
+
+def test_a_config_change_is_seen_at_the_next_append() -> None:
+    broker, tracker = setup("producer_exception")
+    for _ in range(5):
+        broker.append(tracker, 1, 100)
+    assert tracker.admit("t", 0, PARTITION, 1, 100) == Admit()
+    broker.configs["logwright.backlog.quota.records"] = "3"
+    broker.commit(tracker, ConfigChanged("topic", "t", (("logwright.backlog.quota.records", "3"),)))
+    assert isinstance(tracker.admit("t", 0, PARTITION, 1, 100), Refuse)
