@@ -60,6 +60,17 @@ from logwright.core.events.log import (
     TopicCreated,
     TopicDeleted,
 )
+from logwright.core.events.pop import (
+    POP_EVENT_TYPES,
+    CheckpointAcked,
+    CheckpointCreated,
+    InvisibleTimeChanged,
+    PopCursorCreated,
+    PopDeadLettered,
+    PopEvent,
+    PopNacked,
+    Revived,
+)
 from logwright.core.events.share_groups import (
     SHARE_GROUP_EVENT_TYPES,
     SWITCH_DELAY_EVENT_TYPES,
@@ -93,6 +104,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *TRANSACTION_EVENT_TYPES,
     *CONSUMER_GROUP_EVENT_TYPES,
     *ACL_EVENT_TYPES,
+    *POP_EVENT_TYPES,
     *BACKLOG_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
@@ -157,5 +169,13 @@ __all__ = [
     "ConsumerStaticMemberReplaced",
     "AclsCreated",
     "AclsDeleted",
+    "PopEvent",
+    "PopCursorCreated",
+    "CheckpointCreated",
+    "CheckpointAcked",
+    "InvisibleTimeChanged",
+    "Revived",
+    "PopNacked",
+    "PopDeadLettered",
     "BacklogEvicted",
 ]

@@ -84,6 +84,15 @@ LAYOUT: dict[int, tuple[str, str]] = {
     80: ("AclsCreated", "bindings"),
     81: ("AclsDeleted", "bindings"),
     88: ("SwitchDelayStarted", "group_id previous until_ms"),
+    90: ("PopCursorCreated", "group partition_id topic start_offset"),
+    91: ("CheckpointCreated", "group partition_id consumer offsets next_offset pop_time_ms invisible_time_ms epoch "
+                              "orderly"),
+    92: ("CheckpointAcked", "group partition_id consumer handles"),
+    93: ("InvisibleTimeChanged", "group partition_id consumer offset old_epoch epoch invisible_until_ms"),
+    94: ("Revived", "group partition_id offsets revive_time_ms"),
+    95: ("PopNacked", "group partition_id consumer offset old_epoch epoch invisible_until_ms"),
+    96: ("PopDeadLettered", "group partition_id records reason time_ms dead_letter_topic dead_letter_partition_id "
+                            "dead_letter_base_offset"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.

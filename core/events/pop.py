@@ -1,0 +1,118 @@
+"""Events of pop consumption (RocketMQ 5's Pop): checkpoints, acks, invisible times, revivals (tags 90-99).
+
+One group's pops on one partition fold into one in-flight table (`logwright.core.pop.inflight`). Each event
+names the offsets it touches; bodies are never copied: a revived record is delivered again from its own
+partition, by reference. Reconsume counts are folded from the checkpoints, so they survive restarts by
+construction, and every handle carries an epoch the fold can compare (an older one is refused as stale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from logwright.core.events.base import Event
+
+
+@dataclass(frozen=True, slots=True)
+class PopEvent(Event):
+    """Base of the events folded into one ``(group, partition_id)`` in-flight table."""
+
+    group: str
+    partition_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PopCursorCreated(PopEvent):
+    """The group starts popping the partition at ``start_offset`` (``logwright.pop.init.mode``)."""
+
+    TAG: ClassVar[int] = 90
+    topic: str
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCreated(PopEvent):
+    """One pop on one partition (RocketMQ's CK): ``offsets`` handed out, invisible until
+    ``pop_time_ms + invisible_time_ms``, each under the handle epoch ``epoch``; offsets below ``next_offset``
+    that were neither popped nor in flight (control records, compacted gaps) count as settled."""
+
+    TAG: ClassVar[int] = 91
+    consumer: str
+    offsets: tuple[int, ...]
+    next_offset: int
+    pop_time_ms: int
+    invisible_time_ms: int
+    epoch: int
+    orderly: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointAcked(PopEvent):
+    """Popped records settled (RocketMQ's ACK): each ``(offset, epoch)`` named the current handle."""
+
+    TAG: ClassVar[int] = 92
+    consumer: str
+    handles: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InvisibleTimeChanged(PopEvent):
+    """The holder of ``offset`` (handle ``old_epoch``) moved its deadline to ``invisible_until_ms``; the record is
+    now held under the new handle ``epoch``, and ``old_epoch`` is stale from here on."""
+
+    TAG: ClassVar[int] = 93
+    consumer: str
+    offset: int
+    old_epoch: int
+    epoch: int
+    invisible_until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Revived(PopEvent):
+    """In-flight records whose invisible time ran out (deadline <= broker time ``revive_time_ms``): visible to
+    the next pop, which counts one more reconsume; their handles are stale."""
+
+    TAG: ClassVar[int] = 94
+    offsets: tuple[int, ...]
+    revive_time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PopNacked(PopEvent):
+    """The holder gave ``offset`` back as failed: it stays invisible until ``invisible_until_ms`` (the retry
+    table's level for its attempt), then revives; the handle ``old_epoch`` is void, ``epoch`` is nobody's."""
+
+    TAG: ClassVar[int] = 95
+    consumer: str
+    offset: int
+    old_epoch: int
+    epoch: int
+    invisible_until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PopDeadLettered(PopEvent):
+    """Records past the group's max reconsume times, copied to ``dead_letter_topic`` in the same WriteBatch and
+    settled here: ``records`` are ``(offset, deliveries)``; the copies start at ``dead_letter_base_offset``
+    of ``dead_letter_partition_id`` in that order (-1 when no copy could be written)."""
+
+    TAG: ClassVar[int] = 96
+    records: tuple[tuple[int, int], ...]
+    reason: str
+    time_ms: int
+    dead_letter_topic: str
+    dead_letter_partition_id: int
+    dead_letter_base_offset: int
+
+
+POP_EVENT_TYPES: tuple[type[Event], ...] = (
+    PopCursorCreated,
+    CheckpointCreated,
+    CheckpointAcked,
+    InvisibleTimeChanged,
+    Revived,
+    PopNacked,
+    PopDeadLettered,
+)

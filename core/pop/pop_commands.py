@@ -1,0 +1,165 @@
+"""The pop decisions: given a group's in-flight tables, what a pop, ack, change or nack records.
+
+Commands are functions returning events (or raising a domain error with nothing decided); the coordinator
+stages what they return. What a pop serves, in order: revived records that are due, oldest deadline first
+across the topic's partitions (RocketMQ draws 1 in 5 at random; here it is deterministic), then new records
+partition by partition from a start that rotates with every pop, so no partition is hot or starved. An
+orderly pop serves a partition only when nothing of it is in flight, lowest offsets first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logwright.core.errors import InvalidRequest
+from logwright.core.events.pop import (
+    CheckpointAcked,
+    CheckpointCreated,
+    InvisibleTimeChanged,
+    PopDeadLettered,
+    PopNacked,
+    Revived,
+)
+from logwright.core.pop.inflight import PopEntry, PopPartition
+from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
+
+MAX_MESSAGES = 32
+"""RocketMQ's bound on one pop (more is INVALID_PARAMETER there, INVALID_REQUEST here)."""
+MIN_INVISIBLE_TIME_MS = 10_000
+MAX_INVISIBLE_TIME_MS = 12 * 3_600_000
+DEFAULT_INVISIBLE_TIME_MS = 60_000
+MAX_LONG_POLL_MS = 20_000
+DEFAULT_MAX_RECONSUME_TIMES = 16
+MAX_RECONSUME_REASON = "max reconsume times reached"
+
+MAX_RECONSUME_TIMES_KEY = "logwright.pop.max.reconsume.times"
+DEAD_LETTER_TOPIC_KEY = "logwright.pop.dead.letter.topic"
+INIT_MODE_KEY = "logwright.pop.init.mode"
+"""The group configs of pop consumption (registered by the built-in plugin ``pop``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PopLimits:
+    """One pop's checked parameters."""
+
+    max_messages: int
+    invisible_time_ms: int
+    long_poll_ms: int = 0
+    orderly: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_messages <= MAX_MESSAGES:
+            raise InvalidRequest(f"max_messages must be 1 to {MAX_MESSAGES}, got {self.max_messages}")
+        if not MIN_INVISIBLE_TIME_MS <= self.invisible_time_ms <= MAX_INVISIBLE_TIME_MS:
+            raise InvalidRequest(f"invisible_time_ms must be {MIN_INVISIBLE_TIME_MS} (10 s) to "
+                                 f"{MAX_INVISIBLE_TIME_MS} (12 h), got {self.invisible_time_ms}")
+        if not 0 <= self.long_poll_ms <= MAX_LONG_POLL_MS:
+            raise InvalidRequest(f"long_poll_ms must be 0 to {MAX_LONG_POLL_MS} (20 s), got {self.long_poll_ms}")
+
+
+def check_changed_invisible_time(invisible_time_ms: int) -> int:
+    """A change may shorten to 0 (visible at once, revived by the timer) but not pass the 12 h bound."""
+    if not 0 <= invisible_time_ms <= MAX_INVISIBLE_TIME_MS:
+        raise InvalidRequest(f"invisible_time_ms must be 0 to {MAX_INVISIBLE_TIME_MS} (12 h), got {invisible_time_ms}")
+    return invisible_time_ms
+
+
+def rotated(count: int, start: int) -> list[int]:
+    """Partition indexes ``0..count-1`` visited from ``start`` (mod ``count``), wrapping around."""
+    return [(start + step) % count for step in range(count)] if count else []
+
+
+def due_revivals(states: Sequence[PopPartition], limit: int) -> list[tuple[PopPartition, tuple[int, ...]]]:
+    """Up to ``limit`` revived records across ``states``, the longest waiting first (by the deadline that revived
+    them, then partition order, then offset), grouped by partition in first-served order."""
+    waiting = sorted(((entry.invisible_until_ms, position, entry.offset)
+                      for position, state in enumerate(states) for entry in state.revived()))[:limit]
+    chosen: dict[int, list[int]] = {}
+    for _, position, offset in waiting:
+        chosen.setdefault(position, []).append(offset)
+    return [(states[position], tuple(sorted(offsets))) for position, offsets in chosen.items()]
+
+
+def orderly_blocked(state: PopPartition) -> bool:
+    """An orderly pop skips a partition while anything of it is in flight (RocketMQ's FIFO queue lock)."""
+    return bool(state.held())
+
+
+def checkpoint(state: PopPartition, consumer: str, offsets: Sequence[int], next_offset: int, now_ms: int,
+               limits: PopLimits) -> CheckpointCreated | None:
+    """One pop of ``offsets`` (revived entries or offsets at or past ``state.next_offset``) under a new epoch;
+    ``None`` if there is nothing to record."""
+    for offset in offsets:
+        entry = state.entry(offset)
+        if (entry is not None and not entry.visible) or (entry is None and offset < state.next_offset):
+            raise ValueError(f"offset {offset} of {state.group}/{state.partition_id} is not available to pop")
+    if not offsets and next_offset <= state.next_offset:
+        return None
+    return CheckpointCreated(state.group, state.partition_id, consumer, tuple(sorted(offsets)),
+                             max(next_offset, state.next_offset), now_ms, limits.invisible_time_ms,
+                             state.last_epoch + 1, limits.orderly)
+
+
+def current(state: PopPartition, offset: int, epoch: int, held: bool = True) -> PopEntry:
+    """The entry handle ``(offset, epoch)`` names, if that handle is the current one (and, with ``held``, the
+    record is still invisible); `UnknownReceiptHandle` or `StaleReceiptHandle` otherwise."""
+    entry = state.entry(offset)
+    where = f"offset {offset} of {state.topic} (group {state.group!r})"
+    if entry is None:
+        settled = "was acknowledged or dead-lettered" if offset < state.next_offset else "was never popped"
+        raise UnknownReceiptHandle(f"unknown receipt handle: {where} {settled}")
+    if epoch > entry.epoch:
+        raise UnknownReceiptHandle(f"unknown receipt handle: {where} never had handle epoch {epoch}")
+    if epoch < entry.epoch:
+        raise StaleReceiptHandle(f"stale receipt handle: {where} is in flight under handle epoch {entry.epoch}, "
+                                 f"not {epoch} (its invisible time was changed, or it was nacked or popped again); "
+                                 "use the newest handle")
+    if held and entry.visible:
+        raise StaleReceiptHandle(f"stale receipt handle: the invisible time of {where} ran out at "
+                                 f"{entry.invisible_until_ms}; it was revived and will be popped again")
+    return entry
+
+
+def ack(state: PopPartition, consumer: str, handles: Sequence[tuple[int, int]]) -> CheckpointAcked:
+    """Settle each current handle (one of a revived record not yet popped again too: it was processed)."""
+    for offset, epoch in handles:
+        current(state, offset, epoch, held=False)
+    return CheckpointAcked(state.group, state.partition_id, consumer, tuple(handles))
+
+
+def change_invisible_time(state: PopPartition, consumer: str, offset: int, epoch: int, now_ms: int,
+                          invisible_time_ms: int) -> InvisibleTimeChanged:
+    """Keep the record invisible ``invisible_time_ms`` from now under a new handle; the old one turns stale."""
+    current(state, offset, epoch)
+    return InvisibleTimeChanged(state.group, state.partition_id, consumer, offset, epoch, state.last_epoch + 1,
+                                now_ms + check_changed_invisible_time(invisible_time_ms))
+
+
+def exhausted(entry: PopEntry, max_reconsume_times: int) -> bool:
+    """Whether a failed delivery of ``entry`` was its last (RocketMQ's maxAttempts = max reconsume times + 1)."""
+    return entry.reconsume_times >= max_reconsume_times
+
+
+def nack(state: PopPartition, consumer: str, offset: int, epoch: int, now_ms: int, delay_ms: int) -> PopNacked:
+    """Give the record back as failed: invisible ``delay_ms`` (the retry table's level), then revived."""
+    current(state, offset, epoch)
+    return PopNacked(state.group, state.partition_id, consumer, offset, epoch, state.last_epoch + 1,
+                     now_ms + max(delay_ms, 0))
+
+
+def revive(state: PopPartition, now_ms: int, max_reconsume_times: int) -> tuple[Revived | None, tuple[PopEntry, ...]]:
+    """What the revive timer does at ``now_ms``: the due records that may be delivered again, and those past the
+    group's max reconsume times (for the dead-letter topic instead)."""
+    due = state.due(now_ms)
+    exhausted_entries = tuple(entry for entry in due if exhausted(entry, max_reconsume_times))
+    again = tuple(entry.offset for entry in due if not exhausted(entry, max_reconsume_times))
+    revived = Revived(state.group, state.partition_id, again, now_ms) if again else None
+    return revived, exhausted_entries
+
+
+def dead_lettered(state: PopPartition, entries: Sequence[PopEntry], now_ms: int, topic: str, partition_id: int,
+                  base_offset: int, reason: str = MAX_RECONSUME_REASON) -> PopDeadLettered:
+    """Settle ``entries`` as copied to ``topic`` (``partition_id`` -1: no copy could be written)."""
+    return PopDeadLettered(state.group, state.partition_id, tuple((e.offset, e.deliveries) for e in entries),
+                           reason, now_ms, topic, partition_id, base_offset)
