@@ -42,9 +42,11 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from logwright.client import pop as pop_calls
 from logwright.client.acks import AckReceipt
 from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
 from logwright.client.consumer import Consumer, ConsumerBusy, ConsumerSettings, InvalidConfiguration, Message, Timeout
+from logwright.client.pop import PoppedMessage
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
 from logwright.core.cursors.redelivery_backoff import FixedDelay, MultiplierBackoff
@@ -176,6 +178,30 @@ class Client:
         answer = await self._connection.extension(INSPECT_CURSOR_KEY, {"group_id": subscription, "topic": topic},
                                                   "inspect cursor")
         return list(answer["partitions"])
+
+    async def pop(self, topic: str, group: str, max_messages: int = 32, invisible_time_ms: int = 60_000,
+                  long_poll_ms: int = 0, orderly: bool = False) -> list[PoppedMessage]:
+        """Pop up to ``max_messages`` (1-32) of ``topic`` for ``group`` (RocketMQ 5's pop; see `client.pop`):
+        each is invisible to other pops for ``invisible_time_ms`` (10 s - 12 h) unless acknowledged."""
+        return await pop_calls.pop(self._connection, topic, group, max_messages, invisible_time_ms, long_poll_ms,
+                                   orderly)
+
+    async def ack(self, message: PoppedMessage | str, group: str | None = None) -> None:
+        """Settle a popped message by its receipt handle; a superseded handle raises `StaleReceiptHandle`."""
+        await pop_calls.ack(self._connection, message, group)
+
+    async def change_invisible_time(self, message: PoppedMessage | str, invisible_time_ms: int,
+                                    group: str | None = None) -> PoppedMessage | str:
+        """Keep a popped message invisible ``invisible_time_ms`` from now; returns it with its new handle."""
+        return await pop_calls.change_invisible_time(self._connection, message, invisible_time_ms, group)
+
+    async def nack(self, message: PoppedMessage | str, delay_ms: int | None = None, group: str | None = None) -> bool:
+        """Give a popped message back as failed; True if it went to the dead-letter topic instead."""
+        return await pop_calls.nack(self._connection, message, delay_ms, group)
+
+    async def inspect_pop(self, topic: str, group: str) -> dict[str, Any]:
+        """The group's pop state on ``topic`` (in flight, revived, consumed offsets) per partition."""
+        return await pop_calls.inspect(self._connection, topic, group)
 
     async def advance_clock(self, milliseconds: int) -> int:
         """Move a ``--manual-clock`` broker's clock (LogwrightAdvanceClock); the broker's new time."""

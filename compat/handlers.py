@@ -16,6 +16,11 @@ from logwright.compat.extensions import (
     consumer_options,
     cursor_inspection,
     negative_acknowledge,
+    pop,
+    pop_ack,
+    pop_change_invisible_time,
+    pop_inspection,
+    pop_nack,
     reconsume_later,
 )
 from logwright.compat.kafka import (
@@ -140,6 +145,11 @@ EXTENSION_APIS: dict[int, ModuleType] = {
     cursor_inspection.API_KEY: cursor_inspection,
     broker_stats.API_KEY: broker_stats,
     reconsume_later.API_KEY: reconsume_later,  # LogwrightReconsumeLater: retry letter topics
+    pop.API_KEY: pop,  # LogwrightPop ... LogwrightPopInspect: pop consumption (RocketMQ 5), docs/pop.md
+    pop_ack.API_KEY: pop_ack,
+    pop_change_invisible_time.API_KEY: pop_change_invisible_time,
+    pop_nack.API_KEY: pop_nack,
+    pop_inspection.API_KEY: pop_inspection,
 }
 """logwright's own keys (32001 and up): key -> module. Standard clients ignore keys they do not know."""
 

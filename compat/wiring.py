@@ -18,6 +18,7 @@ from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.coordinators.consumer_coordinator import ConsumerCoordinator
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import GroupCoordinator
+from logwright.compat.coordinators.pop_coordinator import PopCoordinator
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
 from logwright.core.clock import Clock
@@ -65,6 +66,7 @@ class Coordinators:
     consumer_groups: ConsumerCoordinator
     share_groups: ShareCoordinator
     transactions: TransactionTimer
+    pop: PopCoordinator
 
     @classmethod
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
@@ -72,10 +74,11 @@ class Coordinators:
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
-                   TransactionTimer(broker))
+                   TransactionTimer(broker), PopCoordinator(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
-        return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer)
+        return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
+                self.pop.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request."""
@@ -88,6 +91,7 @@ class Coordinators:
         self.share_groups.tick()
         self.transactions.tick()
         self.consumer_groups.tick()
+        self.pop.tick()
 
     def close(self) -> None:
         """Stop every timer for good (before the store closes)."""

@@ -1,0 +1,367 @@
+"""The async glue around pop consumption: pops with long polling, acks, invisible times, and the revive timer.
+
+Decisions are pure (`core.pop.pop_commands`); this module reads the in-flight tables (`core.pop.inflight`),
+reads the records, stages the events and keeps two things in memory only: each table's earliest deadline
+(the deadline index the one `DeadlineTimer` sleeps on: revive is "deadline <= now" on the broker clock, no
+scan, no polling) and where each group's next pop on a topic starts (the rotation). A pop decides and stages
+without awaiting, so pops of one partition never interleave (RocketMQ's ``topic@group@queueId`` lock is the
+event loop here); it awaits durability before answering, so a handed-out record is in flight on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.pop_dead_letters import stage_dead_letters
+from logwright.compat.wire.record_batch import decode_records, parse_header
+from logwright.compat.wire.records import Record
+from logwright.core.cursors.redelivery_backoff import (
+    POLICY_KEY,
+    ROCKETMQ_LEVELS,
+    LevelBackoff,
+    backoff_from_settings,
+    parse_levels,
+)
+from logwright.core.errors import InvalidConfig, UnsupportedFeature
+from logwright.core.events import Event
+from logwright.core.events.pop import PopCursorCreated, PopNacked
+from logwright.core.log.catalog import TopicState
+from logwright.core.pop import pop_commands
+from logwright.core.pop.inflight import PROJECTION_NAME, PopEntry, PopPartition, pop_key, pop_partition
+from logwright.core.pop.pop_commands import (
+    DEFAULT_MAX_RECONSUME_TIMES,
+    INIT_MODE_KEY,
+    MAX_RECONSUME_TIMES_KEY,
+    PopLimits,
+)
+from logwright.core.pop.receipt_handle import ReceiptHandle, UnknownReceiptHandle
+
+log = logging.getLogger(__name__)
+
+RETENTION_REASON = "record deleted by retention before it was acknowledged"
+COPY_RETRY_MS = 60_000
+"""How long records wait before the dead-letter copy is tried again when it could not be written."""
+
+
+def pop_coordinator(broker: Broker) -> PopCoordinator:
+    """The broker's pop coordinator."""
+    return broker.coordinators.pop
+
+
+@dataclass(frozen=True, slots=True)
+class PoppedRecord:
+    """One record a pop hands out, with its receipt handle."""
+
+    partition: int
+    record: Record
+    handle: str
+    reconsume_times: int
+    invisible_until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """What a change of invisible time answers: the new handle and the new deadline."""
+
+    handle: str
+    invisible_until_ms: int
+
+
+class PopCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._deadlines: dict[str, int] = {}
+        """In-flight table key → its earliest deadline: the deadline index."""
+        self._rotation: dict[tuple[str, str], int] = {}
+        self._available = asyncio.Event()
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
+        if self.enabled():
+            for key, state in broker.store.entities(PROJECTION_NAME).items():
+                table = pop_partition(state)
+                if table is not None:
+                    self._track(key, table)
+
+    def enabled(self) -> bool:
+        """Whether the built-in plugin ``pop`` registered the in-flight projection."""
+        return any(projection.name == PROJECTION_NAME for projection in self.broker.store.projections)
+
+    def _require(self) -> None:
+        if not self.enabled():
+            raise UnsupportedFeature("pop consumption is served by the built-in plugin 'pop', which is disabled")
+
+    # -- settings -------------------------------------------------------------------------------
+
+    def settings(self, group: str) -> Mapping[str, str]:
+        return self.broker.coordinators.share_groups.group_settings(group)
+
+    def max_reconsume_times(self, group: str) -> int:
+        return int(self.settings(group).get(MAX_RECONSUME_TIMES_KEY, DEFAULT_MAX_RECONSUME_TIMES))
+
+    def nack_delay_ms(self, group: str, entry: PopEntry) -> int:
+        """The retry table's level for this failure: the group's redelivery backoff policy if it set one, else
+        RocketMQ's default table (1 s, 5 s, 10 s, 30 s, 1 m, ... 2 h), first failure first level."""
+        settings = self.settings(group)
+        try:
+            backoff = (backoff_from_settings(settings) if settings.get(POLICY_KEY, "none") != "none"
+                       else LevelBackoff(parse_levels(ROCKETMQ_LEVELS)))
+        except InvalidConfig:
+            backoff = LevelBackoff(parse_levels(ROCKETMQ_LEVELS))
+        return backoff.delay_for(entry.reconsume_times)
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def table(self, group: str, partition_id: int) -> PopPartition | None:
+        return pop_partition(self.broker.store.state(PROJECTION_NAME, pop_key(group, partition_id)))
+
+    def _table_or_create(self, group: str, topic: str, partition_id: int) -> PopPartition:
+        state = self.table(group, partition_id)
+        if state is not None:
+            return state
+        mode = self.settings(group).get(INIT_MODE_KEY, "latest")
+        start = (self.broker.partition(partition_id).log_start_offset if mode == "earliest"
+                 else self.broker.high_watermark(partition_id))
+        self.broker.stage([PopCursorCreated(group, partition_id, topic, start)])
+        created = self.table(group, partition_id)
+        assert created is not None
+        return created
+
+    def _stage(self, state: PopPartition, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        self.broker.stage(events)
+        key = pop_key(state.group, state.partition_id)
+        after = self.table(state.group, state.partition_id)
+        if after is None:
+            self._deadlines.pop(key, None)
+        else:
+            self._track(key, after)
+
+    # -- pop ------------------------------------------------------------------------------------
+
+    async def pop(self, group: str, topic: TopicState, consumer: str, limits: PopLimits) -> list[PoppedRecord]:
+        """Pop up to ``limits.max_messages``, waiting up to ``limits.long_poll_ms`` (wall time) for any to come;
+        durable before it returns."""
+        self._require()
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + limits.long_poll_ms / 1000
+        while True:
+            popped = self.pop_once(group, topic, consumer, limits)
+            remaining = give_up - loop.time()
+            if popped or remaining <= 0:
+                break
+            await self._wait(remaining)
+        await self.broker.durable()
+        return popped
+
+    def pop_once(self, group: str, topic: TopicState, consumer: str, limits: PopLimits) -> list[PoppedRecord]:
+        """One pass over the topic's partitions, decided and staged without awaiting."""
+        states = [self._table_or_create(group, topic.name, pid) for pid in topic.partition_ids]
+        budget = limits.max_messages
+        chosen: dict[int, list[int]] = {}
+        if not limits.orderly:
+            for due_state, due_offsets in pop_commands.due_revivals(states, budget):
+                chosen[states.index(due_state)] = list(due_offsets)
+                budget -= len(due_offsets)
+        rotation_key = (group, topic.name)
+        start = self._rotation.get(rotation_key, 0)
+        self._rotation[rotation_key] = start + 1
+        popped: list[PoppedRecord] = []
+        for index in pop_commands.rotated(len(states), start):
+            state = states[index]
+            offsets = chosen.get(index, [])
+            if limits.orderly:
+                if pop_commands.orderly_blocked(state):
+                    continue
+                offsets = [entry.offset for entry in state.revived()][:budget]
+                budget -= len(offsets)
+            if not offsets and budget <= 0:
+                continue
+            records, next_offset = self._read(state, offsets, budget)
+            budget -= len(records) - len(offsets)
+            popped.extend(self._checkpoint(state, index, topic, consumer, records, next_offset, limits))
+        return popped
+
+    def _read(self, state: PopPartition, revived: Sequence[int], budget: int) -> tuple[dict[int, Record], int]:
+        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset`` (data
+        records only: control batches are passed over), and the position after what was read."""
+        partition_id = state.partition_id
+        found: dict[int, Record] = {}
+        log_start = self.broker.partition(partition_id).log_start_offset
+        for offset in revived:
+            record = self._record_at(partition_id, offset) if offset >= log_start else None
+            if record is not None:
+                found[offset] = record
+        next_offset = max(state.next_offset, log_start)
+        high_watermark = self.broker.high_watermark(partition_id)
+        taken = 0
+        while taken < budget and next_offset < high_watermark:
+            batches = self.broker.store.read_batches(partition_id, next_offset, 1 << 20, end_offset=high_watermark - 1)
+            if not batches:
+                break
+            for batch in batches:
+                header = parse_header(batch)
+                last = header.base_offset + header.last_offset_delta
+                if header.is_control:
+                    next_offset = max(next_offset, last + 1)
+                    continue
+                for record in decode_records(batch):
+                    if record.offset < next_offset or taken >= budget:
+                        continue
+                    found[record.offset] = record
+                    taken += 1
+                    next_offset = record.offset + 1
+                if taken < budget:
+                    next_offset = max(next_offset, last + 1)
+                if taken >= budget:
+                    break
+        return found, next_offset
+
+    def _record_at(self, partition_id: int, offset: int) -> Record | None:
+        """The data record at ``offset`` (revived records are read again from their partition, by reference)."""
+        for batch in self.broker.store.read_batches(partition_id, offset, 1 << 20, end_offset=offset):
+            if not parse_header(batch).is_control:
+                for record in decode_records(batch):
+                    if record.offset == offset:
+                        return record
+        return None
+
+    def _checkpoint(self, state: PopPartition, index: int, topic: TopicState, consumer: str,
+                    records: Mapping[int, Record], next_offset: int, limits: PopLimits) -> list[PoppedRecord]:
+        now = self.broker.clock.now_ms()
+        revived_gone = [entry for entry in state.revived() if entry.offset not in records
+                        and entry.offset < self.broker.partition(state.partition_id).log_start_offset]
+        if revived_gone:
+            self._stage(state, [pop_commands.dead_lettered(state, revived_gone, now, "", -1, -1, RETENTION_REASON)])
+            state = self.table(state.group, state.partition_id) or state
+        event = pop_commands.checkpoint(state, consumer, sorted(records), next_offset, now, limits)
+        if event is None:
+            return []
+        self._stage(state, [event])
+        after = self.table(state.group, state.partition_id)
+        assert after is not None
+        popped: list[PoppedRecord] = []
+        for offset in event.offsets:
+            entry = after.entry(offset)
+            assert entry is not None
+            handle = ReceiptHandle(state.group, uuid.UUID(bytes=bytes(topic.topic_id)), index, offset, entry.epoch)
+            popped.append(PoppedRecord(index, records[offset], handle.text(), entry.reconsume_times,
+                                       entry.invisible_until_ms))
+        return popped
+
+    async def _wait(self, timeout_s: float) -> None:
+        """Sleep until records are appended anywhere or revived, or the timeout passes."""
+        available = asyncio.ensure_future(self._available.wait())
+        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s))
+        try:
+            await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            available.cancel()
+            data.cancel()
+
+    def _wake(self) -> None:
+        self._available.set()
+        self._available = asyncio.Event()
+
+    # -- results --------------------------------------------------------------------------------
+
+    def resolve(self, group: str, text: object) -> tuple[ReceiptHandle, PopPartition]:
+        """The handle and the in-flight table it points into; refusals as the handle's domain errors."""
+        self._require()
+        handle = ReceiptHandle.parse(text).owned_by(group)
+        topic = self.broker.topic_by_id(handle.topic_id.bytes)
+        if topic is None or handle.partition >= len(topic.partition_ids):
+            raise UnknownReceiptHandle(f"unknown receipt handle: topic id {handle.topic_id} partition "
+                                       f"{handle.partition} does not exist (the topic was deleted?)")
+        state = self.table(group, topic.partition_ids[handle.partition])
+        if state is None:
+            raise UnknownReceiptHandle(f"unknown receipt handle: group {group!r} never popped {topic.name}")
+        return handle, state
+
+    def ack(self, group: str, consumer: str, handle_text: object) -> None:
+        """Settle one record (staged; the caller awaits durability)."""
+        handle, state = self.resolve(group, handle_text)
+        self._stage(state, [pop_commands.ack(state, consumer, [(handle.offset, handle.epoch)])])
+        self._wake()
+
+    def change_invisible_time(self, group: str, consumer: str, handle_text: object, invisible_time_ms: int) -> Changed:
+        handle, state = self.resolve(group, handle_text)
+        event = pop_commands.change_invisible_time(state, consumer, handle.offset, handle.epoch,
+                                                   self.broker.clock.now_ms(), invisible_time_ms)
+        self._stage(state, [event])
+        new = ReceiptHandle(handle.group, handle.topic_id, handle.partition, handle.offset, event.epoch)
+        return Changed(new.text(), event.invisible_until_ms)
+
+    def nack(self, group: str, consumer: str, handle_text: object, delay_ms: int | None) -> int:
+        """Give the record back as failed: it revives after ``delay_ms`` (default: the retry table's level); past
+        the group's max reconsume times it goes to the dead-letter topic at once. Returns the due time (-1:
+        dead-lettered)."""
+        handle, state = self.resolve(group, handle_text)
+        entry = pop_commands.current(state, handle.offset, handle.epoch)
+        now = self.broker.clock.now_ms()
+        if pop_commands.exhausted(entry, self.max_reconsume_times(group)):
+            self._stage(state, self._dead_letter(state, [entry], now))
+            return -1
+        delay = delay_ms if delay_ms is not None else self.nack_delay_ms(group, entry)
+        event = pop_commands.nack(state, consumer, handle.offset, handle.epoch, now, delay)
+        self._stage(state, [event])
+        return event.invisible_until_ms
+
+    def _dead_letter(self, state: PopPartition, entries: Sequence[PopEntry], now: int) -> list[Event]:
+        """Copies staged now and the event settling ``entries``; if no copy can be written, events keeping them
+        invisible for `COPY_RETRY_MS` instead (nothing is lost while the dead-letter topic is broken)."""
+        partition_id = state.partition_id
+        originals = {entry.offset: record for entry in entries
+                     if (record := self._record_at(partition_id, entry.offset)) is not None}
+        copied = stage_dead_letters(self.broker, state, entries, originals, self.settings(state.group))
+        if copied is not None:
+            return [pop_commands.dead_lettered(state, entries, now, copied.topic, copied.partition_id,
+                                               copied.base_offset)]
+        epoch = state.last_epoch
+        kept: list[Event] = []
+        for entry in entries:
+            epoch += 1
+            kept.append(PopNacked(state.group, partition_id, "", entry.offset, entry.epoch, epoch, now + COPY_RETRY_MS))
+        return kept
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def _track(self, key: str, state: PopPartition) -> None:
+        deadline = state.next_deadline()
+        if deadline is None:
+            self._deadlines.pop(key, None)
+        else:
+            self._deadlines[key] = deadline
+            self.timer.schedule(deadline)
+
+    def next_deadline(self) -> int | None:
+        return min(self._deadlines.values(), default=None)
+
+    def tick(self) -> list[Event]:
+        """Revive what is due (or dead-letter it past the max reconsume times); stage and return the events."""
+        now = self.broker.clock.now_ms()
+        staged: list[Event] = []
+        for key, deadline in list(self._deadlines.items()):
+            if deadline > now:
+                continue
+            state = pop_partition(self.broker.store.state(PROJECTION_NAME, key))
+            if state is None:
+                self._deadlines.pop(key, None)
+                continue
+            revived, exhausted = pop_commands.revive(state, now, self.max_reconsume_times(state.group))
+            events: list[Event] = [revived] if revived is not None else []
+            if exhausted:
+                events.extend(self._dead_letter(state, exhausted, now))
+            self._stage(state, events)
+            staged.extend(events)
+        if staged:
+            self._wake()
+        return staged
+
+    def close(self) -> None:
+        self.timer.close()

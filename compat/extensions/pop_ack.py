@@ -1,0 +1,34 @@
+"""LogwrightPopAck (extension key 32010): settle a popped record by its receipt handle (RocketMQ's ack).
+
+Only the record's current handle settles it; a superseded one (the invisible time was changed, the record was
+nacked, or it was revived and popped again) is refused as stale, never taken as success, and the record stays
+in flight under its newer handle. A revived record not yet popped again is settled by its last handle (it
+was processed; delivering it again would be the duplicate).
+
+Request (msgpack map): ``group_id: str, handle: str, consumer: str (default: the client id)``. Response: nothing
+but the error fields, durable on success. Refusals: INVALID_REQUEST for a malformed handle or one of another
+group, INVALID_RECORD_STATE for an unknown or stale one, with ``handle_error`` = ``invalid``, ``foreign``,
+``unknown`` or ``stale``.
+"""
+
+from __future__ import annotations
+
+from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.pop import MAX_NAME_LENGTH, name, refused
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.extension_body import Body, extension
+from logwright.core.pop.receipt_handle import HANDLE_ERRORS
+
+API_KEY = 32010
+
+
+@extension(API_KEY, "LogwrightPopAck")
+async def handle(context: RequestContext, body: Body) -> Body:
+    group_id = name(body, "group_id")
+    consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])
+    try:
+        pop_coordinator(context.broker).ack(group_id, consumer, body.get("handle"))
+    except HANDLE_ERRORS as error:
+        return refused(error)
+    await context.broker.durable()
+    return {}

@@ -1,0 +1,47 @@
+"""LogwrightPopInspect (extension key 32013): a group's pop state on every partition of a topic.
+
+What RocketMQ spreads over its revive topic, ``%RETRY%{group}_{topic}`` and the consumer offset is one
+in-flight table per partition here: the consumed offset (everything below is settled), the next offset never
+popped, and the records in flight or revived with their reconsume counts, handle epochs and deadlines.
+
+Request (msgpack map): ``group_id: str, topic: str``. Response: ``retry_topic`` (RocketMQ's name, a label: no
+copy is ever written there), ``dead_letter_topic``, ``partitions: [{partition, consumed_offset, next_offset,
+in_flight, revived, entries: [{offset, reconsume_times, epoch, invisible_until_ms, visible}]}]`` (the first
+`MAX_ENTRIES` entries of each partition; the counts cover all).
+"""
+
+from __future__ import annotations
+
+from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.coordinators.pop_dead_letters import default_dead_letter_topic, retry_topic_label
+from logwright.compat.extensions.pop import name
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.extension_body import Body, extension, text
+from logwright.core.errors import UnknownTopic
+from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY
+
+API_KEY = 32013
+MAX_ENTRIES = 1_000
+
+
+@extension(API_KEY, "LogwrightPopInspect")
+async def handle(context: RequestContext, body: Body) -> Body:
+    group_id, topic_name = name(body, "group_id"), text(body, "topic")
+    topic = context.broker.topic(topic_name)
+    if topic is None:
+        raise UnknownTopic(f"topic {topic_name!r} does not exist")
+    coordinator = pop_coordinator(context.broker)
+    partitions: list[Body] = []
+    for index, partition_id in enumerate(topic.partition_ids):
+        state = coordinator.table(group_id, partition_id)
+        if state is None:
+            continue
+        partitions.append({
+            "partition": index, "consumed_offset": state.consumed_offset(), "next_offset": state.next_offset,
+            "in_flight": len(state.held()), "revived": len(state.revived()),
+            "entries": [{"offset": e.offset, "reconsume_times": e.reconsume_times, "epoch": e.epoch,
+                         "invisible_until_ms": e.invisible_until_ms, "visible": e.visible}
+                        for e in state.entries[:MAX_ENTRIES]]})
+    dead_letter = coordinator.settings(group_id).get(DEAD_LETTER_TOPIC_KEY) or default_dead_letter_topic(group_id)
+    return {"retry_topic": retry_topic_label(group_id, topic_name), "dead_letter_topic": dead_letter,
+            "partitions": partitions}

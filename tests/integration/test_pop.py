@@ -1,0 +1,303 @@
+"""Pop consumption (RocketMQ 5) with the bundled client on a manual-clock broker process.
+
+Invisible times, revivals and retry delays run on the broker clock, which only the test moves; every
+scenario checks what RocketMQ users hit: duplicates while invisible, stale handles acknowledged as success,
+max reconsume times ignored on timeouts, a crash losing or reviving early what was in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import msgpack
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from logwright.client import BrokerError, Client
+from logwright.client.pop import (
+    ForeignReceiptHandle,
+    InvalidReceiptHandle,
+    PoppedMessage,
+    StaleReceiptHandle,
+    UnknownReceiptHandle,
+)
+from logwright.compat.errors import ErrorCode
+
+from .broker_process import BrokerProcess
+from .group_configs import set_group_configs
+from .test_share_groups import check_consistent
+
+INVISIBLE_MS = 10_000
+
+
+def pop_topic(bootstrap: str, group: str, partitions: int, records: int, **configs: str) -> str:
+    """A fresh topic with ``records`` records spread round-robin over its partitions, and a pop group that starts
+    at the earliest offset."""
+    topic = f"pop-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
+    set_group_configs(bootstrap, group, {"logwright.pop.init.mode": "earliest", **configs})
+    produce(bootstrap, topic, partitions, [f"r{i}" for i in range(records)])
+    return topic
+
+
+def produce(bootstrap: str, topic: str, partitions: int, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for number, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=number % partitions)
+    assert producer.flush(30) == 0
+
+
+def run(scenario: Callable[[Client], Awaitable[None]], bootstrap: str) -> None:
+    async def main() -> None:
+        client = await Client.connect(bootstrap)
+        try:
+            await scenario(client)
+        finally:
+            await client.close()
+
+    asyncio.run(asyncio.wait_for(main(), 180))
+
+
+async def pop_all(client: Client, topic: str, group: str, invisible_ms: int = INVISIBLE_MS) -> list[PoppedMessage]:
+    """Pop until a pop comes back empty."""
+    taken: list[PoppedMessage] = []
+    while batch := await client.pop(topic, group, 32, invisible_ms):
+        taken.extend(batch)
+    return taken
+
+
+def test_two_consumers_never_get_the_same_message_while_it_is_invisible(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 4, 200)
+
+    async def scenario(first: Client) -> None:
+        second = await Client.connect(clock_broker.bootstrap)
+        seen: list[tuple[int, int]] = []
+        partitions_of_first_batches: list[int] = []
+        while True:
+            a, b = await asyncio.gather(first.pop(topic, "g", 7, INVISIBLE_MS), second.pop(topic, "g", 7, INVISIBLE_MS))
+            if not a and not b:
+                break
+            partitions_of_first_batches.extend(m.partition for m in a[:1] + b[:1])
+            seen.extend((m.partition, m.offset) for m in a + b)
+        assert len(seen) == 200 and len(set(seen)) == 200
+        assert set(partitions_of_first_batches) == {0, 1, 2, 3}  # the start partition rotates
+        assert await pop_all(first, topic, "g") == []
+        await second.close()
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_a_dead_consumers_messages_come_back_after_the_invisible_time(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 2, 6)
+
+    async def scenario(client: Client) -> None:
+        taken = await client.pop(topic, "g", 4, INVISIBLE_MS)  # this consumer "dies": never acks
+        assert len(taken) == 4
+        rest = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert len(rest) == 2
+        for message in rest:
+            await client.ack(message)
+        await client.advance_clock(INVISIBLE_MS - 1)
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        await client.advance_clock(1)
+        back = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert sorted((m.partition, m.offset) for m in back) == sorted((m.partition, m.offset) for m in taken)
+        assert {m.reconsume_times for m in back} == {1} and {m.value for m in back} == {m.value for m in taken}
+        for message in back:
+            await client.ack(message)
+        await client.advance_clock(10 * INVISIBLE_MS)
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        for partition in (await client.inspect_pop(topic, "g"))["partitions"]:
+            assert partition["in_flight"] == partition["revived"] == 0 and partition["consumed_offset"] == 3
+
+    run(scenario, clock_broker.bootstrap)
+    check_consistent(clock_broker)
+
+
+def test_an_ack_with_the_handle_a_change_superseded_is_stale_and_loses_nothing(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
+
+    async def scenario(client: Client) -> None:
+        [message] = await client.pop(topic, "g", 1, INVISIBLE_MS)
+        changed = await client.change_invisible_time(message, 30_000)
+        assert isinstance(changed, PoppedMessage) and changed.handle != message.handle
+        with pytest.raises(StaleReceiptHandle) as stale:
+            await client.ack(message)
+        assert stale.value.code == ErrorCode.INVALID_RECORD_STATE and "stale receipt handle" in str(stale.value)
+        with pytest.raises(StaleReceiptHandle):
+            await client.change_invisible_time(message, 30_000)
+        [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert partition["in_flight"] == 1  # not lost
+        await client.advance_clock(INVISIBLE_MS)  # the first deadline passes: the change holds it
+        assert await client.pop(topic, "g", 1, INVISIBLE_MS) == []
+        await client.advance_clock(20_000)
+        [again] = await client.pop(topic, "g", 1, INVISIBLE_MS)  # the changed deadline passed: revived
+        assert (again.offset, again.reconsume_times) == (0, 1)
+        with pytest.raises(StaleReceiptHandle, match="popped again|under handle epoch"):
+            await client.ack(changed)
+        await client.ack(again)
+        with pytest.raises(UnknownReceiptHandle, match="acknowledged"):
+            await client.ack(again)
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
+
+    async def scenario(client: Client) -> None:
+        attempts: list[int] = []
+        for _ in range(17):
+            [message] = await client.pop(topic, "g", 1, INVISIBLE_MS)
+            attempts.append(message.reconsume_times)
+            dead = await client.nack(message, delay_ms=1_000)
+            assert dead == (len(attempts) == 17)
+            await client.advance_clock(1_000)
+        assert attempts == list(range(17))
+        assert await client.pop(topic, "g", 1, INVISIBLE_MS) == []
+        inspected = await client.inspect_pop(topic, "g")
+        assert inspected["retry_topic"] == f"%RETRY%g_{topic}" and inspected["dead_letter_topic"] == "DLQ.g"
+        assert inspected["partitions"][0]["consumed_offset"] == 1
+        set_group_configs(clock_broker.bootstrap, "reader", {"logwright.pop.init.mode": "earliest"})
+        [copy] = await client.pop("DLQ.g", "reader", 32, INVISIBLE_MS)
+        headers = dict(copy.headers)
+        assert copy.value == b"r0" and headers["RECONSUME_TIMES"] == b"17"
+        assert (headers["REAL_TOPIC"], headers["ORIGIN_MESSAGE_ID"]) == (topic.encode(), f"{topic}-0@0".encode())
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_timeouts_count_toward_max_reconsume_times(clock_broker: BrokerProcess) -> None:
+    """RocketMQ #8332: a consumer slower than the invisible time must still reach the dead-letter topic."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 1, **{"logwright.pop.max.reconsume.times": "1",
+                                                            "logwright.pop.dead.letter.topic": "slow-dlq"})
+
+    async def scenario(client: Client) -> None:
+        for attempt in range(2):
+            [message] = await client.pop(topic, "g", 1, INVISIBLE_MS)
+            assert message.reconsume_times == attempt
+            await client.advance_clock(INVISIBLE_MS)
+        assert await client.pop(topic, "g", 1, INVISIBLE_MS) == []
+        set_group_configs(clock_broker.bootstrap, "reader", {"logwright.pop.init.mode": "earliest"})
+        [copy] = await client.pop("slow-dlq", "reader", 32, INVISIBLE_MS)
+        assert dict(copy.headers)["RECONSUME_TIMES"] == b"2"
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_sigkill_with_a_thousand_in_flight_loses_nothing_and_revives_nothing_early(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 4, 1_000)
+    popped: list[PoppedMessage] = []
+
+    async def pop_them(client: Client) -> None:
+        popped.extend(await pop_all(client, topic, "g", 60_000))
+
+    run(pop_them, clock_broker.bootstrap)
+    assert len(popped) == 1_000 and len({(m.partition, m.offset) for m in popped}) == 1_000
+    clock_broker.kill()
+    clock_broker.start()
+
+    async def after_restart(client: Client) -> None:
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        with pytest.raises(StaleReceiptHandle):  # handles survive the restart; a change supersedes one
+            changed = await client.change_invisible_time(popped[0], 120_000)
+            await client.ack(popped[0])
+        inspected = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert sum(p["in_flight"] for p in inspected) == 1_000
+        await client.advance_clock(59_999)
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        await client.advance_clock(1)
+        back = await pop_all(client, topic, "g")
+        assert sorted((m.partition, m.offset) for m in back) == sorted(
+            (m.partition, m.offset) for m in popped[1:])
+        assert {m.reconsume_times for m in back} == {1}
+        for message in [*back, changed]:
+            await client.ack(message)
+        inspected = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert [p["consumed_offset"] for p in inspected] == [250] * 4
+
+    run(after_restart, clock_broker.bootstrap)
+    check_consistent(clock_broker)
+
+
+def test_orderly_pop_keeps_partition_order_under_nacks(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 2, 10)
+
+    async def scenario(client: Client) -> None:
+        processed: dict[int, list[int]] = {0: [], 1: []}
+        first = await client.pop(topic, "g", 32, INVISIBLE_MS, orderly=True)
+        assert sorted((m.partition, m.offset) for m in first) == [(p, o) for p in (0, 1) for o in range(5)]
+        for message in first:  # partition 0 fails at offset 2: that and everything after it go back
+            if message.partition == 0 and message.offset >= 2:
+                await client.nack(message, delay_ms=1_000)
+            else:
+                processed[message.partition].append(message.offset)
+                await client.ack(message)
+        produce(clock_broker.bootstrap, topic, 2, ["late0", "late1"])
+        blocked = await client.pop(topic, "g", 32, INVISIBLE_MS, orderly=True)
+        assert [(m.partition, m.offset) for m in blocked] == [(1, 5)]  # partition 0 waits for its retries
+        await client.ack(blocked[0])
+        processed[1].append(5)
+        await client.advance_clock(1_000)
+        again = await client.pop(topic, "g", 32, INVISIBLE_MS, orderly=True)
+        assert [(m.partition, m.offset, m.reconsume_times) for m in again] == [
+            (0, 2, 1), (0, 3, 1), (0, 4, 1), (0, 5, 0)]
+        for message in again:
+            processed[0].append(message.offset)
+            await client.ack(message)
+        assert processed == {0: [0, 1, 2, 3, 4, 5], 1: [0, 1, 2, 3, 4, 5]}
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_bad_input_gets_clear_errors(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 2)
+
+    async def scenario(client: Client) -> None:
+        for kwargs, words in (({"max_messages": 33}, "1 to 32"), ({"invisible_time_ms": 5_000}, "10 s"),
+                              ({"invisible_time_ms": 13 * 3_600_000}, "12 h"), ({"long_poll_ms": 30_000}, "20 s")):
+            with pytest.raises(BrokerError) as refused:
+                await client.pop(topic, "g", **kwargs)
+            assert refused.value.code == ErrorCode.INVALID_REQUEST and words in str(refused.value)
+        with pytest.raises(BrokerError) as missing:
+            await client.pop("no-such-topic", "g")
+        assert missing.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        [message] = await client.pop(topic, "g", 1)
+        with pytest.raises(ForeignReceiptHandle, match="used by group 'other'"):
+            await client.ack(message.handle, group="other")
+        for garbage in ("nonsense", "1 1 0 0 zz g", "x" * 600):
+            with pytest.raises(InvalidReceiptHandle):
+                await client.ack(garbage, group="g")
+        forged = message.handle.replace(f" 0 {message.offset} ", " 0 1 ", 1)
+        with pytest.raises(UnknownReceiptHandle, match="never popped"):
+            await client.ack(forged, group="g")
+        with pytest.raises(BrokerError) as out_of_range:
+            await client.change_invisible_time(message, 13 * 3_600_000)
+        assert out_of_range.value.code == ErrorCode.INVALID_REQUEST
+        answer = msgpack.unpackb(await client._connection.raw(32009, b"\xc1not msgpack"), raw=False)
+        assert answer["error_code"] == ErrorCode.INVALID_REQUEST and "msgpack" in answer["error_message"]
+        await client.ack(message)  # the record was untouched by all of it
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_a_long_poll_wakes_on_the_first_append(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 2, 0)
+
+    async def scenario(client: Client) -> None:
+        started = time.monotonic()
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS, long_poll_ms=500) == []
+        assert time.monotonic() - started >= 0.45
+        waiting = asyncio.ensure_future(client.pop(topic, "g", 32, INVISIBLE_MS, long_poll_ms=15_000))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        started = time.monotonic()
+        await asyncio.to_thread(produce, clock_broker.bootstrap, topic, 2, ["first"])
+        [message] = await waiting
+        assert message.value == b"first" and time.monotonic() - started < 5
+
+    run(scenario, clock_broker.bootstrap)
