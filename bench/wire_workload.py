@@ -38,8 +38,18 @@ PRODUCER_CONFIG = {"acks": "all", "linger.ms": 5, "compression.type": "none",
                    "enable.idempotence": False, "queue.buffering.max.messages": 500_000}
 """librdkafka defaults otherwise (batch.size 1 MB): what an application gets without tuning."""
 
+LIBRDKAFKA_PREFETCH_DEFAULTS = {"queued.min.messages": 100_000, "fetch.queue.backoff.ms": 1_000}
+"""librdkafka's own prefetch settings: once a partition's prefetch queue holds ``queued.min.messages``
+records, the next Fetch for it is put off by ``fetch.queue.backoff.ms``, and not cut short when the
+application drains the queue. A broker that answers faster than the application reads (logwright with 200 B
+records, Apache Kafka too when the reading loop is slower) then idles a whole second per 100,000 records, so
+a consume figure taken with these defaults counts those seconds, not the broker (issue 18)."""
+
 CONSUMER_CONFIG = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
-                   "max.partition.fetch.bytes": 1_048_576}
+                   "max.partition.fetch.bytes": 1_048_576, "fetch.queue.backoff.ms": 10}
+"""librdkafka defaults but for the prefetch back-off (10 ms instead of 1 s): the prefetch queue stays bounded
+by ``queued.min.messages`` while a full queue no longer stalls the reader for a second (see
+``LIBRDKAFKA_PREFETCH_DEFAULTS``). ``throughput.py`` measures the defaults as well, side by side."""
 
 
 def librdkafka_version() -> str:
@@ -68,8 +78,10 @@ def delete_topic(bootstrap: str, topic: str) -> None:
             pass
 
 
-def produce(bootstrap: str, topic: str, records: int, record_bytes: int) -> Measurement:
-    """Send ``records`` values of ``record_bytes`` (null keys) and wait until all are acknowledged."""
+def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
+            config: dict[str, object] | None = None) -> Measurement:
+    """Send ``records`` values of ``record_bytes`` (null keys: librdkafka's sticky partitioner spreads them
+    over the topic's partitions) and wait until all are acknowledged; ``config`` adds producer settings."""
     failures: list[KafkaError] = []
     acked = 0
 
@@ -80,7 +92,7 @@ def produce(bootstrap: str, topic: str, records: int, record_bytes: int) -> Meas
         else:
             acked += 1
 
-    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, **(config or {})})
     producer.list_topics(topic, timeout=30)
     value = bytes(record_bytes)
     send = producer.produce
@@ -101,19 +113,21 @@ def produce(bootstrap: str, topic: str, records: int, record_bytes: int) -> Meas
     return Measurement(records, record_bytes, seconds)
 
 
-def consume(bootstrap: str, topic: str, records: int, record_bytes: int,
-            idle_timeout_s: float = 30.0) -> Measurement:
-    """Read ``records`` records from offset 0 of partition 0; fails if the stream stalls or errs."""
+def consume(bootstrap: str, topic: str, records: int, record_bytes: int, idle_timeout_s: float = 30.0,
+            partitions: int = 1, config: dict[str, object] | None = None) -> Measurement:
+    """Read ``records`` records from offset 0 of partitions 0 to ``partitions - 1``; fails if the stream
+    stalls or errs. ``config`` overrides ``CONSUMER_CONFIG``."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                         **CONSUMER_CONFIG})
+                         **CONSUMER_CONFIG, **(config or {})})
     try:
         consumer.list_topics(topic, timeout=30)
         received = 0
         started = time.perf_counter()
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)])
         last_progress = started
         while received < records:
-            batch = consumer.consume(10_000, 1.0)
+            # consume(n, t) waits for n records or t: asking for more than remain would add up to t to the figure
+            batch = consumer.consume(min(10_000, records - received), 1.0)
             now = time.perf_counter()
             if not batch:
                 if now - last_progress > idle_timeout_s:
@@ -132,11 +146,15 @@ def consume(bootstrap: str, topic: str, records: int, record_bytes: int,
     return Measurement(received, record_bytes, seconds)
 
 
-def produce_then_consume(bootstrap: str, record_bytes: int, records: int,
-                         prefix: str = "bench") -> tuple[Measurement, Measurement]:
-    """Fill a fresh one-partition topic, read it back from offset 0, delete it: (produced, consumed)."""
+def produce_then_consume(bootstrap: str, record_bytes: int, records: int, prefix: str = "bench",
+                         consumer_configs: tuple[dict[str, object], ...] = ({},)
+                         ) -> tuple[Measurement, ...]:
+    """Fill a fresh one-partition topic, read it back from offset 0 once per consumer config (each a fresh
+    consumer, overriding ``CONSUMER_CONFIG``), delete it: (produced, consumed, ...)."""
     topic = create_topic(bootstrap, f"{prefix}-{record_bytes}")
     try:
-        return produce(bootstrap, topic, records, record_bytes), consume(bootstrap, topic, records, record_bytes)
+        produced = produce(bootstrap, topic, records, record_bytes)
+        return produced, *(consume(bootstrap, topic, records, record_bytes, config=config)
+                           for config in consumer_configs)
     finally:
         delete_topic(bootstrap, topic)
