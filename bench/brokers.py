@@ -157,17 +157,24 @@ class RunningPeer:
         except OSError:
             return ""
 
-    def rss_bytes(self) -> int:
-        """Resident memory of the broker's whole process group now (the JVM, or Python and its threads)."""
-        total = 0
+    def _group_stats(self) -> Iterator[list[str]]:
+        """The /proc/<pid>/stat fields after the command name of every process in the broker's process group."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 if int(fields[2]) == self.process.pid:  # pgrp, the third field after the command name
-                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss in pages
+                    yield fields
             except (OSError, IndexError, ValueError):
                 continue
-        return total
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the broker's whole process group now (the JVM, or Python and its threads)."""
+        return sum(int(fields[21]) for fields in self._group_stats()) * os.sysconf("SC_PAGE_SIZE")  # rss in pages
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time of the broker's whole process group so far, all its threads (``/proc``)."""
+        ticks = sum(int(fields[11]) + int(fields[12]) for fields in self._group_stats())  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGINT first (logwright flushes, profilers write their output), SIGKILL if it hangs."""

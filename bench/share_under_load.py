@@ -1,0 +1,186 @@
+"""A share consumer's rate alone and beside other clients: how fairly the broker shares itself out.
+
+Each repeat fills a fresh one-partition topic with ``--records`` records and reads it through a new share
+group that ACCEPTs every record (bench/share_consume.py's reader), twice: once with the broker to itself, once
+while a load runs in two other processes, one librdkafka producer pumping 1 KiB records (``acks=all``) into a
+second topic as fast as it can and one librdkafka consumer reading that topic from its start. The figure
+that matters is the share rate under load as a fraction of the rate alone, for logwright and Apache Kafka in
+the same run: a broker whose event loop is taken by long synchronous work (large reads, commits) or that
+serves connections unevenly keeps a smaller fraction. The load's own rates are reported beside it, so a
+broker that keeps its share client fast by starving the others is seen too.
+
+    .venv/bin/python bench/share_under_load.py [--peers logwright,kafka] [--records 100000] [--repeats 3]
+        [--profile out.txt|out.svg] [--markdown report.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
+from share_consume import share_consume  # noqa: E402
+from wire_workload import CONSUMER_CONFIG, create_topic, delete_topic, produce  # noqa: E402
+
+LOAD_RECORD_BYTES = 1024
+
+
+def _pump(bootstrap: str, topic: str, stop: multiprocessing.synchronize.Event, count: object) -> None:
+    """Produce 1 KiB records (acks=all) until ``stop``; ``count`` (a shared int) counts acknowledged records."""
+    from confluent_kafka import Producer  # noqa: PLC0415
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "log_level": 3})
+    value = bytes(LOAD_RECORD_BYTES)
+
+    def delivered(error: object, _message: object) -> None:
+        if error is None:
+            count.value += 1  # type: ignore[attr-defined]
+
+    while not stop.is_set():
+        try:
+            producer.produce(topic, value, on_delivery=delivered)
+        except BufferError:
+            producer.poll(0.01)
+            continue
+        producer.poll(0)
+    producer.flush(30)
+
+
+def _drain(bootstrap: str, topic: str, stop: multiprocessing.synchronize.Event, count: object) -> None:
+    """Read ``topic`` from its start until ``stop``; ``count`` counts records read."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: PLC0415
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"load-{os.getpid()}", "log_level": 3,
+                         **CONSUMER_CONFIG})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    while not stop.is_set():
+        count.value += len(consumer.consume(10_000, 0.2))  # type: ignore[attr-defined]
+    consumer.close()
+
+
+def main_thread_schedstat(peer: brokers.RunningPeer) -> tuple[float, float]:
+    """Seconds the broker's main thread (logwright's event loop; the JVM's launcher, idle) has run on a CPU
+    and has waited for one while runnable, from /proc/<pid>/schedstat."""
+    running_ns, waiting_ns, _ = Path(f"/proc/{peer.process.pid}/schedstat").read_text().split()
+    return int(running_ns) / 1e9, int(waiting_ns) / 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    peer: str
+    repeat: int
+    alone_msg_s: float
+    loaded_msg_s: float
+    load_produce_msg_s: float
+    load_consume_msg_s: float
+    broker_cpu: float
+    """Broker CPU seconds per second during the loaded share read (all threads)."""
+    loop_waiting: float
+    """Share of the loaded read's wall time the main thread was runnable but waiting for a CPU."""
+
+    @property
+    def kept(self) -> float:
+        return self.loaded_msg_s / self.alone_msg_s
+
+
+def share_rate(bootstrap: str, records: int, record_bytes: int) -> float:
+    topic = create_topic(bootstrap, "share-load")
+    try:
+        produce(bootstrap, topic, records, record_bytes)
+        return share_consume(bootstrap, topic, records, record_bytes).measurement.msg_per_s
+    finally:
+        delete_topic(bootstrap, topic)
+
+
+def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_bytes: int) -> Run:
+    """The share rate alone, then under load (the load runs 2 s before the share read starts)."""
+    alone = share_rate(peer.bootstrap, records, record_bytes)
+    load_topic = create_topic(peer.bootstrap, "load")
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    produced, consumed = context.Value("q", 0), context.Value("q", 0)
+    workers = [context.Process(target=_pump, args=(peer.bootstrap, load_topic, stop, produced)),
+               context.Process(target=_drain, args=(peer.bootstrap, load_topic, stop, consumed))]
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(2.0)
+        begin, produced_0, consumed_0 = time.perf_counter(), produced.value, consumed.value
+        cpu_0, (_, waiting_0) = peer.cpu_seconds(), main_thread_schedstat(peer)
+        loaded = share_rate(peer.bootstrap, records, record_bytes)
+        seconds = time.perf_counter() - begin
+        cpu = (peer.cpu_seconds() - cpu_0) / seconds
+        waiting = (main_thread_schedstat(peer)[1] - waiting_0) / seconds
+        load_produce = (produced.value - produced_0) / seconds
+        load_consume = (consumed.value - consumed_0) / seconds
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(60)
+            if worker.is_alive():
+                worker.kill()
+        delete_topic(peer.bootstrap, load_topic)
+    return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting)
+
+
+def markdown(runs: list[Run], records: int, record_bytes: int) -> str:
+    lines = [f"Share consumer ({records:,} x {record_bytes} B, ACCEPT per record) alone and beside a 1 KiB acks=all "
+             "producer and a consumer on another topic; medians over the repeats.", "",
+             "| peer | alone msg/s | under load msg/s | kept | load produce msg/s | load consume msg/s "
+             "| broker CPU under load | main thread waiting for a CPU |",
+             "|---|---|---|---|---|---|---|---|"]
+    for peer in dict.fromkeys(run.peer for run in runs):
+        mine = [run for run in runs if run.peer == peer]
+
+        def median(values: list[float]) -> float:
+            return statistics.median(values)
+
+        lines.append(f"| {peer} | {median([r.alone_msg_s for r in mine]):,.0f} | "
+                     f"{median([r.loaded_msg_s for r in mine]):,.0f} | {median([r.kept for r in mine]):.0%} "
+                     f"({min(r.kept for r in mine):.0%}–{max(r.kept for r in mine):.0%}) | "
+                     f"{median([r.load_produce_msg_s for r in mine]):,.0f} | "
+                     f"{median([r.load_consume_msg_s for r in mine]):,.0f} | "
+                     f"{median([r.broker_cpu for r in mine]):.0%} | {median([r.loop_waiting for r in mine]):.0%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peers", default="logwright,kafka")
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", help="logwright under py-spy (.txt, .svg) or cProfile (other suffixes)")
+    parser.add_argument("--markdown", type=Path)
+    args = parser.parse_args(argv)
+    runs: list[Run] = []
+    options = {"logwright": {"profile": args.profile}} if args.profile else {}
+    with tempfile.TemporaryDirectory(prefix="share-load-") as tmp, \
+            brokers.running_all(args.peers.split(","), Path(tmp), options, print) as started:
+        for repeat in range(args.repeats):
+            for peer in brokers.in_turn(started, repeat):
+                run = measure_peer(peer, repeat, args.records, args.record_bytes)
+                runs.append(run)
+                print(f"#{repeat + 1} {peer.name:10} alone {run.alone_msg_s:9,.0f} msg/s  loaded "
+                      f"{run.loaded_msg_s:9,.0f} msg/s ({run.kept:.0%})  load produce {run.load_produce_msg_s:,.0f} "
+                      f"consume {run.load_consume_msg_s:,.0f} msg/s  broker CPU {run.broker_cpu:.0%}, main thread "
+                      f"waiting for a CPU {run.loop_waiting:.0%}  (load avg {os.getloadavg()[0]:.1f})", flush=True)
+    report = markdown(runs, args.records, args.record_bytes)
+    print(report)
+    if args.markdown:
+        args.markdown.write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
