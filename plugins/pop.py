@@ -1,14 +1,21 @@
-"""Pop consumption (RocketMQ 5's Pop) for logwright: the in-flight projection and the group configs.
+"""Pop consumption (RocketMQ 5's Pop) for logwright: the in-flight projection, the group configs, and the
+``pop`` mode for share groups.
 
 The pops themselves are the broker's (`logwright.compat.coordinators.pop_coordinator`, extension keys
-32009-32012); this plugin registers what they need through the same hooks a third party uses: the in-flight
+32009-32013); this plugin registers what they need through the same hooks a third party uses: the in-flight
 projection folded from the pop events, and the settings a group may change. Disabling the plugin
 (``plugins.disabled=pop``) leaves the keys answering UNSUPPORTED_FEATURE; events already logged stay readable.
+
+For unmodified Kafka share consumers, ``logwright.subscription.mode=pop`` gives a share group pop semantics:
+every member may acquire on every partition (no rebalance), the acquisition lock is the invisible time and
+KIP-1222's RENEW changes it, and what the group archives goes to its pop dead-letter topic (``DLQ.<group>``)
+with RocketMQ's properties, unless KIP-1191's ``errors.deadletterqueue.topic.name`` names another.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from logwright.core.events.pop import POP_EVENT_TYPES
 from logwright.core.pop.inflight import POP_INFLIGHT, POP_STATE_TYPES
@@ -17,9 +24,35 @@ from logwright.core.pop.pop_commands import (
     DEFAULT_MAX_RECONSUME_TIMES,
     INIT_MODE_KEY,
     MAX_RECONSUME_TIMES_KEY,
+    default_dead_letter_topic,
 )
 
-from .api import ConfigKey, ConfigKeyRegister, ProjectionRegister, hookimpl, long_at_least, one_of
+from .api import (
+    SUBSCRIPTION_MODE_KEY,
+    ArchivedRecords,
+    ConfigKey,
+    ConfigKeyRegister,
+    DeadLetter,
+    DispatchView,
+    ModeConsumer,
+    ProjectionRegister,
+    SubscriptionModeBase,
+    SubscriptionModeRegister,
+    hookimpl,
+    in_flight_budget,
+    long_at_least,
+    one_of,
+)
+
+MODE = "pop"
+KIP_1191_TOPIC_KEY = "errors.deadletterqueue.topic.name"
+ROCKETMQ_PROPERTIES = (
+    ("REAL_TOPIC", "{topic}"),
+    ("RETRY_TOPIC", "%RETRY%{group}_{topic}"),
+    ("ORIGIN_MESSAGE_ID", "{topic}-{partition}@{offset}"),
+    ("RECONSUME_TIMES", "{delivery_count}"),
+)
+"""RocketMQ's properties on a dead-letter copy, set only where the record does not carry them yet."""
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -32,6 +65,34 @@ def dead_letter_topic(value: str) -> str | None:
         return (f"{DEAD_LETTER_TOPIC_KEY} must be a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not starting "
                 f"with '__'), got {value!r}")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class PopMode(SubscriptionModeBase):
+    """Every member acquires on every partition, within its permits, as Shared does; what makes it pop is the
+    dead-letter decision below and the group's lock (the invisible time)."""
+
+    name: str = MODE
+
+    def budget(self, view: DispatchView, consumer: ModeConsumer, limit: int) -> int:
+        return in_flight_budget(view, consumer, limit)
+
+
+@hookimpl
+def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
+    register.add(PopMode())
+
+
+@hookimpl
+def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
+    """A pop-mode share group's archived records go to its pop dead-letter topic (KIP-1191's topic, when set,
+    is the ``dead_letter`` plugin's to answer)."""
+    settings = archived.settings
+    if settings.get(SUBSCRIPTION_MODE_KEY) != MODE or settings.get(KIP_1191_TOPIC_KEY):
+        return None
+    named = settings.get(DEAD_LETTER_TOPIC_KEY, "")
+    return DeadLetter(named or default_dead_letter_topic(archived.subscription), copy_record=True,
+                      headers_once=ROCKETMQ_PROPERTIES, auto_create=not named)
 
 
 @hookimpl

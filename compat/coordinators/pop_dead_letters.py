@@ -12,7 +12,6 @@ written the records are not settled (nothing is lost): the caller keeps them inv
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,23 +22,9 @@ from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.errors import DomainError
 from logwright.core.pop.inflight import PopEntry, PopPartition
-from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY
+from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY, default_dead_letter_topic, retry_topic_label
 
 log = logging.getLogger(__name__)
-
-_ILLEGAL = re.compile(r"[^a-zA-Z0-9._-]")
-
-
-def default_dead_letter_topic(group: str) -> str:
-    """RocketMQ's ``%DLQ%{group}`` as a legal Kafka topic name: ``DLQ.{group}``."""
-    return ("DLQ." + _ILLEGAL.sub("_", group))[:249]
-
-
-def retry_topic_label(group: str, topic: str) -> str:
-    """RocketMQ's ``%RETRY%{group}_{topic}``: only a label here (revived records are read from their own
-    partition, never copied), shown in inspection and on dead-letter copies."""
-    return f"%RETRY%{group}_{topic}"
-
 
 @dataclass(frozen=True, slots=True)
 class Copied:

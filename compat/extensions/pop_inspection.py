@@ -13,12 +13,11 @@ in_flight, revived, entries: [{offset, reconsume_times, epoch, invisible_until_m
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
-from logwright.compat.coordinators.pop_dead_letters import default_dead_letter_topic, retry_topic_label
 from logwright.compat.extensions.pop import name
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.errors import UnknownTopic
-from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY
+from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY, default_dead_letter_topic, retry_topic_label
 
 API_KEY = 32013
 MAX_ENTRIES = 1_000

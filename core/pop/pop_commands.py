@@ -9,6 +9,7 @@ orderly pop serves a partition only when nothing of it is in flight, lowest offs
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,19 @@ MAX_RECONSUME_TIMES_KEY = "logwright.pop.max.reconsume.times"
 DEAD_LETTER_TOPIC_KEY = "logwright.pop.dead.letter.topic"
 INIT_MODE_KEY = "logwright.pop.init.mode"
 """The group configs of pop consumption (registered by the built-in plugin ``pop``)."""
+
+_ILLEGAL_IN_TOPIC = re.compile(r"[^a-zA-Z0-9._-]")
+
+
+def default_dead_letter_topic(group: str) -> str:
+    """RocketMQ's ``%DLQ%{group}`` as a legal Kafka topic name: ``DLQ.{group}`` (other characters become ``_``)."""
+    return ("DLQ." + _ILLEGAL_IN_TOPIC.sub("_", group))[:249]
+
+
+def retry_topic_label(group: str, topic: str) -> str:
+    """RocketMQ's ``%RETRY%{group}_{topic}``: only a label here (revived records are read from their own
+    partition, never copied), shown in inspection and on dead-letter copies."""
+    return f"%RETRY%{group}_{topic}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,8 @@ from logwright.compat.errors import ErrorCode
 
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs
-from .test_share_groups import check_consistent
+from .test_dead_letter import headers_of, read_all, release_until_archived
+from .test_share_groups import check_consistent, setup_topic
 
 INVISIBLE_MS = 10_000
 
@@ -301,3 +302,17 @@ def test_a_long_poll_wakes_on_the_first_append(clock_broker: BrokerProcess) -> N
         assert message.value == b"first" and time.monotonic() - started < 5
 
     run(scenario, clock_broker.bootstrap)
+
+
+def test_a_share_group_in_pop_mode_dead_letters_to_its_pop_topic(clock_broker: BrokerProcess) -> None:
+    """Unmodified Kafka share consumers (librdkafka) on a group with ``logwright.subscription.mode=pop``: what the
+    group archives at the delivery limit lands once on ``DLQ.<group>`` with RocketMQ's properties."""
+    bootstrap, group = clock_broker.bootstrap, f"pop-share-{uuid.uuid4().hex[:6]}"
+    topic = setup_topic(bootstrap, group, 1, **{"logwright.subscription.mode": "pop",
+                                                 "share.delivery.count.limit": "2"})
+    assert release_until_archived(bootstrap, group, topic, 2) == [1, 2]
+    [copy] = read_all(bootstrap, f"DLQ.{group}", 1)
+    headers = headers_of(copy)
+    assert copy.value() == b"r0" and headers["RECONSUME_TIMES"] == b"2"
+    assert (headers["REAL_TOPIC"], headers["RETRY_TOPIC"], headers["ORIGIN_MESSAGE_ID"]) == (
+        topic.encode(), f"%RETRY%{group}_{topic}".encode(), f"{topic}-0@0".encode())
