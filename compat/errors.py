@@ -222,6 +222,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.ShareSessionNotFound: ErrorCode.SHARE_SESSION_NOT_FOUND,
     domain.InvalidShareSessionEpoch: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     domain.PolicyViolation: ErrorCode.POLICY_VIOLATION,
+    domain.AppendHeld: ErrorCode.THROTTLING_QUOTA_EXCEEDED,
     domain.UnreleasedInstanceId: ErrorCode.UNRELEASED_INSTANCE_ID,
     domain.UnsupportedAssignor: ErrorCode.UNSUPPORTED_ASSIGNOR,
     domain.StaleMemberEpoch: ErrorCode.STALE_MEMBER_EPOCH,

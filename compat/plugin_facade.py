@@ -7,17 +7,20 @@ plugins see is ``logwright-plugin:<task name>``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.produce import PartitionResult, admit, prepare_partition, stage_partition
 from logwright.compat.registry import RequestContext
-from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.record_batch import build_batch, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.events import Event
-from logwright.plugins.facade import AppendRefused, OutgoingRecord
+from logwright.plugins.facade import AppendRefused, OutgoingRecord, StoredBatchInfo
+
+READ_CHUNK_BYTES = 1 << 20
+"""How much `stored_batches` reads at a time."""
 
 
 class PluginFacade:
@@ -66,6 +69,23 @@ class PluginFacade:
             raise _refused(topic, partition, result)
         await broker.durable()
         return result.base_offset
+
+    def entities(self, projection: str) -> Mapping[str, object]:
+        return self._broker.store.entities(projection)
+
+    def stored_batches(self, partition_id: int, from_offset: int) -> Iterator[StoredBatchInfo]:
+        offset = from_offset
+        while offset < self._broker.high_watermark(partition_id):
+            batches = self._broker.store.read_batches(partition_id, offset, READ_CHUNK_BYTES)
+            if not batches:
+                return
+            for batch in batches:
+                header = parse_header(batch)
+                yield StoredBatchInfo(header.base_offset, header.record_count, len(batch), header.max_timestamp)
+                offset = header.base_offset + header.record_count
+
+    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None]) -> None:
+        self._broker.store.add_commit_listener(lambda logged: listener([entry.event for entry in logged]))
 
     def stage(self, events: Sequence[Event]) -> None:
         self._broker.stage(events)

@@ -51,12 +51,19 @@ from logwright.core.cursors.subscription_mode import (
     first_offsets,
     in_flight_budget,
 )
-from logwright.core.errors import ConsumerBusy, DomainError, InvalidConfig, InvalidRequest, PolicyViolation
+from logwright.core.errors import (
+    AppendHeld,
+    ConsumerBusy,
+    DomainError,
+    InvalidConfig,
+    InvalidRequest,
+    PolicyViolation,
+)
 from logwright.core.events import Event
 from logwright.core.projection import Projection
 from logwright.core.rangeset import RangeSet
 
-from .facade import AppendRefused, BrokerFacade, OutgoingRecord
+from .facade import AppendRefused, BrokerFacade, OutgoingRecord, StoredBatchInfo
 from .registrars import (
     EXTENSION_API_KEYS,
     BackgroundTask,
@@ -92,9 +99,9 @@ __all__ = [
     "ConfigKey", "long_at_least", "long_between", "one_of", "boolean", "any_value", "DELIVERY_LIMIT_KEY",
     "DEFAULT_DELIVERY_LIMIT",
     # errors
-    "DomainError", "PolicyViolation", "InvalidConfig", "InvalidRequest", "ConsumerBusy", "AppendRefused",
+    "DomainError", "PolicyViolation", "InvalidConfig", "InvalidRequest", "ConsumerBusy", "AppendRefused", "AppendHeld",
     # projections
     "Event", "Projection",
     # the broker, for background tasks
-    "BrokerFacade", "OutgoingRecord",
+    "BrokerFacade", "OutgoingRecord", "StoredBatchInfo",
 ]

@@ -8,7 +8,7 @@ so a ``--manual-clock`` broker drives a task in tests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -36,6 +36,16 @@ class AppendRefused(DomainError):
     def __init__(self, error: str, message: str) -> None:
         super().__init__(f"{error}: {message}")
         self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatchInfo:
+    """One stored record batch as its header describes it: offsets, stored size, newest timestamp."""
+
+    base_offset: int
+    record_count: int
+    byte_size: int
+    max_timestamp: int
 
 
 @runtime_checkable
@@ -76,6 +86,26 @@ class BrokerFacade(Protocol):
 
         The batch goes the way of a producer's: validated, shown to the admission plugins, staged with
         this turn's WriteBatch. Returns the first record's offset; raises `AppendRefused` otherwise.
+        """
+        ...
+
+    def entities(self, projection: str) -> Mapping[str, object]:
+        """Every entity of a projection (a plugin's own, typically) by key, staged events included; read-only.
+
+        For sweeps such as expiring entries past a time-to-live: the view reads the store as it is iterated.
+        """
+        ...
+
+    def stored_batches(self, partition_id: int, from_offset: int) -> Iterator[StoredBatchInfo]:
+        """The committed batches of a partition (by its id, as events name it) from the one holding
+        ``from_offset`` on, as their headers describe them; each batch is read once, lazily."""
+        ...
+
+    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None]) -> None:
+        """Call ``listener`` with the events of every commit, once they are durable, in the broker's loop.
+
+        For state a plugin keeps in memory beside the projections (indexes, waiters); it must be quick and
+        must not raise. Listeners stay for the broker's life.
         """
         ...
 

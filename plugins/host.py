@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission", "dead_letter",
-                   "retry_letter", "pop")
+                   "retry_letter", "pop", "backlog_quota")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
 DISABLED_KEY = "plugins.disabled"
 """Broker config: comma-separated names of plugins (built-in or installed) not to load."""

@@ -12,7 +12,9 @@ Plugins may refuse partitions before anything is written (``logwright_admit_appe
 into `Broker.admission`): every partition is validated first, the plugins see the request's counts
 and sizes once, and only the admitted partitions are appended. Without such a plugin no request is
 built. A plugin that raises refuses the whole request (UNKNOWN_SERVER_ERROR), so a broken quota
-plugin never lets data through unchecked.
+plugin never lets data through unchecked. A partition refused with `AppendHeld` is held instead: the
+request waits and the plugins are asked again after each commit, up to the request's timeout
+(`produce_hold`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.wire.delivery_headers import delayed_entries
 from logwright.compat.wire.record_batch import (
@@ -85,8 +88,11 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
             else:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
         outcomes.append((topic_data.name, partitions))
-    refused = admit(broker, context, [item for _, partitions in outcomes for _, item in partitions
-                                       if isinstance(item, Prepared)])
+    prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
+    refused = admit(broker, context, prepared)
+    hold: Hold[Prepared, PartitionResult] = Hold()
+    refused = await hold.settle(broker, prepared, lambda item: item.partition_id, refused, lambda r: r.error_code,
+                                lambda held: admit(broker, context, held), _milliseconds(request.timeout))
     appended = False
     results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
     for name, partitions in outcomes:
@@ -114,8 +120,12 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
             ))
             for name, partitions in results
         ),
-        throttle_time=datetime.timedelta(0),
+        throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
     )
+
+
+def _milliseconds(timeout: datetime.timedelta | int) -> int:
+    return int(timeout.total_seconds() * 1000) if isinstance(timeout, datetime.timedelta) else int(timeout)
 
 
 def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:

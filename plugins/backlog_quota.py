@@ -1,0 +1,201 @@
+"""Backlog quotas (Pulsar's ``backlogQuota``, seed 001), exact and checked at admission.
+
+Topic configs ``logwright.backlog.quota.bytes``, ``.records``, ``.age.ms`` (-1: no limit) and ``.policy``
+(``producer_request_hold``, the default; ``producer_exception``; ``consumer_backlog_eviction``), each falling
+back to the broker's ``logwright.backlog.quota.default.*``. The backlog of a topic's partition is its slowest
+subscription's (`logwright.core.backlog`): exact records and stored bytes between the position and the log
+end, less what was settled individually, and the age of the oldest unsettled record.
+
+Every append is checked in ``logwright_admit_append`` against the backlog it would leave: *hold* answers
+`AppendHeld` (the produce request waits and is asked again after each commit, `compat.kafka.produce_hold`),
+*exception* refuses with POLICY_VIOLATION naming the quota and the subscription, *eviction* stages the
+moves and `BacklogEvicted` events with the append. Age limits with eviction are kept by the background
+task, which sleeps until the next record goes over its limit on the broker clock and is woken by commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Generator, Iterable, Mapping
+from typing import Any
+
+from logwright.core.backlog.batch_index import BatchExtent
+from logwright.core.backlog.evictions import BACKLOG_EVICTIONS, EVICTION_STATE_TAGS
+from logwright.core.backlog.quota import (
+    AGE_KEY,
+    BYTES_KEY,
+    HOLD,
+    POLICY_KEY,
+    RECORDS_KEY,
+    TOPIC_KEYS,
+    broker_default_key,
+    limit_value,
+    policy_value,
+)
+from logwright.core.backlog.tracker import Admit, BacklogTracker, Hold, Refuse
+from logwright.core.log.catalog import TopicState, topic_key
+from logwright.core.log.partition_log import PartitionState, partition_key
+
+from .api import (
+    Admission,
+    AppendHeld,
+    AppendRequest,
+    BackgroundTask,
+    BackgroundTaskRegister,
+    BrokerFacade,
+    ConfigKey,
+    ConfigKeyRegister,
+    PolicyViolation,
+    ProjectionRegister,
+    hookimpl,
+)
+
+_DOCS = {
+    BYTES_KEY: ("Largest backlog, in stored bytes, of the topic's slowest subscription on a partition; -1: none.",
+                "LONG"),
+    RECORDS_KEY: ("Most unsettled records the topic's slowest subscription may have on a partition; -1: none.",
+                  "LONG"),
+    AGE_KEY: ("Oldest an unsettled record may be (by its batch's newest timestamp), in ms; -1: none.", "LONG"),
+    POLICY_KEY: ("What happens past a backlog quota: producer_request_hold (hold the produce request until the "
+                 "backlog drains or it times out), producer_exception (refuse it), consumer_backlog_eviction "
+                 "(skip the slowest subscriptions' oldest records down to 90% of the quota).", "STRING"),
+}
+
+
+class _Active:
+    """The tracker of the broker this plugin serves, set while its background task runs."""
+
+    tracker: BacklogTracker | None = None
+    facade: BrokerFacade | None = None
+
+
+class FacadeReads:
+    """`BacklogReads` over a plugin's `BrokerFacade`."""
+
+    def __init__(self, facade: BrokerFacade) -> None:
+        self._facade = facade
+
+    def now_ms(self) -> int:
+        return self._facade.now_ms()
+
+    def broker_config(self, name: str) -> str:
+        return self._facade.broker_config(name)
+
+    def _topic(self, topic: str) -> TopicState | None:
+        state = self._facade.entities("catalog").get(topic_key(topic))
+        return state if isinstance(state, TopicState) else None
+
+    def topic_names(self) -> tuple[str, ...]:
+        return tuple(state.name for state in self._facade.entities("catalog").values()
+                     if isinstance(state, TopicState))
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        state = self._topic(topic)
+        return {key: value for key in TOPIC_KEYS
+                if state is not None and (value := state.config(key)) is not None}
+
+    def partition_ids(self, topic: str) -> tuple[int, ...] | None:
+        state = self._topic(topic)
+        return tuple(state.partition_ids) if state is not None else None
+
+    def log_range(self, partition_id: int) -> tuple[int, int]:
+        state = self._facade.entities("partitions").get(partition_key(partition_id))
+        return (state.log_start_offset, state.next_offset) if isinstance(state, PartitionState) else (0, 0)
+
+    def entities(self, projection: str) -> Mapping[str, Any]:
+        return self._facade.entities(projection)
+
+    def batch_extents(self, partition_id: int, from_offset: int) -> Iterable[BatchExtent]:
+        for batch in self._facade.stored_batches(partition_id, from_offset):
+            yield BatchExtent(batch.base_offset, batch.record_count, batch.byte_size, batch.max_timestamp)
+
+
+@hookimpl
+def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
+    for key in TOPIC_KEYS:
+        doc, value_type = _DOCS[key]
+        validate = policy_value if key == POLICY_KEY else limit_value
+        register.add(ConfigKey(key, "topic", None, validate,
+                               doc + f" Unset: the broker's {broker_default_key(key)}.", value_type))
+        register.add(ConfigKey(broker_default_key(key), "broker", HOLD if key == POLICY_KEY else "-1", validate,
+                               f"The default of topic config {key}. " + doc, value_type))
+
+
+@hookimpl
+def logwright_register_projections(register: ProjectionRegister) -> None:
+    register.add(BACKLOG_EVICTIONS, (), EVICTION_STATE_TAGS)
+
+
+@hookimpl
+def logwright_register_background_tasks(register: BackgroundTaskRegister) -> None:
+    register.add(BackgroundTask("backlog_quota", run, "Follows the backlog of topics with a quota and evicts "
+                                "records past an age limit on the broker clock."))
+
+
+@hookimpl(wrapper=True)
+def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission, Admission]:
+    admission = yield
+    tracker, facade = _Active.tracker, _Active.facade
+    if tracker is None or facade is None:
+        return admission
+    for append in request.appends:
+        if admission.error_for(append.partition_id) is not None:
+            continue
+        verdict = tracker.admit(append.topic, append.partition_index, append.partition_id, append.record_count,
+                                append.byte_size, append.topic_configs)
+        if isinstance(verdict, Admit):
+            if verdict.events:
+                facade.stage(verdict.events)
+        elif isinstance(verdict, Hold):
+            admission = admission.refuse(append.partition_id, AppendHeld(verdict.message))
+        elif isinstance(verdict, Refuse):
+            admission = admission.refuse(append.partition_id, PolicyViolation(verdict.message))
+    return admission
+
+
+def tracker() -> BacklogTracker | None:
+    """The running broker's tracker (InspectCursor and tests read backlogs through it)."""
+    return _Active.tracker
+
+
+async def run(facade: BrokerFacade) -> None:
+    """Follow commits, and evict records past an age limit when the earliest one comes due."""
+    backlog = BacklogTracker(FacadeReads(facade))
+    changed = asyncio.Event()
+
+    def on_commit(events: Any) -> None:
+        if backlog.on_commit(events):
+            changed.set()
+
+    facade.add_commit_listener(on_commit)
+    _Active.tracker, _Active.facade = backlog, facade
+    try:
+        while True:
+            changed.clear()
+            due = backlog.next_age_deadline()
+            if due is not None and due <= facade.now_ms():
+                evictions = backlog.age_evictions()
+                if evictions:
+                    facade.stage(evictions)
+                    await facade.durable()
+                    continue
+                due = None
+            await _wait(facade, changed, due)
+    finally:
+        if _Active.tracker is backlog:
+            _Active.tracker = _Active.facade = None
+
+
+async def _wait(facade: BrokerFacade, changed: asyncio.Event, due: int | None) -> None:
+    """Until a commit may have changed a backlog or a quota, or the broker clock reaches ``due``."""
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait())]
+    if due is not None:
+        waiters.append(asyncio.ensure_future(facade.sleep_until(due)))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiter

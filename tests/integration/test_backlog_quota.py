@@ -1,0 +1,186 @@
+"""Backlog quotas on a real broker process (manual clock) with confluent-kafka producers and consumer groups.
+
+Each policy at the request that crosses the quota: *exception* refuses at once with POLICY_VIOLATION naming the
+quota and the group; *hold* keeps the request (its connection open) until a commit drains the backlog, then
+appends it at once, or answers THROTTLING_QUOTA_EXCEEDED with a throttle time at its timeout on the broker
+clock; *eviction* moves the group's committed offset to exactly 90% with the append. An age quota evicts on a
+clock advance; a restart keeps the quota and the audit trail, and `logwright check` agrees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.produce.v9 import request as produce
+from logwright.client.connection import Connection
+from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+
+from .broker_process import BrokerProcess
+from .test_share_groups import advance_clock, check_consistent
+
+THROTTLING_QUOTA_EXCEEDED = 89
+
+
+def _topic(bootstrap: str, configs: dict[str, str]) -> str:
+    topic = f"backlog-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, config=configs)])[topic].result(30)
+    return topic
+
+
+def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    consumer.close()
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    [partition] = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+    consumer.close()
+    return int(partition.offset)
+
+
+def _producer(bootstrap: str) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 0, "retries": 0,
+                     "max.in.flight.requests.per.connection": 1, "message.timeout.ms": 60_000})
+
+
+def _send(producer: Producer, topic: str, count: int) -> list[Any]:
+    """``count`` records, one request each; their delivery errors (None for delivered)."""
+    outcomes: list[Any] = []
+    for number in range(count):
+        producer.produce(topic, value=b"v%03d" % number, on_delivery=lambda error, _: outcomes.append(error))
+        producer.flush(30)
+    return outcomes
+
+
+def _raw_produce(bootstrap: str, topic: str, timeout_ms: int) -> Any:
+    """One record over a bare connection with the request timeout given; the partition answer and throttle."""
+    async def run() -> Any:
+        connection = await Connection.open(bootstrap, "backlog-tests")
+        try:
+            request = make(produce.ProduceRequest, transactional_id=None, acks=-1,
+                           timeout=datetime.timedelta(milliseconds=timeout_ms),
+                           topic_data=(make(produce.TopicProduceData, name=topic, partition_data=(
+                               make(produce.PartitionProduceData, index=0,
+                                    records=build_batch([Record(0, 0, None, b"late")])),)),))
+            return await connection.request(request)
+        finally:
+            await connection.close()
+    return run()
+
+
+def test_exception_refuses_at_once_naming_quota_and_group_and_proceeds_after_the_commit(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3",
+                               "logwright.backlog.quota.policy": "producer_exception"})
+    _commit(bootstrap, "slow-group", topic, 0)
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 3) == [None, None, None]
+    started = time.monotonic()
+    [error] = _send(producer, topic, 1)
+    assert time.monotonic() - started < 5, "refused at once, not at a check interval"
+    assert error is not None and error.code() == KafkaError.POLICY_VIOLATION and not error.retriable()
+    answer = asyncio.run(_raw_produce(bootstrap, topic, 30_000)).responses[0].partition_responses[0]
+    assert answer.error_code == KafkaError.POLICY_VIOLATION, "librdkafka does not show the message: read it raw"
+    assert "logwright.backlog.quota.records=3" in answer.error_message and "'slow-group'" in answer.error_message
+    _commit(bootstrap, "slow-group", topic, 1)
+    assert _send(producer, topic, 1) == [None], "the first request after the drain goes through"
+
+
+def test_hold_parks_the_request_until_the_commit_that_drains_the_backlog(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3"})
+    _commit(bootstrap, "slow-group", topic, 0)
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 3) == [None, None, None]
+    outcomes: list[Any] = []
+    producer.produce(topic, value=b"held", on_delivery=lambda error, message: outcomes.append((error, message)))
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        producer.poll(0.1)
+    assert outcomes == [], "held while the backlog is at the quota"
+    other = _producer(bootstrap)
+    other_topic = _topic(bootstrap, {})
+    assert _send(other, other_topic, 1) == [None], "other connections carry on"
+    _commit(bootstrap, "slow-group", topic, 2)
+    released = time.monotonic()
+    producer.flush(30)
+    [(error, message)] = outcomes
+    assert error is None and message.offset() == 3
+    assert time.monotonic() - released < 2, "released by the commit itself"
+
+
+def test_hold_answers_a_retriable_error_with_throttle_time_at_the_request_timeout(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "2"})
+    _commit(bootstrap, "slow-group", topic, 0)
+    assert _send(_producer(bootstrap), topic, 2) == [None, None]
+
+    async def scenario() -> Any:
+        held = asyncio.ensure_future(_raw_produce(bootstrap, topic, 5000))
+        await asyncio.sleep(0.5)
+        assert not held.done()
+        await asyncio.to_thread(advance_clock, bootstrap, 4999)
+        await asyncio.sleep(0.3)
+        assert not held.done(), "the timeout runs on the broker clock"
+        await asyncio.to_thread(advance_clock, bootstrap, 1)
+        return await asyncio.wait_for(held, 10)
+
+    response = asyncio.run(scenario())
+    answer = response.responses[0].partition_responses[0]
+    assert answer.error_code == THROTTLING_QUOTA_EXCEEDED
+    assert "logwright.backlog.quota.records=2" in (answer.error_message or "")
+    assert response.throttle_time == datetime.timedelta(milliseconds=1000)
+
+
+def test_eviction_moves_the_slowest_group_to_ninety_percent_with_the_append_and_survives_a_restart(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "10",
+                               "logwright.backlog.quota.policy": "consumer_backlog_eviction"})
+    _commit(bootstrap, "slow-group", topic, 0)
+    _commit(bootstrap, "fast-group", topic, 9)
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 10) == [None] * 10
+    assert _committed(bootstrap, "slow-group", topic) == 0, "at the quota, nothing is evicted"
+    assert _send(producer, topic, 1) == [None], "eviction admits the append"
+    assert _committed(bootstrap, "slow-group", topic) == 2, "11 records, 9 (90% of 10) left unread"
+    assert _committed(bootstrap, "fast-group", topic) == 9, "a subscription under the quota keeps its place"
+    clock_broker.kill()
+    clock_broker.start()
+    assert _send(_producer(bootstrap), topic, 2) == [None, None]
+    assert _committed(bootstrap, "slow-group", topic) == 4, "the 12th fits the quota, the 13th evicts to 9 again"
+    check_consistent(clock_broker)
+
+
+def test_age_quota_evicts_on_the_broker_clock_without_a_produce(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.age.ms": "10000", "message.timestamp.type": "LogAppendTime",
+                               "logwright.backlog.quota.policy": "consumer_backlog_eviction"})
+    _commit(bootstrap, "slow-group", topic, 0)
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 1) == [None]
+    advance_clock(bootstrap, 8000)
+    assert _send(producer, topic, 1) == [None]
+    advance_clock(bootstrap, 2000)
+    assert _committed(bootstrap, "slow-group", topic) == 0, "10 s old is not over a 10 s limit"
+    advance_clock(bootstrap, 1)
+    committed = _committed(bootstrap, "slow-group", topic)
+    for _ in range(20):
+        if committed == 1:
+            break
+        time.sleep(0.1)
+        committed = _committed(bootstrap, "slow-group", topic)
+    assert committed == 1, "the record older than 9 s (90% of the limit) is evicted, the 2 s old one stays"
