@@ -80,7 +80,7 @@ class Client:
         priority: int = 0,
         initial_position: str = "latest",
         ack_timeout_ms: int | None = None,
-        negative_ack_redelivery_delay_ms: int = 60_000,
+        negative_ack_redelivery_delay_ms: int | None = None,
         redelivery_backoff: MultiplierBackoff | None = None,
         key_hash_ranges: tuple[tuple[int, int], ...] = (),
         receiver_queue_size: int = 100,
@@ -92,6 +92,9 @@ class Client:
     ) -> Consumer:
         """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
 
+        ``negative_ack_redelivery_delay_ms`` or ``redelivery_backoff`` make `Consumer.negative_acknowledge` ask
+        for that delay; with neither (the default) it asks for none and the subscription's
+        ``logwright.redelivery.backoff.*`` policy decides (Kafka's "at once" when it has none).
         ``key_hash_ranges`` are Key_Shared STICKY ranges (inclusive, within 0..65535; empty: AUTO_SPLIT).
         ``heartbeat_interval_ms`` overrides the group's interval (tests, fast failover switch-over).
         ``ack_group_time_ms`` and ``ack_group_size`` group acknowledgements (Pulsar's
@@ -117,7 +120,8 @@ class Client:
             topic=topic, topic_id=await self._topic_id(topic), subscription=subscription, mode=mode,
             consumer_name=consumer_name, priority=priority, hash_ranges=tuple(key_hash_ranges),
             receiver_queue_size=receiver_queue_size,
-            negative_ack_backoff=redelivery_backoff or FixedDelay(negative_ack_redelivery_delay_ms),
+            negative_ack_backoff=redelivery_backoff or (FixedDelay(negative_ack_redelivery_delay_ms)
+                                                        if negative_ack_redelivery_delay_ms is not None else None),
             heartbeat_interval_ms=heartbeat_interval_ms, ack_timeout_ms=ack_timeout_ms or 0,
             ack_group_time_ms=ack_group_time_ms, ack_group_size=ack_group_size)
         consumer = Consumer(self._connection, settings)

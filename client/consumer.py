@@ -88,7 +88,7 @@ class ConsumerSettings:
     priority: int
     hash_ranges: tuple[tuple[int, int], ...]
     receiver_queue_size: int
-    negative_ack_backoff: RedeliveryBackoff
+    negative_ack_backoff: RedeliveryBackoff | None
     heartbeat_interval_ms: int | None
     ack_timeout_ms: int = 0
     """This consumer's acquisition lock on the broker (0: the group's ``share.record.lock.duration.ms``)."""
@@ -301,16 +301,23 @@ class Consumer:
         self._buffer = deque(m for m in self._buffer
                              if m.partition != message.partition or m.offset > message.offset)
 
-    async def negative_acknowledge(self, message: Message) -> None:
-        """Redeliver after the configured delay (or the backoff for the record's persisted count)."""
+    async def negative_acknowledge(self, message: Message, delay_ms: int | None = None) -> None:
+        """Redeliver after ``delay_ms`` if given, else the consumer's configured delay or backoff for the record's
+        persisted count; with none of them the request carries no delay (0) and the subscription's backoff
+        policy decides, so a group's ``logwright.redelivery.backoff.policy`` is not overridden by default."""
         if self._for(message) is not self:
-            await self._for(message).negative_acknowledge(message)
+            await self._for(message).negative_acknowledge(message, delay_ms)
             return
+        if delay_ms is not None and delay_ms < 0:
+            raise InvalidConfiguration(f"delay_ms must not be negative, got {delay_ms}")
         s = self.settings
+        if delay_ms is None:
+            backoff = s.negative_ack_backoff
+            delay_ms = backoff.delay_for(message.redelivery_count) if backoff is not None else 0
         await self._connection.extension(32003, {
             "group_id": s.subscription, "member_id": self.member_id, "topic": s.topic,
             "partition": message.partition, "ranges": [[message.offset, message.offset]],
-            "delay_ms": s.negative_ack_backoff.delay_for(message.redelivery_count)}, "negative_acknowledge")
+            "delay_ms": delay_ms}, "negative_acknowledge")
 
     async def reconsume_later(self, message: Message, delay_ms: int) -> ReconsumedTo:
         """Pulsar's ``reconsumeLater``: the broker moves the record to the subscription's retry letter topic,

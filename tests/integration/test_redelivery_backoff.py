@@ -144,3 +144,30 @@ def test_a_logwright_subscription_backs_off_after_an_ack_timeout_and_an_explicit
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
     check_consistent(clock_broker)
+
+
+def test_the_bundled_client_asks_for_no_delay_by_default_so_the_group_policy_applies(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap, subscription = clock_broker.bootstrap, "backoff-client-default"
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.redelivery.backoff.policy": "levels",
+                                                       "logwright.redelivery.backoff.levels": "2s 7s"})
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest")
+        first = await consumer.receive(timeout=30)
+        now = await client.advance_clock(0)
+        await consumer.negative_acknowledge(first)  # no delay asked for: the first level, 2 s
+        [cursor] = await client.inspect(subscription, topic)
+        assert [(r["delivery_count"], r["available_at_ms"] - now) for r in cursor["redeliveries"]] == [(1, 2_000)]
+        await client.advance_clock(2_000)
+        again = await consumer.receive(timeout=30)
+        assert (again.offset, again.redelivery_count) == (0, 1)
+        now = await client.advance_clock(0)
+        await consumer.negative_acknowledge(again, delay_ms=30_000)  # asked for: wins over the 7 s level
+        [cursor] = await client.inspect(subscription, topic)
+        assert [(r["delivery_count"], r["available_at_ms"] - now) for r in cursor["redeliveries"]] == [(2, 30_000)]
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+
