@@ -171,3 +171,28 @@ def test_the_bundled_client_asks_for_no_delay_by_default_so_the_group_policy_app
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
 
+
+def test_due_redeliveries_come_back_in_due_order_not_offset_order(clock_broker: BrokerProcess) -> None:
+    """Offsets 0, 1, 2 nacked for 3 s, 2 s and 1 s: once all are due, a consumer taking one record per fetch gets
+    2, 1, 0 (earliest due first), and only then the records never delivered."""
+    bootstrap, subscription = clock_broker.bootstrap, "due-order"
+    topic = setup_topic(bootstrap, subscription, 5)
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest", receiver_queue_size=1)
+        for offset, delay_ms in ((0, 3_000), (1, 2_000), (2, 1_000)):
+            message = await consumer.receive(timeout=30)
+            assert message.offset == offset
+            await consumer.negative_acknowledge(message, delay_ms=delay_ms)
+        await client.advance_clock(3_000)
+        order = []
+        for _ in range(5):
+            message = await consumer.receive(timeout=30)
+            order.append((message.offset, message.redelivery_count))
+            await consumer.acknowledge(message)
+        assert order == [(2, 1), (1, 1), (0, 1), (3, 0), (4, 0)]
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    check_consistent(clock_broker)
