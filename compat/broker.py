@@ -11,13 +11,16 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
@@ -31,6 +34,7 @@ from logwright.core.log.catalog import (
     resource_key,
     topic_key,
 )
+from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
 from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
 from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.core.transactions.transactions import (
@@ -99,6 +103,8 @@ class Broker:
         clock: Clock | None = None,
         *,
         admission: Callable[[AppendRequest], Admission] | None = None,
+        derive_events: Callable[[StagedChange], Sequence[Event]] | None = None,
+        hold_back: Callable[[HoldBackQuery], HeldBack | None] | None = None,
         coordinators: Callable[[Broker], Coordinators] | None = None,
     ) -> None:
         """``coordinators`` builds the group and transaction services once the rest is ready (the wiring's
@@ -110,6 +116,13 @@ class Broker:
         self.node_id = int(self.settings.overrides["node.id"])
         self.admission = admission
         """The plugins' ``logwright_admit_append`` chain; ``None``: admit every append."""
+        self.derive_events = derive_events
+        """The plugins' ``logwright_derive_events``, run on everything staged; ``None``: no plugin derives."""
+        self.hold_back = hold_back
+        """The plugins' ``logwright_hold_back`` (see `held_back`); ``None``: nothing is ever held back."""
+        self.plugin_memo: dict[str, Any] = {}
+        self._partition_topics: dict[int, str] = {}
+        """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}
@@ -133,6 +146,7 @@ class Broker:
 
     def _load_from_store(self) -> None:
         """High watermarks and topic ids from the store's committed state: at start and after a reload."""
+        self.plugin_memo.clear()
         partitions = self.store.entities("partitions")
         self._high_watermarks = {int(key): state.next_offset for key, state in partitions.items()}
         self._topic_names_by_id = {state.topic_id: state.name for state in self.store.entities("catalog").values()
@@ -244,7 +258,8 @@ class Broker:
         batches: Sequence[StoredBatch] = (),
         index_entries: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
-        """Stage effects for this turn's WriteBatch; visible to later decisions at once.
+        """Stage effects for this turn's WriteBatch; visible to later decisions at once. What the plugins
+        derive from them (``logwright_derive_events``) is staged with them.
 
         Raises `StoreFailed` (a `StorageUnavailable` domain error, KAFKA_STORAGE_ERROR on the wire) while a
         failed store cannot be reopened for writing; it is tried again every `STORE_RETRY_MS`.
@@ -252,6 +267,10 @@ class Broker:
         if self.store.failed is not None and self.clock.now_ms() >= self._store_retry_at_ms:
             self._store_retry_at_ms = self.clock.now_ms() + STORE_RETRY_MS
             self._reopen_store()
+        if self.derive_events is not None:
+            derived = self.derive_events(self._staged_change(events, batches))
+            if derived:
+                events = [*events, *derived]
         sequence = self.store.append(events, batches, index_entries)
         _STAGED_SINCE_FAILURE.set(self._failed_commits)
         for event in events:
@@ -259,6 +278,50 @@ class Broker:
                 self._topic_names_by_id[event.topic_id] = event.topic
         self._schedule_commit()
         return sequence
+
+    def _staged_change(self, events: Sequence[Event], batches: Sequence[StoredBatch]) -> StagedChange:
+        views = []
+        for batch in batches:
+            topic = self.topic_of_partition(batch.partition_id)
+            views.append(appended_batch(
+                batch.data, topic.name if topic else "",
+                topic.partition_ids.index(batch.partition_id) if topic else -1, batch.partition_id,
+                functools.partial(self.topic_config, topic) if topic else _no_config))
+        return StagedChange(events, views, self.clock.now_ms(), self._log_start_offset, self._projection_rows,
+                            self.plugin_memo)
+
+    def topic_of_partition(self, partition_id: int) -> TopicState | None:
+        """The topic a partition id belongs to (ids are never reused); ``None`` once it is deleted."""
+        name = self._partition_topics.get(partition_id)
+        topic = self.topic(name) if name is not None else None
+        if topic is None or partition_id not in topic.partition_ids:
+            self._partition_topics = {pid: state.name for state in self.topics() for pid in state.partition_ids}
+            name = self._partition_topics.get(partition_id)
+            topic = self.topic(name) if name is not None else None
+        return topic
+
+    def _projection_rows(self, projection: str) -> Mapping[str, Any]:
+        """A projection's live rows; none for a projection this store does not fold (a store opened without
+        the plugins' projections, as some tests open theirs)."""
+        try:
+            return self.store.entities(projection)
+        except KeyError:
+            return _NO_ROWS
+
+    def _log_start_offset(self, partition_id: int) -> int | None:
+        state = self.store.state("partitions", partition_key(partition_id))
+        return state.log_start_offset if isinstance(state, PartitionState) else None
+
+    def held_back(self, partition_id: int, first: int, last: int, in_order: bool = False,
+                  now_ms: int | None = None, detailed: bool = False) -> HeldBack:
+        """What the plugins hold back of offsets ``first..last`` of a partition at ``now_ms`` (the clock's now by
+        default), for a mode acquiring records one by one; ``in_order``: it delivers in offset order;
+        ``detailed``: with each offset's time (`HoldBackQuery`)."""
+        if self.hold_back is None or first > last:
+            return HeldBack()
+        query = HoldBackQuery(partition_id, first, last, self.clock.now_ms() if now_ms is None else now_ms,
+                              in_order, detailed, self._projection_rows, self.plugin_memo)
+        return self.hold_back(query) or HeldBack()
 
     def durable(self) -> asyncio.Future[None]:
         """A future that resolves when everything staged so far is written (or fails with the error).
@@ -401,3 +464,10 @@ class Broker:
 
     def describe(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "host": self.settings.public_host, "port": self.settings.public_port}
+
+
+_NO_ROWS: Mapping[str, Any] = MappingProxyType({})
+
+
+def _no_config(name: str) -> str | None:
+    return None

@@ -31,6 +31,8 @@ from logwright.core.cursors.plugin_decisions import (
     ReleaseDecider,
 )
 from logwright.core.cursors.subscription_mode import SubscriptionMode
+from logwright.core.events import Event
+from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
 from logwright.eventstore.rocksdb import RocksEventStore
 
 
@@ -55,6 +57,14 @@ class PluginDecisions(Protocol):
 
     def group_config_check(self) -> GroupConfigCheck | None:
         """The plugins' cross-key check of a group config change; ``None`` when no plugin checks."""
+        ...
+
+    def event_deriver(self) -> Callable[[StagedChange], list[Event]] | None:
+        """The plugins' events derived from every staged change; ``None`` when no plugin derives any."""
+        ...
+
+    def holder(self) -> Callable[[HoldBackQuery], HeldBack | None] | None:
+        """What the plugins hold back from acquisition; ``None`` when no plugin holds anything back."""
         ...
 
 
@@ -104,4 +114,5 @@ def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: B
     """A broker over ``store`` with its coordinators, deciding with ``plugins``; ``configs`` should include
     the plugins' keys (`PluginHost.config_registry`), ``clock`` defaults to the system clock."""
     return Broker(store, settings, configs, clock, admission=plugins.admission(),
+                  derive_events=plugins.event_deriver(), hold_back=plugins.holder(),
                   coordinators=lambda broker: Coordinators.of(broker, plugins))

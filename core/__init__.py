@@ -12,7 +12,6 @@ from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
 from logwright.core.groups.groups import GROUPS
 from logwright.core.log.catalog import CATALOG
-from logwright.core.log.delayed_delivery import DELAYED_RECORDS
 from logwright.core.log.partition_log import PARTITIONS
 from logwright.core.log.producers import PRODUCERS
 from logwright.core.projection import Projection
@@ -24,5 +23,5 @@ from logwright.core.transactions.transactions import TRANSACTIONS
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
     TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS, CONSUMER_GROUPS,
-    DELAYED_RECORDS, DEAD_LETTER_HISTORY,
+    DEAD_LETTER_HISTORY,
 )

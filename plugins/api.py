@@ -60,6 +60,8 @@ from logwright.core.errors import (
     PolicyViolation,
 )
 from logwright.core.events import Event
+from logwright.core.log.delayed_view import HeldSpan
+from logwright.core.log.index_hooks import AppendedBatch, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.projection import Projection
 from logwright.core.rangeset import RangeSet
 
@@ -102,6 +104,8 @@ __all__ = [
     "DomainError", "PolicyViolation", "InvalidConfig", "InvalidRequest", "ConsumerBusy", "AppendRefused", "AppendHeld",
     # projections
     "Event", "Projection",
+    # index hooks
+    "StagedChange", "AppendedBatch", "HoldBackQuery", "HeldBack", "HeldSpan",
     # the broker, for background tasks
     "BrokerFacade", "OutgoingRecord", "StoredBatchInfo",
 ]

@@ -40,6 +40,8 @@ from logwright.core.cursors.plugin_decisions import (
 )
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
 from logwright.core.errors import InvalidConfig
+from logwright.core.events import Event
+from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
 from logwright.core.projection import Projection
 from logwright.eventstore.codec import TypeRegistry
 from logwright.eventstore.codec import default_registry as default_types
@@ -66,7 +68,7 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission", "dead_letter",
-                   "retry_letter", "pop", "backlog_quota")
+                   "retry_letter", "pop", "backlog_quota", "delayed_delivery")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
 DISABLED_KEY = "plugins.disabled"
 """Broker config: comma-separated names of plugins (built-in or installed) not to load."""
@@ -339,6 +341,42 @@ class PluginHost:
         path then builds no `AppendRequest` at all.
         """
         return resolved(self._manager.hook.logwright_admit_append, "request", (Admission,), lambda _: ADMIT_ALL)
+
+    def event_deriver(self) -> Callable[[StagedChange], list[Event]] | None:
+        """Every ``logwright_derive_events`` as one plain loop, resolved now; ``None`` when no plugin derives."""
+        caller = self._manager.hook.logwright_derive_events
+        functions = tuple(impl.function for impl in reversed(caller.get_hookimpls()))
+        if not functions:
+            return None
+
+        def derive(staged: StagedChange) -> list[Event]:
+            derived: list[Event] = []
+            for function in functions:
+                events = function(staged)
+                if events:
+                    derived.extend(cast(list[Event], events))
+            return derived
+
+        return derive
+
+    def holder(self) -> Callable[[HoldBackQuery], HeldBack | None] | None:
+        """Every ``logwright_hold_back`` as one plain loop (answers merged); ``None`` when no plugin holds back."""
+        functions = tuple(impl.function for impl in reversed(self._manager.hook.logwright_hold_back.get_hookimpls()))
+        if not functions:
+            return None
+
+        def hold(query: HoldBackQuery) -> HeldBack | None:
+            held: HeldBack | None = None
+            for function in functions:
+                answer = function(query)
+                if answer is None:
+                    continue
+                if not isinstance(answer, HeldBack):
+                    raise TypeError(f"logwright_hold_back returned {answer!r}; expected HeldBack or None")
+                held = answer if held is None else held.merged(answer)
+            return held
+
+        return hold
 
     def decide_release(self, delivery: ReleasedDelivery) -> ReleaseDecision:
         """One decision through pluggy (tests, tools); the broker calls `release_decider` instead."""

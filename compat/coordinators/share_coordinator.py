@@ -46,13 +46,11 @@ from logwright.core.cursors.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
-from logwright.core.events import ConfigChanged, DelayedRecordsIndexed, Event
+from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
 from logwright.core.log.catalog import ResourceConfig, resource_key
-from logwright.core.log.delayed_delivery import DELAYED_RECORDS, delayed_index, next_due, pending
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
-from logwright.core.log.partition_log import partition_key
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups.share_groups import (
@@ -128,9 +126,7 @@ class ShareCoordinator:
             for member in group.members:
                 self._last_seen[(group.group_id, member.member_id)] = now
         self._delayed_due: dict[int, int] = {}
-        """Partition id → when its next delayed record comes due (`DelayedRecordsIndexed`)."""
-        for key in broker.store.entities(DELAYED_RECORDS.name):
-            self._track_delayed(int(key))
+        """Partition id → when the first record the plugins hold back there may go (`_not_yet_due`)."""
         groups = {group.group_id for group in self.groups()}
         for key, state in broker.store.entities("cursors").items():
             if isinstance(state, CursorState) and state.subscription in groups:
@@ -368,12 +364,17 @@ class ShareCoordinator:
                         grouped(ranges, kept, budget.batch_size) if budget.batch_optimized else ranges)
 
     def _not_yet_due(self, group_id: str, partition_id: int, now: int) -> RangeSet:
-        """Delayed records of the partition still waiting for their time; none for modes with cumulative
-        acknowledgement (Exclusive, Failover): they deliver in order, as Pulsar's do, so they never skip."""
-        index = delayed_index(self.broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
-        if index is None or self.mode(group_id).allows_cumulative_ack:
-            return RangeSet()
-        return pending(index, now)
+        """Offsets the plugins hold back (``logwright_hold_back``: delayed delivery), the timer set for the first
+        to go, so waiting fetches wake then. Modes with cumulative acknowledgement (Exclusive, Failover) say
+        they deliver in order, and the built-in plugin holds nothing back for them, as Pulsar does."""
+        held = self.broker.held_back(partition_id, self.broker.partition(partition_id).log_start_offset,
+                                     self.broker.high_watermark(partition_id) - 1,
+                                     self.mode(group_id).allows_cumulative_ack, now)
+        due = held.next_due_ms
+        if due is not None and due < self._delayed_due.get(partition_id, due + 1):
+            self._delayed_due[partition_id] = due
+            self.timer.schedule(due)
+        return held.offsets
 
     def _stored_batches(self, partition_id: int, offsets: RangeSet) -> dict[BatchSpan, bytes]:
         """The stored batches holding any of ``offsets``, in offset order (read once each)."""
@@ -530,18 +531,6 @@ class ShareCoordinator:
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
         if any(isinstance(logged.event, ConfigChanged) for logged in events):
             self.timer.wake()  # a session timeout may have shrunk
-        for partition_id in {e.event.partition_id for e in events if isinstance(e.event, DelayedRecordsIndexed)}:
-            self._track_delayed(partition_id)
-
-    def _track_delayed(self, partition_id: int) -> None:
-        """Keep the timer on the partition's next delayed record coming due, so waiting ShareFetches wake then."""
-        index = delayed_index(self.broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
-        due = next_due(index, self.broker.clock.now_ms())
-        if due is None:
-            self._delayed_due.pop(partition_id, None)
-        else:
-            self._delayed_due[partition_id] = due
-            self.timer.schedule(due)
 
     def tick(self) -> list[Event]:
         """Expire sessions of silent members and locks that ran out; stage the events and return them."""
@@ -589,7 +578,7 @@ class ShareCoordinator:
                 del self._handovers[group_id]
                 due = True
         for partition_id in [pid for pid, at in self._delayed_due.items() if at <= now]:
-            self._track_delayed(partition_id)
+            del self._delayed_due[partition_id]  # the fetchers woken ask again, and learn the next time
             due = True
         # Delayed (re)deliveries and switch delays coming due change nothing persisted, but fetchers waiting must
         # look again.

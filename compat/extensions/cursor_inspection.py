@@ -29,8 +29,6 @@ from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY, dead_letter_history
 from logwright.core.errors import UnknownTopic
 from logwright.core.log.catalog import TopicState
-from logwright.core.log.delayed_delivery import DELAYED_RECORDS, delayed_index
-from logwright.core.log.partition_log import partition_key
 
 API_KEY = 32006
 
@@ -51,10 +49,11 @@ class InspectCursorRequest:
         return cls(group_id, topic)
 
 
-def _delayed(broker: Broker, partition_id: int) -> list[dict[str, int]]:
-    index = delayed_index(broker.store.state(DELAYED_RECORDS.name, partition_key(partition_id)))
-    now = broker.clock.now_ms()
-    return [{"offset": offset, "deliver_at_ms": at} for offset, at in (index.entries if index else ()) if at > now]
+def _delayed(broker: Broker, partition_id: int, log_start: int, log_end: int) -> list[dict[str, int]]:
+    """What the plugins hold back (``logwright_hold_back``: delayed delivery), offset by offset."""
+    held = broker.held_back(partition_id, log_start, log_end - 1, detailed=True)
+    return [{"offset": offset, "deliver_at_ms": span.until_ms}
+            for span in held.spans for offset in range(span.first, span.last + 1)]
 
 
 def _dead_lettered(broker: Broker, group_id: str, partition_id: int) -> list[dict[str, Any]]:
@@ -83,7 +82,7 @@ async def handle(context: RequestContext, body: Body) -> Body:
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
                                  "log_start_offset": log_start, "log_end_offset": log_end,
-                                 "delayed": _delayed(broker, partition_id),
+                                 "delayed": _delayed(broker, partition_id, log_start, log_end),
                                  "dead_lettered": _dead_lettered(broker, group_id, partition_id)}
         if isinstance(state, CursorState):
             entry.update(

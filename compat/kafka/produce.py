@@ -29,7 +29,6 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.delivery_headers import delayed_entries
 from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -42,7 +41,7 @@ from logwright.compat.wire.record_batch import (
 )
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.errors import DomainError, StorageUnavailable
-from logwright.core.events import DelayedRecordsIndexed, Event, RecordsAppended
+from logwright.core.events import Event, RecordsAppended
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
 from logwright.core.log.partition_log import append_batch
@@ -225,11 +224,10 @@ def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:
     """Stage prepared batches (producer sequences checked batch by batch); the caller awaits durability."""
     partition_id = prepared.partition_id
     now = broker.clock.now_ms() if prepared.log_append_time else -1
-    scan_compressed = broker.topic_config(prepared.topic, "logwright.delayed.delivery.compressed.enable") == "true"
     first_offset: int | None = None
     try:
         for data, header in prepared.batches:
-            outcome = stage_batch(broker, partition_id, data, header, now, scan_compressed)
+            outcome = stage_batch(broker, partition_id, data, header, now)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -256,13 +254,12 @@ def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> 
 
 def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int,
-    scan_compressed: bool = False,
 ) -> int:
     """Stage one batch; returns its base offset (the original one for a duplicate retry).
 
     ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
     A transactional batch must come from the current epoch of a transaction the partition was added to.
-    Records with a delivery-delay header get an index entry in the same WriteBatch (`delivery_headers`).
+    What the plugins derive from the batch (a delayed-delivery index entry) is staged with it (`Broker.stage`).
     """
     if header.producer_id >= 0 and header.base_sequence >= 0:
         producer_state = broker.store.state("producers", producer_key(partition_id, header.producer_id))
@@ -288,9 +285,5 @@ def stage_batch(
     if max_timestamp > state.max_timestamp:
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))
     events: list[Event] = [event]
-    appended_at = append_time if append_time >= 0 else broker.clock.now_ms()
-    delayed = delayed_entries(stored.data, header, appended_at, scan_compressed)
-    if delayed:
-        events.append(DelayedRecordsIndexed(partition_id, appended_at, delayed))
     broker.stage(events, (stored,), index_entries)
     return event.base_offset

@@ -52,6 +52,7 @@ from logwright.core.events.groups import (
 from logwright.core.events.log import (
     LOG_EVENT_TYPES,
     ConfigChanged,
+    DelayedRecordsDropped,
     DelayedRecordsIndexed,
     LogTruncated,
     PartitionsCreated,
@@ -119,6 +120,7 @@ __all__ = [
     "PartitionsCreated",
     "TopicDeleted",
     "ConfigChanged",
+    "DelayedRecordsDropped",
     "DelayedRecordsIndexed",
     "RecordsAppended",
     "LogTruncated",

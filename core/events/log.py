@@ -103,6 +103,24 @@ class DelayedRecordsIndexed(Event):
     partition_id: int
     appended_at_ms: int
     entries: tuple[tuple[int, int], ...]
+    own_row: bool = False
+    """True: the entries are a row of their own (keyed by the partition and the first entry's offset), written
+    once and removed by `DelayedRecordsDropped`. False (every entry logged before the per-append rows): they
+    join the partition's one legacy row, which drops entries due by the append, as the index first did."""
+
+
+@dataclass(frozen=True, slots=True)
+class DelayedRecordsDropped(Event):
+    """Rows of the delayed-delivery index no longer needed: every entry due, truncated, or its topic deleted.
+
+    ``rows`` names each row by the offset of its first entry (-1: the partition's legacy row). Staged by the
+    ``delayed_delivery`` plugin in the WriteBatch of the change that made them unneeded (an append, an
+    acquisition or acknowledgement on the partition, a truncation, a topic deletion).
+    """
+
+    TAG: ClassVar[int] = 13
+    partition_id: int
+    rows: tuple[int, ...]
 
 
 LOG_EVENT_TYPES: tuple[type[Event], ...] = (
@@ -114,4 +132,5 @@ LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     LogTruncated,
     ProducerIdAllocated,
     DelayedRecordsIndexed,
+    DelayedRecordsDropped,
 )

@@ -9,11 +9,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.share_fetch.v2 import request as share_fetch_v2
 from logwright.compat.extensions import clock_control, cursor_inspection
 from logwright.compat.kafka import share_fetch
 from logwright.compat.registry import make
 from logwright.compat.wire.records import Record
+from logwright.core.events import DelayedRecordsIndexed, Event, RecordsAppended
+from logwright.core.log import delayed_delivery
 
 from tests.compat.test_share_handlers import GROUP, TOPIC, Harness, acquired, run
 
@@ -49,5 +52,28 @@ def test_a_waiting_share_fetch_is_answered_when_the_delay_ends(tmp_path: Path) -
         assert acquired(await asyncio.wait_for(waiting, 10)) == [(0, 0, 1)]
         inspected = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
         assert inspected["partitions"][0]["delayed"] == []
+
+    run(tmp_path, scenario)
+
+
+def test_a_batch_with_more_delayed_records_than_one_event_holds_is_indexed_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `MAX_ENTRIES_PER_EVENT` (3 here) the index gets several events, all in the batch's WriteBatch."""
+    monkeypatch.setattr(delayed_delivery, "MAX_ENTRIES_PER_EVENT", 3)
+
+    async def scenario(h: Harness) -> None:
+        commits: list[list[Event]] = []
+        h.store.add_commit_listener(lambda logged: commits.append([entry.event for entry in logged]))
+        h.start_at_earliest()
+        delay = (("logwright.deliver.after.ms", b"5000"),)
+        topic_id = await h.produce_records(*(Record(i, 1_000, None, f"v{i}".encode(), delay) for i in range(7)),
+                                           Record(7, 1_000, None, b"now"))
+        [appended] = [events for events in commits if any(isinstance(e, RecordsAppended) for e in events)]
+        indexed = [e for e in appended if isinstance(e, DelayedRecordsIndexed)]
+        assert [[offset for offset, _ in e.entries] for e in indexed] == [[0, 1, 2], [3, 4, 5], [6]]
+        await h.join("m1")
+        assert acquired(await _long_fetch(h, topic_id, 0, 0)) == [(7, 7, 1)], "all seven are held back"
+        await h.call(clock_control.handle, 0, (5_000).to_bytes(8, "big"))
+        assert acquired(await _long_fetch(h, topic_id, 1, 0)) == [(0, 6, 1)]
 
     run(tmp_path, scenario)

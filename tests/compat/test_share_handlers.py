@@ -46,9 +46,9 @@ class Harness:
     def __init__(self, path: Path, host: PluginHost | None = None, now_ms: int | None = None) -> None:
         """A broker over ``path`` deciding with ``host`` (the built-in plugins by default), its manual clock
         at ``now_ms`` (`ManualClock`'s default start if not given)."""
-        self.store = RocksEventStore(path)
-        self.clock = ManualClock() if now_ms is None else ManualClock(now_ms)
         host = host or PluginHost.load(installed=False)
+        self.store = RocksEventStore(path, projections=host.projections(), types=host.type_registry())
+        self.clock = ManualClock() if now_ms is None else ManualClock(now_ms)
         self.broker = in_process_broker(self.store, clock=self.clock, host=host, configs=host.config_registry())
         self.correlation = 0
 

@@ -1,15 +1,23 @@
-"""Delayed delivery: reading the delivery headers, and the per-partition index folded from its events."""
+"""Delayed delivery: reading the delivery headers, the index rows folded from its events, and the in-memory
+view of those rows that answers what is held back and which rows may go."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from logwright.compat.wire.compression import Compression
-from logwright.compat.wire.delivery_headers import delayed_entries
-from logwright.compat.wire.record_batch import build_batch, parse_header, with_base_offset
-from logwright.compat.wire.records import Record
 from logwright.core.events import LogTruncated, TopicDeleted
-from logwright.core.events.log import DelayedRecordsIndexed
-from logwright.core.log.delayed_delivery import DELAYED_RECORDS, DelayedIndex, deliver_at, next_due, pending
+from logwright.core.events.log import DelayedRecordsDropped, DelayedRecordsIndexed
+from logwright.core.log.delayed_delivery import (
+    DELAYED_RECORDS,
+    LEGACY_ROW,
+    DelayedIndex,
+    deliver_at,
+    index_events,
+    parse_row_key,
+    row_key,
+)
+from logwright.core.log.delayed_view import DelayedView, HeldSpan
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
 
@@ -40,56 +48,95 @@ def test_deliver_at_reads_plain_decimal_milliseconds(headers: tuple[tuple[str, b
     assert deliver_at(headers, 1000) == expected
 
 
-def _index(*events: object) -> DelayedIndex | None:
-    states = fold(DELAYED_RECORDS, events)  # type: ignore[arg-type]
-    state = states.get("7")
-    assert state is None or isinstance(state, DelayedIndex)
-    return state
+def _rows(*events: Any) -> dict[str, Any]:
+    return fold(DELAYED_RECORDS, events)
 
 
-def test_the_index_keeps_only_what_may_still_wait() -> None:
-    first = DelayedRecordsIndexed(7, 1000, ((3, 5000), (4, 2000)))
-    assert _index(first) == DelayedIndex(7, ((3, 5000), (4, 2000)))
-    # An append at 2500 drops offset 4 (due at 2000) and adds its own entries.
-    assert _index(first, DelayedRecordsIndexed(7, 2500, ((9, 3000),))) == DelayedIndex(7, ((3, 5000), (9, 3000)))
-    assert _index(first, DelayedRecordsIndexed(7, 6000, ((9, 7000),))) == DelayedIndex(7, ((9, 7000),))
-    assert _index(first, LogTruncated(7, 4)) == DelayedIndex(7, ((4, 2000),))
-    assert _index(first, LogTruncated(7, 5)) is None
-    assert _index(first, TopicDeleted("t", b"\0" * 16, (7,))) is None
-    assert _index(LogTruncated(7, 5)) is None
+def test_each_append_is_a_row_of_its_own_written_once() -> None:
+    first, second = index_events(7, 1000, ((3, 5000), (4, 2000))), index_events(7, 2500, ((9, 3000),))
+    assert _rows(*first, *second) == {"7/3": DelayedIndex(7, ((3, 5000), (4, 2000))),
+                                      "7/9": DelayedIndex(7, ((9, 3000),))}
+    # Appending a row touches that row only: the fold names one key, whatever the index already holds.
+    assert DELAYED_RECORDS.entity_keys(second[0]) == ("7/9",)
+    assert _rows(*first, *second, DelayedRecordsDropped(7, (3,))) == {"7/9": DelayedIndex(7, ((9, 3000),))}
+    assert parse_row_key(row_key(7, 9)) == (7, 9) and parse_row_key(row_key(7, LEGACY_ROW)) == (7, LEGACY_ROW)
 
 
-def test_pending_and_next_due_read_the_broker_clock() -> None:
-    index = DelayedIndex(7, ((3, 5000), (4, 2000), (6, 5000)))
-    assert pending(index, 1000) == RangeSet.from_ranges(((3, 4), (6, 6)))
-    assert pending(index, 2000) == RangeSet.from_ranges(((3, 3), (6, 6)))
-    assert pending(index, 5000) == RangeSet()
-    assert pending(None, 0) == RangeSet()
-    assert next_due(index, 1000) == 2000 and next_due(index, 2000) == 5000 and next_due(index, 5000) is None
-    assert next_due(None, 0) is None
+def test_a_batch_with_more_entries_than_one_event_holds_gets_several_events() -> None:
+    entries = tuple((offset, 9000) for offset in range(100, 107))
+    events = index_events(7, 1000, entries, limit=3)
+    assert [event.entries for event in events] == [entries[0:3], entries[3:6], entries[6:7]]
+    assert all(event.own_row and event.appended_at_ms == 1000 for event in events)
+    assert sorted(_rows(*events)) == ["7/100", "7/103", "7/106"]
+    assert index_events(7, 1000, ()) == ()
+    with pytest.raises(ValueError):
+        index_events(7, 1000, entries, limit=0)
 
 
-def _stored(records: list[Record], codec: Compression, base_offset: int = 40) -> bytes:
-    return with_base_offset(build_batch(records, compression=codec), base_offset)
+def test_entries_logged_before_rows_existed_fold_into_the_legacy_row_as_they_always_did() -> None:
+    first = DelayedRecordsIndexed(7, 1000, ((3, 5000), (4, 2000)))  # read from an old log: own_row=False
+
+    def legacy(*events: Any) -> DelayedIndex | None:
+        state = _rows(*events).get("7")
+        assert state is None or isinstance(state, DelayedIndex)
+        return state
+
+    assert legacy(first) == DelayedIndex(7, ((3, 5000), (4, 2000)))
+    assert legacy(first, DelayedRecordsIndexed(7, 2500, ((9, 3000),))) == DelayedIndex(7, ((3, 5000), (9, 3000)))
+    assert legacy(first, DelayedRecordsIndexed(7, 6000, ((9, 7000),))) == DelayedIndex(7, ((9, 7000),))
+    assert legacy(first, LogTruncated(7, 4)) == DelayedIndex(7, ((4, 2000),))
+    assert legacy(first, LogTruncated(7, 5)) is None
+    assert legacy(first, TopicDeleted("t", b"\0" * 16, (7,))) is None
+    assert legacy(first, DelayedRecordsDropped(7, (LEGACY_ROW,))) is None
+    # A new row beside it leaves it alone.
+    assert legacy(first, *index_events(7, 9000, ((20, 9999),))) == DelayedIndex(7, ((3, 5000), (4, 2000)))
 
 
-def test_delayed_entries_come_from_the_stored_batch_with_its_patched_offsets() -> None:
-    records = [Record(0, 1, None, b"a"), Record(1, 1, None, b"b", ((AFTER, b"3000"),)),
-               Record(2, 1, None, b"c", ((AT, b"junk"),))]
-    batch = _stored(records, Compression.NONE)
-    assert delayed_entries(batch, parse_header(batch), 100, compressed=False) == ((41, 3100),)
-    plain = _stored([Record(0, 1, None, b"logwright.deliver in the value, no header")], Compression.NONE)
-    assert delayed_entries(plain, parse_header(plain), 100, compressed=False) == ()
+def _view_of(*events: Any) -> tuple[DelayedView, dict[str, Any]]:
+    rows = _rows(*events)
+    return DelayedView.of(rows), rows
 
 
-@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
-def test_compressed_batches_are_opened_only_when_the_topic_asks(codec: Compression) -> None:
-    batch = _stored([Record(0, 1, None, b"a", ((AFTER, b"10"),))], codec)
-    assert delayed_entries(batch, parse_header(batch), 0, compressed=False) == ()
-    assert delayed_entries(batch, parse_header(batch), 0, compressed=True) == ((40, 10),)
+def test_the_view_answers_what_is_held_and_until_when() -> None:
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000), (4, 2000), (5, 2000))), *index_events(7, 0, ((9, 5000),)),
+                          *index_events(8, 0, ((3, 9000),)))
+    assert view.held(7, 0, 100, 1000, detailed=True)[2] == (HeldSpan(3, 3, 5000), HeldSpan(4, 5, 2000),
+                                                            HeldSpan(9, 9, 5000))
+    assert view.held(7, 0, 100, 1000) == (RangeSet.from_ranges(((3, 5), (9, 9))), 2000, ())
+    assert view.held(7, 4, 8, 1000, detailed=True)[2] == (HeldSpan(4, 5, 2000),)
+    assert view.held(7, 0, 100, 2000, detailed=True)[2] == (HeldSpan(3, 3, 5000), HeldSpan(9, 9, 5000))
+    assert view.held(7, 0, 100, 5000, detailed=True)[2] == ()
+    assert view.held(6, 0, 100, 0, detailed=True)[2] == ()
 
 
-def test_malformed_records_are_delivered_at_once_not_refused() -> None:
-    batch = bytearray(_stored([Record(0, 1, None, b"a", ((AFTER, b"10"),))], Compression.NONE))
-    batch[61] = 0x7F  # the first record's length varint now lies
-    assert delayed_entries(bytes(batch), parse_header(batch), 0, compressed=False) == ()
+def test_rows_go_once_every_entry_is_due_or_truncated_or_their_topic_deleted() -> None:
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000), (4, 2000))), *index_events(7, 0, ((9, 3000),)),
+                          *index_events(7, 0, ((12, 1500),)))
+    assert view.drop_due(7, 1000, rows) is None
+    assert view.drop_due(7, 3000, rows) == DelayedRecordsDropped(7, (9, 12))
+    assert view.drop_due(7, 3000, rows) is None, "forgotten once dropped"
+    assert view.drop_below(7, 4, rows) is None, "offset 4 of row 3 is still in the log"
+    assert view.drop_below(7, 5, rows) == DelayedRecordsDropped(7, (3,))
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000),)), *index_events(7, 0, ((9, 3000),)))
+    assert view.drop_partition(7, rows) == DelayedRecordsDropped(7, (3, 9))
+    assert view.partition_ids() == ()
+
+
+def test_the_view_drops_only_stored_rows_and_follows_drops_it_is_shown() -> None:
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000),)))
+    view.note(index_events(7, 0, ((9, 5000),))[0])  # staged, then lost with a failed write: never stored
+    assert view.drop_due(7, 6000, rows) == DelayedRecordsDropped(7, (3,)), "no drop of a row that is not stored"
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000),)), *index_events(7, 0, ((4, 5000),)))
+    view.note(DelayedRecordsDropped(7, (3,)))
+    assert view.held(7, 0, 100, 0) == (RangeSet.of([4]), 5000, ())
+
+
+def test_a_legacy_row_is_viewed_and_dropped_like_the_others() -> None:
+    view, rows = _view_of(DelayedRecordsIndexed(7, 0, ((3, 5000), (4, 2000))), *index_events(7, 0, ((9, 3000),)))
+    assert view.held(7, 0, 100, 0, detailed=True)[2] == (HeldSpan(3, 3, 5000), HeldSpan(4, 4, 2000),
+                                                         HeldSpan(9, 9, 3000))
+    assert view.drop_due(7, 4000, rows) == DelayedRecordsDropped(7, (9,))
+    assert view.drop_due(7, 5000, rows) == DelayedRecordsDropped(7, (LEGACY_ROW,))
+    view, rows = _view_of(DelayedRecordsIndexed(7, 0, ((3, 5000),)))
+    assert view.drop_partition(7, rows) is None, "the deletion folds the legacy row itself"
+    assert view.drop_below(7, 10, rows) is None, "and so does a truncation"

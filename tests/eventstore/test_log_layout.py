@@ -38,7 +38,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     9: ("GroupDeleted", "group"),
     10: ("ProducerIdAllocated", "producer_id producer_epoch transactional_id"),
     11: ("ManualClockSet", "now_ms"),
-    12: ("DelayedRecordsIndexed", "partition_id appended_at_ms entries"),
+    12: ("DelayedRecordsIndexed", "partition_id appended_at_ms entries own_row"),
+    13: ("DelayedRecordsDropped", "partition_id rows"),
     20: ("RebalanceStarted", "group reason"),
     21: ("MemberJoined", "group member_id group_instance_id client_id client_host session_timeout_ms "
                          "rebalance_timeout_ms protocol_type protocols"),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from logwright.client import Client, Timeout
 
 from .broker_process import BrokerProcess
@@ -156,3 +157,39 @@ def test_a_shared_subscription_of_the_bundled_client_waits_too(share_broker: Bro
             await client.close()
 
     assert asyncio.run(run()) == b"later"
+
+
+def test_disabling_the_plugin_delivers_delayed_records_at_once(tmp_path: Path) -> None:
+    """``plugins.disabled=delayed_delivery``: no index is written, nothing is held back, the topic config is
+    unknown; the data directory opens again with the plugin on, and a record produced then waits as usual."""
+    broker = BrokerProcess(tmp_path / "data", manual_clock=True, disabled=("delayed_delivery",)).start()
+    try:
+        bootstrap, group = broker.bootstrap, "delayed-disabled-group"
+        topic = _new_topic(bootstrap, group)
+        _produce(bootstrap, topic, [("later", [("logwright.deliver.after.ms", b"60000")]), ("now", [])])
+        share = consumer(bootstrap, group, topic)
+        batch = poll_batch(share)
+        assert [m.value() for m in batch] == [b"later", b"now"], "held back with the plugin disabled"
+        for message in batch:
+            share.acknowledge(message)
+        assert commit(share) == {(topic, 0): None}
+        share.close()
+        assert _inspect(bootstrap, group, topic)["delayed"] == []
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        entry = ConfigEntry("logwright.delayed.delivery.compressed.enable", "true",
+                            incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource("topic", topic, incremental_configs=[entry])
+        with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+            admin.incremental_alter_configs([resource])[resource].result(30)
+        assert broker.stop() == 0, broker.log_tail()
+
+        broker = BrokerProcess(tmp_path / "data", port=broker.port, manual_clock=True).start()
+        _produce(bootstrap, topic, [("later-again", [("logwright.deliver.after.ms", b"1000")])])
+        share = consumer(bootstrap, group, topic)
+        assert poll_batch(share, timeout_s=2) == []
+        advance_clock(bootstrap, 1000)
+        assert [m.value() for m in poll_batch(share)] == [b"later-again"]
+        share.close()
+        check_consistent(broker)
+    finally:
+        broker.kill()

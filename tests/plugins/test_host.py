@@ -40,6 +40,8 @@ def test_builtins_register_through_the_same_hooks(host: PluginHost) -> None:
     registered = {(r.plugin, r.kind, r.name) for info in host.plugins() for r in info.registrations}
     assert ("key_shared", "subscription mode", "key_shared") in registered
     assert ("shared", "config key", "group:logwright.max.unacked.per.consumer") in registered
+    assert ("delayed_delivery", "projection", "delayed_records") in registered
+    assert ("delayed_delivery", "config key", "topic:logwright.delayed.delivery.compressed.enable") in registered
     assert all(info.source.kind == "builtin" for info in host.plugins())
 
 

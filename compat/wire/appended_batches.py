@@ -1,0 +1,49 @@
+"""A stored batch as the index hooks see it (`AppendedBatch`): its header fields, a byte search, its records.
+
+Produce never decodes records. A plugin indexing appends (``logwright_derive_events``) first asks
+`AppendedBatch.contains` (a substring search, a few microseconds for a 16 KiB batch) and decodes only the
+batches that may matter; a compressed batch hides its bytes, so reading it means decompressing it, which the
+plugin asks for only where its topic config says so (the delayed-delivery plugin's measured cost is in
+docs/share-groups.md). Records are read by `record_keys` (bounded against hostile input); records that cannot
+be read give ``()``, never an error here: the batch already passed its CRC and its consumers judge it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from logwright.compat.wire.compression import Compression, decompress
+from logwright.compat.wire.record_batch import HEADER_SIZE, CorruptBatch
+from logwright.core.log.index_hooks import AppendedBatch
+from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records
+
+
+def appended_batch(data: bytes, topic: str, partition_index: int, partition_id: int,
+                   topic_config: Callable[[str], str | None]) -> AppendedBatch:
+    """The hooks' view of ``data``, a batch as stored (its base offset patched in; its header already checked
+    by Produce or written by the broker, so the fixed fields are read in place, not parsed again)."""
+    if len(data) < HEADER_SIZE:
+        raise CorruptBatch(f"a record batch needs {HEADER_SIZE} header bytes, got {len(data)}")
+    attributes = int.from_bytes(data[_ATTRIBUTES_AT:_ATTRIBUTES_AT + 2], "big")
+    compressed = attributes & _CODEC_MASK != Compression.NONE
+
+    def contains(needle: bytes) -> bool:
+        return not compressed and data.find(needle, HEADER_SIZE) >= 0
+
+    def records(open_compressed: bool) -> tuple[KeyedRecord, ...]:
+        if compressed and not open_compressed:
+            return ()
+        try:
+            return keyed_records(data, decompress)
+        except UnreadableRecords:
+            return ()
+
+    return AppendedBatch(topic, partition_index, partition_id, int.from_bytes(data[:8], "big"),
+                         int.from_bytes(data[_RECORD_COUNT_AT:_RECORD_COUNT_AT + 4], "big", signed=True), compressed,
+                         bool(attributes & _CONTROL_FLAG), topic_config, contains, records)
+
+
+_ATTRIBUTES_AT = 21
+_RECORD_COUNT_AT = 57
+_CODEC_MASK = 0x07
+_CONTROL_FLAG = 0x20
