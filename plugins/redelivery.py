@@ -18,6 +18,7 @@ from .api import (
     DELIVERY_LIMIT_KEY,
     ConfigKey,
     ConfigKeyRegister,
+    GroupConfigChange,
     InvalidConfig,
     Redeliver,
     Reject,
@@ -49,9 +50,18 @@ _KEYS = (
 @hookimpl
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     for name, default, value_type, doc in _KEYS:
-        together = backoff.min_not_above_max if name in (backoff.MIN_KEY, backoff.MAX_KEY) else None
-        register.add(ConfigKey(name, "group", default, backoff.validator(name), doc, value_type,
-                               consistent=together))
+        register.add(ConfigKey(name, "group", default, backoff.validator(name), doc, value_type))
+
+
+@hookimpl
+def logwright_check_group_config(change: GroupConfigChange) -> None:
+    """The multiplier policy's minimum must not be above its maximum, whichever of the two a change sets."""
+    for name in change.changed:
+        if name in (backoff.MIN_KEY, backoff.MAX_KEY):
+            problem = backoff.min_not_above_max(change.settings)
+            if problem is not None:
+                raise InvalidConfig(f"invalid group config {name!r}: {problem}")
+            return
 
 
 @hookimpl(trylast=True)

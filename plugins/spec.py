@@ -27,8 +27,6 @@ from logwright.core.cursors.plugin_decisions import (
     ReleasedDelivery,
     ReleaseDecision,
 )
-from logwright.core.events import Event
-from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
 
 from .registrars import (
     BackgroundTaskRegister,
@@ -63,8 +61,9 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     """Add topic, group or broker config keys with ``register.add(ConfigKey(...))``.
 
     :param register: takes `ConfigKey` (name, resource type, default, validator,
-        documentation, and optionally ``consistent``: a rule across keys, given the resource's effective
-        values after a change that sets the key). The keys join the broker's `ConfigRegistry`, so
+        documentation, and for topic and broker keys optionally ``consistent``: a rule across keys, given
+        the resource's effective values after a change that sets the key; group keys check such rules in
+        ``logwright_check_group_config``, the one mechanism for them). The keys join the broker's `ConfigRegistry`, so
         DescribeConfigs lists them and (Incremental)AlterConfigs refuses bad values with INVALID_CONFIG and
         the validator's (or the rule's) message.
 
@@ -170,44 +169,9 @@ def logwright_check_group_config(change: GroupConfigChange) -> None:
     Called by (Incremental)AlterConfigs for every GROUP resource after each key passed its own validator,
     before anything is stored (also with validate_only). Every implementation runs; the first
     `InvalidConfig` refuses the resource with INVALID_CONFIG and its message. Return value: ignored.
-    The built-in ``dead_letter`` plugin checks ``errors.deadletterqueue.topic.name`` here (prefix,
-    source topic, ``errors.deadletterqueue.group.enable``).
-    """
-
-
-# -- indexes beside the log -----------------------------------------------------------------------
-
-
-@hookspec
-def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
-    """Derive events of your own from what the broker is staging, into the same WriteBatch.
-
-    :param staged: the events being staged, the record batches being appended (offsets assigned; search
-        their bytes with ``contains``, read them with ``records``), the broker clock, log start offsets,
-        a projection's live rows (``rows(name)``) and ``memo``, a dictionary for derived caches that the
-        broker empties whenever the store reloads.
-
-    Called for every staged change (every append, acquisition, acknowledgement, truncation, ...), so keep
-    what it does for changes you ignore to a few comparisons. Every implementation runs; the events they
-    return are staged right after ``staged.events`` and are not shown to the hook again. An exception
-    fails the change (the request gets an error): an index must never miss what it indexes. Fold the
-    events into your own projection (``logwright_register_projections``). The built-in
-    ``delayed_delivery`` plugin indexes delivery-delay headers here.
-    """
-
-
-@hookspec
-def logwright_hold_back(query: HoldBackQuery) -> HeldBack | None:
-    """Hold back offsets a consumption mode is about to acquire, until a time.
-
-    :param query: one partition's candidate offsets ``first..last``, the broker clock, whether the mode
-        delivers in offset order (Exclusive, Failover), the projections' rows and ``memo`` (as above).
-
-    Called by share groups and logwright subscriptions (and any mode acquiring records one by one) before
-    they acquire, per partition, never per record. Return `HeldBack` spans (offsets and the time each
-    may go), or ``None``. Every implementation runs and their spans add up; the coordinator skips held
-    offsets and its timer wakes waiting fetches at the earliest time. The built-in ``delayed_delivery``
-    plugin holds back records whose delivery time has not come.
+    The built-ins use it too: ``redelivery`` refuses a backoff minimum above the maximum, and
+    ``dead_letter`` checks ``errors.deadletterqueue.topic.name`` (prefix, source topic,
+    ``errors.deadletterqueue.group.enable``).
     """
 
 

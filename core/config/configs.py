@@ -117,8 +117,10 @@ class ConfigKey:
     sensitive: bool = False
     read_only: bool = False
     consistent: Callable[[Mapping[str, str]], str | None] | None = None
-    """A rule across keys (a minimum not above a maximum), given the resource's effective values after a
-    change that sets this key; ``None`` when they agree, otherwise why not."""
+    """A rule across topic or broker keys (a minimum not above a maximum), given the resource's effective values
+    after a change that sets this key; ``None`` when they agree, otherwise why not. Group keys have one
+    mechanism for that, the ``logwright_check_group_config`` hook (it also sees the group's members and
+    topics), so `ConfigRegistry.register` refuses a group key with a rule here."""
 
 
 @dataclass(slots=True)
@@ -130,6 +132,9 @@ class ConfigRegistry:
     def register(self, key: ConfigKey) -> None:
         if (key.resource_type, key.name) in self.keys:
             raise ValueError(f"config key {key.name!r} for {key.resource_type} is registered twice")
+        if key.resource_type == "group" and key.consistent is not None:
+            raise ValueError(f"group config key {key.name!r} has a rule across keys: check it in the "
+                             "logwright_check_group_config hook instead")
         self.keys[(key.resource_type, key.name)] = key
 
     def known(self, resource_type: str) -> list[ConfigKey]:
@@ -191,6 +196,9 @@ _TOPIC_KEYS = (
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "Batches are stored as the producer compressed them; other values are accepted for "
               "compatibility."),
+    ConfigKey("logwright.delayed.delivery.compressed.enable", "topic", "false", boolean,
+              "Decompress compressed batches at produce to find delivery-delay headers (uncompressed batches "
+              "are always searched); off, a delay header in a compressed batch is ignored.", "BOOLEAN"),
     ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(14),
               "Accepted for compatibility; RocksDB has no segments.", "INT"),
     ConfigKey("segment.ms", "topic", "604800000", long_at_least(1),

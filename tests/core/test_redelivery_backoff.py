@@ -71,21 +71,30 @@ def test_backoff_keys_refuse_bad_values_with_a_message(key: str, value: str, mes
 
 
 def test_a_minimum_above_the_maximum_is_refused_whichever_is_set() -> None:
-    from logwright.core.config.config_changes import alter_incrementally
+    from logwright.core.cursors import redelivery_backoff as b
+    from logwright.core.cursors.plugin_decisions import GroupConfigChange
+    from logwright.plugins.redelivery import logwright_check_group_config as check
+
+    def change(settings: dict[str, str], *changed: str) -> GroupConfigChange:
+        return GroupConfigChange("g", {b.MIN_KEY: "10000", b.MAX_KEY: "600000", **settings}, changed, (),
+                                 lambda _: None, lambda _topic, _key: None)
+
+    with pytest.raises(InvalidConfig, match="above the maximum"):
+        check(change({b.MIN_KEY: "700000"}, b.MIN_KEY))
+    with pytest.raises(InvalidConfig, match=r"'.*max.ms': .*min.ms=5000\) is above the maximum .*max.ms=2000"):
+        check(change({b.MIN_KEY: "5000", b.MAX_KEY: "2000"}, b.MAX_KEY))
+    check(change({b.MIN_KEY: "700000", b.MAX_KEY: "900000"}, b.MIN_KEY, b.MAX_KEY))
+    check(change({}, b.MIN_KEY))  # reset to the defaults
+    check(change({b.MIN_KEY: "700000"}, "share.delivery.count.limit"))  # not this rule's keys
+
+
+def test_group_keys_cannot_carry_a_rule_across_keys() -> None:
     from logwright.core.config.configs import ConfigKey, ConfigRegistry
     from logwright.core.cursors import redelivery_backoff as b
 
-    registry = ConfigRegistry()
-    for name, default in ((b.MIN_KEY, "10000"), (b.MAX_KEY, "600000")):
-        registry.register(ConfigKey(name, "group", default, b.validator(name), "", "LONG",
-                                    consistent=b.min_not_above_max))
-    with pytest.raises(InvalidConfig, match="above the maximum"):
-        alter_incrementally(registry, "group", "g", {}, [(b.MIN_KEY, 0, "700000")])
-    with pytest.raises(InvalidConfig, match=r"min.ms=5000\) is above the maximum .*max.ms=2000"):
-        alter_incrementally(registry, "group", "g", {b.MIN_KEY: "5000"}, [(b.MAX_KEY, 0, "2000")])
-    both = alter_incrementally(registry, "group", "g", {}, [(b.MIN_KEY, 0, "700000"), (b.MAX_KEY, 0, "900000")])
-    assert both is not None
-    assert alter_incrementally(registry, "group", "g", {b.MIN_KEY: "5000"}, [(b.MIN_KEY, 1, None)]) is not None
+    with pytest.raises(ValueError, match="logwright_check_group_config"):
+        ConfigRegistry().register(ConfigKey(b.MIN_KEY, "group", "10000", b.validator(b.MIN_KEY), "", "LONG",
+                                            consistent=b.min_not_above_max))
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
