@@ -74,15 +74,7 @@ class PluginFacade:
         return self._broker.store.entities(projection)
 
     def stored_batches(self, partition_id: int, from_offset: int) -> Iterator[StoredBatchInfo]:
-        offset = from_offset
-        while offset < self._broker.high_watermark(partition_id):
-            batches = self._broker.store.read_batches(partition_id, offset, READ_CHUNK_BYTES)
-            if not batches:
-                return
-            for batch in batches:
-                header = parse_header(batch)
-                yield StoredBatchInfo(header.base_offset, header.record_count, len(batch), header.max_timestamp)
-                offset = header.base_offset + header.record_count
+        return stored_batches(self._broker, partition_id, from_offset)
 
     def add_commit_listener(self, listener: Callable[[Sequence[Event]], None]) -> None:
         self._broker.store.add_commit_listener(lambda logged: listener([entry.event for entry in logged]))
@@ -92,6 +84,19 @@ class PluginFacade:
 
     async def durable(self) -> None:
         await self._broker.durable()
+
+
+def stored_batches(broker: Broker, partition_id: int, from_offset: int) -> Iterator[StoredBatchInfo]:
+    """The committed batches from the one holding ``from_offset``, described by their headers, read lazily."""
+    offset = from_offset
+    while offset < broker.high_watermark(partition_id):
+        batches = broker.store.read_batches(partition_id, offset, READ_CHUNK_BYTES)
+        if not batches:
+            return
+        for batch in batches:
+            header = parse_header(batch)
+            yield StoredBatchInfo(header.base_offset, header.record_count, len(batch), header.max_timestamp)
+            offset = header.base_offset + header.record_count
 
 
 def _refused(topic: str, partition: int, result: PartitionResult) -> AppendRefused:

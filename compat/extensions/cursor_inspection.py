@@ -13,7 +13,10 @@ partition's records whose delivery delay has not run out (for every subscription
 Failover ignore it), present with or without a cursor. ``dead_lettered`` lists the subscription's spans
 of records archived with a dead-letter copy, oldest first, only the last 100
 (`dead_letter_history.MAX_SPANS`), each with where its first copy went (``dead_letter_partition`` is -1
-once that topic is gone).
+once that topic is gone). ``backlog_quota`` is the partition's quota state, the same for every subscription:
+``{quota: {bytes, records, age_ms, policy}, subscriptions: [{subscription, kind, records, bytes, age_ms, over,
+evicted}], slowest}`` (`backlog_report`): every group and cursor with a position on the partition, its exact
+backlog, the limit it is past, and what eviction took from it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from logwright.compat.backlog_report import backlog_report
 from logwright.compat.broker import Broker
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
@@ -83,7 +87,8 @@ async def handle(context: RequestContext, body: Body) -> Body:
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
                                  "log_start_offset": log_start, "log_end_offset": log_end,
                                  "delayed": _delayed(broker, partition_id, log_start, log_end),
-                                 "dead_lettered": _dead_lettered(broker, group_id, partition_id)}
+                                 "dead_lettered": _dead_lettered(broker, group_id, partition_id),
+                                 "backlog_quota": backlog_report(broker, topic, index, partition_id)}
         if isinstance(state, CursorState):
             entry.update(
                 mark_delete_position=state.mark_delete_position,

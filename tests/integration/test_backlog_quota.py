@@ -15,16 +15,18 @@ import time
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.produce.v9 import request as produce
+from logwright.client import Client
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 
 from .broker_process import BrokerProcess
-from .test_share_groups import advance_clock, check_consistent
+from .group_configs import set_group_configs
+from .test_share_groups import advance_clock, check_consistent, commit, consumer, poll_batch
 
 THROTTLING_QUOTA_EXCEEDED = 89
 
@@ -77,6 +79,22 @@ def _raw_produce(bootstrap: str, topic: str, timeout_ms: int) -> Any:
         finally:
             await connection.close()
     return run()
+
+
+def _quota_state(bootstrap: str, subscription: str, topic: str) -> dict[str, Any]:
+    """InspectCursor's ``backlog_quota`` of partition 0."""
+    async def run() -> dict[str, Any]:
+        client = await Client.connect(bootstrap)
+        try:
+            return dict((await client.inspect(subscription, topic))[0]["backlog_quota"])
+        finally:
+            await client.close()
+    return asyncio.run(run())
+
+
+def _backlog_of(state: dict[str, Any], subscription: str) -> dict[str, Any]:
+    [entry] = [entry for entry in state["subscriptions"] if entry["subscription"] == subscription]
+    return entry
 
 
 def test_exception_refuses_at_once_naming_quota_and_group_and_proceeds_after_the_commit(
@@ -158,8 +176,19 @@ def test_eviction_moves_the_slowest_group_to_ninety_percent_with_the_append_and_
     assert _send(producer, topic, 1) == [None], "eviction admits the append"
     assert _committed(bootstrap, "slow-group", topic) == 2, "11 records, 9 (90% of 10) left unread"
     assert _committed(bootstrap, "fast-group", topic) == 9, "a subscription under the quota keeps its place"
+    state = _quota_state(bootstrap, "slow-group", topic)
+    assert state["quota"] == {"bytes": -1, "records": 10, "age_ms": -1, "policy": "consumer_backlog_eviction"}
+    slow = _backlog_of(state, "slow-group")
+    assert (slow["kind"], slow["records"], slow["over"]) == ("group", 9, None) and slow["bytes"] > 0
+    assert slow["evicted"] == {"evictions": 1, "records": 2, "bytes": slow["evicted"]["bytes"],
+                               "last_from_offset": 0, "last_to_offset": 2,
+                               "last_reason": "backlog quota logwright.backlog.quota.records=10 exceeded; "
+                                              "evicted to 90%"}
+    assert slow["evicted"]["bytes"] * 9 == slow["bytes"] * 2, "each one-record batch counted with its stored size"
+    assert _backlog_of(state, "fast-group")["evicted"] is None and state["slowest"] == "slow-group"
     clock_broker.kill()
     clock_broker.start()
+    assert _backlog_of(_quota_state(bootstrap, "slow-group", topic), "slow-group")["evicted"]["evictions"] == 1
     assert _send(_producer(bootstrap), topic, 2) == [None, None]
     assert _committed(bootstrap, "slow-group", topic) == 4, "the 12th fits the quota, the 13th evicts to 9 again"
     check_consistent(clock_broker)
@@ -184,3 +213,24 @@ def test_age_quota_evicts_on_the_broker_clock_without_a_produce(clock_broker: Br
         time.sleep(0.1)
         committed = _committed(bootstrap, "slow-group", topic)
     assert committed == 1, "the record older than 9 s (90% of the limit) is evicted, the 2 s old one stays"
+
+
+def test_a_share_group_holding_acquired_records_counts_them_until_acknowledged(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3",
+                               "logwright.backlog.quota.policy": "producer_exception"})
+    set_group_configs(bootstrap, "share-group", {"share.auto.offset.reset": "earliest"})
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 3) == [None] * 3
+    share = consumer(bootstrap, "share-group", topic)
+    held = poll_batch(share)
+    assert len(held) == 3
+    [refused] = _send(producer, topic, 1)
+    assert refused is not None and refused.code() == KafkaError.POLICY_VIOLATION, "acquired is not settled"
+    entry = _backlog_of(_quota_state(bootstrap, "share-group", topic), "share-group")
+    assert (entry["kind"], entry["records"]) == ("cursor", 3)
+    for message in held[:2]:
+        share.acknowledge(message, AcknowledgeType.ACCEPT)
+    assert all(error is None for error in commit(share).values())
+    assert _send(producer, topic, 1) == [None], "two acknowledged, room for one"
+    share.close()
