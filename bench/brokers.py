@@ -106,15 +106,16 @@ def _tansu(port: int, workdir: Path, options: dict[str, str], config: dict[str, 
 
 
 def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
-    """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; options ``heap`` (-Xmx512m)
-    and ``log_level`` (warn).
+    """Apache Kafka 4.x, one KRaft node (broker and controller), share groups on; options ``heap`` (-Xmx512m),
+    ``log_level`` (warn) and ``share_version`` (1; 2 also writes KIP-1191 dead-letter copies).
 
     Resolving the jars (first run only) and formatting storage happen here, before the JVM is launched.
     """
     from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
 
     return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
-                            log_level=options.get("log_level", "warn"), config=config).prepare())
+                            log_level=options.get("log_level", "warn"), config=config,
+                            features={"share.version": int(options.get("share_version", "1"))}).prepare())
 
 
 PEERS: dict[str, PeerSpec] = {

@@ -1,8 +1,8 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has five steps (producer; consumer group, classic and KIP-848;
-KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client), each run as
-its own JVM that
+peers/java/src/.../ClientScenario.java has six steps (producer; consumer group, classic and KIP-848;
+KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
+dead-letter copies of a REJECT and of the delivery limit), each run as its own JVM that
 prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from peers.suite import Failure, SuiteResult, add_arguments, broker, run_recorded  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
-STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets")
+STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 
@@ -70,7 +70,9 @@ def main() -> int:
 
     def body(work: Path, result: SuiteResult) -> int:
         classpath = build()
-        with broker(args.against, work / args.against, {}) as peer:
+        # share.version=2: Kafka writes dead-letter copies (share-dlq) only on a cluster formatted with it
+        options = {"share_version": "2"} if args.against == "kafka" else {}
+        with broker(args.against, work / args.against, {}, **options) as peer:
             started = time.monotonic()
             for step in STEPS:
                 ok, output = run_step(classpath, peer.bootstrap, step)

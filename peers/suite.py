@@ -37,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def broker(name: str, workdir: Path, config: dict[str, str]) -> Iterator[RunningPeer]:
-    """The broker ``name`` on a free loopback port, answering Metadata, stopped (whole group) on exit."""
-    with brokers.running(name, workdir, config) as peer:
+def broker(name: str, workdir: Path, config: dict[str, str], **options: str) -> Iterator[RunningPeer]:
+    """The broker ``name`` on a free loopback port, answering Metadata, stopped (whole group) on exit;
+    ``options`` are the launcher's (`bench/brokers.py`, e.g. Kafka's ``share_version``)."""
+    with brokers.running(name, workdir, config, **options) as peer:
         yield peer
 
 

@@ -32,13 +32,16 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /**
  * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
  *
- * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|consumer-protocol|share|share-offsets}. The
+ * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|consumer-protocol|share|share-offsets|share-dlq}. The
  * consumer-protocol step is the group step with {@code group.protocol=consumer} (KIP-848). Each step prints
  * {@code OK <step>} and exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the
  * failing step. The share step uses explicit acknowledgement: it releases the first record once, checks
  * that it comes back with delivery count 2, and accepts everything. The share-offsets step sets a share
  * group's start offsets with the Admin client, consumes from there, lists the offsets and lags, and deletes
- * them (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets).
+ * them (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets). The share-dlq step sets
+ * KIP-1191's {@code errors.deadletterqueue.topic.name}: a REJECTed record and one RELEASEd until the delivery
+ * limit must each be on the dead-letter topic exactly once, with the {@code __dlq.errors.*} headers (Kafka
+ * writes them only on a cluster formatted with {@code share.version=2}).
  */
 public final class ClientScenario {
     private static final int COUNT = 50;
@@ -64,6 +67,7 @@ public final class ClientScenario {
             }
             case "share" -> shareGroup(bootstrap, topic);
             case "share-offsets" -> shareGroupOffsets(bootstrap, topic);
+            case "share-dlq" -> shareDeadLetters(bootstrap, topic);
             default -> fail("unknown step " + step);
         }
         System.out.println("OK " + step);
@@ -198,6 +202,86 @@ public final class ClientScenario {
         if (accepted.size() != COUNT || !redelivered) {
             fail("the share consumer accepted " + accepted.size() + " of " + COUNT
                     + " records; released record redelivered: " + redelivered);
+        }
+    }
+
+    private static void shareDeadLetters(String bootstrap, String topic) throws Exception {
+        String group = topic + "-dlq";
+        String dlq = "dlq." + topic;
+        try (Admin admin = Admin.create(common(bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(dlq, 1, (short) 1).configs(
+                    Map.of("errors.deadletterqueue.group.enable", "true")))).all().get();
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+            Collection<AlterConfigOp> ops = List.of(
+                    new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("errors.deadletterqueue.topic.name", dlq),
+                            AlterConfigOp.OpType.SET));
+            admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
+        }
+        Properties producerProps = common(bootstrap);
+        producerProps.put("acks", "all");
+        producerProps.put("key.serializer", StringSerializer.class.getName());
+        producerProps.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps)) {
+            for (String value : List.of("reject", "limit", "fine")) {
+                producer.send(new ProducerRecord<>(topic, 0, value, value)).get();
+            }
+        }
+        Properties props = consumerProps(bootstrap, group);
+        props.put("share.acknowledgement.mode", "explicit");
+        Properties readerProps = consumerProps(bootstrap, group + "-reader");
+        readerProps.put("auto.offset.reset", "earliest");
+        Map<String, Map<String, String>> copies = new java.util.TreeMap<>();
+        int extra = 0;
+        short limitDeliveries = 0;
+        boolean fineAccepted = false;
+        try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(props);
+             KafkaConsumer<String, String> reader = new KafkaConsumer<>(readerProps)) {
+            consumer.subscribe(List.of(topic));
+            reader.subscribe(List.of(dlq));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            int quietAfterBoth = 0;
+            while (System.nanoTime() < deadline && quietAfterBoth < 4) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    switch (record.value()) {
+                        case "reject" -> consumer.acknowledge(record, AcknowledgeType.REJECT);
+                        case "limit" -> {
+                            limitDeliveries = record.deliveryCount().orElse((short) 0);
+                            consumer.acknowledge(record, AcknowledgeType.RELEASE);
+                        }
+                        default -> {
+                            fineAccepted = true;
+                            consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                        }
+                    }
+                }
+                consumer.commitSync();
+                for (ConsumerRecord<String, String> copy : reader.poll(Duration.ofMillis(200))) {
+                    Map<String, String> headers = new java.util.TreeMap<>();
+                    copy.headers().forEach(h -> headers.put(h.key(),
+                            h.value() == null ? null : new String(h.value(), java.nio.charset.StandardCharsets.UTF_8)));
+                    if (copies.put(headers.getOrDefault("__dlq.errors.offset", "?"), headers) != null) {
+                        extra++;
+                    }
+                }
+                quietAfterBoth = copies.size() >= 2 && fineAccepted ? quietAfterBoth + 1 : 0;
+            }
+        }
+        if (!fineAccepted || copies.size() != 2 || extra != 0) {
+            fail("dead-letter copies by offset " + copies + " (" + extra + " duplicates); fine accepted: "
+                    + fineAccepted + "; 'limit' delivered " + limitDeliveries + " times");
+        }
+        checkCopy(copies.get("0"), topic, group, "1");
+        checkCopy(copies.get("1"), topic, group, Short.toString(limitDeliveries));
+    }
+
+    private static void checkCopy(Map<String, String> headers, String topic, String group, String deliveries) {
+        if (headers == null || !topic.equals(headers.get("__dlq.errors.topic"))
+                || !"0".equals(headers.get("__dlq.errors.partition"))
+                || !group.equals(headers.get("__dlq.errors.group"))
+                || !deliveries.equals(headers.get("__dlq.errors.delivery.count"))
+                || !headers.containsKey("__dlq.errors.message")) {
+            fail("dead-letter copy headers " + headers + ", expected delivery count " + deliveries);
         }
     }
 
