@@ -1,12 +1,14 @@
-"""Replay speed: `logwright check` (one process) against `logwright replay --spark local[2]`, same log.
+"""Replay speed: `logwright check` (one process) against `logwright replay --spark` on each master, same log.
 
 Writes a log of ``--events`` events through `RocksEventStore` (produced batches round-robin over
 ``--partitions`` partitions of one topic, with a consumer group's offset commit every ``--commit-every``
-batches), then runs both commands as a user would and prints events/s of each and their ratio. Both
-times include process start (and for Spark the session start, 10-50 s on 2 cores), which is what a
-user waits for; the Spark figure also prints the job's own time from its output.
+batches), then runs the commands one after the other as a user would, in the same run (on a shared machine
+only ratios measured together mean something), and prints events/s of each, each replay's speed relative
+to `check`, and local[2] against local[1] (how the replay scales with cores). Times include process start
+(and for Spark the session start, 10-50 s on 2 cores), which is what a user waits for; the replay's own
+line gives the time after its session started.
 
-    .venv/bin/python bench/replay.py [--events 1000000] [--partitions 8] [--keep DIR]
+    .venv/bin/python bench/replay.py [--events 1000000] [--partitions 8] [--spark local[1] local[2]] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--commit-every", type=int, default=10)
-    parser.add_argument("--spark", default="local[2]")
+    parser.add_argument("--spark", nargs="+", default=["local[1]", "local[2]"], help="Spark masters to replay on")
     parser.add_argument("--keep", type=Path, help="write (or reuse) the log here instead of a temporary directory")
     args = parser.parse_args()
     console = Console()
@@ -80,14 +82,18 @@ def main() -> None:
             total = write_log(data, args.events, args.partitions, args.commit_every)
             console.print(f"wrote {total:,} events in {time.perf_counter() - started:.1f} s")
         check_s, check_out = timed("check", "--data-dir", str(data))
-        replay_s, replay_out = timed("replay", "--data-dir", str(data), "--spark", args.spark)
         events = int(check_out.split(": ")[1].split()[0])
-        table = Table("command", "seconds", "events/s", "output")
-        table.add_row("logwright check", f"{check_s:.1f}", f"{events / check_s:,.0f}", check_out)
-        table.add_row(f"logwright replay --spark {args.spark}", f"{replay_s:.1f}", f"{events / replay_s:,.0f}",
-                      replay_out)
+        table = Table("command", "seconds", "events/s", "speed / check", "output")
+        table.add_row("logwright check", f"{check_s:.1f}", f"{events / check_s:,.0f}", "1.00", check_out)
+        replays: dict[str, float] = {}
+        for master in args.spark:
+            replay_s, replay_out = timed("replay", "--data-dir", str(data), "--spark", master)
+            replays[master] = replay_s
+            table.add_row(f"logwright replay --spark {master}", f"{replay_s:.1f}", f"{events / replay_s:,.0f}",
+                          f"{check_s / replay_s:.2f}", replay_out)
         console.print(table)
-        console.print(f"replay / check speed ratio: {check_s / replay_s:.2f}")
+        if {"local[1]", "local[2]"} <= replays.keys():
+            console.print(f"scaling, local[2] / local[1] speed: {replays['local[1]'] / replays['local[2]']:.2f}")
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -19,7 +19,7 @@ def run_replay(data_dir: str, master: str, events_per_task: int) -> int:
 
     started = time.monotonic()
     owned = SparkSession.getActiveSession() is None  # in-process callers (tests) keep their session
-    spark = spark_session(master, "logwright replay")
+    spark = spark_session(master, "logwright replay", **{"spark.ui.showConsoleProgress": "false"})  # ours instead
     spark.sparkContext.setLogLevel("ERROR")
     try:
         with Progress(TextColumn("replay"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),

@@ -28,6 +28,19 @@ RECORD_SCHEMA = (
 )
 
 
+_JSON = json.JSONEncoder(separators=(",", ":")).encode  # one encoder: json.dumps builds one per call
+
+
+def _text(value: Any) -> str | None:
+    """A field as the map holds it: strings as they are, integers as digits, everything else as JSON."""
+    kind = type(value)
+    if kind is str or value is None:
+        return value  # type: ignore[no-any-return]
+    if kind is int:  # not bool, which JSON writes as true/false
+        return str(value)
+    return _JSON(value)
+
+
 def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
@@ -36,6 +49,8 @@ def _offsets(fields: dict[str, Any]) -> tuple[int | None, int | None]:
     """The offsets an event is about: a batch, a commit, a new log start or cursor ranges."""
     if "base_offset" in fields and "record_count" in fields:
         return fields["base_offset"], fields["base_offset"] + fields["record_count"] - 1
+    if isinstance(fields.get("from_offset"), int) and isinstance(fields.get("to_offset"), int):
+        return fields["from_offset"], fields["to_offset"] - 1  # an eviction's skipped range, end exclusive
     for name in ("offset", "log_start_offset", "start_offset"):
         if isinstance(fields.get(name), int):
             return fields[name], fields[name]
@@ -61,8 +76,7 @@ def event_row(logged: LoggedEvent) -> tuple[Any, ...]:
         fields.get("subscription"),
         first,
         last,
-        {name: value if isinstance(value, str) or value is None else json.dumps(value, separators=(",", ":"))
-         for name, value in fields.items()},
+        {name: _text(value) for name, value in fields.items()},
     )
 
 

@@ -12,15 +12,17 @@ from pathlib import Path
 
 from logwright.core.events import OffsetCommitted
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.spark.access import secondary_store, sweep_stale
+from logwright.spark.access import close_shared_readers, secondary_store, shared_reader, sweep_stale
+from logwright.spark.datasource import EventRange, Settings, read_events
 
 from .support import write_known_log
 
 POLLER = """
 import sys
 from logwright.spark.datasource import LogwrightStreamReader, Settings
+from pyspark.sql.types import StructType
 
-reader = LogwrightStreamReader(Settings.parse({"path": sys.argv[1], "scratchDir": sys.argv[2]}))
+reader = LogwrightStreamReader(Settings.parse({"path": sys.argv[1], "scratchDir": sys.argv[2]}), StructType())
 while True:
     print(reader.latestOffset()["sequence"], flush=True)
 """
@@ -32,6 +34,29 @@ def test_a_secondary_directory_is_gone_once_the_instance_is_open(tmp_path: Path)
         assert [p.name for p in tmp_path.iterdir()] == ["data"]
         assert len(list(store.read_events(1, store.last_sequence))) == store.last_sequence > 0
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
+
+
+def test_tasks_share_one_reader_per_process_which_catches_up_only_for_a_later_range(tmp_path: Path) -> None:
+    write_known_log(tmp_path / "data", batches_per_codec=1)
+    writer = RocksEventStore(tmp_path / "data")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    try:
+        planned = writer.last_sequence
+        reader = shared_reader(str(tmp_path / "data"), str(scratch), planned)
+        writer.append([OffsetCommitted("sharer", "codecs", 0, 3)])
+        writer.commit()
+        assert shared_reader(str(tmp_path / "data"), str(scratch), planned) is reader
+        assert reader.last_sequence == planned  # not caught up: nothing past the plan was asked for
+        settings = Settings.parse({"path": str(tmp_path / "data"), "scratchDir": str(scratch)})
+        (row,) = read_events(settings, EventRange(planned + 1, planned + 1))
+        assert (row[0], row[3], row[7]) == (planned + 1, "OffsetCommitted", "sharer")
+        assert shared_reader(str(tmp_path / "data"), str(scratch), planned + 1) is reader
+        assert len([row for row in read_events(settings, EventRange(1, planned))]) == planned
+        assert list(scratch.iterdir()) == []
+    finally:
+        close_shared_readers()
+        writer.close()
 
 
 def test_a_polling_stream_reader_killed_at_any_moment_leaves_nothing(tmp_path: Path) -> None:

@@ -52,15 +52,18 @@ def test_replay_names_an_altered_projection_row_and_the_command_exits_non_zero(
     state = types.decode(stored[8:], "test")
     raw.put(altered_dir, "state", key, stored[:8] + types.encode(dataclasses.replace(state, next_offset=999)))
     raw.delete(altered_dir, "state", [keys.state_key("group_offsets", "readers")])
+    raw.put(altered_dir, "state", keys.state_key("partitions", "999"), stored)  # no event names partition 999
 
     report = replay(spark, str(altered_dir), events_per_task=4)
     assert not report.consistent
-    assert report.total_differences == 2
+    assert report.total_differences == 3
     assert any(d.startswith("partitions/0: replay gives PartitionState(") and "next_offset=999" in d
                and f"next_offset={state.next_offset}" in d for d in report.differences)
     assert any(d.startswith("group_offsets/readers:") and d.endswith("state holds None") for d in report.differences)
+    assert any(d.startswith("partitions/999: replay gives None, state holds PartitionState(")
+               for d in report.differences)
 
     result = CliRunner().invoke(main, ["replay", "--data-dir", str(altered_dir), "--spark", "local[2]"])
     assert result.exit_code == 1, result.output
-    assert "INCONSISTENT (2 differences)" in result.output
+    assert "INCONSISTENT (3 differences)" in result.output
     assert CliRunner().invoke(main, ["replay", "--data-dir", str(log_dir), "--spark", "local[2]"]).exit_code == 0
