@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,7 +47,7 @@ from logwright.client import pop as pop_calls
 from logwright.client.acks import AckReceipt
 from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
 from logwright.client.consumer import Consumer, ConsumerBusy, ConsumerSettings, InvalidConfiguration, Message, Timeout
-from logwright.client.pop import PoppedMessage
+from logwright.client.pop import PoppedMessage, ReceiptHandleError
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
 from logwright.core.cursors.redelivery_backoff import FixedDelay, MultiplierBackoff
@@ -193,6 +194,10 @@ class Client:
     async def ack(self, message: PoppedMessage | str, group: str | None = None) -> None:
         """Settle a popped message by its receipt handle; a superseded handle raises `StaleReceiptHandle`."""
         await pop_calls.ack(self._connection, message, group)
+
+    async def ack_all(self, messages: Sequence[PoppedMessage]) -> list[ReceiptHandleError | None]:
+        """Settle many popped messages of one group in one request; each refused handle's error, in order."""
+        return await pop_calls.ack_all(self._connection, messages)
 
     async def change_invisible_time(self, message: PoppedMessage | str, invisible_time_ms: int,
                                     group: str | None = None) -> PoppedMessage | str:

@@ -12,6 +12,7 @@ a settled or never-popped one `UnknownReceiptHandle`, one of another group `Fore
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -101,6 +102,20 @@ def _target(message: PoppedMessage | str, group: str | None) -> tuple[str, str]:
 async def ack(connection: Connection, message: PoppedMessage | str, group: str | None = None) -> None:
     group_id, handle = _target(message, group)
     await call(connection, ACK_KEY, {"group_id": group_id, "handle": handle}, "ack")
+
+
+async def ack_all(connection: Connection, messages: Sequence[PoppedMessage]) -> list[ReceiptHandleError | None]:
+    """Settle many popped messages of one group in one request (one event per partition); each refused handle's
+    error in order, ``None`` for those settled."""
+    if not messages:
+        return []
+    group = messages[0].group
+    if any(message.group != group for message in messages):
+        raise ValueError("ack_all takes messages of one group")
+    answer = await call(connection, ACK_KEY, {"group_id": group, "handles": [m.handle for m in messages]}, "ack")
+    return [None if not result["error_code"] else _HANDLE_ERRORS.get(str(result.get("handle_error") or ""),
+                                                                     InvalidReceiptHandle)(
+        int(result["error_code"]), result.get("error_message"), "ack") for result in answer["results"]]
 
 
 async def change_invisible_time(connection: Connection, message: PoppedMessage | str, invisible_time_ms: int,

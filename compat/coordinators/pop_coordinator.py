@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from logwright.core.cursors.redelivery_backoff import (
     backoff_from_settings,
     parse_levels,
 )
-from logwright.core.errors import InvalidConfig, UnsupportedFeature
+from logwright.core.errors import DomainError, InvalidConfig, UnsupportedFeature
 from logwright.core.events import Event
 from logwright.core.events.pop import PopCursorCreated, PopNacked
 from logwright.core.log.catalog import TopicState
@@ -40,13 +41,15 @@ from logwright.core.pop.pop_commands import (
     MAX_RECONSUME_TIMES_KEY,
     PopLimits,
 )
-from logwright.core.pop.receipt_handle import ReceiptHandle, UnknownReceiptHandle
+from logwright.core.pop.receipt_handle import HANDLE_ERRORS, ReceiptHandle, UnknownReceiptHandle
 
 log = logging.getLogger(__name__)
 
 RETENTION_REASON = "record deleted by retention before it was acknowledged"
 COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
+DECODED_BATCHES = 64
+"""Decoded batches kept (a few per partition being popped)."""
 
 
 def pop_coordinator(broker: Broker) -> PopCoordinator:
@@ -76,9 +79,12 @@ class Changed:
 class PopCoordinator:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self._enabled: bool | None = None
         self._deadlines: dict[str, int] = {}
         """In-flight table key → its earliest deadline: the deadline index."""
         self._rotation: dict[tuple[str, str], int] = {}
+        self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...]]] = {}
+        """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
         if self.enabled():
@@ -88,8 +94,10 @@ class PopCoordinator:
                     self._track(key, table)
 
     def enabled(self) -> bool:
-        """Whether the built-in plugin ``pop`` registered the in-flight projection."""
-        return any(projection.name == PROJECTION_NAME for projection in self.broker.store.projections)
+        """Whether the built-in plugin ``pop`` registered the in-flight projection (fixed when the store opened)."""
+        if self._enabled is None:
+            self._enabled = any(projection.name == PROJECTION_NAME for projection in self.broker.store.projections)
+        return self._enabled
 
     def _require(self) -> None:
         if not self.enabled():
@@ -201,35 +209,44 @@ class PopCoordinator:
         high_watermark = self.broker.high_watermark(partition_id)
         taken = 0
         while taken < budget and next_offset < high_watermark:
-            batches = self.broker.store.read_batches(partition_id, next_offset, 1 << 20, end_offset=high_watermark - 1)
-            if not batches:
+            batch = self._batch_at(partition_id, next_offset, high_watermark - 1)
+            if batch is None:
                 break
-            for batch in batches:
-                header = parse_header(batch)
-                last = header.base_offset + header.last_offset_delta
-                if header.is_control:
-                    next_offset = max(next_offset, last + 1)
-                    continue
-                for record in decode_records(batch):
-                    if record.offset < next_offset or taken >= budget:
-                        continue
-                    found[record.offset] = record
-                    taken += 1
-                    next_offset = record.offset + 1
-                if taken < budget:
-                    next_offset = max(next_offset, last + 1)
+            last, records = batch
+            for record in records[bisect_left(records, next_offset, key=_offset_of):]:
                 if taken >= budget:
                     break
+                found[record.offset] = record
+                taken += 1
+                next_offset = record.offset + 1
+            if taken < budget:
+                next_offset = max(next_offset, last + 1)
         return found, next_offset
+
+    def _batch_at(self, partition_id: int, offset: int, end_offset: int) -> tuple[int, tuple[Record, ...]] | None:
+        """The last offset and the data records (none for a control batch) of the stored batch holding ``offset``,
+        decoded once: pops take 32 records at a time from batches that often hold thousands."""
+        batches = self.broker.store.read_batches(partition_id, offset, 1, end_offset=end_offset)
+        if not batches:
+            return None
+        batch = batches[0]
+        header = parse_header(batch)
+        key = (partition_id, header.base_offset, header.crc)
+        cached = self._decoded.get(key)
+        if cached is None:
+            records = () if header.is_control else tuple(decode_records(batch))
+            cached = (header.base_offset + header.last_offset_delta, records)
+            self._decoded[key] = cached
+            while len(self._decoded) > DECODED_BATCHES:
+                del self._decoded[next(iter(self._decoded))]
+        return cached
 
     def _record_at(self, partition_id: int, offset: int) -> Record | None:
         """The data record at ``offset`` (revived records are read again from their partition, by reference)."""
-        for batch in self.broker.store.read_batches(partition_id, offset, 1 << 20, end_offset=offset):
-            if not parse_header(batch).is_control:
-                for record in decode_records(batch):
-                    if record.offset == offset:
-                        return record
-        return None
+        batch = self._batch_at(partition_id, offset, offset)
+        if batch is None:
+            return None
+        return next((record for record in batch[1] if record.offset == offset), None)
 
     def _checkpoint(self, state: PopPartition, index: int, topic: TopicState, consumer: str,
                     records: Mapping[int, Record], next_offset: int, limits: PopLimits) -> list[PoppedRecord]:
@@ -246,10 +263,11 @@ class PopCoordinator:
         after = self.table(state.group, state.partition_id)
         assert after is not None
         popped: list[PoppedRecord] = []
+        topic_id = uuid.UUID(bytes=bytes(topic.topic_id))
         for offset in event.offsets:
             entry = after.entry(offset)
             assert entry is not None
-            handle = ReceiptHandle(state.group, uuid.UUID(bytes=bytes(topic.topic_id)), index, offset, entry.epoch)
+            handle = ReceiptHandle(state.group, topic_id, index, offset, entry.epoch)
             popped.append(PoppedRecord(index, records[offset], handle.text(), entry.reconsume_times,
                                        entry.invisible_until_ms))
         return popped
@@ -284,10 +302,32 @@ class PopCoordinator:
         return handle, state
 
     def ack(self, group: str, consumer: str, handle_text: object) -> None:
-        """Settle one record (staged; the caller awaits durability)."""
-        handle, state = self.resolve(group, handle_text)
-        self._stage(state, [pop_commands.ack(state, consumer, [(handle.offset, handle.epoch)])])
-        self._wake()
+        """Settle one record (staged; the caller awaits durability); a refused handle raises."""
+        refusal = self.ack_many(group, consumer, [handle_text])[0]
+        if refusal is not None:
+            raise refusal
+
+    def ack_many(self, group: str, consumer: str, handle_texts: Sequence[object]) -> list[DomainError | None]:
+        """Settle the records of every current handle, one `CheckpointAcked` per partition (staged; the caller
+        awaits durability); each refused handle's error, ``None`` for those settled."""
+        results: list[DomainError | None] = []
+        accepted: dict[tuple[str, int], tuple[PopPartition, list[tuple[int, int]]]] = {}
+        for text in handle_texts:
+            try:
+                handle, state = self.resolve(group, text)
+                key = (state.group, state.partition_id)
+                state, handles = accepted.get(key, (state, []))
+                pop_commands.current(state, handle.offset, handle.epoch, held=False)
+                handles.append((handle.offset, handle.epoch))
+                accepted[key] = (state, handles)
+                results.append(None)
+            except HANDLE_ERRORS as error:
+                results.append(error)
+        for state, handles in accepted.values():
+            self._stage(state, [pop_commands.ack(state, consumer, handles)])
+        if accepted:
+            self._wake()
+        return results
 
     def change_invisible_time(self, group: str, consumer: str, handle_text: object, invisible_time_ms: int) -> Changed:
         handle, state = self.resolve(group, handle_text)
@@ -365,3 +405,7 @@ class PopCoordinator:
 
     def close(self) -> None:
         self.timer.close()
+
+
+def _offset_of(record: Record) -> int:
+    return record.offset

@@ -5,10 +5,12 @@ nacked, or it was revived and popped again) is refused as stale, never taken as 
 in flight under its newer handle. A revived record not yet popped again is settled by its last handle (it
 was processed; delivering it again would be the duplicate).
 
-Request (msgpack map): ``group_id: str, handle: str, consumer: str (default: the client id)``. Response: nothing
-but the error fields, durable on success. Refusals: INVALID_REQUEST for a malformed handle or one of another
-group, INVALID_RECORD_STATE for an unknown or stale one, with ``handle_error`` = ``invalid``, ``foreign``,
-``unknown`` or ``stale``.
+Request (msgpack map): ``group_id: str, handle: str, consumer: str (default: the client id)``, or ``handles:
+[str, ...]`` (1 to `MAX_HANDLES`) instead of ``handle``. Response for ``handle``: nothing but the error fields,
+durable on success; refusals: INVALID_REQUEST for a malformed handle or one of another group,
+INVALID_RECORD_STATE for an unknown or stale one, with ``handle_error`` = ``invalid``, ``foreign``,
+``unknown`` or ``stale``. Response for ``handles``: ``results: [{error_code, error_message, handle_error}]``
+in request order (error code 0: settled); the accepted ones are settled, one event per partition.
 """
 
 from __future__ import annotations
@@ -17,17 +19,31 @@ from logwright.compat.coordinators.pop_coordinator import pop_coordinator
 from logwright.compat.extensions.pop import MAX_NAME_LENGTH, name, refused
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension
+from logwright.core.errors import InvalidRequest
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS
 
 API_KEY = 32010
+
+
+MAX_HANDLES = 1_024
+"""Handles one batch ack may carry (32 pops' worth)."""
 
 
 @extension(API_KEY, "LogwrightPopAck")
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id = name(body, "group_id")
     consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])
+    coordinator = pop_coordinator(context.broker)
+    if "handles" in body:
+        handles = body["handles"]
+        if not isinstance(handles, list) or not 1 <= len(handles) <= MAX_HANDLES:
+            raise InvalidRequest(f"field 'handles' must be a list of 1 to {MAX_HANDLES} receipt handles")
+        results = coordinator.ack_many(group_id, consumer, handles)
+        await context.broker.durable()
+        return {"results": [refused(error) if error is not None else {"error_code": 0, "error_message": None,
+                                                                      "handle_error": None} for error in results]}
     try:
-        pop_coordinator(context.broker).ack(group_id, consumer, body.get("handle"))
+        coordinator.ack(group_id, consumer, body.get("handle"))
     except HANDLE_ERRORS as error:
         return refused(error)
     await context.broker.durable()

@@ -8,6 +8,7 @@ are the broker clock's; the fold never reads a clock, so a restart rebuilds exac
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
@@ -56,9 +57,9 @@ class PopPartition:
     entries: tuple[PopEntry, ...] = ()
 
     def entry(self, offset: int) -> PopEntry | None:
-        for entry in self.entries:
-            if entry.offset == offset:
-                return entry
+        index = bisect_left(self.entries, offset, key=_offset_of)
+        if index < len(self.entries) and self.entries[index].offset == offset:
+            return self.entries[index]
         return None
 
     def held(self) -> tuple[PopEntry, ...]:
@@ -79,6 +80,10 @@ class PopPartition:
     def consumed_offset(self) -> int:
         """The first offset not settled: RocketMQ's consumer offset (everything below it is done)."""
         return min((entry.offset for entry in self.entries), default=self.next_offset)
+
+
+def _offset_of(entry: PopEntry) -> int:
+    return entry.offset
 
 
 def pop_key(group: str, partition_id: int) -> str:

@@ -147,6 +147,24 @@ def test_an_ack_with_the_handle_a_change_superseded_is_stale_and_loses_nothing(c
     run(scenario, clock_broker.bootstrap)
 
 
+def test_a_batch_ack_settles_the_current_handles_and_names_each_refusal(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 2, 6)
+
+    async def scenario(client: Client) -> None:
+        popped = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert len(popped) == 6
+        changed = await client.change_invisible_time(popped[0], 30_000)
+        assert isinstance(changed, PoppedMessage)
+        results = await client.ack_all(popped)
+        assert isinstance(results[0], StaleReceiptHandle) and results[1:] == [None] * 5
+        [partition] = [p for p in (await client.inspect_pop(topic, "g"))["partitions"] if p["in_flight"]]
+        assert [e["offset"] for e in partition["entries"]] == [popped[0].offset]
+        assert await client.ack_all([changed]) == [None]
+        assert isinstance((await client.ack_all([changed]))[0], UnknownReceiptHandle)
+
+    run(scenario, clock_broker.bootstrap)
+
+
 def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
 
