@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-startup bench-soak clean compat-peers compat-franz \
+.PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-share-dlq bench-startup bench-soak clean compat-peers compat-franz \
 	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz spark-kafka
 
 $(STAMP): pyproject.toml
@@ -94,6 +94,11 @@ bench-compare: $(VENV)/.bench-installed
 # Share-group consumption (ACCEPT per record) beside Fetch, logwright and Apache Kafka (needs java and mvn; ~3 min).
 bench-share: $(VENV)/.bench-installed
 	$(BIN)/python bench/share_consume.py $(BENCH_ARGS)
+
+# Share-group consumption with every 10th record nacked to the delivery limit and dead-lettered, beside plain
+# share consumption on the same logwright broker: msg/s and event-log bytes per dead-letter (~1 min).
+bench-share-dlq: $(VENV)/.bench-installed
+	$(BIN)/python bench/share_dead_letter.py $(BENCH_ARGS)
 
 # Start-up time and RSS with 1 M records stored, logwright and Apache Kafka (~2 min).
 bench-startup: $(VENV)/.bench-installed
