@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -92,6 +93,44 @@ def events(data_dir: str, from_sequence: int, as_json: bool) -> None:
                 click.echo(f"{logged.sequence} {logged.time_ms} {logged.event!r}")
     finally:
         store.close()
+
+
+@main.command()
+@click.option("--bootstrap", default="127.0.0.1:9092", show_default=True, help="HOST:PORT of a running broker")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object per partition")
+@click.argument("topic")
+def backlog(bootstrap: str, as_json: bool, topic: str) -> None:
+    """Show TOPIC's backlog quota and every subscription's exact backlog, per partition, from a running broker."""
+    from logwright.client import Client
+
+    async def inspect() -> list[dict[str, Any]]:
+        client = await Client.connect(bootstrap)
+        try:
+            return await client.inspect("logwright.backlog.cli", topic)  # any name: the quota state is per partition
+        finally:
+            await client.close()
+
+    try:
+        partitions = asyncio.run(inspect())
+    except Exception as error:
+        raise click.ClickException(f"cannot inspect {topic!r} at {bootstrap}: {error}") from error
+    for partition in partitions:
+        state = partition["backlog_quota"]
+        if as_json:
+            click.echo(json.dumps({"partition": partition["partition"], **state}))
+            continue
+        quota = state["quota"]
+        limits = ", ".join(f"{name}={quota[name]}" for name in ("bytes", "records", "age_ms") if quota[name] > 0)
+        click.echo(f"partition {partition['partition']}  log {partition['log_start_offset']}.."
+                   f"{partition['log_end_offset']}  quota: {limits or 'none'} ({quota['policy']})")
+        for entry in state["subscriptions"]:
+            size = "" if entry["bytes"] is None else f", {entry['bytes']} bytes, oldest {entry['age_ms']} ms"
+            over = f"  OVER {entry['over']}" if entry["over"] else ""
+            evicted = entry["evicted"]
+            lost = f"  evicted {evicted['records']} records in {evicted['evictions']}" if evicted else ""
+            slowest = "  (slowest)" if entry["subscription"] == state["slowest"] else ""
+            click.echo(f"    {entry['kind']} {entry['subscription']}: {entry['records']} records{size}{over}{lost}"
+                       f"{slowest}")
 
 
 @main.command()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import subprocess
+import sys
 import time
 import uuid
 from typing import Any
@@ -186,6 +188,12 @@ def test_eviction_moves_the_slowest_group_to_ninety_percent_with_the_append_and_
                                               "evicted to 90%"}
     assert slow["evicted"]["bytes"] * 9 == slow["bytes"] * 2, "each one-record batch counted with its stored size"
     assert _backlog_of(state, "fast-group")["evicted"] is None and state["slowest"] == "slow-group"
+    shown = subprocess.run([sys.executable, "-m", "logwright", "backlog", "--bootstrap", bootstrap, topic],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "quota: records=10 (consumer_backlog_eviction)" in shown.stdout
+    assert f"group slow-group: 9 records, {slow['bytes']} bytes" in shown.stdout
+    assert "evicted 2 records in 1  (slowest)" in shown.stdout, shown.stdout
     clock_broker.kill()
     clock_broker.start()
     assert _backlog_of(_quota_state(bootstrap, "slow-group", topic), "slow-group")["evicted"]["evictions"] == 1

@@ -28,7 +28,8 @@ def test_a_disabled_builtin_is_listed_but_registers_nothing() -> None:
 
 
 def test_a_name_that_is_no_plugin_is_refused() -> None:
-    with pytest.raises(InvalidConfig, match="'failovr'.*the plugins are admission, (.+, )?dead_letter, (.+, )?exclusive, failover"):
+    with pytest.raises(InvalidConfig,
+                       match="'failovr'.*the plugins are admission, (.+, )?dead_letter, (.+, )?exclusive, failover"):
         PluginHost.load(installed=False, disabled=["failovr"])
 
 
