@@ -46,7 +46,8 @@ def _time(ms: int) -> datetime:
 
 
 def _offsets(fields: dict[str, Any]) -> tuple[int | None, int | None]:
-    """The offsets an event is about: a batch, a commit, a new log start or cursor ranges."""
+    """The offsets an event is about: a batch, a commit, a new log start, cursor ranges, dead-lettered spans or
+    delayed records."""
     if "base_offset" in fields and "record_count" in fields:
         return fields["base_offset"], fields["base_offset"] + fields["record_count"] - 1
     if isinstance(fields.get("from_offset"), int) and isinstance(fields.get("to_offset"), int):
@@ -59,6 +60,12 @@ def _offsets(fields: dict[str, Any]) -> tuple[int | None, int | None]:
     ranges = fields.get("ranges")
     if isinstance(ranges, list) and ranges:
         return min(first for first, _ in ranges), max(last for _, last in ranges)
+    spans = fields.get("deliveries")  # dead-lettered or deferred: (first, last, delivery count)
+    if isinstance(spans, list) and spans:
+        return min(span[0] for span in spans), max(span[1] for span in spans)
+    entries = fields.get("entries")  # delayed records: (offset, deliver at)
+    if isinstance(entries, list) and entries:
+        return min(entry[0] for entry in entries), max(entry[0] for entry in entries)
     return None, None
 
 
