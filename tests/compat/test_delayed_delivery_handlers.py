@@ -77,3 +77,24 @@ def test_a_batch_with_more_delayed_records_than_one_event_holds_is_indexed_whole
         assert acquired(await _long_fetch(h, topic_id, 1, 0)) == [(0, 6, 1)]
 
     run(tmp_path, scenario)
+
+
+def test_a_fetch_waiting_before_the_delayed_record_arrives_is_answered_when_it_is_due(tmp_path: Path) -> None:
+    """The append wakes the waiting fetch, which learns the due time by asking (`logwright_hold_back`) and
+    waits again; the coordinator's timer then wakes it at that time."""
+    async def scenario(h: Harness) -> None:
+        h.start_at_earliest()
+        topic_id = await h.produce_records(Record(0, 1_000, None, b"first"))
+        await h.join("m1")
+        assert acquired(await _long_fetch(h, topic_id, 0, 0)) == [(0, 0, 1)]
+        waiting = asyncio.ensure_future(_long_fetch(h, topic_id, 1, 60))
+        await asyncio.sleep(0.05)
+        await h.produce_records(Record(0, 1_000, None, b"later", (("logwright.deliver.after.ms", b"4000"),)))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await h.call(clock_control.handle, 0, (4_000).to_bytes(8, "big"))
+        assert dict(h.store.entities("delayed_records")) != {}
+        assert acquired(await asyncio.wait_for(waiting, 10)) == [(1, 1, 1)]
+        assert dict(h.store.entities("delayed_records")) == {}, "its row went with the acquisition that delivered it"
+
+    run(tmp_path, scenario)
