@@ -63,13 +63,6 @@ _DOCS = {
 }
 
 
-class _Active:
-    """The tracker of the broker this plugin serves, set while its background task runs."""
-
-    tracker: BacklogTracker | None = None
-    facade: BrokerFacade | None = None
-
-
 class FacadeReads:
     """`BacklogReads` over a plugin's `BrokerFacade`."""
 
@@ -111,80 +104,83 @@ class FacadeReads:
             yield BatchExtent(batch.base_offset, batch.record_count, batch.byte_size, batch.max_timestamp)
 
 
-@hookimpl
-def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
-    for key in TOPIC_KEYS:
-        doc, value_type = _DOCS[key]
-        validate = policy_value if key == POLICY_KEY else limit_value
-        register.add(ConfigKey(key, "topic", None, validate,
-                               doc + f" Unset: the broker's {broker_default_key(key)}.", value_type))
-        register.add(ConfigKey(broker_default_key(key), "broker", HOLD if key == POLICY_KEY else "-1", validate,
-                               f"The default of topic config {key}. " + doc, value_type))
+class BacklogQuotaPlugin:
+    """One broker's backlog quotas: the host registers one per broker (`plugin_for_host`), so two brokers in one
+    process keep apart; the tracker exists while the broker's background task runs."""
 
+    def __init__(self) -> None:
+        self.tracker: BacklogTracker | None = None
+        self._facade: BrokerFacade | None = None
 
-@hookimpl
-def logwright_register_projections(register: ProjectionRegister) -> None:
-    register.add(BACKLOG_EVICTIONS, (), EVICTION_STATE_TAGS)
+    @hookimpl
+    def logwright_register_config_keys(self, register: ConfigKeyRegister) -> None:
+        for key in TOPIC_KEYS:
+            doc, value_type = _DOCS[key]
+            validate = policy_value if key == POLICY_KEY else limit_value
+            register.add(ConfigKey(key, "topic", None, validate,
+                                   doc + f" Unset: the broker's {broker_default_key(key)}.", value_type))
+            register.add(ConfigKey(broker_default_key(key), "broker", HOLD if key == POLICY_KEY else "-1", validate,
+                                   f"The default of topic config {key}. " + doc, value_type))
 
+    @hookimpl
+    def logwright_register_projections(self, register: ProjectionRegister) -> None:
+        register.add(BACKLOG_EVICTIONS, (), EVICTION_STATE_TAGS)
 
-@hookimpl
-def logwright_register_background_tasks(register: BackgroundTaskRegister) -> None:
-    register.add(BackgroundTask("backlog_quota", run, "Follows the backlog of topics with a quota and evicts "
-                                "records past an age limit on the broker clock."))
+    @hookimpl
+    def logwright_register_background_tasks(self, register: BackgroundTaskRegister) -> None:
+        register.add(BackgroundTask("backlog_quota", self.run, "Follows the backlog of topics with a quota and "
+                                    "evicts records past an age limit on the broker clock."))
 
-
-@hookimpl(wrapper=True)
-def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission, Admission]:
-    admission = yield
-    tracker, facade = _Active.tracker, _Active.facade
-    if tracker is None or facade is None:
+    @hookimpl(wrapper=True)
+    def logwright_admit_append(self, request: AppendRequest) -> Generator[None, Admission, Admission]:
+        admission = yield
+        tracker, facade = self.tracker, self._facade
+        if tracker is None or facade is None:
+            return admission
+        for append in request.appends:
+            if admission.error_for(append.partition_id) is not None:
+                continue
+            verdict = tracker.admit(append.topic, append.partition_index, append.partition_id, append.record_count,
+                                    append.byte_size, append.topic_configs)
+            if isinstance(verdict, Admit):
+                if verdict.events:
+                    facade.stage(verdict.events)
+            elif isinstance(verdict, Hold):
+                admission = admission.refuse(append.partition_id, AppendHeld(verdict.message))
+            elif isinstance(verdict, Refuse):
+                admission = admission.refuse(append.partition_id, PolicyViolation(verdict.message))
         return admission
-    for append in request.appends:
-        if admission.error_for(append.partition_id) is not None:
-            continue
-        verdict = tracker.admit(append.topic, append.partition_index, append.partition_id, append.record_count,
-                                append.byte_size, append.topic_configs)
-        if isinstance(verdict, Admit):
-            if verdict.events:
-                facade.stage(verdict.events)
-        elif isinstance(verdict, Hold):
-            admission = admission.refuse(append.partition_id, AppendHeld(verdict.message))
-        elif isinstance(verdict, Refuse):
-            admission = admission.refuse(append.partition_id, PolicyViolation(verdict.message))
-    return admission
+
+    async def run(self, facade: BrokerFacade) -> None:
+        """Follow commits, and evict records past an age limit when the earliest one comes due."""
+        backlog = BacklogTracker(FacadeReads(facade))
+        changed = asyncio.Event()
+
+        def on_commit(events: Any) -> None:
+            if backlog.on_commit(events):
+                changed.set()
+
+        facade.add_commit_listener(on_commit)
+        self.tracker, self._facade = backlog, facade
+        try:
+            while True:
+                changed.clear()
+                due = backlog.next_age_deadline()
+                if due is not None and due <= facade.now_ms():
+                    evictions = backlog.age_evictions()
+                    if evictions:
+                        facade.stage(evictions)
+                        await facade.durable()
+                        continue
+                    due = None
+                await _wait(facade, changed, due)
+        finally:
+            self.tracker = self._facade = None
 
 
-def tracker() -> BacklogTracker | None:
-    """The running broker's tracker (InspectCursor and tests read backlogs through it)."""
-    return _Active.tracker
-
-
-async def run(facade: BrokerFacade) -> None:
-    """Follow commits, and evict records past an age limit when the earliest one comes due."""
-    backlog = BacklogTracker(FacadeReads(facade))
-    changed = asyncio.Event()
-
-    def on_commit(events: Any) -> None:
-        if backlog.on_commit(events):
-            changed.set()
-
-    facade.add_commit_listener(on_commit)
-    _Active.tracker, _Active.facade = backlog, facade
-    try:
-        while True:
-            changed.clear()
-            due = backlog.next_age_deadline()
-            if due is not None and due <= facade.now_ms():
-                evictions = backlog.age_evictions()
-                if evictions:
-                    facade.stage(evictions)
-                    await facade.durable()
-                    continue
-                due = None
-            await _wait(facade, changed, due)
-    finally:
-        if _Active.tracker is backlog:
-            _Active.tracker = _Active.facade = None
+def plugin_for_host() -> BacklogQuotaPlugin:
+    """What the plugin host registers for this built-in: a fresh object per broker."""
+    return BacklogQuotaPlugin()
 
 
 async def _wait(facade: BrokerFacade, changed: asyncio.Event, due: int | None) -> None:

@@ -69,7 +69,8 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission", "dead_letter",
                    "retry_letter", "pop", "backlog_quota", "delayed_delivery")
-"""Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin."""
+"""Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin; a module
+with ``plugin_for_host()`` has what that returns registered instead, a fresh object per host (per broker)."""
 DISABLED_KEY = "plugins.disabled"
 """Broker config: comma-separated names of plugins (built-in or installed) not to load."""
 EXTRA_KEY = "plugins.extra"
@@ -192,7 +193,8 @@ class PluginHost:
         for name in BUILTIN_PLUGINS:
             module_name = f"{__package__}.{name}"
             module = None if name in self._disabled else importlib.import_module(module_name)
-            self.register(module, name, PluginSource("builtin", module_name))
+            per_host = getattr(module, "plugin_for_host", None)  # state per broker: one object per host
+            self.register(per_host() if per_host is not None else module, name, PluginSource("builtin", module_name))
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Register every plugin installed under ``group`` (name = the entry point's name)."""
