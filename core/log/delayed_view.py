@@ -11,7 +11,6 @@ forgotten when the store reloads (the broker empties the plugins' memo then).
 from __future__ import annotations
 
 import heapq
-from bisect import insort
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -41,10 +40,11 @@ class _Row:
 @dataclass(slots=True)
 class _Partition:
     rows: dict[int, _Row] = field(default_factory=dict)
-    starts: list[tuple[int, int]] = field(default_factory=list)
-    """``(first offset, row id)`` sorted; ids no longer in ``rows`` are skipped and compacted away."""
     by_due: list[tuple[int, int]] = field(default_factory=list)
     """Heap of ``(latest due time, row id)``: the rows that may go once the clock passes it."""
+    held: tuple[int, RangeSet, int | None] | None = None
+    """``(computed at, offsets held then, first due time after that)``: the answer until that due time or a
+    change of rows, so repeated acquisitions of a busy partition cost a lookup, not a scan."""
 
     def add(self, row: int, entries: tuple[tuple[int, int], ...]) -> None:
         first, last, due = entries[0][0], entries[-1][0], max(at for _, at in entries)
@@ -56,24 +56,28 @@ class _Partition:
             first, due = known.first, known.due_max
         else:
             self.rows[row] = _Row(first, last, due, entries)
-        insort(self.starts, (first, row))
+        self._held_grows(entries)
         heapq.heappush(self.by_due, (due, row))
 
+    def _held_grows(self, entries: tuple[tuple[int, int], ...]) -> None:
+        """Add a new row to the cached answer (appends come in offset order: usually a cheap extension)."""
+        if self.held is None:
+            return
+        computed_at, offsets, due = self.held
+        pending = [entry for entry in entries if entry[1] > computed_at]
+        if not pending:
+            return
+        added = _offsets(sorted(pending))
+        last = offsets.last
+        merged = RangeSet(offsets.ranges + added.ranges) if last is None or added.ranges[0][0] > last + 1 \
+            else offsets.union(added)
+        first_due = min(at for _, at in pending)
+        self.held = (computed_at, merged, first_due if due is None else min(due, first_due))
+
     def remove(self, row: int) -> None:
-        self.rows.pop(row, None)
-        if len(self.starts) > 2 * len(self.rows) + 16:
-            self.starts = [(first, r) for first, r in self.starts if self.rows.get(r, _GONE).first == first]
-
-    def live_starts(self) -> Iterable[tuple[int, int]]:
-        seen: set[int] = set()
-        for first, row in self.starts:
-            known = self.rows.get(row)
-            if known is not None and known.first == first and row not in seen:
-                seen.add(row)
-                yield first, row
-
-
-_GONE = _Row(-2, -2, -2, ())
+        known = self.rows.pop(row, None)
+        if known is not None and self.held is not None and known.due_max > self.held[0]:
+            self.held = None  # it still held offsets in the cached answer
 
 
 class DelayedView:
@@ -161,28 +165,47 @@ class DelayedView:
 
     def held(self, partition_id: int, first: int, last: int, now_ms: int, detailed: bool = False
              ) -> tuple[RangeSet, int | None, tuple[HeldSpan, ...]]:
-        """Offsets in ``first..last`` not yet due at ``now_ms``, the earliest time one of them is due, and, if
-        ``detailed``, spans of one due time each (offset order). Costs the entries of the rows not yet due."""
+        """Offsets in ``first..last`` not yet due at ``now_ms``, the earliest time one of the partition's is due
+        (it wakes a coordinator, which asks again), and, if ``detailed``, spans of one due time each in
+        offset order. Scans the entries not yet due only when the rows changed or one came due since."""
         partition = self._partitions.get(partition_id)
         if partition is None or first > last:
             return RangeSet(), None, ()
-        entries: list[tuple[int, int]] = []
-        for row in partition.rows.values():
-            if row.due_max > now_ms and row.first <= last and row.last >= first:
-                entries.extend(entry for entry in row.entries if entry[1] > now_ms and first <= entry[0] <= last)
-        if not entries:
-            return RangeSet(), None, ()
-        entries.sort()
-        ranges: list[tuple[int, int]] = []
-        start = end = entries[0][0]
-        for offset, _ in entries:
-            if offset > end + 1:
-                ranges.append((start, end))
-                start = offset
-            end = offset
-        ranges.append((start, end))
-        next_due = min(at for _, at in entries)
-        return RangeSet(tuple(ranges)), next_due, _spans(entries) if detailed else ()
+        if detailed:
+            entries = _pending(partition, now_ms)
+            entries = [entry for entry in entries if first <= entry[0] <= last]
+            return _offsets(entries), min((at for _, at in entries), default=None), _spans(entries)
+        cached = partition.held
+        if cached is None or now_ms < cached[0] or (cached[2] is not None and now_ms >= cached[2]):
+            entries = _pending(partition, now_ms)
+            cached = partition.held = (now_ms, _offsets(entries), min((at for _, at in entries), default=None))
+        offsets = cached[1].within(first, last)
+        return offsets, cached[2] if offsets else None, ()
+
+
+def _pending(partition: _Partition, now_ms: int) -> list[tuple[int, int]]:
+    """The partition's entries not due at ``now_ms``, in offset order."""
+    entries: list[tuple[int, int]] = []
+    for row in partition.rows.values():
+        if row.due_max > now_ms:
+            entries.extend(entry for entry in row.entries if entry[1] > now_ms)
+    entries.sort()
+    return entries
+
+
+def _offsets(entries: list[tuple[int, int]]) -> RangeSet:
+    """The offsets of sorted entries as ranges."""
+    if not entries:
+        return RangeSet()
+    ranges: list[tuple[int, int]] = []
+    start = end = entries[0][0]
+    for offset, _ in entries:
+        if offset > end + 1:
+            ranges.append((start, end))
+            start = offset
+        end = offset
+    ranges.append((start, end))
+    return RangeSet(tuple(ranges))
 
 
 def _spans(entries: list[tuple[int, int]]) -> tuple[HeldSpan, ...]:

@@ -140,3 +140,17 @@ def test_a_legacy_row_is_viewed_and_dropped_like_the_others() -> None:
     view, rows = _view_of(DelayedRecordsIndexed(7, 0, ((3, 5000),)))
     assert view.drop_partition(7, rows) is None, "the deletion folds the legacy row itself"
     assert view.drop_below(7, 10, rows) is None, "and so does a truncation"
+
+
+def test_the_cached_answer_follows_new_rows_and_drops_and_the_clock() -> None:
+    view, rows = _view_of(*index_events(7, 0, ((3, 5000),)))
+    assert view.held(7, 0, 100, 0) == (RangeSet.of([3]), 5000, ())
+    view.note(index_events(7, 100, ((9, 2000), (10, 2000)))[0])  # after: extends the cached ranges
+    view.note(index_events(7, 100, ((1, 9000),))[0])  # below: merged into them
+    assert view.held(7, 0, 100, 100) == (RangeSet.from_ranges(((1, 1), (3, 3), (9, 10))), 2000, ())
+    assert view.held(7, 2, 100, 100) == (RangeSet.from_ranges(((3, 3), (9, 10))), 2000, ())
+    assert view.held(7, 0, 100, 2000) == (RangeSet.from_ranges(((1, 1), (3, 3))), 5000, ()), "9 and 10 came due"
+    view.note(DelayedRecordsDropped(7, (3,)))  # dropped before its time (a truncation): no longer held
+    assert view.held(7, 0, 100, 2000) == (RangeSet.of([1]), 9000, ())
+    assert view.held(7, 0, 100, 1000) == (RangeSet.from_ranges(((1, 1), (9, 10))), 2000, ()), "the clock went back"
+    assert view.held(7, 5, 8, 1000) == (RangeSet(), None, ())
