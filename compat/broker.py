@@ -15,7 +15,7 @@ import functools
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -127,6 +127,8 @@ class Broker:
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}
         self._data_arrived: asyncio.Event | None = None
+        self._partition_waiters: dict[int, set[asyncio.Future[None]]] = {}
+        """Long polls waiting for records on given partitions (`wait_for_data` with ``partition_ids``)."""
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
         self._failed_commits = 0
@@ -397,6 +399,9 @@ class Broker:
             if isinstance(event, RecordsAppended):
                 self._high_watermarks[event.partition_id] = event.base_offset + event.record_count
                 appended = True
+                for waiter in self._partition_waiters.pop(event.partition_id, ()):
+                    if not waiter.done():
+                        waiter.set_result(None)
             elif isinstance(event, TopicDeleted):
                 self._topic_names_by_id.pop(event.topic_id, None)
                 for partition_id in event.partition_ids:
@@ -407,19 +412,42 @@ class Broker:
             self._data_arrived.set()
             self._data_arrived = None
 
-    async def wait_for_data(self, timeout_s: float) -> None:
-        """Sleep until a commit appends records anywhere, or the timeout passes (Fetch long polls).
+    async def wait_for_data(self, timeout_s: float, partition_ids: Collection[int] | None = None) -> None:
+        """Sleep until a commit appends records anywhere, or to one of ``partition_ids`` when given, or the
+        timeout passes (Fetch long polls).
 
+        With ``partition_ids`` a long poll is not woken by appends it cannot use: with many consumers waiting
+        at the tail of quiet topics, waking all of them on every commit to a busy one made each re-read every
+        partition it asked for, per commit (Kafka's delayed fetches are likewise keyed by partition).
         ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` returns normally when the data
         arrives in the same loop turn as a cancellation, so a shutdown could lose its cancel here.
         """
         if timeout_s <= 0:
+            return
+        if partition_ids is not None:
+            await self._wait_for_partitions(timeout_s, partition_ids)
             return
         if self._data_arrived is None:
             self._data_arrived = asyncio.Event()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 await self._data_arrived.wait()
+
+    async def _wait_for_partitions(self, timeout_s: float, partition_ids: Collection[int]) -> None:
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for partition_id in partition_ids:
+            self._partition_waiters.setdefault(partition_id, set()).add(arrived)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout_s):
+                    await arrived
+        finally:
+            for partition_id in partition_ids:
+                waiters = self._partition_waiters.get(partition_id)
+                if waiters is not None:
+                    waiters.discard(arrived)
+                    if not waiters:
+                        del self._partition_waiters[partition_id]
 
     # -- waiting on the broker clock ----------------------------------------------------------
 

@@ -4,7 +4,7 @@ A partition answers from the batch holding the fetch offset (clients skip record
 Kafka's segment reads), up to the high watermark, which moves only when records are durable. The
 first batch is always returned whole even above ``max_bytes`` (KIP-74), so a large batch never
 stalls a consumer; ``max_bytes`` is capped by the broker's ``fetch.max.bytes``. Long polls wait for a
-commit that appends records, up to ``max_wait``. v13+ name
+commit that appends records to a partition they asked for, up to ``max_wait``. v13+ name
 topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
 
 Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
@@ -44,11 +44,11 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     while True:
-        topics, total_bytes, had_error = _read(broker, context.api_version, request)
+        topics, total_bytes, had_error, partition_ids = _read(broker, context.api_version, request)
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
-        await broker.wait_for_data(remaining)
+        await broker.wait_for_data(remaining, partition_ids)
     module = response_module("fetch", context.api_version)
     return make(
         module.FetchResponse,
@@ -82,12 +82,15 @@ def last_stable_offset(broker: Broker, partition_id: int) -> int:
     return state.last_stable_offset(high_watermark) if isinstance(state, PartitionTransactions) else high_watermark
 
 
-def _read(broker: Broker, version: int,
-          request: FetchRequest) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool]:
+def _read(broker: Broker, version: int, request: FetchRequest
+          ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int]]:
+    """The answer per topic, the bytes of records in it, whether a partition erred, and the partitions read
+    (those a long poll waits on)."""
     budget = min(max(int(request.max_bytes), 0), int(broker.broker_config("fetch.max.bytes")))
     read_committed = int(request.isolation_level) == 1
     total = 0
     had_error = False
+    partition_ids: list[int] = []
     topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
     for fetch_topic in request.topics:
         if _named_by_id(fetch_topic):
@@ -105,6 +108,7 @@ def _read(broker: Broker, version: int,
                 had_error = True
                 continue
             partition_id = state.partition_ids[index]
+            partition_ids.append(partition_id)
             high_watermark = broker.high_watermark(partition_id)
             stable = last_stable_offset(broker, partition_id)
             log_start = broker.partition(partition_id).log_start_offset
@@ -134,7 +138,7 @@ def _read(broker: Broker, version: int,
         else:
             name, topic_id = fetch_topic.topic, None
         topics.append((name, topic_id, answers))
-    return topics, total, had_error
+    return topics, total, had_error, partition_ids
 
 
 def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tuple[int, int]]:
