@@ -30,8 +30,8 @@ from logwright.core.cursors.redelivery_backoff import (
     parse_levels,
 )
 from logwright.core.errors import DomainError, InvalidConfig, UnsupportedFeature
-from logwright.core.events import Event
-from logwright.core.events.pop import PopCursorCreated, PopNacked
+from logwright.core.events import Event, TopicDeleted
+from logwright.core.events.pop import PopCursorCreated, PopCursorDeleted, PopNacked
 from logwright.core.log.catalog import TopicState
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import PROJECTION_NAME, PopEntry, PopPartition, pop_key, pop_partition
@@ -42,10 +42,12 @@ from logwright.core.pop.pop_commands import (
     PopLimits,
 )
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS, ReceiptHandle, UnknownReceiptHandle
+from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
 
 RETENTION_REASON = "record deleted by retention before it was acknowledged"
+TOPIC_DELETED_REASON = "topic deleted"
 COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
 DECODED_BATCHES = 64
@@ -87,6 +89,7 @@ class PopCoordinator:
         """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
+        broker.store.add_commit_listener(self._on_commit)
         if self.enabled():
             for key, state in broker.store.entities(PROJECTION_NAME).items():
                 table = pop_partition(state)
@@ -379,6 +382,22 @@ class PopCoordinator:
             self._deadlines[key] = deadline
             self.timer.schedule(deadline)
 
+    def _partition_exists(self, state: PopPartition) -> bool:
+        topic = self.broker.topic(state.topic)
+        return topic is not None and state.partition_id in topic.partition_ids
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        """A deleted topic's tables are due at once: the timer deletes them (never revives their records)."""
+        deleted = {pid for logged in events if isinstance(logged.event, TopicDeleted)
+                   for pid in logged.event.partition_ids}
+        if not deleted or not self.enabled():
+            return
+        now = self.broker.clock.now_ms()
+        for key, state in self.broker.store.entities(PROJECTION_NAME).items():
+            if isinstance(state, PopPartition) and state.partition_id in deleted:
+                self._deadlines[key] = now
+                self.timer.schedule(now)
+
     def next_deadline(self) -> int | None:
         return min(self._deadlines.values(), default=None)
 
@@ -392,6 +411,11 @@ class PopCoordinator:
             state = pop_partition(self.broker.store.state(PROJECTION_NAME, key))
             if state is None:
                 self._deadlines.pop(key, None)
+                continue
+            if not self._partition_exists(state):
+                gone: list[Event] = [PopCursorDeleted(state.group, state.partition_id, TOPIC_DELETED_REASON)]
+                self._stage(state, gone)
+                staged.extend(gone)
                 continue
             revived, exhausted = pop_commands.revive(state, now, self.max_reconsume_times(state.group))
             events: list[Event] = [revived] if revived is not None else []

@@ -67,6 +67,7 @@ from logwright.core.events.pop import (
     CheckpointCreated,
     InvisibleTimeChanged,
     PopCursorCreated,
+    PopCursorDeleted,
     PopDeadLettered,
     PopEvent,
     PopNacked,
@@ -179,5 +180,6 @@ __all__ = [
     "Revived",
     "PopNacked",
     "PopDeadLettered",
+    "PopCursorDeleted",
     "BacklogEvicted",
 ]

@@ -107,6 +107,15 @@ class PopDeadLettered(PopEvent):
     dead_letter_base_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class PopCursorDeleted(PopEvent):
+    """The group's table on the partition is gone with the partition (its topic was deleted): a topic
+    recreated under the same name has new partitions and starts afresh, never reviving the old records."""
+
+    TAG: ClassVar[int] = 97
+    reason: str
+
+
 POP_EVENT_TYPES: tuple[type[Event], ...] = (
     PopCursorCreated,
     CheckpointCreated,
@@ -115,4 +124,5 @@ POP_EVENT_TYPES: tuple[type[Event], ...] = (
     Revived,
     PopNacked,
     PopDeadLettered,
+    PopCursorDeleted,
 )

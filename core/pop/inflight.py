@@ -18,6 +18,7 @@ from logwright.core.events.pop import (
     CheckpointCreated,
     InvisibleTimeChanged,
     PopCursorCreated,
+    PopCursorDeleted,
     PopDeadLettered,
     PopEvent,
     PopNacked,
@@ -172,6 +173,11 @@ def _(event: PopDeadLettered, state: PopPartition | None) -> PopPartition | None
     if state is None:
         return None
     return _with(state, {offset: None for offset, _ in event.records})
+
+
+@_evolve.register
+def _(event: PopCursorDeleted, state: PopPartition | None) -> PopPartition | None:
+    return None
 
 
 def _keys(event: Event) -> tuple[str, ...]:

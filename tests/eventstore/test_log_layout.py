@@ -94,6 +94,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     95: ("PopNacked", "group partition_id consumer offset old_epoch epoch invisible_until_ms"),
     96: ("PopDeadLettered", "group partition_id records reason time_ms dead_letter_topic dead_letter_partition_id "
                             "dead_letter_base_offset"),
+    97: ("PopCursorDeleted", "group partition_id reason"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.

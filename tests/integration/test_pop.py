@@ -8,6 +8,9 @@ max reconsume times ignored on timeouts, a crash losing or reviving early what w
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -163,6 +166,41 @@ def test_a_batch_ack_settles_the_current_handles_and_names_each_refusal(clock_br
         assert isinstance((await client.ack_all([changed]))[0], UnknownReceiptHandle)
 
     run(scenario, clock_broker.bootstrap)
+
+
+def test_a_deleted_and_recreated_topic_never_revives_the_old_records(clock_broker: BrokerProcess) -> None:
+    """RocketMQ #8479: a recreated topic of the same name revived forever or the wrong messages."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 3)
+    admin = AdminClient({"bootstrap.servers": clock_broker.bootstrap})
+
+    async def scenario(client: Client) -> None:
+        old = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert len(old) == 3
+        admin.delete_topics([topic])[topic].result(30)
+        await client.advance_clock(1)  # the coordinator drops the deleted partition's table
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        produce(clock_broker.bootstrap, topic, 1, ["new0"])
+        with pytest.raises(UnknownReceiptHandle, match="does not exist"):
+            await client.ack(old[0])
+        await client.advance_clock(INVISIBLE_MS)
+        [fresh] = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert (fresh.offset, fresh.value, fresh.reconsume_times) == (0, b"new0", 0)
+        [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert [e["offset"] for e in partition["entries"]] == [0] and partition["next_offset"] == 1
+        await client.ack(fresh)
+
+    run(scenario, clock_broker.bootstrap)
+    check_consistent(clock_broker)
+    types = [event["type"] for event in logged_events(clock_broker) if event["type"].startswith(("Pop", "Revived"))]
+    assert types == ["PopCursorCreated", "PopCursorDeleted", "PopCursorCreated"]
+
+
+def logged_events(broker: BrokerProcess) -> list[dict[str, object]]:
+    """Every event of a stopped broker's log, as ``logwright events --json`` prints them."""
+    command = [sys.executable, "-m", "logwright", "events", "--data-dir", str(broker.data_dir), "--json"]
+    listed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
 
 
 def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:

@@ -10,6 +10,7 @@ from logwright.core.events.pop import (
     CheckpointCreated,
     InvisibleTimeChanged,
     PopCursorCreated,
+    PopCursorDeleted,
     PopNacked,
     Revived,
 )
@@ -151,3 +152,8 @@ def test_orderly_pop_waits_for_the_partition() -> None:
     assert pop_commands.orderly_blocked(given(popped((0,), 1)))
     assert not pop_commands.orderly_blocked(given(popped((0,), 1), Revived("g", 7, (0,), 60_000)))
     assert not pop_commands.orderly_blocked(given())
+
+
+def test_a_deleted_partitions_table_is_gone() -> None:
+    events: list[Event] = [PopCursorCreated("g", 7, "t", 0), popped((0,), 1), PopCursorDeleted("g", 7, "topic deleted")]
+    assert fold(POP_INFLIGHT, events) == {}
