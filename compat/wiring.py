@@ -18,6 +18,7 @@ from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.coordinators.consumer_coordinator import ConsumerCoordinator
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import GroupCoordinator
+from logwright.compat.coordinators.log_cleaner import LogCleaner
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
@@ -77,6 +78,7 @@ class Coordinators:
     share_groups: ShareCoordinator
     transactions: TransactionTimer
     pop: PopCoordinator
+    log_cleaner: LogCleaner
 
     @classmethod
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
@@ -84,11 +86,11 @@ class Coordinators:
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
-                   TransactionTimer(broker), PopCoordinator(broker))
+                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
-                self.pop.timer)
+                self.pop.timer, self.log_cleaner.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request."""
@@ -102,11 +104,13 @@ class Coordinators:
         self.transactions.tick()
         self.consumer_groups.tick()
         self.pop.tick()
+        self.log_cleaner.tick()
 
     def close(self) -> None:
         """Stop every timer for good (before the store closes)."""
         for timer in self.timers():
             timer.close()
+        self.log_cleaner.close()
 
 
 def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: BrokerSettings | None = None,

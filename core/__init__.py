@@ -6,6 +6,7 @@ from typing import Any
 
 from logwright.core.acls.acls import ACLS
 from logwright.core.clock import MANUAL_CLOCK
+from logwright.core.compaction.state import CLEANER_CHECKPOINTS
 from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS
 from logwright.core.cursors.cursor import CURSORS
 from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY
@@ -23,5 +24,5 @@ from logwright.core.transactions.transactions import TRANSACTIONS
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
     TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS, CONSUMER_GROUPS,
-    DEAD_LETTER_HISTORY,
+    DEAD_LETTER_HISTORY, CLEANER_CHECKPOINTS,
 )

@@ -21,6 +21,7 @@ from typing import Any
 import msgpack
 from logwright.core.acls.bindings import AclBinding
 from logwright.core.clock import ManualClockState
+from logwright.core.compaction.state import CleanerCheckpoint
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember
 from logwright.core.cursors.cursor import CursorState, Delivery, Redelivery
 from logwright.core.cursors.dead_letter_history import DeadLetteredSpan, DeadLetterHistory
@@ -189,6 +190,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1163: PartitionTransactions,
     1164: OpenTransaction,
     1165: AbortedTransaction,
+    1200: CleanerCheckpoint,
 }
 
 

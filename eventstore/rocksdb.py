@@ -26,6 +26,7 @@ from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import Clock
 from logwright.core.errors import CorruptState, StorageUnavailable, UnknownPartition
 from logwright.core.events import Event, LogTruncated, TopicDeleted
+from logwright.core.events.compaction import PartitionCompacted
 from logwright.core.log.partition_log import partition_key, truncate
 from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
@@ -351,6 +352,31 @@ class RocksEventStore:
             iterator.next()
         event = truncate(state, log_start_offset, removed_batches, removed_bytes, reason)
         return None if event is None else self.append([event])
+
+    def rewrite_batches(self, event: PartitionCompacted, rewritten: Sequence[StoredBatch],
+                        deleted: Sequence[int]) -> int:
+        """Stage a compaction slice: ``rewritten`` batches replace the stored ones at their base offsets and the
+        batches at ``deleted`` base offsets go, in the WriteBatch of ``event``; returns its sequence.
+
+        What was staged before is committed first (as `truncate` does), so a truncation or topic deletion staged
+        earlier in this turn cannot be undone by a rewritten batch put after its range delete; one staged later
+        deletes after the rewrite. The partition's cached tail is dropped: it may hold the old bytes.
+        """
+        self.commit()
+        records_cf = self._cf["records"]
+        for base_offset in deleted:
+            self._batch.delete(keys.record_key(event.partition_id, base_offset), records_cf)
+        for batch in rewritten:
+            self._staged_records.append((keys.record_key(batch.partition_id, batch.base_offset), batch.data))
+        self._pending_tail.append((event.partition_id, 0, 0, None))
+        return self.append([event])
+
+    def scan_batches(self, partition_id: int, start_offset: int, end_offset: int) -> Iterator[tuple[int, bytes]]:
+        """Committed (base offset, batch) with base offsets in ``start_offset..end_offset - 1``, read lazily from
+        RocksDB (not the tail cache): for a whole-log pass such as compaction."""
+        iterator = self._bounded_iterator("records", keys.record_key(partition_id, max(end_offset, 0)))
+        iterator.seek(keys.record_key(partition_id, max(start_offset, 0)))
+        yield from _stored_batches(iterator)
 
     def _delete_physically(self, event: Event) -> None:
         """Retention and topic deletion remove stored batches in the same WriteBatch as their event."""

@@ -29,6 +29,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.compacted_batch import keyless_record
 from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -39,6 +40,7 @@ from logwright.compat.wire.record_batch import (
     with_base_offset,
     with_log_append_time,
 )
+from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.errors import DomainError, StorageUnavailable
 from logwright.core.events import Event, RecordsAppended
@@ -46,6 +48,7 @@ from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
 from logwright.core.log.partition_log import append_batch
 from logwright.core.log.producers import Duplicate, ProducerState, check_sequence, producer_key
+from logwright.core.log.record_keys import UnreadableRecords
 from logwright.core.transactions.transactions import check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
@@ -217,7 +220,23 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         problem = _validate(data, header, max_message_bytes)
         if problem is not None:
             return problem
+    if is_compacted(broker.topic_config(topic, "cleanup.policy")):
+        refused = _refuse_keyless(batches, f"{topic.name}-{index}")
+        if refused is not None:
+            return refused
     return Prepared(topic, index, partition_id, batches, log_append_time)
+
+
+def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: str) -> PartitionResult | None:
+    """Kafka's LogValidator on a compacted topic: a record without a key refuses the partition's batches."""
+    for data, _ in batches:
+        try:
+            if keyless_record(data) is not None:
+                return PartitionResult(ErrorCode.INVALID_RECORD, error_message=(
+                    f"Compacted topic cannot accept message without key in topic partition {where}."))
+        except UnreadableRecords as error:
+            return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
+    return None
 
 
 def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:

@@ -87,10 +87,15 @@ def _sized(data: bytes | None) -> bytes:
     return b"\x01" if data is None else varint(len(data)) + data
 
 
-def encode_records(records: Sequence[Record], base_timestamp: int) -> bytes:
-    """``records`` numbered 0, 1, ... from the batch's base offset, timestamps relative to ``base_timestamp``."""
+def encode_records(records: Sequence[Record], base_timestamp: int, base_offset: int | None = None) -> bytes:
+    """``records`` numbered 0, 1, ... from the batch's base offset, timestamps relative to ``base_timestamp``.
+
+    With ``base_offset``, each record keeps its own offset instead (as ``offset - base_offset``): a compacted
+    batch leaves gaps where records were removed.
+    """
     parts = []
-    for offset_delta, record in enumerate(records):
+    for index, record in enumerate(records):
+        offset_delta = index if base_offset is None else record.offset - base_offset
         body = b"".join((
             b"\x00", varint(record.timestamp - base_timestamp), varint(offset_delta), _sized(record.key),
             _sized(record.value), varint(len(record.headers)),

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
 from logwright.core.errors import InvalidConfig
 
 Validator = Callable[[str], str | None]
@@ -182,8 +183,9 @@ class ConfigRegistry:
 
 
 _TOPIC_KEYS = (
-    ConfigKey("cleanup.policy", "topic", "delete", one_of("delete", "compact", "compact,delete", "delete,compact"),
-              "Retention policy; compaction is accepted but logs are only deleted by time and size.", "LIST"),
+    ConfigKey("cleanup.policy", "topic", "delete", cleanup_policy,
+              "compact keeps the latest record per key (the log cleaner, docs/compaction.md) and refuses records "
+              "without a key; delete is accepted, logs are truncated by DeleteRecords only.", "LIST"),
     ConfigKey("retention.ms", "topic", "604800000", long_at_least(-1),
               "How long batches are kept; -1 keeps them forever.", "LONG"),
     ConfigKey("retention.bytes", "topic", "-1", long_at_least(-1),
@@ -199,17 +201,27 @@ _TOPIC_KEYS = (
     ConfigKey("logwright.delayed.delivery.compressed.enable", "topic", "false", boolean,
               "Decompress compressed batches at produce to find delivery-delay headers (uncompressed batches "
               "are always searched); off, a delay header in a compressed batch is ignored.", "BOOLEAN"),
-    ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(14),
-              "Accepted for compatibility; RocksDB has no segments.", "INT"),
+    ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(1048576),
+              "Size at which a compacted partition's modelled segment rolls; only closed segments are compacted "
+              "(RocksDB has no segment files).", "INT"),
     ConfigKey("segment.ms", "topic", "604800000", long_at_least(1),
-              "Accepted for compatibility; RocksDB has no segments.", "LONG"),
+              "Record-time span after which a compacted partition's modelled segment rolls at the next append; "
+              "only closed segments are compacted.", "LONG"),
     ConfigKey("min.insync.replicas", "topic", "1", long_at_least(1),
               "Accepted for compatibility; there is one replica.", "INT"),
     ConfigKey("unclean.leader.election.enable", "topic", "false", boolean,
               "Accepted for compatibility; there is one replica.", "BOOLEAN"),
-    ConfigKey("min.cleanable.dirty.ratio", "topic", "0.5", ratio, "Accepted for compatibility.", "DOUBLE"),
-    ConfigKey("delete.retention.ms", "topic", "86400000", long_at_least(0), "Accepted for compatibility.",
-              "LONG"),
+    ConfigKey("min.cleanable.dirty.ratio", "topic", "0.5", ratio,
+              "A compacted partition is cleaned when its dirty bytes are above this share of its cleanable log.",
+              "DOUBLE"),
+    ConfigKey("delete.retention.ms", "topic", "86400000", long_at_least(0),
+              "How long a tombstone (and a transaction marker) stays once a compaction pass first kept it.", "LONG"),
+    ConfigKey("min.compaction.lag.ms", "topic", "0", long_at_least(0),
+              "Records stay uncompacted at least this long after their timestamp.", "LONG",
+              consistent=compaction_lags_agree),
+    ConfigKey("max.compaction.lag.ms", "topic", "9223372036854775807", long_at_least(1),
+              "A dirty closed segment whose first batch is older than this is compacted whatever the dirty ratio; "
+              "segments of compacted topics roll after it too.", "LONG", consistent=compaction_lags_agree),
     ConfigKey("message.timestamp.before.max.ms", "topic", "9223372036854775807", long_at_least(0),
               "Accepted for compatibility.", "LONG"),
     ConfigKey("message.timestamp.after.max.ms", "topic", "3600000", long_at_least(0),
@@ -254,6 +266,9 @@ _BROKER_KEYS = (
     ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
               "Bytes all connections together may hold for request frames not yet fully read; past it, the "
               "connection holding the largest partial frame is closed.", "LONG", read_only=True),
+    ConfigKey("log.cleaner.dedupe.buffer.size", "broker", "134217728", long_at_least(1 << 20),
+              "Memory for the log cleaner's key map of one pass (about 136 bytes per distinct key); a dirty range "
+              "with more keys is compacted over several passes.", "LONG", read_only=True),
     ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
               "Accepted for compatibility.", "INT"),
     ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),

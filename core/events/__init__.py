@@ -12,6 +12,7 @@ from logwright.core.events.acls import ACL_EVENT_TYPES, AclsCreated, AclsDeleted
 from logwright.core.events.backlog import BACKLOG_EVENT_TYPES, BacklogEvicted
 from logwright.core.events.base import PLUGIN_EVENT_TAGS, ConfigChanges, ConfigEntries, Event
 from logwright.core.events.clock import CLOCK_EVENT_TYPES, ManualClockSet
+from logwright.core.events.compaction import COMPACTION_EVENT_TYPES, PartitionCompacted
 from logwright.core.events.consumer_groups import (
     CONSUMER_GROUP_EVENT_TYPES,
     ConsumerGroupEpochBumped,
@@ -108,6 +109,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *ACL_EVENT_TYPES,
     *POP_EVENT_TYPES,
     *BACKLOG_EVENT_TYPES,
+    *COMPACTION_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
 
@@ -182,4 +184,5 @@ __all__ = [
     "PopDeadLettered",
     "PopCursorDeleted",
     "BacklogEvicted",
+    "PartitionCompacted",
 ]

@@ -154,6 +154,7 @@ def create_topic(
     if not 1 <= partitions <= MAX_PARTITIONS_PER_TOPIC:
         raise InvalidPartitions(f"a topic needs 1 to {MAX_PARTITIONS_PER_TOPIC} partitions, not {partitions}")
     registry.validate("topic", configs)
+    registry.check_together("topic", dict(configs), (name for name, _ in configs))
     first = (counter or PartitionIdCounter()).next_partition_id
     return TopicCreated(topic, topic_id, tuple(range(first, first + partitions)), tuple(sorted(configs)))
 

@@ -11,6 +11,7 @@ from functools import singledispatch
 
 from logwright.core.errors import OffsetOutOfRange
 from logwright.core.events import Event, LogTruncated, PartitionsCreated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.events.compaction import PartitionCompacted
 from logwright.core.projection import Projection
 
 
@@ -33,7 +34,7 @@ def partition_key(partition_id: int) -> str:
 
 
 def _keys(event: Event) -> tuple[str, ...]:
-    if isinstance(event, RecordsAppended | LogTruncated):
+    if isinstance(event, RecordsAppended | LogTruncated | PartitionCompacted):
         return (partition_key(event.partition_id),)
     if isinstance(event, TopicCreated | PartitionsCreated | TopicDeleted):
         return tuple(partition_key(pid) for pid in event.partition_ids)
@@ -80,9 +81,18 @@ def _(event: LogTruncated, state: PartitionState | None, key: str) -> PartitionS
     )
 
 
+@_evolve.register
+def _(event: PartitionCompacted, state: PartitionState | None, key: str) -> PartitionState | None:
+    """Compaction keeps every offset; only the size and the number of stored batches shrink."""
+    current = state or PartitionState(event.partition_id)
+    return replace(current, byte_size=current.byte_size - event.bytes_removed,
+                   batch_count=current.batch_count - event.batches_removed)
+
+
 PARTITIONS: Projection[PartitionState] = Projection(
     name="partitions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
-    handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted})
+    handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted,
+                       PartitionCompacted}),
 )
 
 

@@ -96,6 +96,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
                             "dead_letter_base_offset"),
     97: ("PopCursorDeleted", "group partition_id reason"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
+    120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
+                                "cleaned_to next_delete_horizon_ms"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""

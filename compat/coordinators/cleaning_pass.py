@@ -1,0 +1,184 @@
+"""One compaction pass over one partition, as slices of bounded work: Kafka's `Cleaner.doClean`.
+
+First the key map of the dirty range is built (the latest offset per key, aborted transactions left out);
+then every batch from the log start to the pass's end is judged by `core.compaction.retention` and rewritten
+or deleted. Each slice reads at most `SLICE_BYTES` of stored batches; a rewriting slice is one WriteBatch
+holding its batches and its `PartitionCompacted` (`RocksEventStore.rewrite_batches`), so a crash keeps a slice
+whole or not at all, and between slices the event loop serves produce and fetch. A crash mid-pass leaves some
+slices compacted and the checkpoint where it was: the next pass does the rest again, which changes nothing
+already compacted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from logwright.compat.wire.compacted_batch import delete_horizon_ms, rebuild
+from logwright.compat.wire.compression import decompress
+from logwright.compat.wire.record_batch import RecordBatchError, decode_records, parse_header
+from logwright.core.compaction.cleanable import CleaningChoice
+from logwright.core.compaction.offset_map import OffsetMap
+from logwright.core.compaction.retention import BatchFacts, Outcome, TransactionTracker, Verdict, judge
+from logwright.core.compaction.settings import CompactionSettings
+from logwright.core.events.compaction import PartitionCompacted
+from logwright.core.log.partition_log import PartitionState, partition_key
+from logwright.core.log.record_keys import UnreadableRecords, keyed_records
+from logwright.core.transactions.partition_transactions import PartitionTransactions
+from logwright.eventstore.interface import StoredBatch
+from logwright.eventstore.rocksdb import RocksEventStore
+
+log = logging.getLogger(__name__)
+
+SLICE_BYTES = 1 << 20
+"""Stored bytes one slice reads (and at most rewrites) before the event loop gets control back."""
+
+
+@dataclass(slots=True)
+class PassReport:
+    """What a finished pass did, for the log line and tests."""
+
+    partition_id: int
+    first_dirty_offset: int
+    cleaned_to: int = -1
+    records_removed: int = 0
+    batches_removed: int = 0
+    bytes_removed: int = 0
+    slices: int = 0
+    seconds: float = 0.0
+    keys: int = 0
+    completed: bool = False
+
+
+@dataclass(slots=True)
+class _Rewrite:
+    """A slice's staged changes before they become one WriteBatch."""
+
+    rewritten: list[StoredBatch] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    records_removed: int = 0
+    bytes_removed: int = 0
+
+
+def _facts(data: bytes) -> BatchFacts:
+    header = parse_header(data)
+    return BatchFacts(header.base_offset, header.last_offset, header.producer_id, header.is_transactional,
+                      header.is_control, delete_horizon_ms(header), keyed_records(data, decompress))
+
+
+def _partition(store: RocksEventStore, partition_id: int) -> PartitionState | None:
+    state = store.state("partitions", partition_key(partition_id))
+    return state if isinstance(state, PartitionState) else None
+
+
+def _aborted(store: RocksEventStore, partition_id: int) -> tuple[tuple[int, int, int], ...]:
+    state = store.state("partition_transactions", str(partition_id))
+    if not isinstance(state, PartitionTransactions):
+        return ()
+    return tuple((entry.producer_id, entry.first_offset, entry.last_offset) for entry in state.aborted)
+
+
+def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, settings: CompactionSettings,
+             map_capacity: int, now_ms: int, report: PassReport) -> Iterator[None]:
+    """Clean ``partition_id`` over ``choice``; yields between slices, fills ``report`` as it goes."""
+    started = time.perf_counter()
+    transactions = TransactionTracker(_aborted(store, partition_id))
+    offsets = OffsetMap(map_capacity)
+    end = choice.first_uncleanable_offset
+    read = 0
+    for base_offset, data in store.scan_batches(partition_id, choice.first_dirty_offset, end):
+        facts = _readable(partition_id, data)
+        if facts is not None and not facts.is_control and not (
+                facts.is_transactional and transactions.is_aborted(facts.producer_id, facts.base_offset)):
+            keyed = [record for record in facts.records if record.key is not None]
+            if not offsets.fits(len(keyed)):
+                end = base_offset
+                break
+            for record in keyed:
+                offsets.put(record.key, record.offset)  # type: ignore[arg-type]
+        read += len(data)
+        if read >= SLICE_BYTES:
+            read = 0
+            yield
+            state = _partition(store, partition_id)
+            if state is None:
+                return
+    report.keys = len(offsets)
+    yield from _rewrite(store, partition_id, end, offsets, transactions, settings, now_ms, report)
+    report.seconds = time.perf_counter() - started
+
+
+def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: OffsetMap,
+             transactions: TransactionTracker, settings: CompactionSettings, now_ms: int,
+             report: PassReport) -> Iterator[None]:
+    next_horizon = -1
+    state = _partition(store, partition_id)
+    position = state.log_start_offset if state is not None else end
+    while state is not None:
+        slice_ = _Rewrite()
+        slice_start, read, last = max(position, state.log_start_offset), 0, None
+        for base_offset, data in store.scan_batches(partition_id, slice_start, end):
+            facts = _readable(partition_id, data)
+            last = facts.last_offset if facts is not None else parse_header(data).last_offset
+            if facts is not None:
+                verdict = judge(facts, offsets, transactions, now_ms, settings.delete_retention_ms)
+                _apply(slice_, partition_id, base_offset, data, verdict)
+                horizon = verdict.delete_horizon_ms
+                if verdict.outcome is not Outcome.DELETE and horizon is not None and horizon > now_ms:
+                    next_horizon = horizon if next_horizon < 0 else min(next_horizon, horizon)
+            read += len(data)
+            if read >= SLICE_BYTES:
+                break
+        slice_end = end if last is None or read < SLICE_BYTES else min(last + 1, end)
+        finished = slice_end >= end
+        if slice_.rewritten or slice_.deleted or finished:
+            event = PartitionCompacted(partition_id, slice_start, slice_end, slice_.records_removed,
+                                       len(slice_.deleted), slice_.bytes_removed, end if finished else -1,
+                                       next_horizon if finished else -1)
+            store.rewrite_batches(event, slice_.rewritten, slice_.deleted)
+            report.records_removed += slice_.records_removed
+            report.batches_removed += len(slice_.deleted)
+            report.bytes_removed += slice_.bytes_removed
+        report.slices += 1
+        if finished:
+            report.cleaned_to = end
+            report.completed = True
+            return
+        position = slice_end
+        yield
+        state = _partition(store, partition_id)
+
+
+def _readable(partition_id: int, data: bytes) -> BatchFacts | None:
+    """The batch's facts, or ``None`` (kept untouched, with a warning) when its records do not parse."""
+    try:
+        return _facts(data)
+    except (UnreadableRecords, RecordBatchError) as error:
+        log.warning("the cleaner keeps an unreadable batch of partition id %d as it is: %s", partition_id, error)
+        return None
+
+
+def _apply(slice_: _Rewrite, partition_id: int, base_offset: int, data: bytes, verdict: Verdict) -> None:
+    if verdict.outcome is Outcome.DELETE:
+        slice_.deleted.append(base_offset)
+        slice_.records_removed += verdict.removed_records
+        slice_.bytes_removed += len(data)
+    elif verdict.outcome is Outcome.REWRITE:
+        kept_offsets = set(verdict.kept)
+        try:
+            kept = [record for record in decode_records(data) if record.offset in kept_offsets]
+        except RecordBatchError as error:
+            log.warning("the cleaner keeps batch %d of partition id %d as it is: %s", base_offset, partition_id, error)
+            return
+        rebuilt = rebuild(data, kept, verdict.delete_horizon_ms)
+        slice_.rewritten.append(StoredBatch(partition_id, base_offset, rebuilt))
+        slice_.records_removed += verdict.removed_records
+        slice_.bytes_removed += len(data) - len(rebuilt)
+
+
+def describe(report: PassReport) -> str:
+    return (f"partition id {report.partition_id} compacted from {report.first_dirty_offset} to {report.cleaned_to}: "
+            f"{report.records_removed} records, {report.batches_removed} batches and {report.bytes_removed} bytes "
+            f"removed, {report.keys} keys, {report.slices} slices, {report.seconds * 1000:.1f} ms")

@@ -1,0 +1,88 @@
+"""Helpers of the compacted-topic scenarios: create a compacted topic, produce keyed records at chosen record
+times, close the head segment, and read a partition back from offset 0 with its offsets."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TIMEOUT_S = 30
+Entry = tuple[int, bytes | None, bytes | None]
+"""(offset, key, value) of one record read back."""
+
+
+def create_compacted(bootstrap: str, configs: Mapping[str, str] | None = None, partitions: int = 1) -> str:
+    topic = f"compacted-{uuid.uuid4().hex[:8]}"
+    settings = {"cleanup.policy": "compact", "segment.ms": "100", **(configs or {})}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=settings)])[topic].result(TIMEOUT_S)
+    return topic
+
+
+def produce(bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes | None]],
+            timestamp_ms: int | None = None, step_ms: int = 0, **config: object) -> list[KafkaError | None]:
+    """Each (key, value) in order to partition 0; record times from ``timestamp_ms`` on, ``step_ms`` apart."""
+    outcomes: list[KafkaError | None] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "retries": 0, **config})
+    for index, (key, value) in enumerate(records):
+        extra = {} if timestamp_ms is None else {"timestamp": timestamp_ms + index * step_ms}
+        producer.produce(topic, value=value, key=key, partition=0,
+                         on_delivery=lambda error, _: outcomes.append(error), **extra)
+        producer.poll(0)
+    assert producer.flush(TIMEOUT_S) == 0
+    return outcomes
+
+
+def close_head(bootstrap: str, topic: str, timestamp_ms: int) -> None:
+    """Append a record far later than the rest: it rolls a new active segment, so everything before it is in
+    closed segments, which is all Kafka's cleaner compacts."""
+    assert produce(bootstrap, topic, [(b"head", b"roll")], timestamp_ms) == [None]
+
+
+def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[Entry]:
+    """Every record of partition 0 from offset 0 up to the high watermark, with offsets, keys and values."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "isolation.level": isolation,
+                         "enable.partition.eof": True})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT_S)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        entries: list[Entry] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    break
+                raise AssertionError(str(error))
+            entries.append((message.offset(), message.key(), message.value()))
+        assert high >= low
+        return entries
+    finally:
+        consumer.close()
+
+
+def eventually(read: Callable[[], list[Entry]], done: Callable[[list[Entry]], bool], timeout_s: float) -> list[Entry]:
+    """``read()`` again until ``done`` holds of what it returns (Kafka's cleaner wakes every 15 s)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        entries = read()
+        if done(entries) or time.monotonic() > deadline:
+            return entries
+        time.sleep(1.0)
+
+
+def latest_per_key(records: Sequence[tuple[bytes | None, bytes | None]]
+                   ) -> dict[bytes | None, tuple[int, bytes | None]]:
+    """What compaction keeps of ``records`` produced from offset 0: each key's last (offset, value)."""
+    latest: dict[bytes | None, tuple[int, bytes | None]] = {}
+    for offset, (key, value) in enumerate(records):
+        latest[key] = (offset, value)
+    return latest

@@ -1,0 +1,135 @@
+"""Compacted topics on a logwright process of the test's own: the changelog of a table, tombstones on the manual
+clock, ``min.compaction.lag.ms``, restarts, SIGKILLs in the middle of a pass, and ``logwright check`` after it.
+
+Record times are set by the producers from the broker's (manual) clock, since Kafka judges segments and lags by
+record timestamps; LogwrightAdvanceClock answers once every pass that came due has run and is durable.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+
+from .broker_process import BrokerProcess
+from .compacted_topics import (
+    Entry,
+    close_head,
+    create_compacted,
+    eventually,
+    latest_per_key,
+    produce,
+    read_partition,
+)
+from .test_share_groups import advance_clock, check_consistent
+
+pytestmark = pytest.mark.logwright_only(reason="a private broker on a manual clock, restarts and logwright check")
+
+KEYS = 10
+UPDATES = 1000
+
+
+def changelog(keys: int, updates: int, value_bytes: int = 0) -> list[tuple[bytes | None, bytes | None]]:
+    """A table's changelog: ``updates`` rounds over ``keys`` keys, each value naming its round."""
+    padding = b"." * value_bytes
+    return [(f"word-{index % keys}".encode(), b"%d" % (index // keys) + padding) for index in range(keys * updates)]
+
+
+def expected_entries(records: list[tuple[bytes | None, bytes | None]], head_offset: int) -> list[Entry]:
+    latest = latest_per_key(records)
+    return sorted([(offset, key, value) for key, (offset, value) in latest.items()] + [(head_offset, b"head", b"roll")])
+
+
+def kafka_python_read(bootstrap: str, topic: str, count: int) -> list[Entry]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000)
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        found: list[Entry] = []
+        for message in consumer:
+            found.append((message.offset, message.key, message.value))
+            if len(found) == count:
+                break
+        return found
+    finally:
+        consumer.close()
+
+
+def test_a_table_changelog_compacts_to_the_latest_value_per_key_and_stays_so(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = create_compacted(bootstrap)
+    now = advance_clock(bootstrap, 0)
+    records = changelog(KEYS, UPDATES)
+    assert set(produce(bootstrap, topic, records, now, step_ms=1)) == {None}
+    close_head(bootstrap, topic, now + len(records) + 10_000)
+    advance_clock(bootstrap, 0)
+    expected = expected_entries(records, len(records))
+    assert [offset for offset, _, _ in expected] == [*range(len(records) - KEYS, len(records) + 1)]
+    assert read_partition(bootstrap, topic) == expected, "a worker recovers its table from 11 of 10,001 records"
+    assert kafka_python_read(bootstrap, topic, len(expected)) == expected
+    assert clock_broker.stop() == 0, clock_broker.log_tail()
+    clock_broker.start()
+    assert read_partition(bootstrap, topic) == expected
+    check_consistent(clock_broker)
+
+
+def test_a_tombstone_stays_for_delete_retention_ms_then_goes(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = create_compacted(bootstrap, {"delete.retention.ms": "60000"})
+    now = advance_clock(bootstrap, 0)
+    assert produce(bootstrap, topic, [(b"a", b"1"), (b"b", b"2"), (b"a", None)], now) == [None] * 3
+    close_head(bootstrap, topic, now + 10_000)
+    advance_clock(bootstrap, 0)
+    kept = [(1, b"b", b"2"), (2, b"a", None), (3, b"head", b"roll")]
+    assert read_partition(bootstrap, topic) == kept
+    advance_clock(bootstrap, 59_999)
+    assert read_partition(bootstrap, topic) == kept
+    advance_clock(bootstrap, 1)
+    assert read_partition(bootstrap, topic) == [(1, b"b", b"2"), (3, b"head", b"roll")]
+    assert clock_broker.stop() == 0, clock_broker.log_tail()
+    clock_broker.start()
+    assert read_partition(bootstrap, topic) == [(1, b"b", b"2"), (3, b"head", b"roll")]
+    check_consistent(clock_broker)
+
+
+def test_min_compaction_lag_keeps_new_records_until_they_are_old_enough(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = create_compacted(bootstrap, {"min.compaction.lag.ms": "60000"})
+    now = advance_clock(bootstrap, 0)
+    records = changelog(2, 5)
+    assert set(produce(bootstrap, topic, records, now)) == {None}
+    close_head(bootstrap, topic, now + 1000)
+    advance_clock(bootstrap, 59_999)
+    assert len(read_partition(bootstrap, topic)) == len(records) + 1
+    advance_clock(bootstrap, 1)
+    assert read_partition(bootstrap, topic) == expected_entries(records, len(records))
+    check_consistent(clock_broker)
+
+
+def test_a_sigkill_in_the_middle_of_a_pass_loses_nothing(broker: BrokerProcess) -> None:
+    """Multi-slice passes (about 4 MiB per pass) on the system clock, the broker killed 0-0.4 s into each."""
+    topic = create_compacted(broker.bootstrap)
+    records: list[tuple[bytes | None, bytes | None]] = []
+    rounds = 3
+    generator = random.Random(16)
+    for round_index in range(rounds):
+        written = changelog(20, 500, value_bytes=400)
+        now = int(time.time() * 1000)
+        assert set(produce(broker.bootstrap, topic, written, now)) == {None}
+        records += written
+        close_head(broker.bootstrap, topic, now + 10_000)
+        records.append((b"head", b"roll"))
+        timer = threading.Timer(generator.uniform(0.0, 0.4), broker.kill)
+        timer.start()
+        timer.join()
+        broker.start()
+        latest = {key: value for key, value in records}
+        found = {key: value for _, key, value in read_partition(broker.bootstrap, topic)}
+        assert found == latest, f"round {round_index}: a key lost its latest value"
+    expected = expected_entries(records[:-1], len(records) - 1)  # the last head is in the active segment
+    entries = eventually(lambda: read_partition(broker.bootstrap, topic), lambda found: found == expected, 30)
+    assert entries == expected
+    check_consistent(broker)

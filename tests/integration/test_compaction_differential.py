@@ -1,0 +1,117 @@
+"""Compacted topics as a Kafka client sees them, checked on Apache Kafka 4.4 too (``--against kafka``).
+
+What DescribeConfigs says of the compaction configs and which values it refuses, that a record without a key
+is refused, and what a consumer reads from offset 0 once the cleaner ran: each key's latest record at its own
+offset (gaps elsewhere), tombstones kept within ``delete.retention.ms``, no record of an aborted transaction.
+Kafka compacts only closed segments, so each scenario rolls one with a record far later than the rest, and
+waits for Kafka's cleaner (it looks every ``log.cleaner.backoff.ms``, 15 s); logwright's cleaner is woken by
+the roll itself.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from .compacted_topics import (
+    TIMEOUT_S,
+    close_head,
+    create_compacted,
+    eventually,
+    latest_per_key,
+    produce,
+    read_partition,
+)
+
+pytestmark = pytest.mark.differential
+
+CLEANER_WAIT_S = 90
+INVALID_CONFIG = 40
+
+
+def test_describe_configs_gives_kafkas_compaction_defaults(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"compaction-defaults-{int(time.time() * 1000)}"
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(TIMEOUT_S)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    values = {name: (described[name].value, described[name].is_default) for name in (
+        "cleanup.policy", "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
+        "delete.retention.ms", "segment.ms", "segment.bytes")}
+    assert values == {
+        "cleanup.policy": ("compact", False), "min.compaction.lag.ms": ("0", True),
+        "max.compaction.lag.ms": ("9223372036854775807", True), "min.cleanable.dirty.ratio": ("0.5", True),
+        "delete.retention.ms": ("86400000", True), "segment.ms": ("604800000", True),
+        "segment.bytes": ("1073741824", True),
+    }
+
+
+@pytest.mark.parametrize("configs", [
+    {"cleanup.policy": "compacted"},
+    {"cleanup.policy": "compact,none"},
+    {"min.compaction.lag.ms": "-1"},
+    {"max.compaction.lag.ms": "0"},
+    {"min.cleanable.dirty.ratio": "1.5"},
+    {"segment.bytes": "1048575"},
+    {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+], ids=lambda configs: ",".join(f"{key}={value}" for key, value in configs.items()))
+def test_invalid_compaction_configs_are_refused(bootstrap: str, configs: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"compaction-invalid-{int(time.time() * 1000)}"
+    with pytest.raises(KafkaException) as refused:
+        admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact", **configs})]
+                            )[topic].result(TIMEOUT_S)
+    assert refused.value.args[0].code() == INVALID_CONFIG
+
+
+def test_a_record_without_a_key_is_refused_on_a_compacted_topic(bootstrap: str) -> None:
+    topic = create_compacted(bootstrap)
+    assert produce(bootstrap, topic, [(None, b"no key")])[0].code() == KafkaError.INVALID_RECORD  # type: ignore[union-attr]
+    assert produce(bootstrap, topic, [(b"k", b"keyed")]) == [None]
+    assert [(key, value) for _, key, value in read_partition(bootstrap, topic)] == [(b"k", b"keyed")]
+
+
+def test_a_consumer_reads_each_keys_latest_record_at_its_own_offset(bootstrap: str) -> None:
+    topic = create_compacted(bootstrap)
+    now = int(time.time() * 1000)
+    records: list[tuple[bytes | None, bytes | None]] = [
+        (f"key-{index % 5}".encode(), f"value-{index}".encode()) for index in range(100)]
+    records.append((b"key-4", None))
+    assert set(produce(bootstrap, topic, records, now, step_ms=1)) == {None}
+    close_head(bootstrap, topic, now + 10_000)
+    latest = latest_per_key(records)
+    expected = sorted([(offset, key, value) for key, (offset, value) in latest.items()] + [(101, b"head", b"roll")])
+    entries = eventually(lambda: read_partition(bootstrap, topic), lambda found: len(found) == len(expected),
+                         CLEANER_WAIT_S)
+    assert entries == expected
+    assert (100, b"key-4", None) in entries, "a tombstone stays for delete.retention.ms (a day by default)"
+
+
+def test_no_record_of_an_aborted_transaction_is_left_after_compaction(bootstrap: str) -> None:
+    topic = create_compacted(bootstrap)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx"})
+    producer.init_transactions(TIMEOUT_S)
+    now = int(time.time() * 1000)
+    for values, commit in (([(b"a", b"a1"), (b"b", b"b1")], True), ([(b"a", b"a2"), (b"c", b"c2")], False),
+                           ([(b"b", b"b3")], True)):
+        producer.begin_transaction()
+        for key, value in values:
+            producer.produce(topic, value=value, key=key, partition=0, timestamp=now)
+        if commit:
+            producer.commit_transaction(TIMEOUT_S)
+        else:
+            producer.abort_transaction(TIMEOUT_S)
+    close_head(bootstrap, topic, now + 10_000)
+
+    def values(found: list[tuple[int, bytes | None, bytes | None]]) -> list[bytes | None]:
+        return [value for _, _, value in found]
+
+    expected = [b"a1", b"b3", b"roll"]
+    entries = eventually(lambda: read_partition(bootstrap, topic), lambda found: values(found) == expected,
+                         CLEANER_WAIT_S)
+    assert values(entries) == expected
+    assert [offset for offset, _, _ in entries] == sorted(offset for offset, _, _ in entries)
+    assert values(read_partition(bootstrap, topic, "read_committed")) == expected
