@@ -166,7 +166,7 @@ class PopCoordinator:
             remaining = give_up - loop.time()
             if popped or remaining <= 0:
                 break
-            await self._wait(remaining)
+            await self._wait(remaining, topic.partition_ids)
         await self.broker.durable()
         return popped
 
@@ -275,10 +275,10 @@ class PopCoordinator:
                                        entry.invisible_until_ms))
         return popped
 
-    async def _wait(self, timeout_s: float) -> None:
-        """Sleep until records are appended anywhere or revived, or the timeout passes."""
+    async def _wait(self, timeout_s: float, partition_ids: Sequence[int]) -> None:
+        """Sleep until records are appended to ``partition_ids`` or revived anywhere, or the timeout passes."""
         available = asyncio.ensure_future(self._available.wait())
-        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s))
+        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s, partition_ids))
         try:
             await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
