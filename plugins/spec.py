@@ -27,6 +27,8 @@ from logwright.core.cursors.plugin_decisions import (
     ReleasedDelivery,
     ReleaseDecision,
 )
+from logwright.core.events import Event
+from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
 
 from .registrars import (
     BackgroundTaskRegister,
@@ -172,6 +174,42 @@ def logwright_check_group_config(change: GroupConfigChange) -> None:
     The built-ins use it too: ``redelivery`` refuses a backoff minimum above the maximum, and
     ``dead_letter`` checks ``errors.deadletterqueue.topic.name`` (prefix, source topic,
     ``errors.deadletterqueue.group.enable``).
+    """
+
+
+# -- indexes beside the log -----------------------------------------------------------------------
+
+
+@hookspec
+def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
+    """Derive events of your own from what the broker is staging, into the same WriteBatch.
+
+    :param staged: the events being staged, the record batches being appended (offsets assigned; search
+        their bytes with ``contains``, read them with ``records``), the broker clock, log start offsets,
+        a projection's live rows (``rows(name)``) and ``memo``, a dictionary for derived caches that the
+        broker empties whenever the store reloads.
+
+    Called for every staged change (every append, acquisition, acknowledgement, truncation, ...), so keep
+    what it does for changes you ignore to a few comparisons. Every implementation runs; the events they
+    return are staged right after ``staged.events`` and are not shown to the hook again. An exception
+    fails the change (the request gets an error): an index must never miss what it indexes. Fold the
+    events into your own projection (``logwright_register_projections``). The built-in
+    ``delayed_delivery`` plugin indexes delivery-delay headers here.
+    """
+
+
+@hookspec
+def logwright_hold_back(query: HoldBackQuery) -> HeldBack | None:
+    """Hold back offsets a consumption mode is about to acquire, until a time.
+
+    :param query: one partition's candidate offsets ``first..last``, the broker clock, whether the mode
+        delivers in offset order (Exclusive, Failover), the projections' rows and ``memo`` (as above).
+
+    Called by share groups and logwright subscriptions (and any mode acquiring records one by one) before
+    they acquire, per partition, never per record. Return `HeldBack` spans (offsets and the time each
+    may go), or ``None``. Every implementation runs and their spans add up; the coordinator skips held
+    offsets and its timer wakes waiting fetches at the earliest time. The built-in ``delayed_delivery``
+    plugin holds back records whose delivery time has not come.
     """
 
 

@@ -198,9 +198,6 @@ _TOPIC_KEYS = (
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "Batches are stored as the producer compressed them; other values are accepted for "
               "compatibility."),
-    ConfigKey("logwright.delayed.delivery.compressed.enable", "topic", "false", boolean,
-              "Decompress compressed batches at produce to find delivery-delay headers (uncompressed batches "
-              "are always searched); off, a delay header in a compressed batch is ignored.", "BOOLEAN"),
     ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(1048576),
               "Size at which a compacted partition's modelled segment rolls; only closed segments are compacted "
               "(RocksDB has no segment files).", "INT"),
