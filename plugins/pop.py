@@ -4,7 +4,7 @@
 The pops themselves are the broker's (`logwright.compat.coordinators.pop_coordinator`, extension keys
 32009-32013); this plugin registers what they need through the same hooks a third party uses: the in-flight
 projection folded from the pop events, and the settings a group may change. Disabling the plugin
-(``plugins.disabled=pop``) leaves the keys answering UNSUPPORTED_FEATURE; events already logged stay readable.
+(``plugins.disabled=pop``) leaves the keys answering UNSUPPORTED_VERSION (35); events already logged stay readable.
 
 For unmodified Kafka share consumers, ``logwright.subscription.mode=pop`` gives a share group pop semantics:
 every member may acquire on every partition (no rebalance), the acquisition lock is the invisible time and

@@ -11,7 +11,7 @@ Request (msgpack map): ``group_id: str, topic: str, max_messages: 1..32 (default
 consumer: str (default: the client id)``.
 Response: ``messages: [{partition, offset, timestamp, key, value, headers: [[name, value], ...], handle,
 reconsume_times, invisible_until_ms}]``. INVALID_REQUEST for a parameter out of range, UNKNOWN_TOPIC_OR_PARTITION
-for a missing topic, UNSUPPORTED_FEATURE when the plugin ``pop`` is disabled.
+for a missing topic, UNSUPPORTED_VERSION (35) when the plugin ``pop`` is disabled.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -372,3 +373,34 @@ def test_a_share_group_in_pop_mode_dead_letters_to_its_pop_topic(clock_broker: B
     assert copy.value() == b"r0" and headers["RECONSUME_TIMES"] == b"2"
     assert (headers["REAL_TOPIC"], headers["RETRY_TOPIC"], headers["ORIGIN_MESSAGE_ID"]) == (
         topic.encode(), f"%RETRY%{group}_{topic}".encode(), f"{topic}-0@0".encode())
+
+
+def test_without_the_plugin_pop_is_unsupported_and_the_log_stays_readable(clock_broker: BrokerProcess,
+                                                                          tmp_path: Path) -> None:
+    """Popped with the plugin, restarted with ``plugins.disabled=pop``: the keys answer UNSUPPORTED_VERSION,
+    the pop events already logged stay readable (``logwright check``), and re-enabling finds them in flight."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 2)
+
+    async def pop_one(client: Client) -> None:
+        assert len(await client.pop(topic, "g", 1, INVISIBLE_MS)) == 1
+
+    run(pop_one, clock_broker.bootstrap)
+    clock_broker.stop()
+    without = BrokerProcess(clock_broker.data_dir, manual_clock=True, disabled=("pop",)).start()
+    try:
+        async def refused(client: Client) -> None:
+            with pytest.raises(BrokerError) as unsupported:
+                await client.pop(topic, "g", 1, INVISIBLE_MS)
+            assert unsupported.value.code == ErrorCode.UNSUPPORTED_VERSION and "'pop'" in str(unsupported.value)
+
+        run(refused, without.bootstrap)
+        check_consistent(without)
+    finally:
+        without.kill()
+    clock_broker.start()
+
+    async def still_in_flight(client: Client) -> None:
+        [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert (partition["in_flight"], partition["next_offset"]) == (1, 1)
+
+    run(still_in_flight, clock_broker.bootstrap)
