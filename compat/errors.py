@@ -216,6 +216,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.UnknownTopicId: ErrorCode.UNKNOWN_TOPIC_ID,
     domain.UnsupportedFeature: ErrorCode.UNSUPPORTED_VERSION,
     domain.InvalidRecordState: ErrorCode.INVALID_RECORD_STATE,
+    domain.CorruptRecords: ErrorCode.CORRUPT_MESSAGE,
     domain.UnknownSubscription: ErrorCode.GROUP_ID_NOT_FOUND,
     domain.ConsumerBusy: ErrorCode.GROUP_MAX_SIZE_REACHED,
     domain.FencedMemberEpoch: ErrorCode.FENCED_MEMBER_EPOCH,

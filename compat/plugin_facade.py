@@ -64,7 +64,9 @@ class PluginFacade:
         if isinstance(prepared, PartitionResult):
             raise _refused(topic, partition, prepared)
         context = RequestContext(broker, 0, 0, 0, self._client_id, -1, "plugin")
-        result = admit(broker, context, [prepared]).get(prepared.partition_id) or stage_partition(broker, prepared)
+        refused, deduplicated = admit(broker, context, [prepared])
+        result = refused.get(prepared.partition_id) or stage_partition(broker, prepared,
+                                                                       deduplicated.get(prepared.partition_id))
         if result.error_code != ErrorCode.NONE:
             raise _refused(topic, partition, result)
         await broker.durable()

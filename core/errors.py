@@ -194,6 +194,10 @@ class InvalidRegularExpression(DomainError):
     """A KIP-848 member's subscribed topic regex does not compile."""
 
 
+class CorruptRecords(DomainError):
+    """A batch's records do not parse where the broker must read them (keys for deduplication, compaction)."""
+
+
 class AppendHeld(DomainError):
     """An admission plugin holds an append (a backlog quota's ``producer_request_hold``): the produce request
     waits, its connection open, and is asked again after each commit until admitted or its timeout passes."""

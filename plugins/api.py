@@ -60,6 +60,9 @@ from logwright.core.errors import (
     PolicyViolation,
 )
 from logwright.core.events import Event
+from logwright.core.events.keys import DedupKeysExpired
+from logwright.core.keys.dedup import Deduplication
+from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import AppendedBatch, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.projection import Projection
@@ -96,7 +99,7 @@ __all__ = [
     "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "ArchivedRecords", "DeadLetter",
     "DEAD_LETTER_MAX_DELIVERIES_KEY", "GroupConfigChange",
     "AppendRequest",
-    "PartitionAppend", "Admission", "ADMIT_ALL",
+    "PartitionAppend", "Admission", "ADMIT_ALL", "Deduplication", "KeyedRecord", "DedupKeysExpired",
     # configs
     "ConfigKey", "long_at_least", "long_between", "one_of", "boolean", "any_value", "DELIVERY_LIMIT_KEY",
     "DEFAULT_DELIVERY_LIMIT",

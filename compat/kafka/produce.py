@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.key_dedup import plan_deduplication
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.wire.compacted_batch import keyless_record
@@ -44,6 +45,7 @@ from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.errors import DomainError, StorageUnavailable
 from logwright.core.events import Event, RecordsAppended
+from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
 from logwright.core.log.partition_log import append_batch
@@ -91,17 +93,24 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
         outcomes.append((topic_data.name, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
-    refused = admit(broker, context, prepared)
+    refused, deduplicated = admit(broker, context, prepared)
+
+    def ask_again(held: list[Prepared]) -> dict[int, PartitionResult]:
+        again, more = admit(broker, context, held)
+        deduplicated.update(more)
+        return again
+
     hold: Hold[Prepared, PartitionResult] = Hold()
     refused = await hold.settle(broker, prepared, lambda item: item.partition_id, refused, lambda r: r.error_code,
-                                lambda held: admit(broker, context, held), _milliseconds(request.timeout))
+                                ask_again, _milliseconds(request.timeout))
     appended = False
     results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
     for name, partitions in outcomes:
         staged = []
         for index, item in partitions:
             if isinstance(item, Prepared):
-                item = refused.get(item.partition_id) or stage_partition(broker, item)
+                item = refused.get(item.partition_id) or stage_partition(broker, item,
+                                                                         deduplicated.get(item.partition_id))
                 appended = appended or item.error_code == ErrorCode.NONE
             staged.append((index, item))
         results.append((name, staged))
@@ -130,12 +139,13 @@ def _milliseconds(timeout: datetime.timedelta | int) -> int:
     return int(timeout.total_seconds() * 1000) if isinstance(timeout, datetime.timedelta) else int(timeout)
 
 
-def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> dict[int, PartitionResult]:
-    """The partitions the plugins' ``logwright_admit_append`` refuses, once per request; nothing is asked (and
-    no request built) when no plugin but the built-in default implements the hook."""
+def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]
+          ) -> tuple[dict[int, PartitionResult], dict[int, Deduplication]]:
+    """The partitions the plugins' ``logwright_admit_append`` refuses and those it deduplicates, once per request;
+    nothing is asked (and no request built) when no plugin but the built-in default implements the hook."""
     admit = broker.admission
     if admit is None or not prepared:
-        return {}
+        return {}, {}
     configs: dict[str, Mapping[str, str]] = {}
     for item in prepared:
         if item.topic.name not in configs:
@@ -149,11 +159,11 @@ def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]) -> 
         log.exception("the admission plugins failed on a produce request of %s", context.client_id)
         message = f"the broker's admission plugins failed: {type(error).__name__}: {error}"
         return {item.partition_id: PartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=message)
-                for item in prepared}
+                for item in prepared}, {}
     refused: dict[int, PartitionResult] = {}
     for partition_id, refusal in admission.refused:
         refused.setdefault(partition_id, PartitionResult(error_code_for(refusal), error_message=str(refusal)))
-    return refused
+    return refused, dict(admission.deduplicated)
 
 
 def _storage_failed(result: PartitionResult, error: StorageUnavailable) -> PartitionResult:
@@ -239,14 +249,16 @@ def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: 
     return None
 
 
-def stage_partition(broker: Broker, prepared: Prepared) -> PartitionResult:
-    """Stage prepared batches (producer sequences checked batch by batch); the caller awaits durability."""
+def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplication | None = None
+                    ) -> PartitionResult:
+    """Stage prepared batches (producer sequences checked batch by batch, then duplicates of business keys
+    dropped when ``deduplication`` is given); the caller awaits durability."""
     partition_id = prepared.partition_id
     now = broker.clock.now_ms() if prepared.log_append_time else -1
     first_offset: int | None = None
     try:
         for data, header in prepared.batches:
-            outcome = stage_batch(broker, partition_id, data, header, now)
+            outcome = stage_batch(broker, partition_id, data, header, now, deduplication)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -273,8 +285,9 @@ def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> 
 
 def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int,
+    deduplication: Deduplication | None = None,
 ) -> int:
-    """Stage one batch; returns its base offset (the original one for a duplicate retry).
+    """Stage one batch; returns its base offset (the original one for a duplicate retry or business key).
 
     ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
     A transactional batch must come from the current epoch of a transaction the partition was added to.
@@ -291,6 +304,14 @@ def stage_batch(
     if header.is_transactional and not header.is_control:
         check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
                                    header.producer_epoch, partition_id)
+    plan = None
+    if deduplication is not None and not header.is_transactional:
+        plan = plan_deduplication(partition_id, data, header, deduplication,
+                                  lambda key: broker.store.state(DEDUP_WINDOW.name, key), broker.clock.now_ms())
+        if plan.stored is None:
+            broker.stage(plan.events(-1))
+            return plan.offsets(-1)[0]
+        data, header = plan.stored
     state = broker.partition(partition_id)
     max_timestamp = append_time if append_time >= 0 else header.max_timestamp
     event: RecordsAppended = append_batch(
@@ -303,6 +324,6 @@ def stage_batch(
     index_entries: list[tuple[bytes, bytes]] = []
     if max_timestamp > state.max_timestamp:
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))
-    events: list[Event] = [event]
+    events: list[Event] = [event, *(plan.events(event.base_offset) if plan is not None else ())]
     broker.stage(events, (stored,), index_entries)
-    return event.base_offset
+    return plan.offsets(event.base_offset)[0] if plan is not None else event.base_offset

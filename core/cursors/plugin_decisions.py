@@ -12,6 +12,7 @@ from enum import Enum
 
 from logwright.core.errors import DomainError
 from logwright.core.events.cursors import OffsetRanges
+from logwright.core.keys.dedup import Deduplication
 
 
 class ReleaseReason(Enum):
@@ -189,15 +190,30 @@ class AppendRequest:
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The partitions of an `AppendRequest` that are refused, each with the error its client gets."""
+    """The partitions of an `AppendRequest` that are refused, each with the error its client gets, and those
+    whose records are deduplicated before they are stored."""
 
     refused: tuple[tuple[int, DomainError], ...] = ()
+    deduplicated: tuple[tuple[int, Deduplication], ...] = ()
 
     def refuse(self, partition_id: int, error: DomainError) -> Admission:
         """This admission with ``partition_id`` refused (the first refusal of a partition wins)."""
         if self.error_for(partition_id) is not None:
             return self
-        return Admission((*self.refused, (partition_id, error)))
+        return Admission((*self.refused, (partition_id, error)), self.deduplicated)
+
+    def deduplicate(self, partition_id: int, deduplication: Deduplication) -> Admission:
+        """This admission with ``partition_id``'s records deduplicated (the first plugin to ask wins): the broker
+        drops records whose key was appended within the window and stores the rest as one rewritten batch."""
+        if self.deduplication_for(partition_id) is not None:
+            return self
+        return Admission(self.refused, (*self.deduplicated, (partition_id, deduplication)))
+
+    def deduplication_for(self, partition_id: int) -> Deduplication | None:
+        for deduplicated_id, deduplication in self.deduplicated:
+            if deduplicated_id == partition_id:
+                return deduplication
+        return None
 
     def error_for(self, partition_id: int) -> DomainError | None:
         for refused_id, error in self.refused:

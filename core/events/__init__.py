@@ -50,6 +50,12 @@ from logwright.core.events.groups import (
     RebalanceStarted,
     StaticMemberReplaced,
 )
+from logwright.core.events.keys import (
+    KEY_EVENT_TYPES,
+    DedupKeysExpired,
+    DedupKeysIndexed,
+    DuplicateDropped,
+)
 from logwright.core.events.log import (
     LOG_EVENT_TYPES,
     ConfigChanged,
@@ -107,6 +113,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *TRANSACTION_EVENT_TYPES,
     *CONSUMER_GROUP_EVENT_TYPES,
     *ACL_EVENT_TYPES,
+    *KEY_EVENT_TYPES,
     *POP_EVENT_TYPES,
     *BACKLOG_EVENT_TYPES,
     *COMPACTION_EVENT_TYPES,
@@ -174,6 +181,9 @@ __all__ = [
     "ConsumerStaticMemberReplaced",
     "AclsCreated",
     "AclsDeleted",
+    "DedupKeysIndexed",
+    "DuplicateDropped",
+    "DedupKeysExpired",
     "PopEvent",
     "PopCursorCreated",
     "CheckpointCreated",

@@ -14,6 +14,7 @@ from functools import singledispatch
 
 from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence
 from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
+from logwright.core.events.keys import DuplicateDropped
 from logwright.core.projection import Projection
 
 RECENT_BATCHES = 5
@@ -62,7 +63,7 @@ def last_sequence_of(base_sequence: int, record_count: int) -> int:
 
 
 def _keys(event: Event) -> tuple[str, ...]:
-    if isinstance(event, RecordsAppended) and event.producer_id >= 0 and event.base_sequence >= 0:
+    if isinstance(event, RecordsAppended | DuplicateDropped) and event.producer_id >= 0 and event.base_sequence >= 0:
         return (producer_key(event.partition_id, event.producer_id),)
     if isinstance(event, ProducerIdAllocated):
         return (COUNTER_KEY, epoch_key(event.producer_id)) if event.producer_epoch > 0 else (COUNTER_KEY,)
@@ -85,6 +86,17 @@ def _(event: RecordsAppended, state: object, key: str) -> object:
 
 
 @_evolve.register
+def _(event: DuplicateDropped, state: object, key: str) -> object:
+    """A batch business-key deduplication shortened (or dropped) still took its whole sequence range."""
+    batch = BatchSequence(event.base_sequence, last_sequence_of(event.base_sequence, event.sent_record_count),
+                          event.answered_offset)
+    recent = state.recent if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch else ()
+    if recent and recent[-1].first_sequence == event.base_sequence:
+        recent = recent[:-1]
+    return ProducerState(event.producer_epoch, (*recent, batch)[-RECENT_BATCHES:])
+
+
+@_evolve.register
 def _(event: ProducerIdAllocated, state: object, key: str) -> object:
     if key != COUNTER_KEY:
         return ProducerState(event.producer_epoch)
@@ -99,7 +111,7 @@ def _(event: TopicDeleted, state: object, key: str) -> object:
 
 PRODUCERS: Projection[object] = Projection(
     name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
-    handles=frozenset({RecordsAppended, ProducerIdAllocated})
+    handles=frozenset({RecordsAppended, ProducerIdAllocated, DuplicateDropped})
 )
 
 

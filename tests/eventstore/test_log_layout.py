@@ -98,6 +98,10 @@ LAYOUT: dict[int, tuple[str, str]] = {
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
     120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
                                 "cleaned_to next_delete_horizon_ms"),
+    110: ("DedupKeysIndexed", "partition_id appended_at_ms expires_at_ms entries"),
+    111: ("DuplicateDropped", "partition_id appended_at_ms answered_offset sent_record_count duplicates producer_id "
+                              "producer_epoch base_sequence"),
+    112: ("DedupKeysExpired", "expired"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""

@@ -1,0 +1,181 @@
+"""Business-key deduplication: a record whose key was appended to the partition within the window is not stored.
+
+Kafka and Pulsar deduplicate by producer sequence only, so a producer that cannot replay its sequence (an HTTP
+gateway, a job restarted without its state, two instances of one service) writes duplicates. Here a topic
+names a dedup key (``logwright.dedup.key``: the record key, or ``header:<name>``) and a window
+(``logwright.dedup.window.ms``); the partition remembers each key's offset until the window after its append
+ends, in the ``dedup_window`` projection (one row per key, so a restart keeps the window without replaying
+the log). The window is measured from the original's append and a duplicate does not extend it.
+
+Scope is the partition, as Kafka's idempotence is: the answer to a duplicate is the original's offset, which
+only means something on the same partition; keyed records go to one partition under the default partitioner.
+Records without a dedup key (null key, missing header) are always stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from logwright.core.events import Event
+from logwright.core.events.keys import DedupKeysExpired, DedupKeysIndexed
+from logwright.core.log.record_keys import KeyedRecord
+from logwright.core.projection import Projection
+
+DEDUP_KEY: Final = "logwright.dedup.key"
+DEDUP_WINDOW_MS: Final = "logwright.dedup.window.ms"
+RECORD_KEY: Final = "record-key"
+HEADER_PREFIX: Final = "header:"
+MAX_WINDOW_MS: Final = 365 * 24 * 3600 * 1000
+DIGEST_SIZE: Final = 16
+
+KeyOf = Callable[[KeyedRecord], bytes | None]
+
+
+def key_digest(key: bytes) -> bytes:
+    """The 16-byte BLAKE2b digest the index keeps instead of the key (a collision needs ~2^64 keys)."""
+    return hashlib.blake2b(key, digest_size=DIGEST_SIZE).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Deduplication:
+    """How one partition's appends are deduplicated, as an admission plugin asks for it.
+
+    ``key_of`` gives a record's dedup key (``None``: the record is never a duplicate); ``source`` names it for
+    messages (``record-key``, ``header:order-id``).
+    """
+
+    key_of: KeyOf
+    window_ms: int
+    source: str
+
+
+def dedup_key_reader(source: str) -> KeyOf:
+    """The key function a ``logwright.dedup.key`` value names; ``ValueError`` with a message for others."""
+    if source == RECORD_KEY:
+        return _record_key
+    if source.startswith(HEADER_PREFIX) and source[len(HEADER_PREFIX):]:
+        name = source[len(HEADER_PREFIX):]
+        return lambda record: record.header(name)
+    raise ValueError(f"{DEDUP_KEY} must be '{RECORD_KEY}' or '{HEADER_PREFIX}<header name>', not {source!r}")
+
+
+def _record_key(record: KeyedRecord) -> bytes | None:
+    return record.key
+
+
+def check_window(value: str) -> None:
+    """``logwright.dedup.window.ms``: a whole number of milliseconds, 1 to a year."""
+    try:
+        window = int(value)
+    except ValueError:
+        raise ValueError(f"{DEDUP_WINDOW_MS} must be a whole number of milliseconds, not {value!r}") from None
+    if not 1 <= window <= MAX_WINDOW_MS:
+        raise ValueError(f"{DEDUP_WINDOW_MS} must be between 1 and {MAX_WINDOW_MS} (a year), not {window}")
+
+
+@dataclass(frozen=True, slots=True)
+class SeenKey:
+    """A key's original in the window: its offset and when the window for it ends (broker clock)."""
+
+    offset: int
+    expires_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A record stored; ``digest`` is its key's, to index (``None``: no dedup key)."""
+
+    digest: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedForStored:
+    """A duplicate of a record stored before this batch, at ``offset``."""
+
+    digest: bytes
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedForEarlier:
+    """A duplicate of record ``index`` of the same batch, which is kept (its offset is known once appended)."""
+
+    digest: bytes
+    index: int
+
+
+Verdict = Kept | DroppedForStored | DroppedForEarlier
+
+
+def classify(records: Sequence[KeyedRecord], deduplication: Deduplication, recall: Callable[[bytes], SeenKey | None],
+             now_ms: int) -> tuple[Verdict, ...]:
+    """Each record's fate, in batch order: ``recall(digest)`` is the partition's index; an entry at or past its
+    expiry counts as absent (the sweep may not have removed it yet)."""
+    verdicts: list[Verdict] = []
+    first_in_batch: dict[bytes, int] = {}
+    for index, record in enumerate(records):
+        key = deduplication.key_of(record)
+        if key is None:
+            verdicts.append(Kept(None))
+            continue
+        digest = key_digest(key)
+        seen = recall(digest)
+        if seen is not None and now_ms < seen.expires_at_ms:
+            verdicts.append(DroppedForStored(digest, seen.offset))
+        elif digest in first_in_batch:
+            verdicts.append(DroppedForEarlier(digest, first_in_batch[digest]))
+        else:
+            first_in_batch[digest] = index
+            verdicts.append(Kept(digest))
+    return tuple(verdicts)
+
+
+def entity_key(partition_id: int, digest: bytes) -> str:
+    return f"{partition_id}/{digest.hex()}"
+
+
+def _keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, DedupKeysIndexed):
+        return tuple(entity_key(event.partition_id, digest) for digest, _ in event.entries)
+    if isinstance(event, DedupKeysExpired):
+        return tuple(entity_key(partition_id, digest) for partition_id, digest in event.expired)
+    return ()
+
+
+_indexed: tuple[DedupKeysIndexed | None, dict[str, int]] = (None, {})
+
+
+def _offsets(event: DedupKeysIndexed) -> dict[str, int]:
+    """Entity key -> offset for one event, built once per event rather than once per entity it names."""
+    global _indexed
+    if _indexed[0] is not event:
+        _indexed = (event, {entity_key(event.partition_id, digest): offset for digest, offset in event.entries})
+    return _indexed[1]
+
+
+def _evolve(state: SeenKey | None, event: Event, key: str) -> SeenKey | None:
+    if isinstance(event, DedupKeysIndexed):
+        return SeenKey(_offsets(event)[key], event.expires_at_ms)
+    if isinstance(event, DedupKeysExpired):
+        return None
+    return state
+
+
+DEDUP_WINDOW: Projection[SeenKey] = Projection(
+    name="dedup_window", entity_keys=_keys, evolve=_evolve, handles=frozenset({DedupKeysIndexed, DedupKeysExpired}))
+"""One row per (partition, key digest) in a window; registered by the ``key_dedup`` plugin."""
+
+
+def expired_entries(entities: Sequence[tuple[str, SeenKey]], now_ms: int, limit: int) -> tuple[tuple[int, bytes], ...]:
+    """Up to ``limit`` entries whose window has ended, as a `DedupKeysExpired` names them."""
+    expired: list[tuple[int, bytes]] = []
+    for name, seen in entities:
+        if seen.expires_at_ms <= now_ms:
+            partition, _, digest = name.partition("/")
+            expired.append((int(partition), bytes.fromhex(digest)))
+            if len(expired) >= limit:
+                break
+    return tuple(expired)
