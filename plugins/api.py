@@ -62,9 +62,9 @@ from logwright.core.errors import (
 from logwright.core.events import Event
 from logwright.core.events.keys import DedupKeysExpired
 from logwright.core.keys.dedup import Deduplication
-from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import AppendedBatch, HeldBack, HoldBackQuery, StagedChange
+from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import Projection
 from logwright.core.rangeset import RangeSet
 

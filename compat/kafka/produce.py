@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.key_dedup import plan_deduplication
 from logwright.compat.kafka.produce_hold import Hold
+from logwright.compat.key_dedup import plan_deduplication
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.wire.compacted_batch import keyless_record
 from logwright.compat.wire.record_batch import (
