@@ -54,6 +54,7 @@ class LogCleaner:
         self.broker = broker
         self._models: dict[int, SegmentModel] = {}
         self._topics: dict[int, str] = {}
+        self._settings: dict[str, CompactionSettings] = {}
         self._pass: asyncio.Task[None] | None = None
         self._backoff_until: dict[int, int] = {}
         self.last_report: PassReport | None = None
@@ -68,6 +69,7 @@ class LogCleaner:
         """Model every compacted partition from its stored batch headers (start-up, after a store reload)."""
         self._models.clear()
         self._topics.clear()
+        self._settings.clear()
         for topic in self.broker.topics():
             self._model_topic(topic)
 
@@ -75,6 +77,7 @@ class LogCleaner:
         for partition_id in topic.partition_ids:
             self._models.pop(partition_id, None)
             self._topics.pop(partition_id, None)
+        self._settings.pop(topic.name, None)
         if not is_compacted(self.broker.topic_config(topic, "cleanup.policy")):
             return
         settings = self.settings(topic.name)
@@ -91,10 +94,15 @@ class LogCleaner:
         return first_dirty_offset(self._view(partition_id))
 
     def settings(self, topic: str) -> CompactionSettings:
-        state = self.broker.topic(topic)
-        if state is None:
-            raise KeyError(topic)
-        return CompactionSettings.read(lambda name: self.broker.topic_config(state, name))
+        """The topic's compaction settings, parsed once per config change (appends consult them)."""
+        settings = self._settings.get(topic)
+        if settings is None:
+            state = self.broker.topic(topic)
+            if state is None:
+                raise KeyError(topic)
+            settings = CompactionSettings.read(lambda name: self.broker.topic_config(state, name))
+            self._settings[topic] = settings
+        return settings
 
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
         changed_topics: set[str] = set()
