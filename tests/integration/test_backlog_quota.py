@@ -242,3 +242,39 @@ def test_a_share_group_holding_acquired_records_counts_them_until_acknowledged(c
     assert all(error is None for error in commit(share).values())
     assert _send(producer, topic, 1) == [None], "two acknowledged, room for one"
     share.close()
+
+
+def test_aiokafka_producers_are_held_then_released_and_refused_with_policy_violation(
+        clock_broker: BrokerProcess) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import PolicyViolationError
+
+    bootstrap = clock_broker.bootstrap
+    held_topic = _topic(bootstrap, {"logwright.backlog.quota.records": "2"})
+    refused_topic = _topic(bootstrap, {"logwright.backlog.quota.records": "2",
+                                       "logwright.backlog.quota.policy": "producer_exception"})
+    for name in (held_topic, refused_topic):
+        _commit(bootstrap, "slow-group", name, 0)
+
+    async def scenario() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+        await producer.start()
+        try:
+            for name in (held_topic, refused_topic):
+                for _ in range(2):
+                    await producer.send_and_wait(name, b"fill", partition=0)
+            try:
+                await producer.send_and_wait(refused_topic, b"over", partition=0)
+                raise AssertionError("the record over a producer_exception quota was stored")
+            except PolicyViolationError:
+                pass
+            held = asyncio.ensure_future(producer.send_and_wait(held_topic, b"held", partition=0))
+            await asyncio.sleep(1.0)
+            assert not held.done(), "held while the backlog is at the quota"
+            await asyncio.to_thread(_commit, bootstrap, "slow-group", held_topic, 1)
+            metadata = await asyncio.wait_for(held, 5)
+            assert metadata.offset == 2
+        finally:
+            await producer.stop()
+
+    asyncio.run(scenario())
