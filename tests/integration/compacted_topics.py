@@ -43,14 +43,15 @@ def close_head(bootstrap: str, topic: str, timestamp_ms: int) -> None:
     assert produce(bootstrap, topic, [(b"head", b"roll")], timestamp_ms) == [None]
 
 
-def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> list[Entry]:
-    """Every record of partition 0 from offset 0 up to the high watermark, with offsets, keys and values."""
+def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitted", partition: int = 0
+                   ) -> list[Entry]:
+    """Every record of a partition from offset 0 up to the high watermark, with offsets, keys and values."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "isolation.level": isolation,
                          "enable.partition.eof": True})
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT_S)
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), TIMEOUT_S)
+        consumer.assign([TopicPartition(topic, partition, 0)])
         entries: list[Entry] = []
         deadline = time.monotonic() + TIMEOUT_S
         while time.monotonic() < deadline:

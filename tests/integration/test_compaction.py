@@ -7,12 +7,16 @@ record timestamps; LogwrightAdvanceClock answers once every pass that came due h
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
 from .broker_process import BrokerProcess
@@ -25,6 +29,8 @@ from .compacted_topics import (
     produce,
     read_partition,
 )
+from .test_faust import VOCABULARY, Worker, high_watermarks, wait_for_commits, wait_for_counts
+from .test_faust import produce as faust_produce
 from .test_share_groups import advance_clock, check_consistent
 
 pytestmark = pytest.mark.logwright_only(reason="a private broker on a manual clock, restarts and logwright check")
@@ -135,3 +141,45 @@ def test_a_sigkill_in_the_middle_of_a_pass_loses_nothing(broker: BrokerProcess) 
     entries = eventually(lambda: read_partition(broker.bootstrap, topic), lambda found: found == expected, 30)
     assert entries == expected
     check_consistent(broker)
+
+
+def test_a_faust_worker_recovers_its_table_from_a_compacted_changelog(broker: BrokerProcess, tmp_path: Path) -> None:
+    """faust-streaming's word count with its changelog created compacted beforehand with ``segment.ms=100``: of
+    300 updates the changelog keeps about one per word (10) plus the head segment (the last 50 at most), and a
+    second worker recovers its table from that and counts on."""
+    bootstrap = broker.bootstrap
+    app = f"wordcount-{uuid.uuid4().hex[:8]}"
+    names = {"app": app, "input": f"words-{app}", "output": f"counts-{app}"}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    changelog = f"{app}-word_counts-changelog"
+    created = admin.create_topics([NewTopic(names["input"], 2),
+                                   NewTopic(changelog, 2, config={"cleanup.policy": "compact", "segment.ms": "100"})])
+    for future in created.values():
+        future.result(30)
+    env = {**os.environ, "WORDCOUNT_APP_ID": app, "WORDCOUNT_BOOTSTRAP": bootstrap,
+           "WORDCOUNT_DATADIR": str(tmp_path / "faust"), "WORDCOUNT_INPUT": names["input"],
+           "WORDCOUNT_OUTPUT": names["output"]}
+    chooser = random.Random(16)
+    first = [chooser.choice(VOCABULARY) for _ in range(300)]
+    worker = Worker(env, tmp_path / "worker-1.log")
+    try:
+        worker.wait_ready()
+        for start, end in ((0, 250), (250, 300)):  # the last 50 updates roll the head segment and stay in it
+            faust_produce(bootstrap, names["input"], first[start:end])
+            wait_for_counts(bootstrap, app, dict(collections.Counter(first[:end])), worker)
+        wait_for_commits(bootstrap, app, names["input"], high_watermarks(bootstrap, names["input"]))
+        assert worker.stop() == 0, worker.log_tail()
+    finally:
+        worker.kill()
+    stored = sum(len(read_partition(bootstrap, changelog, partition=partition)) for partition in range(2))
+    assert stored <= 10 + 50 + 10, f"the changelog still holds {stored} of the 300 updates"
+    second = [chooser.choice(VOCABULARY[:4]) for _ in range(50)]
+    worker = Worker(env, tmp_path / "worker-2.log")
+    try:
+        worker.wait_ready()
+        faust_produce(bootstrap, names["input"], second)
+        table = wait_for_counts(bootstrap, app, dict(collections.Counter(first + second)), worker)
+        assert worker.stop() == 0, worker.log_tail()
+    finally:
+        worker.kill()
+    assert sum(table.values()) == 350
