@@ -140,3 +140,20 @@ def test_past_the_limit_the_dlq_copy_and_the_archive_commit_in_one_write_batch(t
             b"1", TOPIC.encode(), f"{TOPIC}-0@0".encode())
 
     run(tmp_path, scenario)
+
+
+def test_past_the_limit_a_dead_letter_copy_that_cannot_be_written_refuses_the_move(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(1)
+        commits = _prepare(h, **{"logwright.retry.max.reconsume.times": "0", "logwright.dead.letter.topic": "parked"})
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 0, 1)]
+        before = len(commits)
+        with pytest.raises(UnknownTopic, match="'parked' does not exist"):
+            _move(h, 0)
+        await h.broker.durable()
+        assert len(commits) == before  # not archived, not deferred: the client was told, the record is still held
+        h.broker.create_topic("parked", 1)
+        assert _move(h, 0) == {"topic": "parked", "times": 1, "dead": True}
+
+    run(tmp_path, scenario)
