@@ -14,7 +14,10 @@ from logwright.client.client import (
     FixedDelay,
     InvalidConfiguration,
     Message,
+    MessageId,
     MultiplierBackoff,
+    PublishTime,
+    Reader,
     Timeout,
 )
 
@@ -29,6 +32,9 @@ __all__ = [
     "FixedDelay",
     "InvalidConfiguration",
     "Message",
+    "MessageId",
     "MultiplierBackoff",
+    "PublishTime",
+    "Reader",
     "Timeout",
 ]

@@ -48,12 +48,14 @@ from logwright.client.acks import AckReceipt
 from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
 from logwright.client.consumer import Consumer, ConsumerBusy, ConsumerSettings, InvalidConfiguration, Message, Timeout
 from logwright.client.pop import PoppedMessage, ReceiptHandleError
+from logwright.client.reader import EARLIEST, LATEST, MessageId, PublishTime, Reader, StartPosition
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
 from logwright.core.cursors.redelivery_backoff import FixedDelay, MultiplierBackoff
 
 __all__ = ["AckReceipt", "BrokerError", "Client", "ClientError", "ConnectionClosed", "Consumer", "ConsumerBusy",
-           "FixedDelay", "InvalidConfiguration", "Message", "MultiplierBackoff", "Timeout"]
+           "EARLIEST", "FixedDelay", "InvalidConfiguration", "LATEST", "Message", "MessageId", "MultiplierBackoff",
+           "PublishTime", "Reader", "StartPosition", "Timeout"]
 
 MODES = ("exclusive", "failover", "shared", "key_shared")
 INITIAL_POSITIONS = ("latest", "earliest")
@@ -140,6 +142,15 @@ class Client:
                 raise
             consumer.retry_consumer = companion
         return consumer
+
+    async def create_reader(self, topic: str, start: StartPosition = EARLIEST, partition: int | None = None,
+                            start_inclusive: bool = False) -> Reader:
+        """A `Reader` of ``topic`` (one ``partition``, or all) from ``start``, without a group; see `client.reader`.
+
+        ``start`` is ``"earliest"``, ``"latest"``, an offset, a `MessageId`, a `PublishTime` or offsets by
+        partition; an offset or id is exclusive unless ``start_inclusive`` (Pulsar's startMessageIdInclusive).
+        """
+        return await Reader.open(self._connection, topic, start, partition, start_inclusive)
 
     async def _exists(self, subscription: str) -> bool:
         """Whether the subscription's share group exists (ShareGroupDescribe)."""
