@@ -1,18 +1,21 @@
 """Every kind of subscription as a backlog `Position`: the extension point for new kinds of subscription.
 
-A `PositionSource` lists the positions it knows on one partition. The backlog plugin asks each source in
-`POSITION_SOURCES` order; classic and KIP-848 groups (committed offsets, the ``group_offsets``
-projection) and cursors (share groups and logwright subscriptions of every mode, the ``cursors``
-projection) are built in. A new kind of subscription (the Pop mode's per-queue state, say) appends its
-own source: nothing else of the backlog code changes.
+A `PositionSource` finds the positions it knows on one partition in its projection's states. The backlog
+tracker scans each source of `POSITION_SOURCES` once per partition, remembers the entity keys found, and
+learns new ones from the events that start a subscription (`started_by`), so an admission reads a few
+states rather than every group and cursor of the broker. Classic and KIP-848 groups (committed offsets,
+the ``group_offsets`` projection) and cursors (share groups and logwright subscriptions of every mode, the
+``cursors`` projection) are built in. A new kind of subscription (the Pop mode's per-queue state, say)
+appends its own source: nothing else of the backlog code changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from logwright.core.cursors.cursor import CursorState
+from logwright.core.cursors.cursor import CursorState, cursor_key
+from logwright.core.events import Event, OffsetCommitted, SubscriptionCreated
 from logwright.core.groups.group_offsets import GroupOffsets
 
 from .backlog import Position
@@ -22,11 +25,20 @@ class PositionSource(Protocol):
     """Where one kind of subscription stands, read from its projection's states."""
 
     projection: str
-    """The projection holding this kind's state (its commits are what move the backlog)."""
+    """The projection holding this kind's state."""
 
-    def positions(self, states: Any, topic: str, partition_index: int, partition_id: int) -> Iterable[Position]:
-        """The positions on ``partition_id`` (``partition_index`` of ``topic``) found in ``states``, the
-        projection's entities (a mapping of entity key to state)."""
+    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
+             partition_id: int) -> Iterable[tuple[str, Position]]:
+        """Every (entity key, position) on ``partition_id`` (``partition_index`` of ``topic``) in ``states``."""
+        ...
+
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+        """The position entity ``key``'s state gives on the partition; ``None`` if it has none (any longer)."""
+        ...
+
+    def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
+        """``(topic or "", partition index or id, entity key)`` when ``event`` may start a position: a topic
+        and partition index, or ``""`` and a partition id; ``None`` for other events."""
         ...
 
 
@@ -35,11 +47,20 @@ class CursorPositions:
 
     projection = "cursors"
 
-    def positions(self, states: Any, topic: str, partition_index: int, partition_id: int) -> Iterable[Position]:
+    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
+             partition_id: int) -> Iterable[tuple[str, Position]]:
         prefix = f"{partition_id}/"
         for key, state in states.items():
             if key.startswith(prefix) and isinstance(state, CursorState):
-                yield from_cursor(state)
+                yield key, from_cursor(state)
+
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+        return from_cursor(state) if isinstance(state, CursorState) else None
+
+    def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
+        if isinstance(event, SubscriptionCreated):
+            return "", event.partition_id, cursor_key(event.subscription, event.partition_id)
+        return None
 
 
 class GroupPositions:
@@ -47,12 +68,23 @@ class GroupPositions:
 
     projection = "group_offsets"
 
-    def positions(self, states: Any, topic: str, partition_index: int, partition_id: int) -> Iterable[Position]:
+    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
+             partition_id: int) -> Iterable[tuple[str, Position]]:
         for group, state in states.items():
-            if isinstance(state, GroupOffsets):
-                committed = state.get(topic, partition_index)
-                if committed is not None and committed.offset >= 0:
-                    yield Position(group, "group", partition_id, committed.offset)
+            position = self.read(group, state, topic, partition_index, partition_id)
+            if position is not None:
+                yield group, position
+
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+        if not isinstance(state, GroupOffsets):
+            return None
+        committed = state.get(topic, partition_index)
+        return Position(key, "group", partition_id, committed.offset) if committed and committed.offset >= 0 else None
+
+    def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
+        if isinstance(event, OffsetCommitted):
+            return event.topic, event.partition, event.group
+        return None
 
 
 def from_cursor(state: CursorState) -> Position:

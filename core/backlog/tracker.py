@@ -92,6 +92,8 @@ class BacklogTracker:
         self._tracked: dict[int, _Tracked] = {}
         self._quotas: dict[str, Quota] = {}
         self._quota_topics: list[str] | None = None
+        self._keys: dict[int, list[set[str]]] = {}
+        """Per partition, per position source: the entity keys holding a position there."""
 
     # -- what a topic's quota is ------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class BacklogTracker:
                 self._quota_topics = None
                 for partition_id in event.partition_ids:
                     self._tracked.pop(partition_id, None)
+                    self._keys.pop(partition_id, None)
                 changed = True
             elif isinstance(event, ConfigChanged):
                 self._quota_topics = None
@@ -144,6 +147,7 @@ class BacklogTracker:
                     self._quotas.pop(event.resource_name, None)
                 changed = True
             else:
+                self._started(event)
                 changed = True
         return changed
 
@@ -164,11 +168,40 @@ class BacklogTracker:
         return tracked
 
     def positions(self, topic: str, partition_index: int, partition_id: int) -> list[Position]:
+        """Every subscription's position on the partition: the sources' states are scanned once per partition,
+        then only the entities found and those a commit started (`PositionSource.started_by`) are read."""
+        keys = self._keys.get(partition_id)
         found: list[Position] = []
-        for source in POSITION_SOURCES:
-            found.extend(source.positions(self._reads.entities(source.projection), topic, partition_index,
-                                          partition_id))
+        if keys is None:
+            keys = self._keys[partition_id] = []
+            for source in POSITION_SOURCES:
+                scanned = list(source.scan(self._reads.entities(source.projection), topic, partition_index,
+                                           partition_id))
+                keys.append({key for key, _ in scanned})
+                found.extend(position for _, position in scanned)
+            return found
+        for source, known in zip(POSITION_SOURCES, keys, strict=True):
+            states = self._reads.entities(source.projection)
+            for key in list(known):
+                position = source.read(key, states.get(key), topic, partition_index, partition_id)
+                if position is None:
+                    known.discard(key)
+                else:
+                    found.append(position)
         return found
+
+    def _started(self, event: Event) -> None:
+        for number, source in enumerate(POSITION_SOURCES):
+            started = source.started_by(event)
+            if started is None:
+                continue
+            topic, partition, key = started
+            if topic:
+                ids = self._reads.partition_ids(topic) or ()
+                partition = ids[int(partition)] if 0 <= int(partition) < len(ids) else -1
+            keys = self._keys.get(int(partition))
+            if keys is not None:
+                keys[number].add(key)
 
     def backlogs(self, topic: str, partition_index: int, partition_id: int) -> list[tuple[Position, Backlog]]:
         """Every subscription's backlog on the partition (committed and staged state, pending appends aside)."""

@@ -57,15 +57,17 @@ def test_positions_of_groups_and_of_share_cursors_holding_acquired_records() -> 
     ])
     groups = fold(GROUP_OFFSETS, [OffsetCommitted("classic", "t", 0, 6)])
     index = index_of(*[(1, 100, i) for i in range(10)])
-    [share] = CursorPositions().positions(cursors, "t", 0, 7)
-    [classic] = GroupPositions().positions(groups, "t", 0, 7)
+    [(share_key, share)] = CursorPositions().scan(cursors, "t", 0, 7)
+    [(classic_key, classic)] = GroupPositions().scan(groups, "t", 0, 7)
+    assert (share_key, classic_key) == (cursor_key("share", 7), "classic")
+    assert CursorPositions().read(share_key, cursors[share_key], "t", 0, 7) == share
+    assert GroupPositions().read("classic", groups["classic"], "t", 1, 7) is None, "another partition's offset"
     assert (share.first_unsettled, share.settled) == (2, RangeSet.of([4]))
     assert backlog_of(index, share).records == 7, "acquired but unacknowledged records are backlog"
     assert backlog_of(index, classic) == Backlog(4, 400, 6)
     worst = slowest([(share, backlog_of(index, share)), (classic, backlog_of(index, classic))])
     assert worst is not None and worst[0] == share
-    assert list(CursorPositions().positions(cursors, "t", 0, 8)) == []
-    assert cursor_key("share", 7) in cursors
+    assert list(CursorPositions().scan(cursors, "t", 0, 8)) == []
 
 
 def test_compaction_of_the_index_keeps_answers() -> None:

@@ -161,6 +161,21 @@ def test_age_eviction_is_due_when_the_oldest_record_passes_the_limit() -> None:
     assert tracker.next_age_deadline() == 18001
 
 
+def test_subscriptions_started_after_the_first_check_are_learnt_from_commits() -> None:
+    broker, tracker = setup("producer_exception", records="5")
+    for _ in range(5):
+        broker.append(tracker, 1, 10)
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 5), RecordsAcked("fast", PARTITION, "c", ((0, 4),)))
+    assert tracker.admit("t", 0, PARTITION, 1, 10) == Admit()
+    broker.commit(tracker, OffsetCommitted("late", "t", 0, 1), SubscriptionCreated("new", PARTITION, "t", 2))
+    verdict = tracker.admit("t", 0, PARTITION, 2, 20)
+    assert isinstance(verdict, Refuse) and "consumer group 'late'" in verdict.message
+    broker.commit(tracker, OffsetCommitted("late", "t", 0, 5))
+    assert tracker.admit("t", 0, PARTITION, 2, 20) == Admit(), "'new' holds 3 records: 5 with these two"
+    verdict = tracker.admit("t", 0, PARTITION, 1, 10)
+    assert isinstance(verdict, Refuse) and "subscription 'new'" in verdict.message, "6 with the two pending"
+
+
 def test_a_config_change_is_seen_at_the_next_append() -> None:
     broker, tracker = setup("producer_exception")
     for _ in range(5):
