@@ -153,7 +153,11 @@ class _Reader:
         self.position += length
 
     def varint(self) -> int:
-        """A zigzag varint of at most ten bytes."""
+        """A zigzag varint of at most ten bytes (one byte, the common case, on a fast path)."""
+        position = self.position
+        if position < len(self.data) and (byte := self.data[position]) < 0x80:
+            self.position = position + 1
+            return (byte >> 1) ^ -(byte & 1)
         value = 0
         for shift in range(0, 70, 7):
             if self.position >= len(self.data):
