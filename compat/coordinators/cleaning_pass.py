@@ -2,11 +2,11 @@
 
 First the key map of the dirty range is built (the latest offset per key, aborted transactions left out);
 then every batch from the log start to the pass's end is judged by `core.compaction.retention` and rewritten
-or deleted. Each slice reads at most `SLICE_BYTES` of stored batches; a rewriting slice is one WriteBatch
-holding its batches and its `PartitionCompacted` (`RocksEventStore.rewrite_batches`), so a crash keeps a slice
-whole or not at all, and between slices the event loop serves produce and fetch. A crash mid-pass leaves some
-slices compacted and the checkpoint where it was: the next pass does the rest again, which changes nothing
-already compacted.
+or deleted. Each slice reads at most `SLICE_BYTES` of stored batches or works `SLICE_SECONDS`, whichever comes
+first (one batch at least); a rewriting slice is one WriteBatch holding its batches and its `PartitionCompacted`
+(`RocksEventStore.rewrite_batches`), so a crash keeps a slice whole or not at all, and between slices the event
+loop serves produce and fetch. A crash mid-pass leaves some slices compacted and the checkpoint where it was:
+the next pass does the rest again, which changes nothing already compacted.
 """
 
 from __future__ import annotations
@@ -34,6 +34,23 @@ log = logging.getLogger(__name__)
 
 SLICE_BYTES = 1 << 20
 """Stored bytes one slice reads (and at most rewrites) before the event loop gets control back."""
+SLICE_SECONDS = 0.02
+"""CPU time after which a slice ends even below `SLICE_BYTES` (decoding keys costs ~40 us per record here)."""
+
+
+class _Budget:
+    """One slice's allowance: `SLICE_BYTES` read or `SLICE_SECONDS` spent, whichever comes first."""
+
+    __slots__ = ("started", "read")
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.read = 0
+
+    def spend(self, size: int) -> bool:
+        """Count ``size`` bytes read; ``True`` when the slice must end here."""
+        self.read += size
+        return self.read >= SLICE_BYTES or time.perf_counter() - self.started >= SLICE_SECONDS
 
 
 @dataclass(slots=True)
@@ -87,7 +104,7 @@ def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, 
     transactions = TransactionTracker(_aborted(store, partition_id))
     offsets = OffsetMap(map_capacity)
     end = choice.first_uncleanable_offset
-    read = 0
+    budget = _Budget()
     for base_offset, data in store.scan_batches(partition_id, choice.first_dirty_offset, end):
         facts = _readable(partition_id, data)
         if facts is not None and not facts.is_control and not (
@@ -98,10 +115,9 @@ def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, 
                 break
             for record in keyed:
                 offsets.put(record.key, record.offset)  # type: ignore[arg-type]
-        read += len(data)
-        if read >= SLICE_BYTES:
-            read = 0
+        if budget.spend(len(data)):
             yield
+            budget = _Budget()
             state = _partition(store, partition_id)
             if state is None:
                 return
@@ -118,7 +134,7 @@ def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: Offse
     position = state.log_start_offset if state is not None else end
     while state is not None:
         slice_ = _Rewrite()
-        slice_start, read, last = max(position, state.log_start_offset), 0, None
+        slice_start, budget, last, cut = max(position, state.log_start_offset), _Budget(), None, False
         for base_offset, data in store.scan_batches(partition_id, slice_start, end):
             facts = _readable(partition_id, data)
             last = facts.last_offset if facts is not None else parse_header(data).last_offset
@@ -128,10 +144,10 @@ def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: Offse
                 horizon = verdict.delete_horizon_ms
                 if verdict.outcome is not Outcome.DELETE and horizon is not None and horizon > now_ms:
                     next_horizon = horizon if next_horizon < 0 else min(next_horizon, horizon)
-            read += len(data)
-            if read >= SLICE_BYTES:
+            if budget.spend(len(data)):
+                cut = True
                 break
-        slice_end = end if last is None or read < SLICE_BYTES else min(last + 1, end)
+        slice_end = min(last + 1, end) if cut and last is not None else end
         finished = slice_end >= end
         if slice_.rewritten or slice_.deleted or finished:
             event = PartitionCompacted(partition_id, slice_start, slice_end, slice_.records_removed,
