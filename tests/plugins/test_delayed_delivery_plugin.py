@@ -116,5 +116,11 @@ def test_another_plugin_holds_back_beside_the_built_in() -> None:
     assert held is not None
     assert held.offsets.ranges == ((3, 3), (40, 40)) and held.next_due_ms == 15
     assert held.spans == (HeldSpan(3, 3, 15), HeldSpan(40, 40, 100))
-    assert PluginHost.load(installed=False, disabled=["delayed_delivery"]).event_deriver() is None
-    assert PluginHost.load(installed=False, disabled=["delayed_delivery"]).holder() is None
+
+
+def test_disabled_it_implements_nothing() -> None:
+    host = PluginHost.load(installed=False, disabled=["delayed_delivery"])
+    [info] = [info for info in host.plugins() if info.name == "delayed_delivery"]
+    assert info.disabled and info.hooks == () and info.registrations == ()
+    assert "logwright.delayed.delivery.compressed.enable" not in {key.name for key in host.config_keys()}
+    assert "delayed_records" not in {projection.name for projection in host.projections()}
