@@ -3,21 +3,29 @@ plugin holding back offsets beside it (the answers add up)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.compat.wire.compression import Compression
 from logwright.compat.wire.record_batch import build_batch, with_base_offset
 from logwright.compat.wire.records import Record
+from logwright.core.clock import ManualClock
 from logwright.core.events import Event, LogTruncated, TopicDeleted
 from logwright.core.events.log import DelayedRecordsDropped, DelayedRecordsIndexed
-from logwright.core.log.delayed_delivery import DELAYED_RECORDS
+from logwright.core.log.delayed_delivery import DELAYED_RECORDS, DelayedIndex
 from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import AppendedBatch, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.projection import fold
+from logwright.eventstore.check import check_store
+from logwright.eventstore.codec import TypeRegistry
+from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.api import hookimpl
 from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import in_process_broker
 
 AT, AFTER = "logwright.deliver.at.ms", "logwright.deliver.after.ms"
 
@@ -124,3 +132,35 @@ def test_disabled_it_implements_nothing() -> None:
     assert info.disabled and info.hooks == () and info.registrations == ()
     assert "logwright.delayed.delivery.compressed.enable" not in {key.name for key in host.config_keys()}
     assert "delayed_records" not in {projection.name for projection in host.projections()}
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexedBeforeRows(Event):
+    """`DelayedRecordsIndexed` as the first index wrote it: three fields, no ``own_row``."""
+
+    TAG: ClassVar[int] = 12
+    partition_id: int
+    appended_at_ms: int
+    entries: tuple[tuple[int, int], ...]
+
+
+def test_a_log_written_by_the_first_index_reads_folds_and_checks(tmp_path: Path) -> None:
+    """Tag 12 entries without ``own_row`` decode as legacy entries, fold into the partition's one row as they
+    always did, are held back through the hook, and ``logwright check`` finds the store consistent."""
+    old_types = TypeRegistry()
+    old_types.register(_IndexedBeforeRows)
+    old = RocksEventStore(tmp_path / "data", projections=(), types=old_types)
+    old.append([_IndexedBeforeRows(7, 1000, ((3, 5000), (4, 2000))), _IndexedBeforeRows(7, 2500, ((9, 9000),))])
+    old.commit()
+    old.close()
+
+    host = PluginHost.load(installed=False)
+    store = RocksEventStore(tmp_path / "data", projections=host.projections(), types=host.type_registry())
+    try:
+        assert dict(store.entities(DELAYED_RECORDS.name)) == {"7": DelayedIndex(7, ((3, 5000), (9, 9000)))}
+        broker = in_process_broker(store, clock=ManualClock(3000), host=host)
+        held = broker.held_back(7, 0, 100, detailed=True)
+        assert held.spans == (HeldSpan(3, 3, 5000), HeldSpan(9, 9, 9000)) and held.next_due_ms == 5000
+        assert check_store(store).consistent
+    finally:
+        store.close()
