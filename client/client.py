@@ -202,6 +202,14 @@ class Client:
         return await pop_calls.pop(self._connection, topic, group, max_messages, invisible_time_ms, long_poll_ms,
                                    orderly)
 
+    async def pop_with_acks(self, topic: str, group: str, acked: Sequence[PoppedMessage], max_messages: int = 32,
+                            invisible_time_ms: int = 60_000, long_poll_ms: int = 0, orderly: bool = False
+                            ) -> tuple[list[PoppedMessage], list[ReceiptHandleError | None]]:
+        """Acknowledge ``acked`` and pop in one request (as ShareFetch carries acknowledgements): the popped
+        messages and each acknowledgement's refusal, in order."""
+        return await pop_calls.pop_with_acks(self._connection, topic, group, acked, max_messages, invisible_time_ms,
+                                             long_poll_ms, orderly)
+
     async def ack(self, message: PoppedMessage | str, group: str | None = None) -> None:
         """Settle a popped message by its receipt handle; a superseded handle raises `StaleReceiptHandle`."""
         await pop_calls.ack(self._connection, message, group)

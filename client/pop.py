@@ -83,12 +83,32 @@ async def call(connection: Connection, api_key: int, body: dict[str, Any], what:
 
 async def pop(connection: Connection, topic: str, group: str, max_messages: int = 32,
               invisible_time_ms: int = 60_000, long_poll_ms: int = 0, orderly: bool = False) -> list[PoppedMessage]:
-    answer = await call(connection, POP_KEY, {
-        "group_id": group, "topic": topic, "max_messages": max_messages, "invisible_time_ms": invisible_time_ms,
-        "long_poll_ms": long_poll_ms, "orderly": orderly}, "pop", long_poll_ms / 1000 + LONG_POLL_MARGIN_S)
-    return [PoppedMessage(topic, group, int(m["partition"]), int(m["offset"]), int(m["timestamp"]), m["key"],
-                          m["value"], tuple((str(k), v) for k, v in m["headers"]), str(m["handle"]),
-                          int(m["reconsume_times"]), int(m["invisible_until_ms"])) for m in answer["messages"]]
+    return (await pop_with_acks(connection, topic, group, (), max_messages, invisible_time_ms, long_poll_ms,
+                                orderly))[0]
+
+
+async def pop_with_acks(connection: Connection, topic: str, group: str, acked: Sequence[PoppedMessage],
+                        max_messages: int = 32, invisible_time_ms: int = 60_000, long_poll_ms: int = 0,
+                        orderly: bool = False) -> tuple[list[PoppedMessage], list[ReceiptHandleError | None]]:
+    """Acknowledge ``acked`` (messages of ``group``) and pop, in one request: the popped messages and each ack's
+    refusal in order (``None``: settled)."""
+    body: dict[str, Any] = {"group_id": group, "topic": topic, "max_messages": max_messages,
+                            "invisible_time_ms": invisible_time_ms, "long_poll_ms": long_poll_ms, "orderly": orderly}
+    if acked:
+        if any(message.group != group for message in acked):
+            raise ValueError(f"pop_with_acks acknowledges messages of group {group!r} only")
+        body["ack_handles"] = [message.handle for message in acked]
+    answer = await call(connection, POP_KEY, body, "pop", long_poll_ms / 1000 + LONG_POLL_MARGIN_S)
+    popped = [PoppedMessage(topic, group, int(m["partition"]), int(m["offset"]), int(m["timestamp"]), m["key"],
+                            m["value"], tuple((str(k), v) for k, v in m["headers"]), str(m["handle"]),
+                            int(m["reconsume_times"]), int(m["invisible_until_ms"])) for m in answer["messages"]]
+    return popped, _refusals(answer.get("ack_results", []), "ack")
+
+
+def _refusals(results: list[dict[str, Any]], what: str) -> list[ReceiptHandleError | None]:
+    return [None if not result["error_code"] else _HANDLE_ERRORS.get(str(result.get("handle_error") or ""),
+                                                                     InvalidReceiptHandle)(
+        int(result["error_code"]), result.get("error_message"), what) for result in results]
 
 
 def _target(message: PoppedMessage | str, group: str | None) -> tuple[str, str]:
@@ -113,9 +133,7 @@ async def ack_all(connection: Connection, messages: Sequence[PoppedMessage]) -> 
     if any(message.group != group for message in messages):
         raise ValueError("ack_all takes messages of one group")
     answer = await call(connection, ACK_KEY, {"group_id": group, "handles": [m.handle for m in messages]}, "ack")
-    return [None if not result["error_code"] else _HANDLE_ERRORS.get(str(result.get("handle_error") or ""),
-                                                                     InvalidReceiptHandle)(
-        int(result["error_code"]), result.get("error_message"), "ack") for result in answer["results"]]
+    return _refusals(answer["results"], "ack")
 
 
 async def change_invisible_time(connection: Connection, message: PoppedMessage | str, invisible_time_ms: int,

@@ -166,6 +166,7 @@ class PopCoordinator:
             remaining = give_up - loop.time()
             if popped or remaining <= 0:
                 break
+            await self.broker.durable()  # what was staged before waiting (acks carried by the pop) is on disk
             await self._wait(remaining, topic.partition_ids)
         await self.broker.durable()
         return popped

@@ -8,9 +8,11 @@ request waits (up to 20 s) for the first record appended or revived.
 
 Request (msgpack map): ``group_id: str, topic: str, max_messages: 1..32 (default 32), invisible_time_ms:
 10000..43200000 (default 60000), long_poll_ms: 0..20000 (default 0), orderly: bool (default false),
-consumer: str (default: the client id)``.
+consumer: str (default: the client id), ack_handles: [str, ...] (optional, 1 to 1024: acknowledged before
+the pop, as LogwrightPopAck's ``handles``: one round trip per batch instead of two)``.
 Response: ``messages: [{partition, offset, timestamp, key, value, headers: [[name, value], ...], handle,
-reconsume_times, invisible_until_ms}]``. INVALID_REQUEST for a parameter out of range, UNKNOWN_TOPIC_OR_PARTITION
+reconsume_times, invisible_until_ms}]``, and ``ack_results`` (as LogwrightPopAck's ``results``) when
+``ack_handles`` was given. INVALID_REQUEST for a parameter out of range, UNKNOWN_TOPIC_OR_PARTITION
 for a missing topic, UNSUPPORTED_VERSION (35) when the plugin ``pop`` is disabled.
 """
 
@@ -77,6 +79,24 @@ def refused(error: DomainError) -> Body:
             "handle_error": getattr(error, "KIND", "")}
 
 
+MAX_HANDLES = 1_024
+"""Handles one batch ack may carry (32 pops' worth)."""
+
+
+def handle_list(body: Body, field: str) -> list[object]:
+    """A list of 1 to `MAX_HANDLES` receipt handles (each checked when it is resolved)."""
+    handles = body.get(field)
+    if not isinstance(handles, list) or not 1 <= len(handles) <= MAX_HANDLES:
+        raise InvalidRequest(f"field {field!r} must be a list of 1 to {MAX_HANDLES} receipt handles")
+    return handles
+
+
+def ack_results(results: list[DomainError | None]) -> list[Body]:
+    """Each handle's outcome in request order: error code 0 for settled, else its refusal."""
+    return [refused(error) if error is not None else {"error_code": 0, "error_message": None, "handle_error": None}
+            for error in results]
+
+
 def message(popped: PoppedRecord) -> Body:
     record = popped.record
     return {"partition": popped.partition, "offset": record.offset, "timestamp": record.timestamp,
@@ -88,6 +108,11 @@ def message(popped: PoppedRecord) -> Body:
 @extension(API_KEY, "LogwrightPop")
 async def handle(context: RequestContext, body: Body) -> Body:
     request = PopRequest.parse(body, context.broker, context.client_id)
-    popped = await pop_coordinator(context.broker).pop(request.group_id, request.topic, request.consumer,
-                                                       request.limits)
-    return {"messages": [message(record) for record in popped]}
+    coordinator = pop_coordinator(context.broker)
+    acked = (coordinator.ack_many(request.group_id, request.consumer, handle_list(body, "ack_handles"))
+             if "ack_handles" in body else None)
+    popped = await coordinator.pop(request.group_id, request.topic, request.consumer, request.limits)
+    answer: Body = {"messages": [message(record) for record in popped]}
+    if acked is not None:
+        answer["ack_results"] = ack_results(acked)
+    return answer

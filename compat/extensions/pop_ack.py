@@ -6,7 +6,7 @@ in flight under its newer handle. A revived record not yet popped again is settl
 was processed; delivering it again would be the duplicate).
 
 Request (msgpack map): ``group_id: str, handle: str, consumer: str (default: the client id)``, or ``handles:
-[str, ...]`` (1 to `MAX_HANDLES`) instead of ``handle``. Response for ``handle``: nothing but the error fields,
+[str, ...]`` (1 to 1024) instead of ``handle``. Response for ``handle``: nothing but the error fields,
 durable on success; refusals: INVALID_REQUEST for a malformed handle or one of another group,
 INVALID_RECORD_STATE for an unknown or stale one, with ``handle_error`` = ``invalid``, ``foreign``,
 ``unknown`` or ``stale``. Response for ``handles``: ``results: [{error_code, error_message, handle_error}]``
@@ -16,17 +16,12 @@ in request order (error code 0: settled); the accepted ones are settled, one eve
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
-from logwright.compat.extensions.pop import MAX_NAME_LENGTH, name, refused
+from logwright.compat.extensions.pop import MAX_NAME_LENGTH, ack_results, handle_list, name, refused
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension
-from logwright.core.errors import InvalidRequest
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS
 
 API_KEY = 32010
-
-
-MAX_HANDLES = 1_024
-"""Handles one batch ack may carry (32 pops' worth)."""
 
 
 @extension(API_KEY, "LogwrightPopAck")
@@ -35,13 +30,9 @@ async def handle(context: RequestContext, body: Body) -> Body:
     consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])
     coordinator = pop_coordinator(context.broker)
     if "handles" in body:
-        handles = body["handles"]
-        if not isinstance(handles, list) or not 1 <= len(handles) <= MAX_HANDLES:
-            raise InvalidRequest(f"field 'handles' must be a list of 1 to {MAX_HANDLES} receipt handles")
-        results = coordinator.ack_many(group_id, consumer, handles)
+        results = coordinator.ack_many(group_id, consumer, handle_list(body, "handles"))
         await context.broker.durable()
-        return {"results": [refused(error) if error is not None else {"error_code": 0, "error_message": None,
-                                                                      "handle_error": None} for error in results]}
+        return {"results": ack_results(results)}
     try:
         coordinator.ack(group_id, consumer, body.get("handle"))
     except HANDLE_ERRORS as error:

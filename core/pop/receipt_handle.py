@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from logwright.core.errors import InvalidRecordState, InvalidRequest
 
@@ -69,10 +70,9 @@ class ReceiptHandle:
         fields = text.split(" ", 5)
         if len(fields) != 6 or fields[0] != VERSION or not all(f.isdigit() for f in fields[1:4]) or not fields[5]:
             raise InvalidReceiptHandle(f"{_shown(text)} is not a receipt handle of this broker")
-        try:
-            topic_id = uuid.UUID(hex=fields[4])
-        except ValueError:
-            raise InvalidReceiptHandle(f"{_shown(text)} is not a receipt handle of this broker") from None
+        topic_id = _topic_id(fields[4])
+        if topic_id is None:
+            raise InvalidReceiptHandle(f"{_shown(text)} is not a receipt handle of this broker")
         return cls(fields[5], topic_id, int(fields[2]), int(fields[3]), int(fields[1]))
 
     def owned_by(self, group: str) -> ReceiptHandle:
@@ -81,6 +81,15 @@ class ReceiptHandle:
             raise ForeignReceiptHandle(f"receipt handle of group {self.group!r} used by group {group!r}: a group "
                                        "settles only what it popped")
         return self
+
+
+@lru_cache(maxsize=1024)
+def _topic_id(text: str) -> uuid.UUID | None:
+    """The topic id a handle names (cached: a consumer's handles name few topics); ``None`` if not one."""
+    try:
+        return uuid.UUID(hex=text)
+    except ValueError:
+        return None
 
 
 def _shown(value: object) -> str:

@@ -204,6 +204,27 @@ def logged_events(broker: BrokerProcess) -> list[dict[str, object]]:
     return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
 
 
+def test_a_pop_carries_the_acks_of_the_previous_batch(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 4)
+
+    async def scenario(client: Client) -> None:
+        first, none = await client.pop_with_acks(topic, "g", (), 2, INVISIBLE_MS)
+        assert [m.offset for m in first] == [0, 1] and none == []
+        changed = await client.change_invisible_time(first[1], 30_000)
+        second, refusals = await client.pop_with_acks(topic, "g", first, 2, INVISIBLE_MS)
+        assert [m.offset for m in second] == [2, 3]
+        assert refusals[0] is None and isinstance(refusals[1], StaleReceiptHandle)
+        assert isinstance(changed, PoppedMessage)
+        third, refusals = await client.pop_with_acks(topic, "g", [*second, changed], 2, INVISIBLE_MS)
+        assert third == [] and refusals == [None, None, None]
+        await client.advance_clock(10 * INVISIBLE_MS)
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert (partition["consumed_offset"], partition["in_flight"]) == (4, 0)
+
+    run(scenario, clock_broker.bootstrap)
+
+
 def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
 
@@ -404,3 +425,22 @@ def test_without_the_plugin_pop_is_unsupported_and_the_log_stays_readable(clock_
         assert (partition["in_flight"], partition["next_offset"]) == (1, 1)
 
     run(still_in_flight, clock_broker.bootstrap)
+
+
+def test_on_the_system_clock_the_revive_timer_wakes_a_long_poll(broker: BrokerProcess) -> None:
+    """No manual clock: an invisible time changed to 0 runs out at once, the timer revives the record, and a
+    waiting long poll gets it back (reconsume 1) without any append."""
+    topic = pop_topic(broker.bootstrap, "g", 1, 1)
+
+    async def scenario(client: Client) -> None:
+        [message] = await client.pop(topic, "g", 1, INVISIBLE_MS)
+        waiting = asyncio.ensure_future(client.pop(topic, "g", 1, INVISIBLE_MS, long_poll_ms=15_000))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        started = time.monotonic()
+        await client.change_invisible_time(message, 0)
+        [again] = await waiting
+        assert (again.offset, again.reconsume_times) == (0, 1) and time.monotonic() - started < 5
+        await client.ack(again)
+
+    run(scenario, broker.bootstrap)
