@@ -183,3 +183,21 @@ def test_a_faust_worker_recovers_its_table_from_a_compacted_changelog(broker: Br
     finally:
         worker.kill()
     assert sum(table.values()) == 350
+
+
+def test_max_compaction_lag_cleans_a_partition_below_its_dirty_ratio(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = create_compacted(bootstrap, {"max.compaction.lag.ms": "60000", "min.cleanable.dirty.ratio": "0.99"})
+    now = advance_clock(bootstrap, 0)
+    assert set(produce(bootstrap, topic, [(b"a", b"%d" % n) for n in range(10)], now)) == {None}
+    close_head(bootstrap, topic, now + 1000)  # offset 10; the first pass (nothing clean yet) keeps a=9 and it
+    assert produce(bootstrap, topic, [(b"a", b"10")], now + 2000) == [None]  # rolls: the head's segment closes
+    assert produce(bootstrap, topic, [(b"z", b"z")], now + 3000) == [None]  # rolls: a=10 is in a closed segment
+    advance_clock(bootstrap, 0)
+    dirty = [(9, b"a", b"9"), (10, b"head", b"roll"), (11, b"a", b"10"), (12, b"z", b"z")]
+    assert read_partition(bootstrap, topic) == dirty, "2 of 3 batches dirty is below 0.99"
+    advance_clock(bootstrap, 1000 + 60_000)  # the first dirty batch (the head, at now + 1000) is 60,000 ms old
+    assert read_partition(bootstrap, topic) == dirty
+    advance_clock(bootstrap, 1)
+    assert read_partition(bootstrap, topic) == dirty[1:]
+    check_consistent(clock_broker)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from .compacted_topics import (
     TIMEOUT_S,
@@ -115,3 +115,22 @@ def test_no_record_of_an_aborted_transaction_is_left_after_compaction(bootstrap:
     assert values(entries) == expected
     assert [offset for offset, _, _ in entries] == sorted(offset for offset, _, _ in entries)
     assert values(read_partition(bootstrap, topic, "read_committed")) == expected
+
+
+def test_turning_compaction_on_compacts_what_the_topic_already_holds(bootstrap: str) -> None:
+    """A delete topic with updates and a keyless record becomes compacted through IncrementalAlterConfigs: the next
+    roll makes the old records cleanable, and the cleaner drops the keyless one as Kafka's does."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"compaction-later-{int(time.time() * 1000)}"
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
+    now = int(time.time() * 1000)
+    records: list[tuple[bytes | None, bytes | None]] = [(b"a", b"1"), (None, b"no key"), (b"a", b"2"), (b"b", b"3")]
+    assert produce(bootstrap, topic, records, now) == [None] * 4
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("segment.ms", "100", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+    close_head(bootstrap, topic, now + 10_000)
+    expected = [(2, b"a", b"2"), (3, b"b", b"3"), (4, b"head", b"roll")]
+    entries = eventually(lambda: read_partition(bootstrap, topic), lambda found: found == expected, CLEANER_WAIT_S)
+    assert entries == expected
