@@ -65,7 +65,9 @@ def backlog_of(index: BatchIndex, position: Position, log_start_offset: int = 0)
     end = index.end_offset
     if start >= end:
         return EMPTY
-    settled = position.settled.within(start, end - 1) if position.settled else RangeSet()
+    if not position.settled:  # groups, and most cursors: no holes above the position
+        return Backlog(end - start, index.bytes_from(start), index.timestamp_at(start))
+    settled = position.settled.within(start, end - 1)
     records = end - start - len(settled)
     if records <= 0:
         return EMPTY

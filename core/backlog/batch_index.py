@@ -61,7 +61,7 @@ class BatchIndex:
     @property
     def end_offset(self) -> int:
         """The offset after the last indexed batch (the log end once every append is folded)."""
-        return self._ends[-1] if len(self) else self._start
+        return self._ends[-1] if self._first < len(self._ends) else self._start
 
     def append(self, extent: BatchExtent) -> None:
         """Index a batch at the end; a batch at or below the end (a replayed commit) is ignored."""

@@ -19,10 +19,13 @@ from typing import Any, Protocol
 from logwright.core.events import ConfigChanged, Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
 
 from . import eviction
-from .backlog import Backlog, Position, after_append, backlog_of, slowest
+from .backlog import Backlog, Position, after_append, backlog_of
 from .batch_index import BatchExtent, BatchIndex
 from .positions import POSITION_SOURCES
 from .quota import EVICTION, EXCEPTION, HOLD, Quota, quota_of
+
+DROP_AFTER_RECORDS = 4096
+"""Settled offsets at the front of an index before its batches there are dropped (not at every admission)."""
 
 
 class BacklogReads(Protocol):
@@ -153,17 +156,16 @@ class BacklogTracker:
 
     # -- backlogs -----------------------------------------------------------------------------------
 
-    def _track(self, topic: str, partition_index: int, partition_id: int, positions: list[Position]) -> _Tracked:
+    def _track(self, topic: str, partition_index: int, partition_id: int, positions: list[Position],
+               log_start: int) -> _Tracked:
         tracked = self._tracked.get(partition_id)
-        log_start, _ = self._reads.log_range(partition_id)
-        lowest = min((p.first_unsettled for p in positions), default=log_start)
-        lowest = max(lowest, log_start)
+        lowest = max(min((p.first_unsettled for p in positions), default=log_start), log_start)
         if tracked is None or tracked.index.start_offset > lowest:
             index = BatchIndex(partition_id, lowest)
             for extent in self._reads.batch_extents(partition_id, lowest):
                 index.append(extent)
             tracked = self._tracked[partition_id] = _Tracked(topic, partition_index, index)
-        elif positions:
+        elif positions and lowest - tracked.index.start_offset >= DROP_AFTER_RECORDS:
             tracked.index.drop_below(lowest)
         return tracked
 
@@ -206,13 +208,9 @@ class BacklogTracker:
     def backlogs(self, topic: str, partition_index: int, partition_id: int) -> list[tuple[Position, Backlog]]:
         """Every subscription's backlog on the partition (committed and staged state, pending appends aside)."""
         positions = self.positions(topic, partition_index, partition_id)
-        tracked = self._track(topic, partition_index, partition_id, positions)
-        log_start, _ = self._reads.log_range(partition_id)
+        log_start = self._reads.log_range(partition_id)[0]
+        tracked = self._track(topic, partition_index, partition_id, positions, log_start)
         return [(position, backlog_of(tracked.index, position, log_start)) for position in positions]
-
-    def _with_pending(self, partition_id: int, backlog: Backlog) -> Backlog:
-        tracked = self._tracked[partition_id]
-        return after_append(backlog, tracked.pending_records, tracked.pending_bytes, self._reads.now_ms())
 
     # -- the verdict on an append -------------------------------------------------------------------
 
@@ -228,40 +226,33 @@ class BacklogTracker:
         if not quota.limited:
             return Admit()
         now = self._reads.now_ms()
-        backlogs = self.backlogs(topic, partition_index, partition_id)
-        if not backlogs:
+        positions = self.positions(topic, partition_index, partition_id)
+        if not positions:
             return Admit()
+        log_start = self._reads.log_range(partition_id)[0]
+        tracked = self._track(topic, partition_index, partition_id, positions, log_start)
         if quota.policy == EVICTION:
             evicting = self._evictions(topic, partition_index, partition_id, quota, now, records, byte_size)
             self._count_pending(partition_id, records, byte_size)
             return Admit(tuple(evicting))
-        over = self._over(quota, backlogs, partition_id, records, byte_size, now)
-        if over is None:
+        extra_records, extra_bytes = tracked.pending_records + records, tracked.pending_bytes + byte_size
+        worst: tuple[Position, str, Backlog] | None = None
+        for position in positions:
+            total = after_append(backlog_of(tracked.index, position, log_start), extra_records, extra_bytes, now)
+            reason = quota.exceeded_by(total, now)
+            if reason is not None and (worst is None or (total.bytes, total.records) > (worst[2].bytes,
+                                                                                      worst[2].records)):
+                worst = (position, reason, total)
+        if worst is None:
             self._count_pending(partition_id, records, byte_size)
             return Admit()
-        position, reason = over
+        position, reason, _ = worst
         message = (f"backlog quota {reason} on {topic}-{partition_index} is exceeded by {position.describe()}; "
                    f"policy {quota.policy}")
         if quota.policy == HOLD:
             return Hold(message + ": the request was held until its timeout, retry later")
         assert quota.policy == EXCEPTION
         return Refuse(message + ": the request is refused until the subscription settles records")
-
-    def _over(self, quota: Quota, backlogs: list[tuple[Position, Backlog]], partition_id: int, records: int,
-              byte_size: int, now: int) -> tuple[Position, str] | None:
-        found = slowest((position, after_append(self._with_pending(partition_id, backlog), records, byte_size, now))
-                        for position, backlog in backlogs)
-        if found is None:
-            return None
-        position, backlog = found
-        reason = quota.exceeded_by(backlog, now)
-        if reason is None:
-            for other, other_backlog in backlogs:  # the oldest record need not be the slowest's
-                reason = quota.exceeded_by(other_backlog, now)
-                if reason is not None:
-                    return other, reason
-            return None
-        return position, reason
 
     def _count_pending(self, partition_id: int, records: int, byte_size: int) -> None:
         tracked = self._tracked[partition_id]
