@@ -29,9 +29,12 @@ from .compacted_topics import (
     produce,
     read_partition,
 )
+from .group_configs import set_group_configs
 from .test_faust import VOCABULARY, Worker, high_watermarks, wait_for_commits, wait_for_counts
 from .test_faust import produce as faust_produce
-from .test_share_groups import advance_clock, check_consistent
+from .test_share_group_offsets import describe as describe_share_offsets
+from .test_share_groups import advance_clock, check_consistent, poll_batch, take_all
+from .test_share_groups import consumer as share_consumer
 
 pytestmark = pytest.mark.logwright_only(reason="a private broker on a manual clock, restarts and logwright check")
 
@@ -201,3 +204,25 @@ def test_max_compaction_lag_cleans_a_partition_below_its_dirty_ratio(clock_broke
     advance_clock(bootstrap, 1)
     assert read_partition(bootstrap, topic) == dirty[1:]
     check_consistent(clock_broker)
+
+
+def test_a_share_group_reads_a_compacted_topic_and_settles_its_gaps(clock_broker: BrokerProcess) -> None:
+    """librdkafka's ShareConsumer acknowledges the offsets compaction left empty as GAP: once every record is
+    accepted the group's start offset is the end of the log and nothing is redelivered after the lock."""
+    bootstrap, group = clock_broker.bootstrap, "compacted-share"
+    topic = create_compacted(bootstrap)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    now = advance_clock(bootstrap, 0)
+    records = changelog(3, 20)
+    assert set(produce(bootstrap, topic, records, now)) == {None}
+    close_head(bootstrap, topic, now + 10_000)
+    advance_clock(bootstrap, 0)
+    share = share_consumer(bootstrap, group, topic)
+    try:
+        taken = take_all(share, 4)
+        assert sorted((m.offset(), m.key(), m.value()) for m in taken) == expected_entries(records, len(records))
+        assert describe_share_offsets(bootstrap, group) == {(topic, 0): (len(records) + 1, 0)}
+        advance_clock(bootstrap, 60_000)
+        assert poll_batch(share, 2.0) == []
+    finally:
+        share.close()
