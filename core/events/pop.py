@@ -57,16 +57,22 @@ class CheckpointAcked(PopEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class InvisibleTimeChanged(PopEvent):
-    """The holder of ``offset`` (handle ``old_epoch``) moved its deadline to ``invisible_until_ms``; the record is
-    now held under the new handle ``epoch``, and ``old_epoch`` is stale from here on."""
+class HandleSuperseded(PopEvent):
+    """Base of the events that move one in-flight record (handle ``old_epoch``) to a new deadline
+    ``invisible_until_ms`` under the new epoch ``epoch``; ``old_epoch`` is stale from then on."""
 
-    TAG: ClassVar[int] = 93
     consumer: str
     offset: int
     old_epoch: int
     epoch: int
     invisible_until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class InvisibleTimeChanged(HandleSuperseded):
+    """The holder changed the invisible time: the record stays held, under the new handle ``epoch``."""
+
+    TAG: ClassVar[int] = 93
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +86,11 @@ class Revived(PopEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class PopNacked(PopEvent):
+class PopNacked(HandleSuperseded):
     """The holder gave ``offset`` back as failed: it stays invisible until ``invisible_until_ms`` (the retry
-    table's level for its attempt), then revives; the handle ``old_epoch`` is void, ``epoch`` is nobody's."""
+    table's level for its attempt), then revives; ``epoch`` is nobody's handle."""
 
     TAG: ClassVar[int] = 95
-    consumer: str
-    offset: int
-    old_epoch: int
-    epoch: int
-    invisible_until_ms: int
 
 
 @dataclass(frozen=True, slots=True)

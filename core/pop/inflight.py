@@ -18,12 +18,11 @@ from logwright.core.events import Event
 from logwright.core.events.pop import (
     CheckpointAcked,
     CheckpointCreated,
-    InvisibleTimeChanged,
+    HandleSuperseded,
     PopCursorCreated,
     PopCursorDeleted,
     PopDeadLettered,
     PopEvent,
-    PopNacked,
     Revived,
 )
 from logwright.core.projection import Projection
@@ -148,7 +147,8 @@ def _(event: CheckpointAcked, state: PopPartition | None) -> PopPartition | None
     return _with(state, changed)
 
 
-def _moved(event: InvisibleTimeChanged | PopNacked, state: PopPartition | None) -> PopPartition | None:
+@_evolve.register
+def _(event: HandleSuperseded, state: PopPartition | None) -> PopPartition | None:
     if state is None:
         return None
     entry = state.entry(event.offset)
@@ -156,10 +156,6 @@ def _moved(event: InvisibleTimeChanged | PopNacked, state: PopPartition | None) 
         return state
     moved = entry._replace(epoch=event.epoch, invisible_until_ms=event.invisible_until_ms)
     return _with(state, {event.offset: moved}, last_epoch=max(state.last_epoch, event.epoch))
-
-
-_evolve.register(InvisibleTimeChanged, _moved)
-_evolve.register(PopNacked, _moved)
 
 
 @_evolve.register
