@@ -2,7 +2,8 @@
 
 The store hands each commit listener the events of exactly one RocksDB WriteBatch, so finding all three in
 one listener call is the atomicity claim itself (a crash leaves both or neither). Over a real RocksEventStore
-and the share handlers on a manual clock: a REJECT, and the delivery limit reached by lock expiry.
+and the share handlers on a manual clock: a REJECT, and the delivery limit reached by lock expiry; a copy the
+DLQ refuses leaves the record kept (`DeadLetterDeferred`) until a later archive writes it.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 from logwright.compat.extensions import clock_control
 from logwright.compat.wire.record_batch import decode_records
 from logwright.core.events import ConfigChanged, Event, RecordsAppended
-from logwright.core.events.cursors import DeadLettered, RecordsRejected
+from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
 from logwright.eventstore.interface import LoggedEvent
 
 from tests.compat.test_share_handlers import GROUP, Harness, acquired, run
@@ -104,5 +106,37 @@ def test_the_limit_reached_by_a_session_timeout_dead_letters_with_the_silent_mem
         [lettered] = [e for e in _the_commit_with(commits, DeadLettered) if isinstance(e, DeadLettered)]
         assert (lettered.deliveries, lettered.consumer) == (((0, 0, 2),), "m1")
         assert len(_dlq_headers(h)) == 1
+
+    run(tmp_path, scenario)
+
+
+def test_the_limit_reached_by_lock_expiry_with_a_refused_copy_keeps_the_record_until_the_copy_succeeds(
+        tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(1)
+        lock_ms = 15_000
+        commits = _prepare(h, **{"share.delivery.count.limit": "2", "share.record.lock.duration.ms": str(lock_ms)})
+        h.broker.stage([ConfigChanged("topic", DLQ, (("errors.deadletterqueue.group.enable", "false"),))])
+        await h.join("m1")
+        for count in (1, 2):
+            assert acquired(await h.fetch("m1", count - 1, topic_id)) == [(0, 0, count)]
+            h.clock.advance(lock_ms)
+            await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        [deferred] = [e for e in _the_commit_with(commits, DeadLetterDeferred) if isinstance(e, DeadLetterDeferred)]
+        assert (deferred.deliveries, deferred.consumer, deferred.reason) == (
+            ((0, 0, 2),), "", "delivery count limit reached")
+        assert "errors.deadletterqueue.group.enable=true" in deferred.error
+        assert not any(isinstance(e, RecordsRejected | DeadLettered) for batch in commits for e in batch)
+        h.broker.stage([ConfigChanged("topic", DLQ, (("errors.deadletterqueue.group.enable", "true"),))])
+        assert acquired(await h.fetch("m1", 2, topic_id)) == []  # kept, waiting out DEFERRED_RETRY_MS
+        h.clock.advance(DEFERRED_RETRY_MS)  # m1's 45 s session runs out meanwhile: m2 takes over
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        await h.join("m2")
+        assert acquired(await h.fetch("m2", 0, topic_id)) == [(0, 0, 3)]
+        h.clock.advance(lock_ms)  # expires again at the limit: now the copy is written
+        await h.call(clock_control.handle, 0, (0).to_bytes(8, "big"))
+        [headers] = _dlq_headers(h)
+        assert headers["__dlq.errors.delivery.count"] == b"3"
+        assert acquired(await h.fetch("m2", 1, topic_id)) == []
 
     run(tmp_path, scenario)
