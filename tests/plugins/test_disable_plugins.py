@@ -55,7 +55,7 @@ def test_the_default_mode_may_move_to_another_plugin() -> None:
 def test_for_broker_reads_the_config_and_the_extra_modules() -> None:
     host = PluginHost.for_broker({"plugins.disabled": "key_shared, exclusive",
                                   "plugins.extra": "tests.plugins.third_party.audit_plugin"})
-    assert sorted(host.subscription_modes()) == ["failover", "newest", "shared"]
+    assert sorted(host.subscription_modes()) == ["failover", "newest", "pop", "shared"]
     disabled_key = host.config_registry().get("broker", "plugins.disabled")
     assert disabled_key is not None and disabled_key.read_only
 

@@ -36,7 +36,7 @@ from logwright.plugins.spec import hookimpl
 
 def test_builtins_register_through_the_same_hooks(host: PluginHost) -> None:
     assert [info.name for info in host.plugins()] == list(BUILTIN_PLUGINS)
-    assert sorted(host.subscription_modes()) == ["exclusive", "failover", "key_shared", "shared"]
+    assert sorted(host.subscription_modes()) == ["exclusive", "failover", "key_shared", "pop", "shared"]
     registered = {(r.plugin, r.kind, r.name) for info in host.plugins() for r in info.registrations}
     assert ("key_shared", "subscription mode", "key_shared") in registered
     assert ("shared", "config key", "group:logwright.max.unacked.per.consumer") in registered
@@ -113,11 +113,11 @@ def test_plugin_config_keys_are_validated_by_the_config_registry(host: PluginHos
     with pytest.raises(InvalidConfig, match="'logwright.example.limit': must be at least 1"):
         registry.validate("topic", [("logwright.example.limit", "0")])
     registry.validate("group", [("logwright.subscription.mode", "key_shared")])
-    with pytest.raises(InvalidConfig, match="must be one of exclusive, failover, key_shared, shared"):
+    with pytest.raises(InvalidConfig, match="must be one of exclusive, failover, key_shared, pop, shared"):
         registry.validate("group", [("logwright.subscription.mode", "round_robin")])
     assert registry.get("group", "logwright.subscription.mode").default == "shared"  # type: ignore[union-attr]
-    with pytest.raises(InvalidConfig, match="unknown subscription mode 'pop'"):
-        host.subscription_mode("pop")
+    with pytest.raises(InvalidConfig, match="unknown subscription mode 'broadcast'"):
+        host.subscription_mode("broadcast")
 
 
 def test_a_plugin_key_may_not_shadow_a_core_key(host: PluginHost) -> None:
