@@ -65,12 +65,16 @@ class BatchIndex:
 
     def append(self, extent: BatchExtent) -> None:
         """Index a batch at the end; a batch at or below the end (a replayed commit) is ignored."""
-        if extent.base_offset < self.end_offset or extent.record_count < 1:
+        self.append_batch(extent.base_offset, extent.record_count, extent.byte_size, extent.max_timestamp)
+
+    def append_batch(self, base_offset: int, record_count: int, byte_size: int, max_timestamp: int) -> None:
+        """`append` without building a `BatchExtent` (once per committed batch)."""
+        if base_offset < self.end_offset or record_count < 1:
             return
-        self._bases.append(extent.base_offset)
-        self._ends.append(extent.end_offset)
-        self._times.append(extent.max_timestamp)
-        self._before.append(self._before[-1] + extent.byte_size)
+        self._bases.append(base_offset)
+        self._ends.append(base_offset + record_count)
+        self._times.append(max_timestamp)
+        self._before.append(self._before[-1] + byte_size)
 
     def drop_below(self, offset: int) -> None:
         """Forget batches wholly below ``offset`` (settled by every subscription, or truncated away)."""

@@ -108,6 +108,11 @@ class BacklogTracker:
             known = self._quotas[topic] = quota_of(configs, self._reads.broker_config)
         return known
 
+    def age_evicting_topics(self) -> list[str]:
+        """The topics whose age limit the timer keeps (policy ``consumer_backlog_eviction``)."""
+        return [topic for topic in self.quota_topics()
+                if self.quota(topic).policy == EVICTION and self.quota(topic).age_ms > 0]
+
     def quota_topics(self) -> list[str]:
         """The topics with a limit, found from every topic's configs (at start and after config changes)."""
         if self._quota_topics is None:
@@ -117,16 +122,17 @@ class BacklogTracker:
     # -- following commits ------------------------------------------------------------------------
 
     def on_commit(self, events: Sequence[Event]) -> bool:
-        """Fold a commit; ``True`` when it may change a backlog or a quota (wake held appends and timers)."""
-        changed = False
+        """Fold a commit; ``True`` when it may move the next age deadline (wake the timer): a quota may have
+        changed, or a backlog moved while some topic evicts by age."""
+        changed = reconfigured = False
         for each in self._tracked.values():
             each.pending_records = each.pending_bytes = 0
         for event in events:
             if isinstance(event, RecordsAppended):
                 tracked = self._tracked.get(event.partition_id)
                 if tracked is not None:
-                    tracked.index.append(BatchExtent(event.base_offset, event.record_count, event.byte_size,
-                                                     event.max_timestamp))
+                    tracked.index.append_batch(event.base_offset, event.record_count, event.byte_size,
+                                               event.max_timestamp)
                     changed = True
             elif isinstance(event, LogTruncated):
                 truncated = self._tracked.get(event.partition_id)
@@ -135,24 +141,25 @@ class BacklogTracker:
                 changed = True
             elif isinstance(event, TopicCreated):
                 self._quota_topics = None
+                reconfigured = True
             elif isinstance(event, TopicDeleted):
                 self._quotas.pop(event.topic, None)
                 self._quota_topics = None
                 for partition_id in event.partition_ids:
                     self._tracked.pop(partition_id, None)
                     self._keys.pop(partition_id, None)
-                changed = True
+                reconfigured = True
             elif isinstance(event, ConfigChanged):
                 self._quota_topics = None
                 if event.resource_type == "broker":
                     self._quotas.clear()
                 else:
                     self._quotas.pop(event.resource_name, None)
-                changed = True
+                reconfigured = True
             else:
                 self._started(event)
                 changed = True
-        return changed
+        return reconfigured or (changed and bool(self.age_evicting_topics()))
 
     # -- backlogs -----------------------------------------------------------------------------------
 
@@ -277,10 +284,8 @@ class BacklogTracker:
         """The evictions due now on topics with an age limit and the eviction policy (the timer's work)."""
         now = self._reads.now_ms()
         staged: list[Event] = []
-        for topic in self.quota_topics():
+        for topic in self.age_evicting_topics():
             quota = self.quota(topic)
-            if quota.policy != EVICTION or quota.age_ms <= 0:
-                continue
             for partition_index, partition_id in enumerate(self._reads.partition_ids(topic) or ()):
                 if self.backlogs(topic, partition_index, partition_id):
                     staged.extend(self._evictions(topic, partition_index, partition_id, quota, now))
@@ -289,10 +294,8 @@ class BacklogTracker:
     def next_age_deadline(self) -> int | None:
         """When the oldest unsettled record of an age-limited, evicting topic goes over its limit."""
         deadline: int | None = None
-        for topic in self.quota_topics():
+        for topic in self.age_evicting_topics():
             quota = self.quota(topic)
-            if quota.policy != EVICTION or quota.age_ms <= 0:
-                continue
             for partition_index, partition_id in enumerate(self._reads.partition_ids(topic) or ()):
                 for _, backlog in self.backlogs(topic, partition_index, partition_id):
                     if backlog.records and backlog.oldest_timestamp >= 0:
