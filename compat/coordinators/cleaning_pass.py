@@ -38,7 +38,7 @@ SLICE_SECONDS = 0.02
 """CPU time after which a slice ends even below `SLICE_BYTES` (decoding keys costs ~40 us per record here)."""
 
 
-class _Budget:
+class SliceBudget:
     """One slice's allowance: `SLICE_BYTES` read or `SLICE_SECONDS` spent, whichever comes first."""
 
     __slots__ = ("started", "read")
@@ -104,7 +104,7 @@ def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, 
     transactions = TransactionTracker(_aborted(store, partition_id))
     offsets = OffsetMap(map_capacity)
     end = choice.first_uncleanable_offset
-    budget = _Budget()
+    budget = SliceBudget()
     for base_offset, data in store.scan_batches(partition_id, choice.first_dirty_offset, end):
         facts = _readable(partition_id, data)
         if facts is not None and not facts.is_control and not (
@@ -117,7 +117,7 @@ def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, 
                 offsets.put(record.key, record.offset)  # type: ignore[arg-type]
         if budget.spend(len(data)):
             yield
-            budget = _Budget()
+            budget = SliceBudget()
             state = _partition(store, partition_id)
             if state is None:
                 return
@@ -134,7 +134,7 @@ def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: Offse
     position = state.log_start_offset if state is not None else end
     while state is not None:
         slice_ = _Rewrite()
-        slice_start, budget, last, cut = max(position, state.log_start_offset), _Budget(), None, False
+        slice_start, budget, last, cut = max(position, state.log_start_offset), SliceBudget(), None, False
         for base_offset, data in store.scan_batches(partition_id, slice_start, end):
             facts = _readable(partition_id, data)
             last = facts.last_offset if facts is not None else parse_header(data).last_offset

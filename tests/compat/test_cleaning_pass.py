@@ -1,19 +1,24 @@
 """A compaction pass over a real RocksDB store, slice by slice: a crash between slices (the store closed and
 reopened) leaves a log that is partly compacted and whole, a later pass finishes it, appends and a truncation
-arriving between slices survive, and `logwright check` agrees throughout."""
+arriving between slices survive, and `logwright check` agrees throughout. The segment models of a topic that
+becomes compacted are built in slices too."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from logwright.compat.broker import Broker
 from logwright.compat.coordinators import cleaning_pass
 from logwright.compat.coordinators.cleaning_pass import PassReport, run_pass
+from logwright.compat.coordinators.segment_models import SegmentModels
 from logwright.compat.wire.record_batch import Record, build_batch, decode_records, parse_header
 from logwright.core.compaction.cleanable import CleaningChoice
+from logwright.core.compaction.segments import Segment
 from logwright.core.compaction.settings import CompactionSettings
-from logwright.core.events import RecordsAppended, TopicCreated
+from logwright.core.events import ConfigChanged, RecordsAppended, TopicCreated
 from logwright.core.log.partition_log import PartitionState, append_batch, partition_key
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import StoredBatch
@@ -37,11 +42,11 @@ def append(store: RocksEventStore, rounds: range) -> None:
     for round_index in rounds:
         state = store.state("partitions", partition_key(0))
         assert isinstance(state, PartitionState)
-        records = [Record(0, 1_000 + round_index, b"k%d" % key, b"%d" % round_index + b"." * 200)
+        records = [Record(0, 1_000 + 50 * round_index, b"k%d" % key, b"%d" % round_index + b"." * 200)
                    for key in range(KEYS)]
-        decided = append_batch(state, KEYS, 0, 1_000 + round_index)
+        decided = append_batch(state, KEYS, 0, 1_000 + 50 * round_index)
         data = build_batch(records, base_offset=decided.base_offset)
-        store.append([RecordsAppended(0, decided.base_offset, KEYS, len(data), 1_000 + round_index)],
+        store.append([RecordsAppended(0, decided.base_offset, KEYS, len(data), 1_000 + 50 * round_index)],
                      [StoredBatch(0, decided.base_offset, data)])
         store.commit()
 
@@ -122,3 +127,36 @@ def test_appends_and_a_truncation_between_slices_are_kept(store: RocksEventStore
     assert [offset for offset, _, _ in found][-3 * KEYS:] == [*range(30 * KEYS, 33 * KEYS)]
     assert {key: value for _, key, value in found} == {b"k%d" % key: b"32" + b"." * 200 for key in range(KEYS)}
     assert check_store(store).consistent
+
+
+def test_the_models_of_a_topic_turned_compacted_are_built_in_slices_while_appends_arrive(
+        store: RocksEventStore) -> None:
+    """AlterConfigs makes ``t`` compacted with 40 rounds stored: the model is built by a task, a few batches per
+    slice (4 KiB here), appends committed meanwhile are read too, and the result is the model a start-up builds."""
+    store.append([ConfigChanged("topic", "t", (("cleanup.policy", None),))])
+    store.commit()
+    append(store, range(40))
+
+    async def scenario() -> tuple[list[Segment], int]:
+        broker = Broker(store)
+        built: list[int] = []
+        models = SegmentModels(broker, lambda: built.append(len(models.models)))
+        store.add_commit_listener(models.on_commit)
+        models.load()
+        assert models.models == {}
+        broker.stage([ConfigChanged("topic", "t", (("cleanup.policy", "compact"), ("segment.ms", "100")))])
+        await broker.durable()
+        turns = 0
+        while not built:
+            append(store, range(40 + turns, 41 + turns))
+            turns += 1
+            await asyncio.sleep(0)
+        return models.models[0].segments, turns
+
+    segments, turns = asyncio.run(scenario())
+    assert turns > 3, "the build took several turns of the event loop"
+    fresh = SegmentModels(Broker(store), lambda: None)
+    fresh.load()
+    assert segments == fresh.models[0].segments
+    assert segments[-1].next_offset == (40 + turns) * KEYS
+    assert len(segments) > 10, "a segment rolls every third round (50 ms apart, segment.ms=100)"
