@@ -10,7 +10,10 @@ serves connections unevenly keeps a smaller fraction. The load's own rates are r
 broker that keeps its share client fast by starving the others is seen too.
 
     .venv/bin/python bench/share_under_load.py [--peers logwright,kafka] [--records 100000] [--repeats 3]
-        [--profile out.txt|out.svg] [--markdown report.md]
+        [--profile out.txt|out.svg] [--spy-loaded out.txt] [--markdown report.md]
+
+``--spy-loaded`` attaches py-spy (``--idle``, so time the event loop sits in epoll is sampled too, and
+``--nonblocking``) to the logwright broker for the loaded read only and writes its collapsed stacks there.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ import argparse
 import multiprocessing
 import multiprocessing.synchronize
 import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -102,7 +108,18 @@ def share_rate(bootstrap: str, records: int, record_bytes: int) -> float:
         delete_topic(bootstrap, topic)
 
 
-def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_bytes: int) -> Run:
+def _spy(peer: brokers.RunningPeer, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """py-spy attached to the logwright broker, sampling idle time too; ``None`` for another peer or no ``out``."""
+    if out is None or peer.name != "logwright":
+        return None
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    return subprocess.Popen([spy, "record", "--pid", str(peer.process.pid), "--idle", "--nonblocking", "--rate",
+                             "200", "--format", "raw", "--output", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_bytes: int,
+                 spy_out: Path | None = None) -> Run:
     """The share rate alone, then under load (the load runs 2 s before the share read starts)."""
     alone = share_rate(peer.bootstrap, records, record_bytes)
     load_topic = create_topic(peer.bootstrap, "load")
@@ -117,7 +134,13 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
         time.sleep(2.0)
         begin, produced_0, consumed_0 = time.perf_counter(), produced.value, consumed.value
         cpu_0, (_, waiting_0) = peer.cpu_seconds(), main_thread_schedstat(peer)
-        loaded = share_rate(peer.bootstrap, records, record_bytes)
+        spy = _spy(peer, spy_out)
+        try:
+            loaded = share_rate(peer.bootstrap, records, record_bytes)
+        finally:
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(30)
         seconds = time.perf_counter() - begin
         cpu = (peer.cpu_seconds() - cpu_0) / seconds
         waiting = (main_thread_schedstat(peer)[1] - waiting_0) / seconds
@@ -161,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", help="logwright under py-spy (.txt, .svg) or cProfile (other suffixes)")
+    parser.add_argument("--spy-loaded", type=Path, help="py-spy collapsed stacks of logwright's loaded read")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
     runs: list[Run] = []
@@ -169,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             brokers.running_all(args.peers.split(","), Path(tmp), options, print) as started:
         for repeat in range(args.repeats):
             for peer in brokers.in_turn(started, repeat):
-                run = measure_peer(peer, repeat, args.records, args.record_bytes)
+                run = measure_peer(peer, repeat, args.records, args.record_bytes,
+                                   args.spy_loaded.with_suffix(f".{repeat + 1}.txt") if args.spy_loaded else None)
                 runs.append(run)
                 print(f"#{repeat + 1} {peer.name:10} alone {run.alone_msg_s:9,.0f} msg/s  loaded "
                       f"{run.loaded_msg_s:9,.0f} msg/s ({run.kept:.0%})  load produce {run.load_produce_msg_s:,.0f} "

@@ -74,7 +74,7 @@ WORKLOADS = [
             "prefetch defaults (queued.min.messages=100000, fetch.queue.backoff.ms=1000). With the defaults a "
             "broker that answers faster than the Python loop drains fills the 100,000-record prefetch queue, and "
             "librdkafka then waits a whole second before its next Fetch: issue 18's 3.5x gap at 200 B was that "
-            "wait (logwright hit it in 10 of 11 runs, Kafka, answering each 1 MB Fetch about half as fast, "
-            "rarely)."),
+            "wait (logwright hit it in 6 of 7 quiet runs, Kafka, answering each 1 MB Fetch about half as fast, "
+            "in none of 3 quiet ones; see bench/README.md)."),
         warmup=True),
 ]
