@@ -92,6 +92,8 @@ class Client:
         ack_group_size: int = 1000,
         retry_enable: bool = False,
         retry_letter_topic: str | None = None,
+        processed_key_source: str | None = None,
+        processed_keys_ttl_ms: int | None = None,
     ) -> Consumer:
         """Join ``subscription`` on ``topic``; raises `ConsumerBusy`, `InvalidConfiguration` or `BrokerError`.
 
@@ -106,6 +108,9 @@ class Client:
         (``retry_letter_topic``, stored as the group's ``logwright.retry.letter.topic``; default
         ``<topic>-<subscription>-RETRY``, created here if missing when the broker auto-creates topics; a
         named one must exist), where `Consumer.reconsume_later` moves records.
+        ``processed_key_source`` (``"record-key"`` or ``"header:<name>"``) and ``processed_keys_ttl_ms`` set the
+        subscription's ``logwright.processed.key`` and ``logwright.processed.keys.ttl.ms``: what
+        ``acknowledge(msg, processed_key=...)`` needs (consumer-side idempotency, docs/keys.md).
         """
         if mode not in MODES:
             raise InvalidConfiguration(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -116,6 +121,10 @@ class Client:
         configs = {"logwright.subscription.mode": mode}
         if retry_letter_topic:
             configs["logwright.retry.letter.topic"] = retry_letter_topic
+        if processed_key_source is not None:
+            configs["logwright.processed.key"] = processed_key_source
+        if processed_keys_ttl_ms is not None:
+            configs["logwright.processed.keys.ttl.ms"] = str(processed_keys_ttl_ms)
         if not await self._exists(subscription):
             configs["share.auto.offset.reset"] = initial_position
         await self._set_group_configs(subscription, configs)

@@ -269,15 +269,38 @@ class Consumer:
 
     # -- acknowledging ------------------------------------------------------------------------
 
-    def acknowledge(self, message: Message) -> AckReceipt:
+    def acknowledge(self, message: Message, processed_key: bytes | None = None) -> AckReceipt:
         """Individual acknowledgement, grouped with others into one request (see `client_acks`).
 
         ``await consumer.acknowledge(msg)`` sends what is pending at once and returns when it is durable
         (`BrokerError` if refused); without ``await`` it goes within ``ack_group_time_ms`` or with the next
         ``ack_group_size`` acknowledgements, and at `flush_acknowledgements` and `close` at the latest.
+
+        With ``processed_key`` (a business id, as the subscription's ``logwright.processed.key`` reads it from
+        records) the acknowledgement is sent at once with the key (LogwrightAcknowledgeProcessed, 32020): the
+        subscription keeps the key for ``logwright.processed.keys.ttl.ms`` and the broker acknowledges, instead
+        of delivering, any record of the subscription with that key in the meantime (F36).
         """
         owner = self._for(message)
-        return owner._acks.add(message.partition, message.offset)
+        if processed_key is None:
+            return owner._acks.add(message.partition, message.offset)
+        s = owner.settings
+        sent = asyncio.ensure_future(owner._connection.extension(32020, {
+            "group_id": s.subscription, "member_id": owner.member_id, "topic": s.topic,
+            "partition": message.partition, "records": [[message.offset, bytes(processed_key)]]},
+            "acknowledge with a processed key"))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def settle(task: asyncio.Future[Any]) -> None:
+            error = None if task.cancelled() else task.exception()
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+        done.add_done_callback(AckGroup._report)
+        sent.add_done_callback(settle)
+        return AckReceipt(owner._acks, done)
 
     async def flush_acknowledgements(self) -> None:
         """Send every pending acknowledgement and wait until all sent so far are answered."""

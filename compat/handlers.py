@@ -11,6 +11,7 @@ from types import ModuleType
 from logwright.compat.extensions import (
     acknowledge_batch,
     acknowledge_cumulative,
+    acknowledge_processed,
     broker_stats,
     clock_control,
     consumer_options,
@@ -150,6 +151,7 @@ EXTENSION_APIS: dict[int, ModuleType] = {
     pop_change_invisible_time.API_KEY: pop_change_invisible_time,
     pop_nack.API_KEY: pop_nack,
     pop_inspection.API_KEY: pop_inspection,
+    acknowledge_processed.API_KEY: acknowledge_processed,  # LogwrightAcknowledgeProcessed: processed keys, docs/keys.md
 }
 """logwright's own keys (32001 and up): key -> module. Standard clients ignore keys they do not know."""
 

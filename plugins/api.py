@@ -60,7 +60,7 @@ from logwright.core.errors import (
     PolicyViolation,
 )
 from logwright.core.events import Event
-from logwright.core.events.keys import DedupKeysExpired
+from logwright.core.events.keys import DedupKeysExpired, ProcessedKeysExpired
 from logwright.core.keys.dedup import Deduplication
 from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import AppendedBatch, HeldBack, HoldBackQuery, StagedChange
@@ -100,6 +100,7 @@ __all__ = [
     "DEAD_LETTER_MAX_DELIVERIES_KEY", "GroupConfigChange",
     "AppendRequest",
     "PartitionAppend", "Admission", "ADMIT_ALL", "Deduplication", "KeyedRecord", "DedupKeysExpired",
+    "ProcessedKeysExpired",
     # configs
     "ConfigKey", "long_at_least", "long_between", "one_of", "boolean", "any_value", "DELIVERY_LIMIT_KEY",
     "DEFAULT_DELIVERY_LIMIT",

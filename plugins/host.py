@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "logwright.plugins"
 BUILTIN_PLUGINS = ("exclusive", "failover", "shared", "key_shared", "redelivery", "admission", "dead_letter",
-                   "retry_letter", "pop", "backlog_quota", "delayed_delivery", "key_dedup")
+                   "retry_letter", "pop", "backlog_quota", "delayed_delivery", "key_dedup",
+                   "processed_keys")
 """Modules of ``logwright.plugins`` registered at every start, in this order, like any other plugin; a module
 with ``plugin_for_host()`` has what that returns registered instead, a fresh object per host (per broker)."""
 DISABLED_KEY = "plugins.disabled"

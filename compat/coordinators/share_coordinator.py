@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import with_dead_letters
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.processed_keys import settle_processed
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.core.config.configs import iso_duration_ms
@@ -349,6 +350,8 @@ class ShareCoordinator:
                                    budget.records + tail.last - chosen.last)
             chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
         chosen, kept = within_bytes(chosen, spans, budget)
+        chosen = settle_processed(self.broker, self.group_settings(group_id), group_id, topic, partition_id, chosen,
+                                  [stored[span] for span in kept], self.apply)
         event = cursor_commands.acquire(state, log_start, log_end, member_id, len(chosen), now,
                                         self.lock_duration_ms(group_id, member_id), eligible=chosen)
         if event is None:

@@ -55,6 +55,9 @@ from logwright.core.events.keys import (
     DedupKeysExpired,
     DedupKeysIndexed,
     DuplicateDropped,
+    ProcessedDuplicateAcked,
+    ProcessedKeysExpired,
+    ProcessedKeysRecorded,
 )
 from logwright.core.events.log import (
     LOG_EVENT_TYPES,
@@ -185,6 +188,9 @@ __all__ = [
     "DedupKeysIndexed",
     "DuplicateDropped",
     "DedupKeysExpired",
+    "ProcessedKeysRecorded",
+    "ProcessedDuplicateAcked",
+    "ProcessedKeysExpired",
     "PopEvent",
     "HandleSuperseded",
     "PopCursorCreated",

@@ -57,4 +57,45 @@ class DedupKeysExpired(Event):
     expired: tuple[tuple[int, bytes], ...]
 
 
-KEY_EVENT_TYPES: tuple[type[Event], ...] = (DedupKeysIndexed, DuplicateDropped, DedupKeysExpired)
+@dataclass(frozen=True, slots=True)
+class ProcessedKeysRecorded(Event):
+    """A consumer acknowledged records of a subscription with their processed keys, kept until ``expires_at_ms``.
+
+    ``keys`` are ``(key digest, offset)``; written with the acknowledgement (`RecordsAcked`) in one WriteBatch.
+    """
+
+    TAG: ClassVar[int] = 113
+    subscription: str
+    topic: str
+    partition_id: int
+    expires_at_ms: int
+    keys: tuple[tuple[bytes, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedDuplicateAcked(Event):
+    """Records the subscription was about to deliver, acknowledged by the broker instead: their key was processed.
+
+    ``records`` are ``(offset, key digest, the offset whose acknowledgement recorded the key)``; written with the
+    broker's `RecordsAcked` of them.
+    """
+
+    TAG: ClassVar[int] = 114
+    subscription: str
+    topic: str
+    partition_id: int
+    records: tuple[tuple[int, bytes, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedKeysExpired(Event):
+    """Processed keys past their time-to-live, removed: ``(subscription, topic, key digest)``."""
+
+    TAG: ClassVar[int] = 115
+    expired: tuple[tuple[str, str, bytes], ...]
+
+
+KEY_EVENT_TYPES: tuple[type[Event], ...] = (
+    DedupKeysIndexed, DuplicateDropped, DedupKeysExpired, ProcessedKeysRecorded, ProcessedDuplicateAcked,
+    ProcessedKeysExpired,
+)

@@ -102,6 +102,9 @@ LAYOUT: dict[int, tuple[str, str]] = {
     111: ("DuplicateDropped", "partition_id appended_at_ms answered_offset sent_record_count duplicates producer_id "
                               "producer_epoch base_sequence"),
     112: ("DedupKeysExpired", "expired"),
+    113: ("ProcessedKeysRecorded", "subscription topic partition_id expires_at_ms keys"),
+    114: ("ProcessedDuplicateAcked", "subscription topic partition_id records"),
+    115: ("ProcessedKeysExpired", "expired"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""

@@ -165,8 +165,8 @@ def test_projections_handlers_and_tasks_are_handed_out(host: PluginHost) -> None
     types = host.type_registry()
     assert types.decode_event(types.encode_event(5, Tally("x")), "test") == (5, Tally("x"))
     assert host.extension_handlers()[1500].name == "Example"
-    assert [task.name for task in host.background_tasks()] == ["backlog_quota", "key_dedup", "sweep"], (
-        "the built-ins' first")
+    assert [task.name for task in host.background_tasks()] == [
+        "backlog_quota", "key_dedup", "processed_keys", "sweep"], "the built-ins' first"
 
 
 def test_extension_keys_must_be_outside_kafkas_range(host: PluginHost) -> None:
