@@ -13,11 +13,19 @@ archives a record once it was delivered that often, and every archived record is
 source topic's partition count when the broker's ``auto.create.topics.enable`` is true; a named topic
 must exist) with ``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID`` and ``RECONSUMETIMES`` set once (a record that
 already carries them keeps its own). KIP-1191's topic wins when both are set.
+
+Records whose copy cannot be written are kept, not archived, for ``logwright.dead.letter.deferred.retry.ms``
+(default 30 s), then offered again; the broker reads that group config whichever plugin chose the topic.
 """
 
 from __future__ import annotations
 
 import re
+
+from logwright.core.cursors.plugin_decisions import (
+    DEAD_LETTER_DEFERRED_RETRY_KEY,
+    DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS,
+)
 
 from .api import (
     DEAD_LETTER_MAX_DELIVERIES_KEY,
@@ -33,6 +41,7 @@ from .api import (
     boolean,
     hookimpl,
     long_at_least,
+    long_between,
 )
 
 TOPIC_KEY = "errors.deadletterqueue.topic.name"
@@ -41,6 +50,9 @@ GROUP_ENABLE_KEY = "errors.deadletterqueue.group.enable"
 PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
 MAX_DELIVERIES_KEY = DEAD_LETTER_MAX_DELIVERIES_KEY
 PULSAR_TOPIC_KEY = "logwright.dead.letter.topic"
+DEFERRED_RETRY_KEY = DEAD_LETTER_DEFERRED_RETRY_KEY
+DEFERRED_RETRY_RANGE_MS = (100, 86_400_000)
+"""At least 100 ms (not to spin on a broken topic: each retry archives again), at most a day."""
 
 MAX_DELIVERIES_REASON = "dead letter max deliveries reached"
 
@@ -99,6 +111,11 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.deliveries); empty: "
                            "<topic>-<subscription>-DLQ, created on first use if auto.create.topics.enable. "
                            "A named topic must exist."))
+    register.add(ConfigKey(DEFERRED_RETRY_KEY, "group", str(DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS),
+                           long_between(*DEFERRED_RETRY_RANGE_MS),
+                           "How long records whose dead-letter copy could not be written (topic missing, without "
+                           "errors.deadletterqueue.group.enable=true, append refused) are kept, not archived, "
+                           "before they are offered again; archiving them then retries the copy.", "LONG"))
 
 
 @hookimpl

@@ -10,11 +10,18 @@ duplicate on the DLQ, never a record archived and lost (Kafka 4.4 archives first
 The delivery counts are read from the cursor before the events fold, so the `DeadLettered` event and
 the ``__dlq.errors.delivery.count`` header carry the count the record was archived at.
 
-A copy the broker cannot write (the topic deleted, missing and not creatable, refused, or the append
-refused) never costs the record: the `RecordsRejected` is replaced by a `DeadLetterDeferred` that keeps
-the records (with their delivery counts) and offers them again after `DEFERRED_RETRY_MS`; archiving them
-then tries the copy again. A retry move past its limit (``reconsume_times``) is a client's request and
-is refused instead (`DeadLetterRefused`, nothing staged).
+Every archived record gets its copy: the copies of one archive are cut into `DeadLettered` events of at
+most `MAX_COPIES_PER_EVENT` records each (so no event grows without bound) and into record batches that
+fit the target's ``max.message.bytes``, all staged as one append (contiguous offsets) in the same
+WriteBatch as the archive. What one archive holds is bounded by what the group had in flight on the
+partition.
+
+A copy the broker cannot write (the topic deleted, missing and not creatable, refused, a copy larger than
+the target's ``max.message.bytes``, or the append refused) never costs the record: the `RecordsRejected`
+is replaced by a `DeadLetterDeferred` that keeps the records (with their delivery counts) and offers them
+again after the group's ``logwright.dead.letter.deferred.retry.ms`` (`DEFERRED_RETRY_MS` by default);
+archiving them then tries the copy again. A retry move past its limit (``reconsume_times``) is a client's
+request and is refused instead (`DeadLetterRefused`, nothing staged).
 """
 
 from __future__ import annotations
@@ -29,7 +36,13 @@ from logwright.compat.wire.record_batch import build_batch, decode_records
 from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState
-from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
+from logwright.core.cursors.plugin_decisions import (
+    DEAD_LETTER_DEFERRED_RETRY_KEY,
+    DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS,
+    ArchiveDecider,
+    ArchivedRecords,
+    DeadLetter,
+)
 from logwright.core.errors import DomainError, UnknownTopic
 from logwright.core.events import Event
 from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
@@ -39,12 +52,13 @@ from logwright.core.log.delayed_delivery import HEADER_PREFIX
 log = logging.getLogger(__name__)
 
 MAX_COPIES_PER_EVENT = 100_000
-"""Bound on the records one archiving event copies (a REJECT names ranges; a huge one is archived in
-pieces by the client anyway). Past it the rest is archived without a copy and logged."""
+"""Records one `DeadLettered` event describes (and one copy batch holds, at most): an archive of more is
+described by several events, all in the same WriteBatch, so every archived record still gets its copy."""
 
-DEFERRED_RETRY_MS = 30_000
+DEFERRED_RETRY_MS = DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS
 """How long records whose dead-letter copy failed wait before they are offered again (and, archived
-again, retry the copy): long enough not to spin on a broken topic, short enough to notice a repaired one."""
+again, retry the copy) when the group's ``logwright.dead.letter.deferred.retry.ms`` is not registered (the
+dead_letter plugin disabled): long enough not to spin on a broken topic, short enough to notice a repaired one."""
 
 
 class DeadLetterRefused(UnknownTopic):
@@ -80,16 +94,29 @@ def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Curs
             out.append(event)
             continue
         copied = _stage_copies(broker, state, archived, decision)
-        if isinstance(copied, DeadLettered):
-            out.extend((event, copied))
+        if not isinstance(copied, str):
+            out.extend((event, *copied))
             continue
         if reconsume_times:
             raise DeadLetterRefused(copied)
+        wait_ms = deferred_retry_ms(group_settings)
         log.warning("group %s: %s; %s-%d %s kept (not archived), offered again in %d ms", archived.subscription,
-                    copied, state.topic, index, deliveries, DEFERRED_RETRY_MS)
+                    copied, state.topic, index, _summary(deliveries), wait_ms)
         out.append(DeadLetterDeferred(state.subscription, state.partition_id, event.consumer, deliveries,
-                                      event.reason, now, decision.topic, copied, now + DEFERRED_RETRY_MS))
+                                      event.reason, now, decision.topic, copied, now + wait_ms))
     return out
+
+
+def deferred_retry_ms(settings: Mapping[str, str]) -> int:
+    """The group's ``logwright.dead.letter.deferred.retry.ms`` (validated when set), else `DEFERRED_RETRY_MS`."""
+    value = settings.get(DEAD_LETTER_DEFERRED_RETRY_KEY, "")
+    return int(value) if value.lstrip("-").isdigit() else DEFERRED_RETRY_MS
+
+
+def _summary(deliveries: tuple[tuple[int, int, int], ...]) -> str:
+    """The kept spans for a log line, the first few and how many more (an archive may hold thousands)."""
+    shown = ", ".join(f"{first}..{last} (count {count})" for first, last, count in deliveries[:3])
+    return shown if len(deliveries) <= 3 else f"{shown} and {len(deliveries) - 3} more spans"
 
 
 def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, int, int], ...]:
@@ -97,7 +124,7 @@ def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, 
     spans: list[tuple[int, int, int]] = []
     for first, last in event.ranges:
         offset = first
-        while offset <= last and len(spans) < MAX_COPIES_PER_EVENT:
+        while offset <= last:
             count = cursor_commands.delivery_count(state, offset)
             end = offset
             while end < last and cursor_commands.delivery_count(state, end + 1) == count:
@@ -108,8 +135,9 @@ def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, 
 
 
 def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
-                  decision: DeadLetter) -> DeadLettered | str:
-    """Stage one batch of copies on the dead-letter partition; why not, if the broker cannot."""
+                  decision: DeadLetter) -> tuple[DeadLettered, ...] | str:
+    """Stage the copies on the dead-letter partition as one append, described by one `DeadLettered` per
+    `MAX_COPIES_PER_EVENT` records; why not (nothing staged), if the broker cannot."""
     target = broker.topic(decision.topic)
     if target is None and decision.auto_create:
         target = _auto_create(broker, state, archived, decision)
@@ -125,25 +153,58 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
     partition = archived.partition_index % len(target.partition_ids)
     now = broker.clock.now_ms()
     originals = _originals(broker, state.partition_id, archived.deliveries) if decision.copy_record else {}
-    records: list[Record] = []
-    for first, last, count in archived.deliveries:
-        for offset in range(first, last + 1):
-            if len(records) >= MAX_COPIES_PER_EVENT:
-                break
-            fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
-                      "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
-            original = originals.get(offset)
-            records.append(_copy(original, now, fields, decision))
-    if len(records) >= MAX_COPIES_PER_EVENT:
-        log.warning("group %s: only the first %d archived records of %s-%d get a dead-letter copy",
-                    archived.subscription, MAX_COPIES_PER_EVENT, state.topic, archived.partition_index)
-    prepared = prepare_partition(broker, target, partition, build_batch(records))
+    max_bytes = int(target.config("max.message.bytes") or broker.broker_config("message.max.bytes"))
+    pieces = _pieces(archived.deliveries, max(1, MAX_COPIES_PER_EVENT))
+    batches: list[bytes] = []
+    for piece in pieces:
+        records: list[Record] = []
+        for first, last, count in piece:
+            for offset in range(first, last + 1):
+                fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
+                          "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
+                records.append(_copy(originals.get(offset), now, fields, decision))
+        batches.extend(_batches(records, max_bytes))
+    prepared = prepare_partition(broker, target, partition, b"".join(batches))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
     if result.error_code != ErrorCode.NONE:
         return (f"dead-letter append to {decision.topic}-{partition} refused "
                 f"({ErrorCode(result.error_code).name}: {result.error_message})")
-    return DeadLettered(state.subscription, state.partition_id, archived.consumer, archived.deliveries,
-                        archived.reason, now, decision.topic, target.partition_ids[partition], result.base_offset)
+    events: list[DeadLettered] = []
+    base_offset = result.base_offset
+    for piece in pieces:
+        events.append(DeadLettered(state.subscription, state.partition_id, archived.consumer, piece, archived.reason,
+                                   now, decision.topic, target.partition_ids[partition], base_offset))
+        base_offset += sum(last - first + 1 for first, last, _ in piece)
+    return tuple(events)
+
+
+def _pieces(deliveries: tuple[tuple[int, int, int], ...], limit: int) -> list[tuple[tuple[int, int, int], ...]]:
+    """``deliveries`` cut, in order, into pieces of at most ``limit`` records (a span may be split)."""
+    pieces: list[tuple[tuple[int, int, int], ...]] = []
+    piece: list[tuple[int, int, int]] = []
+    size = 0
+    for first, last, count in deliveries:
+        while first <= last:
+            take = min(last - first + 1, limit - size)
+            piece.append((first, first + take - 1, count))
+            size += take
+            first += take
+            if size == limit:
+                pieces.append(tuple(piece))
+                piece, size = [], 0
+    if piece:
+        pieces.append(tuple(piece))
+    return pieces
+
+
+def _batches(records: Sequence[Record], max_bytes: int) -> list[bytes]:
+    """``records`` as record batches of at most ``max_bytes`` each (halved until they fit); a single copy
+    over the limit stays one batch, which the append then refuses (MESSAGE_TOO_LARGE: the records are kept)."""
+    batch = build_batch(records)
+    if len(batch) <= max_bytes or len(records) == 1:
+        return [batch]
+    half = len(records) // 2
+    return [*_batches(records[:half], max_bytes), *_batches(records[half:], max_bytes)]
 
 
 def _copy(original: Record | None, now: int, fields: Mapping[str, str], decision: DeadLetter) -> Record:

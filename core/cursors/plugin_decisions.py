@@ -143,6 +143,12 @@ DEAD_LETTER_MAX_DELIVERIES_KEY = "logwright.dead.letter.max.deliveries"
 """Group config of the built-in ``dead_letter`` plugin (Pulsar's maxRedeliverCount; 0: off): a group with it
 above 0 has its releases decided by the built-in plugins' chain, as one with a redelivery backoff policy."""
 
+DEAD_LETTER_DEFERRED_RETRY_KEY = "logwright.dead.letter.deferred.retry.ms"
+"""Group config of the built-in ``dead_letter`` plugin: how long records whose dead-letter copy could not be
+written are kept before they are offered again (and archiving them retries the copy)."""
+
+DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS = 30_000
+
 
 ArchiveDecider = Callable[[ArchivedRecords], "DeadLetter | None"]
 """The plugins' ``logwright_decide_archive`` chain, resolved once by the plugin host."""
