@@ -164,6 +164,7 @@ def test_an_idempotent_producer_continues_its_sequence_after_a_shortened_batch(c
     check_consistent(clock_broker)
 
 
+@pytest.mark.logwright_only(reason="logwright's own topic configs and their messages")
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("logwright.dedup.key", "key", "'record-key' or 'header:<header name>'"),
     ("logwright.dedup.key", "header:", "'record-key' or 'header:<header name>'"),
