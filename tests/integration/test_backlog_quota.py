@@ -278,3 +278,24 @@ def test_aiokafka_producers_are_held_then_released_and_refused_with_policy_viola
             await producer.stop()
 
     asyncio.run(scenario())
+
+
+def test_quota_configs_are_validated_and_described(clock_broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    bootstrap = clock_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for key, value in (("logwright.backlog.quota.records", "0"), ("logwright.backlog.quota.bytes", "ten"),
+                       ("logwright.backlog.quota.policy", "drop_everything")):
+        name = f"backlog-{uuid.uuid4().hex[:8]}"
+        future = admin.create_topics([NewTopic(name, 1, config={key: value})])[name]
+        error = future.exception(30)
+        assert error is not None and error.args[0].code() == KafkaError.INVALID_CONFIG, (key, error)
+        assert key in error.args[0].str(), error.args[0].str()
+    name = _topic(bootstrap, {"logwright.backlog.quota.bytes": "4096"})
+    [described] = admin.describe_configs([ConfigResource("topic", name)]).values()
+    entries = described.result(30)
+    assert entries["logwright.backlog.quota.bytes"].value == "4096"
+    assert "logwright.backlog.quota.policy" in entries
+    [broker] = admin.describe_configs([ConfigResource("broker", "1")]).values()
+    assert broker.result(30)["logwright.backlog.quota.default.policy"].value == "producer_request_hold"
