@@ -9,7 +9,8 @@ configs, the ``dedup_window`` projection and a sweep that removes index entries 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from typing import TypeVar
 
 from logwright.core.keys.dedup import (
     DEDUP_KEY,
@@ -20,6 +21,7 @@ from logwright.core.keys.dedup import (
     dedup_key_reader,
     expired_entries,
 )
+from logwright.core.keys.key_rows import validator
 
 from .api import (
     Admission,
@@ -31,6 +33,7 @@ from .api import (
     ConfigKeyRegister,
     DedupKeysExpired,
     Deduplication,
+    Event,
     ProjectionRegister,
     hookimpl,
 )
@@ -40,33 +43,16 @@ SWEEP_INTERVAL_MS = 60_000
 SWEEP_LIMIT = 10_000
 """Entries removed per event: a sweep of a large backlog stages several events rather than one huge one."""
 SEEN_KEY_STATE_TAG = 2110
-
-
-def _dedup_key(value: str) -> str | None:
-    if value == "":
-        return None
-    try:
-        dedup_key_reader(value)
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-def _window(value: str) -> str | None:
-    try:
-        check_window(value)
-    except ValueError as error:
-        return str(error)
-    return None
+E = TypeVar("E")
 
 
 @hookimpl
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
-    register.add(ConfigKey(DEDUP_KEY, "topic", "", _dedup_key,
+    register.add(ConfigKey(DEDUP_KEY, "topic", "", validator(dedup_key_reader, empty_is_off=True),
                            "What identifies a record for deduplication: 'record-key' or 'header:<name>' (empty: off). "
                            "A record whose dedup key was appended to the partition within logwright.dedup.window.ms "
                            "is not stored again; its produce is answered with the original's offset."))
-    register.add(ConfigKey(DEDUP_WINDOW_MS, "topic", str(DEFAULT_WINDOW_MS), _window,
+    register.add(ConfigKey(DEDUP_WINDOW_MS, "topic", str(DEFAULT_WINDOW_MS), validator(check_window),
                            "How long (broker clock, from the original's append) a dedup key drops later records "
                            "with the same key; a change applies to keys appended after it.", "LONG"))
 
@@ -95,15 +81,22 @@ def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission,
 
 
 async def sweep(facade: BrokerFacade) -> None:
-    """Forever: remove expired entries, then wait a minute of broker time. Lookups ignore expired entries
-    anyway, so the sweep only bounds the index's size."""
+    """Forever: remove index entries whose window ended (lookups ignore them anyway, so the sweep only bounds the
+    index's size), then wait a minute of broker time."""
+    await sweep_expired(facade, DEDUP_WINDOW.name, lambda rows, now: expired_entries(
+        [(name, seen) for name, seen in rows if isinstance(seen, SeenKey)], now, len(rows)), DedupKeysExpired)
+
+
+async def sweep_expired(facade: BrokerFacade, projection: str,
+                        expired_of: Callable[[list[tuple[str, object]], int], tuple[E, ...]],
+                        event_of: Callable[[tuple[E, ...]], Event]) -> None:
+    """Forever, once a minute of broker time: stage ``event_of(rows)`` for the rows of ``projection`` that
+    ``expired_of(rows, now)`` names, at most `SWEEP_LIMIT` per event. Shared with ``processed_keys``."""
     while True:
         now = facade.now_ms()
-        entries = [(name, seen) for name, seen in facade.entities(DEDUP_WINDOW.name).items()
-                   if isinstance(seen, SeenKey)]
-        expired = expired_entries(entries, now, len(entries))
+        expired = expired_of(list(facade.entities(projection).items()), now)
         for start in range(0, len(expired), SWEEP_LIMIT):
-            facade.stage([DedupKeysExpired(expired[start:start + SWEEP_LIMIT])])
+            facade.stage([event_of(expired[start:start + SWEEP_LIMIT])])
         if expired:
             await facade.durable()
         await facade.sleep(SWEEP_INTERVAL_MS)

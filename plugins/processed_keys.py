@@ -10,6 +10,7 @@ instead of delivering them (`logwright.core.keys.processed`).
 from __future__ import annotations
 
 from logwright.core.keys.dedup import dedup_key_reader
+from logwright.core.keys.key_rows import validator
 from logwright.core.keys.processed import (
     DEFAULT_TTL_MS,
     PROCESSED_KEY,
@@ -30,37 +31,25 @@ from .api import (
     ProjectionRegister,
     hookimpl,
 )
+from .key_dedup import sweep_expired
 
-SWEEP_INTERVAL_MS = 60_000
-SWEEP_LIMIT = 10_000
 PROCESSED_KEY_STATE_TAG = 2111
 
 
-def _source(value: str) -> str | None:
-    if value == "":
-        return None
+def _source(value: str) -> None:
     try:
         dedup_key_reader(value)
     except ValueError as error:
-        return str(error).replace("logwright.dedup.key", PROCESSED_KEY)
-    return None
-
-
-def _ttl(value: str) -> str | None:
-    try:
-        check_ttl(value)
-    except ValueError as error:
-        return str(error)
-    return None
+        raise ValueError(str(error).replace("logwright.dedup.key", PROCESSED_KEY)) from None
 
 
 @hookimpl
 def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
-    register.add(ConfigKey(PROCESSED_KEY, "group", "", _source,
+    register.add(ConfigKey(PROCESSED_KEY, "group", "", validator(_source, empty_is_off=True),
                            "How the broker reads a record's processed key: 'record-key' or 'header:<name>' (empty: "
                            "off). A record whose key a consumer acknowledged as processed is acknowledged by the "
                            "broker instead of delivered, until logwright.processed.keys.ttl.ms passes."))
-    register.add(ConfigKey(PROCESSED_KEYS_TTL_MS, "group", str(DEFAULT_TTL_MS), _ttl,
+    register.add(ConfigKey(PROCESSED_KEYS_TTL_MS, "group", str(DEFAULT_TTL_MS), validator(check_ttl),
                            "How long (broker clock) a processed key is remembered after its acknowledgement.",
                            "LONG"))
 
@@ -77,13 +66,6 @@ def logwright_register_background_tasks(register: BackgroundTaskRegister) -> Non
 
 
 async def sweep(facade: BrokerFacade) -> None:
-    """Forever: remove expired keys, then wait a minute of broker time (lookups ignore expired keys anyway)."""
-    while True:
-        now = facade.now_ms()
-        expired = expired_keys(((name, key) for name, key in facade.entities(PROCESSED_KEYS.name).items()
-                                if isinstance(key, ProcessedKey)), now)
-        for start in range(0, len(expired), SWEEP_LIMIT):
-            facade.stage([ProcessedKeysExpired(expired[start:start + SWEEP_LIMIT])])
-        if expired:
-            await facade.durable()
-        await facade.sleep(SWEEP_INTERVAL_MS)
+    """Forever: remove processed keys past their time-to-live (lookups ignore them anyway), once a minute."""
+    await sweep_expired(facade, PROCESSED_KEYS.name, lambda rows, now: expired_keys(
+        ((name, key) for name, key in rows if isinstance(key, ProcessedKey)), now), ProcessedKeysExpired)

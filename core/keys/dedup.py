@@ -21,6 +21,7 @@ from typing import Final
 
 from logwright.core.events import Event
 from logwright.core.events.keys import DedupKeysExpired, DedupKeysIndexed
+from logwright.core.keys.key_rows import MAX_DURATION_MS, check_duration, offsets_by_row
 from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import Projection
 
@@ -28,7 +29,7 @@ DEDUP_KEY: Final = "logwright.dedup.key"
 DEDUP_WINDOW_MS: Final = "logwright.dedup.window.ms"
 RECORD_KEY: Final = "record-key"
 HEADER_PREFIX: Final = "header:"
-MAX_WINDOW_MS: Final = 365 * 24 * 3600 * 1000
+MAX_WINDOW_MS: Final = MAX_DURATION_MS
 DIGEST_SIZE: Final = 16
 
 KeyOf = Callable[[KeyedRecord], bytes | None]
@@ -68,12 +69,7 @@ def _record_key(record: KeyedRecord) -> bytes | None:
 
 def check_window(value: str) -> None:
     """``logwright.dedup.window.ms``: a whole number of milliseconds, 1 to a year."""
-    try:
-        window = int(value)
-    except ValueError:
-        raise ValueError(f"{DEDUP_WINDOW_MS} must be a whole number of milliseconds, not {value!r}") from None
-    if not 1 <= window <= MAX_WINDOW_MS:
-        raise ValueError(f"{DEDUP_WINDOW_MS} must be between 1 and {MAX_WINDOW_MS} (a year), not {window}")
+    check_duration(DEDUP_WINDOW_MS, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +141,11 @@ def _keys(event: Event) -> tuple[str, ...]:
     return ()
 
 
-_indexed: tuple[DedupKeysIndexed | None, dict[str, int]] = (None, {})
+def _rows(event: DedupKeysIndexed) -> dict[str, int]:
+    return {entity_key(event.partition_id, digest): offset for digest, offset in event.entries}
 
 
-def _offsets(event: DedupKeysIndexed) -> dict[str, int]:
-    """Entity key -> offset for one event, built once per event rather than once per entity it names."""
-    global _indexed
-    if _indexed[0] is not event:
-        _indexed = (event, {entity_key(event.partition_id, digest): offset for digest, offset in event.entries})
-    return _indexed[1]
+_offsets = offsets_by_row(_rows)
 
 
 def _evolve(state: SeenKey | None, event: Event, key: str) -> SeenKey | None:

@@ -17,13 +17,13 @@ from typing import Final
 from logwright.core.events import Event
 from logwright.core.events.keys import ProcessedKeysExpired, ProcessedKeysRecorded
 from logwright.core.keys.dedup import KeyOf, key_digest
+from logwright.core.keys.key_rows import check_duration, offsets_by_row
 from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import Projection
 
 PROCESSED_KEY: Final = "logwright.processed.key"
 PROCESSED_KEYS_TTL_MS: Final = "logwright.processed.keys.ttl.ms"
 DEFAULT_TTL_MS: Final = 86_400_000
-MAX_TTL_MS: Final = 365 * 24 * 3600 * 1000
 MAX_KEY_BYTES: Final = 16_384
 
 
@@ -37,12 +37,7 @@ class ProcessedKey:
 
 def check_ttl(value: str) -> None:
     """``logwright.processed.keys.ttl.ms``: a whole number of milliseconds, 1 to a year."""
-    try:
-        ttl = int(value)
-    except ValueError:
-        raise ValueError(f"{PROCESSED_KEYS_TTL_MS} must be a whole number of milliseconds, not {value!r}") from None
-    if not 1 <= ttl <= MAX_TTL_MS:
-        raise ValueError(f"{PROCESSED_KEYS_TTL_MS} must be between 1 and {MAX_TTL_MS} (a year), not {ttl}")
+    check_duration(PROCESSED_KEYS_TTL_MS, value)
 
 
 def entity_key(subscription: str, topic: str, digest: bytes) -> str:
@@ -89,16 +84,11 @@ def _keys(event: Event) -> tuple[str, ...]:
     return ()
 
 
-_recorded: tuple[ProcessedKeysRecorded | None, dict[str, int]] = (None, {})
+def _rows(event: ProcessedKeysRecorded) -> dict[str, int]:
+    return {entity_key(event.subscription, event.topic, digest): offset for digest, offset in event.keys}
 
 
-def _offsets(event: ProcessedKeysRecorded) -> dict[str, int]:
-    """Entity key -> offset for one event (the last offset of a key acknowledged twice), built once per event."""
-    global _recorded
-    if _recorded[0] is not event:
-        _recorded = (event, {entity_key(event.subscription, event.topic, digest): offset
-                             for digest, offset in event.keys})
-    return _recorded[1]
+_offsets = offsets_by_row(_rows)
 
 
 def _evolve(state: ProcessedKey | None, event: Event, key: str) -> ProcessedKey | None:
