@@ -97,8 +97,9 @@ def stored_batches(broker: Broker, partition_id: int, from_offset: int) -> Itera
             return
         for batch in batches:
             header = parse_header(batch)
-            yield StoredBatchInfo(header.base_offset, header.record_count, len(batch), header.max_timestamp)
-            offset = header.base_offset + header.record_count
+            span = header.last_offset_delta + 1  # a compacted batch holds fewer records than offsets
+            yield StoredBatchInfo(header.base_offset, span, len(batch), header.max_timestamp)
+            offset = header.base_offset + span
 
 
 def _refused(topic: str, partition: int, result: PartitionResult) -> AppendRefused:

@@ -40,7 +40,10 @@ class AppendRefused(DomainError):
 
 @dataclass(frozen=True, slots=True)
 class StoredBatchInfo:
-    """One stored record batch as its header describes it: offsets, stored size, newest timestamp."""
+    """One stored record batch as its header describes it: offsets, stored size, newest timestamp.
+
+    ``record_count`` is the offsets the batch spans (its last offset delta + 1): after compaction a batch holds
+    fewer records than that, and the next batch starts at ``base_offset + record_count``."""
 
     base_offset: int
     record_count: int

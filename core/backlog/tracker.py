@@ -2,8 +2,9 @@
 
 A partition's `BatchIndex` is built once, from the stored batches' headers from its slowest subscription's
 position (the only time a batch is read), then kept by folding each commit's `RecordsAppended`,
-`LogTruncated` and `TopicDeleted`. Positions are read from the subscriptions' projections at each question,
-so an acknowledgement staged earlier in the same turn already counts. Appends admitted but not yet
+`LogTruncated` and `TopicDeleted`; a `PartitionCompacted` has the index read again from the rewritten
+batches. Positions are read from the subscriptions' projections at each question, so an acknowledgement
+staged earlier in the same turn already counts. Appends admitted but not yet
 committed are counted as ``pending`` until the commit that writes them, so several requests of one
 turn cannot pass the quota together.
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from logwright.core.events import ConfigChanged, Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.events.compaction import PartitionCompacted
 
 from . import eviction
 from .backlog import Backlog, Position, after_append, backlog_of
@@ -134,6 +136,9 @@ class BacklogTracker:
                     tracked.index.append_batch(event.base_offset, event.record_count, event.byte_size,
                                                event.max_timestamp)
                     changed = True
+            elif isinstance(event, PartitionCompacted):  # batches rewritten smaller: read their headers again
+                self._tracked.pop(event.partition_id, None)
+                changed = True
             elif isinstance(event, LogTruncated):
                 truncated = self._tracked.get(event.partition_id)
                 if truncated is not None:

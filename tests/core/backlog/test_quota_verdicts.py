@@ -19,6 +19,7 @@ from logwright.core.events import (
     RecordsAppended,
     SubscriptionCreated,
 )
+from logwright.core.events.compaction import PartitionCompacted
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
 from logwright.core.projection import fold
 
@@ -184,3 +185,13 @@ def test_a_config_change_is_seen_at_the_next_append() -> None:
     broker.configs["logwright.backlog.quota.records"] = "3"
     broker.commit(tracker, ConfigChanged("topic", "t", (("logwright.backlog.quota.records", "3"),)))
     assert isinstance(tracker.admit("t", 0, PARTITION, 1, 100), Refuse)
+
+
+def test_compaction_has_the_index_read_again_from_the_rewritten_batches() -> None:
+    broker, tracker = setup("producer_exception", bytes="1000")
+    for _ in range(9):
+        broker.append(tracker, 1, 100)
+    assert isinstance(tracker.admit("t", 0, PARTITION, 1, 200), Refuse), "900 + 200 bytes"
+    broker.batches = [BatchExtent(batch.base_offset, 1, 40, batch.max_timestamp) for batch in broker.batches]
+    broker.commit(tracker, PartitionCompacted(PARTITION, 0, 9, 0, 0, 540))
+    assert tracker.admit("t", 0, PARTITION, 1, 200) == Admit(), "360 + 200 bytes once compacted"
