@@ -23,8 +23,10 @@ from logwright.core.pop.pop_commands import (
     DEAD_LETTER_TOPIC_KEY,
     DEFAULT_MAX_RECONSUME_TIMES,
     INIT_MODE_KEY,
+    MAX_RECONSUME_REASON,
     MAX_RECONSUME_TIMES_KEY,
     default_dead_letter_topic,
+    retry_delay_ms,
 )
 
 from .api import (
@@ -36,6 +38,10 @@ from .api import (
     DispatchView,
     ModeConsumer,
     ProjectionRegister,
+    Redeliver,
+    Reject,
+    ReleasedDelivery,
+    ReleaseDecision,
     SubscriptionModeBase,
     SubscriptionModeRegister,
     hookimpl,
@@ -70,9 +76,12 @@ def dead_letter_topic(value: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class PopMode(SubscriptionModeBase):
     """Every member acquires on every partition, within its permits, as Shared does; what makes it pop is the
-    dead-letter decision below and the group's lock (the invisible time)."""
+    release and dead-letter decisions below and the group's lock (the invisible time). ``decides_release``
+    makes the share coordinator ask the release decision for every release of the group (not only with a
+    backoff policy)."""
 
     name: str = MODE
+    decides_release: bool = True
 
     def budget(self, view: DispatchView, consumer: ModeConsumer, limit: int) -> int:
         return in_flight_budget(view, consumer, limit)
@@ -81,6 +90,23 @@ class PopMode(SubscriptionModeBase):
 @hookimpl
 def logwright_register_subscription_modes(register: SubscriptionModeRegister) -> None:
     register.add(PopMode())
+
+
+@hookimpl
+def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | None:
+    """A pop-mode group's records that came back (RELEASE, lock expiry, a consumer gone): past
+    ``logwright.pop.max.reconsume.times`` archived (and so dead-lettered), whatever ``share.delivery.count.limit``
+    says; otherwise back after the delay the consumer asked for, else the next level of the group's backoff policy
+    (RocketMQ's 1 s .. 2 h table when it has none)."""
+    settings = delivery.settings
+    if settings.get(SUBSCRIPTION_MODE_KEY) != MODE:
+        return None
+    limit = int(settings.get(MAX_RECONSUME_TIMES_KEY, DEFAULT_MAX_RECONSUME_TIMES))
+    if delivery.delivery_count - 1 >= limit:
+        return Reject(MAX_RECONSUME_REASON)
+    if delivery.requested_delay_ms:
+        return Redeliver(delivery.requested_delay_ms)
+    return Redeliver(retry_delay_ms(settings, delivery.delivery_count))
 
 
 @hookimpl

@@ -11,7 +11,7 @@ from typing import Any
 
 import pluggy
 
-BUILTIN_DEFAULTS = frozenset({"redelivery", "admission", "dead_letter"})
+BUILTIN_DEFAULTS = frozenset({"redelivery", "admission", "dead_letter", "pop"})
 """Built-in plugins whose decision the core applies itself when no other plugin implements the hook."""
 
 

@@ -22,14 +22,7 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.pop_dead_letters import stage_dead_letters
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.compat.wire.records import Record
-from logwright.core.cursors.redelivery_backoff import (
-    POLICY_KEY,
-    ROCKETMQ_LEVELS,
-    LevelBackoff,
-    backoff_from_settings,
-    parse_levels,
-)
-from logwright.core.errors import DomainError, InvalidConfig, UnsupportedFeature
+from logwright.core.errors import DomainError, UnsupportedFeature
 from logwright.core.events import Event, TopicDeleted
 from logwright.core.events.pop import PopCursorCreated, PopCursorDeleted, PopNacked
 from logwright.core.log.catalog import TopicState
@@ -115,15 +108,8 @@ class PopCoordinator:
         return int(self.settings(group).get(MAX_RECONSUME_TIMES_KEY, DEFAULT_MAX_RECONSUME_TIMES))
 
     def nack_delay_ms(self, group: str, entry: PopEntry) -> int:
-        """The retry table's level for this failure: the group's redelivery backoff policy if it set one, else
-        RocketMQ's default table (1 s, 5 s, 10 s, 30 s, 1 m, ... 2 h), first failure first level."""
-        settings = self.settings(group)
-        try:
-            backoff = (backoff_from_settings(settings) if settings.get(POLICY_KEY, "none") != "none"
-                       else LevelBackoff(parse_levels(ROCKETMQ_LEVELS)))
-        except InvalidConfig:
-            backoff = LevelBackoff(parse_levels(ROCKETMQ_LEVELS))
-        return backoff.delay_for(entry.reconsume_times)
+        """The retry table's level for this failure (`pop_commands.retry_delay_ms`)."""
+        return pop_commands.retry_delay_ms(self.settings(group), entry.deliveries)
 
     # -- tables ---------------------------------------------------------------------------------
 

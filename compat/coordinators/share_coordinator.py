@@ -190,9 +190,12 @@ class ShareCoordinator:
 
     def _needs_builtin_release(self, group_id: str) -> bool:
         """Whether the built-in plugins' release decision must run for the group: it has a redelivery backoff
-        policy, or Pulsar's ``logwright.dead.letter.max.deliveries``."""
+        policy, its subscription mode asks for it (``decides_release``), or Pulsar's
+        ``logwright.dead.letter.max.deliveries``."""
         if self._backoff_policy(group_id) != "none":
             return True
+        if getattr(self.mode(group_id), "decides_release", False):
+            return True  # a mode whose plugin decides every release of its groups (pop: RocketMQ's retry table)
         if self.broker.configs.get("group", DEAD_LETTER_MAX_DELIVERIES_KEY) is None:
             return False
         return int(self.group_config(group_id, DEAD_LETTER_MAX_DELIVERIES_KEY) or 0) > 0

@@ -10,10 +10,17 @@ orderly pop serves a partition only when nothing of it is in flight, lowest offs
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from logwright.core.errors import InvalidRequest
+from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
+from logwright.core.cursors.redelivery_backoff import (
+    ROCKETMQ_LEVELS,
+    LevelBackoff,
+    backoff_from_settings,
+    parse_levels,
+)
+from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.events.pop import (
     CheckpointAcked,
     CheckpointCreated,
@@ -45,6 +52,18 @@ _ILLEGAL_IN_TOPIC = re.compile(r"[^a-zA-Z0-9._-]")
 def default_dead_letter_topic(group: str) -> str:
     """RocketMQ's ``%DLQ%{group}`` as a legal Kafka topic name: ``DLQ.{group}`` (other characters become ``_``)."""
     return ("DLQ." + _ILLEGAL_IN_TOPIC.sub("_", group))[:249]
+
+
+def retry_delay_ms(settings: Mapping[str, str], deliveries: int) -> int:
+    """How long a record that failed its ``deliveries``-th delivery stays invisible: the next level of the group's
+    redelivery backoff policy (``logwright.redelivery.backoff.*``) if it set one, else RocketMQ's default table
+    (1 s, 5 s, 10 s, 30 s, 1 m ... 2 h), the first failure waiting the first level."""
+    rocketmq = LevelBackoff(parse_levels(ROCKETMQ_LEVELS))
+    try:
+        backoff = backoff_from_settings(settings) if settings.get(BACKOFF_POLICY_KEY, "none") != "none" else rocketmq
+    except InvalidConfig:
+        backoff = rocketmq
+    return backoff.delay_for(deliveries - 1)
 
 
 def retry_topic_label(group: str, topic: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import AcknowledgeType, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from logwright.client import BrokerError, Client
 from logwright.client.pop import (
@@ -33,7 +33,8 @@ from logwright.compat.errors import ErrorCode
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs
 from .test_dead_letter import headers_of, read_all, release_until_archived
-from .test_share_groups import check_consistent, setup_topic
+from .test_share_groups import advance_clock, check_consistent, commit, poll_batch, setup_topic
+from .test_share_groups import consumer as share_consumer
 
 INVISIBLE_MS = 10_000
 
@@ -383,15 +384,16 @@ def test_a_long_poll_wakes_on_the_first_append(clock_broker: BrokerProcess) -> N
 
 
 def test_a_share_group_in_pop_mode_dead_letters_to_its_pop_topic(clock_broker: BrokerProcess) -> None:
-    """Unmodified Kafka share consumers (librdkafka) on a group with ``logwright.subscription.mode=pop``: what the
-    group archives at the delivery limit lands once on ``DLQ.<group>`` with RocketMQ's properties."""
+    """Unmodified Kafka share consumers (librdkafka) on a group with ``logwright.subscription.mode=pop``: a record
+    past the max reconsume times (0 here: the first RELEASE) lands once on ``DLQ.<group>`` with RocketMQ's
+    properties."""
     bootstrap, group = clock_broker.bootstrap, f"pop-share-{uuid.uuid4().hex[:6]}"
     topic = setup_topic(bootstrap, group, 1, **{"logwright.subscription.mode": "pop",
-                                                 "share.delivery.count.limit": "2"})
-    assert release_until_archived(bootstrap, group, topic, 2) == [1, 2]
+                                                 "logwright.pop.max.reconsume.times": "0"})
+    assert release_until_archived(bootstrap, group, topic, 1) == [1]
     [copy] = read_all(bootstrap, f"DLQ.{group}", 1)
     headers = headers_of(copy)
-    assert copy.value() == b"r0" and headers["RECONSUME_TIMES"] == b"2"
+    assert copy.value() == b"r0" and headers["RECONSUME_TIMES"] == b"1"
     assert (headers["REAL_TOPIC"], headers["RETRY_TOPIC"], headers["ORIGIN_MESSAGE_ID"]) == (
         topic.encode(), f"%RETRY%{group}_{topic}".encode(), f"{topic}-0@0".encode())
 
@@ -444,3 +446,30 @@ def test_on_the_system_clock_the_revive_timer_wakes_a_long_poll(broker: BrokerPr
         await client.ack(again)
 
     run(scenario, broker.bootstrap)
+
+
+def test_a_pop_mode_share_group_retries_on_rocketmqs_table_past_kafkas_delivery_limit(
+        clock_broker: BrokerProcess) -> None:
+    """A librdkafka ShareConsumer RELEASEs one record every time: it comes back after 1 s, 5 s, 10 s (RocketMQ's
+    levels, not at once), four deliveries although ``share.delivery.count.limit`` is 2, then goes to DLQ.<group>
+    (``logwright.pop.max.reconsume.times`` 3)."""
+    bootstrap, group = clock_broker.bootstrap, f"pop-retry-{uuid.uuid4().hex[:6]}"
+    topic = setup_topic(bootstrap, group, 1, **{"logwright.subscription.mode": "pop", "share.delivery.count.limit": "2",
+                                                 "logwright.pop.max.reconsume.times": "3"})
+    share = share_consumer(bootstrap, group, topic)
+    counts: list[int] = []
+    try:
+        for level_ms in (1_000, 5_000, 10_000, 0):
+            [message] = poll_batch(share)
+            counts.append(message.delivery_count())
+            share.acknowledge(message, AcknowledgeType.RELEASE)
+            assert commit(share) == {(topic, 0): None}
+            if level_ms:
+                advance_clock(bootstrap, level_ms - 1)
+                assert poll_batch(share, 1.0) == []
+                advance_clock(bootstrap, 1)
+    finally:
+        share.close()
+    assert counts == [1, 2, 3, 4]
+    [copy] = read_all(bootstrap, f"DLQ.{group}", 1)
+    assert headers_of(copy)["RECONSUME_TIMES"] == b"4"
