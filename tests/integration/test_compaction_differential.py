@@ -134,3 +134,20 @@ def test_turning_compaction_on_compacts_what_the_topic_already_holds(bootstrap: 
     expected = [(2, b"a", b"2"), (3, b"b", b"3"), (4, b"head", b"roll")]
     entries = eventually(lambda: read_partition(bootstrap, topic), lambda found: found == expected, CLEANER_WAIT_S)
     assert entries == expected
+
+
+def test_a_tombstone_is_kept_then_removed_once_delete_retention_ms_passed(bootstrap: str) -> None:
+    """``delete.retention.ms=1000``: the first pass keeps the tombstone (and stamps its horizon); a pass after the
+    horizon removes it. Kafka runs that pass when new dirty data makes the partition due (any, at a dirty ratio of
+    0.01), so the scenario writes more after the horizon; logwright's cleaner would run it at the horizon anyway."""
+    topic = create_compacted(bootstrap, {"delete.retention.ms": "1000", "min.cleanable.dirty.ratio": "0.01"})
+    now = int(time.time() * 1000)
+    assert produce(bootstrap, topic, [(b"a", b"1"), (b"b", b"1"), (b"a", None)], now) == [None] * 3
+    close_head(bootstrap, topic, now + 1_000)
+    kept = [(1, b"b", b"1"), (2, b"a", None), (3, b"head", b"roll")]
+    assert eventually(lambda: read_partition(bootstrap, topic), lambda found: found == kept, CLEANER_WAIT_S) == kept
+    time.sleep(1.5)
+    assert produce(bootstrap, topic, [(b"b", b"2")], now + 2_000) == [None]
+    close_head(bootstrap, topic, now + 3_000)
+    gone = [(3, b"head", b"roll"), (4, b"b", b"2"), (5, b"head", b"roll")]  # the last head is not in a closed segment
+    assert eventually(lambda: read_partition(bootstrap, topic), lambda found: found == gone, CLEANER_WAIT_S) == gone
