@@ -151,6 +151,8 @@ class Reader:
         return {**earliest, **{p: offset + inclusive for p, offset in named.items()}}
 
     async def _list_offsets(self, stamps: Mapping[int, int]) -> dict[int, int]:
+        if not stamps:
+            return {}
         response = await self._connection.request(make(
             ListOffsetsRequest, replica_id=-1, isolation_level=READ_COMMITTED, topics=(make(
                 ListOffsetsTopic, name=self.topic, partitions=tuple(

@@ -46,6 +46,7 @@ async def _drain(reader: Reader) -> list[tuple[int, int, str]]:
     return read
 
 
+@pytest.mark.differential
 def test_each_start_kind_on_one_partition(bootstrap: str) -> None:
     topic = _topic(bootstrap)
     _produce(bootstrap, topic, [f"m{n}" for n in range(5)], timestamp=1_000)
