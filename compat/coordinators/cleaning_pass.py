@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 SLICE_BYTES = 1 << 20
 """Stored bytes one slice reads (and at most rewrites) before the event loop gets control back."""
 SLICE_SECONDS = 0.02
-"""CPU time after which a slice ends even below `SLICE_BYTES` (decoding keys costs ~40 us per record here)."""
+"""Time after which a slice ends even below `SLICE_BYTES` (a pass decodes about 46,000 records/s here)."""
 
 
 class SliceBudget:
