@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logwright.compat.wire.compression import Compression, decompress
 from logwright.compat.wire.record_batch import Record, build_batch
 from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records
@@ -86,3 +88,19 @@ def test_garbage_compressed_bytes_are_refused() -> None:
     forged = forged[:8] + struct.pack(">i", len(forged) - 12) + forged[12:]
     with pytest.raises(UnreadableRecords):
         keyed_records(forged, decompress)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_any_corruption_of_a_batch_is_read_or_refused_never_anything_else(data: st.DataObject) -> None:
+    codec = data.draw(st.sampled_from(list(Compression)))
+    batch = bytearray(build_batch(RECORDS, base_offset=5, compression=codec))
+    for _ in range(data.draw(st.integers(1, 6))):
+        at = data.draw(st.integers(0, len(batch) - 1))
+        batch[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(batch)))
+    try:
+        records = keyed_records(bytes(batch[:cut]), decompress)
+    except UnreadableRecords:
+        return
+    assert all(isinstance(record, KeyedRecord) for record in records)
