@@ -24,7 +24,7 @@ from logwright.core.clock import ManualClockState
 from logwright.core.compaction.state import CleanerCheckpoint
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember
 from logwright.core.cursors.cursor import CursorState, Delivery, Redelivery
-from logwright.core.cursors.dead_letter_history import DeadLetteredSpan, DeadLetterHistory
+from logwright.core.cursors.dead_letter_history import DeadLetteredSpan, DeadLetterHistory, DeferredSpan
 from logwright.core.cursors.key_hash_ranges import HashRange, KeyHashOwnership, OwnedRange
 from logwright.core.cursors.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.errors import CorruptState
@@ -173,6 +173,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1032: Redelivery,
     1033: DeadLetterHistory,
     1034: DeadLetteredSpan,
+    1035: DeferredSpan,
     1040: HashRange,
     1041: OwnedRange,
     1042: KeyHashOwnership,

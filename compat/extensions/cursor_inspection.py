@@ -13,10 +13,14 @@ partition's records whose delivery delay has not run out (for every subscription
 Failover ignore it), present with or without a cursor. ``dead_lettered`` lists the subscription's spans
 of records archived with a dead-letter copy, oldest first, only the last 100
 (`dead_letter_history.MAX_SPANS`), each with where its first copy went (``dead_letter_partition`` is -1
-once that topic is gone). ``backlog_quota`` is the partition's quota state, the same for every subscription:
-``{quota: {bytes, records, age_ms, policy}, subscriptions: [{subscription, kind, records, bytes, age_ms, over,
-evicted}], slowest}`` (`backlog_report`): every group and cursor with a position on the partition, its exact
-backlog, the limit it is past, and what eviction took from it.
+once that topic is gone). ``dead_letter_deferred`` lists the records kept, not archived, because their
+dead-letter copy could not be written (`DeadLetterDeferred`), in offset order: ``[{first, last,
+delivery_count, reason, consumer, time_ms, dead_letter_topic, error, available_at_ms}, ...]`` (when they are
+offered again, and archiving them retries the copy), until a copy succeeds; offsets the cursor settled
+since (acknowledged on redelivery) are left out. ``backlog_quota`` is the partition's quota state, the same
+for every subscription: ``{quota: {bytes, records, age_ms, policy}, subscriptions: [{subscription, kind,
+records, bytes, age_ms, over, evicted}], slowest}`` (`backlog_report`): every group and cursor with a
+position on the partition, its exact backlog, the limit it is past, and what eviction took from it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
-from logwright.core.cursors.dead_letter_history import DEAD_LETTER_HISTORY, dead_letter_history
+from logwright.core.cursors.dead_letter_history import (
+    DEAD_LETTER_HISTORY,
+    DeadLetterHistory,
+    dead_letter_history,
+)
 from logwright.core.errors import UnknownTopic
 from logwright.core.log.catalog import TopicState
 
@@ -60,8 +68,7 @@ def _delayed(broker: Broker, partition_id: int, log_start: int, log_end: int) ->
             for span in held.spans for offset in range(span.first, span.last + 1)]
 
 
-def _dead_lettered(broker: Broker, group_id: str, partition_id: int) -> list[dict[str, Any]]:
-    history = dead_letter_history(broker.store.state(DEAD_LETTER_HISTORY.name, cursor_key(group_id, partition_id)))
+def _dead_lettered(history: DeadLetterHistory | None, broker: Broker) -> list[dict[str, Any]]:
     listed: list[dict[str, Any]] = []
     for span in history.spans if history else ():
         target = broker.topic(span.dead_letter_topic)
@@ -71,6 +78,21 @@ def _dead_lettered(broker: Broker, group_id: str, partition_id: int) -> list[dic
                        "reason": span.reason, "consumer": span.consumer, "time_ms": span.time_ms,
                        "dead_letter_topic": span.dead_letter_topic,
                        "dead_letter_partition": partition, "dead_letter_offset": span.dead_letter_offset})
+    return listed
+
+
+def _deferred(history: DeadLetterHistory | None, cursor: CursorState | None) -> list[dict[str, Any]]:
+    """The deferred spans, without the offsets ``cursor`` has settled since (acknowledged on redelivery)."""
+    listed: list[dict[str, Any]] = []
+    for span in history.deferred if history else ():
+        unsettled = [(span.first, span.last)]
+        if cursor is not None:
+            first = max(span.first, cursor.mark_delete_position + 1)
+            unsettled = list(cursor.settled.missing(first, span.last).ranges) if first <= span.last else []
+        listed.extend({"first": first, "last": last, "delivery_count": span.delivery_count, "reason": span.reason,
+                       "consumer": span.consumer, "time_ms": span.time_ms,
+                       "dead_letter_topic": span.dead_letter_topic, "error": span.error,
+                       "available_at_ms": span.available_at_ms} for first, last in unsettled)
     return listed
 
 
@@ -84,10 +106,13 @@ async def handle(context: RequestContext, body: Body) -> Body:
         log_start = broker.partition(partition_id).log_start_offset
         log_end = broker.high_watermark(partition_id)
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
+        history = dead_letter_history(broker.store.state(DEAD_LETTER_HISTORY.name, cursor_key(group_id, partition_id)))
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
                                  "log_start_offset": log_start, "log_end_offset": log_end,
                                  "delayed": _delayed(broker, partition_id, log_start, log_end),
-                                 "dead_lettered": _dead_lettered(broker, group_id, partition_id),
+                                 "dead_lettered": _dead_lettered(history, broker),
+                                 "dead_letter_deferred": _deferred(history, state if isinstance(state, CursorState)
+                                                                   else None),
                                  "backlog_quota": backlog_report(broker, topic, index, partition_id)}
         if isinstance(state, CursorState):
             entry.update(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
@@ -21,7 +22,7 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from logwright.compat.coordinators import dead_letters
 from logwright.compat.errors import ErrorCode
-from logwright.compat.extensions import clock_control
+from logwright.compat.extensions import clock_control, cursor_inspection
 from logwright.compat.kafka import describe_configs, incremental_alter_configs
 from logwright.compat.wire.record_batch import decode_records
 from logwright.compat.wire.records import Record
@@ -29,7 +30,7 @@ from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
 from logwright.eventstore.interface import LoggedEvent
 
-from tests.compat.test_share_handlers import GROUP, Harness, acquired, run
+from tests.compat.test_share_handlers import GROUP, TOPIC, Harness, acquired, run
 
 REJECT = 3
 RELEASE = 2
@@ -64,6 +65,12 @@ def _stored(h: Harness) -> tuple[list[Record], int]:
     assert topic is not None
     batches = list(h.broker.store.read_batches(topic.partition_ids[0], 0, 2**31 - 1))
     return [record for batch in batches for record in decode_records(batch)], len(batches)
+
+
+async def _deferred(h: Harness) -> list[dict[str, Any]]:
+    """InspectCursor's ``dead_letter_deferred`` for partition 0."""
+    answer = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
+    return list(answer["partitions"][0]["dead_letter_deferred"])
 
 
 async def _tick(h: Harness, ms: int) -> None:
@@ -130,10 +137,17 @@ def test_a_copy_too_large_for_the_target_is_kept_for_the_groups_deferred_retry_m
         [deferred] = [e for e in events if isinstance(e, DeadLetterDeferred)]
         assert "MESSAGE_TOO_LARGE" in deferred.error
         assert deferred.available_at_ms == deferred.time_ms + 5_000
+        [shown] = await _deferred(h)
+        assert shown == {"first": 0, "last": 0, "delivery_count": 1, "reason": deferred.reason, "consumer": "m1",
+                         "time_ms": deferred.time_ms, "dead_letter_topic": DLQ, "error": deferred.error,
+                         "available_at_ms": deferred.time_ms + 5_000}
         await _tick(h, 4_999)
         assert acquired(await h.fetch("m1", 2, topic_id)) == []
         await _tick(h, 1)
         assert acquired(await h.fetch("m1", 3, topic_id)) == [(0, 0, 2)]
+        assert [entry["first"] for entry in await _deferred(h)] == [0]  # in flight again: still unresolved
+        await h.fetch("m1", 4, topic_id, acks=((0, 0, 1),))  # ACCEPT this time: nothing waits any more
+        assert await _deferred(h) == []
 
     run(tmp_path, scenario)
 
@@ -169,3 +183,34 @@ def test_the_deferred_retry_is_a_validated_group_config_describe_configs_shows(t
 def test_a_group_without_the_key_falls_back_to_the_default() -> None:
     assert dead_letters.deferred_retry_ms({}) == dead_letters.DEFERRED_RETRY_MS == 30_000
     assert dead_letters.deferred_retry_ms({DEFERRED_KEY: "1200"}) == 1_200
+
+
+def test_inspect_cursor_shows_deferred_offsets_until_their_copy_is_written_or_they_are_acknowledged(
+        tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(3)
+        h.broker.create_topic(DLQ, 1)  # without errors.deadletterqueue.group.enable=true
+        h.broker.stage([ConfigChanged("group", GROUP, (
+            ("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", DLQ),
+            (DEFERRED_KEY, "1000")))])
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 2, 1)]
+        await h.fetch("m1", 1, topic_id, acks=((0, 2, REJECT),))
+        [waiting] = await _deferred(h)
+        assert (waiting["first"], waiting["last"], waiting["dead_letter_topic"]) == (0, 2, DLQ)
+        assert "errors.deadletterqueue.group.enable=true" in waiting["error"]
+        assert waiting["available_at_ms"] == waiting["time_ms"] + 1_000
+        h.broker.stage([ConfigChanged("topic", DLQ, (("errors.deadletterqueue.group.enable", "true"),))])
+        await _tick(h, 1_000)
+        assert acquired(await h.fetch("m1", 2, topic_id)) == [(0, 2, 2)]
+        await h.fetch("m1", 3, topic_id, acks=((0, 0, 1), (1, 1, REJECT)))  # 0 accepted, 1 copied now
+        assert [(e["first"], e["last"]) for e in await _deferred(h)] == [(2, 2)]
+        answer = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
+        [lettered] = answer["partitions"][0]["dead_lettered"]
+        assert (lettered["first"], lettered["delivery_count"], lettered["dead_letter_offset"]) == (1, 2, 0)
+        await h.fetch("m1", 4, topic_id, acks=((2, 2, REJECT),))
+        assert await _deferred(h) == []
+        copies, _ = _stored(h)
+        assert [dict(copy.headers)["__dlq.errors.offset"] for copy in copies] == [b"1", b"2"]
+
+    run(tmp_path, scenario)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import msgpack
 from logwright.core.cursors.cursor import cursor_key
 from logwright.core.cursors.dead_letter_history import (
     DEAD_LETTER_HISTORY,
     MAX_SPANS,
     DeadLetteredSpan,
     DeadLetterHistory,
+    DeferredSpan,
 )
 from logwright.core.events import Event
-from logwright.core.events.cursors import DeadLettered, SubscriptionDeleted
+from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, SubscriptionDeleted
 from logwright.core.projection import fold
+from logwright.eventstore.codec import default_registry
 
 KEY = cursor_key("g", 7)
 
@@ -42,3 +45,37 @@ def test_only_the_last_spans_are_kept_and_the_cursor_deletion_clears_them() -> N
     assert (history.spans[0].first, history.spans[-1].first) == (5, MAX_SPANS + 4)
     assert _history(*events, SubscriptionDeleted("g", 7)) is None
     assert fold(DEAD_LETTER_HISTORY, [SubscriptionDeleted("g", 8), *events]).keys() == {KEY}
+
+
+def _deferred(deliveries: tuple[tuple[int, int, int], ...], time_ms: int,
+              error: str = "topic missing") -> DeadLetterDeferred:
+    return DeadLetterDeferred("g", 7, "m1", deliveries, "rejected", time_ms, "dlq.x", error, time_ms + 30_000)
+
+
+def test_deferred_spans_wait_until_copied_and_a_later_deferral_replaces_theirs() -> None:
+    first = _deferred(((3, 6, 1),), 1_000)
+    history = _history(first)
+    assert history == DeadLetterHistory((), (DeferredSpan(3, 6, 1, "rejected", "m1", 1_000, "dlq.x", "topic missing",
+                                                          31_000),))
+    history = _history(first, _deferred(((5, 5, 2),), 2_000, "refused"), _lettered(((4, 4, 2),), base=0))
+    assert history is not None and [span.first for span in history.spans] == [4]
+    assert [(s.first, s.last, s.delivery_count, s.error, s.available_at_ms) for s in history.deferred] == [
+        (3, 3, 1, "topic missing", 31_000), (5, 5, 2, "refused", 32_000), (6, 6, 1, "topic missing", 31_000)]
+    assert _history(first, _lettered(((3, 6, 2),), base=9)).deferred == ()  # type: ignore[union-attr]
+    assert _history(first, SubscriptionDeleted("g", 7)) is None
+
+
+def test_only_the_newest_deferred_spans_are_kept() -> None:
+    events = [_deferred(((offset * 2, offset * 2, 1),), offset) for offset in range(MAX_SPANS + 3)]
+    history = _history(*events)
+    assert history is not None and len(history.deferred) == MAX_SPANS
+    assert (history.deferred[0].first, history.deferred[-1].first) == (6, (MAX_SPANS + 2) * 2)
+
+
+def test_a_history_stored_before_deferred_spans_were_kept_reads_with_none() -> None:
+    registry = default_registry()
+    span = DeadLetteredSpan(3, 5, 1, "rejected", "m1", 5_000, "dlq.x", 11, 40)
+    tag, version, spans, _ = msgpack.unpackb(registry.encode(DeadLetterHistory((span,))), use_list=False)
+    assert version == 2
+    stored_by_version_1 = msgpack.packb([tag, 1, spans], use_bin_type=True)
+    assert registry.decode(stored_by_version_1, "test") == DeadLetterHistory((span,), ())
