@@ -133,11 +133,16 @@ class SegmentModels:
                 pass
 
     def _start_building(self) -> None:
-        if isinstance(self.broker.clock, ManualClock):
+        """On a manual clock, or with no event loop running (a synchronous commit), build at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or isinstance(self.broker.clock, ManualClock):
             self._build_all()
             self._changed()
         elif self._building and (self._builder is None or self._builder.done()):
-            self._builder = asyncio.get_running_loop().create_task(self._build(), name="log-cleaner-models")
+            self._builder = loop.create_task(self._build(), name="log-cleaner-models")
 
     async def _build(self) -> None:
         while self._building:

@@ -160,3 +160,15 @@ def test_the_models_of_a_topic_turned_compacted_are_built_in_slices_while_append
     assert segments == fresh.models[0].segments
     assert segments[-1].next_offset == (40 + turns) * KEYS
     assert len(segments) > 10, "a segment rolls every third round (50 ms apart, segment.ms=100)"
+
+
+def test_without_a_running_loop_the_models_are_built_at_once(store: RocksEventStore) -> None:
+    store.append([ConfigChanged("topic", "t", (("cleanup.policy", None),))])
+    store.commit()
+    append(store, range(5))
+    models = SegmentModels(Broker(store), lambda: None)
+    store.add_commit_listener(models.on_commit)
+    models.load()
+    store.append([ConfigChanged("topic", "t", (("cleanup.policy", "compact"),))])
+    store.commit()
+    assert models.models[0].segments[-1].next_offset == 5 * KEYS
