@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.pop_dead_letters import stage_dead_letters
+from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.errors import DomainError, UnsupportedFeature
@@ -35,6 +36,7 @@ from logwright.core.pop.pop_commands import (
     PopLimits,
 )
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS, ReceiptHandle, UnknownReceiptHandle
+from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ class PopCoordinator:
         self._deadlines: dict[str, int] = {}
         """In-flight table key → its earliest deadline: the deadline index."""
         self._rotation: dict[tuple[str, str], int] = {}
-        self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...]]] = {}
+        self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...], int]] = {}
         """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
@@ -186,8 +188,10 @@ class PopCoordinator:
         return popped
 
     def _read(self, state: PopPartition, revived: Sequence[int], budget: int) -> tuple[dict[int, Record], int]:
-        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset`` (data
-        records only: control batches are passed over), and the position after what was read."""
+        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset``, and the
+        position after what was read. Pops read committed data only, as RocketMQ hands out a transactional
+        message once it is committed: up to the last stable offset, control batches and the batches of aborted
+        transactions passed over."""
         partition_id = state.partition_id
         found: dict[int, Record] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
@@ -196,13 +200,19 @@ class PopCoordinator:
             if record is not None:
                 found[offset] = record
         next_offset = max(state.next_offset, log_start)
-        high_watermark = self.broker.high_watermark(partition_id)
+        stable = last_stable_offset(self.broker, partition_id)
+        transactions = self.broker.store.state("partition_transactions", str(partition_id))
+        aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
         taken = 0
-        while taken < budget and next_offset < high_watermark:
-            batch = self._batch_at(partition_id, next_offset, high_watermark - 1)
+        while taken < budget and next_offset < stable:
+            batch = self._batch_at(partition_id, next_offset, stable - 1)
             if batch is None:
                 break
-            last, records = batch
+            last, records, producer_id = batch
+            if producer_id >= 0 and any(entry.producer_id == producer_id and entry.first_offset <= last
+                                        <= entry.last_offset for entry in aborted):
+                next_offset = max(next_offset, last + 1)
+                continue
             for record in records[bisect_left(records, next_offset, key=_offset_of):]:
                 if taken >= budget:
                     break
@@ -213,9 +223,11 @@ class PopCoordinator:
                 next_offset = max(next_offset, last + 1)
         return found, next_offset
 
-    def _batch_at(self, partition_id: int, offset: int, end_offset: int) -> tuple[int, tuple[Record, ...]] | None:
-        """The last offset and the data records (none for a control batch) of the stored batch holding ``offset``,
-        decoded once: pops take 32 records at a time from batches that often hold thousands."""
+    def _batch_at(self, partition_id: int, offset: int, end_offset: int
+                  ) -> tuple[int, tuple[Record, ...], int] | None:
+        """The last offset, the data records (none for a control batch) and the producer id of a transactional
+        batch (-1 otherwise) of the stored batch holding ``offset``, decoded once: pops take 32 records at a time
+        from batches that often hold thousands."""
         batches = self.broker.store.read_batches(partition_id, offset, 1, end_offset=end_offset)
         if not batches:
             return None
@@ -225,7 +237,8 @@ class PopCoordinator:
         cached = self._decoded.get(key)
         if cached is None:
             records = () if header.is_control else tuple(decode_records(batch))
-            cached = (header.base_offset + header.last_offset_delta, records)
+            cached = (header.base_offset + header.last_offset_delta, records,
+                      header.producer_id if header.is_transactional else -1)
             self._decoded[key] = cached
             while len(self._decoded) > DECODED_BATCHES:
                 del self._decoded[next(iter(self._decoded))]

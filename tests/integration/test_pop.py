@@ -226,6 +226,29 @@ def test_a_pop_carries_the_acks_of_the_previous_batch(clock_broker: BrokerProces
     run(scenario, clock_broker.bootstrap)
 
 
+def test_pops_read_committed_records_only(clock_broker: BrokerProcess) -> None:
+    """Aborted transactions are never popped, an open one not before it commits (RocketMQ hands out a
+    transactional message once committed)."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 0)
+    producer = Producer({"bootstrap.servers": clock_broker.bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    for value, outcome in ((b"aborted", producer.abort_transaction), (b"committed", producer.commit_transaction)):
+        producer.begin_transaction()
+        producer.produce(topic, value=value)
+        outcome(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open")
+    assert producer.flush(30) == 0
+
+    async def scenario(client: Client) -> None:
+        assert [m.value for m in await client.pop(topic, "g", 32, INVISIBLE_MS)] == [b"committed"]
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        await asyncio.to_thread(producer.commit_transaction, 30)
+        assert [m.value for m in await client.pop(topic, "g", 32, INVISIBLE_MS)] == [b"open"]
+
+    run(scenario, clock_broker.bootstrap)
+
+
 def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
 
