@@ -8,11 +8,12 @@ count, without its delay headers; InspectCursor then lists it under the partitio
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from logwright.client import Client, Timeout
 
 from .broker_process import BrokerProcess
@@ -63,3 +64,48 @@ def test_a_dead_lettered_record_shows_in_inspect_cursor_and_on_the_auto_created_
     assert not any(name.startswith("logwright.deliver.") for name in headers), headers
     check_consistent(clock_broker)
 
+
+
+def test_a_copy_that_cannot_be_written_waits_in_inspect_cursor_for_the_groups_deferred_retry_ms(
+        clock_broker: BrokerProcess) -> None:
+    bootstrap, subscription = clock_broker.bootstrap, "ledger"
+    dlq = f"dlq-{uuid.uuid4().hex[:8]}"  # named, so it must exist: it does not yet
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.dead.letter.max.deliveries": "1",
+                                                      "logwright.dead.letter.topic": dlq,
+                                                      "logwright.dead.letter.deferred.retry.ms": "2000"})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.GROUP, subscription)])
+    entry = next(iter(described.values())).result(30)["logwright.dead.letter.deferred.retry.ms"]
+    assert entry.value == "2000"
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest")
+        message = await consumer.receive(timeout=20)
+        await consumer.negative_acknowledge(message)  # the limit of 1: archived, but the copy cannot be written
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=1)
+        waiting = await client.inspect(subscription, topic)
+        admin.create_topics([NewTopic(dlq, 1)])[dlq].result(30)
+        await client.advance_clock(2_000)
+        again = await consumer.receive(timeout=20)
+        assert (again.value, again.redelivery_count) == (b"r0", 1)
+        await consumer.negative_acknowledge(again)
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=1)
+        copied = await client.inspect(subscription, topic)
+        await client.close()
+        return waiting, copied
+
+    waiting, copied = asyncio.run(asyncio.wait_for(scenario(), 120))
+    [deferred] = waiting[0]["dead_letter_deferred"]
+    assert (deferred["first"], deferred["last"], deferred["delivery_count"], deferred["dead_letter_topic"]) == (
+        0, 0, 1, dlq)
+    assert "does not exist" in deferred["error"] and deferred["available_at_ms"] == deferred["time_ms"] + 2_000
+    assert waiting[0]["dead_lettered"] == []
+    assert copied[0]["dead_letter_deferred"] == []
+    [span] = copied[0]["dead_lettered"]
+    assert (span["first"], span["delivery_count"], span["dead_letter_topic"]) == (0, 2, dlq)
+    [copy] = read_all(bootstrap, dlq, 1)
+    assert copy.value() == b"r0"
+    check_consistent(clock_broker)
