@@ -23,9 +23,9 @@ from .batch_index import BatchIndex
 class Position:
     """Where one subscription stands on one partition.
 
-    ``kind`` is ``group`` (committed offsets) or ``cursor`` (share groups, logwright subscriptions) or a
-    kind a plugin adds; ``first_unsettled`` is the first offset not settled; ``settled`` holds offsets
-    above it settled individually.
+    ``kind`` is ``group`` (committed offsets), ``cursor`` (share groups, logwright subscriptions), ``pop``
+    (pop groups) or a kind a new `PositionSource` adds; ``first_unsettled`` is the first offset not settled;
+    ``settled`` holds offsets above it settled individually.
     """
 
     subscription: str
@@ -35,7 +35,7 @@ class Position:
     settled: RangeSet = RangeSet()
 
     def describe(self) -> str:
-        what = "consumer group" if self.kind == "group" else "subscription"
+        what = {"group": "consumer group", "pop": "pop group"}.get(self.kind, "subscription")
         return f"{what} {self.subscription!r}"
 
 

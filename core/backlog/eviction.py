@@ -61,10 +61,16 @@ def _reasons(quota: Quota) -> str:
     return f"backlog quota {', '.join(limits)} exceeded; evicted to {int(EVICTION_TARGET * 100)}%"
 
 
+EVICTABLE_KINDS = ("group", "cursor")
+"""Kinds of position an eviction can move; a pop group's (no event skips its pop position yet) is left as it is."""
+
+
 def plan(index: BatchIndex, position: Position, quota: Quota, now_ms: int, log_start_offset: int = 0,
          incoming: Incoming = Incoming()) -> Eviction | None:
     """The move bringing ``position``'s backlog (with ``incoming``) down to the eviction target once it is over
 the quota; ``None`` while it is within the quota."""
+    if position.kind not in EVICTABLE_KINDS:
+        return None
     start = max(position.first_unsettled, log_start_offset, index.start_offset)
     moved = replace(position, first_unsettled=start)
     before = backlog_of(index, moved, log_start_offset)

@@ -5,8 +5,8 @@ tracker scans each source of `POSITION_SOURCES` once per partition, remembers th
 learns new ones from the events that start a subscription (`started_by`), so an admission reads a few
 states rather than every group and cursor of the broker. Classic and KIP-848 groups (committed offsets,
 the ``group_offsets`` projection) and cursors (share groups and logwright subscriptions of every mode, the
-``cursors`` projection) are built in. A new kind of subscription (the Pop mode's per-queue state, say)
-appends its own source: nothing else of the backlog code changes.
+``cursors`` projection) and pop groups (RocketMQ 5's pop, the ``pop_inflight`` projection) are built in. A
+new kind of subscription appends its own source: nothing else of the backlog code changes.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from typing import Any, Protocol
 
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.events import Event, OffsetCommitted, SubscriptionCreated
+from logwright.core.events.pop import PopCursorCreated
 from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.pop.inflight import PROJECTION_NAME as POP_PROJECTION
+from logwright.core.pop.inflight import PopPartition, pop_key
+from logwright.core.rangeset import RangeSet
 
 from .backlog import Position
 
@@ -87,9 +91,44 @@ class GroupPositions:
         return None
 
 
+class PopPositions:
+    """Pop groups (RocketMQ 5): the consumed offset, and above it every offset popped and settled below the pop
+    position (those without an in-flight entry); in-flight and revived entries stay in the backlog."""
+
+    projection = POP_PROJECTION
+
+    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
+             partition_id: int) -> Iterable[tuple[str, Position]]:
+        prefix = f"{partition_id}/"
+        for key, state in states.items():
+            if key.startswith(prefix) and isinstance(state, PopPartition):
+                yield key, from_pop(state)
+
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+        return from_pop(state) if isinstance(state, PopPartition) else None
+
+    def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
+        if isinstance(event, PopCursorCreated):
+            return "", event.partition_id, pop_key(event.group, event.partition_id)
+        return None
+
+
+def from_pop(state: PopPartition) -> Position:
+    first = state.consumed_offset()
+    settled: list[tuple[int, int]] = []
+    position = first
+    for entry in state.entries:
+        if entry.offset > position:
+            settled.append((position, entry.offset - 1))
+        position = max(position, entry.offset + 1)
+    if position < state.next_offset:
+        settled.append((position, state.next_offset - 1))
+    return Position(state.group, "pop", state.partition_id, first, RangeSet.from_ranges(settled))
+
+
 def from_cursor(state: CursorState) -> Position:
     return Position(state.subscription, "cursor", state.partition_id, state.mark_delete_position + 1, state.settled)
 
 
-POSITION_SOURCES: list[PositionSource] = [GroupPositions(), CursorPositions()]
+POSITION_SOURCES: list[PositionSource] = [GroupPositions(), CursorPositions(), PopPositions()]
 """The kinds of subscription the backlog counts; append a source to count a new kind."""

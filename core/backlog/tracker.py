@@ -189,13 +189,13 @@ class BacklogTracker:
         if keys is None:
             keys = self._keys[partition_id] = []
             for source in POSITION_SOURCES:
-                scanned = list(source.scan(self._reads.entities(source.projection), topic, partition_index,
+                scanned = list(source.scan(self._states(source.projection), topic, partition_index,
                                            partition_id))
                 keys.append({key for key, _ in scanned})
                 found.extend(position for _, position in scanned)
             return found
         for source, known in zip(POSITION_SOURCES, keys, strict=True):
-            states = self._reads.entities(source.projection)
+            states = self._states(source.projection)
             for key in list(known):
                 position = source.read(key, states.get(key), topic, partition_index, partition_id)
                 if position is None:
@@ -203,6 +203,13 @@ class BacklogTracker:
                 else:
                     found.append(position)
         return found
+
+    def _states(self, projection: str) -> Mapping[str, Any]:
+        """A source's projection states; none when its plugin is disabled (the ``pop`` plugin's, say)."""
+        try:
+            return self._reads.entities(projection)
+        except KeyError:
+            return {}
 
     def _started(self, event: Event) -> None:
         for number, source in enumerate(POSITION_SOURCES):

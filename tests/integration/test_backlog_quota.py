@@ -299,3 +299,30 @@ def test_quota_configs_are_validated_and_described(clock_broker: BrokerProcess) 
     assert "logwright.backlog.quota.policy" in entries
     [broker] = admin.describe_configs([ConfigResource("broker", "1")]).values()
     assert broker.result(30)["logwright.backlog.quota.default.policy"].value == "producer_request_hold"
+
+
+def test_a_pop_group_holding_popped_records_counts_them_until_acknowledged(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3",
+                               "logwright.backlog.quota.policy": "producer_exception"})
+    set_group_configs(bootstrap, "pop-group", {"logwright.pop.init.mode": "earliest"})
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 3) == [None] * 3
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        try:
+            popped = await client.pop(topic, "pop-group", max_messages=3)
+            assert len(popped) == 3
+            [refused] = await asyncio.to_thread(_send, producer, topic, 1)
+            assert refused is not None and refused.code() == KafkaError.POLICY_VIOLATION, "popped is not settled"
+            state = await asyncio.to_thread(_quota_state, bootstrap, "pop-group", topic)
+            entry = _backlog_of(state, "pop-group")
+            assert (entry["kind"], entry["records"]) == ("pop", 3)
+            for message in popped[:2]:
+                await client.ack(message)
+            assert await asyncio.to_thread(_send, producer, topic, 1) == [None], "two acknowledged, room for one"
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from logwright.core.backlog.backlog import Backlog, Position, backlog_of, slowest
 from logwright.core.backlog.batch_index import BatchExtent, BatchIndex
-from logwright.core.backlog.positions import CursorPositions, GroupPositions
+from logwright.core.backlog.positions import CursorPositions, GroupPositions, PopPositions
 from logwright.core.cursors.cursor import CURSORS, cursor_key
 from logwright.core.events import OffsetCommitted, RecordsAcked, RecordsAcquired, SubscriptionCreated
+from logwright.core.events.pop import CheckpointAcked, CheckpointCreated, PopCursorCreated
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
+from logwright.core.pop.inflight import POP_INFLIGHT
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
 
@@ -78,3 +80,16 @@ def test_compaction_of_the_index_keeps_answers() -> None:
     assert index.timestamp_at(2999) == 2999
     index.append(BatchExtent(3000, 2, 50, 9999))
     assert index.bytes_within(3000, 3001) == 50
+
+
+def test_a_pop_group_counts_what_it_holds_and_what_it_has_not_popped() -> None:
+    tables = fold(POP_INFLIGHT, [
+        PopCursorCreated("pop", 7, "t", 0),
+        CheckpointCreated("pop", 7, "c1", (0, 1, 2, 3, 5), 6, 1000, 30_000, 1),
+        CheckpointAcked("pop", 7, "c1", ((0, 1), (2, 1), (5, 1))),
+    ])
+    [(key, position)] = PopPositions().scan(tables, "t", 0, 7)
+    assert key == "7/pop" and position.describe() == "pop group 'pop'"
+    assert (position.first_unsettled, position.settled) == (1, RangeSet.from_ranges([(2, 2), (4, 5)]))
+    index = index_of(*[(1, 100, i) for i in range(10)])
+    assert backlog_of(index, position) == Backlog(records=6, bytes=600, oldest_timestamp=1), "1 and 3 held, 6-9 new"
