@@ -223,13 +223,19 @@ def test_age_quota_evicts_on_the_broker_clock_without_a_produce(clock_broker: Br
     assert committed == 1, "the record older than 9 s (90% of the limit) is evicted, the 2 s old one stays"
 
 
-def test_a_share_group_holding_acquired_records_counts_them_until_acknowledged(clock_broker: BrokerProcess) -> None:
-    bootstrap = clock_broker.bootstrap
+def _three_records_at_a_quota_of_three(bootstrap: str, group: str, start_key: str) -> tuple[str, Producer]:
+    """A producer_exception topic with records=3 holding 3 records, and ``group`` set to start at the earliest."""
     topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3",
                                "logwright.backlog.quota.policy": "producer_exception"})
-    set_group_configs(bootstrap, "share-group", {"share.auto.offset.reset": "earliest"})
+    set_group_configs(bootstrap, group, {start_key: "earliest"})
     producer = _producer(bootstrap)
     assert _send(producer, topic, 3) == [None] * 3
+    return topic, producer
+
+
+def test_a_share_group_holding_acquired_records_counts_them_until_acknowledged(clock_broker: BrokerProcess) -> None:
+    bootstrap = clock_broker.bootstrap
+    topic, producer = _three_records_at_a_quota_of_three(bootstrap, "share-group", "share.auto.offset.reset")
     share = consumer(bootstrap, "share-group", topic)
     held = poll_batch(share)
     assert len(held) == 3
@@ -303,11 +309,7 @@ def test_quota_configs_are_validated_and_described(clock_broker: BrokerProcess) 
 
 def test_a_pop_group_holding_popped_records_counts_them_until_acknowledged(clock_broker: BrokerProcess) -> None:
     bootstrap = clock_broker.bootstrap
-    topic = _topic(bootstrap, {"logwright.backlog.quota.records": "3",
-                               "logwright.backlog.quota.policy": "producer_exception"})
-    set_group_configs(bootstrap, "pop-group", {"logwright.pop.init.mode": "earliest"})
-    producer = _producer(bootstrap)
-    assert _send(producer, topic, 3) == [None] * 3
+    topic, producer = _three_records_at_a_quota_of_three(bootstrap, "pop-group", "logwright.pop.init.mode")
 
     async def scenario() -> None:
         client = await Client.connect(bootstrap)
