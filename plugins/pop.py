@@ -21,8 +21,10 @@ from logwright.core.events.pop import POP_EVENT_TYPES
 from logwright.core.pop.inflight import POP_INFLIGHT, POP_STATE_TYPES
 from logwright.core.pop.pop_commands import (
     DEAD_LETTER_TOPIC_KEY,
+    DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RECONSUME_TIMES,
     INIT_MODE_KEY,
+    MAX_IN_FLIGHT_KEY,
     MAX_RECONSUME_REASON,
     MAX_RECONSUME_TIMES_KEY,
     default_dead_letter_topic,
@@ -47,6 +49,7 @@ from .api import (
     hookimpl,
     in_flight_budget,
     long_at_least,
+    long_between,
     one_of,
 )
 
@@ -134,6 +137,10 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
     register.add(ConfigKey(DEAD_LETTER_TOPIC_KEY, "group", "", dead_letter_topic,
                            "Where popped records past the max reconsume times are copied; empty: DLQ.<group> "
                            "(RocketMQ's %DLQ%<group>), created with one partition if auto.create.topics.enable."))
+    register.add(ConfigKey(MAX_IN_FLIGHT_KEY, "group", str(DEFAULT_MAX_IN_FLIGHT), long_between(1, 1_000_000),
+                           "Records of one partition a pop group may hold popped and unsettled (RocketMQ's "
+                           "popCkOffsetMaxQueueSize); pops take no new records of a partition at the limit, "
+                           "revived ones still come.", "INT"))
     register.add(ConfigKey(INIT_MODE_KEY, "group", "latest", one_of("latest", "earliest"),
                            "Where a group's first pop of a partition starts: the log end (RocketMQ's MAX) or the "
                            "log start (MIN)."))

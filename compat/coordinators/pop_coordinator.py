@@ -30,8 +30,10 @@ from logwright.core.log.catalog import TopicState
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import PROJECTION_NAME, PopEntry, PopPartition, pop_key, pop_partition
 from logwright.core.pop.pop_commands import (
+    DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RECONSUME_TIMES,
     INIT_MODE_KEY,
+    MAX_IN_FLIGHT_KEY,
     MAX_RECONSUME_TIMES_KEY,
     PopLimits,
 )
@@ -109,6 +111,11 @@ class PopCoordinator:
     def max_reconsume_times(self, group: str) -> int:
         return int(self.settings(group).get(MAX_RECONSUME_TIMES_KEY, DEFAULT_MAX_RECONSUME_TIMES))
 
+    def max_in_flight(self, group: str) -> int:
+        """``logwright.pop.max.in.flight.per.partition``: records of one partition a group may hold unsettled
+        (RocketMQ's popCkOffsetMaxQueueSize); the table is written with every event, so this bounds its cost."""
+        return int(self.settings(group).get(MAX_IN_FLIGHT_KEY, DEFAULT_MAX_IN_FLIGHT))
+
     def nack_delay_ms(self, group: str, entry: PopEntry) -> int:
         """The retry table's level for this failure (`pop_commands.retry_delay_ms`)."""
         return pop_commands.retry_delay_ms(self.settings(group), entry.deliveries)
@@ -168,6 +175,7 @@ class PopCoordinator:
             for due_state, due_offsets in pop_commands.due_revivals(states, budget):
                 chosen[states.index(due_state)] = list(due_offsets)
                 budget -= len(due_offsets)
+        cap = self.max_in_flight(group)
         rotation_key = (group, topic.name)
         start = self._rotation.get(rotation_key, 0)
         self._rotation[rotation_key] = start + 1
@@ -180,9 +188,10 @@ class PopCoordinator:
                     continue
                 offsets = [entry.offset for entry in state.revived()][:budget]
                 budget -= len(offsets)
-            if not offsets and budget <= 0:
+            new_budget = min(budget, max(0, cap - len(state.entries)))  # revived ones add no entry
+            if not offsets and new_budget <= 0:
                 continue
-            records, next_offset = self._read(state, offsets, budget)
+            records, next_offset = self._read(state, offsets, new_budget)
             budget -= len(records) - len(offsets)
             popped.extend(self._checkpoint(state, index, topic, consumer, records, next_offset, limits))
         return popped

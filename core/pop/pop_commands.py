@@ -44,6 +44,8 @@ MAX_RECONSUME_REASON = "max reconsume times reached"
 MAX_RECONSUME_TIMES_KEY = "logwright.pop.max.reconsume.times"
 DEAD_LETTER_TOPIC_KEY = "logwright.pop.dead.letter.topic"
 INIT_MODE_KEY = "logwright.pop.init.mode"
+MAX_IN_FLIGHT_KEY = "logwright.pop.max.in.flight.per.partition"
+DEFAULT_MAX_IN_FLIGHT = 20_000
 """The group configs of pop consumption (registered by the built-in plugin ``pop``)."""
 
 _ILLEGAL_IN_TOPIC = re.compile(r"[^a-zA-Z0-9._-]")

@@ -249,6 +249,23 @@ def test_pops_read_committed_records_only(clock_broker: BrokerProcess) -> None:
     run(scenario, clock_broker.bootstrap)
 
 
+def test_a_partition_at_its_in_flight_limit_gives_no_new_records(clock_broker: BrokerProcess) -> None:
+    """``logwright.pop.max.in.flight.per.partition`` bounds the table a group keeps per partition (it is written
+    with every event): new records wait for acks, revived ones still come."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 5, **{"logwright.pop.max.in.flight.per.partition": "3"})
+
+    async def scenario(client: Client) -> None:
+        held = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert [m.offset for m in held] == [0, 1, 2]
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
+        await client.ack(held[0])
+        assert [m.offset for m in await client.pop(topic, "g", 32, INVISIBLE_MS)] == [3]
+        await client.advance_clock(INVISIBLE_MS)
+        assert sorted(m.offset for m in await client.pop(topic, "g", 32, INVISIBLE_MS)) == [1, 2, 3]
+
+    run(scenario, clock_broker.bootstrap)
+
+
 def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 1)
 
