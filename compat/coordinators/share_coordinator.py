@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from logwright.compat.broker import Broker
@@ -491,12 +491,13 @@ class ShareCoordinator:
 
     # -- waiting --------------------------------------------------------------------------------
 
-    async def wait_for_records(self, timeout_s: float) -> None:
-        """Sleep until records are appended or released anywhere, or the timeout passes (ShareFetch long polls)."""
+    async def wait_for_records(self, timeout_s: float, partition_ids: Collection[int] | None = None) -> None:
+        """Sleep until records are released or fall due anywhere, or are appended anywhere (to one of
+        ``partition_ids`` when given: `Broker.wait_for_data`), or the timeout passes (ShareFetch long polls)."""
         if timeout_s <= 0:
             return
         available = asyncio.ensure_future(self._available.wait())
-        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s))
+        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s, partition_ids))
         try:
             await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:

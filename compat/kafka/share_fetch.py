@@ -98,13 +98,14 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
     if epoch != CLOSE_EPOCH and not renew and max_records > 0:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
+        partition_ids = [resolved[1] for ref in partitions if (resolved := resolve(broker, ref)) is not None]
         while True:
             budget = FetchBudget(max_records, max_bytes, acquire_mode == BATCH_OPTIMIZED, int(request.batch_size))
             acquired = _acquire_round(context, coordinator, group_id, member_id, partitions, budget, errors)
             remaining = deadline - loop.time()
             if acquired or errors or remaining <= 0:
                 break
-            await coordinator.wait_for_records(remaining)
+            await coordinator.wait_for_records(remaining, partition_ids)
     await broker.durable()
     answered = dict.fromkeys((*acquired, *errors, *ack_outcomes))
     responses = []

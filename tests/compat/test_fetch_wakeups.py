@@ -1,4 +1,4 @@
-"""A long poll waiting on given partitions wakes for appends to those partitions only.
+"""A long poll waiting on given partitions (Fetch, ShareFetch) wakes for appends to those partitions only.
 
 Before, every waiting Fetch woke on every commit that appended anywhere and re-read all its partitions: 20
 consumers idle at the tail of a 100-partition topic doubled the broker's CPU per GB for a producer of another
@@ -11,8 +11,10 @@ import asyncio
 from pathlib import Path
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.eventstore.rocksdb import RocksEventStore
 
+from tests.compat.brokers import in_process_broker
 from tests.eventstore.support import produce
 
 
@@ -70,6 +72,33 @@ def test_a_timed_out_or_cancelled_partition_long_poll_leaves_nothing_registered(
         await asyncio.gather(poll, return_exceptions=True)
         assert poll.cancelled()
         assert broker._partition_waiters == {}  # noqa: SLF001
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+
+
+def test_a_share_fetch_long_poll_sleeps_through_appends_to_partitions_outside_its_session(tmp_path: Path) -> None:
+    store = RocksEventStore(tmp_path)
+    broker = in_process_broker(store)
+    coordinator = share_coordinator(broker)
+
+    async def scenario() -> None:
+        broker.create_topic("shared", 1)
+        broker.create_topic("busy", 1)
+        await broker.durable()
+        shared, busy = broker.partition_id("shared", 0), broker.partition_id("busy", 0)
+        assert shared is not None and busy is not None
+        poll = asyncio.create_task(coordinator.wait_for_records(600.0, [shared]))
+        await _turns()
+        produce(store, busy, record_count=3)
+        store.commit()
+        await _turns()
+        assert not poll.done()
+        produce(store, shared, record_count=1)
+        store.commit()
+        await asyncio.wait_for(poll, 5.0)
 
     try:
         asyncio.run(scenario())
