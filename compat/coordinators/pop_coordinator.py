@@ -43,7 +43,7 @@ from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
 
-RETENTION_REASON = "record deleted by retention before it was acknowledged"
+GONE_REASON = "record no longer in the log (retention or compaction) before it was acknowledged"
 TOPIC_DELETED_REASON = "topic deleted"
 COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
@@ -193,7 +193,7 @@ class PopCoordinator:
                 continue
             records, next_offset = self._read(state, offsets, new_budget)
             budget -= len(records) - len(offsets)
-            popped.extend(self._checkpoint(state, index, topic, consumer, records, next_offset, limits))
+            popped.extend(self._checkpoint(state, index, topic, consumer, offsets, records, next_offset, limits))
         return popped
 
     def _read(self, state: PopPartition, revived: Sequence[int], budget: int) -> tuple[dict[int, Record], int]:
@@ -260,13 +260,14 @@ class PopCoordinator:
             return None
         return next((record for record in batch[1] if record.offset == offset), None)
 
-    def _checkpoint(self, state: PopPartition, index: int, topic: TopicState, consumer: str,
+    def _checkpoint(self, state: PopPartition, index: int, topic: TopicState, consumer: str, revived: Sequence[int],
                     records: Mapping[int, Record], next_offset: int, limits: PopLimits) -> list[PoppedRecord]:
+        """Record the pop of ``records`` (the ``revived`` offsets among them, and new ones up to ``next_offset``);
+        a revived record the log no longer holds is settled instead, so it never takes a pop's place again."""
         now = self.broker.clock.now_ms()
-        revived_gone = [entry for entry in state.revived() if entry.offset not in records
-                        and entry.offset < self.broker.partition(state.partition_id).log_start_offset]
-        if revived_gone:
-            self._stage(state, [pop_commands.dead_lettered(state, revived_gone, now, "", -1, -1, RETENTION_REASON)])
+        gone = [entry for offset in revived if offset not in records and (entry := state.entry(offset)) is not None]
+        if gone:
+            self._stage(state, [pop_commands.dead_lettered(state, gone, now, "", -1, -1, GONE_REASON)])
             state = self.table(state.group, state.partition_id) or state
         event = pop_commands.checkpoint(state, consumer, sorted(records), next_offset, now, limits)
         if event is None:

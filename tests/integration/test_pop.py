@@ -18,7 +18,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from confluent_kafka import AcknowledgeType, Producer
+from confluent_kafka import AcknowledgeType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from logwright.client import BrokerError, Client
 from logwright.client.pop import (
@@ -262,6 +262,23 @@ def test_a_partition_at_its_in_flight_limit_gives_no_new_records(clock_broker: B
         assert [m.offset for m in await client.pop(topic, "g", 32, INVISIBLE_MS)] == [3]
         await client.advance_clock(INVISIBLE_MS)
         assert sorted(m.offset for m in await client.pop(topic, "g", 32, INVISIBLE_MS)) == [1, 2, 3]
+
+    run(scenario, clock_broker.bootstrap)
+
+
+def test_a_revived_record_the_log_no_longer_holds_is_settled(clock_broker: BrokerProcess) -> None:
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 3)
+    admin = AdminClient({"bootstrap.servers": clock_broker.bootstrap})
+
+    async def scenario(client: Client) -> None:
+        assert len(await client.pop(topic, "g", 32, INVISIBLE_MS)) == 3
+        [deleted] = admin.delete_records([TopicPartition(topic, 0, 2)]).values()
+        deleted.result(30)
+        await client.advance_clock(INVISIBLE_MS)
+        [back] = await client.pop(topic, "g", 32, INVISIBLE_MS)
+        assert (back.offset, back.reconsume_times) == (2, 1)
+        [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
+        assert ([e["offset"] for e in partition["entries"]], partition["consumed_offset"]) == ([2], 2)
 
     run(scenario, clock_broker.bootstrap)
 
