@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from logwright.core.errors import DomainError
 from logwright.core.events import Event
@@ -122,3 +122,24 @@ class BrokerFacade(Protocol):
     async def durable(self) -> None:
         """Wait until everything staged so far is written under the broker's durability setting."""
         ...
+
+
+Row = TypeVar("Row")
+
+
+async def sweep_expired(facade: BrokerFacade, projection: str,
+                        expired_of: Callable[[list[tuple[str, object]], int], tuple[Row, ...]],
+                        event_of: Callable[[tuple[Row, ...]], Event], interval_ms: int = 60_000,
+                        per_event: int = 10_000) -> None:
+    """Forever, every ``interval_ms`` of broker time: stage ``event_of(rows)`` for the rows of ``projection`` that
+    ``expired_of(rows, now)`` names, at most ``per_event`` per event, and wait until they are durable. For a
+    plugin keeping rows with a time-to-live in its projection (the key index's ``key_dedup`` and
+    ``processed_keys``); run it from a background task."""
+    while True:
+        now = facade.now_ms()
+        expired = expired_of(list(facade.entities(projection).items()), now)
+        for start in range(0, len(expired), per_event):
+            facade.stage([event_of(expired[start:start + per_event])])
+        if expired:
+            await facade.durable()
+        await facade.sleep(interval_ms)

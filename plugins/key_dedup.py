@@ -9,8 +9,7 @@ configs, the ``dedup_window`` projection and a sweep that removes index entries 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from typing import TypeVar
+from collections.abc import Generator
 
 from logwright.core.keys.dedup import (
     DEDUP_KEY,
@@ -33,9 +32,9 @@ from .api import (
     ConfigKeyRegister,
     DedupKeysExpired,
     Deduplication,
-    Event,
     ProjectionRegister,
     hookimpl,
+    sweep_expired,
 )
 
 DEFAULT_WINDOW_MS = 3_600_000
@@ -43,7 +42,6 @@ SWEEP_INTERVAL_MS = 60_000
 SWEEP_LIMIT = 10_000
 """Entries removed per event: a sweep of a large backlog stages several events rather than one huge one."""
 SEEN_KEY_STATE_TAG = 2110
-E = TypeVar("E")
 
 
 @hookimpl
@@ -84,19 +82,5 @@ async def sweep(facade: BrokerFacade) -> None:
     """Forever: remove index entries whose window ended (lookups ignore them anyway, so the sweep only bounds the
     index's size), then wait a minute of broker time."""
     await sweep_expired(facade, DEDUP_WINDOW.name, lambda rows, now: expired_entries(
-        [(name, seen) for name, seen in rows if isinstance(seen, SeenKey)], now, len(rows)), DedupKeysExpired)
-
-
-async def sweep_expired(facade: BrokerFacade, projection: str,
-                        expired_of: Callable[[list[tuple[str, object]], int], tuple[E, ...]],
-                        event_of: Callable[[tuple[E, ...]], Event]) -> None:
-    """Forever, once a minute of broker time: stage ``event_of(rows)`` for the rows of ``projection`` that
-    ``expired_of(rows, now)`` names, at most `SWEEP_LIMIT` per event. Shared with ``processed_keys``."""
-    while True:
-        now = facade.now_ms()
-        expired = expired_of(list(facade.entities(projection).items()), now)
-        for start in range(0, len(expired), SWEEP_LIMIT):
-            facade.stage([event_of(expired[start:start + SWEEP_LIMIT])])
-        if expired:
-            await facade.durable()
-        await facade.sleep(SWEEP_INTERVAL_MS)
+        [(name, seen) for name, seen in rows if isinstance(seen, SeenKey)], now, len(rows)), DedupKeysExpired,
+        SWEEP_INTERVAL_MS, SWEEP_LIMIT)

@@ -30,8 +30,8 @@ from .api import (
     ProcessedKeysExpired,
     ProjectionRegister,
     hookimpl,
+    sweep_expired,
 )
-from .key_dedup import sweep_expired
 
 PROCESSED_KEY_STATE_TAG = 2111
 
