@@ -14,6 +14,7 @@ line gives the time after its session started.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 LOGWRIGHT = str(Path(sys.executable).with_name("logwright"))
+_TICKS = os.sysconf("SC_CLK_TCK")
 _BATCH = bytes(61) + b"x" * 100  # a 61-byte header the store never parses for appends, then "records"
 
 
@@ -56,13 +58,47 @@ def write_log(path: Path, events: int, partitions: int, commit_every: int) -> in
         store.close()
 
 
-def timed(*args: str) -> tuple[float, str]:
+def tree_cpu_seconds(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) so far of ``root`` and every process below it, by pid, from /proc."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    tree = {root}
+    grew = True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        grew = bool(below)
+        tree |= below
+    return {pid: times[pid] for pid in tree if pid in times}
+
+
+def timed(*args: str) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the command and every process under it (Spark's JVM and Python workers,
+    sampled from /proc every 0.2 s, so a process living less than that is missed), and its last line.
+    CPU time is what the machine's load does not change: on a shared machine wall times alone say little."""
     started = time.perf_counter()
-    result = subprocess.run([LOGWRIGHT, *args], capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"logwright {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return elapsed, result.stdout.strip().splitlines()[-1]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:  # pipes could fill and block
+        process = subprocess.Popen([LOGWRIGHT, *args], stdout=out, stderr=err, text=True)
+        seen: dict[int, float] = {}
+        while process.poll() is None:
+            seen |= tree_cpu_seconds(process.pid)
+            time.sleep(0.2)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0:
+        raise SystemExit(f"logwright {' '.join(args)} failed ({process.returncode}):\n{stdout}\n{stderr}")
+    return elapsed, sum(seen.values()), stdout.strip().splitlines()[-1]
 
 
 def main() -> None:
@@ -81,17 +117,20 @@ def main() -> None:
             started = time.perf_counter()
             total = write_log(data, args.events, args.partitions, args.commit_every)
             console.print(f"wrote {total:,} events in {time.perf_counter() - started:.1f} s")
-        check_s, check_out = timed("check", "--data-dir", str(data))
+        console.print(f"load average before: {' '.join(f'{load:.1f}' for load in os.getloadavg())}")
+        check_s, check_cpu, check_out = timed("check", "--data-dir", str(data))
         events = int(check_out.split(": ")[1].split()[0])
-        table = Table("command", "seconds", "events/s", "speed / check", "output")
-        table.add_row("logwright check", f"{check_s:.1f}", f"{events / check_s:,.0f}", "1.00", check_out)
+        table = Table("command", "seconds", "CPU seconds", "events/s", "speed / check", "output")
+        table.add_row("logwright check", f"{check_s:.1f}", f"{check_cpu:.1f}", f"{events / check_s:,.0f}", "1.00",
+                      check_out)
         replays: dict[str, float] = {}
         for master in args.spark:
-            replay_s, replay_out = timed("replay", "--data-dir", str(data), "--spark", master)
+            replay_s, replay_cpu, replay_out = timed("replay", "--data-dir", str(data), "--spark", master)
             replays[master] = replay_s
-            table.add_row(f"logwright replay --spark {master}", f"{replay_s:.1f}", f"{events / replay_s:,.0f}",
-                          f"{check_s / replay_s:.2f}", replay_out)
+            table.add_row(f"logwright replay --spark {master}", f"{replay_s:.1f}", f"{replay_cpu:.1f}",
+                          f"{events / replay_s:,.0f}", f"{check_s / replay_s:.2f}", replay_out)
         console.print(table)
+        console.print(f"load average after: {' '.join(f'{load:.1f}' for load in os.getloadavg())}")
         if {"local[1]", "local[2]"} <= replays.keys():
             console.print(f"scaling, local[2] / local[1] speed: {replays['local[1]'] / replays['local[2]']:.2f}")
     finally:
