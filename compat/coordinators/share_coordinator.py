@@ -47,12 +47,14 @@ from logwright.core.cursors.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
+from logwright.core.errors import InvalidConfig
 from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
 from logwright.core.log.catalog import ResourceConfig, resource_key
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
+from logwright.core.share_groups import record_locks
 from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
 from logwright.core.share_groups.share_groups import (
     SESSION_TIMEOUT_REASON,
@@ -153,7 +155,13 @@ class ShareCoordinator:
 
     def check_config_change(self, group_id: str, overrides: dict[str, str], changed: tuple[str, ...]) -> None:
         """Let the plugins refuse a group config change (``overrides``: the group's overrides after it) with
-        `InvalidConfig` before it is stored."""
+        `InvalidConfig` before it is stored; the record lock limit is checked against the broker's bounds first."""
+        if record_locks.GROUP_KEY in changed and record_locks.GROUP_KEY in overrides:
+            problem = record_locks.limit_problem(int(overrides[record_locks.GROUP_KEY]),
+                                                 int(self.broker.broker_config(record_locks.BROKER_MIN_KEY)),
+                                                 int(self.broker.broker_config(record_locks.BROKER_MAX_KEY)))
+            if problem is not None:
+                raise InvalidConfig(problem)
         check = self._group_config_check
         if check is None:
             return
@@ -214,6 +222,16 @@ class ShareCoordinator:
             if member is not None and member.lock_duration_ms > 0:
                 return member.lock_duration_ms
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
+
+    def record_lock_limit(self, group_id: str) -> int:
+        """Records one share-partition of the group may hold in flight: the group's own
+        ``share.partition.max.record.locks``, else the broker's ``group.share.partition.max.record.locks``."""
+        stored = self.broker.store.state("catalog", resource_key("group", group_id))
+        if isinstance(stored, ResourceConfig):
+            for key, value in stored.overrides:
+                if key == record_locks.GROUP_KEY:
+                    return int(value)
+        return int(self.broker.broker_config(record_locks.BROKER_KEY))
 
     def delivery_count_limit(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.delivery.count.limit"))
@@ -337,6 +355,9 @@ class ShareCoordinator:
         log_start = self.broker.partition(partition_id).log_start_offset
         log_end = self.broker.high_watermark(partition_id)
         ordered = list(cursor_commands.available(state, log_start, log_end, now))
+        if ordered:  # at the record lock limit only records inside the in-flight window come (Kafka)
+            ceiling = record_locks.acquisition_ceiling(state, log_start, self.record_lock_limit(group_id))
+            ordered = [(first, min(last, ceiling)) for first, last in ordered if first <= ceiling]
         candidates = RangeSet.from_ranges(ordered)
         pending = self._not_yet_due(group_id, partition_id, now) if candidates else RangeSet()
         if pending:

@@ -285,6 +285,14 @@ _BROKER_KEYS = (
     ConfigKey("group.consumer.heartbeat.interval.ms", "broker", "5000", long_at_least(1),
               "How often KIP-848 consumer group members heartbeat (a group's consumer.heartbeat.interval.ms "
               "overrides it).", "INT"),
+    ConfigKey("group.share.partition.max.record.locks", "broker", "2000", long_between(100, 10000),
+              "Records one share-partition may hold in flight (from its first unfinished record to the last "
+              "acquired) for groups without share.partition.max.record.locks; at the limit a fetch acquires no "
+              "new records there.", "INT", read_only=True),
+    ConfigKey("group.share.min.partition.max.record.locks", "broker", "100", long_between(100, 2000),
+              "Smallest share.partition.max.record.locks a group may set.", "INT", read_only=True),
+    ConfigKey("group.share.max.partition.max.record.locks", "broker", "4000", long_between(2000, 10000),
+              "Largest share.partition.max.record.locks a group may set.", "INT", read_only=True),
     ConfigKey("node.id", "broker", "1", long_at_least(0),
               "This broker's id in Metadata and FindCoordinator; set at start-up (--config node.id=N).", "INT",
               read_only=True),
@@ -309,6 +317,10 @@ _GROUP_KEYS = (
               "How long a share consumer holds acquired records before they are delivered again.", "INT"),
     ConfigKey("share.delivery.count.limit", "group", "5", long_between(2, 10),
               "Deliveries of one record to a share group before it is archived (dead-lettered).", "INT"),
+    ConfigKey("share.partition.max.record.locks", "group", "2000", long_at_least(100),
+              "Records one share-partition of this group may hold in flight (within the broker's "
+              "group.share.min/max.partition.max.record.locks; unset: group.share.partition.max.record.locks).",
+              "INT"),
     ConfigKey("share.auto.offset.reset", "group", "latest", share_auto_offset_reset,
               "Where a share group starts on a partition it has never read: latest, earliest or "
               "by_duration:<ISO-8601 duration> (the first record at most that old)."),
