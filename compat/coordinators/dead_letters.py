@@ -163,7 +163,7 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
                 fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
                           "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
                 records.append(_copy(originals.get(offset), now, fields, decision))
-        batches.extend(_batches(records, max_bytes))
+        batches.extend(copy_batches(records, max_bytes))
     prepared = prepare_partition(broker, target, partition, b"".join(batches))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
     if result.error_code != ErrorCode.NONE:
@@ -197,10 +197,11 @@ def _pieces(deliveries: tuple[tuple[int, int, int], ...], limit: int) -> list[tu
     return pieces
 
 
-def _batches(records: Sequence[Record], max_bytes: int) -> list[bytes]:
+def copy_batches(records: Sequence[Record], max_bytes: int) -> list[bytes]:
     """``records`` as record batches of at most ``max_bytes`` each: cut where their estimated sizes fill
     most of it, so each copy is encoded once; a cut the estimate got wrong is halved until it fits. A
-    single copy over the limit stays one batch, which the append refuses (MESSAGE_TOO_LARGE: kept)."""
+    single copy over the limit stays one batch, which the append refuses (MESSAGE_TOO_LARGE: kept). Pop's
+    dead-letter copies (`pop_dead_letters`) are cut here too."""
     batches: list[bytes] = []
     start, size = 0, _BATCH_OVERHEAD
     for end, record in enumerate(records):

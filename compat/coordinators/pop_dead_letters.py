@@ -5,8 +5,10 @@ so the default here is ``DLQ.{group}`` (characters a topic may not hold become `
 with one partition when ``auto.create.topics.enable`` is true; ``logwright.pop.dead.letter.topic`` names
 another. The copy keeps key, value, timestamp and headers and adds RocketMQ's properties (``REAL_TOPIC``,
 ``RETRY_TOPIC``, ``ORIGIN_MESSAGE_ID``, ``RECONSUME_TIMES``). The copies are staged before the
-`PopDeadLettered` that settles the originals, in one call and so in one WriteBatch. When no copy can be
-written the records are not settled (nothing is lost): the caller keeps them invisible and tries again.
+`PopDeadLettered` that settles the originals, in one call and so in one WriteBatch; they are cut into record
+batches within the target's ``max.message.bytes`` (`copy_batches`, as share groups' copies are), one append.
+When no copy can be written the records are not settled (nothing is lost): the caller keeps them invisible and
+tries again.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.dead_letters import copy_batches
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
-from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.errors import DomainError
 from logwright.core.pop.inflight import PopEntry, PopPartition
@@ -57,7 +59,8 @@ def stage_dead_letters(broker: Broker, state: PopPartition, entries: Sequence[Po
         "REAL_TOPIC": state.topic, "RETRY_TOPIC": retry_topic_label(state.group, state.topic),
         "ORIGIN_MESSAGE_ID": f"{state.topic}-{index}@{entry.offset}", "RECONSUME_TIMES": str(entry.deliveries),
         "logwright.pop.group": state.group}) for entry in entries]
-    prepared = prepare_partition(broker, target, 0, build_batch(records))
+    max_bytes = int(target.config("max.message.bytes") or broker.broker_config("message.max.bytes"))
+    prepared = prepare_partition(broker, target, 0, b"".join(copy_batches(records, max_bytes)))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
     if result.error_code != ErrorCode.NONE:
         log.warning("pop group %s: dead-letter append to %s refused (%s: %s); the records stay in flight",

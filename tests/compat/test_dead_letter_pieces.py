@@ -219,6 +219,6 @@ def test_inspect_cursor_shows_deferred_offsets_until_their_copy_is_written_or_th
 def test_copy_batches_fit_even_where_the_size_estimate_is_short() -> None:
     name = "\u00e9" * 300  # 600 UTF-8 bytes, estimated as 300
     records = [Record(0, 1_000, None, bytes([i]), ((name, b"v"),)) for i in range(40)]
-    batches = dead_letters._batches(records, 4_000)
+    batches = dead_letters.copy_batches(records, 4_000)
     assert len(batches) > 1 and all(len(batch) <= 4_000 for batch in batches)
     assert [r.value for batch in batches for r in decode_records(batch)] == [bytes([i]) for i in range(40)]
