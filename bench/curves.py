@@ -1,12 +1,16 @@
 """How produce and consume cost grows with record size and with partitions, for bench/compare.py (issue 18).
 
-One workload per point of two curves, every peer in the same session: record size (100 B, 1 KiB, 100 KiB,
-1 MB; one partition) and partitions (1, 100, 1,000; 1 KiB records). Each repeat creates a fresh topic with the
+One workload per point of three curves, every peer in the same session: record size (100 B, 1 KiB, 100 KiB,
+1 MB; one partition), zstd beside no compression (1 KiB and 100 KiB; text-like values that zstd shrinks
+about 3x, since zero bytes would shrink to nothing) and partitions (1, 100, 1,000, 10,000; 1 KiB records).
+Each repeat creates a fresh topic with the
 point's partitions (timed: topic creation is part of what partitions cost), fills it with about 100 MB of
 records (20 MB in a quick run) from one librdkafka producer (``wire_workload.PRODUCER_CONFIG``, null keys, so
 the sticky partitioner spreads batches over the partitions), reads every partition back from offset 0 with
 one assigned librdkafka consumer (``wire_workload.CONSUMER_CONFIG``), and deletes the topic. Beside the
-throughput it reports the broker's CPU seconds per GB of values moved, read from /proc for the broker's
+throughput it reports the median and p99 of a Metadata request for the topic (20 asked one after another by
+an AdminClient once the topic is filled: what every client asks when it starts and on every refresh) and
+the broker's CPU seconds per GB of values moved (uncompressed), read from /proc for the broker's
 whole process group (the JVM with its GC and network threads, logwright's event loop with RocksDB's
 threads) over each phase: the cost that a faster client or a bigger machine does not hide.
 
@@ -30,10 +34,66 @@ SIZE_CURVE = (100, 1024, 100 * 1024, MB)
 """Record sizes at one partition. The largest is 1 MB, not 1 MiB: Kafka's default ``max.message.bytes``
 (1 MiB + 12) refuses a batch holding a 1 MiB value, and a default broker is what is compared."""
 
-PARTITION_CURVE = (1, 100, 1000)
+PARTITION_CURVE = (1, 100, 1000, 10_000)
 """Partition counts at 1 KiB records."""
 
-POINTS = tuple(dict.fromkeys([(size, 1) for size in SIZE_CURVE] + [(1024, count) for count in PARTITION_CURVE]))
+ZSTD_CURVE = (1024, 100 * 1024)
+"""Record sizes produced with ``compression.type=zstd`` (one partition), beside the same sizes uncompressed."""
+
+POINTS = tuple(dict.fromkeys([(size, 1, "none") for size in SIZE_CURVE]
+                             + [(size, 1, "zstd") for size in ZSTD_CURVE]
+                             + [(1024, count, "none") for count in PARTITION_CURVE]))
+
+CREATE_AT_ONCE = 5000
+"""Partitions per CreateTopics/CreatePartitions request: Apache Kafka's controller refuses one that needs more
+than 10,000 metadata records (POLICY_VIOLATION "Unable to perform excessively large batch operation"), so a
+10,000-partition topic is created with 5,000 and grown by 5,000, for every peer alike (both requests timed)."""
+
+METADATA_ASKS = 20
+
+
+def add_partitions(bootstrap: str, topic: str, partitions: int) -> None:
+    """Grow ``topic`` to ``partitions`` in CreatePartitions requests of at most ``CREATE_AT_ONCE`` more."""
+    from confluent_kafka.admin import AdminClient, NewPartitions  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    count = CREATE_AT_ONCE
+    while count < partitions:
+        count = min(partitions, count + CREATE_AT_ONCE)
+        for future in admin.create_partitions([NewPartitions(topic, count)], operation_timeout=60).values():
+            future.result(timeout=120)
+_WORDS = [b"order", b"customer", b"payment", b"shipped", b"pending", b"amount", b"currency", b"EUR", b"warehouse",
+          b"status", b"created", b"updated", b"id", b"sku", b"quantity", b"price", b"note", b"priority"]
+
+
+def value_of(record_bytes: int, compression: str) -> bytes | None:
+    """The record value: zero bytes (``None``: wire_workload's default) uncompressed; for zstd, JSON-like text
+    of random words and digits, the same for every record of a run (zstd shrinks it about 3x, as it does log
+    lines and events; a batch of identical values compresses further only within zstd's window)."""
+    if compression == "none":
+        return None
+    import random  # noqa: PLC0415
+
+    rng = random.Random(record_bytes)
+    out = bytearray()
+    while len(out) < record_bytes:
+        out += b'"%s":"%s%d",' % (rng.choice(_WORDS), rng.choice(_WORDS), rng.randrange(10**6))
+    return bytes(out[:record_bytes])
+
+
+def metadata_latency_ms(bootstrap: str, topic: str) -> tuple[float, float]:
+    """Median and p99 (the highest of 20) of a Metadata request for ``topic``, one after another."""
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    admin.list_topics(topic, timeout=30)  # connected, and the first answer not counted
+    times = []
+    for _ in range(METADATA_ASKS):
+        began = time.perf_counter()
+        admin.list_topics(topic, timeout=30)
+        times.append((time.perf_counter() - began) * 1000)
+    times.sort()
+    return times[len(times) // 2], times[-1]
 
 
 def metrics() -> tuple[Metric, ...]:
@@ -42,36 +102,44 @@ def metrics() -> tuple[Metric, ...]:
         Metric("consume MB/s", "MB/s", target=1.0),
         Metric("produce CPU s/GB", "s/GB", higher_is_better=False, target=0.5),
         Metric("consume CPU s/GB", "s/GB", higher_is_better=False, target=0.5),
-        Metric("create topic s", "s", higher_is_better=False, plot=False, decimals=2),
+        Metric("create topic s", "s", higher_is_better=False, decimals=2),
+        Metric("Metadata p50 ms", "ms", higher_is_better=False, plot=False, decimals=2),
+        Metric("Metadata p99 ms", "ms", higher_is_better=False, target=1.0, decimals=2),
     )
 
 
-def _producer_config(record_bytes: int) -> dict[str, object]:
+def _producer_config(record_bytes: int, compression: str = "none") -> dict[str, object]:
     """librdkafka's ``message.max.bytes`` (1,000,000 by default) raised only for records that would not fit. It
     caps a whole batch too (set to 2 x 1 KiB + 10 kB it made 11-record batches), so elsewhere the default
     stays and ``batch.size`` (1 MB) shapes the batches, as for an application that tunes nothing."""
-    return {"message.max.bytes": max(1_000_000, 2 * record_bytes + 10_000)}
+    return {"message.max.bytes": max(1_000_000, 2 * record_bytes + 10_000), "compression.type": compression}
 
 
-def measure_point(record_bytes: int, partitions: int) -> Callable[[Context, str], dict[str, float]]:
+def measure_point(record_bytes: int, partitions: int,
+                  compression: str = "none") -> Callable[[Context, str], dict[str, float]]:
     def measure(ctx: Context, peer: str) -> dict[str, float]:
         broker = ctx.broker(peer)
         records = max(ctx.size(*(total // record_bytes for total in TOTAL_BYTES)), partitions)
         gigabytes = records * record_bytes / 1e9
         began = time.perf_counter()
-        topic = create_topic(broker.bootstrap, f"curve-{record_bytes}-{partitions}", partitions)
+        topic = create_topic(broker.bootstrap, f"curve-{record_bytes}-{partitions}", min(partitions, CREATE_AT_ONCE))
+        if partitions > CREATE_AT_ONCE:
+            add_partitions(broker.bootstrap, topic, partitions)
         created = time.perf_counter() - began
         try:
             cpu_0 = broker.cpu_seconds()
-            produced = produce(broker.bootstrap, topic, records, record_bytes, config=_producer_config(record_bytes))
+            produced = produce(broker.bootstrap, topic, records, record_bytes,
+                               config=_producer_config(record_bytes, compression),
+                               value=value_of(record_bytes, compression))
             cpu_1 = broker.cpu_seconds()
             consumed = consume(broker.bootstrap, topic, records, record_bytes, partitions=partitions)
             cpu_2 = broker.cpu_seconds()
+            metadata_p50, metadata_p99 = metadata_latency_ms(broker.bootstrap, topic)
         finally:
             delete_topic(broker.bootstrap, topic)
         return {"produce MB/s": produced.mb_per_s, "consume MB/s": consumed.mb_per_s,
                 "produce CPU s/GB": (cpu_1 - cpu_0) / gigabytes, "consume CPU s/GB": (cpu_2 - cpu_1) / gigabytes,
-                "create topic s": created}
+                "create topic s": created, "Metadata p50 ms": metadata_p50, "Metadata p99 ms": metadata_p99}
 
     return measure
 
@@ -82,16 +150,24 @@ def _label(record_bytes: int) -> str:
     return f"{record_bytes // 1024} KiB" if record_bytes % 1024 == 0 else f"{record_bytes} B"
 
 
+def _compression_text(compression: str) -> str:
+    return "no compression" if compression == "none" else f"compression.type={compression}, text-like values"
+
+
 WORKLOADS = [
-    Workload(f"curve: {_label(size)} records, {partitions:,} partition{'s' if partitions > 1 else ''}", metrics(),
-             measure_point(size, partitions),
+    Workload(f"curve: {_label(size)} records, {partitions:,} partition{'s' if partitions > 1 else ''}"
+             + (f", {compression}" if compression != "none" else ""), metrics(),
+             measure_point(size, partitions, compression),
              method=(f"A fresh topic of {partitions:,} partition{'s' if partitions > 1 else ''} (creation timed), "
                      f"{TOTAL_BYTES[0] // MB} MB of {_label(size)} values ({TOTAL_BYTES[1] // MB} MB in a quick "
                      f"run) produced by one librdkafka producer (acks=all, linger.ms={PRODUCER_CONFIG['linger.ms']}, "
-                     "no compression, null keys, sticky partitioner), then read from offset 0 of every partition by "
+                     f"{_compression_text(compression)}, "
+                     "null keys, sticky partitioner), then read from offset 0 of every partition by "
                      "one assigned librdkafka consumer (fetch.queue.backoff.ms=10, see wire_workload); broker CPU "
-                     "seconds (user + system, the broker's process group, /proc) per GB of values in each phase. "
-                     "Record values are zero bytes."),
+                     "seconds (user + system, the broker's process group, /proc) per GB of (uncompressed) values in "
+                     f"each phase; then {METADATA_ASKS} Metadata requests for the topic, one after another "
+                     "(AdminClient.list_topics), p50 and p99 (the highest)."
+                     + (" Record values are zero bytes." if compression == "none" else "")),
              warmup=True, warmup_scale=0.1)
-    for size, partitions in POINTS
+    for size, partitions, compression in POINTS
 ]

@@ -79,9 +79,10 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 
 
 def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
-            config: dict[str, object] | None = None) -> Measurement:
+            config: dict[str, object] | None = None, value: bytes | None = None) -> Measurement:
     """Send ``records`` values of ``record_bytes`` (null keys: librdkafka's sticky partitioner spreads them
-    over the topic's partitions) and wait until all are acknowledged; ``config`` adds producer settings."""
+    over the topic's partitions) and wait until all are acknowledged; ``config`` adds producer settings,
+    ``value`` replaces the zero bytes (it should be ``record_bytes`` long: the figures count that size)."""
     failures: list[KafkaError] = []
     acked = 0
 
@@ -94,7 +95,7 @@ def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
 
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, **(config or {})})
     producer.list_topics(topic, timeout=30)
-    value = bytes(record_bytes)
+    value = bytes(record_bytes) if value is None else value
     send = producer.produce
     started = time.perf_counter()
     for _ in range(records):
