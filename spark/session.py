@@ -26,6 +26,18 @@ def spark_session(master: str = "local[2]", app_name: str = "logwright", **confi
 
 
 def register(session: Any) -> None:
+    """Register ``format("logwright")`` in ``session`` unless PySpark found it by itself (`pyspark_logwright`).
+
+    Registering over the found one works too, but Spark then logs a warning that it replaced it.
+    """
     from .datasource import LogwrightDataSource
 
-    session.dataSource.register(LogwrightDataSource)
+    if not _registered(session, LogwrightDataSource.name()):
+        session.dataSource.register(LogwrightDataSource)
+
+
+def _registered(session: Any, name: str) -> bool:
+    try:
+        return bool(session._jsparkSession.sessionState().dataSourceManager().dataSourceExists(name))
+    except Exception:  # no JVM handle (Spark Connect) or another Spark's internals: register anyway
+        return False
