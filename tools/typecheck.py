@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUB_PACKAGES = ("core", "eventstore", "compat", "client", "plugins", "spark", "testing")
+TOP_LEVEL_MODULES = ("pyspark_logwright",)
+"""Packages the wheel installs beside ``logwright`` (PySpark finds its data source by this name)."""
 
 
 def build_tree() -> Path:
@@ -28,12 +30,16 @@ def build_tree() -> Path:
         (package / module.name).symlink_to(module)
     for name in SUB_PACKAGES:
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
+    for name in TOP_LEVEL_MODULES:
+        (tree / name).symlink_to(ROOT / name, target_is_directory=True)
     return tree
 
 
 def main() -> int:
     tree = build_tree()
     command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "-p", "logwright"]
+    for name in TOP_LEVEL_MODULES:
+        command += ["-p", name]
     return subprocess.call(command, cwd=tree, env={**os.environ, "MYPYPATH": str(tree)})
 
 
