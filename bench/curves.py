@@ -132,7 +132,9 @@ def measure_point(record_bytes: int, partitions: int,
                                config=_producer_config(record_bytes, compression),
                                value=value_of(record_bytes, compression))
             cpu_1 = broker.cpu_seconds()
-            consumed = consume(broker.bootstrap, topic, records, record_bytes, partitions=partitions)
+            # a first Fetch of 10,000 partitions waits on ListOffsets for each: allow more than 30 s of quiet
+            consumed = consume(broker.bootstrap, topic, records, record_bytes, partitions=partitions,
+                               idle_timeout_s=max(30.0, partitions / 50))
             cpu_2 = broker.cpu_seconds()
             metadata_p50, metadata_p99 = metadata_latency_ms(broker.bootstrap, topic)
         finally:
