@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +27,8 @@ from logwright.core.errors import DomainError, UnsupportedFeature
 from logwright.core.events import Event, TopicDeleted
 from logwright.core.events.pop import PopCursorCreated, PopCursorDeleted, PopNacked
 from logwright.core.log.catalog import TopicState
+from logwright.core.log.delayed_view import HeldSpan
+from logwright.core.log.index_hooks import HeldBack
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import PROJECTION_NAME, PopEntry, PopPartition, pop_key, pop_partition
 from logwright.core.pop.pop_commands import (
@@ -47,6 +49,8 @@ GONE_REASON = "record no longer in the log (retention or compaction) before it w
 TOPIC_DELETED_REASON = "topic deleted"
 COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
+DELAYED_PER_POP = 1_000
+"""Held-back records one pop may pass over and park (bounds one `PopDelayed`)."""
 DECODED_BATCHES = 64
 """Decoded batches kept (a few per partition being popped)."""
 
@@ -191,16 +195,21 @@ class PopCoordinator:
             new_budget = min(budget, max(0, cap - len(state.entries)))  # revived ones add no entry
             if not offsets and new_budget <= 0:
                 continue
-            records, next_offset = self._read(state, offsets, new_budget)
+            room = max(0, cap - len(state.entries))
+            records, next_offset, held = self._read(state, offsets, new_budget, min(room, DELAYED_PER_POP))
             budget -= len(records) - len(offsets)
+            if held:
+                state = self._delay(state, held)
             popped.extend(self._checkpoint(state, index, topic, consumer, offsets, records, next_offset, limits))
         return popped
 
-    def _read(self, state: PopPartition, revived: Sequence[int], budget: int) -> tuple[dict[int, Record], int]:
-        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset``, and the
-        position after what was read. Pops read committed data only, as RocketMQ hands out a transactional
-        message once it is committed: up to the last stable offset, control batches and the batches of aborted
-        transactions passed over."""
+    def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int
+              ) -> tuple[dict[int, Record], int, list[tuple[int, int]]]:
+        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset``, the
+        position after what was read, and the ``(offset, due_ms)`` passed over because a plugin holds them back
+        (delayed delivery: `_delay` parks them; the read stops when ``held_room`` would not fit another).
+        Pops read committed data only, as RocketMQ hands out a transactional message once it is committed: up
+        to the last stable offset, control batches and the batches of aborted transactions passed over."""
         partition_id = state.partition_id
         found: dict[int, Record] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
@@ -212,8 +221,10 @@ class PopCoordinator:
         stable = last_stable_offset(self.broker, partition_id)
         transactions = self.broker.store.state("partition_transactions", str(partition_id))
         aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
+        hold = self._held_back(partition_id, next_offset, stable - 1)
+        held: list[tuple[int, int]] = []
         taken = 0
-        while taken < budget and next_offset < stable:
+        while taken < budget and next_offset < stable and taken + len(held) < held_room:
             batch = self._batch_at(partition_id, next_offset, stable - 1)
             if batch is None:
                 break
@@ -223,14 +234,36 @@ class PopCoordinator:
                 next_offset = max(next_offset, last + 1)
                 continue
             for record in records[bisect_left(records, next_offset, key=_offset_of):]:
+                due = _due(hold, record.offset) if hold is not None else None
+                if due is not None and taken + len(held) >= held_room:
+                    break
                 if taken >= budget:
                     break
+                next_offset = record.offset + 1
+                if due is not None:
+                    held.append((record.offset, due))
+                    continue
                 found[record.offset] = record
                 taken += 1
-                next_offset = record.offset + 1
-            if taken < budget:
+            if taken < budget and taken + len(held) < held_room:
                 next_offset = max(next_offset, last + 1)
-        return found, next_offset
+        return found, next_offset, held
+
+    def _held_back(self, partition_id: int, first: int, last: int) -> HeldBack | None:
+        """What the plugins hold back in ``first..last`` with each offset's due time (``logwright_hold_back``, as
+        share groups ask before acquiring); ``None``, after one cached query, when nothing is delayed."""
+        if first > last or not self.broker.held_back(partition_id, first, last).offsets:
+            return None
+        return self.broker.held_back(partition_id, first, last, detailed=True)
+
+    def _delay(self, state: PopPartition, held: Sequence[tuple[int, int]]) -> PopPartition:
+        """Park held-back records in the table until their due time (`PopDelayed`): the revive timer turns
+        them visible then, on the broker clock, and wakes long polls."""
+        event = pop_commands.delayed(state, held, self.broker.clock.now_ms())
+        if event is None:
+            return state
+        self._stage(state, [event])
+        return self.table(state.group, state.partition_id) or state
 
     def _batch_at(self, partition_id: int, offset: int, end_offset: int
                   ) -> tuple[int, tuple[Record, ...], int] | None:
@@ -443,3 +476,15 @@ class PopCoordinator:
 
 def _offset_of(record: Record) -> int:
     return record.offset
+
+
+def _due(hold: HeldBack, offset: int) -> int | None:
+    """The due time of ``offset`` if it is held back (two plugins may both hold it: the later time counts)."""
+    if offset not in hold.offsets:
+        return None
+    spans = hold.spans[:bisect_right(hold.spans, offset, key=_first_of)]
+    return max((span.until_ms for span in spans if span.last >= offset), default=None)
+
+
+def _first_of(span: HeldSpan) -> int:
+    return span.first

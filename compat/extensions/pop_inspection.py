@@ -6,8 +6,10 @@ popped, and the records in flight or revived with their reconsume counts, handle
 
 Request (msgpack map): ``group_id: str, topic: str``. Response: ``retry_topic`` (RocketMQ's name, a label: no
 copy is ever written there), ``dead_letter_topic``, ``partitions: [{partition, consumed_offset, next_offset,
-in_flight, revived, entries: [{offset, reconsume_times, epoch, invisible_until_ms, visible}]}]`` (the first
-`MAX_ENTRIES` entries of each partition; the counts cover all).
+in_flight, revived, delayed, entries: [{offset, reconsume_times, epoch, invisible_until_ms, visible, delayed}]}]``
+(the first `MAX_ENTRIES` entries of each partition; the counts cover all). ``delayed``: records a pop passed
+over because their delivery time (``logwright.deliver.at``/``after``) had not come, never delivered yet
+(``reconsume_times`` -1, due at ``invisible_until_ms``).
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ async def handle(context: RequestContext, body: Body) -> Body:
             continue
         partitions.append({
             "partition": index, "consumed_offset": state.consumed_offset(), "next_offset": state.next_offset,
-            "in_flight": len(state.held()), "revived": len(state.revived()),
+            "in_flight": sum(1 for e in state.held() if e.deliveries), "revived": len(state.revived()),
+            "delayed": sum(1 for e in state.entries if not e.deliveries),
             "entries": [{"offset": e.offset, "reconsume_times": e.reconsume_times, "epoch": e.epoch,
-                         "invisible_until_ms": e.invisible_until_ms, "visible": e.visible}
+                         "invisible_until_ms": e.invisible_until_ms, "visible": e.visible,
+                         "delayed": not e.deliveries}
                         for e in state.entries[:MAX_ENTRIES]]})
     dead_letter = coordinator.settings(group_id).get(DEAD_LETTER_TOPIC_KEY) or default_dead_letter_topic(group_id)
     return {"retry_topic": retry_topic_label(group_id, topic_name), "dead_letter_topic": dead_letter,

@@ -117,6 +117,17 @@ class PopCursorDeleted(PopEvent):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class PopDelayed(PopEvent):
+    """A pop passed over records a plugin holds back (``logwright_hold_back``: delayed delivery): ``records``
+    are ``(offset, due_ms)``; each waits in the in-flight table, never delivered, until its due time revives it
+    (the broker clock), so the pop position moves on without losing it."""
+
+    TAG: ClassVar[int] = 98
+    records: tuple[tuple[int, int], ...]
+    time_ms: int
+
+
 POP_EVENT_TYPES: tuple[type[Event], ...] = (
     PopCursorCreated,
     CheckpointCreated,
@@ -126,4 +137,5 @@ POP_EVENT_TYPES: tuple[type[Event], ...] = (
     PopNacked,
     PopDeadLettered,
     PopCursorDeleted,
+    PopDelayed,
 )

@@ -22,6 +22,7 @@ from logwright.core.events.pop import (
     PopCursorCreated,
     PopCursorDeleted,
     PopDeadLettered,
+    PopDelayed,
     PopEvent,
     Revived,
 )
@@ -41,6 +42,7 @@ class PopEntry(NamedTuple):
 
     offset: int
     deliveries: int
+    """0: a delayed record passed over by a pop, waiting for its due time (``invisible_until_ms``)."""
     epoch: int
     invisible_until_ms: int
     visible: bool = False
@@ -175,6 +177,15 @@ def _(event: PopDeadLettered, state: PopPartition | None) -> PopPartition | None
     if state is None:
         return None
     return _with(state, {offset: None for offset, _ in event.records})
+
+
+@_evolve.register
+def _(event: PopDelayed, state: PopPartition | None) -> PopPartition | None:
+    if state is None:
+        return None
+    changed: dict[int, PopEntry | None] = {offset: PopEntry(offset, 0, 0, due) for offset, due in event.records
+                                           if state.entry(offset) is None}
+    return _with(state, changed)
 
 
 @_evolve.register

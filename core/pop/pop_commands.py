@@ -26,6 +26,7 @@ from logwright.core.events.pop import (
     CheckpointCreated,
     InvisibleTimeChanged,
     PopDeadLettered,
+    PopDelayed,
     PopNacked,
     Revived,
 )
@@ -144,6 +145,9 @@ def current(state: PopPartition, offset: int, epoch: int, held: bool = True) -> 
     if entry is None:
         settled = "was acknowledged or dead-lettered" if offset < state.next_offset else "was never popped"
         raise UnknownReceiptHandle(f"unknown receipt handle: {where} {settled}")
+    if entry.deliveries == 0:
+        raise UnknownReceiptHandle(f"unknown receipt handle: {where} was never popped (its delivery is delayed "
+                                   f"until {entry.invisible_until_ms})")
     if epoch > entry.epoch:
         raise UnknownReceiptHandle(f"unknown receipt handle: {where} never had handle epoch {epoch}")
     if epoch < entry.epoch:
@@ -191,6 +195,12 @@ def revive(state: PopPartition, now_ms: int, max_reconsume_times: int) -> tuple[
     again = tuple(entry.offset for entry in due if not exhausted(entry, max_reconsume_times))
     revived = Revived(state.group, state.partition_id, again, now_ms) if again else None
     return revived, exhausted_entries
+
+
+def delayed(state: PopPartition, held: Sequence[tuple[int, int]], now_ms: int) -> PopDelayed | None:
+    """Park the ``(offset, due_ms)`` a pop passed over because a plugin holds them back; ``None`` if none."""
+    fresh = tuple((offset, due) for offset, due in held if state.entry(offset) is None and offset >= state.next_offset)
+    return PopDelayed(state.group, state.partition_id, fresh, now_ms) if fresh else None
 
 
 def dead_lettered(state: PopPartition, entries: Sequence[PopEntry], now_ms: int, topic: str, partition_id: int,

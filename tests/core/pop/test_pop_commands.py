@@ -11,6 +11,7 @@ from logwright.core.events.pop import (
     InvisibleTimeChanged,
     PopCursorCreated,
     PopCursorDeleted,
+    PopDelayed,
     PopNacked,
     Revived,
 )
@@ -157,3 +158,24 @@ def test_orderly_pop_waits_for_the_partition() -> None:
 def test_a_deleted_partitions_table_is_gone() -> None:
     events: list[Event] = [PopCursorCreated("g", 7, "t", 0), popped((0,), 1), PopCursorDeleted("g", 7, "topic deleted")]
     assert fold(POP_INFLIGHT, events) == {}
+
+
+def test_a_delayed_record_waits_in_the_table_until_due_then_is_popped_as_a_first_delivery() -> None:
+    state = given(popped((0, 2), 1, next_offset=3))
+    assert pop_commands.delayed(state, [(1, 5_000)], 100) is None, "below the position: never parked"
+    parked = given(PopDelayed("g", 7, ((1, 5_000),), 100), popped((0, 2), 1, next_offset=3))
+    assert pop_commands.delayed(given(), [(1, 5_000), (4, 6_000)], 100) == PopDelayed(
+        "g", 7, ((1, 5_000), (4, 6_000)), 100)
+    assert parked.entry(1) == PopEntry(1, 0, 0, 5_000) and parked.next_deadline() == 5_000
+    with pytest.raises(UnknownReceiptHandle, match="delayed until 5000"):
+        pop_commands.ack(parked, "c1", [(1, 0)])  # a forged epoch-0 handle settles nothing
+    revived, exhausted = pop_commands.revive(parked, 4_999, 0)
+    assert revived is None and exhausted == ()
+    revived, exhausted = pop_commands.revive(parked, 5_000, 0)
+    assert revived == Revived("g", 7, (1,), 5_000) and exhausted == (), "no delivery failed: never dead-lettered"
+    again = pop_commands.checkpoint(given(PopDelayed("g", 7, ((1, 5_000),), 100), revived), "c1", (1,), 0, 5_000,
+                                    LIMITS)
+    assert again is not None
+    after = given(PopDelayed("g", 7, ((1, 5_000),), 100), revived, again)
+    entry = after.entry(1)
+    assert entry is not None and (entry.deliveries, entry.reconsume_times) == (1, 0)
