@@ -105,6 +105,7 @@ class ShareCoordinator:
         ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides;
         ``backoff_decider`` is that default itself, asked only for groups with a redelivery backoff policy."""
         self.broker = broker
+        self._check_record_lock_settings()
         self._modes = modes
         self._release_decider = release_decider
         self._backoff_decider = backoff_decider
@@ -152,6 +153,17 @@ class ShareCoordinator:
         overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
         effective = self.broker.configs.effective("group", overrides)
         return {name: value for name, (value, _) in effective.items() if value is not None}
+
+    def _check_record_lock_settings(self) -> None:
+        """Refuse to start (`InvalidConfig`) with broker record lock settings Kafka refuses (``serve --config``)."""
+        names = (record_locks.BROKER_KEY, record_locks.BROKER_MIN_KEY, record_locks.BROKER_MAX_KEY)
+        keys = {name: self.broker.configs.get("broker", name) for name in names}
+        if any(key is None for key in keys.values()):
+            return  # a registry without them (a test's own)
+        problem = record_locks.broker_problem({name: self.broker.broker_config(name) for name in names},
+                                              {name: key.validate for name, key in keys.items() if key is not None})
+        if problem is not None:
+            raise InvalidConfig(problem)
 
     def check_config_change(self, group_id: str, overrides: dict[str, str], changed: tuple[str, ...]) -> None:
         """Let the plugins refuse a group config change (``overrides``: the group's overrides after it) with

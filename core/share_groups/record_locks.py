@@ -10,6 +10,8 @@ consumer that acknowledges the oldest records lets acquisition go on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from logwright.core.cursors.cursor import CursorState
 
 GROUP_KEY = "share.partition.max.record.locks"
@@ -52,3 +54,18 @@ def limit_problem(value: int, minimum: int, maximum: int) -> str | None:
     if minimum <= value <= maximum:
         return None
     return f"{GROUP_KEY} must be in the range {minimum} to {maximum} inclusive."
+
+
+def broker_problem(values: dict[str, str], validators: dict[str, Callable[[str], str | None]]) -> str | None:
+    """Why the broker's three record lock settings cannot start a broker (each in its own range, the limit
+    within the minimum and maximum, in Kafka's words); ``None`` if they can."""
+    for name in (BROKER_KEY, BROKER_MIN_KEY, BROKER_MAX_KEY):
+        problem = validators[name](values[name])
+        if problem is not None:
+            return f"invalid value {values[name]!r} for broker config {name!r}: {problem}"
+    value, minimum, maximum = (int(values[name]) for name in (BROKER_KEY, BROKER_MIN_KEY, BROKER_MAX_KEY))
+    if maximum < value:
+        return f"{BROKER_MAX_KEY} must be greater than or equal to {BROKER_KEY}"
+    if value < minimum:
+        return f"{BROKER_KEY} must be greater than or equal to {BROKER_MIN_KEY}"
+    return None
