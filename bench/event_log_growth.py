@@ -1,13 +1,14 @@
 """What keeping every state change as an event costs as the log grows: restart time, RSS, ``logwright check``.
 
 Builds a store of ``--events`` events fast, through the real store API (``RocksEventStore.append`` of the
-``RecordsAppended`` events a broker would decide for small produce requests: one 1-record batch of 100 B
-each, round-robin over ``--partitions`` partitions of one topic, ``--per-commit`` appends per commit, as
-bench/eventstore.py does), then, ``--repeats`` times, starts a real broker process (``logwright serve``) on
-it and times the launch until the broker answers ApiVersions on its socket, reads the resident memory of its
-process group right then, and stops it (SIGINT). Last, ``logwright check`` on the same store, timed. With
-``--profile`` one more start runs under cProfile and the report lists where the start-up's time goes (the
-cumulative top; cProfile inflates Python-heavy parts, so read it for shares, not seconds).
+``RecordsAppended`` events a broker would decide for small produce requests, with the projections and types of
+a default broker's plugin host, so every projection's covered sequence is stored as a broker leaves it: one
+1-record batch of 100 B each, round-robin over ``--partitions`` partitions of one topic, ``--per-commit``
+appends per commit, as bench/eventstore.py does), then, ``--repeats`` times, starts a real broker process
+(``logwright serve``) on it and times the launch until the broker answers ApiVersions on its socket, reads the
+resident memory of its process group right then, and stops it (SIGINT). Last, ``logwright check`` on the same
+store, timed. With ``--profile`` one more start runs under cProfile and the report lists where the start-up's
+time goes (the cumulative top; cProfile inflates Python-heavy parts, so read it for shares, not seconds).
 
     .venv/bin/python bench/event_log_growth.py --events 10000000 [--repeats 3] [--profile]
         [--keep DIR] [--store DIR (reuse a built store)] [--markdown bench/results/event_log_growth.md]
@@ -35,6 +36,7 @@ from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key  # n
 from logwright.core.log.partition_log import PartitionState, append_batch  # noqa: E402
 from logwright.eventstore.interface import Durability, StoredBatch  # noqa: E402
 from logwright.eventstore.rocksdb import RocksEventStore  # noqa: E402
+from logwright.plugins.host import PluginHost  # noqa: E402
 
 from eventstore import _HEADER, RECORD_OVERHEAD  # noqa: E402
 
@@ -50,7 +52,9 @@ def one_record_batch() -> bytes:
 def build(path: Path, events: int, partitions: int, per_commit: int) -> float:
     """Store ``events`` events (one topic creation, then appends); return the seconds it took."""
     started = time.perf_counter()
-    store = RocksEventStore(str(path), durability=Durability.WAL)
+    host = PluginHost.for_broker({})
+    store = RocksEventStore(str(path), durability=Durability.WAL, projections=host.projections(),
+                            types=host.type_registry())
     created = create_topic(store.state("catalog", topic_key("growth")), store.state("catalog", COUNTER_KEY),
                            "growth", partitions, (), b"\x00" * 16, default_configs())
     store.append([created])
