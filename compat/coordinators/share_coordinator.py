@@ -366,10 +366,10 @@ class ShareCoordinator:
         now = self.broker.clock.now_ms()
         log_start = self.broker.partition(partition_id).log_start_offset
         log_end = self.broker.high_watermark(partition_id)
-        ordered = list(cursor_commands.available(state, log_start, log_end, now))
-        if ordered:  # at the record lock limit only records inside the in-flight window come (Kafka)
-            ceiling = record_locks.acquisition_ceiling(state, log_start, self.record_lock_limit(group_id))
-            ordered = [(first, min(last, ceiling)) for first, last in ordered if first <= ceiling]
+        unlimited = list(cursor_commands.available(state, log_start, log_end, now))
+        # At the record lock limit only records inside the in-flight window come (Kafka's SharePartition).
+        ceiling = record_locks.acquisition_ceiling(state, log_start, self.record_lock_limit(group_id))
+        ordered = [(first, min(last, ceiling)) for first, last in unlimited if first <= ceiling]
         candidates = RangeSet.from_ranges(ordered)
         pending = self._not_yet_due(group_id, partition_id, now) if candidates else RangeSet()
         if pending:
@@ -382,7 +382,9 @@ class ShareCoordinator:
         spans = list(stored)
         tail = completing_batch(chosen, spans) if budget.batch_optimized else None
         if tail is not None and chosen.last is not None:
-            wider = self._eligible(group_id, member_id, topic, partition_id, state, candidates.below(tail.last + 1),
+            # Kafka completes the stored batch the record lock limit falls in too (batch-optimized mode).
+            reach = candidates if tail.last <= ceiling else RangeSet.from_ranges(unlimited).difference(pending)
+            wider = self._eligible(group_id, member_id, topic, partition_id, state, reach.below(tail.last + 1),
                                    budget.records + tail.last - chosen.last)
             chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
         chosen, kept = within_bytes(chosen, spans, budget)
