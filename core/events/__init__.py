@@ -80,6 +80,7 @@ from logwright.core.events.pop import (
     PopCursorCreated,
     PopCursorDeleted,
     PopDeadLettered,
+    PopDelayed,
     PopEvent,
     PopNacked,
     Revived,
@@ -201,6 +202,7 @@ __all__ = [
     "PopNacked",
     "PopDeadLettered",
     "PopCursorDeleted",
+    "PopDelayed",
     "BacklogEvicted",
     "PartitionCompacted",
 ]

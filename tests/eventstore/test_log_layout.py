@@ -95,6 +95,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     96: ("PopDeadLettered", "group partition_id records reason time_ms dead_letter_topic dead_letter_partition_id "
                             "dead_letter_base_offset"),
     97: ("PopCursorDeleted", "group partition_id reason"),
+    98: ("PopDelayed", "group partition_id records time_ms"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
     120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
                                 "cleaned_to next_delete_horizon_ms"),
