@@ -1,5 +1,6 @@
 """Pop and delayed delivery (``logwright.deliver.after.ms``): a pop never hands out a record before its time on
-the broker clock, passes over it to the records behind, and a long poll wakes when it falls due."""
+the broker clock, passes over it to the records behind, keeps it parked across a broker kill, and a long poll
+wakes when it falls due."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .test_pop import INVISIBLE_MS, pop_topic, run
 from .test_share_groups import check_consistent
 
 
-def test_a_delayed_record_is_popped_at_its_time_and_wakes_a_long_poll(clock_broker: BrokerProcess) -> None:
+def test_a_delayed_record_is_popped_at_its_time_after_a_kill_and_wakes_a_long_poll(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 0)
     _produce(clock_broker.bootstrap, topic, [("now-0", []), ("later", [("logwright.deliver.after.ms", b"3000")]),
                                              ("now-2", [])])
@@ -26,6 +27,9 @@ def test_a_delayed_record_is_popped_at_its_time_and_wakes_a_long_poll(clock_brok
         assert await client.pop(topic, "g", 32, INVISIBLE_MS) == []
         [partition] = (await client.inspect_pop(topic, "g"))["partitions"]
         assert (partition["delayed"], partition["in_flight"], partition["consumed_offset"]) == (1, 0, 1)
+
+    async def after_restart(client: Client) -> None:
+        assert await client.pop(topic, "g", 32, INVISIBLE_MS) == [], "the delay was lost in the restart"
         other = await Client.connect(clock_broker.bootstrap)  # a connection answers its requests in order
         try:
             waiting = asyncio.ensure_future(other.pop(topic, "g", 32, INVISIBLE_MS, long_poll_ms=15_000))
@@ -45,4 +49,7 @@ def test_a_delayed_record_is_popped_at_its_time_and_wakes_a_long_poll(clock_brok
         assert (partition["delayed"], partition["in_flight"], partition["consumed_offset"]) == (0, 0, 3)
 
     run(scenario, clock_broker.bootstrap)
+    clock_broker.kill()
+    clock_broker.start()
+    run(after_restart, clock_broker.bootstrap)
     check_consistent(clock_broker)
