@@ -19,6 +19,7 @@ from logwright.compat.coordinators.consumer_coordinator import ConsumerCoordinat
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import GroupCoordinator
 from logwright.compat.coordinators.log_cleaner import LogCleaner
+from logwright.compat.coordinators.log_retention import LogRetention
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
@@ -79,6 +80,7 @@ class Coordinators:
     transactions: TransactionTimer
     pop: PopCoordinator
     log_cleaner: LogCleaner
+    log_retention: LogRetention
 
     @classmethod
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
@@ -86,11 +88,11 @@ class Coordinators:
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
-                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker))
+                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker), LogRetention(broker))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
-                self.pop.timer, self.log_cleaner.timer)
+                self.pop.timer, self.log_cleaner.timer, self.log_retention.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request."""
@@ -105,12 +107,14 @@ class Coordinators:
         self.consumer_groups.tick()
         self.pop.tick()
         self.log_cleaner.tick()
+        self.log_retention.tick()
 
     def close(self) -> None:
         """Stop every timer for good (before the store closes)."""
         for timer in self.timers():
             timer.close()
         self.log_cleaner.close()
+        self.log_retention.close()
 
 
 def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: BrokerSettings | None = None,

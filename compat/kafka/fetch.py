@@ -63,7 +63,7 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
                          make(module.AbortedTransaction, producer_id=producer_id, first_offset=first_offset)
                          for producer_id, first_offset in aborted
                      ) if aborted is not None else None,
-                     preferred_read_replica=-1, records=records)
+                     preferred_read_replica=-1, records=records if records is not None else [])  # Kafka: empty
                 for index, code, high_watermark, stable, log_start, aborted, records in partitions
             ))
             for name, topic_id, partitions in topics

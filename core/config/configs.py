@@ -185,11 +185,13 @@ class ConfigRegistry:
 _TOPIC_KEYS = (
     ConfigKey("cleanup.policy", "topic", "delete", cleanup_policy,
               "compact keeps the latest record per key (the log cleaner, docs/compaction.md) and refuses records "
-              "without a key; delete is accepted, logs are truncated by DeleteRecords only.", "LIST"),
+              "without a key; delete deletes the oldest whole segments by retention.ms and retention.bytes.", "LIST"),
     ConfigKey("retention.ms", "topic", "604800000", long_at_least(-1),
-              "How long batches are kept; -1 keeps them forever.", "LONG"),
+              "How long a segment is kept after its newest record (default: the broker's log.retention.*); -1 keeps "
+              "it forever.", "LONG"),
     ConfigKey("retention.bytes", "topic", "-1", long_at_least(-1),
-              "Largest size of a partition's log before whole batches are deleted; -1 for no limit.", "LONG"),
+              "Largest size of a partition's log before its oldest whole segments are deleted (default: the "
+              "broker's log.retention.bytes); -1 for no limit.", "LONG"),
     ConfigKey("max.message.bytes", "topic", "1048588", long_at_least(0),
               "Largest record batch a producer may send to this topic.", "INT"),
     ConfigKey("message.timestamp.type", "topic", "CreateTime", one_of("CreateTime", "LogAppendTime"),
@@ -263,6 +265,15 @@ _BROKER_KEYS = (
     ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
               "Bytes all connections together may hold for request frames not yet fully read; past it, the "
               "connection holding the largest partial frame is closed.", "LONG", read_only=True),
+    ConfigKey("log.retention.hours", "broker", "168", long_at_least(-1),
+              "Default retention.ms of topics, in hours, when log.retention.minutes and log.retention.ms are unset.",
+              "INT"),
+    ConfigKey("log.retention.minutes", "broker", None, long_at_least(-1),
+              "Default retention.ms of topics, in minutes (before log.retention.hours); -1 keeps forever.", "INT"),
+    ConfigKey("log.retention.ms", "broker", None, long_at_least(-1),
+              "Default retention.ms of topics (before log.retention.minutes); -1 keeps forever.", "LONG"),
+    ConfigKey("log.retention.bytes", "broker", "-1", long_at_least(-1),
+              "Default retention.bytes of topics; -1 for no limit.", "LONG"),
     ConfigKey("log.cleaner.dedupe.buffer.size", "broker", "134217728", long_at_least(1 << 20),
               "Memory for the log cleaner's key map of one pass (about 136 bytes per distinct key); a dirty range "
               "with more keys is compacted over several passes.", "LONG", read_only=True),

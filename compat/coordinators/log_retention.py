@@ -1,0 +1,223 @@
+"""Time and size retention: deletes a partition's oldest whole segments when ``retention.ms`` or
+``retention.bytes`` says so (topics whose ``cleanup.policy`` lists ``delete``; see docs/compaction.md).
+
+Kafka looks every ``log.retention.check.interval.ms``; this task acts when a partition is due, on the broker
+clock (a `DeadlineTimer`, nothing polls): by time when the oldest kept segment's newest record passes
+``retention.ms`` (known from the last scan, or from the first append), by size when an append takes the log past
+``retention.bytes`` plus the oldest segment. A scan reads stored batch headers from the log start
+(`core.compaction.segment_retention`), stops at the first segment that stays, and moves the log start through the
+store's ``truncate`` (a `LogTruncated` event, reason ``retention-ms`` / ``retention-bytes``), the path
+DeleteRecords takes, so fetch, ListOffsets, cursors, share groups and pop see it as they see a DeleteRecords. A
+scan truncates and yields to the event loop after every slice of at most 1 MiB or 20 ms of headers; on a manual
+clock it runs whole inside the tick. Memory: two numbers per partition of a topic with a limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Sequence
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.cleaning_pass import SliceBudget
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.wire.record_batch import parse_header
+from logwright.core.clock import ManualClock
+from logwright.core.compaction.segment_retention import RetentionScan, RetentionSettings
+from logwright.core.errors import DomainError
+from logwright.core.events import ConfigChanged, PartitionsCreated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.log.catalog import TopicState
+from logwright.core.log.partition_log import PartitionState, partition_key
+from logwright.eventstore.interface import LoggedEvent
+
+log = logging.getLogger(__name__)
+_LOG_END = 2**63 - 1
+
+
+class LogRetention:
+    """Retention of every partition of one broker; `tick` scans the partitions that are due."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._settings: dict[str, RetentionSettings | None] = {}
+        self._topic_of: dict[int, str] = {}
+        self._due: dict[int, int] = {}
+        """Partition id -> broker ms from which a scan may delete something by time (or now, by size)."""
+        self._size_due: dict[int, int] = {}
+        """Partition id -> log size (bytes) from which a scan may delete something by size."""
+        self._scan: asyncio.Task[None] | None = None
+        self.truncations = 0
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "log-retention")
+        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_reload_listener(self.load)
+        self.load()
+
+    def load(self) -> None:
+        """Every partition with a limit is due now (start-up, a store reload): its first scan finds its deadline."""
+        self._settings.clear()
+        self._topic_of.clear()
+        self._due.clear()
+        self._size_due.clear()
+        for topic in self.broker.topics():
+            self._track(topic)
+
+    def settings(self, topic: str) -> RetentionSettings | None:
+        if topic not in self._settings:
+            state = self.broker.topic(topic)
+            self._settings[topic] = None if state is None else RetentionSettings.read(
+                state.config, self._broker_config, lambda name: self.broker.topic_config(state, name))
+        return self._settings[topic]
+
+    def _broker_config(self, name: str) -> str | None:
+        try:
+            return self.broker.broker_config(name)
+        except KeyError:
+            return None
+
+    def _track(self, topic: TopicState) -> None:
+        self._settings.pop(topic.name, None)
+        settings = self.settings(topic.name)
+        now = self.broker.clock.now_ms()
+        for partition_id in topic.partition_ids:
+            self._due.pop(partition_id, None)
+            self._size_due.pop(partition_id, None)
+            self._topic_of[partition_id] = topic.name
+            if settings is not None and not settings.unlimited:
+                self._due[partition_id] = now
+
+    # -- following the commits ----------------------------------------------------------------------
+
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        earliest: int | None = None
+        retrack: set[str] = set()
+        for logged in events:
+            event = logged.event
+            if isinstance(event, RecordsAppended):
+                due = self._appended(event)
+                if due is not None and (earliest is None or due < earliest):
+                    earliest = due
+            elif isinstance(event, TopicDeleted):
+                for partition_id in event.partition_ids:
+                    self._due.pop(partition_id, None)
+                    self._size_due.pop(partition_id, None)
+                    self._topic_of.pop(partition_id, None)
+            elif isinstance(event, TopicCreated | PartitionsCreated):
+                retrack.add(event.topic)
+            elif isinstance(event, ConfigChanged) and event.resource_type == "topic":
+                retrack.add(event.resource_name)
+            elif isinstance(event, ConfigChanged) and event.resource_type == "broker":
+                self.load()
+                earliest = self.broker.clock.now_ms()
+        for name in retrack:
+            topic = self.broker.topic(name)
+            if topic is not None:
+                self._track(topic)
+                earliest = self.broker.clock.now_ms()
+        if earliest is not None:
+            self.timer.schedule(earliest)
+
+    def _appended(self, event: RecordsAppended) -> int | None:
+        """Note what an append may make due; the new deadline if it is one."""
+        topic = self._topic_of.get(event.partition_id)
+        settings = self.settings(topic) if topic is not None else None
+        if settings is None or settings.unlimited:
+            return None
+        partition_id = event.partition_id
+        due: int | None = None
+        if settings.retention_bytes >= 0:
+            state = self.broker.store.state("partitions", partition_key(partition_id))
+            size = state.byte_size if isinstance(state, PartitionState) else 0
+            if size > settings.retention_bytes and size >= self._size_due.get(partition_id, 0):
+                due = self.broker.clock.now_ms()
+        if due is None and settings.retention_ms >= 0 and event.max_timestamp >= 0:
+            due = event.max_timestamp + settings.retention_ms + 1
+        if due is None:
+            return None
+        current = self._due.get(partition_id)
+        if current is not None and current <= due:
+            return None
+        self._due[partition_id] = due
+        return due
+
+    # -- scanning -------------------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        if self._scan is not None and not self._scan.done():
+            return None
+        return min(self._due.values()) if self._due else None
+
+    def tick(self) -> None:
+        """Scan every due partition: whole at once on a manual clock, else as a task in slices."""
+        if self._scan is not None and not self._scan.done():
+            return
+        now = self.broker.clock.now_ms()
+        due = [partition_id for partition_id, at in self._due.items() if at <= now]
+        if not due:
+            return
+        if isinstance(self.broker.clock, ManualClock):
+            for partition_id in due:
+                for _ in self._scan_partition(partition_id, now):
+                    pass
+            return
+        self._scan = asyncio.get_running_loop().create_task(self._run(due, now), name="log-retention-scan")
+
+    async def _run(self, partition_ids: list[int], now: int) -> None:
+        try:
+            for partition_id in partition_ids:
+                for _ in self._scan_partition(partition_id, now):
+                    await asyncio.sleep(0)
+                await asyncio.sleep(0)
+        finally:
+            self.timer.wake()
+
+    def _scan_partition(self, partition_id: int, now: int) -> Iterator[None]:
+        """Decide and apply one partition's retention, truncating after each slice that got further."""
+        self._due.pop(partition_id, None)
+        topic = self._topic_of.get(partition_id)
+        settings = self.settings(topic) if topic is not None else None
+        state = self.broker.store.state("partitions", partition_key(partition_id))
+        if settings is None or settings.unlimited or not isinstance(state, PartitionState):
+            return
+        scan = RetentionScan(settings, now, state.byte_size, self.broker.high_watermark(partition_id))
+        budget, applied, finished = SliceBudget(), state.log_start_offset, True
+        try:
+            for _, data in self.broker.store.scan_batches(partition_id, 0, _LOG_END):
+                header = parse_header(data)
+                if header.last_offset < state.log_start_offset:
+                    continue
+                if not scan.feed(header.base_offset, header.last_offset + 1, len(data), header.max_timestamp):
+                    finished = False
+                    break
+                if budget.spend(len(data)):
+                    applied = self._truncate(partition_id, scan, applied)
+                    yield
+                    budget = SliceBudget()
+            if finished:
+                scan.finish()
+            self._truncate(partition_id, scan, applied)
+        except DomainError:
+            return  # the topic was deleted between slices
+        except Exception:
+            log.exception("retention of partition id %d failed; it is tried again in a minute", partition_id)
+            self._due[partition_id] = self.broker.clock.now_ms() + 60_000
+            return
+        if scan.due_at is not None:
+            self._due[partition_id] = min(scan.due_at, self._due.get(partition_id, scan.due_at))
+        if settings.retention_bytes >= 0:
+            kept = scan.kept_bytes
+            self._size_due[partition_id] = settings.retention_bytes + kept
+
+    def _truncate(self, partition_id: int, scan: RetentionScan, applied: int) -> int:
+        if scan.cut is None or scan.cut <= applied:
+            return applied
+        if self.broker.store.truncate(partition_id, scan.cut, scan.reason) is not None:
+            self.truncations += 1
+            self.broker.commit_now()
+            log.info("retention (%s) moved the log start of partition id %d to %d", scan.reason, partition_id,
+                     scan.cut)
+        return scan.cut
+
+    def close(self) -> None:
+        self.timer.close()
+        if self._scan is not None:
+            self._scan.cancel()
