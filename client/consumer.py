@@ -254,8 +254,11 @@ class Consumer:
             for offset in range(int(acquired.first_offset), int(acquired.last_offset) + 1):
                 counts[offset] = int(acquired.delivery_count)
         control = []
+        spans = []
         for batch in iter_batches(partition.records or b""):
-            is_control = parse_header(batch).is_control
+            header = parse_header(batch)
+            is_control = header.is_control
+            spans.append((header.base_offset, header.last_offset))
             for record in decode_records(batch):
                 count = counts.pop(record.offset, None)
                 if count is None:
@@ -265,6 +268,9 @@ class Consumer:
                     continue
                 self._buffer.append(Message(self.settings.topic, index, record.offset, record.key, record.value,
                                             record.timestamp, tuple(record.headers), count))
+        # offsets compaction emptied inside a returned batch are acquired but hold no record: settle them too
+        control.extend((index, offset) for offset in counts
+                       if any(first <= offset <= last for first, last in spans))
         return control
 
     # -- acknowledging ------------------------------------------------------------------------
