@@ -100,6 +100,11 @@ bench-share: $(VENV)/.bench-installed
 bench-share-dlq: $(VENV)/.bench-installed
 	$(BIN)/python bench/share_dead_letter.py $(BENCH_ARGS)
 
+# Issue 16: produce to a dedup-enabled and a compacted topic against a plain one (key-index cost), and compaction
+# speed in records/s while a producer loads the broker (~1 min). BENCH_ARGS="--records 20000 --updates 50000".
+bench-keys: $(VENV)/.bench-installed
+	$(BIN)/python bench/keys.py $(BENCH_ARGS)
+
 # Start-up time and RSS with 1 M records stored, logwright and Apache Kafka (~2 min).
 bench-startup: $(VENV)/.bench-installed
 	$(BIN)/python bench/startup.py $(BENCH_ARGS)
