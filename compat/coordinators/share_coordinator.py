@@ -381,12 +381,15 @@ class ShareCoordinator:
         stored = self._stored_batches(partition_id, chosen)
         spans = list(stored)
         tail = completing_batch(chosen, spans) if budget.batch_optimized else None
+        if tail is None and chosen.last == ceiling:  # record-limit mode: within max_records still
+            tail = next((span for span in spans if span.first <= ceiling < span.last), None)
         if tail is not None and chosen.last is not None:
-            # Kafka completes the stored batch the record lock limit falls in too (batch-optimized mode).
+            # Kafka 4.4 completes the stored batch the record lock limit falls in, in both acquire modes.
             reach = candidates if tail.last <= ceiling else RangeSet.from_ranges(unlimited).difference(pending)
-            wider = self._eligible(group_id, member_id, topic, partition_id, state, reach.below(tail.last + 1),
-                                   budget.records + tail.last - chosen.last)
-            chosen = chosen.union(wider.within(chosen.last + 1, tail.last))
+            last = tail.last if budget.batch_optimized else min(tail.last, chosen.last + budget.records - len(chosen))
+            wider = self._eligible(group_id, member_id, topic, partition_id, state, reach.below(last + 1),
+                                   budget.records + last - chosen.last)
+            chosen = chosen.union(wider.within(chosen.last + 1, last))
         chosen, kept = within_bytes(chosen, spans, budget)
         chosen = settle_processed(self.broker, self.group_settings(group_id), group_id, topic, partition_id, chosen,
                                   [stored[span] for span in kept], self.apply)

@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.error import KafkaException
 from kio.schema.share_fetch.v1 import request as fetch_v1
+from kio.schema.share_fetch.v2 import request as fetch_v2
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
@@ -30,16 +31,18 @@ ACCEPT, RELEASE = 1, 2
 
 
 async def fetch_acking(connection: Connection, group: str, member: str, topic_id: uuid.UUID, session: int,
-                       acks: list[tuple[int, int, int]]) -> Any:
+                       acks: list[tuple[int, int, int]], record_limit: bool) -> Any:
     """A ShareFetch of partition 0 in an open session, acknowledging ``acks`` (first, last, type) on the way."""
-    topics = (make(fetch_v1.FetchTopic, topic_id=topic_id, partitions=(make(
-        fetch_v1.FetchPartition, partition_index=0, acknowledgement_batches=tuple(
-            make(fetch_v1.AcknowledgementBatch, first_offset=first, last_offset=last, acknowledge_types=(kind,))
+    module = fetch_v2 if record_limit else fetch_v1
+    topics = (make(module.FetchTopic, topic_id=topic_id, partitions=(make(
+        module.FetchPartition, partition_index=0, acknowledgement_batches=tuple(
+            make(module.AcknowledgementBatch, first_offset=first, last_offset=last, acknowledge_types=(kind,))
             for first, last, kind in acks)),)),)
     answer = await connection.request(make(
-        fetch_v1.ShareFetchRequest, group_id=group, member_id=member, share_session_epoch=session,
+        module.ShareFetchRequest, group_id=group, member_id=member, share_session_epoch=session,
         max_wait=datetime.timedelta(milliseconds=200), min_bytes=1, max_bytes=10**7, max_records=500,
-        batch_size=500, share_acquire_mode=0, is_renew_ack=False, topics=topics, forgotten_topics_data=()))
+        batch_size=500, share_acquire_mode=int(record_limit), is_renew_ack=False, topics=topics,
+        forgotten_topics_data=()))
     assert answer.error_code == 0, answer.error_message
     for topic in answer.responses:
         for partition in topic.partitions:
@@ -52,7 +55,9 @@ def offsets(acquired: list[tuple[int, int, int]]) -> list[int]:
     return [offset for first, last, _ in acquired for offset in range(first, last + 1)]
 
 
-async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> None:
+async def scenario(bootstrap: str, topic: str, group: str, per_batch: int, record_limit: bool) -> None:
+    mode = {"version": 2, "acquire_mode": 1} if record_limit else {}
+    whole = per_batch  # Kafka completes the stored batch the limit falls in, in both acquire modes
     one = await Connection.open(bootstrap, "locks-1")
     two = await Connection.open(bootstrap, "locks-2")
     try:
@@ -65,7 +70,7 @@ async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> No
         for _ in range(60):
             got_any = False
             for connection, member in ((one, member_one), (two, member_two)):
-                answer = await share_fetch(connection, group, member, topic_id, sessions[member], 200)
+                answer = await share_fetch(connection, group, member, topic_id, sessions[member], 200, **mode)
                 sessions[member] += 1
                 got = offsets(acquired_records(answer))
                 held[member].extend(got)
@@ -79,7 +84,7 @@ async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> No
                 quiet = 0
         everything = sorted(held[member_one] + held[member_two])
         # In batch-optimized mode Kafka completes the stored batch the limit falls in.
-        reached = -(-LIMIT // per_batch) * per_batch
+        reached = -(-LIMIT // whole) * whole
         assert everything == list(range(reached)), everything[:5] + everything[-5:]
 
         # Acknowledging the first three batches moves the window's start: that much room (less what the
@@ -88,15 +93,16 @@ async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> No
         owner = member_one if 0 in held[member_one] else member_two
         connection = one if owner == member_one else two
         assert sorted(offset for offset in held[owner] if offset < acked) == list(range(acked)), "one fetch took all"
-        answer = await fetch_acking(connection, group, owner, topic_id, sessions[owner], [(0, acked - 1, ACCEPT)])
+        answer = await fetch_acking(connection, group, owner, topic_id, sessions[owner], [(0, acked - 1, ACCEPT)],
+                                    record_limit)
         sessions[owner] += 1
         room = LIMIT - (reached - acked)
-        expected = list(range(reached, reached + -(-room // per_batch) * per_batch))
+        expected = list(range(reached, reached + -(-room // whole) * whole))
         more = offsets(acquired_records(answer))
         for _ in range(10):
             if len(more) >= len(expected):
                 break
-            answer = await share_fetch(connection, group, owner, topic_id, sessions[owner], 200)
+            answer = await share_fetch(connection, group, owner, topic_id, sessions[owner], 200, **mode)
             sessions[owner] += 1
             more += offsets(acquired_records(answer))
         assert sorted(more) == expected, more
@@ -104,13 +110,13 @@ async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> No
         # Releasing five records inside the window gives them back (delivery count 2), and nothing new.
         last_batch = sorted(more)[-5:]
         answer = await fetch_acking(connection, group, owner, topic_id, sessions[owner],
-                                    [(last_batch[0], last_batch[-1], RELEASE)])
+                                    [(last_batch[0], last_batch[-1], RELEASE)], record_limit)
         sessions[owner] += 1
         again = acquired_records(answer)
         for _ in range(10):
             if again:
                 break
-            answer = await share_fetch(connection, group, owner, topic_id, sessions[owner], 200)
+            answer = await share_fetch(connection, group, owner, topic_id, sessions[owner], 200, **mode)
             sessions[owner] += 1
             again = acquired_records(answer)
         assert again == [(last_batch[0], last_batch[-1], 2)]
@@ -120,16 +126,17 @@ async def scenario(bootstrap: str, topic: str, group: str, per_batch: int) -> No
 
 
 @pytest.mark.differential
-@pytest.mark.parametrize("per_batch", [5, 7])
-def test_a_share_partition_holds_at_most_its_record_lock_limit(bootstrap: str, per_batch: int) -> None:
+@pytest.mark.parametrize(("per_batch", "record_limit"), [(5, False), (7, False), (7, True)])
+def test_a_share_partition_holds_at_most_its_record_lock_limit(bootstrap: str, per_batch: int,
+                                                               record_limit: bool) -> None:
     """With 7-record batches the limit falls inside a stored batch (98-104): Kafka acquires all of it (105 in
-    flight), then nothing new until the window's start moves."""
+    flight), then nothing new until the window's start moves; in record-limit mode (v2) too."""
     topic = f"locks-{uuid.uuid4().hex[:8]}"
     group = f"locks-{uuid.uuid4().hex[:8]}"
     fill_topic(bootstrap, topic, 250 // per_batch + 1, per_batch, record_bytes=10)
     set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest",
                                          "share.partition.max.record.locks": str(LIMIT)})
-    asyncio.run(asyncio.wait_for(scenario(bootstrap, topic, group, per_batch), 180))
+    asyncio.run(asyncio.wait_for(scenario(bootstrap, topic, group, per_batch, record_limit), 180))
 
 
 @pytest.mark.differential

@@ -1,17 +1,23 @@
-"""The record lock limit holds for logwright's own Shared subscriptions (the bundled client) too."""
+"""The record lock limit holds for logwright's own Shared subscriptions (the bundled client) too.
+
+As in Kafka, the stored batch the limit falls in is completed; here the limit falls between batches."""
 
 from __future__ import annotations
+
+import uuid
 
 from logwright.client import Client
 
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs
-from .test_client import new_topic, receive_all, run
+from .raw_batches import fill_topic
+from .test_client import receive_all, run
 from .test_share_groups import check_consistent
 
 
 def test_a_subscription_holds_at_most_its_record_lock_limit(clock_broker: BrokerProcess) -> None:
-    topic = new_topic(clock_broker, 250)
+    topic = f"locks-{uuid.uuid4().hex[:8]}"
+    fill_topic(clock_broker.bootstrap, topic, 50, 5, record_bytes=10)  # the limit falls between stored batches
     set_group_configs(clock_broker.bootstrap, "locks", {"share.partition.max.record.locks": "100"})
 
     async def scenario() -> None:
