@@ -8,6 +8,7 @@ workload: median (min–max) per broker, ratios to Kafka, the targets), ``OUT.pn
 ``OUT.json`` (every sample, so ``--from-json`` rebuilds the report without measuring again).
 
     make bench-compare [BENCH_ARGS="--quick"]        # ~15 min; --quick is a 2-3 min smoke run
+    .venv/bin/python bench/compare.py --smoke --only curve,perf_tools,groups,connections  # the curves, < 3 min
     .venv/bin/python bench/compare.py [--quick] [--repeats 5] [--scale 1.0] [--only latency,memory]
         [--peers kafka,tansu,logwright] [--durability wal|fsync] [--tmp-root /dev/shm]
         [--out bench/results/compare] [--from-json bench/results/compare.json]
@@ -147,6 +148,8 @@ def write(out: Path, workloads: Sequence[Workload], samples: Sequence[Sample], i
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smoke-sized workloads, 2 repeats (~2-3 min)")
+    parser.add_argument("--smoke", action="store_true", help="quick sizes, 1 repeat, only the workloads marked "
+                        "smoke (a point or two of each curve, under 3 minutes)")
     parser.add_argument("--repeats", type=int, help="rounds of every workload (default 5, quick 2)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
     parser.add_argument("--only", default="", help="comma-separated words: workloads whose module or name match")
@@ -157,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                         "or compare-quick with --quick; the quick files are not tracked by git)")
     parser.add_argument("--from-json", type=Path, help="rebuild the report and plot from a run's JSON")
     args = parser.parse_args(argv)
-    args.repeats = args.repeats or (2 if args.quick else 5)
-    out = args.out or RESULTS / ("compare-quick" if args.quick else "compare")
-    workloads = load_workloads([w for w in args.only.split(",") if w])
+    args.quick = args.quick or args.smoke
+    args.repeats = args.repeats or (1 if args.smoke else 2 if args.quick else 5)
+    out = args.out or RESULTS / ("compare-smoke" if args.smoke else "compare-quick" if args.quick else "compare")
+    workloads = [w for w in load_workloads([w for w in args.only.split(",") if w]) if w.smoke or not args.smoke]
 
     if args.from_json:
         saved = json.loads(args.from_json.read_text())

@@ -116,7 +116,8 @@ class Workload:
     """A unit of the comparison: its name (a report section), metrics, measure function and method.
 
     ``not_applicable`` maps a peer to the reason it is skipped. ``repeats`` caps the session's repeats for
-    a slow workload. ``warmup`` runs ``measure`` once per peer at ``warmup_scale`` of the size before the
+    a slow workload. ``smoke`` puts it in ``compare.py --smoke``, the few points that show each curve's
+    shape in under 3 minutes. ``warmup`` runs ``measure`` once per peer at ``warmup_scale`` of the size before the
     first repeat and discards it (JIT, first-request schema loading, connection set-up).
     """
 
@@ -128,6 +129,7 @@ class Workload:
     repeats: int | None = None
     warmup: bool = False
     warmup_scale: float = 0.2
+    smoke: bool = False
 
     def peers(self, names: tuple[str, ...] = PEER_NAMES) -> list[str]:
         return [name for name in names if name not in self.not_applicable]

@@ -30,6 +30,9 @@ MB = 1_000_000
 TOTAL_BYTES = (100 * MB, 20 * MB)
 """Value bytes per point and repeat: full run, quick run."""
 
+SMOKE_POINTS = ((1024, 1, "none"), (1024, 1, "zstd"), (1024, 1000, "none"))
+"""The points of ``compare.py --smoke``: one per curve (10,000 partitions alone takes Kafka a minute)."""
+
 SIZE_CURVE = (100, 1024, 100 * 1024, MB)
 """Record sizes at one partition. The largest is 1 MB, not 1 MiB: Kafka's default ``max.message.bytes``
 (1 MiB + 12) refuses a batch holding a 1 MiB value, and a default broker is what is compared."""
@@ -170,6 +173,6 @@ WORKLOADS = [
                      f"each phase; then {METADATA_ASKS} Metadata requests for the topic, one after another "
                      "(AdminClient.list_topics), p50 and p99 (the highest)."
                      + (" Record values are zero bytes." if compression == "none" else "")),
-             warmup=True, warmup_scale=0.1)
+             warmup=True, warmup_scale=0.1, smoke=(size, partitions, compression) in SMOKE_POINTS)
     for size, partitions, compression in POINTS
 ]

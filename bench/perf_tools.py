@@ -106,5 +106,5 @@ WORKLOADS = [
                      "fresh one-partition topic, then ConsumerPerformance in a fresh group (fetch.nMsg.sec: the "
                      "group join left out); one JVM per tool (-Xmx512m). Broker CPU seconds (user + system of its "
                      "process group, /proc) over each tool's run per GB of values."),
-             warmup=True, warmup_scale=0.1),
+             warmup=True, warmup_scale=0.1, smoke=True),
 ]
