@@ -4,12 +4,17 @@
 Kafka looks every ``log.retention.check.interval.ms``; this task acts when a partition is due, on the broker
 clock (a `DeadlineTimer`, nothing polls): by time when the oldest kept segment's newest record passes
 ``retention.ms`` (known from the last scan, or from the first append), by size when an append takes the log past
-``retention.bytes`` plus the oldest segment. A scan reads stored batch headers from the log start
-(`core.compaction.segment_retention`), stops at the first segment that stays, and moves the log start through the
-store's ``truncate`` (a `LogTruncated` event, reason ``retention-ms`` / ``retention-bytes``), the path
-DeleteRecords takes, so fetch, ListOffsets, cursors, share groups and pop see it as they see a DeleteRecords. A
-scan truncates and yields to the event loop after every slice of at most 1 MiB or 20 ms of headers; on a manual
-clock it runs whole inside the tick. Memory: two numbers per partition of a topic with a limit.
+``retention.bytes`` plus the oldest segment; but never before the check interval has passed since the newest
+append to a segment (`AppendMarks`, fed the broker clock at each commit), the latest a Kafka broker could delete
+it. The append times are not stored: after a start every partition's existing offsets count as appended at the
+start (conservative: Kafka's first check comes ``log.initial.task.delay.ms``, 30 s, after its start).
+
+A scan reads stored batch headers from the log start (`core.compaction.segment_retention`), stops at the first segment
+that stays, and moves the log start through the store's ``truncate`` (a `LogTruncated` event, reason ``retention-ms`` /
+``retention-bytes``), the path DeleteRecords takes, so fetch, ListOffsets, cursors, share groups and pop see it as they
+see a DeleteRecords. A scan truncates and yields to the event loop after every slice of at most 1 MiB or 20 ms of
+headers; on a manual clock it runs whole inside the tick. Memory: two numbers per partition of a topic with a limit, and
+at most about 65 append marks per partition appended to within the check interval.
 """
 
 from __future__ import annotations
@@ -23,7 +28,12 @@ from logwright.compat.coordinators.cleaning_pass import SliceBudget
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.wire.record_batch import parse_header
 from logwright.core.clock import ManualClock
-from logwright.core.compaction.segment_retention import RetentionScan, RetentionSettings
+from logwright.core.compaction.segment_retention import (
+    CHECK_INTERVAL_MS,
+    AppendMarks,
+    RetentionScan,
+    RetentionSettings,
+)
 from logwright.core.errors import DomainError
 from logwright.core.events import ConfigChanged, PartitionsCreated, RecordsAppended, TopicCreated, TopicDeleted
 from logwright.core.log.catalog import TopicState
@@ -45,6 +55,9 @@ class LogRetention:
         """Partition id -> broker ms from which a scan may delete something by time (or now, by size)."""
         self._size_due: dict[int, int] = {}
         """Partition id -> log size (bytes) from which a scan may delete something by size."""
+        self._marks: dict[int, AppendMarks] = {}
+        """Partition id -> its appends within the check interval (every partition: a limit may be set later)."""
+        self._interval_ms = CHECK_INTERVAL_MS
         self._scan: asyncio.Task[None] | None = None
         self.truncations = 0
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "log-retention")
@@ -53,13 +66,20 @@ class LogRetention:
         self.load()
 
     def load(self) -> None:
-        """Every partition with a limit is due now (start-up, a store reload): its first scan finds its deadline."""
+        """Every partition with a limit is due now (start-up, a store reload): its first scan finds its deadline.
+        Partitions first seen here count as appended to now (their append times are not stored)."""
         self._settings.clear()
         self._topic_of.clear()
         self._due.clear()
         self._size_due.clear()
+        interval = self._broker_config("log.retention.check.interval.ms")
+        self._interval_ms = int(interval) if interval is not None else CHECK_INTERVAL_MS
+        now = self.broker.clock.now_ms()
         for topic in self.broker.topics():
             self._track(topic)
+            for partition_id in topic.partition_ids:
+                if partition_id not in self._marks:
+                    self._marks[partition_id] = AppendMarks(self._interval_ms, [(0, now)])
 
     def settings(self, topic: str) -> RetentionSettings | None:
         if topic not in self._settings:
@@ -101,6 +121,7 @@ class LogRetention:
                     self._due.pop(partition_id, None)
                     self._size_due.pop(partition_id, None)
                     self._topic_of.pop(partition_id, None)
+                    self._marks.pop(partition_id, None)
             elif isinstance(event, TopicCreated | PartitionsCreated):
                 retrack.add(event.topic)
             elif isinstance(event, ConfigChanged) and event.resource_type == "topic":
@@ -117,20 +138,22 @@ class LogRetention:
             self.timer.schedule(earliest)
 
     def _appended(self, event: RecordsAppended) -> int | None:
-        """Note what an append may make due; the new deadline if it is one."""
-        topic = self._topic_of.get(event.partition_id)
+        """Note the append's time and what it may make due; the new deadline if it is one."""
+        partition_id = event.partition_id
+        now = self.broker.clock.now_ms()
+        self._marks.setdefault(partition_id, AppendMarks(self._interval_ms)).note(event.base_offset, now)
+        topic = self._topic_of.get(partition_id)
         settings = self.settings(topic) if topic is not None else None
         if settings is None or settings.unlimited:
             return None
-        partition_id = event.partition_id
         due: int | None = None
         if settings.retention_bytes >= 0:
             state = self.broker.store.state("partitions", partition_key(partition_id))
             size = state.byte_size if isinstance(state, PartitionState) else 0
             if size > settings.retention_bytes and size >= self._size_due.get(partition_id, 0):
-                due = self.broker.clock.now_ms()
+                due = now  # an older segment may be free to go; the scan holds back the recent ones
         if due is None and settings.retention_ms >= 0 and event.max_timestamp >= 0:
-            due = event.max_timestamp + settings.retention_ms + 1
+            due = max(event.max_timestamp + settings.retention_ms + 1, now + self._interval_ms)
         if due is None:
             return None
         current = self._due.get(partition_id)
@@ -178,7 +201,10 @@ class LogRetention:
         state = self.broker.store.state("partitions", partition_key(partition_id))
         if settings is None or settings.unlimited or not isinstance(state, PartitionState):
             return
-        scan = RetentionScan(settings, now, state.byte_size, self.broker.high_watermark(partition_id))
+        marks = self._marks.get(partition_id)
+        if marks is not None:
+            marks.prune(now)
+        scan = RetentionScan(settings, now, state.byte_size, self.broker.high_watermark(partition_id), marks)
         budget, applied, finished = SliceBudget(), state.log_start_offset, True
         try:
             for _, data in self.broker.store.scan_batches(partition_id, 0, _LOG_END):

@@ -11,12 +11,17 @@ Segments are rolled over the stored batch headers from the log start with the co
 (`core.compaction.segments.rolls`: ``segment.bytes``, ``segment.ms``). Kafka's segments were rolled from the
 first offset ever written, so after a DeleteRecords inside a segment their bases can differ from the model's;
 the deleted amounts are whole segments either way. Everything here is pure: the caller feeds the headers.
+
+Kafka checks only every ``log.retention.check.interval.ms`` (5 min), so a record stamped 1970 stays readable for
+a while after its produce there. Logwright acts when due but never earlier than Kafka could: a segment may go
+only once the check interval has passed since the newest append to it (`AppendMarks`), so its due time is
+``max(newest timestamp + retention.ms, last append + interval)``, by size likewise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from logwright.core.compaction.segments import Segment, rolls
 from logwright.core.compaction.settings import CompactionSettings, policies
@@ -67,19 +72,61 @@ class RetentionSettings:
                    CompactionSettings.read(effective))
 
 
+CHECK_INTERVAL_MS = 300_000
+"""Kafka's ``log.retention.check.interval.ms`` default."""
+
+
+@dataclass(slots=True)
+class AppendMarks:
+    """When a partition's recent offsets were appended (broker clock), so no segment goes before Kafka could.
+
+    Entries are ``(first offset, time)`` in offset order: offsets from that one up to the next entry's were
+    appended at or before that time. Appends within ``interval // 64`` of the last entry extend it (its time may
+    be late by that much: a segment is held at most that much longer, never shorter); entries older than the
+    interval are dropped, so a partition holds at most about 65 entries.
+    """
+
+    interval_ms: int
+    entries: list[tuple[int, int]] = field(default_factory=list)
+
+    def note(self, first_offset: int, now_ms: int) -> None:
+        """An append at ``first_offset`` on ``now_ms``."""
+        self.prune(now_ms)
+        if self.entries and now_ms - self.entries[-1][1] < max(1, self.interval_ms // 64):
+            self.entries[-1] = (self.entries[-1][0], max(now_ms, self.entries[-1][1]))
+        else:
+            self.entries.append((first_offset, now_ms))
+
+    def prune(self, now_ms: int) -> None:
+        while self.entries and self.entries[0][1] + self.interval_ms <= now_ms:
+            self.entries.pop(0)
+
+    def release(self, next_offset: int) -> int | None:
+        """The broker time from which offsets below ``next_offset`` may go (``None``: none was appended within the
+        interval): the newest append to them plus the interval."""
+        newest = None
+        for first_offset, appended in self.entries:
+            if first_offset >= next_offset:
+                break
+            newest = appended
+        return None if newest is None else newest + self.interval_ms
+
+
 @dataclass(slots=True)
 class RetentionScan:
     """One partition's retention decision, fed batch headers from the log start in offset order.
 
     `feed` returns ``False`` once the decision is known (a segment that stays has been seen); `finish` is called
     at the log end (or after a ``False``). ``cut`` is then the new log start (``None``: nothing to delete) and
-    ``due_at`` when the first kept segment may expire by time (``None``: not by time).
+    ``due_at`` when the first kept segment may go by time, or by size once its appends are old enough (``None``:
+    neither is known). ``marks`` holds back segments appended within the check interval.
     """
 
     settings: RetentionSettings
     now_ms: int
     log_bytes: int
     high_watermark: int
+    marks: AppendMarks | None = None
     size_excess: int = 0
     cut: int | None = None
     reason: str = ""
@@ -133,6 +180,11 @@ class RetentionScan:
         if not (by_time or by_size):
             self._stop(segment)
             return False
+        release = self._release(segment)
+        if release is not None and release > self.now_ms:
+            self._stop(segment)  # appended within the check interval: Kafka might not have looked yet
+            self.due_at = release
+            return False
         if by_size:
             self.size_excess -= segment.byte_size
         self.cut = segment.next_offset
@@ -141,8 +193,11 @@ class RetentionScan:
             self._stopped = True
         return True
 
+    def _release(self, segment: Segment) -> int | None:
+        return None if self.marks is None else self.marks.release(segment.next_offset)
+
     def _stop(self, kept: Segment) -> None:
         self._stopped = True
         self.kept_bytes = kept.byte_size
         if self.settings.retention_ms >= 0 and kept.largest_timestamp >= 0:
-            self.due_at = kept.largest_timestamp + self.settings.retention_ms + 1
+            self.due_at = max(kept.largest_timestamp + self.settings.retention_ms + 1, self._release(kept) or 0)

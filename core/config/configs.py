@@ -274,6 +274,10 @@ _BROKER_KEYS = (
               "Default retention.ms of topics (before log.retention.minutes); -1 keeps forever.", "LONG"),
     ConfigKey("log.retention.bytes", "broker", "-1", long_at_least(-1),
               "Default retention.bytes of topics; -1 for no limit.", "LONG"),
+    ConfigKey("log.retention.check.interval.ms", "broker", "300000", long_at_least(1),
+              "Kafka's retention check period. Logwright deletes when due, but a segment no sooner than this after "
+              "its newest append (the latest Kafka's check could come), so records with old timestamps stay "
+              "readable that long.", "LONG", read_only=True),
     ConfigKey("log.cleaner.dedupe.buffer.size", "broker", "134217728", long_at_least(1 << 20),
               "Memory for the log cleaner's key map of one pass (about 136 bytes per distinct key); a dirty range "
               "with more keys is compacted over several passes.", "LONG", read_only=True),

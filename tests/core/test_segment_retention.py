@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from logwright.core.compaction.segment_retention import (
     FOREVER,
+    AppendMarks,
     RetentionScan,
     RetentionSettings,
     broker_retention_ms,
@@ -17,11 +18,11 @@ SEGMENTS = CompactionSettings(segment_bytes=300, segment_ms=10_000, min_compacti
 
 
 def scan(batches: list[tuple[int, int]], now: int, retention_ms: int = FOREVER, retention_bytes: int = FOREVER,
-         high_watermark: int | None = None) -> RetentionScan:
+         high_watermark: int | None = None, marks: AppendMarks | None = None) -> RetentionScan:
     """``batches``: (bytes, max timestamp), one offset each."""
     settings = RetentionSettings(retention_ms, retention_bytes, SEGMENTS)
     result = RetentionScan(settings, now, sum(size for size, _ in batches),
-                           len(batches) if high_watermark is None else high_watermark)
+                           len(batches) if high_watermark is None else high_watermark, marks)
     for offset, (size, timestamp) in enumerate(batches):
         if not result.feed(offset, offset + 1, size, timestamp):
             return result
@@ -69,3 +70,38 @@ def test_a_topic_override_wins_and_compact_alone_has_no_retention() -> None:
     assert RetentionSettings.read(own, {}.get, {"cleanup.policy": "compact"}.get) is None
     both = RetentionSettings.read({}.get, {}.get, {"cleanup.policy": "compact,delete"}.get)
     assert both is not None and both.retention_ms == 168 * 3_600_000
+
+
+def test_a_segment_goes_no_sooner_than_the_check_interval_after_its_newest_append() -> None:
+    batches = [(100, 0), (100, 1_000), (100, 20_000), (100, 20_500), (100, 40_000)]  # segments 0-1, 2-3, 4
+    marks = AppendMarks(300_000)
+    for offset, appended in enumerate([500_000, 500_000, 510_000, 600_000, 600_000]):
+        marks.note(offset, appended)
+    # due by time since 61,001 (1970-style timestamps), but segment 0-1 was appended at 500,000
+    held = scan(batches, now=799_999, retention_ms=60_000, marks=marks)
+    assert (held.cut, held.due_at) == (None, 800_000)
+    first = scan(batches, now=800_000, retention_ms=60_000, marks=marks)
+    assert (first.cut, first.due_at) == (2, 900_000)  # 2-3 last appended at 600,000 (3 within 510,000's mark)
+    assert scan(batches, now=900_000, retention_ms=60_000, marks=marks).cut == 5
+    # size alike: the oldest segment is over the limit at once but waits for its interval
+    by_size = scan(batches, now=0, retention_bytes=200, marks=marks)
+    assert (by_size.cut, by_size.due_at) == (None, 800_000)
+    assert scan(batches, now=800_000, retention_bytes=200, marks=marks).cut == 2
+    # the due time is the later of newest timestamp + retention.ms and newest append + interval
+    fresh = AppendMarks(300_000, [(0, 900_000)])
+    assert scan([(100, 850_000)], now=900_000, retention_ms=60_000, marks=fresh).due_at == 1_200_000
+    assert scan([(100, 850_000)], now=900_000, retention_ms=600_000, marks=fresh).due_at == 1_450_001
+    assert scan([(100, 0)], now=1_199_999, retention_ms=60_000, marks=fresh).cut is None
+    assert scan([(100, 0)], now=1_200_000, retention_ms=60_000, marks=fresh).cut == 1
+
+
+def test_append_marks_coalesce_within_a_64th_of_the_interval_and_expire() -> None:
+    marks = AppendMarks(64_000)
+    marks.note(0, 1_000)
+    marks.note(10, 1_999)  # within 1 s of the last mark: offsets 0-10 count as appended at 1,999
+    marks.note(20, 3_000)
+    assert marks.entries == [(0, 1_999), (20, 3_000)]
+    assert (marks.release(10), marks.release(21), marks.release(0)) == (65_999, 67_000, None)
+    marks.prune(65_999)
+    assert marks.entries == [(20, 3_000)]
+    assert marks.release(15) is None  # appended long enough ago

@@ -21,7 +21,8 @@ from .test_retention import create, fetch_error_from, watermarks
 
 @pytest.fixture
 def retention_bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A broker of the test's own: Kafka with a 1 s retention check, or logwright."""
+    """A broker of the test's own: Kafka with a 1 s retention check, or logwright with the same interval (it
+    deletes no segment sooner than that after its newest append)."""
     if against(request.config) == "kafka":
         sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
@@ -29,7 +30,7 @@ def retention_bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Itera
         with KafkaPeer(tmp_path / "kafka", config={"log.retention.check.interval.ms": "1000"}) as kafka:
             yield kafka.bootstrap
         return
-    process = BrokerProcess(tmp_path / "data").start()
+    process = BrokerProcess(tmp_path / "data", config={"log.retention.check.interval.ms": "1000"}).start()
     try:
         yield process.bootstrap
     finally:
