@@ -17,8 +17,7 @@ from logwright.client import Client, ClientError, MessageId, PublishTime, Reader
 def _topic(bootstrap: str, partitions: int = 1) -> str:
     topic = f"reader-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
-    # record times of 1970 below: without retention.ms=-1 time retention deletes them (Kafka at its next check)
-    admin.create_topics([NewTopic(topic, partitions, config={"retention.ms": "-1"})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
     return topic
 
 
