@@ -206,7 +206,8 @@ class Client:
 
     async def pop(self, topic: str, group: str, max_messages: int = 32, invisible_time_ms: int = 60_000,
                   long_poll_ms: int = 0, orderly: bool = False) -> list[PoppedMessage]:
-        """Pop up to ``max_messages`` (1-32) of ``topic`` for ``group`` (RocketMQ 5's pop; see `client.pop`):
+        """Pop up to ``max_messages`` (1-32; 1-1024 from a broker serving pop v1) of ``topic`` for ``group``
+        (RocketMQ 5's pop; see `client.pop`):
         each is invisible to other pops for ``invisible_time_ms`` (10 s - 12 h) unless acknowledged."""
         return await pop_calls.pop(self._connection, topic, group, max_messages, invisible_time_ms, long_poll_ms,
                                    orderly)

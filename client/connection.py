@@ -77,12 +77,12 @@ class Connection:
             raise BrokerError(int(answer["error_code"]), answer.get("error_message"), what)
         return answer
 
-    async def raw(self, api_key: int, body: bytes, timeout_s: float = 60.0) -> bytes:
+    async def raw(self, api_key: int, body: bytes, timeout_s: float = 60.0, version: int = 0) -> bytes:
         """An extension request with a hand-made body (LogwrightAdvanceClock); the answer's body."""
         correlation_id = next(self._correlation)
         name = self.client_id.encode()
-        frame = _HEADER.pack(api_key, 0, correlation_id, len(name)) + name + body
-        return (await self._exchange(correlation_id, frame, api_key, 0, timeout_s))[4:]
+        frame = _HEADER.pack(api_key, version, correlation_id, len(name)) + name + body
+        return (await self._exchange(correlation_id, frame, api_key, version, timeout_s))[4:]
 
     async def _exchange(self, correlation_id: int, frame: bytes, api_key: int, version: int,
                         timeout_s: float) -> bytes:

@@ -14,20 +14,32 @@ Response: ``messages: [{partition, offset, timestamp, key, value, headers: [[nam
 reconsume_times, invisible_until_ms}]``, and ``ack_results`` (as LogwrightPopAck's ``results``) when
 ``ack_handles`` was given. INVALID_REQUEST for a parameter out of range, UNKNOWN_TOPIC_OR_PARTITION
 for a missing topic, UNSUPPORTED_VERSION (35) when the plugin ``pop`` is disabled.
+
+Version 1 (the compact form; the bundled client uses it when ApiVersions advertises it): the same request,
+``max_messages`` up to 1024 (`MAX_MESSAGES_COMPACT`), and ``acks: [{topic_id: bin 16, partition, epoch,
+ranges: [[first, last], ...]}, ...]`` (as LogwrightPopAck v1) instead of ``ack_handles``. Response:
+``topic_id`` (bin 16) and ``partitions: [{partition, epoch, ranges: [[first, last], ...], invisible_until_ms,
+reconsumed: [[offset, reconsume_times], ...], batches: [bin, ...]}]``: the stored record batches by reference,
+as Fetch sends them (records outside ``ranges`` are not handed out: skip them), the offsets in ``ranges``
+popped under handle ``epoch``, each with reconsume times 0 unless listed in ``reconsumed``. A record's
+receipt handle is the v0 text ``"1 <epoch> <partition> <offset> <topic id hex> <group>"``; ``ack_results``
+(as LogwrightPopAck v1's ``results``) when ``acks`` was given.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.pop_coordinator import PoppedRecord, pop_coordinator
+from logwright.compat.coordinators.pop_coordinator import AckRanges, PoppedPartition, PoppedRecord, pop_coordinator
 from logwright.compat.errors import error_code_for
-from logwright.compat.registry import RequestContext
-from logwright.compat.wire.extension_body import Body, extension, integer, text
+from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
+from logwright.compat.wire.extension_body import Body, ExtensionHandler, answer, decode, integer, text
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopic
 from logwright.core.log.catalog import TopicState
-from logwright.core.pop.pop_commands import DEFAULT_INVISIBLE_TIME_MS, MAX_MESSAGES, PopLimits
+from logwright.core.pop.pop_commands import DEFAULT_INVISIBLE_TIME_MS, MAX_MESSAGES, MAX_MESSAGES_COMPACT, PopLimits
 
 API_KEY = 32009
 MAX_NAME_LENGTH = 255
@@ -59,12 +71,12 @@ class PopRequest:
     limits: PopLimits
 
     @classmethod
-    def parse(cls, body: Body, broker: Broker, client_id: str | None) -> PopRequest:
+    def parse(cls, body: Body, broker: Broker, client_id: str | None, bound: int = MAX_MESSAGES) -> PopRequest:
         group_id = name(body, "group_id")
         topic_name = text(body, "topic")
         limits = PopLimits(integer(body, "max_messages", 1, MAX_MESSAGES),
                            integer(body, "invisible_time_ms", 0, DEFAULT_INVISIBLE_TIME_MS),
-                           integer(body, "long_poll_ms", 0, 0), flag(body, "orderly"))
+                           integer(body, "long_poll_ms", 0, 0), flag(body, "orderly"), bound)
         consumer = name(body, "consumer", (client_id or "-")[:MAX_NAME_LENGTH])
         topic = broker.topic(topic_name)
         if topic is None:
@@ -105,7 +117,91 @@ def message(popped: PoppedRecord) -> Body:
             "invisible_until_ms": popped.invisible_until_ms}
 
 
-@extension(API_KEY, "LogwrightPop")
+def versioned(api_key: int, api_name: str, handlers: Sequence[ExtensionHandler]) -> None:
+    """Register ``handlers[v]`` for version ``v`` of ``api_key`` (the extension registrar serves v0 only);
+    failures are answered as every extension key answers them."""
+
+    async def raw(context: RequestContext, body: bytes) -> bytes:
+        try:
+            return answer(**await handlers[context.api_version](context, decode(body)))
+        except DomainError as error:
+            return answer(error_code_for(error), str(error))
+
+    raw.__module__ = handlers[0].__module__  # the handler table checks which module serves each key
+    register_extension(HandlerEntry(api_key, api_name, 0, len(handlers) - 1, raw, error_answer=answer))
+
+
+MAX_ACK_ENTRIES = 1_024
+"""(partition, epoch) entries one compact ack may carry."""
+MAX_ACK_OFFSETS = 32_768
+"""Offsets one compact ack may settle in all (32 full compact pops): bounds the work one request asks for."""
+
+
+def _integer_of(value: Any, what: str, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value < 2 ** 63:
+        raise InvalidRequest(f"{what} must be an integer of at least {minimum}, got {value!r}")
+    return value
+
+
+def ack_ranges(body: Body, field: str) -> list[AckRanges]:
+    """The compact acks of ``field``: 1 to `MAX_ACK_ENTRIES` maps ``{topic_id, partition, epoch, ranges}``,
+    ranges inclusive, ascending and disjoint, at most `MAX_ACK_OFFSETS` offsets in all (checked before any
+    offset is looked at)."""
+    entries = body.get(field)
+    if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_ACK_ENTRIES:
+        raise InvalidRequest(f"field {field!r} must be a list of 1 to {MAX_ACK_ENTRIES} acknowledgements")
+    parsed: list[AckRanges] = []
+    total = 0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise InvalidRequest(f"each of {field!r} must be a map {{topic_id, partition, epoch, ranges}}")
+        topic_id = entry.get("topic_id")
+        if not isinstance(topic_id, bytes) or len(topic_id) != 16:
+            raise InvalidRequest(f"topic_id in {field!r} must be 16 bytes, got {topic_id!r}")
+        pairs = entry.get("ranges")
+        if not isinstance(pairs, list) or not 1 <= len(pairs) <= MAX_ACK_OFFSETS:
+            raise InvalidRequest(f"ranges in {field!r} must be a list of 1 to {MAX_ACK_OFFSETS} [first, last] pairs")
+        ranges: list[tuple[int, int]] = []
+        for pair in pairs:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise InvalidRequest(f"{pair!r} in {field!r} is not an inclusive [first, last] offset range")
+            first, last = _integer_of(pair[0], "a range's first offset"), _integer_of(pair[1], "a range's last offset")
+            if last < first or (ranges and first <= ranges[-1][1]):
+                raise InvalidRequest(f"{pair!r} in {field!r}: ranges must be [first, last] with first <= last, "
+                                     "ascending and disjoint")
+            total += last - first + 1
+            if total > MAX_ACK_OFFSETS:
+                raise InvalidRequest(f"field {field!r} names more than {MAX_ACK_OFFSETS} offsets")
+            ranges.append((first, last))
+        parsed.append(AckRanges(topic_id, _integer_of(entry.get("partition"), "partition"),
+                                _integer_of(entry.get("epoch"), "epoch", 1), tuple(ranges)))
+    return parsed
+
+
+def ack_range_results(refusals: list[list[tuple[int, DomainError]]]) -> list[Body]:
+    """Each compact ack's outcome in request order: the refused offsets (``[offset, error_code, handle_error,
+    error_message]``); every other offset of its ranges was settled."""
+    return [{"refused": [[offset, int(error_code_for(error)), getattr(error, "KIND", ""), str(error)]
+                         for offset, error in refused]} for refused in refusals]
+
+
+def _ranges(offsets: Sequence[int]) -> list[list[int]]:
+    """Sorted offsets as inclusive ``[first, last]`` runs."""
+    runs: list[list[int]] = []
+    for offset in offsets:
+        if runs and runs[-1][1] == offset - 1:
+            runs[-1][1] = offset
+        else:
+            runs.append([offset, offset])
+    return runs
+
+
+def partition_answer(popped: PoppedPartition) -> Body:
+    return {"partition": popped.partition, "epoch": popped.epoch, "ranges": _ranges(popped.offsets),
+            "invisible_until_ms": popped.invisible_until_ms, "reconsumed": [list(r) for r in popped.reconsumed],
+            "batches": list(popped.batches)}
+
+
 async def handle(context: RequestContext, body: Body) -> Body:
     request = PopRequest.parse(body, context.broker, context.client_id)
     coordinator = pop_coordinator(context.broker)
@@ -116,3 +212,20 @@ async def handle(context: RequestContext, body: Body) -> Body:
     if acked is not None:
         answer["ack_results"] = ack_results(acked)
     return answer
+
+
+async def handle_v1(context: RequestContext, body: Body) -> Body:
+    """The compact form: batches by reference, a checkpoint per partition, acks as offset ranges."""
+    request = PopRequest.parse(body, context.broker, context.client_id, MAX_MESSAGES_COMPACT)
+    coordinator = pop_coordinator(context.broker)
+    acked = (coordinator.ack_ranges(request.group_id, request.consumer, ack_ranges(body, "acks"))
+             if "acks" in body else None)
+    popped = await coordinator.pop_batches(request.group_id, request.topic, request.consumer, request.limits)
+    answer_body: Body = {"topic_id": bytes(request.topic.topic_id),
+                         "partitions": [partition_answer(partition) for partition in popped]}
+    if acked is not None:
+        answer_body["ack_results"] = ack_range_results(acked)
+    return answer_body
+
+
+versioned(API_KEY, "LogwrightPop", (handle, handle_v1))

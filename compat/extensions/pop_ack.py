@@ -11,20 +11,34 @@ durable on success; refusals: INVALID_REQUEST for a malformed handle or one of a
 INVALID_RECORD_STATE for an unknown or stale one, with ``handle_error`` = ``invalid``, ``foreign``,
 ``unknown`` or ``stale``. Response for ``handles``: ``results: [{error_code, error_message, handle_error}]``
 in request order (error code 0: settled); the accepted ones are settled, one event per partition.
+
+Version 1 (compact): ``group_id``, ``consumer`` and ``acks: [{topic_id: bin 16, partition, epoch, ranges:
+[[first, last], ...]}, ...]`` (1 to 1024 entries, at most 32,768 offsets in all; a compact pop's ``epoch``
+and ``ranges``). Every offset is checked as its handle ``(offset, epoch)`` would be; response ``results:
+[{refused: [[offset, error_code, handle_error, error_message], ...]}]`` per entry in request order, every
+offset not listed settled (one event per partition), durable on return.
 """
 
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
-from logwright.compat.extensions.pop import MAX_NAME_LENGTH, ack_results, handle_list, name, refused
+from logwright.compat.extensions.pop import (
+    MAX_NAME_LENGTH,
+    ack_range_results,
+    ack_ranges,
+    ack_results,
+    handle_list,
+    name,
+    refused,
+    versioned,
+)
 from logwright.compat.registry import RequestContext
-from logwright.compat.wire.extension_body import Body, extension
+from logwright.compat.wire.extension_body import Body
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS
 
 API_KEY = 32010
 
 
-@extension(API_KEY, "LogwrightPopAck")
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id = name(body, "group_id")
     consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])
@@ -39,3 +53,14 @@ async def handle(context: RequestContext, body: Body) -> Body:
         return refused(error)
     await context.broker.durable()
     return {}
+
+
+async def handle_v1(context: RequestContext, body: Body) -> Body:
+    group_id = name(body, "group_id")
+    consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])
+    refusals = pop_coordinator(context.broker).ack_ranges(group_id, consumer, ack_ranges(body, "acks"))
+    await context.broker.durable()
+    return {"results": ack_range_results(refusals)}
+
+
+versioned(API_KEY, "LogwrightPopAck", (handle, handle_v1))

@@ -8,7 +8,7 @@ are the broker clock's; the fold never reads a clock, so a restart rebuilds exac
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from functools import singledispatch
 from operator import itemgetter
@@ -30,6 +30,8 @@ from logwright.core.projection import Projection
 
 PROJECTION_NAME = "pop_inflight"
 _OFFSET = itemgetter(0)
+_FEW = 16
+"""Up to this many acknowledged handles are folded by a search each; more by one pass over their span."""
 
 
 class PopEntry(NamedTuple):
@@ -135,6 +137,12 @@ def _(event: CheckpointCreated, state: PopPartition | None) -> PopPartition | No
     if state is None:
         return None
     until = event.pop_time_ms + event.invisible_time_ms
+    next_offset, last_epoch = max(state.next_offset, event.next_offset), max(state.last_epoch, event.epoch)
+    if event.offsets and (not state.entries or min(event.offsets) > state.entries[-1].offset):
+        # only new records past every entry (a pop of fresh records): appended, no search per offset
+        new = tuple.__new__  # PopEntry's own __new__ is a Python lambda: a third of this fold's time
+        fresh = tuple(new(PopEntry, (offset, 1, event.epoch, until, False)) for offset in sorted(event.offsets))
+        return replace(state, entries=state.entries + fresh, next_offset=next_offset, last_epoch=last_epoch)
     changed: dict[int, PopEntry | None] = {}
     for offset in event.offsets:
         before = state.entry(offset)
@@ -148,6 +156,17 @@ def _(event: CheckpointCreated, state: PopPartition | None) -> PopPartition | No
 def _(event: CheckpointAcked, state: PopPartition | None) -> PopPartition | None:
     if state is None:
         return None
+    if len(event.handles) > _FEW:
+        # many handles (a compact ack): one pass over the span they cover, not a search and a removal each
+        settled = dict(event.handles)  # offset -> epoch: a compact ack names each offset once
+        low = bisect_left(state.entries, min(settled), key=_OFFSET)
+        high = bisect_right(state.entries, max(settled), key=_OFFSET)
+        if len(settled) == len(event.handles):
+            kept = tuple(entry for entry in state.entries[low:high] if settled.get(entry[0]) != entry[2])
+        else:  # an offset named twice (two epochs): whichever is its entry's settles it
+            pairs = set(event.handles)
+            kept = tuple(entry for entry in state.entries[low:high] if (entry[0], entry[2]) not in pairs)
+        return replace(state, entries=state.entries[:low] + kept + state.entries[high:])
     changed: dict[int, PopEntry | None] = {}
     for offset, epoch in event.handles:
         entry = state.entry(offset)

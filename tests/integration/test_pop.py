@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import msgpack
@@ -27,6 +27,7 @@ from logwright.client.pop import (
     PoppedMessage,
     StaleReceiptHandle,
     UnknownReceiptHandle,
+    pin_version,
 )
 from logwright.compat.errors import ErrorCode
 
@@ -37,6 +38,16 @@ from .test_share_groups import advance_clock, check_consistent, commit, poll_bat
 from .test_share_groups import consumer as share_consumer
 
 INVISIBLE_MS = 10_000
+POP_VERSION = [1]
+"""The pop wire version the client of `run` uses: every test here runs with 0 (a map and a handle per record)
+and 1 (stored batches and a checkpoint per partition, acks as offset ranges)."""
+
+
+@pytest.fixture(autouse=True, params=[0, 1], ids=["pop-v0", "pop-v1"])
+def pop_version(request: pytest.FixtureRequest) -> Iterator[int]:
+    POP_VERSION[0] = request.param
+    yield request.param
+    POP_VERSION[0] = 1
 
 
 def pop_topic(bootstrap: str, group: str, partitions: int, records: int, **configs: str) -> str:
@@ -60,6 +71,7 @@ def produce(bootstrap: str, topic: str, partitions: int, values: list[str]) -> N
 def run(scenario: Callable[[Client], Awaitable[None]], bootstrap: str) -> None:
     async def main() -> None:
         client = await Client.connect(bootstrap)
+        pin_version(client._connection, POP_VERSION[0])
         try:
             await scenario(client)
         finally:
@@ -395,7 +407,8 @@ def test_bad_input_gets_clear_errors(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 2)
 
     async def scenario(client: Client) -> None:
-        for kwargs, words in (({"max_messages": 33}, "1 to 32"), ({"invisible_time_ms": 5_000}, "10 s"),
+        bound = 32 if POP_VERSION[0] == 0 else 1_024
+        for kwargs, words in (({"max_messages": bound + 1}, f"1 to {bound}"), ({"invisible_time_ms": 5_000}, "10 s"),
                               ({"invisible_time_ms": 13 * 3_600_000}, "12 h"), ({"long_poll_ms": 30_000}, "20 s")):
             with pytest.raises(BrokerError) as refused:
                 await client.pop(topic, "g", **kwargs)
