@@ -3,14 +3,18 @@
 For every repeat a fresh one-partition topic is filled by a librdkafka producer and read in full three times
 in the same run, the readers taking turns first: a classic consumer assigned to offset 0 (Fetch), a
 confluent-kafka ``ShareConsumer`` ACCEPTing every record, and ``--clients`` bundled-client connections each
-popping up to 32 records (invisible 60 s) and acknowledging them in its next pop request (``ack_handles``,
-as ShareFetch carries acknowledgements), so one round trip per 32 records.
+popping up to ``--max-messages`` records (invisible 60 s) and acknowledging them in its next pop request (as
+ShareFetch carries acknowledgements), so one round trip per pop. No long poll: the records are all there, and a
+pop that waits for more at the end (its answer confirming the acks it carries) would add its whole wait to the
+measured time; a client whose pop comes back empty tries again after 2 ms. ``--pop-version 1`` (the default) is the
+compact form (stored batches and a checkpoint per partition, acks as offset ranges, up to 1024 a pop);
+``--pop-version 0`` a map and a receipt handle per record, up to 32 (RocketMQ's bound).
 Pop throughput runs from the first pop to the last ack confirmed durable. Afterwards the broker is stopped and
 the log is read back: the encoded size of the pop events (checkpoints, acks) per popped record, and the
 events per record, say what a pop costs the log (RocketMQ writes a CK and an ACK message per pop and ack).
 
     .venv/bin/python bench/pop_consume.py [--records 100000] [--record-bytes 100] [--clients 4] [--repeats 3]
-        [--quick] [--markdown report.md]
+        [--max-messages 1024] [--pop-version 1] [--quick] [--markdown report.md]
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
     ConfigResource,
 )
 from logwright.client import Client  # noqa: E402
-from logwright.client.pop import PoppedMessage  # noqa: E402
+from logwright.client.pop import PoppedMessage, pin_version  # noqa: E402
 from logwright.core.events.pop import PopEvent  # noqa: E402
 from logwright.eventstore.codec import default_registry  # noqa: E402
 from logwright.eventstore.rocksdb import RocksEventStore  # noqa: E402
@@ -61,11 +65,14 @@ def pop_group(bootstrap: str, group: str) -> None:
     admin.incremental_alter_configs([resource])[resource].result(30)
 
 
-async def pop_all(bootstrap: str, topic: str, records: int, record_bytes: int, clients: int) -> Measurement:
+async def pop_all(bootstrap: str, topic: str, records: int, record_bytes: int, clients: int, max_messages: int,
+                  version: int) -> Measurement:
     """Pop and ack every record with ``clients`` connections; fails on a duplicate or a stall."""
     group = f"bench-pop-{uuid.uuid4().hex[:8]}"
     pop_group(bootstrap, group)
     connections = [await Client.connect(bootstrap, f"pop-{n}") for n in range(clients)]
+    for client in connections:
+        pin_version(client._connection, version)
     seen: set[tuple[int, int]] = set()
     started = time.perf_counter()
 
@@ -73,7 +80,7 @@ async def pop_all(bootstrap: str, topic: str, records: int, record_bytes: int, c
         popped: list[PoppedMessage] = []
         while len(seen) < records:
             acked = popped
-            popped, refusals = await client.pop_with_acks(topic, group, acked, 32, 60_000, long_poll_ms=1_000)
+            popped, refusals = await client.pop_with_acks(topic, group, acked, max_messages, 60_000)
             if any(refusal is not None for refusal in refusals):
                 raise RuntimeError(f"ack refused: {refusals}")
             for message in popped:
@@ -81,8 +88,10 @@ async def pop_all(bootstrap: str, topic: str, records: int, record_bytes: int, c
                 if key in seen:
                     raise RuntimeError(f"record {key} popped twice while invisible")
                 seen.add(key)
-            if not popped and time.perf_counter() - started > 600:
-                raise RuntimeError(f"pop stalled at {len(seen)}/{records}")
+            if not popped:
+                if time.perf_counter() - started > 600:
+                    raise RuntimeError(f"pop stalled at {len(seen)}/{records}")
+                await asyncio.sleep(0.002)
         if popped and any(refusal is not None for refusal in await client.ack_all(popped)):
             raise RuntimeError("the last acks were refused")
 
@@ -115,10 +124,13 @@ def main() -> None:
     parser.add_argument("--record-bytes", type=int, default=100)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-messages", type=int, help="per pop (default: 1024 with --pop-version 1, else 32)")
+    parser.add_argument("--pop-version", type=int, choices=(0, 1), default=1)
     parser.add_argument("--quick", action="store_true", help="20,000 records, 1 repeat")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
     records, repeats = (20_000, 1) if args.quick else (args.records, args.repeats)
+    max_messages = args.max_messages or (1_024 if args.pop_version == 1 else 32)
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="bench-pop-") as workdir:
         peer = brokers.start("logwright", Path(workdir) / "logwright")
@@ -138,7 +150,7 @@ def main() -> None:
                         got[reader] = share_consume(peer.bootstrap, topic, records, args.record_bytes).measurement
                     else:
                         got[reader] = asyncio.run(pop_all(peer.bootstrap, topic, records, args.record_bytes,
-                                                          args.clients))
+                                                          args.clients, max_messages, args.pop_version))
                     cpu_us[reader] = (peer.cpu_seconds() - cpu_before) / got[reader].records * 1e6
                     print(f"repeat {repeat} {reader}: {got[reader].msg_per_s:,.0f} msg/s, "
                           f"{cpu_us[reader]:.1f} us broker CPU per record", flush=True)
@@ -159,7 +171,8 @@ def main() -> None:
         "|---|---|---|---|",
         f"| Fetch (librdkafka, assigned) | {fetch:,.0f} | 1.00 | {cpu['fetch']:.1f} us |",
         f"| share group (ShareConsumer, ACCEPT each) | {share:,.0f} | {share / fetch:.2f} | {cpu['share']:.1f} us |",
-        f"| pop, acks in the next pop (bundled client, max 32) | {pop:,.0f} | {pop / fetch:.2f} "
+        f"| pop v{args.pop_version}, acks in the next pop (bundled client, max {max_messages}) | {pop:,.0f} "
+        f"| {pop / fetch:.2f} "
         f"| {cpu['pop']:.1f} us |",
         "",
         f"Pop events in the log: {count:,} for {popped:,} popped records, {size / popped:.1f} bytes per popped "
