@@ -143,7 +143,10 @@ def test_describe_configs_reports_sources_synonyms_types_and_docs(harness: Harne
     assert set(entries) == {"retention.ms", "cleanup.policy"}
     retention = entries["retention.ms"]
     assert (retention.value, retention.config_source, retention.config_type) == ("1000", 1, 5)
-    assert [(s.value, s.source) for s in retention.synonyms] == [("1000", 1), ("604800000", 5)]
+    # Kafka lists the broker keys from log.retention.ms on; left at its defaults only log.retention.hours is set
+    assert [(s.value, s.source) for s in retention.synonyms] == [("1000", 1)]
+    bytes_ = harness.describe(TOPIC, "t", ("retention.bytes",)).configs[0]
+    assert [(s.name, s.value, s.source) for s in bytes_.synonyms] == [("log.retention.bytes", "-1", 5)]
     assert entries["cleanup.policy"].config_type == 7 and entries["cleanup.policy"].documentation
 
 
