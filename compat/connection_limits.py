@@ -82,5 +82,9 @@ class ConnectionQuotas:
         return self.requests_in_flight < self.limits.queued_max_requests and (
             byte_limit < 0 or self.request_bytes_in_flight + size <= byte_limit)
 
+    def request_slots_full(self) -> bool:
+        """Whether no request, whatever its size, may start now (``queued.max.requests`` are in flight)."""
+        return 0 < self.requests_in_flight >= self.limits.queued_max_requests
+
     def over_partial_frame_budget(self) -> bool:
         return self.partial_frame_bytes > self.limits.partial_frame_budget

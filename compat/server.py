@@ -97,10 +97,19 @@ class KafkaServer:
         self._waiting_for_slot[connection] = None
 
     def requests_finished(self, count: int) -> None:
-        """Requests were answered: let the connections waiting for a slot take them, in turn."""
+        """Requests were answered: let the connections waiting for a slot take them, in turn.
+
+        Once every slot is taken again the rest keep their place without being asked: asking each of a thousand
+        waiting connections after every answer made the broker's cost grow with the square of its connections.
+        """
         self.quotas.requests_in_flight -= count
         waiting, self._waiting_for_slot = self._waiting_for_slot, {}
-        for connection in waiting:  # those still held put themselves back, in the same order
+        pending = iter(waiting)
+        for connection in pending:  # those still held put themselves back, in the same order
+            if self.quotas.request_slots_full():
+                put_back, self._waiting_for_slot = self._waiting_for_slot, dict.fromkeys((connection, *pending))
+                self._waiting_for_slot.update(put_back)
+                return
             connection.start_requests()
 
     def forget(self, connection: Connection) -> None:
