@@ -47,7 +47,7 @@ from logwright.core.pop.pop_commands import (
     PopLimits,
 )
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS, ReceiptHandle, UnknownReceiptHandle
-from logwright.core.transactions.partition_transactions import PartitionTransactions
+from logwright.core.transactions.partition_transactions import AbortedTransaction, PartitionTransactions
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
@@ -316,11 +316,7 @@ class PopCoordinator:
             record = self._record_at(partition_id, offset) if offset >= log_start else None
             if record is not None:
                 found[offset] = record
-        next_offset = max(state.next_offset, log_start)
-        stable = last_stable_offset(self.broker, partition_id)
-        transactions = self.broker.store.state("partition_transactions", str(partition_id))
-        aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
-        hold = self._held_back(partition_id, next_offset, stable - 1)
+        next_offset, stable, aborted, hold = self._window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
         while taken < budget and next_offset < stable and taken + len(held) < held_room:
@@ -328,8 +324,7 @@ class PopCoordinator:
             if batch is None:
                 break
             last, records, producer_id = batch
-            if producer_id >= 0 and any(entry.producer_id == producer_id and entry.first_offset <= last
-                                        <= entry.last_offset for entry in aborted):
+            if producer_id >= 0 and _aborted(aborted, producer_id, last):
                 next_offset = max(next_offset, last + 1)
                 continue
             for record in records[bisect_left(records, next_offset, key=_offset_of):]:
@@ -347,6 +342,17 @@ class PopCoordinator:
             if taken < budget and taken + len(held) < held_room:
                 next_offset = max(next_offset, last + 1)
         return found, next_offset, held
+
+    def _window(self, state: PopPartition, log_start: int
+                ) -> tuple[int, int, Sequence[AbortedTransaction], HeldBack | None]:
+        """Where a read of ``state`` starts (not before ``log_start``), the last stable offset it stays below,
+        the partition's aborted transactions and what plugins hold back in between: `_read` and
+        `_read_offsets` read the same records, in their two forms."""
+        next_offset = max(state.next_offset, log_start)
+        stable = last_stable_offset(self.broker, state.partition_id)
+        transactions = self.broker.store.state("partition_transactions", str(state.partition_id))
+        aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
+        return next_offset, stable, aborted, self._held_back(state.partition_id, next_offset, stable - 1)
 
     def _held_back(self, partition_id: int, first: int, last: int) -> HeldBack | None:
         """What the plugins hold back in ``first..last`` with each offset's due time (``logwright_hold_back``, as
@@ -406,11 +412,7 @@ class PopCoordinator:
             if stored is not None and _holds(stored[2], offset):
                 found.append(offset)
                 batches[stored[0].base_offset] = stored[1]
-        next_offset = max(state.next_offset, log_start)
-        stable = last_stable_offset(self.broker, partition_id)
-        transactions = self.broker.store.state("partition_transactions", str(partition_id))
-        aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
-        hold = self._held_back(partition_id, next_offset, stable - 1)
+        next_offset, stable, aborted, hold = self._window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
         while taken < budget and next_offset < stable and taken + len(held) < held_room:
@@ -419,8 +421,7 @@ class PopCoordinator:
                 break
             header, batch, offsets = stored
             last = header.last_offset
-            if header.is_transactional and any(entry.producer_id == header.producer_id and entry.first_offset <= last
-                                               <= entry.last_offset for entry in aborted):
+            if header.is_transactional and _aborted(aborted, header.producer_id, last):
                 next_offset = max(next_offset, last + 1)
                 continue
             start = bisect_left(offsets, next_offset)
@@ -704,6 +705,12 @@ class PopCoordinator:
 def _holds(offsets: Sequence[int], offset: int) -> bool:
     index = bisect_left(offsets, offset)
     return index < len(offsets) and offsets[index] == offset
+
+
+def _aborted(aborted: Sequence[AbortedTransaction], producer_id: int, last: int) -> bool:
+    """Whether the transactional batch of ``producer_id`` ending at ``last`` belongs to an aborted transaction."""
+    return any(entry.producer_id == producer_id and entry.first_offset <= last <= entry.last_offset
+               for entry in aborted)
 
 
 def _offset_of(record: Record) -> int:
