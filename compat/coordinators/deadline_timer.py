@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from logwright.core.clock import Clock, ManualClock
 
@@ -99,3 +99,14 @@ class DeadlineTimer:
                 self._tick()
             except Exception:
                 log.exception("the %s timer failed; retrying", self._name)
+
+
+async def wait_first(timeout_s: float, *waits: Awaitable[object]) -> None:
+    """Sleep until the first of ``waits`` finishes or ``timeout_s`` passes, then cancel the others: a long poll
+    (pops, ShareFetch) wakes on appended records or on records released anywhere, whichever comes first."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_dead_letters import stage_dead_letters
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.wire.record_batch import BatchHeader, decode_records, parse_header
@@ -502,13 +502,7 @@ class PopCoordinator:
 
     async def _wait(self, timeout_s: float, partition_ids: Sequence[int]) -> None:
         """Sleep until records are appended to ``partition_ids`` or revived anywhere, or the timeout passes."""
-        available = asyncio.ensure_future(self._available.wait())
-        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s, partition_ids))
-        try:
-            await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            available.cancel()
-            data.cancel()
+        await wait_first(timeout_s, self._available.wait(), self.broker.wait_for_data(timeout_s, partition_ids))
 
     def _wake(self) -> None:
         self._available.set()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import with_dead_letters
-from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.processed_keys import settle_processed
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import decode_records, parse_header
@@ -534,13 +534,7 @@ class ShareCoordinator:
         ``partition_ids`` when given: `Broker.wait_for_data`), or the timeout passes (ShareFetch long polls)."""
         if timeout_s <= 0:
             return
-        available = asyncio.ensure_future(self._available.wait())
-        data = asyncio.ensure_future(self.broker.wait_for_data(timeout_s, partition_ids))
-        try:
-            await asyncio.wait((available, data), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            available.cancel()
-            data.cancel()
+        await wait_first(timeout_s, self._available.wait(), self.broker.wait_for_data(timeout_s, partition_ids))
 
     def _wake_if_released(self, events: Sequence[Event] | bool) -> None:
         if events:
