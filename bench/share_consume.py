@@ -84,8 +84,13 @@ class Run:
 
 def earliest_share_group(bootstrap: str, group: str) -> None:
     """Make ``group`` start at the log start: a share group's default is the latest offset."""
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+
+
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    """Set GROUP configs of ``group`` (IncrementalAlterConfigs) before its first member joins."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
-    entries = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)]
+    entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in configs.items()]
     resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
     admin.incremental_alter_configs([resource])[resource].result(30)
 

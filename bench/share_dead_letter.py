@@ -39,13 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 from confluent_kafka import AcknowledgeType, Consumer, KafkaException, ShareConsumer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    NewTopic,
-)
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
+from share_consume import set_group_configs  # noqa: E402
 from wire_workload import create_topic, librdkafka_version, produce  # noqa: E402
 
 POISON_EVERY = 10
@@ -64,13 +59,6 @@ class Run:
     dead_lettered: int
     plain_group: str
     dead_letter_group: str
-
-
-def _set_group(bootstrap: str, group: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
-    entries = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in configs.items()]
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
-    admin.incremental_alter_configs([resource])[resource].result(30)
 
 
 def _dead_letter_topic(bootstrap: str, topic: str) -> str:
@@ -102,7 +90,7 @@ def share_read(bootstrap: str, topic: str, records: int, poison_every: int, idle
     if poison_every:
         dlq = _dead_letter_topic(bootstrap, topic)
         configs.update({"errors.deadletterqueue.topic.name": dlq, "share.delivery.count.limit": str(DELIVERY_LIMIT)})
-    _set_group(bootstrap, group, configs)
+    set_group_configs(bootstrap, group, configs)
     poisoned = len(range(0, records, poison_every)) if poison_every else 0
     failures: list[str] = []
 
