@@ -63,6 +63,11 @@ def _records_size(records: bytes | list[bytes]) -> int:
     return sum(map(len, records)) if records.__class__ is list else len(records)
 
 
+class Encoded(bytes):
+    """An entity of an array already written by `encode_entity` (for the same class and version): written as
+    it is. A handler that answers the same entity again and again (a big topic's Metadata) keeps its bytes."""
+
+
 def encode_entity(entity: Any) -> bytes:
     """The wire bytes of one kio entity (request or response body, without any header)."""
     parts: list[Any] = []
@@ -90,7 +95,7 @@ class _Generator:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
             "_uv": uvarint, "_SMALL": _SMALL_UVARINTS, "_millis": _millis, "_epoch_ms": _epoch_ms, "_uuid": _uuid,
-            "_pack": struct.pack, "_size": _records_size,
+            "_pack": struct.pack, "_size": _records_size, "_Encoded": Encoded,
         }
         self.pending: list[tuple[str, str]] = []
         self.counter = 0
@@ -165,7 +170,9 @@ class _Generator:
         self.lines.append(f"{inner}{append}({length})")
         if isinstance(kind, EntityTupleField):
             writer = self.name("write", entity_encoder(kind.type_))
-            self.lines += [f"{inner}for item in items:", f"{inner}    {writer}(item, {append})"]
+            self.lines += [f"{inner}for item in items:", f"{inner}    if item.__class__ is _Encoded:",
+                           f"{inner}        {append}(item)", f"{inner}    else:",
+                           f"{inner}        {writer}(item, {append})"]
         elif isinstance(kind, PrimitiveTupleField):
             kafka_type = get_schema_field_type(field)
             if kafka_type in _FIXED and kafka_type not in _CONVERT:

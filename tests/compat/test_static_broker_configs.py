@@ -37,6 +37,7 @@ from logwright.compat.kafka import (
 )
 from logwright.compat.kafka.config_resources import ConfigSource
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -57,13 +58,18 @@ def call(broker: Broker, handle: Any, version: int, request: Any) -> Any:
     return asyncio.run(handle(RequestContext(broker, 0, version, 1, "tester", 1, "127.0.0.1"), request))
 
 
+def as_received(api_key: int, version: int, answer: Any) -> Any:
+    """The answer as a client reads it off the wire (Metadata answers topics it keeps encoded)."""
+    return decode_response(api_key, version, encode_response(api_key, version, 7, answer))[1]
+
+
 def test_node_id_is_the_id_in_metadata_and_partition_assignments(node_zero: Broker) -> None:
     timeout = datetime.timedelta(seconds=5)
     call(node_zero, create_topics.handle, 7, CreateTopicsRequest(topics=(CreatableTopic(
         name="t", num_partitions=1, replication_factor=1, assignments=(), configs=()),), timeout=timeout,
         validate_only=False))
-    answer = call(node_zero, metadata.handle, 12, MetadataRequest(
-        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    answer = as_received(3, 12, call(node_zero, metadata.handle, 12, MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)))
     assert [broker.node_id for broker in answer.brokers] == [0] and answer.controller_id == 0
     assert [p.leader_id for p in answer.topics[0].partitions] == [0]
     grown = call(node_zero, create_partitions.handle, 3, CreatePartitionsRequest(topics=(CreatePartitionsTopic(
