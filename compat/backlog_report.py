@@ -14,6 +14,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.plugin_facade import stored_batches
 from logwright.core.backlog.backlog import slowest
 from logwright.core.backlog.batch_index import BatchExtent
+from logwright.core.backlog.eviction_points import EVICTION_POINTS_NAME, EvictionPoints
 from logwright.core.backlog.evictions import BACKLOG_EVICTIONS, EvictionTotals, evictions_key
 from logwright.core.backlog.quota import TOPIC_KEYS
 from logwright.core.backlog.tracker import BacklogTracker
@@ -65,9 +66,11 @@ def _evicted(broker: Broker, subscription: str, partition_id: int) -> dict[str, 
         return None
     if not isinstance(totals, EvictionTotals):
         return None
+    points = broker.store.entities(EVICTION_POINTS_NAME).get(subscription) if totals.kind == "group" else None
     return {"evictions": totals.evictions, "records": totals.records, "bytes": totals.bytes,
             "last_from_offset": totals.last_from_offset, "last_to_offset": totals.last_to_offset,
-            "last_reason": totals.last_reason}
+            "last_reason": totals.last_reason,
+            "commits_raised_to": points.point(partition_id) if isinstance(points, EvictionPoints) else None}
 
 
 def _unlimited(broker: Broker, tracker: BacklogTracker, topic: TopicState, partition_index: int,

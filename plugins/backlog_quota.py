@@ -9,18 +9,26 @@ end, less what was settled individually, and the age of the oldest unsettled rec
 Every append is checked in ``logwright_admit_append`` against the backlog it would leave: *hold* answers
 `AppendHeld` (the produce request waits and is asked again after each commit, `compat.kafka.produce_hold`),
 *exception* refuses with POLICY_VIOLATION naming the quota and the subscription, *eviction* stages the
-moves and `BacklogEvicted` events with the append. Age limits with eviction are kept by the background
-task, which sleeps until the next record goes over its limit on the broker clock and is woken by commits.
+moves and `BacklogEvicted` events with the append; ``logwright_derive_events`` raises an evicted group's member
+commits below the eviction point to it (`logwright.core.backlog.eviction_points`). Age limits with eviction
+are kept by the background task, which sleeps until the next record goes over its limit on the broker clock
+and is woken by commits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
 from logwright.core.backlog.batch_index import BatchExtent
+from logwright.core.backlog.eviction_points import (
+    EVICTION_POINTS,
+    EVICTION_POINTS_STATE_TAGS,
+    GroupView,
+    adjust_commits,
+)
 from logwright.core.backlog.evictions import BACKLOG_EVICTIONS, EVICTION_STATE_TAGS
 from logwright.core.backlog.quota import (
     AGE_KEY,
@@ -34,6 +42,9 @@ from logwright.core.backlog.quota import (
     policy_value,
 )
 from logwright.core.backlog.tracker import Admit, BacklogTracker, Hold, Refuse
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
+from logwright.core.events import Event
+from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import TopicState, topic_key
 from logwright.core.log.partition_log import PartitionState, partition_key
 
@@ -48,6 +59,7 @@ from .api import (
     ConfigKeyRegister,
     PolicyViolation,
     ProjectionRegister,
+    StagedChange,
     hookimpl,
 )
 
@@ -125,6 +137,15 @@ class BacklogQuotaPlugin:
     @hookimpl
     def logwright_register_projections(self, register: ProjectionRegister) -> None:
         register.add(BACKLOG_EVICTIONS, (), EVICTION_STATE_TAGS)
+        register.add(EVICTION_POINTS, (), EVICTION_POINTS_STATE_TAGS)
+
+    @hookimpl
+    def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
+        """Keep an evicted group's member commits at its eviction point (`core.backlog.eviction_points`)."""
+        points = staged.rows(EVICTION_POINTS.name)
+        if not points:
+            return None
+        return adjust_commits(staged.events, GroupView(points, _partition_id_in(staged), _has_members_in(staged)))
 
     @hookimpl
     def logwright_register_background_tasks(self, register: BackgroundTaskRegister) -> None:
@@ -176,6 +197,26 @@ class BacklogQuotaPlugin:
                 await _wait(facade, changed, due)
         finally:
             self.tracker = self._facade = None
+
+
+def _partition_id_in(staged: StagedChange) -> Callable[[str, int], int | None]:
+    catalog = staged.rows("catalog")
+
+    def partition_id(topic: str, partition_index: int) -> int | None:
+        state = catalog.get(topic_key(topic))
+        if not isinstance(state, TopicState) or not 0 <= partition_index < len(state.partition_ids):
+            return None
+        return int(state.partition_ids[partition_index])
+    return partition_id
+
+
+def _has_members_in(staged: StagedChange) -> Callable[[str], bool]:
+    classic, consumer = staged.rows("groups"), staged.rows("consumer_groups")
+
+    def has_members(group: str) -> bool:
+        return any(isinstance(state, GroupState | ConsumerGroupState) and bool(state.members)
+                   for state in (classic.get(group), consumer.get(group)))
+    return has_members
 
 
 def plugin_for_host() -> BacklogQuotaPlugin:

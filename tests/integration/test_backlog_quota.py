@@ -185,7 +185,7 @@ def test_eviction_moves_the_slowest_group_to_ninety_percent_with_the_append_and_
     assert slow["evicted"] == {"evictions": 1, "records": 2, "bytes": slow["evicted"]["bytes"],
                                "last_from_offset": 0, "last_to_offset": 2,
                                "last_reason": "backlog quota logwright.backlog.quota.records=10 exceeded; "
-                                              "evicted to 90%"}
+                                              "evicted to 90%", "commits_raised_to": 2}
     assert slow["evicted"]["bytes"] * 9 == slow["bytes"] * 2, "each one-record batch counted with its stored size"
     assert _backlog_of(state, "fast-group")["evicted"] is None and state["slowest"] == "slow-group"
     shown = subprocess.run([sys.executable, "-m", "logwright", "backlog", "--bootstrap", bootstrap, topic],
