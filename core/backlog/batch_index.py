@@ -64,12 +64,14 @@ class BatchIndex:
         return self._ends[-1] if self._first < len(self._ends) else self._start
 
     def append(self, extent: BatchExtent) -> None:
-        """Index a batch at the end; a batch at or below the end (a replayed commit) is ignored."""
+        """Index a batch at the end; a batch below the end (a replayed commit) is ignored. The first batch may
+        start below ``start_offset``: it holds the start when the index is read from a position inside a batch."""
         self.append_batch(extent.base_offset, extent.record_count, extent.byte_size, extent.max_timestamp)
 
     def append_batch(self, base_offset: int, record_count: int, byte_size: int, max_timestamp: int) -> None:
         """`append` without building a `BatchExtent` (once per committed batch)."""
-        if base_offset < self.end_offset or record_count < 1:
+        end = self.end_offset
+        if record_count < 1 or base_offset + record_count <= end or (base_offset < end and len(self)):
             return
         self._bases.append(base_offset)
         self._ends.append(base_offset + record_count)

@@ -93,3 +93,14 @@ def test_a_pop_group_counts_what_it_holds_and_what_it_has_not_popped() -> None:
     assert (position.first_unsettled, position.settled) == (1, RangeSet.from_ranges([(2, 2), (4, 5)]))
     index = index_of(*[(1, 100, i) for i in range(10)])
     assert backlog_of(index, position) == Backlog(records=6, bytes=600, oldest_timestamp=1), "1 and 3 held, 6-9 new"
+
+
+def test_an_index_read_from_inside_a_batch_counts_that_batch_whole() -> None:
+    index = BatchIndex(7, 5)
+    for extent in (BatchExtent(0, 10, 1000, 1), BatchExtent(10, 5, 300, 2)):
+        index.append(extent)
+    index.append(BatchExtent(12, 3, 99, 3))
+    assert (len(index), index.end_offset) == (2, 15), "a replayed batch below the end is ignored"
+    assert index.bytes_from(5) == 1300, "the batch holding the slowest position is pinned whole"
+    assert index.timestamp_at(5) == 1
+    assert backlog_of(index, Position("g", "group", 7, 5)) == Backlog(10, 1300, 1)
