@@ -15,8 +15,9 @@ already its own unit of exactly-once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from logwright.compat.wire.compression import decompress
 from logwright.compat.wire.record_batch import BatchHeader, build_batch, decode_records, parse_header
@@ -24,18 +25,18 @@ from logwright.core.errors import CorruptRecords
 from logwright.core.events import Event
 from logwright.core.events.keys import DedupKeysIndexed, DuplicateDropped
 from logwright.core.keys.dedup import (
+    RECORD_KEY,
+    Classification,
     Deduplication,
-    DroppedForEarlier,
     DroppedForStored,
-    Kept,
     SeenKey,
     Verdict,
-    classify,
-    entity_key,
+    classify_keys,
+    entity_prefix,
 )
-from logwright.core.log.record_keys import UnreadableRecords, keyed_records
+from logwright.core.log.record_keys import UnreadableRecords, keyed_records, record_keys
 
-__all__ = ["DedupPlan", "plan_deduplication"]
+__all__ = ["DedupPlan", "dedup_keys", "plan_deduplication"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,24 +45,36 @@ class DedupPlan:
 
     partition_id: int
     header: BatchHeader
-    verdicts: tuple[Verdict, ...]
+    classification: Classification
     stored: tuple[bytes | memoryview, BatchHeader] | None
     """The batch to append (the one received when nothing was dropped); ``None`` when every record was."""
     now_ms: int
     window_ms: int
 
     @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        return self.classification.verdicts()
+
+    @property
     def dropped_any(self) -> bool:
-        return any(not isinstance(verdict, Kept) for verdict in self.verdicts)
+        return bool(self.classification.dropped)
+
+    def first_offset(self, base_offset: int) -> int:
+        """The offset the produce is answered with: the first record's own, or its original's."""
+        return self.offsets(base_offset)[0] if self.classification.dropped else base_offset
 
     def offsets(self, base_offset: int) -> list[int]:
         """The offset each record as sent ends up answered with: its own, or its original's."""
-        own: list[int] = []
+        dropped = self.classification.dropped
+        if not dropped:
+            return list(range(base_offset, base_offset + len(self.classification.digests)))
+        own = base_offset
         offsets: list[int] = []
-        for verdict in self.verdicts:
-            if isinstance(verdict, Kept):
-                offsets.append(base_offset + len(own))
-                own.append(offsets[-1])
+        for index in range(len(self.classification.digests)):
+            verdict = dropped.get(index)
+            if verdict is None:
+                offsets.append(own)
+                own += 1
             elif isinstance(verdict, DroppedForStored):
                 offsets.append(verdict.offset)
             else:
@@ -70,46 +83,65 @@ class DedupPlan:
 
     def events(self, base_offset: int) -> list[Event]:
         """The index entries of the stored records and, when any was dropped, the `DuplicateDropped`."""
-        offsets = self.offsets(base_offset)
-        entries = tuple((verdict.digest, offset) for verdict, offset in zip(self.verdicts, offsets, strict=True)
-                        if isinstance(verdict, Kept) and verdict.digest is not None)
+        digests, dropped = self.classification.digests, self.classification.dropped
         events: list[Event] = []
+        if not dropped:
+            entries = tuple((digest, offset) for offset, digest in enumerate(digests, base_offset)
+                            if digest is not None)
+            if entries:
+                events.append(DedupKeysIndexed(self.partition_id, self.now_ms, self.now_ms + self.window_ms, entries))
+            return events
+        offsets = self.offsets(base_offset)
+        entries = tuple((digest, offsets[index]) for index, digest in enumerate(digests)
+                        if digest is not None and index not in dropped)
         if entries:
             events.append(DedupKeysIndexed(self.partition_id, self.now_ms, self.now_ms + self.window_ms, entries))
-        if self.dropped_any:
-            duplicates = tuple((index, verdict.digest, offsets[index]) for index, verdict in enumerate(self.verdicts)
-                               if isinstance(verdict, DroppedForStored | DroppedForEarlier))
-            header = self.header
-            events.append(DuplicateDropped(self.partition_id, self.now_ms, offsets[0], header.record_count,
-                                           duplicates, header.producer_id, header.producer_epoch,
-                                           header.base_sequence))
+        duplicates = tuple((index, verdict.digest, offsets[index]) for index, verdict in sorted(dropped.items()))
+        header = self.header
+        events.append(DuplicateDropped(self.partition_id, self.now_ms, offsets[0], header.record_count,
+                                       duplicates, header.producer_id, header.producer_epoch, header.base_sequence))
         return events
 
 
-def plan_deduplication(partition_id: int, data: memoryview | bytes, header: BatchHeader, deduplication: Deduplication,
-                       recall: Callable[[str], object], now_ms: int) -> DedupPlan:
-    """Classify the batch's records against ``recall`` (the ``dedup_window`` projection's state by entity key);
-    raises `CorruptRecords` when the records do not parse."""
+def dedup_keys(data: memoryview | bytes, deduplication: Deduplication) -> list[bytes | None]:
+    """Each record's dedup key (``None``: none); the record key through the keys-only reader, a header through
+    the full one. Raises `CorruptRecords` when the records do not parse."""
     try:
-        keyed = keyed_records(data, decompress)
+        if deduplication.source == RECORD_KEY:
+            return record_keys(data, decompress)
+        key_of = deduplication.key_of
+        return [key_of(record) for record in keyed_records(data, decompress)]
     except UnreadableRecords as error:
         raise CorruptRecords(f"the records' {deduplication.source} dedup keys cannot be read: {error}") from error
 
-    def seen(digest: bytes) -> SeenKey | None:
-        state = recall(entity_key(partition_id, digest))
-        return state if isinstance(state, SeenKey) else None
 
-    verdicts = classify(keyed, deduplication, seen, now_ms)
+def plan_deduplication(partition_id: int, data: memoryview | bytes, header: BatchHeader, deduplication: Deduplication,
+                       window: Mapping[str, object], now_ms: int, keys: Sequence[bytes | None] | None = None
+                       ) -> DedupPlan:
+    """Classify the batch's records against ``window`` (the ``dedup_window`` projection's rows by entity key),
+    looked up once for the whole batch; ``keys`` when the caller has read them already (a compacted topic's
+    keyless check). Raises `CorruptRecords` when the records do not parse."""
+    if keys is None or deduplication.source != RECORD_KEY:
+        keys = dedup_keys(data, deduplication)
+    prefix, get = entity_prefix(partition_id), window.get
+
+    def recall_many(digests: list[bytes]) -> list[SeenKey | None]:
+        found = [get(prefix + digest.hex()) for digest in digests]
+        if not any(found):  # the common case: no key of the batch in the window
+            return cast(list[SeenKey | None], found)
+        return [entry if isinstance(entry, SeenKey) else None for entry in found]
+
+    classification = classify_keys(keys, recall_many, now_ms)
     stored: tuple[bytes | memoryview, BatchHeader] | None = (data, header)
-    if any(not isinstance(verdict, Kept) for verdict in verdicts):
-        stored = _without_duplicates(data, header, verdicts)
-    return DedupPlan(partition_id, header, verdicts, stored, now_ms, deduplication.window_ms)
+    if classification.dropped:
+        stored = _without_duplicates(data, header, classification)
+    return DedupPlan(partition_id, header, classification, stored, now_ms, deduplication.window_ms)
 
 
-def _without_duplicates(data: memoryview | bytes, header: BatchHeader, verdicts: tuple[Verdict, ...]
+def _without_duplicates(data: memoryview | bytes, header: BatchHeader, classification: Classification
                         ) -> tuple[bytes | memoryview, BatchHeader] | None:
-    records = [record for record, verdict in zip(decode_records(data), verdicts, strict=True)
-               if isinstance(verdict, Kept)]
+    dropped = classification.dropped
+    records = [record for index, record in enumerate(decode_records(data)) if index not in dropped]
     if not records:
         return None
     batch = build_batch(records, header.base_offset, header.compression, header.producer_id, header.producer_epoch,

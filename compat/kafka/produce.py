@@ -30,7 +30,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.compacted_batch import keyless_record
+from logwright.compat.wire.compression import decompress
 from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -50,7 +50,7 @@ from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
 from logwright.core.log.partition_log import append_batch
 from logwright.core.log.producers import Duplicate, ProducerState, check_sequence, producer_key
-from logwright.core.log.record_keys import UnreadableRecords
+from logwright.core.log.record_keys import UnreadableRecords, record_keys
 from logwright.core.transactions.transactions import check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
@@ -191,6 +191,8 @@ class Prepared:
     partition_id: int
     batches: tuple[tuple[memoryview, BatchHeader], ...]
     log_append_time: bool
+    keys: tuple[list[bytes | None], ...] = ()
+    """Each batch's record keys when the checks read them (a compacted topic), else empty."""
 
     def append(self, topic_configs: Mapping[str, str]) -> PartitionAppend:
         """What admission plugins see of it: counts and sizes, never the records."""
@@ -230,23 +232,29 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         problem = _validate(data, header, max_message_bytes)
         if problem is not None:
             return problem
+    keys: tuple[list[bytes | None], ...] = ()
     if is_compacted(broker.topic_config(topic, "cleanup.policy")):
         refused = _refuse_keyless(batches, f"{topic.name}-{index}")
-        if refused is not None:
+        if isinstance(refused, PartitionResult):
             return refused
-    return Prepared(topic, index, partition_id, batches, log_append_time)
+        keys = refused
+    return Prepared(topic, index, partition_id, batches, log_append_time, keys)
 
 
-def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: str) -> PartitionResult | None:
-    """Kafka's LogValidator on a compacted topic: a record without a key refuses the partition's batches."""
+def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: str
+                    ) -> PartitionResult | tuple[list[bytes | None], ...]:
+    """Kafka's LogValidator on a compacted topic: a record without a key refuses the partition's batches; else
+    each batch's keys, read once (deduplication by record key reuses them)."""
+    keys = []
     for data, _ in batches:
         try:
-            if keyless_record(data) is not None:
-                return PartitionResult(ErrorCode.INVALID_RECORD, error_message=(
-                    f"Compacted topic cannot accept message without key in topic partition {where}."))
+            keys.append(record_keys(data, decompress))
         except UnreadableRecords as error:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
-    return None
+        if None in keys[-1]:
+            return PartitionResult(ErrorCode.INVALID_RECORD, error_message=(
+                f"Compacted topic cannot accept message without key in topic partition {where}."))
+    return tuple(keys)
 
 
 def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplication | None = None
@@ -257,8 +265,9 @@ def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplica
     now = broker.clock.now_ms() if prepared.log_append_time else -1
     first_offset: int | None = None
     try:
-        for data, header in prepared.batches:
-            outcome = stage_batch(broker, partition_id, data, header, now, deduplication)
+        for position, (data, header) in enumerate(prepared.batches):
+            keys = prepared.keys[position] if prepared.keys else None
+            outcome = stage_batch(broker, partition_id, data, header, now, deduplication, keys)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -285,7 +294,7 @@ def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> 
 
 def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int,
-    deduplication: Deduplication | None = None,
+    deduplication: Deduplication | None = None, keys: list[bytes | None] | None = None,
 ) -> int:
     """Stage one batch; returns its base offset (the original one for a duplicate retry or business key).
 
@@ -307,10 +316,10 @@ def stage_batch(
     plan = None
     if deduplication is not None and not header.is_transactional:
         plan = plan_deduplication(partition_id, data, header, deduplication,
-                                  lambda key: broker.store.state(DEDUP_WINDOW.name, key), broker.clock.now_ms())
+                                  broker.store.entities(DEDUP_WINDOW.name), broker.clock.now_ms(), keys)
         if plan.stored is None:
             broker.stage(plan.events(-1))
-            return plan.offsets(-1)[0]
+            return plan.first_offset(-1)
         data, header = plan.stored
     state = broker.partition(partition_id)
     max_timestamp = append_time if append_time >= 0 else header.max_timestamp
@@ -326,4 +335,4 @@ def stage_batch(
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))
     events: list[Event] = [event, *(plan.events(event.base_offset) if plan is not None else ())]
     broker.stage(events, (stored,), index_entries)
-    return plan.offsets(event.base_offset)[0] if plan is not None else event.base_offset
+    return plan.first_offset(event.base_offset) if plan is not None else event.base_offset

@@ -18,7 +18,7 @@ from crc32c import crc32c
 from logwright.compat.wire.compression import compress, decompress
 from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader, parse_header
 from logwright.compat.wire.records import Record, encode_records
-from logwright.core.log.record_keys import keyed_records
+from logwright.core.log.record_keys import record_keys
 
 DELETE_HORIZON_FLAG: Final = 0x40
 _LOG_APPEND_TIME_FLAG: Final = 0x08
@@ -59,7 +59,5 @@ def rebuild(original: bytes | memoryview, kept: Sequence[Record], horizon_ms: in
 def keyless_record(batch: bytes | memoryview) -> int | None:
     """The index of the batch's first record without a key (a compacted topic refuses it), ``None`` if all have
     one; raises `UnreadableRecords` when the records do not parse."""
-    for index, record in enumerate(keyed_records(batch, decompress)):
-        if record.key is None:
-            return index
-    return None
+    keys = record_keys(batch, decompress)
+    return keys.index(None) if None in keys else None

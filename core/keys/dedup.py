@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from hashlib import blake2b as _blake2b
 from typing import Final
 
 from logwright.core.events import Event
@@ -104,45 +105,79 @@ class DroppedForEarlier:
 
 
 Verdict = Kept | DroppedForStored | DroppedForEarlier
+Dropped = DroppedForStored | DroppedForEarlier
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """A batch's records judged: each one's key digest (``None``: no dedup key) and, by index, only the dropped.
+
+    Built for the common batch without duplicates: no object per record, one lookup per batch.
+    """
+
+    digests: list[bytes | None]
+    dropped: dict[int, Dropped]
+
+    def verdicts(self) -> tuple[Verdict, ...]:
+        return tuple(self.dropped.get(index) or Kept(digest) for index, digest in enumerate(self.digests))
 
 
 def classify(records: Sequence[KeyedRecord], deduplication: Deduplication, recall: Callable[[bytes], SeenKey | None],
              now_ms: int) -> tuple[Verdict, ...]:
     """Each record's fate, in batch order: ``recall(digest)`` is the partition's index; an entry at or past its
     expiry counts as absent (the sweep may not have removed it yet)."""
-    verdicts: list[Verdict] = []
+    key_of = deduplication.key_of
+    return classify_keys([key_of(record) for record in records], lambda digests: [recall(d) for d in digests],
+                         now_ms).verdicts()
+
+
+def classify_keys(keys: Sequence[bytes | None], recall_many: Callable[[list[bytes]], Sequence[SeenKey | None]],
+                  now_ms: int) -> Classification:
+    """`classify` on the records' dedup keys; ``recall_many(digests)`` looks up every keyed record of the batch at
+    once (the index's entries in the same order, ``None`` for absent)."""
+    digests: list[bytes | None] = [None if key is None else _blake2b(key, digest_size=DIGEST_SIZE).digest()
+                                   for key in keys]
+    present = [digest for digest in digests if digest is not None]
+    seen = recall_many(present)
+    if not any(seen) and len(set(present)) == len(present):
+        return Classification(digests, {})
+    windowed = {digest: entry.offset for digest, entry in zip(present, seen, strict=True)
+                if entry is not None and now_ms < entry.expires_at_ms}
+    dropped: dict[int, Dropped] = {}
     first_in_batch: dict[bytes, int] = {}
-    for index, record in enumerate(records):
-        key = deduplication.key_of(record)
-        if key is None:
-            verdicts.append(Kept(None))
+    for index, digest in enumerate(digests):
+        if digest is None:
             continue
-        digest = key_digest(key)
-        seen = recall(digest)
-        if seen is not None and now_ms < seen.expires_at_ms:
-            verdicts.append(DroppedForStored(digest, seen.offset))
+        offset = windowed.get(digest)
+        if offset is not None:
+            dropped[index] = DroppedForStored(digest, offset)
         elif digest in first_in_batch:
-            verdicts.append(DroppedForEarlier(digest, first_in_batch[digest]))
+            dropped[index] = DroppedForEarlier(digest, first_in_batch[digest])
         else:
             first_in_batch[digest] = index
-            verdicts.append(Kept(digest))
-    return tuple(verdicts)
+    return Classification(digests, dropped)
 
 
 def entity_key(partition_id: int, digest: bytes) -> str:
     return f"{partition_id}/{digest.hex()}"
 
 
+def entity_prefix(partition_id: int) -> str:
+    """What every entity key of the partition starts with: ``entity_prefix(p) + digest.hex()`` is `entity_key`."""
+    return f"{partition_id}/"
+
+
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, DedupKeysIndexed):
-        return tuple(entity_key(event.partition_id, digest) for digest, _ in event.entries)
+        return tuple(_offsets(event))
     if isinstance(event, DedupKeysExpired):
         return tuple(entity_key(partition_id, digest) for partition_id, digest in event.expired)
     return ()
 
 
 def _rows(event: DedupKeysIndexed) -> dict[str, int]:
-    return {entity_key(event.partition_id, digest): offset for digest, offset in event.entries}
+    prefix = entity_prefix(event.partition_id)
+    return {prefix + digest.hex(): offset for digest, offset in event.entries}
 
 
 _offsets = offsets_by_row(_rows)

@@ -14,6 +14,7 @@ from logwright.core.keys.dedup import (
     SeenKey,
     check_window,
     classify,
+    classify_keys,
     dedup_key_reader,
     entity_key,
     expired_entries,
@@ -47,6 +48,20 @@ def test_header_mode_reads_the_last_header_of_that_name_and_ignores_the_record_k
     dedup = Deduplication(dedup_key_reader("header:id"), 1_000, "header:id")
     records = [_record(b"x", (("id", b"a"),)), _record(b"x", (("id", b"b"), ("id", b"a"))), _record(b"x")]
     assert classify(records, dedup, {}.get, 0) == (Kept(A), DroppedForEarlier(A, 0), Kept(None))
+
+
+def test_a_batch_is_looked_up_once_and_a_clean_batch_names_no_verdicts() -> None:
+    asked: list[list[bytes]] = []
+
+    def recall_many(digests: list[bytes]) -> list[SeenKey | None]:
+        asked.append(digests)
+        return [SeenKey(7, 2_000) if digest == A else None for digest in digests]
+
+    clean = classify_keys([b"b", None, b"c"], recall_many, 1_000)
+    assert clean.dropped == {} and clean.digests == [B, None, key_digest(b"c")]
+    assert classify_keys([b"b", b"a", b"b"], recall_many, 1_000).dropped == {
+        1: DroppedForStored(A, 7), 2: DroppedForEarlier(B, 0)}
+    assert asked == [[B, key_digest(b"c")], [B, A, B]]
 
 
 @pytest.mark.parametrize("value", ["", "key", "header:", "headers:id", "record-key "])

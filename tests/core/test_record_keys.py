@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.compat.wire.compression import Compression, decompress
 from logwright.compat.wire.record_batch import Record, build_batch
-from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records
+from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records, record_keys
 
 RECORDS = (
     Record(0, 1_000, b"k1", b"v1", (("trace", b"t"), ("id", b"A"))),
@@ -104,3 +104,30 @@ def test_any_corruption_of_a_batch_is_read_or_refused_never_anything_else(data: 
     except UnreadableRecords:
         return
     assert all(isinstance(record, KeyedRecord) for record in records)
+
+
+def _keys_or_refusal(read: object) -> object:
+    try:
+        return read()  # type: ignore[operator]
+    except UnreadableRecords:
+        return UnreadableRecords
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.data())
+def test_the_keys_only_reader_agrees_with_the_full_one_on_any_batch(data: st.DataObject) -> None:
+    """`record_keys` (inline varints, headers parsed only when present) reads what `keyed_records` reads and
+    refuses what it refuses, on whole, corrupted and truncated batches, with long varints and many records."""
+    codec = data.draw(st.sampled_from(list(Compression)))
+    records = data.draw(st.lists(st.builds(
+        Record, st.just(0), st.integers(0, 10**12), st.none() | st.binary(max_size=200),
+        st.none() | st.binary(max_size=300),
+        st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2).map(tuple)),
+        min_size=1, max_size=80))
+    batch = bytearray(build_batch(records, base_offset=5, compression=codec))
+    for _ in range(data.draw(st.integers(0, 4))):
+        at = data.draw(st.integers(0, len(batch) - 1))
+        batch[at] = data.draw(st.integers(0, 255))
+    cut = bytes(batch[:data.draw(st.integers(0, len(batch)))] if data.draw(st.booleans()) else batch)
+    full = _keys_or_refusal(lambda: [record.key for record in keyed_records(cut, decompress)])
+    assert _keys_or_refusal(lambda: record_keys(cut, decompress)) == full
