@@ -48,6 +48,11 @@ already has instead of extending a new file (1 MB commits, `bench/wal_options.py
 RocksDB 9.8 keeps recycling with the point-in-time recovery used here (its records carry the log number, so
 a reused file's old tail is never replayed); it refuses ``disable_wal`` writes, which the store never makes."""
 INFO_LOGS_KEPT = 10
+STATE_SEQUENCES_REFRESHED_EVERY = 4096
+"""Events after which every projection's covered sequence is written again. A commit writes only the sequences of
+the projections it changed (a share acknowledgement changes one or two of ~20): one that was not changed folded
+none of the events since its sequence, so a restart refolding them from there finds nothing to change, and this
+bound keeps that refold short (at most this many events)."""
 """RocksDB's own LOG files kept: every open starts a new one, and a full disk is retried by reopening."""
 
 
@@ -173,6 +178,10 @@ class RocksEventStore:
         self._staged_records: list[tuple[bytes, bytes]] = []
         """Record batches (key, bytes) not yet put into ``_batch``: they go in last (`_put_staged_records`)."""
         self._dirty: dict[tuple[str, str], int] = {}
+        self._sequence_keys = {projection.name: _state_sequence_key(projection.name)
+                               for projection in self._projections}
+        self._sequences_written_at = 0
+        """The sequence at which every projection's covered sequence was last written (`_write_staged_state`)."""
         self._pending_events: list[LoggedEvent] = []
         self._tail_cache_bytes = tail_cache_bytes
         self._tail = TailCache(tail_cache_bytes)
@@ -248,6 +257,7 @@ class RocksEventStore:
                     f"but the event log ends at {self._last_sequence}"
                 )
         start = min(covered.values(), default=self._last_sequence) + 1
+        self._sequences_written_at = start - 1
         if start > self._last_sequence:
             return
         log.info("replaying events %d..%d into projections", start, self._last_sequence)
@@ -255,7 +265,7 @@ class RocksEventStore:
             folds = [fold for fold in self._folds if logged.sequence > covered[fold[0]]]
             self._fold(folds, logged.event, logged.sequence)
         if writable:
-            self._write_staged_state(self._last_sequence)
+            self._write_staged_state(self._last_sequence, every_projection=True)
             self._db.write(self._batch, self._write_options)
             self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
@@ -421,18 +431,27 @@ class RocksEventStore:
             put(key, data, records_cf)
         self._staged_records.clear()
 
-    def _write_staged_state(self, sequence: int) -> None:
+    def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
+        """The changed entities' rows, and the covered sequence of the projections they belong to (of every
+        projection when ``every_projection`` or `STATE_SEQUENCES_REFRESHED_EVERY` events after the last time)."""
         state_cf, meta_cf = self._cf["state"], self._cf["meta"]
+        put, delete, encode, states = self._batch.put, self._batch.delete, self._types.encode, self._states
+        changed: dict[str, None] = {}
         for (projection_name, entity), entity_sequence in self._dirty.items():
+            changed[projection_name] = None
             key = keys.state_key(projection_name, entity)
-            value = self._states[projection_name].get(entity)
+            value = states[projection_name].get(entity)
             if value is None:
-                self._batch.delete(key, state_cf)
+                delete(key, state_cf)
             else:
-                self._batch.put(key, keys.encode_sequence(entity_sequence) + self._types.encode(value), state_cf)
+                put(key, keys.encode_sequence(entity_sequence) + encode(value), state_cf)
+        if every_projection or sequence - self._sequences_written_at >= STATE_SEQUENCES_REFRESHED_EVERY:
+            changed = dict.fromkeys(self._sequence_keys)
+            self._sequences_written_at = sequence
         encoded = keys.encode_sequence(sequence)
-        for projection in self._projections:
-            self._batch.put(_state_sequence_key(projection.name), encoded, meta_cf)
+        sequence_keys = self._sequence_keys
+        for projection_name in changed:
+            put(sequence_keys[projection_name], encoded, meta_cf)
 
     def commit(self) -> None:
         """Write what was staged; on failure drop it, reload state from disk (`reopen`) and raise `StoreFailed`.
@@ -610,10 +629,22 @@ class RocksEventStore:
         self._db.flush_wal(True)
 
     def close(self) -> None:
-        if not self.read_only and self._failed is None and (self._pending_events or self._staged_records
-                                                                or not self._batch.is_empty()):
-            self.commit()
+        """Commit what is staged and write every projection's covered sequence, so the next open refolds nothing."""
+        if not self.read_only and self._failed is None:
+            if self._pending_events or self._staged_records or not self._batch.is_empty():
+                self.commit()
+            if self._failed is None and self._sequences_written_at < self._committed_sequence:
+                self._write_every_sequence()
         self._release()
+
+    def _write_every_sequence(self) -> None:
+        """Every projection covers the committed sequence (each commit wrote the rows it changed): say so."""
+        try:
+            self._write_staged_state(self._committed_sequence, every_projection=True)
+            self._db.write(self._batch, self._write_options)
+        except Exception as error:  # the next open refolds the events since the sequences written last
+            log.warning("closing %s: the projections' covered sequences were not written: %s", self.path, error)
+        self._batch = WriteBatch(raw_mode=True)
 
     def _release(self) -> None:
         """Close the database. Column family views keep it (and its LOCK) open, so they go first.

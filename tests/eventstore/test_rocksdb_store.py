@@ -10,7 +10,8 @@ from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
 from logwright.core.log.partition_log import PARTITIONS
-from logwright.eventstore import keys
+from logwright.eventstore import keys, rocksdb
+from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
 
@@ -129,3 +130,68 @@ def test_cursor_state_with_holes_in_flight_and_counts_survives_a_reopen(opener: 
     assert commands.delivery_count(reopened.state("cursors", key), 20_001) == 1
     assert commands.in_flight_for(reopened.state("cursors", key), "c1")[0] == (1, 1)
     assert CURSORS.name == "cursors"
+
+
+
+def _covered(path: Path) -> dict[str, int]:
+    prefix = keys.META_STATE_SEQUENCE + b"."
+    return {key[len(prefix):].decode(): keys.decode_sequence(value)
+            for key, value in raw.items(path, "meta").items() if key.startswith(prefix)}
+
+
+def _crash_image(store: RocksEventStore, path: Path) -> Path:
+    """The store as a crash would leave it (a checkpoint: what the write-ahead log holds, nothing written at close)."""
+    store.checkpoint(str(path))
+    return path
+
+
+def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only(
+        opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+    store = opener()
+    new_topic(store, "t", 1)
+    store.commit()
+    created_at = store.last_sequence
+    for offset in range(10):
+        store.append([OffsetCommitted("g", "t", 0, offset)])
+        store.commit()
+    covered = _covered(_crash_image(store, tmp_path / "crashed"))
+    assert covered["group_offsets"] == store.last_sequence
+    assert covered["catalog"] == created_at, "the catalog did not change after the topic was created"
+    store.close()
+    assert set(_covered(opener.path).values()) == {store.last_sequence}, "close writes every covered sequence"
+
+
+def test_every_covered_sequence_is_written_again_within_the_refresh_bound(
+        opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+    store = opener()
+    new_topic(store, "t", 1)
+    store.commit()
+    for offset in range(120):
+        store.append([OffsetCommitted("g", "t", 0, offset)])
+        store.commit()
+    assert min(_covered(_crash_image(store, tmp_path / "crashed")).values()) > store.last_sequence - 50
+
+
+def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
+        opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A projection whose covered sequence was not written refolds the events since, which change nothing of it;
+    the ones that changed are not folded twice."""
+    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 1_000)
+    store = opener()
+    created = new_topic(store, "t", 2)
+    store.commit()
+    for offset in range(30):
+        produce(store, created.partition_ids[offset % 2], record_count=3)
+        store.append([OffsetCommitted("g", "t", offset % 2, offset)])
+        store.commit()
+    expected = {projection.name: dict(store.entities(projection.name)) for projection in store.projections}
+    crashed = _crash_image(store, tmp_path / "crashed")
+    assert min(_covered(crashed).values()) < store.last_sequence, "some projection is behind the log"
+    reopened = opener(crashed)
+    assert {projection.name: dict(reopened.entities(projection.name))
+            for projection in reopened.projections} == expected
+    assert check_store(reopened).consistent
+    opener.close(reopened)
+    assert set(_covered(crashed).values()) == {store.last_sequence}, "the refold wrote every covered sequence"
