@@ -17,7 +17,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.record_batch import build_batch, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.events import Event
-from logwright.plugins.facade import AppendRefused, OutgoingRecord, StoredBatchInfo
+from logwright.plugins.facade import AppendRefused, BrokerTimer, OutgoingRecord, StoredBatchInfo
 
 READ_CHUNK_BYTES = 1 << 20
 """How much `stored_batches` reads at a time."""
@@ -38,6 +38,10 @@ class PluginFacade:
 
     async def sleep_until(self, time_ms: int) -> None:
         await self._broker.sleep_until(time_ms)
+
+    def deadline_timer(self, name: str, next_deadline: Callable[[], int | None],
+                       tick: Callable[[], object]) -> BrokerTimer:
+        return self._broker.coordinators.plugin_timers.add(f"plugin {name}", next_deadline, tick)
 
     def broker_config(self, name: str) -> str:
         return self._broker.broker_config(name)

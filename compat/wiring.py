@@ -20,6 +20,7 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import GroupCoordinator
 from logwright.compat.coordinators.log_cleaner import LogCleaner
 from logwright.compat.coordinators.log_retention import LogRetention
+from logwright.compat.coordinators.plugin_timers import PluginTimers
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
@@ -81,6 +82,8 @@ class Coordinators:
     pop: PopCoordinator
     log_cleaner: LogCleaner
     log_retention: LogRetention
+    plugin_timers: PluginTimers
+    """Background tasks' timers (`BrokerFacade.deadline_timer`), run by LogwrightAdvanceClock with the rest."""
 
     @classmethod
     def of(cls, broker: Broker, plugins: PluginDecisions) -> Coordinators:
@@ -88,7 +91,8 @@ class Coordinators:
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
-                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker), LogRetention(broker))
+                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker), LogRetention(broker),
+                   PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
@@ -108,6 +112,7 @@ class Coordinators:
         self.pop.tick()
         self.log_cleaner.tick()
         self.log_retention.tick()
+        self.plugin_timers.run_due()
 
     def close(self) -> None:
         """Stop every timer for good (before the store closes)."""
@@ -115,6 +120,7 @@ class Coordinators:
             timer.close()
         self.log_cleaner.close()
         self.log_retention.close()
+        self.plugin_timers.close()
 
 
 def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: BrokerSettings | None = None,

@@ -68,7 +68,7 @@ from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import Projection
 from logwright.core.rangeset import RangeSet
 
-from .facade import AppendRefused, BrokerFacade, OutgoingRecord, StoredBatchInfo, sweep_expired
+from .facade import AppendRefused, BrokerFacade, BrokerTimer, OutgoingRecord, StoredBatchInfo, sweep_expired
 from .registrars import (
     EXTENSION_API_KEYS,
     BackgroundTask,
@@ -111,5 +111,5 @@ __all__ = [
     # index hooks
     "StagedChange", "AppendedBatch", "HoldBackQuery", "HeldBack", "HeldSpan",
     # the broker, for background tasks
-    "BrokerFacade", "OutgoingRecord", "StoredBatchInfo", "sweep_expired",
+    "BrokerFacade", "BrokerTimer", "OutgoingRecord", "StoredBatchInfo", "sweep_expired",
 ]

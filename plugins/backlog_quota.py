@@ -18,7 +18,6 @@ and is woken by commits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
@@ -173,29 +172,36 @@ class BacklogQuotaPlugin:
         return admission
 
     async def run(self, facade: BrokerFacade) -> None:
-        """Follow commits, and evict records past an age limit when the earliest one comes due."""
+        """Follow commits, and evict records past an age limit when the earliest one comes due: one deadline on
+        the broker clock (`BrokerFacade.deadline_timer`), asked again after each commit that may move it."""
         backlog = BacklogTracker(FacadeReads(facade))
-        changed = asyncio.Event()
+        stuck = False
+        """Due, yet nothing could move: wait for the next commit rather than look again and again."""
+
+        def next_deadline() -> int | None:
+            return None if stuck else backlog.next_age_deadline()
+
+        def tick() -> None:
+            nonlocal stuck
+            evictions = backlog.age_evictions()
+            if evictions:
+                facade.stage(evictions)
+            stuck = not evictions
+
+        timer = facade.deadline_timer("backlog_quota", next_deadline, tick)
 
         def on_commit(events: Any) -> None:
+            nonlocal stuck
             if backlog.on_commit(events):
-                changed.set()
+                stuck = False
+                timer.wake()
 
         facade.add_commit_listener(on_commit)
         self.tracker, self._facade = backlog, facade
         try:
-            while True:
-                changed.clear()
-                due = backlog.next_age_deadline()
-                if due is not None and due <= facade.now_ms():
-                    evictions = backlog.age_evictions()
-                    if evictions:
-                        facade.stage(evictions)
-                        await facade.durable()
-                        continue
-                    due = None
-                await _wait(facade, changed, due)
+            await asyncio.get_running_loop().create_future()  # the timer works until the broker ends the task
         finally:
+            timer.close()
             self.tracker = self._facade = None
 
 
@@ -222,17 +228,3 @@ def _has_members_in(staged: StagedChange) -> Callable[[str], bool]:
 def plugin_for_host() -> BacklogQuotaPlugin:
     """What the plugin host registers for this built-in: a fresh object per broker."""
     return BacklogQuotaPlugin()
-
-
-async def _wait(facade: BrokerFacade, changed: asyncio.Event, due: int | None) -> None:
-    """Until a commit may have changed a backlog or a quota, or the broker clock reaches ``due``."""
-    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait())]
-    if due is not None:
-        waiters.append(asyncio.ensure_future(facade.sleep_until(due)))
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await waiter

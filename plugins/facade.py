@@ -51,6 +51,22 @@ class StoredBatchInfo:
     max_timestamp: int
 
 
+class BrokerTimer(Protocol):
+    """A background task's timer on the broker clock (`BrokerFacade.deadline_timer`)."""
+
+    def schedule(self, deadline_ms: int) -> None:
+        """A deadline was set: re-arm if it is earlier than the one the timer sleeps toward."""
+        ...
+
+    def wake(self) -> None:
+        """Ask ``next_deadline`` again, after anything that may have moved the deadline either way."""
+        ...
+
+    def close(self) -> None:
+        """Stop for good (call it when the task ends)."""
+        ...
+
+
 @runtime_checkable
 class BrokerFacade(Protocol):
     """The broker as a plugin's background task sees it (``run(facade)``; see `BackgroundTask`)."""
@@ -65,6 +81,18 @@ class BrokerFacade(Protocol):
 
     async def sleep_until(self, time_ms: int) -> None:
         """Wait until the broker clock reads ``time_ms`` or later."""
+        ...
+
+    def deadline_timer(self, name: str, next_deadline: Callable[[], int | None],
+                       tick: Callable[[], object]) -> BrokerTimer:
+        """A timer that calls ``tick`` when the broker clock reaches ``next_deadline()`` (ms; ``None``: none).
+
+        One deadline at a time, asked again after each tick and on ``wake``; the broker's coordinators keep
+        theirs the same way (`DeadlineTimer`). Unlike a task sleeping in `sleep_until`, a manual clock's
+        LogwrightAdvanceClock runs a due tick itself and answers once what it staged is durable, so tests
+        read its effect right after advancing. ``tick`` runs in the broker's loop: quick, it stages events
+        (`stage`) and must not wait.
+        """
         ...
 
     def broker_config(self, name: str) -> str:

@@ -6,8 +6,9 @@ then advertised in ApiVersions. After moving the clock it runs every coordinator
 member of a classic, KIP-848 or share group has been removed, every transaction past its timeout has been
 aborted, and those events are durable: tests advance time instead of sleeping. Each advance is a `ManualClockSet`
 event, so a restarted broker resumes at the same time (`logwright.app.resume_manual_clock`).
-Background tasks sleeping on the broker clock (`Broker.sleep_until`) that came due have run up to
-their next ``await`` by then, too.
+Background tasks' timers (`BrokerFacade.deadline_timer`) that came due are run with the coordinators', their
+effects durable in the answer; tasks sleeping on the broker clock (`Broker.sleep_until`) that came due have
+run up to their next ``await`` by then, too.
 
 Wire format (request header v1, response header v0, big-endian):
 request ``advance_ms: int64``; response ``error_code: int16, now_ms: int64`` (-1 when the handler failed).
