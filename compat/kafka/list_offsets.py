@@ -6,8 +6,10 @@ v10 adds a timeout for remote lookups, which never wait here. With READ_COMMITTE
 v2+) latest is the last stable offset, below every open transaction, as Kafka answers.
 
 A time lookup seeks the time index (keyed by the running maximum timestamp, so the first entry at or
-after the target is the first batch that can hold it) and then decodes that one batch to find the
-first record at or after the target, the only place a record is decoded on this path.
+after the target is the first batch that can hold it) and then decodes that batch to find the first
+record at or after the target, the only place records are decoded on this path; on a compacted topic the
+record may have gone, and the search goes on through the next batches (skipping by their headers), as
+Kafka's does through its segments.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
-from logwright.compat.wire.record_batch import decode_records
-from logwright.eventstore.keys import parse_time_index_key, time_index_key
+from logwright.compat.wire.record_batch import decode_records, parse_header
+from logwright.eventstore.keys import time_index_key
 
 if TYPE_CHECKING:
     from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11
@@ -37,6 +39,8 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
+_SCAN_BYTES = 1 << 20
+"""Stored bytes read at a time when the batch the time index names no longer holds the answer (compaction)."""
 
 
 @handler(2, "ListOffsets", 1, 11)
@@ -83,18 +87,30 @@ def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bo
 def _first_at_or_after(
     broker: Broker, partition_id: int, target: int, log_start: int, high_watermark: int, exact: bool
 ) -> tuple[int, int]:
+    """The first record in offset order whose timestamp is at (``exact``) or after ``target``, as Kafka's
+    ``searchForTimestamp`` finds it: from the batch the time index names on, skipping batches whose max
+    timestamp is below the target. Usually that batch holds it; after compaction it may not (its records
+    at or after the target removed, the batch itself deleted, its max timestamp lowered), and the answer is
+    the first record that remains, at its own offset, however far on."""
     entry = broker.store.seek_index(time_index_key(partition_id, target), time_index_key(partition_id + 1, 0))
     if entry is None:
         return -1, -1
-    _, _indexed_time = parse_time_index_key(entry[0])
-    base_offset = broker.decode_offset(entry[1])
-    for batch in broker.store.read_batches(partition_id, max(base_offset, log_start), 1,
-                                           end_offset=high_watermark - 1):
-        for record in decode_records(batch):
-            if record.offset < log_start or record.offset >= high_watermark:
+    position = max(broker.decode_offset(entry[1]), log_start)
+    while position < high_watermark:
+        batches = broker.store.read_batches(partition_id, position, _SCAN_BYTES, end_offset=high_watermark - 1)
+        start = position
+        for batch in batches:
+            header = parse_header(batch)
+            position = max(position, header.last_offset + 1)
+            if header.max_timestamp < target:
                 continue
-            if (record.timestamp == target) if exact else (record.timestamp >= target):
-                return record.timestamp, record.offset
+            for record in decode_records(batch):
+                if record.offset < start or record.offset < log_start or record.offset >= high_watermark:
+                    continue
+                if (record.timestamp == target) if exact else (record.timestamp >= target):
+                    return record.timestamp, record.offset
+        if position == start:
+            break
     return -1, -1
 
 

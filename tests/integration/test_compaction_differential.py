@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from .compacted_topics import (
@@ -151,3 +151,27 @@ def test_a_tombstone_is_kept_then_removed_once_delete_retention_ms_passed(bootst
     close_head(bootstrap, topic, now + 3_000)
     gone = [(3, b"head", b"roll"), (4, b"b", b"2"), (5, b"head", b"roll")]  # the last head is not in a closed segment
     assert eventually(lambda: read_partition(bootstrap, topic), lambda found: found == gone, CLEANER_WAIT_S) == gone
+
+
+def test_list_offsets_by_time_in_a_compaction_gap_answers_the_first_record_that_remains(bootstrap: str) -> None:
+    """Batches [a@t, b@t+10], [b@t+20, c@t+30], [c@t+40]: compaction keeps a@t, b@t+20, c@t+40 and the head, so
+    the first two batches are rewritten without their later record. A time whose records went answers the first
+    record that remains at or after it, at its own offset, as Kafka's ``searchForTimestamp`` does past the batch
+    its time index names (which no longer holds one)."""
+    topic = create_compacted(bootstrap)
+    now = int(time.time() * 1000)
+    for records, first in (([(b"a", b"1"), (b"b", b"1")], now), ([(b"b", b"2"), (b"c", b"1")], now + 20),
+                           ([(b"c", b"2")], now + 40)):
+        assert produce(bootstrap, topic, records, first, step_ms=10) == [None] * len(records)
+    close_head(bootstrap, topic, now + 10_000)
+    kept = [(0, b"a", b"1"), (2, b"b", b"2"), (4, b"c", b"2"), (5, b"head", b"roll")]
+    assert eventually(lambda: read_partition(bootstrap, topic), lambda found: found == kept, CLEANER_WAIT_S) == kept
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{topic}"})
+    try:
+        answers = {}
+        for delta in (0, 5, 10, 20, 21, 30, 35, 41, 10_000, 10_001):
+            (found,) = consumer.offsets_for_times([TopicPartition(topic, 0, now + delta)], TIMEOUT_S)
+            answers[delta] = found.offset
+    finally:
+        consumer.close()
+    assert answers == {0: 0, 5: 2, 10: 2, 20: 2, 21: 4, 30: 4, 35: 4, 41: 5, 10_000: 5, 10_001: -1}
