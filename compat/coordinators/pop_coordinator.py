@@ -27,17 +27,31 @@ from logwright.compat.wire.records import Record
 from logwright.core.errors import DomainError, UnsupportedFeature
 from logwright.core.events import Event, TopicDeleted
 from logwright.core.events.pop import (
+    PAGES_EMPTIED,
     CheckpointAcked,
     CheckpointCreated,
     PopCursorCreated,
     PopCursorDeleted,
+    PopDeadLettered,
+    PopEntriesDropped,
     PopNacked,
 )
 from logwright.core.log.catalog import ResourceConfig, TopicState, resource_key
 from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import HeldBack
 from logwright.core.pop import pop_commands
-from logwright.core.pop.inflight import PROJECTION_NAME, PopEntry, PopPartition, pop_key, pop_partition
+from logwright.core.pop.inflight import (
+    PAGE_OFFSETS,
+    PROJECTION_NAME,
+    PopEntry,
+    PopHead,
+    PopPartition,
+    assemble,
+    page_key,
+    pop_head,
+    pop_key,
+    pop_page,
+)
 from logwright.core.pop.pop_commands import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -118,6 +132,9 @@ class PopCoordinator:
         self._deadlines: dict[str, int] = {}
         """In-flight table key → its earliest deadline: the deadline index."""
         self._rotation: dict[tuple[str, str], int] = {}
+        self._tables: dict[str, tuple[PopHead, tuple[object, ...], PopPartition]] = {}
+        """Head key → the rows a table was last assembled from and the table: reused while they are the same
+        objects (the store replaces a row's object whenever an event changes it)."""
         self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...], int]] = {}
         """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
         self._available = asyncio.Event()
@@ -125,7 +142,8 @@ class PopCoordinator:
         broker.store.add_commit_listener(self._on_commit)
         if self.enabled():
             for key, state in broker.store.entities(PROJECTION_NAME).items():
-                table = pop_partition(state)
+                head = pop_head(state)
+                table = self.table(head.group, head.partition_id) if head is not None else None
                 if table is not None:
                     self._track(key, table)
 
@@ -170,7 +188,25 @@ class PopCoordinator:
     # -- tables ---------------------------------------------------------------------------------
 
     def table(self, group: str, partition_id: int) -> PopPartition | None:
-        return pop_partition(self.broker.store.state(PROJECTION_NAME, pop_key(group, partition_id)))
+        """The group's in-flight table on the partition, assembled from its head and page rows."""
+        key = pop_key(group, partition_id)
+        head = pop_head(self.broker.store.state(PROJECTION_NAME, key))
+        if head is None:
+            self._tables.pop(key, None)
+            return None
+        rows = tuple(self.broker.store.state(PROJECTION_NAME, page_key(group, partition_id, page))
+                     for page in head.pages)
+        cached = self._tables.get(key)
+        if cached is not None and cached[0] is head and len(cached[1]) == len(rows) \
+                and all(old is new for old, new in zip(cached[1], rows, strict=True)):
+            return cached[2]
+        table = assemble(head, (pop_page(row) for row in rows))
+        self._tables[key] = (head, rows, table)
+        return table
+
+    def _table_at(self, key: str) -> PopPartition | None:
+        head = pop_head(self.broker.store.state(PROJECTION_NAME, key))
+        return self.table(head.group, head.partition_id) if head is not None else None
 
     def _table_or_create(self, group: str, topic: str, partition_id: int) -> PopPartition:
         state = self.table(group, partition_id)
@@ -188,6 +224,8 @@ class PopCoordinator:
         if not events:
             return
         self.broker.stage(events)
+        if any(isinstance(event, CheckpointAcked | PopDeadLettered | PopEntriesDropped) for event in events):
+            self._prune(state.group, state.partition_id)
         key = pop_key(state.group, state.partition_id)
         after = self.table(state.group, state.partition_id)
         known = self._deadlines.get(key)
@@ -205,6 +243,18 @@ class PopCoordinator:
             self.timer.schedule(known)
         else:
             self._track(key, after)
+
+    def _prune(self, group: str, partition_id: int) -> None:
+        """Pages the events just emptied leave the head's list (in the same WriteBatch): the head's fold cannot
+        tell from an ack whether it settled a page's last entry."""
+        head = pop_head(self.broker.store.state(PROJECTION_NAME, pop_key(group, partition_id)))
+        if head is None:
+            return
+        emptied = [page for page in head.pages
+                   if self.broker.store.state(PROJECTION_NAME, page_key(group, partition_id, page)) is None]
+        if emptied:
+            self.broker.stage([PopEntriesDropped(group, partition_id, page_ranges(emptied), PAGES_EMPTIED,
+                                                 self.broker.clock.now_ms())])
 
     # -- pop ------------------------------------------------------------------------------------
 
@@ -654,7 +704,7 @@ class PopCoordinator:
             return
         now = self.broker.clock.now_ms()
         for key, state in self.broker.store.entities(PROJECTION_NAME).items():
-            if isinstance(state, PopPartition) and state.partition_id in deleted:
+            if isinstance(state, PopHead) and state.partition_id in deleted:
                 self._deadlines[key] = now
                 self.timer.schedule(now)
 
@@ -668,12 +718,13 @@ class PopCoordinator:
         for key, deadline in list(self._deadlines.items()):
             if deadline > now:
                 continue
-            state = pop_partition(self.broker.store.state(PROJECTION_NAME, key))
+            state = self._table_at(key)
             if state is None:
                 self._deadlines.pop(key, None)
                 continue
             if not self._partition_exists(state):
-                gone: list[Event] = [PopCursorDeleted(state.group, state.partition_id, TOPIC_DELETED_REASON)]
+                gone: list[Event] = [*self._drop_all(state, TOPIC_DELETED_REASON, now),
+                                     PopCursorDeleted(state.group, state.partition_id, TOPIC_DELETED_REASON)]
                 self._stage(state, gone)
                 staged.extend(gone)
                 continue
@@ -692,8 +743,27 @@ class PopCoordinator:
             self._wake()
         return staged
 
+    def _drop_all(self, state: PopPartition, reason: str, now: int) -> list[Event]:
+        """The event dropping every entry of the table (its page rows go with it); none if it holds none."""
+        head = pop_head(self.broker.store.state(PROJECTION_NAME, pop_key(state.group, state.partition_id)))
+        if head is None or not head.pages:
+            return []
+        return [PopEntriesDropped(state.group, state.partition_id, page_ranges(head.pages), reason, now)]
+
     def close(self) -> None:
         self.timer.close()
+
+
+def page_ranges(pages: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """The offset ranges ``pages`` (ascending page numbers) cover, adjacent pages merged."""
+    ranges: list[tuple[int, int]] = []
+    for page in pages:
+        first, last = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS - 1
+        if ranges and ranges[-1][1] + 1 == first:
+            ranges[-1] = (ranges[-1][0], last)
+        else:
+            ranges.append((first, last))
+    return tuple(ranges)
 
 
 def _holds(offsets: Sequence[int], offset: int) -> bool:

@@ -12,6 +12,7 @@ new kind of subscription appends its own source: nothing else of the backlog cod
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from logwright.core.cursors.cursor import CursorState, cursor_key
@@ -19,10 +20,12 @@ from logwright.core.events import Event, OffsetCommitted, SubscriptionCreated
 from logwright.core.events.pop import PopCursorCreated
 from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.pop.inflight import PROJECTION_NAME as POP_PROJECTION
-from logwright.core.pop.inflight import PopPartition, pop_key
+from logwright.core.pop.inflight import PopHead, PopPartition, pop_key, table_in
 from logwright.core.rangeset import RangeSet
 
 from .backlog import Position
+
+NO_STATES: Mapping[str, Any] = MappingProxyType({})
 
 
 class PositionSource(Protocol):
@@ -36,8 +39,10 @@ class PositionSource(Protocol):
         """Every (entity key, position) on ``partition_id`` (``partition_index`` of ``topic``) in ``states``."""
         ...
 
-    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
-        """The position entity ``key``'s state gives on the partition; ``None`` if it has none (any longer)."""
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
+             states: Mapping[str, Any] = NO_STATES) -> Position | None:
+        """The position entity ``key``'s state gives on the partition; ``None`` if it has none (any longer).
+        ``states`` are the projection's, for a kind whose entity spans several rows (a pop table's pages)."""
         ...
 
     def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
@@ -58,7 +63,8 @@ class CursorPositions:
             if key.startswith(prefix) and isinstance(state, CursorState):
                 yield key, from_cursor(state)
 
-    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
+             states: Mapping[str, Any] = NO_STATES) -> Position | None:
         return from_cursor(state) if isinstance(state, CursorState) else None
 
     def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
@@ -75,11 +81,12 @@ class GroupPositions:
     def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
              partition_id: int) -> Iterable[tuple[str, Position]]:
         for group, state in states.items():
-            position = self.read(group, state, topic, partition_index, partition_id)
+            position = self.read(group, state, topic, partition_index, partition_id, states)
             if position is not None:
                 yield group, position
 
-    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
+             states: Mapping[str, Any] = NO_STATES) -> Position | None:
         if not isinstance(state, GroupOffsets):
             return None
         committed = state.get(topic, partition_index)
@@ -101,11 +108,15 @@ class PopPositions:
              partition_id: int) -> Iterable[tuple[str, Position]]:
         prefix = f"{partition_id}/"
         for key, state in states.items():
-            if key.startswith(prefix) and isinstance(state, PopPartition):
-                yield key, from_pop(state)
+            if key.startswith(prefix) and isinstance(state, PopHead):
+                table = table_in(states, state.group, partition_id)
+                if table is not None:
+                    yield key, from_pop(table)
 
-    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
-        return from_pop(state) if isinstance(state, PopPartition) else None
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
+             states: Mapping[str, Any] = NO_STATES) -> Position | None:
+        table = table_in(states, state.group, partition_id) if isinstance(state, PopHead) else None
+        return from_pop(table) if table is not None else None
 
     def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
         if isinstance(event, PopCursorCreated):

@@ -197,7 +197,7 @@ class BacklogTracker:
         for source, known in zip(POSITION_SOURCES, keys, strict=True):
             states = self._states(source.projection)
             for key in list(known):
-                position = source.read(key, states.get(key), topic, partition_index, partition_id)
+                position = source.read(key, states.get(key), topic, partition_index, partition_id, states)
                 if position is None:
                     known.discard(key)
                 else:

@@ -1,4 +1,5 @@
-"""Events of pop consumption (RocketMQ 5's Pop): checkpoints, acks, invisible times, revivals (tags 90-99).
+"""Events of pop consumption (RocketMQ 5's Pop): checkpoints, acks, invisible times, revivals (tags 90-98),
+positions moved and entries dropped (tags 41-42).
 
 One group's pops on one partition fold into one in-flight table (`logwright.core.pop.inflight`). Each event
 names the offsets it touches; bodies are never copied: a revived record is delivered again from its own
@@ -128,6 +129,34 @@ class PopDelayed(PopEvent):
     time_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class PopPositionMoved(PopEvent):
+    """The group's pop position on the partition is set to ``offset`` from outside the pops: an admin reset
+    (F41: earliest, latest, an offset or a timestamp) or a backlog eviction; ``reason`` says which. The next
+    pop of new records starts there; what is in flight is dropped by the `PopEntriesDropped` staged with it."""
+
+    TAG: ClassVar[int] = 41
+    offset: int
+    reason: str
+    time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PopEntriesDropped(PopEvent):
+    """Every in-flight entry of the table inside ``ranges`` (inclusive ``(first, last)`` offsets) is settled
+    without a delivery: skipped by a reset or an eviction, or gone with its deleted topic; their handles answer
+    ``unknown`` from then on. With ``reason`` `PAGES_EMPTIED` nothing is in flight there any more: the event only
+    lets the table's head forget pages that acks emptied (the fold cannot see that from the acks alone)."""
+
+    TAG: ClassVar[int] = 42
+    ranges: tuple[tuple[int, int], ...]
+    reason: str
+    time_ms: int
+
+
+PAGES_EMPTIED = "pages emptied"
+"""The `PopEntriesDropped` reason of an event that drops nothing and only prunes the head's page list."""
+
 POP_EVENT_TYPES: tuple[type[Event], ...] = (
     PopCursorCreated,
     CheckpointCreated,
@@ -138,4 +167,6 @@ POP_EVENT_TYPES: tuple[type[Event], ...] = (
     PopDeadLettered,
     PopCursorDeleted,
     PopDelayed,
+    PopPositionMoved,
+    PopEntriesDropped,
 )

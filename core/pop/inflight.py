@@ -4,15 +4,27 @@ Each record popped and not yet settled has an entry: how often it was delivered,
 handle, and until when it is invisible; a revived entry waits, visible, for the next pop. Everything below
 ``next_offset`` without an entry is settled (acknowledged, dead-lettered, or no record at all). Deadlines
 are the broker clock's; the fold never reads a clock, so a restart rebuilds exactly this from the log.
+
+The table is stored as rows: a head (`PopHead`: topic, position, last epoch, which pages hold entries) and one
+`PopPage` per `PAGE_OFFSETS` offsets that hold entries, so an event rewrites the head (when it changes it) and
+the pages of the offsets it names, not the whole table (one row of 20,000 entries was 4 ms of encoding per
+pop). Readers see the table whole as a `PopPartition` (`table_in`). The head's page list may name a page an ack
+just emptied until the `PopEntriesDropped` with reason ``pages emptied`` the coordinator stages in the same
+WriteBatch prunes it; readers skip a listed page without a row.
+
+Stores written before pages existed kept one ``pop_inflight`` row per table; this projection has another name
+(``pop_tables``), so the store folds the pop events into it once at the first start and ignores the old rows.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import singledispatch
+from itertools import chain
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from logwright.core.events import Event
 from logwright.core.events.pop import (
@@ -23,12 +35,17 @@ from logwright.core.events.pop import (
     PopCursorDeleted,
     PopDeadLettered,
     PopDelayed,
+    PopEntriesDropped,
     PopEvent,
+    PopPositionMoved,
     Revived,
 )
 from logwright.core.projection import Projection
 
-PROJECTION_NAME = "pop_inflight"
+PROJECTION_NAME = "pop_tables"
+PAGE_OFFSETS = 256
+"""Offsets per page row: a pop of 32 records rewrites one or two pages (at most 512 entries, about 0.1 ms of
+encoding), a compact pop of 1,024 about five; a full table of 20,000 in flight is about 80 rows."""
 _OFFSET = itemgetter(0)
 _FEW = 16
 """Up to this many acknowledged handles are folded by a search each; more by one pass over their span."""
@@ -38,8 +55,8 @@ class PopEntry(NamedTuple):
     """One popped, unsettled record: delivered ``deliveries`` times, held under handle ``epoch`` until
     ``invisible_until_ms`` (``visible``: revived, waiting for the next pop).
 
-    A named tuple, not a dataclass: the table is written with every pop event, and msgpack packs tuples
-    natively (about 0.2 us an entry) where the codec's tagged dataclasses cost about 4 us each.
+    A named tuple, not a dataclass: pages are written with every pop event that names them, and msgpack packs
+    tuples natively (about 0.2 us an entry) where the codec's tagged dataclasses cost about 4 us each.
     """
 
     offset: int
@@ -56,8 +73,33 @@ class PopEntry(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class PopHead:
+    """The stored head of a table: what the pops need besides the entries, and the pages holding entries."""
+
+    group: str
+    partition_id: int
+    topic: str
+    next_offset: int
+    last_epoch: int = 0
+    pages: tuple[int, ...] = ()
+    """Page numbers (offset // `PAGE_OFFSETS`) that may hold entries, ascending."""
+
+
+@dataclass(frozen=True, slots=True)
+class PopPage:
+    """The entries of one page of a table, sorted by offset (never empty: an emptied page's row is deleted)."""
+
+    entries: tuple[PopEntry, ...]
+
+    def __post_init__(self) -> None:
+        if self.entries and type(self.entries[0]) is not PopEntry:  # read back from the store: all plain tuples
+            object.__setattr__(self, "entries", tuple(PopEntry(*entry) for entry in self.entries))
+
+
+@dataclass(frozen=True, slots=True)
 class PopPartition:
-    """A group's pop position and in-flight entries (sorted by offset) on one partition."""
+    """A group's pop position and in-flight entries (sorted by offset) on one partition: the table as readers
+    see it, assembled from its head and pages (`table_in`); never stored itself."""
 
     group: str
     partition_id: int
@@ -97,142 +139,288 @@ class PopPartition:
 
 
 def pop_key(group: str, partition_id: int) -> str:
-    """Entity key: partition first (as cursors are keyed), then the group."""
+    """A table's head key: partition first (as cursors are keyed), then the group."""
     return f"{partition_id}/{group}"
+
+
+def page_key(group: str, partition_id: int, page: int) -> str:
+    """A page row's key: ``<partition>#<page>/<group>`` (a head key has no ``#`` before its first ``/``)."""
+    return f"{partition_id}#{page}/{group}"
+
+
+def page_of(offset: int) -> int:
+    return offset // PAGE_OFFSETS
+
+
+def _page_number(key: str) -> int:
+    return int(key[key.index("#") + 1:key.index("/")])
 
 
 def _with(state: PopPartition, changed: dict[int, PopEntry | None], next_offset: int | None = None,
           last_epoch: int | None = None) -> PopPartition:
-    """``state`` with ``changed`` entries put (``None``: removed), kept in offset order by bisection: an event
-    costs a copy of the table (memmove speed) and a search per change, not a rebuild of every entry."""
-    entries = list(state.entries)
-    for offset, entry in sorted(changed.items(), key=_OFFSET):
-        index = bisect_left(entries, offset, key=_OFFSET)
-        present = index < len(entries) and entries[index].offset == offset
-        if entry is None:
-            if present:
-                del entries[index]
-        elif present:
-            entries[index] = entry
-        else:
-            entries.insert(index, entry)
-    return replace(state, entries=tuple(entries),
+    """``state`` with ``changed`` entries put (``None``: removed), kept in offset order (`_changed`)."""
+    return replace(state, entries=_changed(state.entries, changed),
                    next_offset=state.next_offset if next_offset is None else next_offset,
                    last_epoch=state.last_epoch if last_epoch is None else last_epoch)
 
 
-@singledispatch
-def _evolve(event: Event, state: PopPartition | None) -> PopPartition | None:
-    return state
+def _changed(entries: tuple[PopEntry, ...], changed: Mapping[int, PopEntry | None]) -> tuple[PopEntry, ...]:
+    """``entries`` with ``changed`` put (``None``: removed), kept in offset order by bisection: a change costs
+    a copy of the page (memmove speed) and a search, not a rebuild of every entry."""
+    if not changed:
+        return entries
+    updated = list(entries)
+    for offset, entry in sorted(changed.items(), key=_OFFSET):
+        index = bisect_left(updated, offset, key=_OFFSET)
+        present = index < len(updated) and updated[index].offset == offset
+        if entry is None:
+            if present:
+                del updated[index]
+        elif present:
+            updated[index] = entry
+        else:
+            updated.insert(index, entry)
+    return tuple(updated)
 
 
-@_evolve.register
-def _(event: PopCursorCreated, state: PopPartition | None) -> PopPartition | None:
-    return state if state is not None else PopPartition(event.group, event.partition_id, event.topic,
-                                                        event.start_offset)
+def _entry(entries: Sequence[PopEntry], offset: int) -> PopEntry | None:
+    index = bisect_left(entries, offset, key=_OFFSET)
+    return entries[index] if index < len(entries) and entries[index].offset == offset else None
 
 
-@_evolve.register
-def _(event: CheckpointCreated, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    until = event.pop_time_ms + event.invisible_time_ms
-    next_offset, last_epoch = max(state.next_offset, event.next_offset), max(state.last_epoch, event.epoch)
-    if event.offsets and (not state.entries or min(event.offsets) > state.entries[-1].offset):
-        # only new records past every entry (a pop of fresh records): appended, no search per offset
-        new = tuple.__new__  # PopEntry's own __new__ is a Python lambda: a third of this fold's time
-        fresh = tuple(new(PopEntry, (offset, 1, event.epoch, until, False)) for offset in sorted(event.offsets))
-        return replace(state, entries=state.entries + fresh, next_offset=next_offset, last_epoch=last_epoch)
-    changed: dict[int, PopEntry | None] = {}
-    for offset in event.offsets:
-        before = state.entry(offset)
-        deliveries = before.deliveries + 1 if before is not None else 1
-        changed[offset] = PopEntry(offset, deliveries, event.epoch, until)
-    return _with(state, changed, next_offset=max(state.next_offset, event.next_offset),
-                 last_epoch=max(state.last_epoch, event.epoch))
+# -- which rows an event names -------------------------------------------------------------------------
+
+_HEAD_UNCHANGED = (CheckpointAcked, Revived, PopDeadLettered)
+"""Events that change entries only: their head row is not rewritten."""
 
 
-@_evolve.register
-def _(event: CheckpointAcked, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    if len(event.handles) > _FEW:
-        # many handles (a compact ack): one pass over the span they cover, not a search and a removal each
-        settled = dict(event.handles)  # offset -> epoch: a compact ack names each offset once
-        low = bisect_left(state.entries, min(settled), key=_OFFSET)
-        high = bisect_right(state.entries, max(settled), key=_OFFSET)
-        if len(settled) == len(event.handles):
-            kept = tuple(entry for entry in state.entries[low:high] if settled.get(entry[0]) != entry[2])
-        else:  # an offset named twice (two epochs): whichever is its entry's settles it
-            pairs = set(event.handles)
-            kept = tuple(entry for entry in state.entries[low:high] if (entry[0], entry[2]) not in pairs)
-        return replace(state, entries=state.entries[:low] + kept + state.entries[high:])
-    changed: dict[int, PopEntry | None] = {}
-    for offset, epoch in event.handles:
-        entry = state.entry(offset)
-        if entry is not None and entry.epoch == epoch:
-            changed[offset] = None
-    return _with(state, changed)
+def _named(event: PopEvent) -> Sequence[int]:
+    """The offsets ``event`` changes entries of, ascending (ranges of `PopEntriesDropped` aside)."""
+    if isinstance(event, CheckpointCreated):
+        return event.offsets  # sorted by `pop_commands.checkpoint`
+    if isinstance(event, Revived):
+        return sorted(event.offsets)  # in deadline order
+    if isinstance(event, CheckpointAcked):
+        return sorted({offset for offset, _ in event.handles})
+    if isinstance(event, HandleSuperseded):
+        return (event.offset,)
+    if isinstance(event, PopDeadLettered | PopDelayed):
+        return sorted({offset for offset, _ in event.records})
+    return ()
 
 
-@_evolve.register
-def _(event: HandleSuperseded, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    entry = state.entry(event.offset)
-    if entry is None or entry.epoch != event.old_epoch or entry.visible:
-        return state
-    moved = entry._replace(epoch=event.epoch, invisible_until_ms=event.invisible_until_ms)
-    return _with(state, {event.offset: moved}, last_epoch=max(state.last_epoch, event.epoch))
-
-
-@_evolve.register
-def _(event: Revived, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    changed: dict[int, PopEntry | None] = {}
-    for offset in event.offsets:
-        entry = state.entry(offset)
-        if entry is not None and not entry.visible:
-            changed[offset] = entry._replace(visible=True)
-    return _with(state, changed)
-
-
-@_evolve.register
-def _(event: PopDeadLettered, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    return _with(state, {offset: None for offset, _ in event.records})
-
-
-@_evolve.register
-def _(event: PopDelayed, state: PopPartition | None) -> PopPartition | None:
-    if state is None:
-        return None
-    changed: dict[int, PopEntry | None] = {offset: PopEntry(offset, 0, 0, due) for offset, due in event.records
-                                           if state.entry(offset) is None}
-    return _with(state, changed)
-
-
-@_evolve.register
-def _(event: PopCursorDeleted, state: PopPartition | None) -> PopPartition | None:
-    return None
+def _pages(event: PopEvent) -> tuple[int, ...]:
+    """The pages ``event`` changes, ascending (for `PopEntriesDropped`: every page its ranges overlap)."""
+    if isinstance(event, PopEntriesDropped):
+        return tuple(sorted({page for first, last in event.ranges
+                             for page in range(page_of(first), page_of(last) + 1)}))
+    named = _named(event)
+    if not named:
+        return ()
+    if page_of(named[0]) == page_of(named[-1]):
+        return (page_of(named[0]),)
+    return tuple(sorted({page_of(offset) for offset in named}))
 
 
 def _keys(event: Event) -> tuple[str, ...]:
-    return (pop_key(event.group, event.partition_id),) if isinstance(event, PopEvent) else ()
+    if not isinstance(event, PopEvent):
+        return ()
+    pages = tuple(page_key(event.group, event.partition_id, page) for page in _pages(event))
+    if isinstance(event, _HEAD_UNCHANGED):
+        return pages
+    return (pop_key(event.group, event.partition_id), *pages)
 
 
-POP_INFLIGHT: Projection[PopPartition] = Projection(
-    name=PROJECTION_NAME, entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state),
-    handles=frozenset({PopEvent}),
+# -- the head's fold -----------------------------------------------------------------------------------
+
+@singledispatch
+def _evolve_head(event: Event, head: PopHead | None) -> PopHead | None:
+    return head
+
+
+@_evolve_head.register
+def _(event: PopCursorCreated, head: PopHead | None) -> PopHead | None:
+    return head if head is not None else PopHead(event.group, event.partition_id, event.topic, event.start_offset)
+
+
+def _with_pages(head: PopHead, added: Iterable[int]) -> tuple[int, ...]:
+    pages = head.pages
+    new = [page for page in added if page not in pages]
+    return tuple(sorted((*pages, *new))) if new else pages
+
+
+@_evolve_head.register
+def _(event: CheckpointCreated, head: PopHead | None) -> PopHead | None:
+    if head is None:
+        return None
+    return replace(head, next_offset=max(head.next_offset, event.next_offset),
+                   last_epoch=max(head.last_epoch, event.epoch), pages=_with_pages(head, _pages(event)))
+
+
+@_evolve_head.register
+def _(event: HandleSuperseded, head: PopHead | None) -> PopHead | None:
+    return None if head is None else replace(head, last_epoch=max(head.last_epoch, event.epoch))
+
+
+@_evolve_head.register
+def _(event: PopDelayed, head: PopHead | None) -> PopHead | None:
+    return None if head is None else replace(head, pages=_with_pages(head, _pages(event)))
+
+
+@_evolve_head.register
+def _(event: PopPositionMoved, head: PopHead | None) -> PopHead | None:
+    return None if head is None else replace(head, next_offset=event.offset)
+
+
+@_evolve_head.register
+def _(event: PopEntriesDropped, head: PopHead | None) -> PopHead | None:
+    if head is None:
+        return None
+    emptied = {page for page in head.pages
+               if any(first <= page * PAGE_OFFSETS and (page + 1) * PAGE_OFFSETS - 1 <= last
+                      for first, last in event.ranges)}
+    return replace(head, pages=tuple(page for page in head.pages if page not in emptied)) if emptied else head
+
+
+@_evolve_head.register
+def _(event: PopCursorDeleted, head: PopHead | None) -> PopHead | None:
+    return None
+
+
+# -- a page's fold --------------------------------------------------------------------------------------
+
+def _within(offsets: Sequence[int], page: int) -> Sequence[int]:
+    """The ascending ``offsets`` on ``page``."""
+    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS
+    if offsets and low <= offsets[0] and offsets[-1] < high:
+        return offsets
+    return offsets[bisect_left(offsets, low):bisect_left(offsets, high)]
+
+
+@singledispatch
+def _evolve_page(event: Event, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    return entries
+
+
+@_evolve_page.register
+def _(event: CheckpointCreated, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    until = event.pop_time_ms + event.invisible_time_ms
+    offsets = _within(event.offsets, page)
+    if offsets and (not entries or offsets[0] > entries[-1].offset):
+        # only new records past every entry (a pop of fresh records): appended, no search per offset
+        new = tuple.__new__  # PopEntry's own __new__ is a Python lambda: a third of this fold's time
+        return entries + tuple(new(PopEntry, (offset, 1, event.epoch, until, False)) for offset in offsets)
+    changed: dict[int, PopEntry | None] = {}
+    for offset in offsets:
+        before = _entry(entries, offset)
+        changed[offset] = PopEntry(offset, before.deliveries + 1 if before is not None else 1, event.epoch, until)
+    return _changed(entries, changed)
+
+
+@_evolve_page.register
+def _(event: CheckpointAcked, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS
+    handles = [(offset, epoch) for offset, epoch in event.handles if low <= offset < high]
+    if len(handles) > _FEW:
+        # many handles (a compact ack): one pass over the span they cover, not a search and a removal each
+        settled = dict(handles)  # offset -> epoch: a compact ack names each offset once
+        first = bisect_left(entries, min(settled), key=_OFFSET)
+        last = bisect_right(entries, max(settled), key=_OFFSET)
+        if len(settled) == len(handles):
+            kept = tuple(entry for entry in entries[first:last] if settled.get(entry[0]) != entry[2])
+        else:  # an offset named twice (two epochs): whichever is its entry's settles it
+            pairs = set(handles)
+            kept = tuple(entry for entry in entries[first:last] if (entry[0], entry[2]) not in pairs)
+        return entries[:first] + kept + entries[last:]
+    changed: dict[int, PopEntry | None] = {}
+    for offset, epoch in handles:
+        entry = _entry(entries, offset)
+        if entry is not None and entry.epoch == epoch:
+            changed[offset] = None
+    return _changed(entries, changed)
+
+
+@_evolve_page.register
+def _(event: HandleSuperseded, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    entry = _entry(entries, event.offset)
+    if entry is None or entry.epoch != event.old_epoch or entry.visible:
+        return entries
+    return _changed(entries, {event.offset: entry._replace(epoch=event.epoch,
+                                                           invisible_until_ms=event.invisible_until_ms)})
+
+
+@_evolve_page.register
+def _(event: Revived, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    changed: dict[int, PopEntry | None] = {}
+    for offset in event.offsets:
+        entry = _entry(entries, offset) if page_of(offset) == page else None
+        if entry is not None and not entry.visible:
+            changed[offset] = entry._replace(visible=True)
+    return _changed(entries, changed)
+
+
+@_evolve_page.register
+def _(event: PopDeadLettered, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    return _changed(entries, {offset: None for offset, _ in event.records if page_of(offset) == page})
+
+
+@_evolve_page.register
+def _(event: PopDelayed, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    return _changed(entries, {offset: PopEntry(offset, 0, 0, due) for offset, due in event.records
+                              if page_of(offset) == page and _entry(entries, offset) is None})
+
+
+@_evolve_page.register
+def _(event: PopEntriesDropped, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
+    return tuple(entry for entry in entries
+                 if not any(first <= entry.offset <= last for first, last in event.ranges))
+
+
+def _evolve(state: object, event: Event, key: str) -> object:
+    """Fold ``event`` into the row ``key``: a table's head or one of its pages."""
+    if "#" in key.partition("/")[0]:
+        page = state.entries if isinstance(state, PopPage) else ()
+        entries = _evolve_page(event, page, _page_number(key))
+        return PopPage(entries) if entries else None
+    return _evolve_head(event, state if isinstance(state, PopHead) else None)
+
+
+POP_INFLIGHT: Projection[object] = Projection(
+    name=PROJECTION_NAME, entity_keys=_keys, evolve=_evolve, handles=frozenset({PopEvent}),
 )
 
-POP_STATE_TYPES = {2090: PopPartition}
-"""Codec tags of the states, registered with the projection by the built-in plugin ``pop`` (plugin state tags
-start at 2000; 2090 mirrors the events' decade 90)."""
+POP_STATE_TYPES = {2091: PopHead, 2092: PopPage}
+"""Codec tags of the rows, registered with the projection by the built-in plugin ``pop`` (plugin state tags
+start at 2000; the decade mirrors the events' 90s). 2090 was the one-row table of ``pop_inflight``: not reused."""
 
 
-def pop_partition(state: object) -> PopPartition | None:
-    """A stored state as a `PopPartition` (``None`` for anything else: the group never popped there)."""
-    return state if isinstance(state, PopPartition) else None
+# -- readers ---------------------------------------------------------------------------------------------
+
+def assemble(head: PopHead, pages: Iterable[PopPage | None]) -> PopPartition:
+    """The table whole: ``head`` with the entries of its ``pages`` (in page order; ``None``: no row)."""
+    entries = tuple(chain.from_iterable(page.entries for page in pages if page is not None))
+    return PopPartition(head.group, head.partition_id, head.topic, head.next_offset, head.last_epoch, entries)
+
+
+def table_in(states: Mapping[str, Any], group: str, partition_id: int) -> PopPartition | None:
+    """The table of ``group`` on ``partition_id`` in the projection's ``states``; ``None``: never popped there."""
+    head = states.get(pop_key(group, partition_id))
+    if not isinstance(head, PopHead):
+        return None
+    return assemble(head, (pop_page(states.get(page_key(group, partition_id, page))) for page in head.pages))
+
+
+def tables_in(states: Mapping[str, Any]) -> dict[str, PopPartition]:
+    """Every table in ``states``, by head key (`check`-style readers and tests)."""
+    return {key: table for key, head in states.items() if isinstance(head, PopHead)
+            and (table := table_in(states, head.group, head.partition_id)) is not None}
+
+
+def pop_page(state: object) -> PopPage | None:
+    """A stored row as a `PopPage` (``None``: no row, or a head)."""
+    return state if isinstance(state, PopPage) else None
+
+
+def pop_head(state: object) -> PopHead | None:
+    """A stored row as a `PopHead` (``None`` for a page or anything else)."""
+    return state if isinstance(state, PopHead) else None

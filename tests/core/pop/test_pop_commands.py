@@ -12,11 +12,12 @@ from logwright.core.events.pop import (
     PopCursorCreated,
     PopCursorDeleted,
     PopDelayed,
+    PopEntriesDropped,
     PopNacked,
     Revived,
 )
 from logwright.core.pop import pop_commands
-from logwright.core.pop.inflight import POP_INFLIGHT, PopEntry, PopPartition, pop_key
+from logwright.core.pop.inflight import POP_INFLIGHT, PopEntry, PopPartition, pop_key, tables_in
 from logwright.core.pop.pop_commands import PopLimits
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 from logwright.core.projection import fold
@@ -25,7 +26,8 @@ LIMITS = PopLimits(max_messages=32, invisible_time_ms=60_000)
 
 
 def given(*events: Event, partition_id: int = 7) -> PopPartition:
-    state = fold(POP_INFLIGHT, (PopCursorCreated("g", partition_id, "t", 0), *events)).get(pop_key("g", partition_id))
+    states = fold(POP_INFLIGHT, (PopCursorCreated("g", partition_id, "t", 0), *events))
+    state = tables_in(states).get(pop_key("g", partition_id))
     assert isinstance(state, PopPartition)
     return state
 
@@ -156,7 +158,11 @@ def test_orderly_pop_waits_for_the_partition() -> None:
 
 
 def test_a_deleted_partitions_table_is_gone() -> None:
-    events: list[Event] = [PopCursorCreated("g", 7, "t", 0), popped((0,), 1), PopCursorDeleted("g", 7, "topic deleted")]
+    """The coordinator drops the entries (their page rows) with the head: no row of the table stays."""
+    events: list[Event] = [PopCursorCreated("g", 7, "t", 0), popped((0, 300), 1),
+                           PopEntriesDropped("g", 7, ((0, 511),), "topic deleted", 5),
+                           PopCursorDeleted("g", 7, "topic deleted")]
+    assert len(fold(POP_INFLIGHT, events[:2])) == 3, "a head and two pages"
     assert fold(POP_INFLIGHT, events) == {}
 
 
