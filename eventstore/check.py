@@ -5,9 +5,9 @@ Used by `logwright check`; the Spark replay job does the same at scale with the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from logwright.core.events import Event
 from logwright.core.projection import Projection
@@ -34,15 +34,31 @@ class CheckReport:
         return f"{verdict}: {self.events} events, {self.projections} projections, {self.entities} entities"
 
 
-def check_store(store: RocksEventStore, max_reported: int = 50) -> CheckReport:
-    """Compare every projection rebuilt from the committed log with what ``state`` holds on disk."""
+class StoreCheck(Protocol):
+    """A check beside the projections' (the backlog quotas': `logwright.compat.backlog_check`): its scratch fold
+    runs in the same pass over the log, then it compares what it folded with the store itself."""
+
+    def projection(self, stored: Mapping[str, Mapping[str, Any]]) -> Projection[Any]:
+        """The fold to run over the log, given every projection's stored states; never written."""
+        ...
+
+    def differences(self, store: RocksEventStore, rebuilt: Mapping[str, Mapping[str, Any]],
+                    stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """What differs, given the refolded states (its own fold's included) and the stored ones."""
+        ...
+
+
+def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence[StoreCheck] = ()) -> CheckReport:
+    """Compare every projection rebuilt from the committed log with what ``state`` holds on disk, then run
+    ``checks``."""
     stored: dict[str, dict[str, Any]] = {projection.name: {} for projection in store.projections}
     for projection_name, entity, _sequence, raw in store.stored_states():
         if projection_name not in stored:
             continue
         where = f"column family 'state' key {projection_name}/{entity}"
         stored[projection_name][entity] = store.types.decode(raw, where)
-    event_count, rebuilt = refold(store.projections, (logged.event for logged in store.read_events()))
+    extra = [check.projection(stored) for check in checks]
+    event_count, rebuilt = refold((*store.projections, *extra), (logged.event for logged in store.read_events()))
     report = CheckReport(event_count, len(store.projections), 0)
     for projection in store.projections:
         states, on_disk = rebuilt[projection.name], stored[projection.name]
@@ -51,6 +67,8 @@ def check_store(store: RocksEventStore, max_reported: int = 50) -> CheckReport:
             difference = describe_difference(projection.name, entity, states.get(entity), on_disk.get(entity))
             if difference is not None:
                 report.differences.append(difference)
+    for check in checks:
+        report.differences.extend(check.differences(store, rebuilt, stored))
     del report.differences[max_reported:]
     return report
 

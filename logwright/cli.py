@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from logwright.compat.backlog_check import BacklogCheck
 from logwright.compat.broker import BrokerSettings
 from logwright.core.errors import InvalidConfig
 from logwright.eventstore.check import check_store
@@ -136,10 +137,10 @@ def backlog(bootstrap: str, as_json: bool, topic: str) -> None:
 @main.command()
 @DATA_DIR
 def check(data_dir: str) -> None:
-    """Rebuild every projection from the events and compare it with the stored state."""
+    """Rebuild every projection from the events and compare it with the stored state (and backlog quotas' batches)."""
     store = _open_for_reading(data_dir)
     try:
-        report = check_store(store)
+        report = check_store(store, checks=(BacklogCheck(),))
     finally:
         store.close()
     for difference in report.differences:
