@@ -81,8 +81,10 @@ from logwright.core.events.pop import (
     PopCursorDeleted,
     PopDeadLettered,
     PopDelayed,
+    PopEntriesDropped,
     PopEvent,
     PopNacked,
+    PopPositionMoved,
     Revived,
 )
 from logwright.core.events.share_groups import (
@@ -203,6 +205,8 @@ __all__ = [
     "PopDeadLettered",
     "PopCursorDeleted",
     "PopDelayed",
+    "PopPositionMoved",
+    "PopEntriesDropped",
     "BacklogEvicted",
     "PartitionCompacted",
 ]

@@ -96,6 +96,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
                             "dead_letter_base_offset"),
     97: ("PopCursorDeleted", "group partition_id reason"),
     98: ("PopDelayed", "group partition_id records time_ms"),
+    41: ("PopPositionMoved", "group partition_id offset reason time_ms"),
+    42: ("PopEntriesDropped", "group partition_id ranges reason time_ms"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
     120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
                                 "cleaned_to next_delete_horizon_ms"),
