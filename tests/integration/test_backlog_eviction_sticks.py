@@ -4,7 +4,7 @@ confluent-kafka consumers in a classic group and in a KIP-848 group (``group.pro
 own fetch position, so after the broker evicts their group's backlog they commit where they were. Pulsar treats
 an ack below the mark-delete position after an eviction as a no-op; here the commit answers success, the
 stored offset stays at the eviction point until the group commits past it, and the producer goes on without a
-second eviction. An explicit reset of the empty group (AdminClient) still moves it back.
+second eviction, across a restart. An explicit reset of the empty group (AdminClient) still moves it back.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def test_a_members_older_commit_does_not_undo_the_eviction(clock_broker: BrokerP
     member.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
     assert _send(producer, topic, 2) == [None, None], "11 records from offset 1: evicted to 9 left"
     assert _committed(bootstrap, group, topic) == 3
+    clock_broker.kill()
+    clock_broker.start()  # the eviction point is stored state: it holds after a restart
 
     [answer] = member.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
     assert answer.error is None, "the member's commit answers success"
