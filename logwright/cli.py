@@ -129,6 +129,8 @@ def backlog(bootstrap: str, as_json: bool, topic: str) -> None:
             over = f"  OVER {entry['over']}" if entry["over"] else ""
             evicted = entry["evicted"]
             lost = f"  evicted {evicted['records']} records in {evicted['evictions']}" if evicted else ""
+            if evicted and evicted.get("commits_raised_to") is not None:
+                lost += f", commits raised to {evicted['commits_raised_to']}"
             slowest = "  (slowest)" if entry["subscription"] == state["slowest"] else ""
             click.echo(f"    {entry['kind']} {entry['subscription']}: {entry['records']} records{size}{over}{lost}"
                        f"{slowest}")
