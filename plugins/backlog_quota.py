@@ -42,7 +42,6 @@ from logwright.core.backlog.quota import (
 )
 from logwright.core.backlog.tracker import Admit, BacklogTracker, Hold, Refuse
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
-from logwright.core.events import Event
 from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import TopicState, topic_key
 from logwright.core.log.partition_log import PartitionState, partition_key
@@ -56,6 +55,7 @@ from .api import (
     BrokerFacade,
     ConfigKey,
     ConfigKeyRegister,
+    Event,
     PolicyViolation,
     ProjectionRegister,
     StagedChange,
