@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
+from logwright.core.config.topic_synonyms import topic_default
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
 from logwright.core.log.catalog import (
@@ -56,6 +57,8 @@ NODE_ID = 1
 _OFFSET = struct.Struct(">Q")
 STORE_RETRY_MS = 1000
 """After a failed commit, how long (broker clock) writes are refused before the store is reopened again."""
+_TOPIC_CONFIGS_KEPT = 1024
+"""Distinct topic override sets `Broker.topic_configs` keeps built (all are dropped past it)."""
 _STAGED_SINCE_FAILURE: contextvars.ContextVar[int] = contextvars.ContextVar("staged_since_failure")
 """In a request's task: the broker's failed-commit count when it last staged (see `Broker.durable`)."""
 
@@ -133,6 +136,8 @@ class Broker:
         self._topic_names_by_id: dict[bytes, str] = {}
         self._failed_commits = 0
         self._store_retry_at_ms = 0
+        self._topic_configs: dict[tuple[Any, int], Mapping[str, str]] = {}
+        """`topic_configs` by (a topic's overrides, the number of registered config keys)."""
         self._load_from_store()
         store.add_commit_listener(self._on_commit)
         store.add_reload_listener(self._load_from_store)
@@ -173,11 +178,38 @@ class Broker:
         return key_info.default
 
     def topic_config(self, topic: TopicState, name: str) -> str | None:
+        """The topic's override, else its broker synonyms' value (``log.segment.bytes`` for ``segment.bytes``,
+        `core.config.topic_synonyms`), else the registry default."""
         value = topic.config(name)
         if value is not None:
             return value
+        inherited = topic_default(name, self._broker_value)
+        if inherited is not None:
+            return inherited
         key_info = self.configs.get("topic", name)
         return key_info.default if key_info else None
+
+    def _broker_value(self, name: str) -> str | None:
+        try:
+            return self.broker_config(name)
+        except KeyError:
+            return None
+
+    def topic_configs(self, topic: TopicState) -> Mapping[str, str]:
+        """Every set config of ``topic`` (its overrides over the registry's defaults), as admission plugins see it.
+
+        Built once per distinct set of overrides and registered keys (a config change makes a new TopicState, a
+        plugin's key a larger registry) rather than per Produce request: building it sorted every known key.
+        """
+        memo_key = (topic.configs, len(self.configs.keys))
+        found = self._topic_configs.get(memo_key)
+        if found is None:
+            if len(self._topic_configs) >= _TOPIC_CONFIGS_KEPT:
+                self._topic_configs.clear()
+            effective = self.configs.effective("topic", dict(topic.configs))
+            found = self._topic_configs[memo_key] = MappingProxyType(
+                {name: value for name, (value, _) in effective.items() if value is not None})
+        return found
 
     # -- catalog ------------------------------------------------------------------------------
 

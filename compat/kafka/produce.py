@@ -146,13 +146,8 @@ def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]
     admit = broker.admission
     if admit is None or not prepared:
         return {}, {}
-    configs: dict[str, Mapping[str, str]] = {}
-    for item in prepared:
-        if item.topic.name not in configs:
-            effective = broker.configs.effective("topic", dict(item.topic.configs))
-            configs[item.topic.name] = {name: value for name, (value, _) in effective.items() if value is not None}
-    request = AppendRequest(tuple(item.append(configs[item.topic.name]) for item in prepared), context.client_id,
-                            broker.clock.now_ms())
+    request = AppendRequest(tuple(item.append(broker.topic_configs(item.topic)) for item in prepared),
+                            context.client_id, broker.clock.now_ms())
     try:
         admission = admit(request)
     except Exception as error:  # a broken plugin refuses the request rather than letting it bypass a quota
