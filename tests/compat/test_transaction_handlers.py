@@ -31,6 +31,7 @@ from logwright.compat.kafka import (
     produce,
     txn_offset_commit,
 )
+from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
 
@@ -80,7 +81,9 @@ def fetch_committed(harness: Harness, index: int) -> Any:
                            topics=(FetchTopic(topic="t", partitions=(FetchPartition(
                                partition=index, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
                                partition_max_bytes=1 << 20),)),))
-    return harness.call(fetch.handle, 12, request).responses[0].partitions[0]
+    answer = harness.call(fetch.handle, 12, request)
+    # as a client reads it: Fetch keeps the answers of partitions with nothing to return encoded
+    return decode_response(1, 12, encode_response(1, 12, 7, answer))[1].responses[0].partitions[0]
 
 
 def offset_of(harness: Harness, require_stable: bool) -> tuple[int, int]:
