@@ -9,7 +9,12 @@ type registry starts from; a new event goes in its domain module's tuple, which 
 from __future__ import annotations
 
 from logwright.core.events.acls import ACL_EVENT_TYPES, AclsCreated, AclsDeleted
-from logwright.core.events.backlog import BACKLOG_EVENT_TYPES, BacklogEvicted
+from logwright.core.events.backlog import (
+    BACKLOG_EVENT_TYPES,
+    BacklogEvicted,
+    EvictedCommitRaised,
+    EvictionPointLifted,
+)
 from logwright.core.events.base import PLUGIN_EVENT_TAGS, ConfigChanges, ConfigEntries, Event
 from logwright.core.events.clock import CLOCK_EVENT_TYPES, ManualClockSet
 from logwright.core.events.compaction import COMPACTION_EVENT_TYPES, PartitionCompacted
@@ -208,5 +213,7 @@ __all__ = [
     "PopPositionMoved",
     "PopEntriesDropped",
     "BacklogEvicted",
+    "EvictedCommitRaised",
+    "EvictionPointLifted",
     "PartitionCompacted",
 ]

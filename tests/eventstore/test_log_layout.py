@@ -99,6 +99,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     41: ("PopPositionMoved", "group partition_id offset reason time_ms"),
     42: ("PopEntriesDropped", "group partition_id ranges reason time_ms"),
     100: ("BacklogEvicted", "subscription kind topic partition_id from_offset to_offset records bytes reason"),
+    101: ("EvictedCommitRaised", "group topic partition_id requested_offset evicted_to"),
+    102: ("EvictionPointLifted", "group topic partition_id evicted_to reason"),
     120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
                                 "cleaned_to next_delete_horizon_ms"),
     110: ("DedupKeysIndexed", "partition_id appended_at_ms expires_at_ms entries"),
