@@ -47,7 +47,7 @@ from logwright.client import pop as pop_calls
 from logwright.client.acks import AckReceipt
 from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
 from logwright.client.consumer import Consumer, ConsumerBusy, ConsumerSettings, InvalidConfiguration, Message, Timeout
-from logwright.client.pop import PoppedMessage, ReceiptHandleError
+from logwright.client.pop import PoppedMessage, PoppedMessages, ReceiptHandleError
 from logwright.client.reader import EARLIEST, LATEST, MessageId, PublishTime, Reader, StartPosition
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
@@ -205,7 +205,7 @@ class Client:
         return list(answer["partitions"])
 
     async def pop(self, topic: str, group: str, max_messages: int = 32, invisible_time_ms: int = 60_000,
-                  long_poll_ms: int = 0, orderly: bool = False) -> list[PoppedMessage]:
+                  long_poll_ms: int = 0, orderly: bool = False) -> PoppedMessages:
         """Pop up to ``max_messages`` (1-32; 1-1024 from a broker serving pop v1) of ``topic`` for ``group``
         (RocketMQ 5's pop; see `client.pop`):
         each is invisible to other pops for ``invisible_time_ms`` (10 s - 12 h) unless acknowledged."""
@@ -214,7 +214,7 @@ class Client:
 
     async def pop_with_acks(self, topic: str, group: str, acked: Sequence[PoppedMessage], max_messages: int = 32,
                             invisible_time_ms: int = 60_000, long_poll_ms: int = 0, orderly: bool = False
-                            ) -> tuple[list[PoppedMessage], list[ReceiptHandleError | None]]:
+                            ) -> tuple[PoppedMessages, list[ReceiptHandleError | None]]:
         """Acknowledge ``acked`` and pop in one request (as ShareFetch carries acknowledgements): the popped
         messages and each acknowledgement's refusal, in order."""
         return await pop_calls.pop_with_acks(self._connection, topic, group, acked, max_messages, invisible_time_ms,

@@ -23,7 +23,11 @@ reconsumed: [[offset, reconsume_times], ...], batches: [bin, ...]}]``: the store
 as Fetch sends them (records outside ``ranges`` are not handed out: skip them), the offsets in ``ranges``
 popped under handle ``epoch``, each with reconsume times 0 unless listed in ``reconsumed``. A record's
 receipt handle is the v0 text ``"1 <epoch> <partition> <offset> <topic id hex> <group>"``; ``ack_results``
-(as LogwrightPopAck v1's ``results``) when ``acks`` was given.
+(as LogwrightPopAck v1's ``results``) when ``acks`` was given. Optional in the request: ``held: {topic_id: bin
+16, batches: [[partition, base offset, CRC], ...]}`` (at most 64), the stored batches the client keeps from
+earlier answers; a batch it holds is answered as ``[base offset, CRC]`` in the partition's ``held`` instead of
+its bytes in ``batches`` (a stored batch of thousands of records is otherwise sent again with every pop of
+1024 or fewer from it).
 """
 
 from __future__ import annotations
@@ -186,7 +190,10 @@ def ack_range_results(refusals: list[list[tuple[int, DomainError]]]) -> list[Bod
 
 
 def _ranges(offsets: Sequence[int]) -> list[list[int]]:
-    """Sorted offsets as inclusive ``[first, last]`` runs."""
+    """Sorted offsets as inclusive ``[first, last]`` runs (one run, the usual pop of fresh records, without a
+    look at each offset: they are distinct and ascending)."""
+    if offsets and offsets[-1] - offsets[0] + 1 == len(offsets):
+        return [[offsets[0], offsets[-1]]]
     runs: list[list[int]] = []
     for offset in offsets:
         if runs and runs[-1][1] == offset - 1:
@@ -196,10 +203,49 @@ def _ranges(offsets: Sequence[int]) -> list[list[int]]:
     return runs
 
 
-def partition_answer(popped: PoppedPartition) -> Body:
-    return {"partition": popped.partition, "epoch": popped.epoch, "ranges": _ranges(popped.offsets),
-            "invisible_until_ms": popped.invisible_until_ms, "reconsumed": [list(r) for r in popped.reconsumed],
-            "batches": list(popped.batches)}
+MAX_HELD = 64
+"""Batches one pop may say its client holds."""
+HeldBatches = frozenset[tuple[int, int, int]]
+
+
+def held_batches(body: Body, topic: TopicState) -> HeldBatches:
+    """The optional ``held`` map ``{topic_id, batches: [[partition, base offset, CRC], ...]}`` (at most
+    `MAX_HELD`): batches of the popped topic the client keeps decompressed; none if it names another topic id."""
+    held = body.get("held")
+    if held is None:
+        return frozenset()
+    batches = held.get("batches") if isinstance(held, dict) else None
+    if not isinstance(batches, list) or len(batches) > MAX_HELD:
+        raise InvalidRequest(f"field 'held' must be a map {{topic_id, batches}} of at most {MAX_HELD} batches")
+    topic_id = held.get("topic_id")
+    if not isinstance(topic_id, bytes) or len(topic_id) != 16:
+        raise InvalidRequest(f"topic_id in 'held' must be 16 bytes, got {topic_id!r}")
+    keys: set[tuple[int, int, int]] = set()
+    for entry in batches:
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise InvalidRequest(f"{entry!r} in 'held' is not [partition, base offset, CRC]")
+        keys.add((_integer_of(entry[0], "a held batch's partition"), _integer_of(entry[1], "a held base offset"),
+                  _integer_of(entry[2], "a held batch's CRC")))
+    return frozenset(keys) if topic_id == bytes(topic.topic_id) else frozenset()
+
+
+def partition_answer(popped: PoppedPartition, held: HeldBatches = frozenset()) -> Body:
+    """One partition's checkpoint and its batches: as stored, or ``[base offset, CRC]`` under ``held`` for those
+    the client holds (read from the batch header's fixed fields, nothing decoded)."""
+    sent: list[bytes] = []
+    kept: list[list[int]] = []
+    for batch in popped.batches:
+        base, crc = int.from_bytes(batch[0:8], "big", signed=True), int.from_bytes(batch[17:21], "big")
+        if (popped.partition, base, crc) in held:
+            kept.append([base, crc])
+        else:
+            sent.append(batch)
+    answer_body: Body = {"partition": popped.partition, "epoch": popped.epoch, "ranges": _ranges(popped.offsets),
+                         "invisible_until_ms": popped.invisible_until_ms,
+                         "reconsumed": [list(r) for r in popped.reconsumed], "batches": sent}
+    if kept:
+        answer_body["held"] = kept
+    return answer_body
 
 
 async def handle(context: RequestContext, body: Body) -> Body:
@@ -218,11 +264,12 @@ async def handle_v1(context: RequestContext, body: Body) -> Body:
     """The compact form: batches by reference, a checkpoint per partition, acks as offset ranges."""
     request = PopRequest.parse(body, context.broker, context.client_id, MAX_MESSAGES_COMPACT)
     coordinator = pop_coordinator(context.broker)
+    held = held_batches(body, request.topic)
     acked = (coordinator.ack_ranges(request.group_id, request.consumer, ack_ranges(body, "acks"))
              if "acks" in body else None)
     popped = await coordinator.pop_batches(request.group_id, request.topic, request.consumer, request.limits)
     answer_body: Body = {"topic_id": bytes(request.topic.topic_id),
-                         "partitions": [partition_answer(partition) for partition in popped]}
+                         "partitions": [partition_answer(partition, held) for partition in popped]}
     if acked is not None:
         answer_body["ack_results"] = ack_range_results(acked)
     return answer_body

@@ -148,3 +148,50 @@ def test_compact_acks_are_checked_before_any_offset_and_exactly_per_offset_and_e
         await classic.ack(message)
 
     run(scenario, clock_broker.bootstrap)
+
+
+def test_a_batch_the_client_holds_is_answered_by_reference_and_a_whole_pop_acks_as_its_ranges(
+        clock_broker: BrokerProcess) -> None:
+    """A pop names the stored batches its client keeps (``held``); the broker answers those as [base offset,
+    CRC] instead of sending their bytes again (a batch of thousands of records would otherwise come with every
+    pop of it). Acknowledging a whole pop sends its checkpoint ranges; a changed handle among them is refused
+    at its own place."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 310)
+    body = {"group_id": "g", "topic": topic, "max_messages": 100, "invisible_time_ms": INVISIBLE_MS}
+
+    async def scenario(compact: Client, classic: Client) -> None:
+        first = await raw(compact, 32009, body)
+        [part] = first["partitions"]
+        assert part["batches"] and "held" not in part
+        named = [[0, int.from_bytes(batch[0:8], "big", signed=True), int.from_bytes(batch[17:21], "big")]
+                 for batch in part["batches"]]
+        second = await raw(compact, 32009, {**body, "held": {"topic_id": first["topic_id"], "batches": named}})
+        [part] = second["partitions"]
+        assert part["ranges"] == [[100, 199]]
+        assert part.get("held") and all([0, *held] in named for held in part["held"])
+        assert all(int.from_bytes(batch[0:8], "big", signed=True) not in [n[1] for n in named]
+                   for batch in part["batches"])
+        for held, words in (({"topic_id": first["topic_id"], "batches": [[0, 0, 1]] * 65}, "at most 64"),
+                            ({"topic_id": first["topic_id"], "batches": [[0, 0]]}, "[partition, base offset, CRC]"),
+                            ({"topic_id": b"x", "batches": []}, "16 bytes"),
+                            ([], "map")):
+            answer = await raw(compact, 32009, {**body, "held": held})
+            assert answer["error_code"] == ErrorCode.INVALID_REQUEST and words in answer["error_message"], answer
+        foreign = await raw(compact, 32009, {**body, "max_messages": 10,
+                                             "held": {"topic_id": uuid.uuid4().bytes, "batches": named}})
+        [part] = foreign["partitions"]  # batches named under another topic id are not this topic's: sent
+        assert part["ranges"] == [[200, 209]] and part["batches"] and "held" not in part
+        a = await compact.pop(topic, "g", 50, INVISIBLE_MS)  # learns the topic id, keeps the batch
+        b = await compact.pop(topic, "g", 50, INVISIBLE_MS)  # names it
+        assert [(m.offset, m.value) for m in [*a, *b]] == [(offset, b"r%d" % offset) for offset in range(210, 310)]
+        changed = await compact.change_invisible_time(b[3], 30_000)
+        refusals = await compact.ack_all(b)
+        assert [index for index, refusal in enumerate(refusals) if refusal is not None] == [3]
+        assert refusals[3] is not None and refusals[3].kind == "stale"
+        await compact.ack(changed)
+        assert await compact.ack_all(a) == [None] * 50
+        [partition] = (await compact.inspect_pop(topic, "g"))["partitions"]
+        assert partition["in_flight"] == 210  # the raw pops' records; those of the client's two settled
+
+    run(scenario, clock_broker.bootstrap)
+    check_consistent(clock_broker)
