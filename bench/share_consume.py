@@ -96,15 +96,17 @@ def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> No
 
 
 def share_consume(bootstrap: str, topic: str, records: int, record_bytes: int, idle_timeout_s: float = 30.0,
-                  config: dict[str, str] | None = None) -> ShareMeasurement:
+                  config: dict[str, str] | None = None, group_configs: dict[str, str] | None = None
+                  ) -> ShareMeasurement:
     """Read every offset of partition 0 through a new share group, ACCEPTing each record as it arrives.
 
-    ``config`` adds ShareConsumer properties (e.g. ``max.poll.records``, 500 by default in librdkafka).
+    ``config`` adds ShareConsumer properties (e.g. ``max.poll.records``, 500 by default in librdkafka),
+    ``group_configs`` GROUP configs (e.g. ``logwright.subscription.mode=pop``).
     Fails if the stream stalls, a message or an acknowledgement errs: a fast wrong answer is not a result.
     A record delivered twice (a lock ran out) is acknowledged again and counted in ``redelivered``.
     """
     group = f"bench-share-{uuid.uuid4().hex[:8]}"
-    earliest_share_group(bootstrap, group)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **(group_configs or {})})
     failures: list[str] = []
 
     def acknowledged(offsets: object, error: KafkaException | None) -> None:
