@@ -91,7 +91,8 @@ class Coordinators:
                    ShareCoordinator(broker, plugins.subscription_mode, plugins.release_decider(),
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
-                   TransactionTimer(broker), PopCoordinator(broker), LogCleaner(broker), LogRetention(broker),
+                   TransactionTimer(broker), PopCoordinator(broker, plugins.archive_decider()), LogCleaner(broker),
+                   LogRetention(broker),
                    PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:

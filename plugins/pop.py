@@ -60,6 +60,7 @@ ROCKETMQ_PROPERTIES = (
     ("RETRY_TOPIC", "%RETRY%{group}_{topic}"),
     ("ORIGIN_MESSAGE_ID", "{topic}-{partition}@{offset}"),
     ("RECONSUME_TIMES", "{delivery_count}"),
+    ("logwright.pop.group", "{group}"),
 )
 """RocketMQ's properties on a dead-letter copy, set only where the record does not carry them yet."""
 
@@ -114,8 +115,9 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> ReleaseDecision | No
 
 @hookimpl
 def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
-    """A pop-mode share group's archived records go to its pop dead-letter topic (KIP-1191's topic, when set,
-    is the ``dead_letter`` plugin's to answer)."""
+    """A pop-mode share group's archived records, and a pop group's records past its max reconsume times (the
+    pop coordinator asks with the mode set to ``pop``), go to its pop dead-letter topic (KIP-1191's topic, when
+    set, is the ``dead_letter`` plugin's to answer)."""
     settings = archived.settings
     if settings.get(SUBSCRIPTION_MODE_KEY) != MODE or settings.get(KIP_1191_TOPIC_KEY):
         return None

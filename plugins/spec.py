@@ -157,7 +157,10 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     (``DeadLetterDeferred``) instead of archiving them. ``archived.reconsume_times`` is above 0 for a
     record reconsumed past its limit (retry letter topics), which the built-in ``retry_letter`` plugin
     sends to Pulsar's dead-letter topic. The built-in ``dead_letter`` plugin answers last for groups with
-    ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers).
+    ``errors.deadletterqueue.topic.name`` set (KIP-1191's configs and headers). A pop group's records past
+    its max reconsume times come here too, with ``settings`` marking ``logwright.subscription.mode=pop``
+    (the built-in ``pop`` plugin answers ``DLQ.<group>``); their copies and the ``PopDeadLettered`` that
+    settles them are one WriteBatch.
     """
 
 

@@ -162,7 +162,7 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
             for offset in range(first, last + 1):
                 fields = {"topic": state.topic, "partition": str(archived.partition_index), "offset": str(offset),
                           "group": archived.subscription, "delivery_count": str(count), "reason": archived.reason}
-                records.append(_copy(originals.get(offset), now, fields, decision))
+                records.append(dead_letter_copy(originals.get(offset), now, fields, decision))
         batches.extend(copy_batches(records, max_bytes))
     prepared = prepare_partition(broker, target, partition, b"".join(batches))
     result = prepared if isinstance(prepared, PartitionResult) else stage_partition(broker, prepared)
@@ -233,9 +233,10 @@ def _fitted(records: Sequence[Record], max_bytes: int) -> list[bytes]:
     return [*_fitted(records[:half], max_bytes), *_fitted(records[half:], max_bytes)]
 
 
-def _copy(original: Record | None, now: int, fields: Mapping[str, str], decision: DeadLetter) -> Record:
+def dead_letter_copy(original: Record | None, now: int, fields: Mapping[str, str], decision: DeadLetter) -> Record:
     """One dead-letter record: the original's key, value, timestamp and headers (if copied), the decision's
-    ``headers`` replacing same-named ones, its ``headers_once`` only where no header has that name."""
+    ``headers`` replacing same-named ones, its ``headers_once`` only where no header has that name (pop's
+    dead letters, `pop_dead_letters`, are built here too)."""
     replaced = {name for name, _ in decision.headers}
     kept = tuple(h for h in original.headers if h[0] not in replaced and not _delays(h[0])
                  ) if original is not None else ()

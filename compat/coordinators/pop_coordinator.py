@@ -20,10 +20,11 @@ from typing import TypeVar
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
-from logwright.compat.coordinators.pop_dead_letters import stage_dead_letters
+from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.wire.record_batch import BatchHeader, decode_records, parse_header
 from logwright.compat.wire.records import Record
+from logwright.core.cursors.plugin_decisions import ArchiveDecider
 from logwright.core.errors import DomainError, UnsupportedFeature
 from logwright.core.events import Event, TopicDeleted
 from logwright.core.events.pop import (
@@ -57,6 +58,7 @@ from logwright.core.pop.pop_commands import (
     DEFAULT_MAX_RECONSUME_TIMES,
     INIT_MODE_KEY,
     MAX_IN_FLIGHT_KEY,
+    MAX_RECONSUME_REASON,
     MAX_RECONSUME_TIMES_KEY,
     PopLimits,
 )
@@ -68,6 +70,7 @@ log = logging.getLogger(__name__)
 
 GONE_REASON = "record no longer in the log (retention or compaction) before it was acknowledged"
 TOPIC_DELETED_REASON = "topic deleted"
+NOT_COPIED_REASON = "max reconsume times reached; no plugin decided a dead-letter topic (not copied)"
 COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
 DELAYED_PER_POP = 1_000
@@ -126,8 +129,10 @@ class Changed:
 
 
 class PopCoordinator:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, archive_decider: ArchiveDecider | None = None) -> None:
         self.broker = broker
+        self._archive_decider = archive_decider
+        """The plugins' ``logwright_decide_archive`` chain: where records past the max reconsume times go."""
         self._enabled: bool | None = None
         self._deadlines: dict[str, int] = {}
         """In-flight table key → its earliest deadline: the deadline index."""
@@ -658,20 +663,25 @@ class PopCoordinator:
         entry = pop_commands.current(state, handle.offset, handle.epoch)
         now = self.broker.clock.now_ms()
         if pop_commands.exhausted(entry, self.max_reconsume_times(group)):
-            self._stage(state, self._dead_letter(state, [entry], now))
+            self._stage(state, self._dead_letter(state, [entry], now, consumer))
             return -1
         delay = delay_ms if delay_ms is not None else self.nack_delay_ms(group, entry)
         event = pop_commands.nack(state, consumer, handle.offset, handle.epoch, now, delay)
         self._stage(state, [event])
         return event.invisible_until_ms
 
-    def _dead_letter(self, state: PopPartition, entries: Sequence[PopEntry], now: int) -> list[Event]:
-        """Copies staged now and the event settling ``entries``; if no copy can be written, events keeping them
-        invisible for `COPY_RETRY_MS` instead (nothing is lost while the dead-letter topic is broken)."""
+    def _dead_letter(self, state: PopPartition, entries: Sequence[PopEntry], now: int, consumer: str = ""
+                     ) -> list[Event]:
+        """Copies staged now (where the plugins' ``logwright_decide_archive`` says) and the event settling
+        ``entries``; if no copy can be written, events keeping them invisible for `COPY_RETRY_MS` instead
+        (nothing is lost while the dead-letter topic is broken). ``consumer`` nacked them ("": timed out)."""
         partition_id = state.partition_id
         originals = {entry.offset: record for entry in entries
                      if (record := self._record_at(partition_id, entry.offset)) is not None}
-        copied = stage_dead_letters(self.broker, state, entries, originals, self.settings(state.group))
+        copied = stage_dead_letters(self.broker, self._archive_decider, state, entries, originals,
+                                    self.settings(state.group), MAX_RECONSUME_REASON, consumer)
+        if copied is NOT_COPIED:
+            return [pop_commands.dead_lettered(state, entries, now, "", -1, -1, NOT_COPIED_REASON)]
         if copied is not None:
             return [pop_commands.dead_lettered(state, entries, now, copied.topic, copied.partition_id,
                                                copied.base_offset)]

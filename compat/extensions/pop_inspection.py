@@ -4,9 +4,13 @@ What RocketMQ spreads over its revive topic, ``%RETRY%{group}_{topic}`` and the 
 in-flight table per partition here: the consumed offset (everything below is settled), the next offset never
 popped, and the records in flight or revived with their reconsume counts, handle epochs and deadlines.
 
-Request (msgpack map): ``group_id: str, topic: str``. Response: ``retry_topic`` (RocketMQ's name, a label: no
-copy is ever written there), ``dead_letter_topic``, ``partitions: [{partition, consumed_offset, next_offset,
-in_flight, revived, delayed, entries: [{offset, reconsume_times, epoch, invisible_until_ms, visible, delayed}]}]``
+Request (msgpack map): ``group_id: str, topic: str``. Response: ``retry_topic`` (RocketMQ's
+``%RETRY%<group>_<topic>``, a label: no copy is ever written there), ``dead_letter_topic`` (where the built-in
+``pop`` plugin sends dead letters: ``logwright.pop.dead.letter.topic`` or ``DLQ.<group>``; a plugin answering
+``logwright_decide_archive`` first may send them elsewhere), ``rocketmq_dead_letter_topic`` (RocketMQ's
+``%DLQ%<group>``, a label: ``%`` is illegal in a Kafka topic name), ``partitions: [{partition, consumed_offset,
+next_offset, in_flight, revived, delayed, entries: [{offset, reconsume_times, epoch, invisible_until_ms, visible,
+delayed}]}]``
 (the first `MAX_ENTRIES` entries of each partition; the counts cover all). ``delayed``: records a pop passed
 over because their delivery time (``logwright.deliver.at``/``after``) had not come, never delivered yet
 (``reconsume_times`` -1, due at ``invisible_until_ms``).
@@ -19,7 +23,12 @@ from logwright.compat.extensions.pop import name
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.errors import UnknownTopic
-from logwright.core.pop.pop_commands import DEAD_LETTER_TOPIC_KEY, default_dead_letter_topic, retry_topic_label
+from logwright.core.pop.pop_commands import (
+    DEAD_LETTER_TOPIC_KEY,
+    dead_letter_label,
+    default_dead_letter_topic,
+    retry_topic_label,
+)
 
 API_KEY = 32013
 MAX_ENTRIES = 1_000
@@ -47,4 +56,4 @@ async def handle(context: RequestContext, body: Body) -> Body:
                         for e in state.entries[:MAX_ENTRIES]]})
     dead_letter = coordinator.settings(group_id).get(DEAD_LETTER_TOPIC_KEY) or default_dead_letter_topic(group_id)
     return {"retry_topic": retry_topic_label(group_id, topic_name), "dead_letter_topic": dead_letter,
-            "partitions": partitions}
+            "rocketmq_dead_letter_topic": dead_letter_label(group_id), "partitions": partitions}

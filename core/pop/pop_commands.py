@@ -74,6 +74,12 @@ def retry_delay_ms(settings: Mapping[str, str], deliveries: int) -> int:
     return backoff.delay_for(deliveries - 1)
 
 
+def dead_letter_label(group: str) -> str:
+    """RocketMQ's ``%DLQ%{group}``: a label shown in inspection; the copies go to a legal topic name
+    (`default_dead_letter_topic`, unless the group or a plugin names another)."""
+    return f"%DLQ%{group}"
+
+
 def retry_topic_label(group: str, topic: str) -> str:
     """RocketMQ's ``%RETRY%{group}_{topic}``: only a label here (revived records are read from their own
     partition, never copied), shown in inspection and on dead-letter copies."""

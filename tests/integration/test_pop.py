@@ -312,6 +312,7 @@ def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: Bro
         assert await client.pop(topic, "g", 1, INVISIBLE_MS) == []
         inspected = await client.inspect_pop(topic, "g")
         assert inspected["retry_topic"] == f"%RETRY%g_{topic}" and inspected["dead_letter_topic"] == "DLQ.g"
+        assert inspected["rocketmq_dead_letter_topic"] == "%DLQ%g"
         assert inspected["partitions"][0]["consumed_offset"] == 1
         set_group_configs(clock_broker.bootstrap, "reader", {"logwright.pop.init.mode": "earliest"})
         [copy] = await client.pop("DLQ.g", "reader", 32, INVISIBLE_MS)
@@ -323,9 +324,13 @@ def test_the_seventeenth_failure_goes_to_the_dead_letter_topic(clock_broker: Bro
 
 
 def test_timeouts_count_toward_max_reconsume_times(clock_broker: BrokerProcess) -> None:
-    """RocketMQ #8332: a consumer slower than the invisible time must still reach the dead-letter topic."""
+    """RocketMQ #8332: a consumer slower than the invisible time must still reach the dead-letter topic (one the
+    group names exists: only the default ``DLQ.<group>`` is created on first use)."""
+    dead_letters = f"slow-dlq-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": clock_broker.bootstrap})
+    admin.create_topics([NewTopic(dead_letters, 1)])[dead_letters].result(30)
     topic = pop_topic(clock_broker.bootstrap, "g", 1, 1, **{"logwright.pop.max.reconsume.times": "1",
-                                                            "logwright.pop.dead.letter.topic": "slow-dlq"})
+                                                            "logwright.pop.dead.letter.topic": dead_letters})
 
     async def scenario(client: Client) -> None:
         for attempt in range(2):
@@ -334,7 +339,7 @@ def test_timeouts_count_toward_max_reconsume_times(clock_broker: BrokerProcess) 
             await client.advance_clock(INVISIBLE_MS)
         assert await client.pop(topic, "g", 1, INVISIBLE_MS) == []
         set_group_configs(clock_broker.bootstrap, "reader", {"logwright.pop.init.mode": "earliest"})
-        [copy] = await client.pop("slow-dlq", "reader", 32, INVISIBLE_MS)
+        [copy] = await client.pop(dead_letters, "reader", 32, INVISIBLE_MS)
         assert dict(copy.headers)["RECONSUME_TIMES"] == b"2"
 
     run(scenario, clock_broker.bootstrap)
