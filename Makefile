@@ -61,7 +61,7 @@ fuzz: $(STAMP)
 
 # The Java client scenario (kafka-clients, javac) against logwright and Apache Kafka in the same run.
 compat-java: $(STAMP)
-	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py --peers
+	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py tests/peers/test_java_pop_renew.py --peers
 
 # Every peer suite (kafka-python, franz-go, the Java scenario) against logwright, Apache Kafka and Tansu in one
 # session, one run at a time: writes peers/results.md (ran/passed/failed/skipped, logwright failures with reasons).
