@@ -304,12 +304,16 @@ class BacklogTracker:
         return staged
 
     def next_age_deadline(self) -> int | None:
-        """When the oldest unsettled record of an age-limited, evicting topic goes over its limit."""
+        """When the oldest unsettled record of an age-limited, evicting topic goes over its limit, among the
+        subscriptions an eviction can move (a due deadline nothing can act on would keep the timer from the
+        next one that it can)."""
         deadline: int | None = None
         for topic in self.age_evicting_topics():
             quota = self.quota(topic)
             for partition_index, partition_id in enumerate(self._reads.partition_ids(topic) or ()):
-                for _, backlog in self.backlogs(topic, partition_index, partition_id):
+                for position, backlog in self.backlogs(topic, partition_index, partition_id):
+                    if position.kind not in eviction.EVICTABLE_KINDS:
+                        continue
                     if backlog.records and backlog.oldest_timestamp >= 0:
                         due = backlog.oldest_timestamp + quota.age_ms + 1
                         deadline = due if deadline is None else min(deadline, due)

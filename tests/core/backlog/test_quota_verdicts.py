@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pytest
+from logwright.core.backlog import positions
+from logwright.core.backlog import tracker as tracker_module
+from logwright.core.backlog.backlog import Position
 from logwright.core.backlog.batch_index import BatchExtent
 from logwright.core.backlog.eviction import EVICTION_CONSUMER
 from logwright.core.backlog.quota import Quota, limit_value, policy_value, quota_of
@@ -195,3 +199,31 @@ def test_compaction_has_the_index_read_again_from_the_rewritten_batches() -> Non
     broker.batches = [BatchExtent(batch.base_offset, 1, 40, batch.max_timestamp) for batch in broker.batches]
     broker.commit(tracker, PartitionCompacted(PARTITION, 0, 9, 0, 0, 540))
     assert tracker.admit("t", 0, PARTITION, 1, 200) == Admit(), "360 + 200 bytes once compacted"
+
+
+class Unmovable:
+    """A kind of subscription no eviction moves, standing at offset 0 of the partition."""
+
+    projection = "unmovable"
+
+    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
+             partition_id: int) -> Iterable[tuple[str, Position]]:
+        yield "stuck", Position("stuck", "unmovable", partition_id, 0)
+
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+        return Position("stuck", "unmovable", partition_id, 0)
+
+    def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
+        return None
+
+
+def test_the_age_deadline_is_the_earliest_one_an_eviction_can_act_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(positions, "POSITION_SOURCES", [*positions.POSITION_SOURCES, Unmovable()])
+    monkeypatch.setattr(tracker_module, "POSITION_SOURCES", positions.POSITION_SOURCES)
+    broker, tracker = setup("consumer_backlog_eviction", age_ms="10000")
+    broker.commit(tracker, OffsetCommitted("slow", "t", 0, 1), RecordsAcked("fast", PARTITION, "c", ((0, 0),), True))
+    broker.now = 0
+    broker.append(tracker, 1, 10)
+    broker.now = 8000
+    broker.append(tracker, 1, 10)
+    assert tracker.next_age_deadline() == 18001, "not the unmovable subscription's 10001, due with nothing to do"
