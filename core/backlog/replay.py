@@ -116,8 +116,8 @@ def appended_batches(watched: Mapping[int, Watched]) -> Projection[Appended]:
                                                event.max_timestamp))
         return current
 
-    return Projection("backlog_check.appended_batches", keys, evolve,
-                      frozenset({RecordsAppended, PartitionCompacted}))
+    handled = frozenset({RecordsAppended, PartitionCompacted}) if watched else frozenset()  # none: no cost per event
+    return Projection("backlog_check.appended_batches", keys, evolve, handled)
 
 
 def differences(watched: Mapping[int, Watched], appended: Mapping[str, Appended], rebuilt: States, stored: States,

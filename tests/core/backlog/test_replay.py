@@ -91,3 +91,8 @@ def test_truncated_and_compacted_partitions() -> None:
     smaller = [replace(batch, byte_size=batch.byte_size - 150) for batch in batches_of(compacted)[:2]]
     assert check(compacted, on_disk=[*smaller, batches_of(compacted)[2]]) == [], \
         "rewritten batches are taken as stored"
+
+
+def test_without_a_watched_partition_the_fold_asks_for_no_event() -> None:
+    assert not appended_batches({}).may_fold(RecordsAppended)
+    assert appended_batches(watched_partitions(states(log()))).may_fold(RecordsAppended)
