@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
+from logwright.core.config.topic_synonyms import topic_default
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
 from logwright.core.log.catalog import (
@@ -177,11 +178,22 @@ class Broker:
         return key_info.default
 
     def topic_config(self, topic: TopicState, name: str) -> str | None:
+        """The topic's override, else its broker synonyms' value (``log.segment.bytes`` for ``segment.bytes``,
+        `core.config.topic_synonyms`), else the registry default."""
         value = topic.config(name)
         if value is not None:
             return value
+        inherited = topic_default(name, self._broker_value)
+        if inherited is not None:
+            return inherited
         key_info = self.configs.get("topic", name)
         return key_info.default if key_info else None
+
+    def _broker_value(self, name: str) -> str | None:
+        try:
+            return self.broker_config(name)
+        except KeyError:
+            return None
 
     def topic_configs(self, topic: TopicState) -> Mapping[str, str]:
         """Every set config of ``topic`` (its overrides over the registry's defaults), as admission plugins see it.

@@ -23,6 +23,7 @@ from logwright.core.compaction.cleanable import PartitionView, first_dirty_offse
 from logwright.core.compaction.segments import SegmentModel
 from logwright.core.compaction.settings import CompactionSettings, is_compacted
 from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
+from logwright.core.config.topic_synonyms import TOPIC_BROKER_SYNONYMS
 from logwright.core.events import (
     ConfigChanged,
     LogTruncated,
@@ -40,6 +41,8 @@ from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
 _LOG_END = 2**63 - 1
+_INHERITED = frozenset(synonym.name for synonyms in TOPIC_BROKER_SYNONYMS.values() for synonym in synonyms)
+"""Broker keys topics inherit (``log.segment.bytes``, ``log.cleanup.policy``, ...): a change remodels every topic."""
 
 
 def partition_view(broker: Broker, partition_id: int) -> PartitionView:
@@ -181,6 +184,9 @@ class SegmentModels:
                 changed_topics.add(event.topic)
             elif isinstance(event, ConfigChanged) and event.resource_type == "topic":
                 changed_topics.add(event.resource_name)
+            elif isinstance(event, ConfigChanged) and event.resource_type == "broker" and any(
+                    name in _INHERITED for name, _ in event.changes):
+                changed_topics.update(topic.name for topic in self.broker.topics())
         for name in changed_topics:
             topic = self.broker.topic(name)
             if topic is not None:

@@ -21,6 +21,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
 from logwright.compat.registry import make
 from logwright.core.config.configs import ConfigKey, ConfigRegistry
+from logwright.core.config.topic_synonyms import TOPIC_BROKER_SYNONYMS, topic_default
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
 from logwright.core.errors import DomainError
 from logwright.core.events import ConfigChanged
@@ -49,12 +50,6 @@ CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOU
 _OVERRIDE_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG, "group": ConfigSource.DYNAMIC_GROUP_CONFIG,
                     "broker": ConfigSource.DYNAMIC_BROKER_CONFIG}
 
-TOPIC_BROKER_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
-    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
-    "retention.bytes": (("log.retention.bytes", 1),),
-}
-"""Topic keys whose default is the broker's (Kafka's topic config synonyms), in the broker's order of precedence,
-with the factor from each broker key's unit to the topic key's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,35 +152,37 @@ def describe(
 
 def _with_broker_default(broker: Broker, key: ConfigKey,
                          own: tuple[tuple[str, str | None, ConfigSource], ...]) -> DescribedConfig:
-    """A topic key whose default is the broker's, described as Kafka does: the value is the effective one (the
-    topic's override, else the broker keys resolved in their order), the synonyms the topic's override then the
-    broker keys set per broker, cluster-wide, statically and by default, in that order, from the first naming the
-    highest-precedence broker key (Kafka drops those before it, so a broker started with only
-    ``log.retention.minutes`` shows ``retention.ms`` as DEFAULT_CONFIG without synonyms)."""
-    names = TOPIC_BROKER_SYNONYMS[key.name]
+    """A topic key whose default is the broker's (`TOPIC_BROKER_SYNONYMS`), described as Kafka does: the value is
+    the effective one (the topic's override, else the broker keys resolved in their order), the synonyms the
+    topic's override then the broker keys set per broker, cluster-wide, statically and by default, in that order,
+    from the first naming the highest-precedence broker key (Kafka drops those before it, so a broker started
+    with only ``log.retention.minutes`` shows ``retention.ms`` as DEFAULT_CONFIG without synonyms, and with
+    nothing set ``segment.ms`` has none either: ``log.roll.ms`` has no default)."""
+    names = [synonym.name for synonym in TOPIC_BROKER_SYNONYMS[key.name]]
     layers = [(ConfigSource.DYNAMIC_BROKER_CONFIG, overrides(broker, Resource("broker", str(broker.node_id)))),
               (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, overrides(broker, Resource("broker", ""))),
               (ConfigSource.STATIC_BROKER_CONFIG, broker.settings.overrides),
-              (ConfigSource.DEFAULT_CONFIG, {broker_name: info.default for broker_name, _ in names
+              (ConfigSource.DEFAULT_CONFIG, {broker_name: info.default for broker_name in names
                                              if (info := broker.configs.get("broker", broker_name)) is not None
                                              and info.default is not None})]
-    chain = [(broker_name, values[broker_name], source) for source, values in layers for broker_name, _ in names
+    chain = [(broker_name, values[broker_name], source) for source, values in layers for broker_name in names
              if broker_name in values]
-    while chain and chain[0][0] != names[0][0]:
+    while chain and chain[0][0] != names[0]:
         chain.pop(0)
-    value = own[0][1] if own else key.default
+    value = own[0][1] if own else None
     if not own:
-        for broker_name, factor in names:
-            try:
-                setting = int(broker.broker_config(broker_name))
-            except KeyError:
-                continue
-            value = str(-1 if setting < 0 else setting * factor)
-            break
+        value = topic_default(key.name, lambda name: _broker_value(broker, name)) or key.default
     synonyms = (*own, *chain)
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     return DescribedConfig(key.name, value, source, key.read_only, key.sensitive, synonyms,
                            CONFIG_TYPES.get(key.value_type, 0), key.doc)
+
+
+def _broker_value(broker: Broker, name: str) -> str | None:
+    try:
+        return broker.broker_config(name)
+    except KeyError:
+        return None
 
 
 Decide = Callable[[ConfigRegistry, str, str, Mapping[str, str], Any], ConfigChanged | None]

@@ -1,7 +1,10 @@
-"""DescribeConfigs of ``retention.ms`` / ``retention.bytes`` on a broker started with ``log.retention.*``, on
-logwright and on Apache Kafka (``pytest --against kafka``): the value is the effective one and the broker keys are
-listed as synonyms the way Kafka lists them (STATIC_BROKER_CONFIG, then DEFAULT_CONFIG), including Kafka's quirk
-that a broker given only ``log.retention.minutes`` shows ``retention.ms`` as DEFAULT_CONFIG without synonyms."""
+"""DescribeConfigs of topic keys with broker synonyms (``retention.ms`` <- ``log.retention.*``, ``segment.bytes`` <-
+``log.segment.bytes``, ``segment.ms`` <- ``log.roll.*``, ``cleanup.policy`` <- ``log.cleanup.policy``, ...) on a
+broker started with some of them, on logwright and on Apache Kafka (``pytest --against kafka``): the value is the
+effective one and the broker keys are listed as synonyms the way Kafka lists them (STATIC_BROKER_CONFIG, then
+DEFAULT_CONFIG), including Kafka's quirk that a synonym listed after an unset higher one is dropped (only
+``log.retention.minutes`` set: ``retention.ms`` without synonyms). A topic created without configs takes the
+broker's values (compacted under ``log.cleanup.policy=compact``)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, Producer
 from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
 from .broker_process import BrokerProcess
@@ -43,16 +47,17 @@ def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         process.kill()
 
 
-def described(bootstrap: str, topic_configs: dict[str, str]) -> dict[str, Any]:
-    """A new topic's retention.ms and retention.bytes: value, source, synonyms as (name, value, source)."""
+def described(bootstrap: str, topic_configs: dict[str, str], names: list[str] | None = None) -> dict[str, Any]:
+    """A new topic's retention.ms and retention.bytes (or ``names``): value, source, synonyms as (name, value,
+    source)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
     try:
         topic = f"syn-{uuid.uuid4().hex[:8]}"
         admin.create_topics([NewTopic(topic, 1, 1, topic_configs=topic_configs)])
         deadline = time.monotonic() + 30
         while True:  # kafka-python drops the error of a topic the broker does not know yet
-            result = admin.describe_configs([ConfigResource("TOPIC", topic, ["retention.ms", "retention.bytes"])],
-                                            include_synonyms=True, config_filter="all")["topic"][topic]
+            resource = ConfigResource("TOPIC", topic, names or ["retention.ms", "retention.bytes"])
+            result = admin.describe_configs([resource], include_synonyms=True, config_filter="all")["topic"][topic]
             if result or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -83,4 +88,75 @@ def test_minutes_alone_give_the_value_but_no_synonyms_as_on_kafka(started_with: 
     assert described(started_with, {}) == {
         "retention.ms": ("3600000", DEFAULT, []),
         "retention.bytes": ("-1", DEFAULT, [("log.retention.bytes", "-1", DEFAULT)]),
+    }
+
+
+SEGMENTS_AND_POLICY = {"log.segment.bytes": "2097152", "log.roll.hours": "2", "log.cleanup.policy": "compact",
+                       "log.cleaner.delete.retention.ms": "1000", "message.max.bytes": "2000000"}
+ROLL_MS = {"log.roll.ms": "600000"}
+INHERITED = ["segment.bytes", "segment.ms", "cleanup.policy", "delete.retention.ms", "max.message.bytes",
+             "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio", "compression.type",
+             "unclean.leader.election.enable", "message.timestamp.type", "message.timestamp.before.max.ms",
+             "message.timestamp.after.max.ms"]
+"""Not min.insync.replicas: Kafka 4.4 lists a cluster-wide dynamic min.insync.replicas=1 it stores itself when the
+cluster is formatted (DYNAMIC_DEFAULT_BROKER_CONFIG, measured); logwright has no such stored default."""
+
+
+@pytest.mark.parametrize("started_with", [{}], indirect=True)
+def test_every_inherited_topic_key_lists_its_broker_default_as_kafka_does(started_with: str) -> None:
+    long_max = "9223372036854775807"
+    assert described(started_with, {}, INHERITED) == {
+        "segment.bytes": ("1073741824", DEFAULT, [("log.segment.bytes", "1073741824", DEFAULT)]),
+        "segment.ms": ("604800000", DEFAULT, []),  # log.roll.ms has no default: Kafka drops log.roll.hours
+        "cleanup.policy": ("delete", DEFAULT, [("log.cleanup.policy", "delete", DEFAULT)]),
+        "delete.retention.ms": ("86400000", DEFAULT, [("log.cleaner.delete.retention.ms", "86400000", DEFAULT)]),
+        "max.message.bytes": ("1048588", DEFAULT, [("message.max.bytes", "1048588", DEFAULT)]),
+        "min.compaction.lag.ms": ("0", DEFAULT, [("log.cleaner.min.compaction.lag.ms", "0", DEFAULT)]),
+        "max.compaction.lag.ms": (long_max, DEFAULT, [("log.cleaner.max.compaction.lag.ms", long_max, DEFAULT)]),
+        "min.cleanable.dirty.ratio": ("0.5", DEFAULT, [("log.cleaner.min.cleanable.ratio", "0.5", DEFAULT)]),
+        "compression.type": ("producer", DEFAULT, [("compression.type", "producer", DEFAULT)]),
+        "unclean.leader.election.enable": ("false", DEFAULT, [("unclean.leader.election.enable", "false", DEFAULT)]),
+        "message.timestamp.type": ("CreateTime", DEFAULT, [("log.message.timestamp.type", "CreateTime", DEFAULT)]),
+        "message.timestamp.before.max.ms": (long_max, DEFAULT,
+                                            [("log.message.timestamp.before.max.ms", long_max, DEFAULT)]),
+        "message.timestamp.after.max.ms": ("3600000", DEFAULT,
+                                           [("log.message.timestamp.after.max.ms", "3600000", DEFAULT)]),
+    }
+
+
+@pytest.mark.parametrize("started_with", [SEGMENTS_AND_POLICY], indirect=True)
+def test_broker_segment_and_policy_configs_are_the_topic_values(started_with: str) -> None:
+    """Started with log.segment.bytes, log.roll.hours, log.cleanup.policy=compact: a topic created without configs
+    has them as its values (and refuses a record without a key, being compacted); its own override comes first."""
+    names = ["segment.bytes", "segment.ms", "cleanup.policy", "delete.retention.ms", "max.message.bytes"]
+    segment_bytes = [("log.segment.bytes", "2097152", STATIC), ("log.segment.bytes", "1073741824", DEFAULT)]
+    policy = [("log.cleanup.policy", "compact", STATIC), ("log.cleanup.policy", "delete", DEFAULT)]
+    assert described(started_with, {}, names) == {
+        "segment.bytes": ("2097152", STATIC, segment_bytes),
+        "segment.ms": ("7200000", DEFAULT, []),
+        "cleanup.policy": ("compact", STATIC, policy),
+        "delete.retention.ms": ("1000", STATIC, [("log.cleaner.delete.retention.ms", "1000", STATIC),
+                                                 ("log.cleaner.delete.retention.ms", "86400000", DEFAULT)]),
+        "max.message.bytes": ("2000000", STATIC, [("message.max.bytes", "2000000", STATIC),
+                                                  ("message.max.bytes", "1048588", DEFAULT)]),
+    }
+    assert described(started_with, {"segment.bytes": "1048576", "cleanup.policy": "delete"},
+                     ["segment.bytes", "cleanup.policy"]) == {
+        "segment.bytes": ("1048576", TOPIC, [("segment.bytes", "1048576", TOPIC), *segment_bytes]),
+        "cleanup.policy": ("delete", TOPIC, [("cleanup.policy", "delete", TOPIC), *policy]),
+    }
+    topic = f"inherit-{uuid.uuid4().hex[:8]}"
+    KafkaAdminClient(bootstrap_servers=started_with).create_topics([NewTopic(topic, 1, 1)])
+    outcomes: list[Any] = []
+    producer = Producer({"bootstrap.servers": started_with, "retries": 0})
+    for key in (None, b"k"):  # one batch each: a keyless record refuses its whole batch
+        producer.produce(topic, value=b"v", key=key, partition=0, on_delivery=lambda error, _: outcomes.append(error))
+        assert producer.flush(30) == 0
+    assert [None if error is None else error.code() for error in outcomes] == [KafkaError.INVALID_RECORD, None]
+
+
+@pytest.mark.parametrize("started_with", [ROLL_MS], indirect=True)
+def test_log_roll_ms_comes_before_log_roll_hours(started_with: str) -> None:
+    assert described(started_with, {}, ["segment.ms"]) == {
+        "segment.ms": ("600000", STATIC, [("log.roll.ms", "600000", STATIC), ("log.roll.hours", "168", DEFAULT)]),
     }
