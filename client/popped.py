@@ -280,7 +280,14 @@ class PoppedMessage:
     def _read(self) -> tuple[int, bytes | None, bytes | None, Headers | None]:
         record = self._record
         if record is None:
-            batch, index = self._checkpoint.locate(self.offset)
+            batches = self._checkpoint.batches
+            if len(batches) == 1 and batches[0].dense:  # the usual case, inline: the checkpoint's ranges are in it
+                batch = batches[0]
+                index = self.offset - batch.base_offset
+                if index >= len(batch.starts):
+                    batch.index(self.offset)
+            else:
+                batch, index = self._checkpoint.locate(self.offset)
             timestamp, key, value, _, _ = batch.fields(index)
             record = self._record = (timestamp, key, value, None)
         return record
