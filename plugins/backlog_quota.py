@@ -23,6 +23,7 @@ from typing import Any
 
 from logwright.core.backlog.batch_index import BatchExtent
 from logwright.core.backlog.eviction_points import (
+    COMMIT_TYPES,
     EVICTION_POINTS,
     EVICTION_POINTS_STATE_TAGS,
     GroupView,
@@ -142,7 +143,7 @@ class BacklogQuotaPlugin:
     def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
         """Keep an evicted group's member commits at its eviction point (`core.backlog.eviction_points`)."""
         points = staged.rows(EVICTION_POINTS.name)
-        if not points:
+        if not points or COMMIT_TYPES.isdisjoint(map(type, staged.events)):
             return None
         return adjust_commits(staged.events, GroupView(points, _partition_id_in(staged), _has_members_in(staged)))
 

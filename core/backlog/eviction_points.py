@@ -23,6 +23,8 @@ from logwright.core.events.backlog import BacklogEvicted, EvictedCommitRaised, E
 from logwright.core.projection import Projection
 
 EVICTION_POINTS_NAME = "eviction_points"
+COMMIT_TYPES = frozenset({OffsetCommitted, OffsetDeleted})
+"""The events `adjust_commits` answers: a staged change without one (an append, mostly) is not looked at."""
 
 
 @dataclass(frozen=True, slots=True)
