@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted
+from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, TopicDeleted
 from logwright.core.events.backlog import BacklogEvicted, EvictedCommitRaised, EvictionPointLifted
 from logwright.core.projection import Projection
 
 EVICTION_POINTS_NAME = "eviction_points"
-COMMIT_TYPES = frozenset({OffsetCommitted, OffsetDeleted})
+COMMIT_TYPES = frozenset({OffsetCommitted, OffsetDeleted, TopicDeleted})
 """The events `adjust_commits` answers: a staged change without one (an append, mostly) is not looked at."""
 
 
@@ -89,7 +89,7 @@ def adjust_commits(events: Sequence[Event], view: GroupView) -> list[Event]:
     A commit by the eviction itself (a `BacklogEvicted` for the group and partition in ``events``) is left
     alone. For the others, on a partition with an eviction point: a member's commit below it is followed by
     an `OffsetCommitted` at the point and an `EvictedCommitRaised`; a commit above it, an empty group's commit
-    and an `OffsetDeleted` lift the point (`EvictionPointLifted`).
+    and an `OffsetDeleted` lift the point (`EvictionPointLifted`), as does deleting the topic.
     """
     if not view.points:
         return []
@@ -98,6 +98,8 @@ def adjust_commits(events: Sequence[Event], view: GroupView) -> list[Event]:
     lifted: set[tuple[str, int]] = set()
     derived: list[Event] = []
     for event in events:
+        if isinstance(event, TopicDeleted):
+            derived.extend(_topic_deleted(event, view.points))
         if not isinstance(event, OffsetCommitted | OffsetDeleted):
             continue
         state = view.points.get(event.group)
@@ -109,6 +111,14 @@ def adjust_commits(events: Sequence[Event], view: GroupView) -> list[Event]:
             continue
         derived.extend(_answer(event, partition_id, point, view, lifted))
     return derived
+
+
+def _topic_deleted(event: TopicDeleted, points: Mapping[str, Any]) -> Iterable[Event]:
+    gone = set(event.partition_ids)
+    for state in points.values():
+        if isinstance(state, EvictionPoints):
+            yield from (EvictionPointLifted(state.group, topic, partition_id, offset, "topic deleted")
+                        for topic, partition_id, offset in state.points if partition_id in gone)
 
 
 def _answer(event: OffsetCommitted | OffsetDeleted, partition_id: int, point: int, view: GroupView,

@@ -55,7 +55,8 @@ class EvictedCommitRaised(Event):
 class EvictionPointLifted(Event):
     """The group no longer needs its commits raised to ``evicted_to`` on the partition: it committed past it
     (``reason`` ``committed``), an empty group's commit reset it (``reset``: AlterConsumerGroupOffsets,
-    ``kafka-consumer-groups --reset-offsets``), or its offsets were deleted (``deleted``)."""
+    ``kafka-consumer-groups --reset-offsets``), its offsets were deleted (``deleted``), or the topic was
+    (``topic deleted``)."""
 
     TAG: ClassVar[int] = 102
     group: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from logwright.core.backlog.eviction_points import EVICTION_POINTS, EvictionPoints, GroupView, adjust_commits
-from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted
+from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, TopicDeleted
 from logwright.core.events.backlog import BacklogEvicted, EvictedCommitRaised, EvictionPointLifted
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
 from logwright.core.projection import fold
@@ -79,3 +79,10 @@ def test_a_lift_staged_with_a_new_eviction_keeps_the_new_point() -> None:
     assert fold(EVICTION_POINTS, [*history, *newer])["slow"] == EvictionPoints("slow", (("t", PARTITION_ID, 200),))
     late_lift = [*history, evicted(to_offset=200), EvictionPointLifted("slow", "t", PARTITION_ID, 100, "committed")]
     assert fold(EVICTION_POINTS, late_lift)["slow"].point(PARTITION_ID) == 200, "a lift names the point it lifts"
+
+
+def test_deleting_the_topic_lifts_its_points() -> None:
+    history = [commit(100), evicted(), evicted(group="other", partition_id=PARTITION_ID + 1)]
+    lifted = after(history, [TopicDeleted("t", b"\0" * 16, (PARTITION_ID,))])
+    assert lifted == [EvictionPointLifted("slow", "t", PARTITION_ID, 100, "topic deleted")]
+    assert set(fold(EVICTION_POINTS, [*history, *lifted])) == {"other"}
