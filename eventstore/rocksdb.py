@@ -47,6 +47,12 @@ WAL_FILES_RECYCLED = 4
 already has instead of extending a new file (1 MB commits, `bench/wal_options.py`: p25 1544 -> 1434 us).
 RocksDB 9.8 keeps recycling with the point-in-time recovery used here (its records carry the log number, so
 a reused file's old tail is never replayed); it refuses ``disable_wal`` writes, which the store never makes."""
+WAL_BYTES_KEPT = 128 * 1024 * 1024
+"""Write-ahead log kept before RocksDB flushes the column families that still need its oldest file. A log file can
+be reused (`WAL_FILES_RECYCLED`) only once every family written in it is flushed, and the small families (events,
+state, meta) fill their memtables rarely: by default (four times all write buffers) the log grew with the records,
+600 MB of new log files for 600 MB produced, none reused, each write extending a fresh file (and a restart
+replaying all of it)."""
 INFO_LOGS_KEPT = 10
 STATE_SEQUENCES_REFRESHED_EVERY = 4096
 """Events after which every projection's covered sequence is written again. A commit writes only the sequences of
@@ -210,6 +216,7 @@ class RocksEventStore:
         families = {name: Options(raw_mode=True) for name in keys.COLUMN_FAMILIES}
         if not read_only:
             options.set_recycle_log_file_num(WAL_FILES_RECYCLED)
+            options.set_max_total_wal_size(WAL_BYTES_KEPT)
         if self.secondary is not None:
             options.set_max_open_files(-1)  # RocksDB requires it of secondary instances
             access = AccessType.secondary(self.secondary)

@@ -195,3 +195,18 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
     assert check_store(reopened).consistent
     opener.close(reopened)
     assert set(_covered(crashed).values()) == {store.last_sequence}, "the refold wrote every covered sequence"
+
+
+def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
+        opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a bound, the small column families kept every log file alive: the log grew with the records."""
+    monkeypatch.setattr(rocksdb, "WAL_BYTES_KEPT", 8 * 1024 * 1024)
+    store = opener()
+    created = new_topic(store, "t", 1)
+    store.commit()
+    for _ in range(60):
+        produce(store, created.partition_ids[0], record_count=1, payload_size=1_000_000)
+        store.commit()
+    log_bytes = sum(path.stat().st_size for path in opener.path.glob("*.log"))
+    assert log_bytes < 30_000_000, f"{log_bytes} bytes of write-ahead log for 60 MB written"
+    assert "reusing log" in "".join(path.read_text(errors="replace") for path in opener.path.glob("LOG"))
