@@ -52,7 +52,7 @@ def _offsets(fields: dict[str, Any]) -> tuple[int | None, int | None]:
         return fields["base_offset"], fields["base_offset"] + fields["record_count"] - 1
     if isinstance(fields.get("from_offset"), int) and isinstance(fields.get("to_offset"), int):
         return fields["from_offset"], fields["to_offset"] - 1  # an eviction's skipped range, end exclusive
-    for name in ("offset", "log_start_offset", "start_offset"):
+    for name in ("offset", "log_start_offset", "start_offset", "evicted_to"):  # evicted_to: an eviction point
         if isinstance(fields.get(name), int):
             return fields[name], fields[name]
     ranges = fields.get("ranges")
