@@ -241,6 +241,12 @@ class Client:
         """The group's pop state on ``topic`` (in flight, revived, consumed offsets) per partition."""
         return await pop_calls.inspect(self._connection, topic, group)
 
+    async def reset_pop(self, topic: str, group: str, to: str, value: int | None = None,
+                        partitions: Sequence[int] | None = None) -> dict[int, int]:
+        """Reset the group's pop position on ``topic`` to ``earliest``, ``latest``, an ``offset`` or a ``timestamp``
+        (``value``), dropping what it had in flight there (F41); the new position per partition index."""
+        return await pop_calls.reset(self._connection, topic, group, to, value, partitions)
+
     async def advance_clock(self, milliseconds: int) -> int:
         """Move a ``--manual-clock`` broker's clock (LogwrightAdvanceClock); the broker's new time."""
         answer = await self._connection.raw(ADVANCE_CLOCK_KEY, struct.pack(">q", milliseconds))

@@ -34,6 +34,7 @@ __all__ = ["PoppedMessage", "PoppedMessages", "ReceiptHandleError", "StaleReceip
            "change_invisible_time", "nack", "inspect", "pop_version", "pin_version"]
 
 POP_KEY, ACK_KEY, CHANGE_KEY, NACK_KEY, INSPECT_KEY = 32009, 32010, 32011, 32012, 32013
+RESET_KEY = 32014
 LONG_POLL_MARGIN_S = 10.0
 """Time the client waits beyond a long poll for the answer itself."""
 MAX_MESSAGES_V0, MAX_MESSAGES_V1 = 32, 1_024
@@ -259,6 +260,20 @@ async def nack(connection: Connection, message: PoppedMessage | str, delay_ms: i
     if delay_ms is not None:
         body["delay_ms"] = delay_ms
     return bool((await call(connection, NACK_KEY, body, "nack"))["dead_lettered"])
+
+
+async def reset(connection: Connection, topic: str, group: str, to: str, value: int | None = None,
+                partitions: Sequence[int] | None = None) -> dict[int, int]:
+    """Reset the group's pop position (LogwrightPopReset, F41): ``to`` is ``earliest``, ``latest``, ``offset`` or
+    ``timestamp`` (``value``: the offset, or ms); on ``partitions`` (indexes; all by default). What the group had
+    in flight there is dropped. The new position of each partition."""
+    body: dict[str, Any] = {"group_id": group, "topic": topic, "to": to}
+    if value is not None:
+        body["value"] = value
+    if partitions is not None:
+        body["partitions"] = list(partitions)
+    answer = await call(connection, RESET_KEY, body, "reset pop")
+    return {int(entry["partition"]): int(entry["offset"]) for entry in answer["partitions"]}
 
 
 async def inspect(connection: Connection, topic: str, group: str) -> dict[str, Any]:

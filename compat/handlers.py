@@ -22,6 +22,7 @@ from logwright.compat.extensions import (
     pop_change_invisible_time,
     pop_inspection,
     pop_nack,
+    pop_reset,
     reconsume_later,
 )
 from logwright.compat.kafka import (
@@ -151,6 +152,7 @@ EXTENSION_APIS: dict[int, ModuleType] = {
     pop_change_invisible_time.API_KEY: pop_change_invisible_time,
     pop_nack.API_KEY: pop_nack,
     pop_inspection.API_KEY: pop_inspection,
+    pop_reset.API_KEY: pop_reset,  # LogwrightPopReset: F41's admin reset of a pop group's position
     acknowledge_processed.API_KEY: acknowledge_processed,  # LogwrightAcknowledgeProcessed: processed keys, docs/keys.md
 }
 """logwright's own keys (32001 and up): key -> module. Standard clients ignore keys they do not know."""

@@ -2,7 +2,7 @@
 ``pop`` mode for share groups.
 
 The pops themselves are the broker's (`logwright.compat.coordinators.pop_coordinator`, extension keys
-32009-32013); this plugin registers what they need through the same hooks a third party uses: the in-flight
+32009-32014); this plugin registers what they need through the same hooks a third party uses: the in-flight
 projection folded from the pop events, and the settings a group may change. Disabling the plugin
 (``plugins.disabled=pop``) leaves the keys answering UNSUPPORTED_VERSION (35); events already logged stay readable.
 

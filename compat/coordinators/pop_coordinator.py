@@ -22,6 +22,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
 from logwright.compat.kafka.fetch import last_stable_offset
+from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import BatchHeader, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider
@@ -42,13 +43,13 @@ from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import HeldBack
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import (
-    PAGE_OFFSETS,
     PROJECTION_NAME,
     PopEntry,
     PopHead,
     PopPartition,
     assemble,
     page_key,
+    page_ranges,
     pop_head,
     pop_key,
     pop_page,
@@ -692,6 +693,55 @@ class PopCoordinator:
             kept.append(PopNacked(state.group, partition_id, "", entry.offset, entry.epoch, epoch, now + COPY_RETRY_MS))
         return kept
 
+    # -- admin ----------------------------------------------------------------------------------
+
+    def reset(self, group: str, topic: TopicState, partitions: Sequence[int], to: str, value: int = 0
+              ) -> list[tuple[int, int]]:
+        """An admin reset (F41) of ``group``'s pop position on the ``partitions`` (indexes) of ``topic``: ``to`` is
+        ``earliest``, ``latest``, ``offset`` (``value``, clamped to the log) or ``timestamp`` (the first record at or
+        after ``value`` ms, else the log end). It takes precedence over the pop position and the init mode (a
+        partition never popped starts there); in-flight entries are dropped. Staged; ``(index, new position)``."""
+        self._require()
+        now = self.broker.clock.now_ms()
+        reason = f"admin reset to {to}" + (f" {value}" if to in ("offset", "timestamp") else "")
+        moved: list[tuple[int, int]] = []
+        for index in partitions:
+            partition_id = topic.partition_ids[index]
+            offset = self.reset_offset(partition_id, to, value)
+            state = self.table(group, partition_id)
+            if state is None:
+                self.broker.stage([PopCursorCreated(group, partition_id, topic.name, offset)])
+            else:
+                self._stage(state, pop_commands.reset(state, offset, now, reason))
+            moved.append((index, offset))
+        self._wake()
+        return moved
+
+    def reset_offset(self, partition_id: int, to: str, value: int) -> int:
+        """Where a reset ``to`` (with ``value``) puts the pop position of ``partition_id``."""
+        log_start = self.broker.partition(partition_id).log_start_offset
+        end = self.broker.high_watermark(partition_id)
+        if to == "earliest":
+            return log_start
+        if to == "latest":
+            return end
+        if to == "offset":
+            return min(max(value, log_start), end)
+        _, found = lookup(self.broker, partition_id, value)
+        return end if found < 0 else max(found, log_start)
+
+    def evict(self, group: str, partition_id: int, offset: int, reason: str) -> bool:
+        """Skip ``group``'s records of ``partition_id`` below ``offset`` (a backlog eviction): the entries below it
+        are dropped, the pop position moves there if it was below. Staged; whether anything changed."""
+        state = self.table(group, partition_id)
+        if state is None:
+            return False
+        events = pop_commands.evict(state, offset, self.broker.clock.now_ms(), reason)
+        self._stage(state, events)
+        if events:
+            self._wake()
+        return bool(events)
+
     # -- time -----------------------------------------------------------------------------------
 
     def _track(self, key: str, state: PopPartition) -> None:
@@ -763,17 +813,6 @@ class PopCoordinator:
     def close(self) -> None:
         self.timer.close()
 
-
-def page_ranges(pages: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    """The offset ranges ``pages`` (ascending page numbers) cover, adjacent pages merged."""
-    ranges: list[tuple[int, int]] = []
-    for page in pages:
-        first, last = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS - 1
-        if ranges and ranges[-1][1] + 1 == first:
-            ranges[-1] = (ranges[-1][0], last)
-        else:
-            ranges.append((first, last))
-    return tuple(ranges)
 
 
 def _holds(offsets: Sequence[int], offset: int) -> bool:

@@ -152,6 +152,19 @@ def page_of(offset: int) -> int:
     return offset // PAGE_OFFSETS
 
 
+def page_ranges(pages: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """The offset ranges ``pages`` (ascending page numbers) cover, adjacent pages merged: what a
+    `PopEntriesDropped` of whole pages names (its rows then go, and the head forgets them)."""
+    ranges: list[tuple[int, int]] = []
+    for page in pages:
+        first, last = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS - 1
+        if ranges and ranges[-1][1] + 1 == first:
+            ranges[-1] = (ranges[-1][0], last)
+        else:
+            ranges.append((first, last))
+    return tuple(ranges)
+
+
 def _page_number(key: str) -> int:
     return int(key[key.index("#") + 1:key.index("/")])
 

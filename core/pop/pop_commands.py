@@ -28,10 +28,13 @@ from logwright.core.events.pop import (
     InvisibleTimeChanged,
     PopDeadLettered,
     PopDelayed,
+    PopEntriesDropped,
+    PopEvent,
     PopNacked,
+    PopPositionMoved,
     Revived,
 )
-from logwright.core.pop.inflight import PopEntry, PopPartition
+from logwright.core.pop.inflight import PopEntry, PopPartition, page_of, page_ranges
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 
 MAX_MESSAGES = 32
@@ -159,7 +162,8 @@ def current(state: PopPartition, offset: int, epoch: int, held: bool = True) -> 
     entry = state.entry(offset)
     where = f"offset {offset} of {state.topic} (group {state.group!r})"
     if entry is None:
-        settled = "was acknowledged or dead-lettered" if offset < state.next_offset else "was never popped"
+        settled = ("was acknowledged or dead-lettered (or dropped by a reset or an eviction)"
+                   if offset < state.next_offset else "is not in flight (never popped, or dropped by a reset)")
         raise UnknownReceiptHandle(f"unknown receipt handle: {where} {settled}")
     if entry.deliveries == 0:
         raise UnknownReceiptHandle(f"unknown receipt handle: {where} was never popped (its delivery is delayed "
@@ -248,6 +252,41 @@ def delayed(state: PopPartition, held: Sequence[tuple[int, int]], now_ms: int) -
     """Park the ``(offset, due_ms)`` a pop passed over because a plugin holds them back; ``None`` if none."""
     fresh = tuple((offset, due) for offset, due in held if state.entry(offset) is None and offset >= state.next_offset)
     return PopDelayed(state.group, state.partition_id, fresh, now_ms) if fresh else None
+
+
+def reset(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[PopEvent]:
+    """An admin reset (F41): the pops of new records start at ``offset``, whatever the pop position was, and every
+    entry in flight is dropped (`PopEntriesDropped` of its pages): those below ``offset`` are skipped, those at or
+    above it will be popped afresh from there (kept, they would be in flight twice); their handles are unknown."""
+    events: list[PopEvent] = []
+    if state.entries:
+        pages = sorted({page_of(entry.offset) for entry in state.entries})
+        events.append(PopEntriesDropped(state.group, state.partition_id, page_ranges(pages), reason, now_ms))
+    events.append(PopPositionMoved(state.group, state.partition_id, offset, reason, now_ms))
+    return events
+
+
+def evict(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[PopEvent]:
+    """A backlog eviction up to ``offset``: the entries below it are dropped (their records skipped, handles
+    unknown), those at or above it stay in flight, and the pop position moves to ``offset`` if it was below."""
+    events: list[PopEvent] = []
+    below = sorted({entry.offset for entry in state.entries if entry.offset < offset})
+    if below:
+        events.append(PopEntriesDropped(state.group, state.partition_id, _runs(below), reason, now_ms))
+    if offset > state.next_offset:
+        events.append(PopPositionMoved(state.group, state.partition_id, offset, reason, now_ms))
+    return events
+
+
+def _runs(offsets: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Ascending ``offsets`` as inclusive runs (an event naming only the pages that hold them)."""
+    runs: list[tuple[int, int]] = []
+    for offset in offsets:
+        if runs and runs[-1][1] + 1 == offset:
+            runs[-1] = (runs[-1][0], offset)
+        else:
+            runs.append((offset, offset))
+    return tuple(runs)
 
 
 def dead_lettered(state: PopPartition, entries: Sequence[PopEntry], now_ms: int, topic: str, partition_id: int,

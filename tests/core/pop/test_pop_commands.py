@@ -14,6 +14,7 @@ from logwright.core.events.pop import (
     PopDelayed,
     PopEntriesDropped,
     PopNacked,
+    PopPositionMoved,
     Revived,
 )
 from logwright.core.pop import pop_commands
@@ -185,3 +186,28 @@ def test_a_delayed_record_waits_in_the_table_until_due_then_is_popped_as_a_first
     after = given(PopDelayed("g", 7, ((1, 5_000),), 100), revived, again)
     entry = after.entry(1)
     assert entry is not None and (entry.deliveries, entry.reconsume_times) == (1, 0)
+
+
+def test_a_reset_drops_everything_in_flight_and_an_eviction_only_what_is_below() -> None:
+    """F41's reset puts the position anywhere and drops every entry (those at or above it are popped afresh); an
+    eviction drops the entries below its offset, keeps the others and never moves the position back."""
+    checkpoint = popped((0, 1, 2, 300), 1, next_offset=301)
+    state = given(checkpoint)
+    reset = pop_commands.reset(state, 5, 9, "admin reset to offset 5")
+    assert reset == [PopEntriesDropped("g", 7, ((0, 511),), "admin reset to offset 5", 9),
+                     PopPositionMoved("g", 7, 5, "admin reset to offset 5", 9)]
+    after = given(checkpoint, *reset)
+    assert (after.entries, after.next_offset) == ((), 5)
+    rows = fold(POP_INFLIGHT, (PopCursorCreated("g", 7, "t", 0), checkpoint, *reset))
+    assert list(rows) == [pop_key("g", 7)], "the page rows go with the entries"
+    assert pop_commands.reset(given(), 0, 9, "r") == [PopPositionMoved("g", 7, 0, "r", 9)]
+
+    evicted = pop_commands.evict(state, 2, 9, "evicted")
+    assert evicted == [PopEntriesDropped("g", 7, ((0, 1),), "evicted", 9)], "the position 301 is past 2"
+    after = given(checkpoint, *evicted)
+    assert ([e.offset for e in after.entries], after.next_offset) == ([2, 300], 301)
+    far = pop_commands.evict(state, 400, 9, "evicted")
+    assert far == [PopEntriesDropped("g", 7, ((0, 2), (300, 300)), "evicted", 9), PopPositionMoved("g", 7, 400,
+                                                                                                     "evicted", 9)]
+    assert (given(checkpoint, *far).entries, given(checkpoint, *far).next_offset) == ((), 400)
+    assert pop_commands.evict(given(), 0, 9, "evicted") == []
