@@ -10,6 +10,8 @@ at the batch that would overflow the map; the next pass carries on from there, a
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from hashlib import blake2b as _blake2b
 
 ENTRY_BYTES = 136
 """Memory of one entry in a CPython dict of 16-byte digests to offsets (measured: 133 bytes)."""
@@ -39,6 +41,18 @@ class OffsetMap:
 
     def put(self, key: bytes, offset: int) -> None:
         self._offsets[self.digest(key)] = offset
+
+    def put_all(self, keys: Sequence[bytes | None], offsets: Sequence[int]) -> None:
+        """Each keyed record of a batch, in offset order (records without a key are not mapped)."""
+        mapped = self._offsets
+        for key, offset in zip(keys, offsets, strict=True):
+            if key is not None:
+                mapped[_blake2b(key, digest_size=16).digest()] = offset
+
+    def latest(self, keys: Sequence[bytes | None]) -> list[int | None]:
+        """Each key's latest offset in the map (``None``: absent or no key), for a whole batch at once."""
+        get = self._offsets.get
+        return [None if key is None else get(_blake2b(key, digest_size=16).digest()) for key in keys]
 
     def get(self, key: bytes) -> int | None:
         return self._offsets.get(self.digest(key))

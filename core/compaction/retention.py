@@ -10,6 +10,7 @@ time a pass keeps it; that horizon is stored in the batch (Kafka's base timestam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -22,7 +23,8 @@ ABORT_MARKER = 0
 
 @dataclass(frozen=True, slots=True)
 class BatchFacts:
-    """One stored batch as the filter sees it: its header fields and its records' keys."""
+    """One stored batch as the filter sees it: its header fields and its records' offsets, keys and whether each
+    value is null, as three columns (a pass reads every record of the log: no object per record)."""
 
     base_offset: int
     last_offset: int
@@ -30,13 +32,25 @@ class BatchFacts:
     is_transactional: bool
     is_control: bool
     delete_horizon_ms: int | None
-    records: tuple[KeyedRecord, ...]
+    offsets: Sequence[int]
+    keys: Sequence[bytes | None]
+    tombstones: Sequence[bool]
+
+    @classmethod
+    def of_records(cls, base_offset: int, last_offset: int, producer_id: int, is_transactional: bool,
+                   is_control: bool, delete_horizon_ms: int | None, records: Sequence[KeyedRecord]) -> BatchFacts:
+        return cls(base_offset, last_offset, producer_id, is_transactional, is_control, delete_horizon_ms,
+                   [record.offset for record in records], [record.key for record in records],
+                   [record.value_is_null for record in records])
 
     def marker_type(self) -> int | None:
         """The control record type of a transaction marker batch (``None`` for data or an unreadable key)."""
-        if not self.is_control or not self.records or self.records[0].key is None or len(self.records[0].key) < 4:
+        if not self.is_control or not self.keys:
             return None
-        return int.from_bytes(self.records[0].key[2:4], "big", signed=True)
+        key = self.keys[0]
+        if key is None or len(key) < 4:
+            return None
+        return int.from_bytes(key[2:4], "big", signed=True)
 
 
 class Outcome(Enum):
@@ -86,7 +100,7 @@ class TransactionTracker:
         """A marker was read; ``True`` when none of its transaction's batches was seen (it may go)."""
         marker = batch.marker_type()
         if marker is None:
-            return not batch.records
+            return not batch.keys
         if marker == ABORT_MARKER:
             seen = batch.producer_id in self._aborted_seen
             self._aborted_seen.discard(batch.producer_id)
@@ -99,24 +113,24 @@ class TransactionTracker:
 def judge(batch: BatchFacts, offsets: OffsetMap, transactions: TransactionTracker, now_ms: int,
           delete_retention_ms: int) -> Verdict:
     """What the pass does with ``batch`` (batches are judged in offset order: the tracker depends on it)."""
-    count = len(batch.records)
+    count = len(batch.offsets)
     horizon_passed = batch.delete_horizon_ms is not None and batch.delete_horizon_ms <= now_ms
     if batch.is_control:
         may_go = transactions.on_marker(batch)
         if may_go and horizon_passed:
             return Verdict(Outcome.DELETE, removed_records=count)
         if may_go and batch.delete_horizon_ms is None:
-            return Verdict(Outcome.REWRITE, tuple(record.offset for record in batch.records),
-                           now_ms + delete_retention_ms)
+            return Verdict(Outcome.REWRITE, tuple(batch.offsets), now_ms + delete_retention_ms)
         return Verdict(Outcome.KEEP, delete_horizon_ms=batch.delete_horizon_ms)
     if transactions.on_data(batch):
         return Verdict(Outcome.DELETE, removed_records=count)
     kept: list[int] = []
     keeps_tombstone = False
-    for record in batch.records:
-        if _retained(record, offsets, horizon_passed):
-            kept.append(record.offset)
-            keeps_tombstone = keeps_tombstone or record.value_is_null
+    latest = offsets.latest(batch.keys)
+    for offset, key, newer, tombstone in zip(batch.offsets, batch.keys, latest, batch.tombstones, strict=True):
+        if _retained(offset, key, newer, tombstone, horizon_passed):
+            kept.append(offset)
+            keeps_tombstone = keeps_tombstone or tombstone
     if not kept:
         return Verdict(Outcome.DELETE, removed_records=count)
     horizon = batch.delete_horizon_ms
@@ -127,12 +141,12 @@ def judge(batch: BatchFacts, offsets: OffsetMap, transactions: TransactionTracke
     return Verdict(Outcome.REWRITE, tuple(kept), horizon, count - len(kept))
 
 
-def _retained(record: KeyedRecord, offsets: OffsetMap, horizon_passed: bool) -> bool:
-    """Kafka's ``shouldRetainRecord``. Its "past the map's latest offset" case does not arise: a pass judges only
-    batches below its end, and the map covers every keyed record of the dirty range up to that end."""
-    if record.key is None:
+def _retained(offset: int, key: bytes | None, latest: int | None, tombstone: bool, horizon_passed: bool) -> bool:
+    """Kafka's ``shouldRetainRecord`` (``latest``: the key's offset in the map). Its "past the map's latest
+    offset" case does not arise: a pass judges only batches below its end, and the map covers every keyed record
+    of the dirty range up to that end."""
+    if key is None:
         return False
-    latest = offsets.get(record.key)
-    if latest is not None and record.offset < latest:
+    if latest is not None and offset < latest:
         return False
-    return not record.value_is_null or not horizon_passed
+    return not tombstone or not horizon_passed

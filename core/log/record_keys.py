@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "keyed_records", "record_keys"]
+__all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "keyed_records", "record_key_columns", "record_keys"]
 
 Decompress = Callable[[int, memoryview], bytes]
 """``decompress(codec, data)``: the records of a compressed batch; raises ``ValueError`` when they do not open."""
@@ -77,6 +77,17 @@ def record_keys(batch: bytes | bytearray | memoryview, decompress: Decompress) -
     return _keys_of(bytes(payload), count)
 
 
+def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decompress
+                       ) -> tuple[list[int], list[bytes | None], list[bool]]:
+    """The records' offsets, keys and whether each value is null, as three lists: what a compaction pass needs,
+    without an object per record (`record_keys`' reader and bounds)."""
+    payload, count, base_offset, _, _ = _open(batch, decompress)
+    offsets: list[int] = []
+    tombstones: list[bool] = []
+    keys = _keys_of(bytes(payload), count, (base_offset, offsets, tombstones))
+    return offsets, keys, tombstones
+
+
 def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
           ) -> tuple[memoryview, int, int, int, int | None]:
     """The batch's record bytes (decompressed), record count, base offset, base timestamp and append time."""
@@ -105,9 +116,11 @@ def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
     return payload, count, base_offset, base_timestamp, append_time
 
 
-def _keys_of(data: bytes, count: int) -> list[bytes | None]:
+def _keys_of(data: bytes, count: int, columns: tuple[int, list[int], list[bool]] | None = None
+             ) -> list[bytes | None]:
     """The keys of ``count`` records in ``data``; varints of one or two bytes inline, longer ones through
-    `_varint_at`.
+    `_varint_at`. With ``columns`` = (base offset, offsets, tombstones) each record's offset and whether its
+    value is null are appended to those lists too.
 
     A read past the data's end is an ``IndexError``, turned into `UnreadableRecords`; a field running past its
     record's end into the next one is caught by the check that each record ends exactly at its length.
@@ -115,6 +128,7 @@ def _keys_of(data: bytes, count: int) -> list[bytes | None]:
     keys: list[bytes | None] = []
     append = keys.append
     size, position = len(data), 0
+    base_offset, offsets, tombstones = columns if columns is not None else (0, None, None)
     try:
         for index in range(count):
             byte = data[position]
@@ -135,7 +149,17 @@ def _keys_of(data: bytes, count: int) -> list[bytes | None]:
                 position += 2
             else:
                 position = _varint_at(data, position)[1]
-            if data[position] < 0x80:  # offset delta
+            if offsets is not None:
+                byte = data[position]
+                if byte < 0x80:
+                    delta, position = (byte >> 1) ^ -(byte & 1), position + 1
+                elif (second := data[position + 1]) < 0x80:
+                    byte = (byte & 0x7F) | (second << 7)
+                    delta, position = (byte >> 1) ^ -(byte & 1), position + 2
+                else:
+                    delta, position = _varint_at(data, position)
+                offsets.append(base_offset + delta)
+            elif data[position] < 0x80:  # offset delta
                 position += 1
             elif data[position + 1] < 0x80:
                 position += 2
@@ -161,6 +185,8 @@ def _keys_of(data: bytes, count: int) -> list[bytes | None]:
                 value_length, position = _varint_at(data, position)
             if value_length > 0:
                 position += value_length
+            if tombstones is not None:
+                tombstones.append(value_length < 0)
             if position + 1 == end and data[position] == 0:  # no headers, the common case
                 position = end
             else:

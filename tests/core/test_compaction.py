@@ -131,7 +131,8 @@ def record(offset: int, key: bytes | None, tombstone: bool = False) -> KeyedReco
 
 def batch(*records: KeyedRecord, horizon: int | None = None, producer_id: int = -1, transactional: bool = False,
           control: bool = False) -> BatchFacts:
-    return BatchFacts(records[0].offset, records[-1].offset, producer_id, transactional, control, horizon, records)
+    return BatchFacts.of_records(records[0].offset, records[-1].offset, producer_id, transactional, control, horizon,
+                                 records)
 
 
 def offsets(*pairs: tuple[bytes, int]) -> OffsetMap:

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.compat.wire.compression import Compression, decompress
 from logwright.compat.wire.record_batch import Record, build_batch
-from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, keyed_records, record_keys
+from logwright.core.log.record_keys import (
+    KeyedRecord,
+    UnreadableRecords,
+    keyed_records,
+    record_key_columns,
+    record_keys,
+)
 
 RECORDS = (
     Record(0, 1_000, b"k1", b"v1", (("trace", b"t"), ("id", b"A"))),
@@ -116,8 +122,9 @@ def _keys_or_refusal(read: object) -> object:
 @settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_the_keys_only_reader_agrees_with_the_full_one_on_any_batch(data: st.DataObject) -> None:
-    """`record_keys` (inline varints, headers parsed only when present) reads what `keyed_records` reads and
-    refuses what it refuses, on whole, corrupted and truncated batches, with long varints and many records."""
+    """`record_keys` and `record_key_columns` (inline varints, headers parsed only when present) read what
+    `keyed_records` reads and refuse what it refuses, on whole, corrupted and truncated batches, with long
+    varints and many records."""
     codec = data.draw(st.sampled_from(list(Compression)))
     records = data.draw(st.lists(st.builds(
         Record, st.just(0), st.integers(0, 10**12), st.none() | st.binary(max_size=200),
@@ -131,3 +138,6 @@ def test_the_keys_only_reader_agrees_with_the_full_one_on_any_batch(data: st.Dat
     cut = bytes(batch[:data.draw(st.integers(0, len(batch)))] if data.draw(st.booleans()) else batch)
     full = _keys_or_refusal(lambda: [record.key for record in keyed_records(cut, decompress)])
     assert _keys_or_refusal(lambda: record_keys(cut, decompress)) == full
+    columns = _keys_or_refusal(lambda: [(record.offset, record.key, record.value_is_null)
+                                        for record in keyed_records(cut, decompress)])
+    assert _keys_or_refusal(lambda: list(zip(*record_key_columns(cut, decompress), strict=True))) == columns
