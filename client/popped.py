@@ -72,34 +72,53 @@ class Batch:
     def _scan(self, count: int) -> None:
         """Find record starts until ``count`` are known (a batch with gaps: or the data ends); only the length of
         each record is read (and, with gaps, its offset delta)."""
+        if self.dense:
+            self._scan_dense(count)
+            return
         data, starts, position, end = self.data, self.starts, self.scanned, len(self.data)
-        found = len(starts)
-        append = starts.append
-        while found < count:
-            if position >= end:
-                if self.dense:
-                    raise CorruptRecords(f"the records of batch {self.base_offset} end after {found} of "
-                                         f"{self.last_offset - self.base_offset + 1}")
-                break
+        while len(starts) < count and position < end:
             at = position
-            byte = data[position]
-            if byte < 0x80:
-                length = byte
-                position += 1
-            elif position + 1 < end and data[position + 1] < 0x80:
-                length = (byte & 0x7F) | (data[position + 1] << 7)
-                position += 2
-            else:
-                length, position = read_uvarint(data, position)
-            length = (length >> 1) ^ -(length & 1)
+            length, position = read_varint(data, position)
             if length <= 0 or position + length > end:
                 raise CorruptRecords(f"a record at byte {at} of batch {self.base_offset} announces {length} bytes")
-            if not self.dense:
-                _, delta_at = read_varint(data, position + 1)  # after the attributes: timestamp delta, offset delta
-                self.offsets.append(self.base_offset + read_varint(data, delta_at)[0])
-            append(at)
+            _, delta_at = read_varint(data, position + 1)  # after the attributes: timestamp delta, offset delta
+            self.offsets.append(self.base_offset + read_varint(data, delta_at)[0])
+            starts.append(at)
             position += length
-            found += 1
+        self.scanned = position
+
+    def _scan_dense(self, count: int) -> None:
+        """`_scan` of a batch without gaps, the hot loop of a pop's first reads: lengths of one or two bytes read
+        inline; positions only grow (a length below 1 is refused), so one bound check at the end (and the
+        IndexError of a read past the data) finds a record running past the batch."""
+        data, starts, position, end = self.data, self.starts, self.scanned, len(self.data)
+        total = self.last_offset - self.base_offset + 1
+        if count > total:
+            raise CorruptRecords(f"batch {self.base_offset} holds {total} records, not {count}")
+        append, known = starts.append, len(starts)
+        try:
+            for _ in range(count - known):
+                byte = data[position]
+                if byte < 0x80:
+                    length = (byte >> 1) ^ -(byte & 1)
+                    size = 1
+                elif data[position + 1] < 0x80:
+                    length = (byte & 0x7F) | (data[position + 1] << 7)
+                    length, size = (length >> 1) ^ -(length & 1), 2
+                else:
+                    length, after = read_uvarint(data, position)
+                    length, size = (length >> 1) ^ -(length & 1), after - position
+                if length <= 0:
+                    position = end + 1  # refused below, as a record running past the data
+                    break
+                append(position)
+                position += size + length
+        except IndexError:
+            position = end + 1
+        if position > end or (len(starts) == total and position != end):
+            del starts[known:]  # as before the scan: a later read finds the same fault, not a half scan
+            raise CorruptRecords(f"the records of batch {self.base_offset} do not fill its {end} bytes: "
+                                 f"{len(starts)} of {total} found")
         self.scanned = position
 
     def fields(self, index: int) -> tuple[int, bytes | None, bytes | None, int, int]:

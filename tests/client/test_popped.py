@@ -83,8 +83,20 @@ def test_truncated_records_are_corrupt_not_silently_short() -> None:
     batch = kept_batch(TOPIC_HEX, 7, raw)
     assert batch is not None
     batch.data = batch.data[:len(batch.data) // 2]
+    for _ in range(2):  # the same fault each time: a failed scan leaves nothing half found
+        with pytest.raises(CorruptRecords):
+            batch.index(49)
+        assert batch.starts == []
+    zero = kept_batch(TOPIC_HEX, 8, raw)
+    assert zero is not None
+    zero.data = b"\x00" + zero.data[1:]  # a record announcing 0 bytes
     with pytest.raises(CorruptRecords):
-        batch.index(49)
+        zero.index(0)
+    trailing = kept_batch(TOPIC_HEX, 9, raw)
+    assert trailing is not None
+    trailing.data += b"\x02\x00"
+    with pytest.raises(CorruptRecords, match="do not fill"):
+        trailing.index(49)
 
 
 def test_the_sequence_reads_as_a_list() -> None:
