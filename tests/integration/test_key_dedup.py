@@ -164,6 +164,30 @@ def test_an_idempotent_producer_continues_its_sequence_after_a_shortened_batch(c
     check_consistent(clock_broker)
 
 
+def test_a_client_numbers_a_shortened_batch_from_its_answered_base_offset(clock_broker: BrokerProcess) -> None:
+    """What docs/keys.md says a client sees: the answer carries one base offset per batch and librdkafka numbers
+    the batch's records from it (base + index), so a record after a dropped one is reported at the offset the
+    next record took, and a batch opening with a duplicate numbers everything from the original's offset."""
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.dedup.key": "record-key"})
+    assert _send(bootstrap, topic, [(b"old", b"v", [])]) == [0]
+
+    def one_batch(keys: list[bytes]) -> list[int]:
+        reported: list[int] = []
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 200})
+        for key in keys:
+            producer.produce(topic, key=key, value=b"v", partition=0,
+                             on_delivery=lambda error, message: reported.append(
+                                 -1 if error is not None else message.offset()))
+        assert producer.flush(30) == 0
+        return reported
+
+    assert one_batch([b"a", b"old", b"b"]) == [1, 2, 3], "stored: a at 1, b at 2; 'old' is reported at b's offset"
+    assert one_batch([b"old", b"c"]) == [0, 1], "answered with old's offset 0: c, stored at 3, is reported at 1"
+    assert [(offset, key) for offset, key, _ in _stored(bootstrap, topic, 4)] == [
+        (0, b"old"), (1, b"a"), (2, b"b"), (3, b"c")]
+
+
 @pytest.mark.logwright_only(reason="logwright's own topic configs and their messages")
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("logwright.dedup.key", "key", "'record-key' or 'header:<header name>'"),
