@@ -25,7 +25,14 @@ from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
 from logwright.core.config.topic_synonyms import topic_default
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
-from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.events import (
+    ConfigChanged,
+    Event,
+    LogTruncated,
+    RecordsAppended,
+    TopicCreated,
+    TopicDeleted,
+)
 from logwright.core.log.catalog import (
     COUNTER_KEY,
     PartitionIdCounter,
@@ -196,19 +203,25 @@ class Broker:
             return None
 
     def topic_configs(self, topic: TopicState) -> Mapping[str, str]:
-        """Every set config of ``topic`` (its overrides over the registry's defaults), as admission plugins see it.
+        """Every set config of ``topic`` (its overrides over its broker synonyms' values and the registry's
+        defaults, as `topic_config` gives each), as admission plugins see it.
 
         Built once per distinct set of overrides and registered keys (a config change makes a new TopicState, a
-        plugin's key a larger registry) rather than per Produce request: building it sorted every known key.
+        plugin's key a larger registry; a broker config change drops them all) rather than per Produce request:
+        building it sorted every known key.
         """
         memo_key = (topic.configs, len(self.configs.keys))
         found = self._topic_configs.get(memo_key)
         if found is None:
             if len(self._topic_configs) >= _TOPIC_CONFIGS_KEPT:
                 self._topic_configs.clear()
-            effective = self.configs.effective("topic", dict(topic.configs))
-            found = self._topic_configs[memo_key] = MappingProxyType(
-                {name: value for name, (value, _) in effective.items() if value is not None})
+            values: dict[str, str] = {}
+            for name, (value, is_default) in self.configs.effective("topic", dict(topic.configs)).items():
+                if is_default:
+                    value = topic_default(name, self._broker_value) or value
+                if value is not None:
+                    values[name] = value
+            found = self._topic_configs[memo_key] = MappingProxyType(values)
         return found
 
     # -- catalog ------------------------------------------------------------------------------
@@ -440,6 +453,8 @@ class Broker:
                     self._high_watermarks.pop(partition_id, None)
             elif isinstance(event, LogTruncated):
                 self._high_watermarks.setdefault(event.partition_id, event.log_start_offset)
+            elif isinstance(event, ConfigChanged) and event.resource_type == "broker":
+                self._topic_configs.clear()  # topics inherit broker keys (log.cleanup.policy, ...)
         if appended and self._data_arrived is not None:
             self._data_arrived.set()
             self._data_arrived = None
