@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from logwright.core.events import BacklogEvicted
 from logwright.core.events.pop import POP_EVENT_TYPES
-from logwright.core.pop.inflight import POP_INFLIGHT, POP_STATE_TYPES
+from logwright.core.pop import pop_commands
+from logwright.core.pop.inflight import POP_INFLIGHT, POP_STATE_TYPES, PROJECTION_NAME, table_in
 from logwright.core.pop.pop_commands import (
     DEAD_LETTER_TOPIC_KEY,
     DEFAULT_MAX_IN_FLIGHT,
@@ -38,12 +40,14 @@ from .api import (
     ConfigKeyRegister,
     DeadLetter,
     DispatchView,
+    Event,
     ModeConsumer,
     ProjectionRegister,
     Redeliver,
     Reject,
     ReleasedDelivery,
     ReleaseDecision,
+    StagedChange,
     SubscriptionModeBase,
     SubscriptionModeRegister,
     hookimpl,
@@ -124,6 +128,21 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     named = settings.get(DEAD_LETTER_TOPIC_KEY, "")
     return DeadLetter(named or default_dead_letter_topic(archived.subscription), copy_record=True,
                       headers_once=ROCKETMQ_PROPERTIES, auto_create=not named)
+
+
+@hookimpl
+def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
+    """A backlog eviction of a pop group (``consumer_backlog_eviction``: a `BacklogEvicted` of kind ``pop``) skips
+    its records below the eviction's ``to_offset``: the entries in flight there are dropped and the pop position
+    moves up to it if it was below (`pop_commands.evict`), staged with the eviction in one WriteBatch."""
+    derived: list[Event] = []
+    for event in staged.events:
+        if type(event) is BacklogEvicted and event.kind == "pop":  # a pop group (`PopPositions`)
+            table = table_in(staged.rows(PROJECTION_NAME), event.subscription, event.partition_id)
+            if table is not None:
+                derived.extend(pop_commands.evict(table, event.to_offset, staged.now_ms,
+                                                  f"backlog eviction: {event.reason}"))
+    return derived or None
 
 
 @hookimpl

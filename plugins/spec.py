@@ -197,7 +197,8 @@ def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
     return are staged right after ``staged.events`` and are not shown to the hook again. An exception
     fails the change (the request gets an error): an index must never miss what it indexes. Fold the
     events into your own projection (``logwright_register_projections``). The built-in
-    ``delayed_delivery`` plugin indexes delivery-delay headers here.
+    ``delayed_delivery`` plugin indexes delivery-delay headers here; ``pop`` derives the pop events that skip
+    a pop group's records from a backlog eviction's ``BacklogEvicted``.
     """
 
 

@@ -61,8 +61,8 @@ def _reasons(quota: Quota) -> str:
     return f"backlog quota {', '.join(limits)} exceeded; evicted to {int(EVICTION_TARGET * 100)}%"
 
 
-EVICTABLE_KINDS = ("group", "cursor")
-"""Kinds of position an eviction can move; a pop group's (no event skips its pop position yet) is left as it is."""
+EVICTABLE_KINDS = ("group", "cursor", "pop")
+"""Kinds of position an eviction can move (a pop group's through the ``pop`` plugin, below)."""
 
 
 def plan(index: BatchIndex, position: Position, quota: Quota, now_ms: int, log_start_offset: int = 0,
@@ -92,16 +92,18 @@ the quota; ``None`` while it is within the quota."""
 
 
 def events(eviction: Eviction, topic: str, partition_index: int, now_ms: int) -> list[Event]:
-    """The events that move the position, then the `BacklogEvicted` that explains them."""
+    """The events that move the position, then the `BacklogEvicted` that explains them. A pop group's move is
+    derived from the `BacklogEvicted` by the ``pop`` plugin (``logwright_derive_events``: its in-flight entries
+    below ``to_offset`` dropped, its pop position moved), in the same WriteBatch."""
     position = eviction.position
-    moving: Event
+    moving: Event | None = None
     if position.kind == "group":
         moving = OffsetCommitted(position.subscription, topic, partition_index, eviction.to_offset,
                                  commit_time_ms=now_ms)
-    else:
+    elif position.kind == "cursor":
         moving = RecordsAcked(position.subscription, position.partition_id, EVICTION_CONSUMER,
                               ((eviction.from_offset, eviction.to_offset - 1),), True)
-    return [moving, BacklogEvicted(position.subscription, position.kind, topic, position.partition_id,
-                                   eviction.from_offset, eviction.to_offset,
-                                   eviction.before.records - eviction.after.records,
-                                   eviction.before.bytes - eviction.after.bytes, eviction.reason)]
+    evicted = BacklogEvicted(position.subscription, position.kind, topic, position.partition_id,
+                             eviction.from_offset, eviction.to_offset, eviction.before.records - eviction.after.records,
+                             eviction.before.bytes - eviction.after.bytes, eviction.reason)
+    return [moving, evicted] if moving is not None else [evicted]

@@ -34,7 +34,7 @@ from logwright.core.events.pop import (
     PopPositionMoved,
     Revived,
 )
-from logwright.core.pop.inflight import PopEntry, PopPartition, page_of, page_ranges
+from logwright.core.pop.inflight import PAGE_OFFSETS, PopEntry, PopPartition, page_of, page_ranges
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 
 MAX_MESSAGES = 32
@@ -268,25 +268,19 @@ def reset(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[Po
 
 def evict(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[PopEvent]:
     """A backlog eviction up to ``offset``: the entries below it are dropped (their records skipped, handles
-    unknown), those at or above it stay in flight, and the pop position moves to ``offset`` if it was below."""
+    unknown), those at or above it stay in flight, and the pop position moves to ``offset`` if it was below.
+    A page without entries at or above ``offset`` is dropped whole (its row goes and the head forgets it), the
+    page holding both only below ``offset``."""
     events: list[PopEvent] = []
-    below = sorted({entry.offset for entry in state.entries if entry.offset < offset})
-    if below:
-        events.append(PopEntriesDropped(state.group, state.partition_id, _runs(below), reason, now_ms))
+    pages = sorted({page_of(entry.offset) for entry in state.entries if entry.offset < offset})
+    if pages:
+        kept = {page_of(entry.offset) for entry in state.entries if entry.offset >= offset}
+        whole = page_ranges(page for page in pages if page not in kept)
+        cut = [(page * PAGE_OFFSETS, offset - 1) for page in pages if page in kept]
+        events.append(PopEntriesDropped(state.group, state.partition_id, (*whole, *cut), reason, now_ms))
     if offset > state.next_offset:
         events.append(PopPositionMoved(state.group, state.partition_id, offset, reason, now_ms))
     return events
-
-
-def _runs(offsets: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    """Ascending ``offsets`` as inclusive runs (an event naming only the pages that hold them)."""
-    runs: list[tuple[int, int]] = []
-    for offset in offsets:
-        if runs and runs[-1][1] + 1 == offset:
-            runs[-1] = (runs[-1][0], offset)
-        else:
-            runs.append((offset, offset))
-    return tuple(runs)
 
 
 def dead_lettered(state: PopPartition, entries: Sequence[PopEntry], now_ms: int, topic: str, partition_id: int,

@@ -204,10 +204,15 @@ def test_a_reset_drops_everything_in_flight_and_an_eviction_only_what_is_below()
 
     evicted = pop_commands.evict(state, 2, 9, "evicted")
     assert evicted == [PopEntriesDropped("g", 7, ((0, 1),), "evicted", 9)], "the position 301 is past 2"
+    rows = fold(POP_INFLIGHT, (PopCursorCreated("g", 7, "t", 0), checkpoint,
+                               *pop_commands.evict(state, 400, 9, "evicted")))
+    assert list(rows) == [pop_key("g", 7)], "no page row and no page in the head's list stays"
     after = given(checkpoint, *evicted)
     assert ([e.offset for e in after.entries], after.next_offset) == ([2, 300], 301)
     far = pop_commands.evict(state, 400, 9, "evicted")
-    assert far == [PopEntriesDropped("g", 7, ((0, 2), (300, 300)), "evicted", 9), PopPositionMoved("g", 7, 400,
-                                                                                                     "evicted", 9)]
+    assert far == [PopEntriesDropped("g", 7, ((0, 511),), "evicted", 9),
+                   PopPositionMoved("g", 7, 400, "evicted", 9)], "nothing at or above 400: whole pages"
+    assert pop_commands.evict(given(popped((0, 1, 300, 301), 1)), 301, 9, "evicted")[0] == PopEntriesDropped(
+        "g", 7, ((0, 255), (256, 300)), "evicted", 9), "page 1 keeps 301: dropped below the cut only"
     assert (given(checkpoint, *far).entries, given(checkpoint, *far).next_offset) == ((), 400)
     assert pop_commands.evict(given(), 0, 9, "evicted") == []
