@@ -126,7 +126,7 @@ def plan_deduplication(partition_id: int, data: memoryview | bytes, header: Batc
     prefix, get = entity_prefix(partition_id), window.get
 
     def recall_many(digests: list[bytes]) -> list[SeenKey | None]:
-        found = [get(prefix + digest.hex()) for digest in digests]
+        found = list(map(get, map(prefix.__add__, map(bytes.hex, digests))))
         if not any(found):  # the common case: no key of the batch in the window
             return cast(list[SeenKey | None], found)
         return [entry if isinstance(entry, SeenKey) else None for entry in found]
