@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import singledispatch
 from itertools import chain
 from operator import itemgetter
@@ -207,14 +207,44 @@ _HEAD_UNCHANGED = (CheckpointAcked, Revived, PopDeadLettered)
 """Events that change entries only: their head row is not rewritten."""
 
 
+@dataclass(slots=True)
+class _Split:
+    """The last acknowledgement and its handles by page: the store folds an event into each row it names one
+    after the other, so an ack of 1,024 handles is split once, not once per page (the event is held, so its
+    identity is never another's)."""
+
+    event: CheckpointAcked | None = None
+    pages: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+_LAST_SPLIT = _Split()
+
+
+def _handles_by_page(event: CheckpointAcked) -> dict[int, list[tuple[int, int]]]:
+    if _LAST_SPLIT.event is not event:
+        split: dict[int, list[tuple[int, int]]] = {}
+        for handle in event.handles:
+            split.setdefault(handle[0] // PAGE_OFFSETS, []).append(handle)
+        _LAST_SPLIT.event, _LAST_SPLIT.pages = event, split
+    return _LAST_SPLIT.pages
+
+
+def _sorted_pages(offsets: Sequence[int]) -> tuple[int, ...]:
+    """The pages of ascending ``offsets``: a search per page spanned, not a look at each offset."""
+    first, last = page_of(offsets[0]), page_of(offsets[-1])
+    if last - first >= len(offsets):
+        return tuple(sorted({page_of(offset) for offset in offsets}))
+    return tuple(page for page in range(first, last + 1)
+                 if (index := bisect_left(offsets, page * PAGE_OFFSETS)) < len(offsets)
+                 and offsets[index] < (page + 1) * PAGE_OFFSETS)
+
+
 def _named(event: PopEvent) -> Sequence[int]:
-    """The offsets ``event`` changes entries of, ascending (ranges of `PopEntriesDropped` aside)."""
+    """The offsets ``event`` changes entries of, ascending (acks and `PopEntriesDropped` aside)."""
     if isinstance(event, CheckpointCreated):
         return event.offsets  # sorted by `pop_commands.checkpoint`
     if isinstance(event, Revived):
         return sorted(event.offsets)  # in deadline order
-    if isinstance(event, CheckpointAcked):
-        return sorted({offset for offset, _ in event.handles})
     if isinstance(event, HandleSuperseded):
         return (event.offset,)
     if isinstance(event, PopDeadLettered | PopDelayed):
@@ -227,12 +257,14 @@ def _pages(event: PopEvent) -> tuple[int, ...]:
     if isinstance(event, PopEntriesDropped):
         return tuple(sorted({page for first, last in event.ranges
                              for page in range(page_of(first), page_of(last) + 1)}))
+    if isinstance(event, CheckpointAcked):
+        return tuple(sorted(_handles_by_page(event)))
     named = _named(event)
     if not named:
         return ()
     if page_of(named[0]) == page_of(named[-1]):
         return (page_of(named[0]),)
-    return tuple(sorted({page_of(offset) for offset in named}))
+    return _sorted_pages(named)
 
 
 def _keys(event: Event) -> tuple[str, ...]:
@@ -332,8 +364,7 @@ def _(event: CheckpointCreated, entries: tuple[PopEntry, ...], page: int) -> tup
 
 @_evolve_page.register
 def _(event: CheckpointAcked, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS
-    handles = [(offset, epoch) for offset, epoch in event.handles if low <= offset < high]
+    handles = _handles_by_page(event).get(page, ())
     if len(handles) > _FEW:
         # many handles (a compact ack): one pass over the span they cover, not a search and a removal each
         settled = dict(handles)  # offset -> epoch: a compact ack names each offset once
