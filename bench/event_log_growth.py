@@ -131,12 +131,17 @@ def start_timed(store: Path, profile: Path | None = None) -> tuple[float, int]:
 
 
 def check_timed(store: Path) -> tuple[float, str]:
-    began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "logwright", "check", "--data-dir", str(store)],
-                          capture_output=True, text=True)
-    seconds = time.monotonic() - began
-    last = (done.stdout + done.stderr).strip().splitlines()
-    return seconds, f"exit {done.returncode}: {last[-1] if last else ''}"
+    """Seconds of ``logwright check``, its verdict line and its peak RSS (``wait4``: this child alone)."""
+    with tempfile.TemporaryFile("w+") as output:
+        began = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-m", "logwright", "check", "--data-dir", str(store)],
+                                 stdout=output, stderr=subprocess.STDOUT, text=True)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        seconds = time.monotonic() - began
+        child.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        last = output.read().strip().splitlines()
+    return seconds, f"exit {child.returncode}: {last[-1] if last else ''}, peak RSS {usage.ru_maxrss / 1024:,.0f} MiB"
 
 
 def profile_top(path: Path, lines: int = 18) -> str:
