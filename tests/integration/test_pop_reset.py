@@ -16,7 +16,7 @@ from logwright.client.pop import UnknownReceiptHandle
 from .broker_process import BrokerProcess
 from .group_configs import set_group_configs
 from .test_pop import INVISIBLE_MS, logged_events, run
-from .test_share_group_offsets import alter
+from .test_share_group_offsets import alter, delete
 from .test_share_groups import check_consistent, commit, consumer, poll_batch
 
 BASE_MS = 1_700_000_000_000
@@ -119,9 +119,10 @@ def test_init_mode_on_a_log_whose_oldest_records_were_deleted(clock_broker: Brok
     run(scenario, bootstrap)
 
 
-def test_kafkas_alter_share_group_offsets_resets_a_pop_mode_share_group(clock_broker: BrokerProcess) -> None:
+def test_kafkas_share_group_offset_admin_resets_a_pop_mode_share_group(clock_broker: BrokerProcess) -> None:
     """A share group with ``logwright.subscription.mode=pop`` keeps its position in its share-group cursor: the
-    AlterShareGroupOffsets that kafka-share-groups.sh --reset-offsets sends (the group empty) moves it."""
+    AlterShareGroupOffsets that kafka-share-groups.sh --reset-offsets sends (the group empty) moves it, and
+    DeleteShareGroupOffsets (--delete-offsets) makes it start afresh from share.auto.offset.reset."""
     bootstrap = clock_broker.bootstrap
     group = f"pop-share-{uuid.uuid4().hex[:6]}"
     topic = timed_topic(bootstrap, group, 4)
@@ -144,4 +145,12 @@ def test_kafkas_alter_share_group_offsets_resets_a_pop_mode_share_group(clock_br
         again.acknowledge(message)
     commit(again)
     again.close()
+    assert delete(bootstrap, group, [topic]) == (0, {topic: 0})
+    afresh = consumer(bootstrap, group, topic)
+    batch = poll_batch(afresh)
+    assert [m.offset() for m in batch] == [0, 1, 2, 3], "earliest again"
+    for message in batch:
+        afresh.acknowledge(message)
+    commit(afresh)
+    afresh.close()
 
