@@ -14,6 +14,7 @@ ignores the snapshot, so consistent readers use `checkpoint`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import struct
@@ -35,6 +36,7 @@ from . import keys
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
+from .read_ahead import ReadAhead
 from .tail_cache import TailCache, collect_batches
 
 log = logging.getLogger(__name__)
@@ -191,6 +193,7 @@ class RocksEventStore:
         self._pending_events: list[LoggedEvent] = []
         self._tail_cache_bytes = tail_cache_bytes
         self._tail = TailCache(tail_cache_bytes)
+        self._read_ahead = ReadAhead()
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._failed: BaseException | None = None
@@ -284,6 +287,7 @@ class RocksEventStore:
         if self.secondary is None:
             raise ReadOnlyStore(f"only a secondary instance catches up, {self.path} is not opened as one")
         self._db.try_catch_up_with_primary()
+        self._read_ahead.clear()  # the primary may have truncated or rewritten what it holds
         self._last_sequence = self._committed_sequence = self._find_last_sequence()
         return self._last_sequence
 
@@ -488,6 +492,7 @@ class RocksEventStore:
         for partition_id, base_offset, last_offset, data in tail:
             if data is None:
                 self._tail.drop(partition_id)
+                self._read_ahead.drop(partition_id)
             else:
                 self._tail.add(partition_id, base_offset, last_offset, data)
         for listener in self._listeners:
@@ -542,6 +547,7 @@ class RocksEventStore:
         self._pending_tail = []
         self._dirty.clear()
         self._tail = TailCache(self._tail_cache_bytes)
+        self._read_ahead.clear()
 
     def _reload(self, writable: bool) -> None:
         """Open the database and replace the projections' states (in place: the folds hold the dicts)."""
@@ -577,19 +583,31 @@ class RocksEventStore:
         cached = self._tail.read(partition_id, start_offset, max_bytes, end_offset)
         if cached is not None:
             return cached
+        keep = functools.partial(self._read_ahead.keep, partition_id)
+        ahead = self._read_ahead.take(partition_id, start_offset)
+        if ahead is not None:
+            return collect_batches(self._batches_after(partition_id, start_offset, ahead), max_bytes, end_offset, keep)
         iterator = self._partition_iterator(partition_id)
         start_key = keys.record_key(partition_id, start_offset)
         iterator.seek(start_key)
         if iterator.valid() and iterator.key() == start_key:
             # a consumer reading on asks for the base offset of the next batch: no seek_for_prev, which over
             # 1 MB batches made a whole read 9.4 ms instead of 2.3 (median, alternated in one process)
-            return collect_batches(_stored_batches(iterator), max_bytes, end_offset)
+            return collect_batches(_stored_batches(iterator), max_bytes, end_offset, keep)
         iterator.seek_for_prev(start_key)
         if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
             iterator.seek(start_key)
         elif _last_offset(iterator) < start_offset:
             iterator.next()
-        return collect_batches(_stored_batches(iterator), max_bytes, end_offset)
+        return collect_batches(_stored_batches(iterator), max_bytes, end_offset, keep)
+
+    def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
+        """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the
+        iterator made only if more are asked for."""
+        yield base_offset, first
+        iterator = self._partition_iterator(partition_id)
+        iterator.seek(keys.record_key(partition_id, base_offset + 1))
+        yield from _stored_batches(iterator)
 
     def seek_index(self, start_key: bytes, upper_bound: bytes) -> tuple[bytes, bytes] | None:
         """The first ``index`` entry at or after ``start_key`` and below ``upper_bound``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 
@@ -85,15 +85,19 @@ class TailCache:
                                end_offset)
 
 
-def collect_batches(batches: Iterable[tuple[int, bytes]], max_bytes: int, end_offset: int | None) -> list[bytes]:
+def collect_batches(batches: Iterable[tuple[int, bytes]], max_bytes: int, end_offset: int | None,
+                    left_over: Callable[[int, bytes], None] | None = None) -> list[bytes]:
     """What `read_batches` returns from the (base offset, batch) pairs that follow the fetch offset: at least
-    one batch, then more while they fit in ``max_bytes``, none based above ``end_offset``."""
+    one batch, then more while they fit in ``max_bytes``, none based above ``end_offset``. ``left_over`` gets the
+    batch that was read but did not fit."""
     chosen: list[bytes] = []
     total = 0
     for base_offset, data in batches:
         if end_offset is not None and base_offset > end_offset:
             break
         if chosen and total + len(data) > max_bytes:
+            if left_over is not None:
+                left_over(base_offset, data)
             break
         chosen.append(data)
         total += len(data)

@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from logwright.core.events.compaction import PartitionCompacted
+from logwright.eventstore.interface import StoredBatch
+from logwright.eventstore.read_ahead import ReadAhead
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.eventstore.support import batch_base_offset, new_topic, produce
+from tests.eventstore.support import batch_base_offset, fake_batch, new_topic, produce
 
 BIG = 1 << 30
 
@@ -43,3 +46,51 @@ def test_a_read_at_a_base_offset_keeps_to_max_bytes_and_to_its_partition(uncache
     assert [batch_base_offset(batch) for batch in uncached.read_batches(0, 20, BIG)] == [20]
     assert [batch_base_offset(batch) for batch in uncached.read_batches(1, 0, BIG)] == [0]
     assert uncached.read_batches(1, 10, BIG) == []
+
+
+def _read_on(store: RocksEventStore, partition_id: int, max_bytes: int) -> list[list[int]]:
+    """A consumer reading on from offset 0: the base offsets of each read's batches."""
+    reads, offset = [], 0
+    while batches := store.read_batches(partition_id, offset, max_bytes):
+        reads.append([batch_base_offset(batch) for batch in batches])
+        offset = batch_base_offset(batches[-1]) + 10
+    return reads
+
+
+def test_reading_on_with_room_for_one_batch_takes_each_batch_once(uncached: RocksEventStore) -> None:
+    """Each read loads the batch after its last to learn that it does not fit; the next read starts with it."""
+    one = len(uncached.read_batches(0, 0, 1)[0])
+    assert _read_on(uncached, 0, one + 1) == [[0], [10], [20]]
+    assert _read_on(uncached, 0, 2 * one) == [[0, 10], [20]]
+    assert _read_on(uncached, 1, one) == [[0]]
+
+
+def test_a_batch_read_ahead_is_not_served_once_truncated(uncached: RocksEventStore) -> None:
+    one = len(uncached.read_batches(0, 0, 1)[0])
+    assert [batch_base_offset(batch) for batch in uncached.read_batches(0, 0, one + 1)] == [0]  # 10 read ahead
+    uncached.truncate(0, 20)
+    uncached.commit()
+    assert [batch_base_offset(batch) for batch in uncached.read_batches(0, 10, BIG)] == [20]
+
+
+def test_a_batch_read_ahead_is_not_served_once_compaction_rewrote_it(uncached: RocksEventStore) -> None:
+    one = len(uncached.read_batches(0, 0, 1)[0])
+    assert [batch_base_offset(batch) for batch in uncached.read_batches(0, 0, one + 1)] == [0]  # 10 read ahead
+    rewritten = fake_batch(10, 10, b"\xee" * 50)
+    uncached.rewrite_batches(PartitionCompacted(0, 10, 20, 0, 0, 0), [StoredBatch(0, 10, rewritten)], [])
+    uncached.commit()
+    assert uncached.read_batches(0, 10, 1) == [rewritten]
+
+
+def test_read_ahead_keeps_to_its_budget_oldest_first_and_forgets_a_partition() -> None:
+    ahead = ReadAhead(max_bytes=10)
+    ahead.keep(0, 0, b"a" * 4)
+    ahead.keep(0, 5, b"b" * 4)
+    ahead.keep(1, 0, b"c" * 4)
+    assert ahead.take(0, 0) is None, "the oldest went to make room"
+    ahead.keep(2, 0, b"d" * 11)
+    assert ahead.take(2, 0) is None, "larger than the whole budget: not kept"
+    ahead.drop(0)
+    assert ahead.take(0, 5) is None
+    assert ahead.take(1, 0) == b"c" * 4
+    assert ahead.take(1, 0) is None, "taken once"
