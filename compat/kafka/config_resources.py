@@ -21,7 +21,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
 from logwright.compat.registry import make
 from logwright.core.config.configs import ConfigKey, ConfigRegistry
-from logwright.core.config.topic_synonyms import TOPIC_BROKER_SYNONYMS, topic_default
+from logwright.core.config.topic_synonyms import BROKER_KEY_FAMILIES, TOPIC_BROKER_SYNONYMS, topic_default
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
 from logwright.core.errors import DomainError
 from logwright.core.events import ConfigChanged
@@ -143,11 +143,33 @@ def describe(
         if resource.kind == "topic" and key.name in TOPIC_BROKER_SYNONYMS:
             described.append(_with_broker_default(broker, key, synonyms[:-1]))
             continue
+        if resource.kind == "broker" and not cluster_default:
+            described.append(_broker_key(broker, key, layers))
+            continue
         described.append(DescribedConfig(
             key.name, synonyms[0][1], chain[0][0], key.read_only, key.sensitive, synonyms,
             CONFIG_TYPES.get(key.value_type, 0), key.doc,
         ))
     return described
+
+
+def _broker_key(broker: Broker, key: ConfigKey, layers: list[tuple[ConfigSource, Mapping[str, str]]]
+                ) -> DescribedConfig:
+    """A broker key as Kafka describes it: the synonyms are its family's keys (``log.roll.ms``, ``log.roll.hours``;
+    most keys are alone) set per broker, cluster-wide, statically and by default (a key without a default is not
+    listed there), from the first naming the key itself; its value is its own, its source the first synonym's."""
+    family = BROKER_KEY_FAMILIES.get(key.name, (key.name,))
+    defaults = {name: info.default for name in family
+                if (info := broker.configs.get("broker", name)) is not None and info.default is not None}
+    chain = [(name, None if key.sensitive else values[name], source)
+             for source, values in (*layers, (ConfigSource.DEFAULT_CONFIG, defaults)) for name in family
+             if name in values]
+    while chain and chain[0][0] != key.name:
+        chain.pop(0)
+    value = chain[0][1] if chain else (None if key.sensitive else key.default)
+    source = chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG
+    return DescribedConfig(key.name, value, source, key.read_only, key.sensitive, tuple(chain),
+                           CONFIG_TYPES.get(key.value_type, 0), key.doc)
 
 
 def _with_broker_default(broker: Broker, key: ConfigKey,

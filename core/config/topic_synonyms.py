@@ -51,6 +51,13 @@ TOPIC_BROKER_SYNONYMS: Mapping[str, tuple[BrokerSynonym, ...]] = MappingProxyTyp
 keys logwright knows)."""
 
 
+BROKER_KEY_FAMILIES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    synonym.name: tuple(member.name for member in synonyms)
+    for synonyms in TOPIC_BROKER_SYNONYMS.values() if len(synonyms) > 1 for synonym in synonyms})
+"""Broker keys that stand for one setting in different units (``log.roll.ms`` and ``log.roll.hours``), each to its
+family in precedence order: Kafka lists a broker key's synonyms from its family (``brokerConfigSynonyms``)."""
+
+
 def topic_default(name: str, broker_value: Callable[[str], str | None]) -> str | None:
     """The broker's default for topic key ``name`` given ``broker_value(key)`` (the broker's effective value,
     ``None`` when neither set nor defaulted); ``None`` when the key has no synonym or none has a value. A negative

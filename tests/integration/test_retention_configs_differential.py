@@ -160,3 +160,30 @@ def test_log_roll_ms_comes_before_log_roll_hours(started_with: str) -> None:
     assert described(started_with, {}, ["segment.ms"]) == {
         "segment.ms": ("600000", STATIC, [("log.roll.ms", "600000", STATIC), ("log.roll.hours", "168", DEFAULT)]),
     }
+
+
+ROLL_BOTH = {"log.roll.ms": "600000", "log.roll.hours": "2", "log.segment.bytes": "2097152"}
+
+
+@pytest.mark.parametrize("started_with", [ROLL_BOTH], indirect=True)
+def test_broker_keys_list_their_family_from_their_own_name_as_kafka_does(started_with: str) -> None:
+    """The BROKER resource: ``log.roll.ms`` lists ``log.roll.hours`` after it, ``log.roll.hours`` only itself, and a
+    key without a default that is not set (``log.retention.ms``) has no value and no synonyms."""
+    names = ["log.roll.ms", "log.roll.hours", "log.retention.ms", "log.retention.hours", "log.segment.bytes"]
+    admin = KafkaAdminClient(bootstrap_servers=started_with, request_timeout_ms=30000)
+    try:
+        result = admin.describe_configs([ConfigResource("BROKER", "1", names)], include_synonyms=True,
+                                        config_filter="all")["broker"]["1"]
+    finally:
+        admin.close()
+    hours = [("log.roll.hours", "2", STATIC), ("log.roll.hours", "168", DEFAULT)]
+    assert {name: (entry["value"], entry["config_source"],
+                   [(synonym["name"], synonym["value"], synonym["source"]) for synonym in entry["synonyms"]])
+            for name, entry in result.items()} == {
+        "log.roll.ms": ("600000", STATIC, [("log.roll.ms", "600000", STATIC), *hours]),
+        "log.roll.hours": ("2", STATIC, hours),
+        "log.retention.ms": (None, DEFAULT, []),
+        "log.retention.hours": ("168", DEFAULT, [("log.retention.hours", "168", DEFAULT)]),
+        "log.segment.bytes": ("2097152", STATIC, [("log.segment.bytes", "2097152", STATIC),
+                                                  ("log.segment.bytes", "1073741824", DEFAULT)]),
+    }
