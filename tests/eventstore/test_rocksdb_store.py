@@ -145,16 +145,22 @@ def _crash_image(store: RocksEventStore, path: Path) -> Path:
     return path
 
 
-def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only(
-        opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+def _offset_commits_after_a_topic(opener: Opener, commits: int) -> tuple[RocksEventStore, int]:
+    """A store with a topic, then ``commits`` commits of one committed offset each; and the topic's sequence."""
     store = opener()
     new_topic(store, "t", 1)
     store.commit()
     created_at = store.last_sequence
-    for offset in range(10):
+    for offset in range(commits):
         store.append([OffsetCommitted("g", "t", 0, offset)])
         store.commit()
+    return store, created_at
+
+
+def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only(
+        opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+    store, created_at = _offset_commits_after_a_topic(opener, 10)
     covered = _covered(_crash_image(store, tmp_path / "crashed"))
     assert covered["group_offsets"] == store.last_sequence
     assert covered["catalog"] == created_at, "the catalog did not change after the topic was created"
@@ -165,12 +171,7 @@ def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only
 def test_every_covered_sequence_is_written_again_within_the_refresh_bound(
         opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
-    store = opener()
-    new_topic(store, "t", 1)
-    store.commit()
-    for offset in range(120):
-        store.append([OffsetCommitted("g", "t", 0, offset)])
-        store.commit()
+    store, _ = _offset_commits_after_a_topic(opener, 120)
     assert min(_covered(_crash_image(store, tmp_path / "crashed")).values()) > store.last_sequence - 50
 
 
