@@ -116,6 +116,12 @@ def supports_protocols(state: GroupState | None, protocol_type: str, protocol_na
     return any(name in candidates for name in protocol_names)
 
 
+_HANDLED: frozenset[type[Event]] = frozenset({
+    RebalanceStarted, MemberJoined, MemberLeft, GenerationStarted, AssignmentsSynced, StaticMemberReplaced,
+    GroupDeleted,
+})
+
+
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, RebalanceStarted | MemberJoined | MemberLeft | GenerationStarted | AssignmentsSynced
                   | StaticMemberReplaced | GroupDeleted):
@@ -193,5 +199,6 @@ def _(event: GroupDeleted, state: GroupState | None, key: str) -> GroupState | N
 
 
 GROUPS: Projection[GroupState] = Projection(
-    name="groups", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key)
+    name="groups", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    handles=_HANDLED,  # declared so the store and `check` skip it for every other event (7% of check at 10 M)
 )
