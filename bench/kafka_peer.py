@@ -170,6 +170,10 @@ class KafkaPeer:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "true",
             "delete.topic.enable": "true",
+            # A deleted topic's files stay open for this long (default 60 s); the 10,000-partition curve deletes
+            # one topic and creates the next within seconds, which ran Kafka into the 20,000 open-file limit
+            # this machine cannot raise. Only the delay changes, not how Kafka serves.
+            "file.delete.delay.ms": "1000",
         }
         props.update(self.config)
         return props
