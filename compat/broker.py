@@ -131,7 +131,7 @@ class Broker:
         self.hold_back = hold_back
         """The plugins' ``logwright_hold_back`` (see `held_back`); ``None``: nothing is ever held back."""
         self.plugin_memo: dict[str, Any] = {}
-        self._partition_topics: dict[int, str] = {}
+        self._partition_topics: dict[int, tuple[str, int]] = {}
         """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
@@ -329,23 +329,37 @@ class Broker:
     def _staged_change(self, events: Sequence[Event], batches: Sequence[StoredBatch]) -> StagedChange:
         views = []
         for batch in batches:
-            topic = self.topic_of_partition(batch.partition_id)
+            found = self.topic_of_partition(batch.partition_id)
+            topic, index = found if found is not None else (None, -1)
             views.append(appended_batch(
-                batch.data, topic.name if topic else "",
-                topic.partition_ids.index(batch.partition_id) if topic else -1, batch.partition_id,
+                batch.data, topic.name if topic else "", index, batch.partition_id,
                 functools.partial(self.topic_config, topic) if topic else _no_config))
         return StagedChange(events, views, self.clock.now_ms(), self._log_start_offset, self._projection_rows,
                             self.plugin_memo)
 
-    def topic_of_partition(self, partition_id: int) -> TopicState | None:
-        """The topic a partition id belongs to (ids are never reused); ``None`` once it is deleted."""
-        name = self._partition_topics.get(partition_id)
-        topic = self.topic(name) if name is not None else None
-        if topic is None or partition_id not in topic.partition_ids:
-            self._partition_topics = {pid: state.name for state in self.topics() for pid in state.partition_ids}
-            name = self._partition_topics.get(partition_id)
-            topic = self.topic(name) if name is not None else None
-        return topic
+    def topic_of_partition(self, partition_id: int) -> tuple[TopicState, int] | None:
+        """The topic a partition id belongs to and its index there (ids are never reused); ``None`` once deleted.
+
+        Looked up, not searched: every staged batch asks, and finding the index in a 10,000-partition topic's ids
+        took up to 95 us.
+        """
+        found = self._known_partition(partition_id)
+        if found is None:
+            self._partition_topics = {pid: (state.name, index) for state in self.topics()
+                                      for index, pid in enumerate(state.partition_ids)}
+            found = self._known_partition(partition_id)
+        return found
+
+    def _known_partition(self, partition_id: int) -> tuple[TopicState, int] | None:
+        """`topic_of_partition` from what ``_partition_topics`` holds, if the catalog still agrees with it."""
+        entry = self._partition_topics.get(partition_id)
+        if entry is None:
+            return None
+        name, index = entry
+        topic = self.topic(name)
+        if topic is None or index >= len(topic.partition_ids) or topic.partition_ids[index] != partition_id:
+            return None
+        return topic, index
 
     def _projection_rows(self, projection: str) -> Mapping[str, Any]:
         """A projection's live rows; none for a projection this store does not fold (a store opened without
