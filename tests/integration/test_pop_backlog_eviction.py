@@ -5,6 +5,8 @@ append; the dropped records' handles are refused, those above keep working."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from confluent_kafka import Producer
 from logwright.client import Client
@@ -69,3 +71,27 @@ def test_a_pop_group_over_an_eviction_quota_is_evicted_with_the_append(clock_bro
                       ("PopEntriesDropped", [[0, 255]], "pages emptied"),  # the ack of 3 emptied page 0
                       ("BacklogEvicted", 4, REASON),
                       ("PopPositionMoved", 6, f"backlog eviction: {REASON}")]
+
+
+def test_an_age_quota_evicts_a_pop_group_on_the_broker_clock(clock_broker: BrokerProcess) -> None:
+    """The backlog plugin's timer (no produce) evicts a pop group too: the derived pop events go with it."""
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap, {"logwright.backlog.quota.age.ms": "10000", "message.timestamp.type": "LogAppendTime",
+                               "logwright.backlog.quota.policy": "consumer_backlog_eviction"})
+    set_group_configs(bootstrap, "aged", {"logwright.pop.init.mode": "earliest"})
+    producer = _producer(bootstrap)
+    assert _send(producer, topic, 1) == [None]
+
+    async def scenario(client: Client) -> None:
+        [old] = await client.pop(topic, "aged", 1, 60_000)
+        await client.advance_clock(8_000)
+        await asyncio.to_thread(_send, producer, topic, 1)
+        await client.advance_clock(2_001)  # the first record is 10,001 ms old: over, evicted to 90% of the age
+        with pytest.raises(UnknownReceiptHandle, match="eviction"):
+            await client.ack(old)
+        [partition] = (await client.inspect_pop(topic, "aged"))["partitions"]
+        assert (partition["consumed_offset"], partition["next_offset"], partition["entries"]) == (1, 1, [])
+        [young] = await client.pop(topic, "aged", 32, 60_000)
+        assert young.offset == 1
+
+    run(scenario, bootstrap)
