@@ -18,7 +18,8 @@ class BacklogEvicted(Event):
     """A subscription's unsettled records ``from_offset..to_offset - 1`` on one partition were skipped.
 
     ``kind`` says what the subscription is (``group``: a classic or KIP-848 group's committed offset;
-    ``cursor``: a share group or logwright subscription); ``records`` and ``bytes`` are what left its
+    ``cursor``: a share group or logwright subscription; ``pop``: a pop group, whose move the ``pop`` plugin
+    derives in the same WriteBatch); ``records`` and ``bytes`` are what left its
     backlog (bytes count whole stored batches); ``reason`` names the quota that was over.
     """
 
