@@ -15,9 +15,9 @@ already its own unit of exactly-once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any
 
 from logwright.compat.wire.compression import decompress
 from logwright.compat.wire.record_batch import BatchHeader, build_batch, decode_records, parse_header
@@ -29,14 +29,15 @@ from logwright.core.keys.dedup import (
     Classification,
     Deduplication,
     DroppedForStored,
-    SeenKey,
     Verdict,
+    WindowIndex,
     classify_keys,
-    entity_prefix,
 )
 from logwright.core.log.record_keys import UnreadableRecords, keyed_records, record_keys
 
-__all__ = ["DedupPlan", "dedup_keys", "plan_deduplication"]
+__all__ = ["DedupPlan", "dedup_keys", "plan_deduplication", "remember", "window_index"]
+
+_INDEX = "key_dedup.window_index"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,23 +116,26 @@ def dedup_keys(data: memoryview | bytes, deduplication: Deduplication) -> list[b
         raise CorruptRecords(f"the records' {deduplication.source} dedup keys cannot be read: {error}") from error
 
 
+def window_index(memo: dict[str, Any], rows: Callable[[], Mapping[str, object]]) -> WindowIndex:
+    """The broker's `WindowIndex`, kept in ``memo`` (the broker's plugin memo, emptied when the store reloads, so
+    staged keys a failed commit dropped are forgotten) and built from the ``dedup_window`` rows when missing."""
+    index = memo.get(_INDEX)
+    if not isinstance(index, WindowIndex):
+        index = memo[_INDEX] = WindowIndex.of_rows(rows().items())
+    return index
+
+
 def plan_deduplication(partition_id: int, data: memoryview | bytes, header: BatchHeader, deduplication: Deduplication,
-                       window: Mapping[str, object], now_ms: int, keys: Sequence[bytes | None] | None = None
+                       window: WindowIndex, now_ms: int, keys: Sequence[bytes | None] | None = None
                        ) -> DedupPlan:
-    """Classify the batch's records against ``window`` (the ``dedup_window`` projection's rows by entity key),
-    looked up once for the whole batch; ``keys`` when the caller has read them already (a compacted topic's
-    keyless check). Raises `CorruptRecords` when the records do not parse."""
+    """Classify the batch's records against ``window``, looked up once for the whole batch; ``keys`` when the
+    caller has read them already (a compacted topic's keyless check). Raises `CorruptRecords` when the records
+    do not parse. `remember` adds the stored keys to ``window`` once the plan's events are staged."""
     if keys is None or deduplication.source != RECORD_KEY:
         keys = dedup_keys(data, deduplication)
-    prefix, get = entity_prefix(partition_id), window.get
-
-    def recall_many(digests: list[bytes]) -> list[SeenKey | None]:
-        found = list(map(get, map(prefix.__add__, map(bytes.hex, digests))))
-        if not any(found):  # the common case: no key of the batch in the window
-            return cast(list[SeenKey | None], found)
-        return [entry if isinstance(entry, SeenKey) else None for entry in found]
-
-    classification = classify_keys(keys, recall_many, now_ms)
+    window.prune(now_ms)
+    get = window.partition(partition_id).get
+    classification = classify_keys(keys, lambda digests: list(map(get, digests)), now_ms)
     stored: tuple[bytes | memoryview, BatchHeader] | None = (data, header)
     if classification.dropped:
         stored = _without_duplicates(data, header, classification)
@@ -147,3 +151,10 @@ def _without_duplicates(data: memoryview | bytes, header: BatchHeader, classific
     batch = build_batch(records, header.base_offset, header.compression, header.producer_id, header.producer_epoch,
                         header.base_sequence, partition_leader_epoch=header.partition_leader_epoch)
     return batch, parse_header(batch)
+
+
+def remember(window: WindowIndex, staged: Sequence[Event]) -> None:
+    """Index the keys a staged `DedupKeysIndexed` names (a plan's events, once staged)."""
+    for event in staged:
+        if isinstance(event, DedupKeysIndexed):
+            window.add(event.partition_id, event.expires_at_ms, event.entries)

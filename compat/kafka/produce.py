@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
-from logwright.compat.key_dedup import plan_deduplication
+from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.wire.compression import decompress
 from logwright.compat.wire.record_batch import (
@@ -44,7 +44,7 @@ from logwright.compat.wire.record_batch import (
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
 from logwright.core.errors import DomainError, StorageUnavailable
-from logwright.core.events import Event, RecordsAppended
+from logwright.core.events import RecordsAppended
 from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
@@ -310,8 +310,8 @@ def stage_batch(
                                    header.producer_epoch, partition_id)
     plan = None
     if deduplication is not None and not header.is_transactional:
-        plan = plan_deduplication(partition_id, data, header, deduplication,
-                                  broker.store.entities(DEDUP_WINDOW.name), broker.clock.now_ms(), keys)
+        window = window_index(broker.plugin_memo, lambda: broker.store.entities(DEDUP_WINDOW.name))
+        plan = plan_deduplication(partition_id, data, header, deduplication, window, broker.clock.now_ms(), keys)
         if plan.stored is None:
             broker.stage(plan.events(-1))
             return plan.first_offset(-1)
@@ -328,6 +328,8 @@ def stage_batch(
     index_entries: list[tuple[bytes, bytes]] = []
     if max_timestamp > state.max_timestamp:
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))
-    events: list[Event] = [event, *(plan.events(event.base_offset) if plan is not None else ())]
-    broker.stage(events, (stored,), index_entries)
+    deduplicated = plan.events(event.base_offset) if plan is not None else []
+    broker.stage([event, *deduplicated], (stored,), index_entries)
+    if deduplicated:
+        remember(window, deduplicated)
     return plan.first_offset(event.base_offset) if plan is not None else event.base_offset

@@ -12,6 +12,7 @@ from logwright.core.keys.dedup import (
     DroppedForStored,
     Kept,
     SeenKey,
+    WindowIndex,
     check_window,
     classify,
     classify_keys,
@@ -32,7 +33,7 @@ def _record(key: bytes | None, headers: tuple[tuple[str, bytes | None], ...] = (
 
 
 def test_stored_keys_in_the_window_and_earlier_records_of_the_batch_are_duplicates() -> None:
-    window = {A: SeenKey(7, 2_000)}
+    window = {A: (7, 2_000)}
     dedup = Deduplication(dedup_key_reader("record-key"), 1_000, "record-key")
     verdicts = classify([_record(b"a"), _record(b"b"), _record(None), _record(b"b"), _record(None)], dedup,
                         window.get, 1_999)
@@ -41,7 +42,7 @@ def test_stored_keys_in_the_window_and_earlier_records_of_the_batch_are_duplicat
 
 def test_an_entry_at_its_expiry_no_longer_drops() -> None:
     dedup = Deduplication(dedup_key_reader("record-key"), 1_000, "record-key")
-    assert classify([_record(b"a")], dedup, {A: SeenKey(7, 2_000)}.get, 2_000) == (Kept(A),)
+    assert classify([_record(b"a")], dedup, {A: (7, 2_000)}.get, 2_000) == (Kept(A),)
 
 
 def test_header_mode_reads_the_last_header_of_that_name_and_ignores_the_record_key() -> None:
@@ -53,9 +54,9 @@ def test_header_mode_reads_the_last_header_of_that_name_and_ignores_the_record_k
 def test_a_batch_is_looked_up_once_and_a_clean_batch_names_no_verdicts() -> None:
     asked: list[list[bytes]] = []
 
-    def recall_many(digests: list[bytes]) -> list[SeenKey | None]:
+    def recall_many(digests: list[bytes]) -> list[tuple[int, int] | None]:
         asked.append(digests)
-        return [SeenKey(7, 2_000) if digest == A else None for digest in digests]
+        return [(7, 2_000) if digest == A else None for digest in digests]
 
     clean = classify_keys([b"b", None, b"c"], recall_many, 1_000)
     assert clean.dropped == {} and clean.digests == [B, None, key_digest(b"c")]
@@ -76,16 +77,34 @@ def test_a_bad_window_is_refused(value: str) -> None:
         check_window(value)
 
 
-def test_the_window_fold_keeps_each_key_until_it_is_swept() -> None:
+def test_the_window_fold_keeps_a_row_per_batch_named_by_its_first_key_until_it_is_swept() -> None:
+    C = key_digest(b"c")
     states = fold(DEDUP_WINDOW, [
         DedupKeysIndexed(3, 100, 1_100, ((A, 10), (B, 11))),
         DedupKeysIndexed(4, 100, 1_100, ((A, 0),)),
-        DedupKeysIndexed(3, 2_000, 3_000, ((A, 12),)),
-        DedupKeysExpired(((3, B),)),
+        DedupKeysIndexed(3, 200, 1_200, ((C, 13),)),
+        DedupKeysIndexed(3, 2_000, 3_000, ((B, 14), (A, 15))),
+        DedupKeysExpired(((3, A), (3, C))),
     ])
-    assert states == {entity_key(3, A): SeenKey(12, 3_000), entity_key(4, A): SeenKey(0, 1_100)}
+    assert states == {entity_key(3, B): SeenKey(14, 3_000, ((A, 15),)), entity_key(4, A): SeenKey(0, 1_100)}
     assert expired_entries(sorted(states.items()), 1_100, 10) == ((4, A),)
-    assert expired_entries(sorted(states.items()), 5_000, 1) == ((3, A),)
+    assert expired_entries(sorted(states.items()), 5_000, 1) == ((3, B),)
+
+
+def test_a_row_of_version_1_is_a_batch_of_one_key() -> None:
+    assert SeenKey.upgrade_fields(1, [7, 2_000]) == [7, 2_000, ()]
+
+
+def test_the_window_index_is_built_from_the_rows_extended_and_pruned_as_windows_end() -> None:
+    C = key_digest(b"c")
+    index = WindowIndex.of_rows([(entity_key(3, A), SeenKey(10, 1_100, ((B, 11),))),
+                                 (entity_key(4, A), SeenKey(0, 900)), ("3/not-a-row", object())])
+    assert dict(index.partition(3)) == {A: (10, 1_100), B: (11, 1_100)} and dict(index.partition(4)) == {A: (0, 900)}
+    index.add(3, 2_000, ((C, 12), (B, 13)))  # B again after its window ended, before the sweep
+    index.prune(1_100)
+    assert dict(index.partition(3)) == {C: (12, 2_000), B: (13, 2_000)} and dict(index.partition(4)) == {}
+    index.prune(2_000)
+    assert dict(index.partition(3)) == {} and dict(index.partition(9)) == {}
 
 
 def test_a_shortened_batch_still_takes_its_whole_sequence_range() -> None:
