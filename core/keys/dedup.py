@@ -4,8 +4,9 @@ Kafka and Pulsar deduplicate by producer sequence only, so a producer that canno
 gateway, a job restarted without its state, two instances of one service) writes duplicates. Here a topic
 names a dedup key (``logwright.dedup.key``: the record key, or ``header:<name>``) and a window
 (``logwright.dedup.window.ms``); the partition remembers each key's offset until the window after its append
-ends, in the ``dedup_window`` projection (one row per key, so a restart keeps the window without replaying
-the log). The window is measured from the original's append and a duplicate does not extend it.
+ends, in the ``dedup_window`` projection (one row per appended batch, so a restart keeps the window without
+replaying the log) and, for lookups, in memory (`WindowIndex`). The window is measured from the original's
+append and a duplicate does not extend it.
 
 Scope is the partition, as Kafka's idempotence is: the answer to a duplicate is the original's offset, which
 only means something on the same partition; keyed records go to one partition under the default partitioner.
@@ -173,11 +174,6 @@ def classify_keys(keys: Sequence[bytes | None],
 
 def entity_key(partition_id: int, digest: bytes) -> str:
     return f"{partition_id}/{digest.hex()}"
-
-
-def entity_prefix(partition_id: int) -> str:
-    """What every entity key of the partition starts with: ``entity_prefix(p) + digest.hex()`` is `entity_key`."""
-    return f"{partition_id}/"
 
 
 def _keys(event: Event) -> tuple[str, ...]:

@@ -1,9 +1,9 @@
-"""What the key indexes share: one projection row per key with an expiry, durations checked the same way, and
-a config validator made from a check that raises.
+"""What the key indexes share: durations checked the same way, a config validator made from a check that raises,
+and for a projection with one row per key and an expiry, the event's row -> offset map built once.
 
-Both `dedup` (a partition's window) and `processed` (a subscription's processed keys) keep one row per key
-digest, written from an event naming many keys; `offsets_by_row` builds the event's row -> offset map once per
-event instead of once per row it folds.
+`processed` (a subscription's processed keys) keeps one row per key digest, written from an event naming many
+keys; `offsets_by_row` builds the event's row -> offset map once per event instead of once per row it folds.
+(`dedup`'s window keeps one row per appended batch instead.)
 """
 
 from __future__ import annotations
