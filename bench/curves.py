@@ -2,11 +2,11 @@
 
 One workload per point of three curves, every peer in the same session: record size (100 B, 1 KiB, 100 KiB,
 1 MB; one partition), zstd beside no compression (1 KiB and 100 KiB; text-like values that zstd shrinks
-about 3x, since zero bytes would shrink to nothing) and partitions (1, 100, 1,000, 10,000; 1 KiB records).
-Each repeat creates a fresh topic with the
+about 3x, since zero bytes would shrink to nothing) and partitions (1, 100, 1,000, 10,000; 1 KiB keyed
+records, see ``PARTITION_CURVE``). Each repeat creates a fresh topic with the
 point's partitions (timed: topic creation is part of what partitions cost), fills it with about 100 MB of
-records (20 MB in a quick run) from one librdkafka producer (``wire_workload.PRODUCER_CONFIG``, null keys, so
-the sticky partitioner spreads batches over the partitions), reads every partition back from offset 0 with
+records (20 MB in a quick run but on the partition curve) from one librdkafka producer
+(``wire_workload.PRODUCER_CONFIG``), reads every partition back from its start with
 one assigned librdkafka consumer (``wire_workload.CONSUMER_CONFIG``), and deletes the topic. Beside the
 throughput it reports the median and p99 of a Metadata request for the topic (20 asked one after another by
 an AdminClient once the topic is filled: what every client asks when it starts and on every refresh) and
@@ -30,7 +30,7 @@ MB = 1_000_000
 TOTAL_BYTES = (100 * MB, 20 * MB)
 """Value bytes per point and repeat: full run, quick run."""
 
-SMOKE_POINTS = ((1024, 1, "none"), (1024, 1, "zstd"), (1024, 1000, "none"))
+SMOKE_POINTS = ((1024, 1, "none", False), (1024, 1, "zstd", False), (1024, 1000, "none", True))
 """The points of ``compare.py --smoke``: one per curve (10,000 partitions alone takes Kafka a minute)."""
 
 SIZE_CURVE = (100, 1024, 100 * 1024, MB)
@@ -38,14 +38,30 @@ SIZE_CURVE = (100, 1024, 100 * 1024, MB)
 (1 MiB + 12) refuses a batch holding a 1 MiB value, and a default broker is what is compared."""
 
 PARTITION_CURVE = (1, 100, 1000, 10_000)
-"""Partition counts at 1 KiB records."""
+"""Partition counts at 1 KiB records, keyed (a distinct key per record, librdkafka's default partitioner
+hashing it), read from offset 0: the workload of an application keyed by entity (order, account, device),
+the usual reason for many partitions. With null keys the sticky partitioner sent each batch to one partition
+for ``sticky.partitioning.linger.ms``: 20 MB filled 5 of 1,000 partitions, so the consumer's first Fetches
+named only empty ones and long-polled ``fetch.wait.max.ms`` (500 ms) on either broker, which is what such a
+point measured. Offset 0 instead of OFFSET_BEGINNING: librdkafka resolves the latter with one ListOffsets per
+partition, and at 1,000 partitions those answers queue behind a long-polling Fetch on the same connection
+(both brokers answer a connection in order; the last came 509 ms after it was asked), a start-up stall of the
+client that a consumer resuming from committed offsets does not have. Every point, one partition included,
+runs the same keyed workload, so each ratio to one partition compares like with like."""
+
+PARTITION_BYTES = (100 * MB, 100 * MB)
+"""Value bytes per partition-curve point, full and quick run alike: 100 records of 1 KiB per partition at
+1,000 partitions. At 20 MB the one-partition read lasts 0.05 s, so its fixed start (connecting, the first
+Fetch) weighs several times more in its figure than at 1,000 partitions. 10,000 partitions moves
+``TOTAL_BYTES`` (Kafka produces to 10,000 partitions at about 1 MB/s)."""
 
 ZSTD_CURVE = (1024, 100 * 1024)
 """Record sizes produced with ``compression.type=zstd`` (one partition), beside the same sizes uncompressed."""
 
-POINTS = tuple(dict.fromkeys([(size, 1, "none") for size in SIZE_CURVE]
-                             + [(size, 1, "zstd") for size in ZSTD_CURVE]
-                             + [(1024, count, "none") for count in PARTITION_CURVE]))
+POINTS = tuple(dict.fromkeys([(size, 1, "none", False) for size in SIZE_CURVE]
+                             + [(size, 1, "zstd", False) for size in ZSTD_CURVE]
+                             + [(1024, count, "none", True) for count in PARTITION_CURVE]))
+"""(record bytes, partitions, compression, keyed): keyed points are the partition curve's."""
 
 CREATE_AT_ONCE = 5000
 """Partitions per CreateTopics/CreatePartitions request: Apache Kafka's controller refuses one that needs more
@@ -118,11 +134,16 @@ def _producer_config(record_bytes: int, compression: str = "none") -> dict[str, 
     return {"message.max.bytes": max(1_000_000, 2 * record_bytes + 10_000), "compression.type": compression}
 
 
-def measure_point(record_bytes: int, partitions: int,
-                  compression: str = "none") -> Callable[[Context, str], dict[str, float]]:
+def _point_bytes(partitions: int, keyed: bool) -> tuple[int, int]:
+    return PARTITION_BYTES if keyed and partitions <= 1000 else TOTAL_BYTES
+
+
+def measure_point(record_bytes: int, partitions: int, compression: str = "none",
+                  keyed: bool = False) -> Callable[[Context, str], dict[str, float]]:
     def measure(ctx: Context, peer: str) -> dict[str, float]:
         broker = ctx.broker(peer)
-        records = max(ctx.size(*(total // record_bytes for total in TOTAL_BYTES)), partitions)
+        records = max(ctx.size(*(total // record_bytes for total in _point_bytes(partitions, keyed))), partitions)
+        keys = [b"%012d" % index for index in range(records)] if keyed else None
         gigabytes = records * record_bytes / 1e9
         began = time.perf_counter()
         topic = create_topic(broker.bootstrap, f"curve-{record_bytes}-{partitions}", min(partitions, CREATE_AT_ONCE))
@@ -133,11 +154,12 @@ def measure_point(record_bytes: int, partitions: int,
             cpu_0 = broker.cpu_seconds()
             produced = produce(broker.bootstrap, topic, records, record_bytes,
                                config=_producer_config(record_bytes, compression),
-                               value=value_of(record_bytes, compression))
+                               value=value_of(record_bytes, compression), keys=keys)
             cpu_1 = broker.cpu_seconds()
             # a first Fetch of 10,000 partitions waits on ListOffsets for each: allow more than 30 s of quiet
             consumed = consume(broker.bootstrap, topic, records, record_bytes, partitions=partitions,
-                               idle_timeout_s=max(30.0, partitions / 50))
+                               idle_timeout_s=max(30.0, partitions / 50),
+                               **({"start": 0} if keyed else {}))
             cpu_2 = broker.cpu_seconds()
             metadata_p50, metadata_p99 = metadata_latency_ms(broker.bootstrap, topic)
         finally:
@@ -159,20 +181,28 @@ def _compression_text(compression: str) -> str:
     return "no compression" if compression == "none" else f"compression.type={compression}, text-like values"
 
 
+def _keys_text(keyed: bool) -> str:
+    if keyed:
+        return ("a distinct 12-byte key per record, default partitioner), then read from offset 0 (given, not "
+                "OFFSET_BEGINNING: see curves.PARTITION_CURVE) of every partition by ")
+    return "null keys, sticky partitioner), then read from OFFSET_BEGINNING of every partition by "
+
+
 WORKLOADS = [
-    Workload(f"curve: {_label(size)} records, {partitions:,} partition{'s' if partitions > 1 else ''}"
+    Workload(f"curve: {_label(size)} {'keyed ' if keyed else ''}records, "
+             f"{partitions:,} partition{'s' if partitions > 1 else ''}"
              + (f", {compression}" if compression != "none" else ""), metrics(),
-             measure_point(size, partitions, compression),
+             measure_point(size, partitions, compression, keyed),
              method=(f"A fresh topic of {partitions:,} partition{'s' if partitions > 1 else ''} (creation timed), "
-                     f"{TOTAL_BYTES[0] // MB} MB of {_label(size)} values ({TOTAL_BYTES[1] // MB} MB in a quick "
+                     f"{_point_bytes(partitions, keyed)[0] // MB} MB of {_label(size)} values "
+                     f"({_point_bytes(partitions, keyed)[1] // MB} MB in a quick "
                      f"run) produced by one librdkafka producer (acks=all, linger.ms={PRODUCER_CONFIG['linger.ms']}, "
-                     f"{_compression_text(compression)}, "
-                     "null keys, sticky partitioner), then read from offset 0 of every partition by "
+                     f"{_compression_text(compression)}, " + _keys_text(keyed) +
                      "one assigned librdkafka consumer (fetch.queue.backoff.ms=10, see wire_workload); broker CPU "
                      "seconds (user + system, the broker's process group, /proc) per GB of (uncompressed) values in "
                      f"each phase; then {METADATA_ASKS} Metadata requests for the topic, one after another "
                      "(AdminClient.list_topics), p50 and p99 (the highest)."
                      + (" Record values are zero bytes." if compression == "none" else "")),
-             warmup=True, warmup_scale=0.1, smoke=(size, partitions, compression) in SMOKE_POINTS)
-    for size, partitions, compression in POINTS
+             warmup=True, warmup_scale=0.1, smoke=(size, partitions, compression, keyed) in SMOKE_POINTS)
+    for size, partitions, compression, keyed in POINTS
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
@@ -79,10 +80,13 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 
 
 def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
-            config: dict[str, object] | None = None, value: bytes | None = None) -> Measurement:
-    """Send ``records`` values of ``record_bytes`` (null keys: librdkafka's sticky partitioner spreads them
-    over the topic's partitions) and wait until all are acknowledged; ``config`` adds producer settings,
-    ``value`` replaces the zero bytes (it should be ``record_bytes`` long: the figures count that size)."""
+            config: dict[str, object] | None = None, value: bytes | None = None,
+            keys: Sequence[bytes] | None = None) -> Measurement:
+    """Send ``records`` values of ``record_bytes`` and wait until all are acknowledged; ``config`` adds
+    producer settings, ``value`` replaces the zero bytes (it should be ``record_bytes`` long: the figures
+    count that size). Null keys by default: librdkafka's sticky partitioner sends each batch to one partition
+    for ``sticky.partitioning.linger.ms``, so a short run fills only a few partitions of a big topic. Record
+    ``i`` gets ``keys[i % len(keys)]`` when given (made before the clock starts), hashed to its partition."""
     failures: list[KafkaError] = []
     acked = 0
 
@@ -98,10 +102,11 @@ def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
     value = bytes(record_bytes) if value is None else value
     send = producer.produce
     started = time.perf_counter()
-    for _ in range(records):
+    for index in range(records):
+        key = keys[index % len(keys)] if keys else None
         while True:
             try:
-                send(topic, value, on_delivery=delivered)
+                send(topic, value, key, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -115,16 +120,19 @@ def produce(bootstrap: str, topic: str, records: int, record_bytes: int,
 
 
 def consume(bootstrap: str, topic: str, records: int, record_bytes: int, idle_timeout_s: float = 30.0,
-            partitions: int = 1, config: dict[str, object] | None = None) -> Measurement:
-    """Read ``records`` records from offset 0 of partitions 0 to ``partitions - 1``; fails if the stream
-    stalls or errs. ``config`` overrides ``CONSUMER_CONFIG``."""
+            partitions: int = 1, config: dict[str, object] | None = None,
+            start: int = OFFSET_BEGINNING) -> Measurement:
+    """Read ``records`` records from the start of partitions 0 to ``partitions - 1``; fails if the stream
+    stalls or errs. ``config`` overrides ``CONSUMER_CONFIG``. ``start`` is librdkafka's OFFSET_BEGINNING,
+    which it resolves with one ListOffsets request per partition before fetching it, or an offset (0 on a
+    fresh topic), which it fetches at once, as a consumer resuming from committed offsets does."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          **CONSUMER_CONFIG, **(config or {})})
     try:
         consumer.list_topics(topic, timeout=30)
         received = 0
         started = time.perf_counter()
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)])
+        consumer.assign([TopicPartition(topic, partition, start) for partition in range(partitions)])
         last_progress = started
         while received < records:
             # consume(n, t) waits for n records or t: asking for more than remain would add up to t to the figure
