@@ -353,10 +353,10 @@ class PopCoordinator:
                     continue
                 offsets = [entry.offset for entry in state.revived()][:budget]
                 budget -= len(offsets)
-            new_budget = min(budget, max(0, cap - len(state.entries)))  # revived ones add no entry
+            room = max(0, cap - state.in_flight())
+            new_budget = min(budget, room)  # revived ones add no entry
             if not offsets and new_budget <= 0:
                 continue
-            room = max(0, cap - len(state.entries))
             budget -= take(index, state, offsets, new_budget, min(room, DELAYED_PER_POP))
 
     def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int
@@ -614,7 +614,7 @@ class PopCoordinator:
         (checked exactly as `ack_many` checks each handle)."""
         self._require()
         refusals: list[list[tuple[int, DomainError]]] = []
-        accepted: dict[tuple[str, int], tuple[PopPartition, list[tuple[int, int]]]] = {}
+        accepted: dict[tuple[str, int], tuple[PopPartition, list[tuple[int, int, int]]]] = {}
         for entry in acks:
             refused: list[tuple[int, DomainError]] = []
             refusals.append(refused)
@@ -624,15 +624,15 @@ class PopCoordinator:
                 refused.extend((offset, error) for first, last in entry.ranges for offset in range(first, last + 1))
                 continue
             key = (state.group, state.partition_id)
-            state, handles = accepted.get(key, (state, []))
+            state, settled = accepted.get(key, (state, []))
             current, stale = pop_commands.ranges_current(state, entry.epoch, entry.ranges)
-            handles.extend(current)
+            settled.extend(current)
             refused.extend(stale)
-            accepted[key] = (state, handles)
+            accepted[key] = (state, settled)
         staged = False
-        for state, handles in accepted.values():
-            if handles:
-                self._stage(state, [pop_commands.settle(state, consumer, handles)])
+        for state, settled in accepted.values():
+            if settled:
+                self._stage(state, [pop_commands.settle(state, consumer, settled)])
                 staged = True
         if staged:
             self._wake()

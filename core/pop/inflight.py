@@ -1,25 +1,31 @@
 """The in-flight table of one group's pops on one partition: a projection folded from the pop events.
 
-Each record popped and not yet settled has an entry: how often it was delivered, the epoch of its current
-handle, and until when it is invisible; a revived entry waits, visible, for the next pop. Everything below
-``next_offset`` without an entry is settled (acknowledged, dead-lettered, or no record at all). Deadlines
-are the broker clock's; the fold never reads a clock, so a restart rebuilds exactly this from the log.
+Each record popped and not yet settled is in flight: how often it was delivered, the epoch of its current
+handle, and until when it is invisible; a revived record waits, visible, for the next pop. Everything below
+``next_offset`` not in flight is settled (acknowledged, dead-lettered, or no record at all). Deadlines are the
+broker clock's; the fold never reads a clock, so a restart rebuilds exactly this from the log.
 
-The table is stored as rows: a head (`PopHead`: topic, position, last epoch, which pages hold entries) and one
-`PopPage` per `PAGE_OFFSETS` offsets that hold entries, so an event rewrites the head (when it changes it) and
-the pages of the offsets it names, not the whole table (one row of 20,000 entries was 4 ms of encoding per
-pop). Readers see the table whole as a `PopPartition` (`table_in`). The head's page list may name a page an ack
-just emptied until the `PopEntriesDropped` with reason ``pages emptied`` the coordinator stages in the same
-WriteBatch prunes it; readers skip a listed page without a row.
+The table holds *runs*, not one entry per offset: a `PopRun` is consecutive offsets in the same state (a pop
+of 1,024 fresh records is one run per page; an ack of them removes the run), split only where an ack, a
+change, a nack, a revival or a dead letter cuts it. Folding, acking and searching cost per run, not per record
+(py-spy: building an entry per popped offset and judging each acked offset were half a pop's broker time).
 
-Stores written before pages existed kept one ``pop_inflight`` row per table; this projection has another name
-(``pop_tables``), so the store folds the pop events into it once at the first start and ignores the old rows.
+The table is stored as rows: a head (`PopHead`: topic, position, last epoch, which pages hold runs) and one
+`PopPage` per `PAGE_OFFSETS` offsets holding runs (a run never crosses a page), so an event rewrites the head
+(when it changes it) and the pages of the offsets it names, not the whole table. Readers see the table whole
+as a `PopPartition` (`table_in`). The head's page list may name a page an ack just emptied until the
+`PopEntriesDropped` with reason ``pages emptied`` the coordinator stages in the same WriteBatch prunes it;
+readers skip a listed page without a row.
+
+Older stores kept one entry per offset (projections ``pop_inflight``, then ``pop_tables``); this projection has
+another name (``pop_runs``), so the store folds the pop events into it once at the first start and ignores the
+old rows.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import singledispatch
 from itertools import chain
@@ -42,22 +48,17 @@ from logwright.core.events.pop import (
 )
 from logwright.core.projection import Projection
 
-PROJECTION_NAME = "pop_tables"
+PROJECTION_NAME = "pop_runs"
 PAGE_OFFSETS = 256
-"""Offsets per page row: a pop of 32 records rewrites one or two pages (at most 512 entries, about 0.1 ms of
-encoding), a compact pop of 1,024 about five; a full table of 20,000 in flight is about 80 rows."""
-_OFFSET = itemgetter(0)
-_FEW = 16
-"""Up to this many acknowledged handles are folded by a search each; more by one pass over their span."""
+"""Offsets per page row: a pop of 1,024 fresh records writes about five pages of one run each; a page holds at
+most 256 runs however the records were cut, so a row stays bounded."""
+_FIRST = itemgetter(0)
+_LAST = itemgetter(1)
 
 
 class PopEntry(NamedTuple):
-    """One popped, unsettled record: delivered ``deliveries`` times, held under handle ``epoch`` until
-    ``invisible_until_ms`` (``visible``: revived, waiting for the next pop).
-
-    A named tuple, not a dataclass: pages are written with every pop event that names them, and msgpack packs
-    tuples natively (about 0.2 us an entry) where the codec's tagged dataclasses cost about 4 us each.
-    """
+    """One popped, unsettled record as readers ask for it: delivered ``deliveries`` times, held under handle
+    ``epoch`` until ``invisible_until_ms`` (``visible``: revived, waiting for the next pop)."""
 
     offset: int
     deliveries: int
@@ -72,9 +73,68 @@ class PopEntry(NamedTuple):
         return self.deliveries - 1
 
 
+class PopRun(NamedTuple):
+    """Offsets ``first..last`` (inclusive), all in flight in the same state (`PopEntry`'s fields). A named
+    tuple: msgpack packs tuples natively where the codec's tagged dataclasses cost microseconds each."""
+
+    first: int
+    last: int
+    deliveries: int
+    epoch: int
+    invisible_until_ms: int
+    visible: bool = False
+
+    def entries(self) -> Iterable[PopEntry]:
+        new, rest = tuple.__new__, self[2:]
+        return (new(PopEntry, (offset, *rest)) for offset in range(self.first, self.last + 1))
+
+
+_new = tuple.__new__
+"""`PopRun`'s own ``__new__`` is a Python function; the folds build runs with this instead."""
+
+
+def _run(first: int, last: int, like: Sequence[Any]) -> PopRun:
+    """A run over ``first..last`` in the state of ``like`` (a run)."""
+    return _new(PopRun, (first, last, like[2], like[3], like[4], like[5]))
+
+
+def runs_of_entries(entries: Iterable[PopEntry]) -> tuple[PopRun, ...]:
+    """The runs of ``entries`` (sorted by offset): neighbours in the same state joined."""
+    runs: list[PopRun] = []
+    for entry in entries:
+        if runs and runs[-1].last + 1 == entry.offset and runs[-1][2:] == tuple(entry[1:]):
+            runs[-1] = runs[-1]._replace(last=entry.offset)
+        else:
+            runs.append(PopRun(entry.offset, entry.offset, *entry[1:]))
+    return tuple(runs)
+
+
+def ranges_of(offsets: Sequence[int]) -> list[tuple[int, int]]:
+    """The ``(first, last)`` ranges of ascending distinct ``offsets``: a contiguous stretch is found by its
+    ends (last - first + 1 == count), so 1,024 consecutive offsets cost one check, not a look at each."""
+    count = len(offsets)
+    if not count:
+        return []
+    if offsets[-1] - offsets[0] == count - 1:
+        return [(offsets[0], offsets[-1])]
+    if count <= 8:
+        found: list[tuple[int, int]] = []
+        for offset in offsets:
+            if found and found[-1][1] + 1 == offset:
+                found[-1] = (found[-1][0], offset)
+            else:
+                found.append((offset, offset))
+        return found
+    middle = count // 2
+    left, right = ranges_of(offsets[:middle]), ranges_of(offsets[middle:])
+    if left[-1][1] + 1 == right[0][0]:
+        return [*left[:-1], (left[-1][0], right[0][1]), *right[1:]]
+    return [*left, *right]
+
+
 @dataclass(frozen=True, slots=True)
 class PopHead:
-    """The stored head of a table: what the pops need besides the entries, and the pages holding entries."""
+    """The stored head of a table: what the pops need besides the runs, and the pages holding runs."""
 
     group: str
     partition_id: int
@@ -82,60 +142,84 @@ class PopHead:
     next_offset: int
     last_epoch: int = 0
     pages: tuple[int, ...] = ()
-    """Page numbers (offset // `PAGE_OFFSETS`) that may hold entries, ascending."""
+    """Page numbers (offset // `PAGE_OFFSETS`) that may hold runs, ascending."""
 
 
 @dataclass(frozen=True, slots=True)
 class PopPage:
-    """The entries of one page of a table, sorted by offset (never empty: an emptied page's row is deleted)."""
+    """The runs of one page of a table, sorted (never empty: an emptied page's row is deleted)."""
 
-    entries: tuple[PopEntry, ...]
+    runs: tuple[PopRun, ...]
 
     def __post_init__(self) -> None:
-        if self.entries and type(self.entries[0]) is not PopEntry:  # read back from the store: all plain tuples
-            object.__setattr__(self, "entries", tuple(PopEntry(*entry) for entry in self.entries))
+        if self.runs and type(self.runs[0]) is not PopRun:  # read back from the store: all plain tuples
+            object.__setattr__(self, "runs", tuple(_new(PopRun, run) for run in self.runs))
 
 
 @dataclass(frozen=True, slots=True)
 class PopPartition:
-    """A group's pop position and in-flight entries (sorted by offset) on one partition: the table as readers
-    see it, assembled from its head and pages (`table_in`); never stored itself."""
+    """A group's pop position and in-flight runs (sorted) on one partition: the table as readers see it,
+    assembled from its head and pages (`table_in`); never stored itself."""
 
     group: str
     partition_id: int
     topic: str
     next_offset: int
     last_epoch: int = 0
-    entries: tuple[PopEntry, ...] = ()
+    runs: tuple[PopRun, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.entries and type(self.entries[0]) is not PopEntry:  # read back from the store: all plain tuples
-            object.__setattr__(self, "entries", tuple(PopEntry(*entry) for entry in self.entries))
+    @classmethod
+    def of_entries(cls, group: str, partition_id: int, topic: str, next_offset: int, last_epoch: int,
+                   entries: Iterable[PopEntry]) -> PopPartition:
+        """A table holding ``entries`` (sorted by offset)."""
+        return cls(group, partition_id, topic, next_offset, last_epoch, runs_of_entries(entries))
 
-    def entry(self, offset: int) -> PopEntry | None:
-        index = bisect_left(self.entries, offset, key=_OFFSET)
-        if index < len(self.entries) and self.entries[index].offset == offset:
-            return self.entries[index]
+    @property
+    def entries(self) -> tuple[PopEntry, ...]:
+        """Every record in flight, one entry each (inspection, tests, rare paths: the pops use the runs)."""
+        return tuple(chain.from_iterable(run.entries() for run in self.runs))
+
+    def in_flight(self) -> int:
+        """How many records are in flight (held, revived or delayed)."""
+        return sum(run.last - run.first for run in self.runs) + len(self.runs)
+
+    def last_offset(self) -> int:
+        """The highest offset in flight, -1 if none."""
+        return self.runs[-1].last if self.runs else -1
+
+    def run_at(self, offset: int) -> PopRun | None:
+        index = bisect_right(self.runs, offset, key=_FIRST) - 1
+        if index >= 0 and self.runs[index].last >= offset:
+            return self.runs[index]
         return None
 
+    def entry(self, offset: int) -> PopEntry | None:
+        run = self.run_at(offset)
+        return None if run is None else _new(PopEntry, (offset, *run[2:]))
+
     def held(self) -> tuple[PopEntry, ...]:
-        return tuple(entry for entry in self.entries if not entry.visible)
+        return tuple(chain.from_iterable(run.entries() for run in self.runs if not run.visible))
 
     def revived(self) -> tuple[PopEntry, ...]:
-        return tuple(entry for entry in self.entries if entry.visible)
+        return tuple(chain.from_iterable(run.entries() for run in self.runs if run.visible))
+
+    def holds_any(self) -> bool:
+        """Whether anything is in flight and invisible (an orderly pop waits for it)."""
+        return any(not run.visible for run in self.runs)
 
     def next_deadline(self) -> int | None:
         """The earliest invisible time running out: when this table next needs the revive timer."""
-        return min((entry.invisible_until_ms for entry in self.entries if not entry.visible), default=None)
+        return min((run.invisible_until_ms for run in self.runs if not run.visible), default=None)
 
     def due(self, now_ms: int) -> tuple[PopEntry, ...]:
         """Held entries whose deadline is ``<= now_ms``, in deadline order."""
-        found = [entry for entry in self.entries if not entry.visible and entry.invisible_until_ms <= now_ms]
+        found = chain.from_iterable(run.entries() for run in self.runs
+                                    if not run.visible and run.invisible_until_ms <= now_ms)
         return tuple(sorted(found, key=lambda entry: (entry.invisible_until_ms, entry.offset)))
 
     def consumed_offset(self) -> int:
         """The first offset not settled: RocketMQ's consumer offset (everything below it is done)."""
-        return min((entry.offset for entry in self.entries), default=self.next_offset)
+        return self.runs[0].first if self.runs else self.next_offset
 
 
 def pop_key(group: str, partition_id: int) -> str:
@@ -169,102 +253,113 @@ def _page_number(key: str) -> int:
     return int(key[key.index("#") + 1:key.index("/")])
 
 
-def _with(state: PopPartition, changed: dict[int, PopEntry | None], next_offset: int | None = None,
-          last_epoch: int | None = None) -> PopPartition:
-    """``state`` with ``changed`` entries put (``None``: removed), kept in offset order (`_changed`)."""
-    return replace(state, entries=_changed(state.entries, changed),
-                   next_offset=state.next_offset if next_offset is None else next_offset,
-                   last_epoch=state.last_epoch if last_epoch is None else last_epoch)
+# -- changing runs ----------------------------------------------------------------------------------------
+
+OnRun = Callable[[PopRun, int, int], PopRun | None]
+"""What becomes of the part ``first..last`` of a run inside a change (``None``: settled)."""
+OnGap = Callable[[int, int], Sequence[PopRun]]
+"""What fills ``first..last`` inside a change where nothing was in flight."""
 
 
-def _changed(entries: tuple[PopEntry, ...], changed: Mapping[int, PopEntry | None]) -> tuple[PopEntry, ...]:
-    """``entries`` with ``changed`` put (``None``: removed), kept in offset order by bisection: a change costs
-    a copy of the page (memmove speed) and a search, not a rebuild of every entry."""
-    if not changed:
-        return entries
-    updated = list(entries)
-    for offset, entry in sorted(changed.items(), key=_OFFSET):
-        index = bisect_left(updated, offset, key=_OFFSET)
-        present = index < len(updated) and updated[index].offset == offset
-        if entry is None:
-            if present:
-                del updated[index]
-        elif present:
-            updated[index] = entry
-        else:
-            updated.insert(index, entry)
-    return tuple(updated)
+def _settle(run: PopRun, first: int, last: int) -> PopRun | None:
+    return None
 
 
-def _entry(entries: Sequence[PopEntry], offset: int) -> PopEntry | None:
-    index = bisect_left(entries, offset, key=_OFFSET)
-    return entries[index] if index < len(entries) and entries[index].offset == offset else None
-
-
-# -- which rows an event names -------------------------------------------------------------------------
-
-_HEAD_UNCHANGED = (CheckpointAcked, Revived, PopDeadLettered)
-"""Events that change entries only: their head row is not rewritten."""
-
-
-@dataclass(slots=True)
-class _Split:
-    """The last acknowledgement and its handles by page: the store folds an event into each row it names one
-    after the other, so an ack of 1,024 handles is split once, not once per page (the event is held, so its
-    identity is never another's)."""
-
-    event: CheckpointAcked | None = None
-    pages: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-
-
-_LAST_SPLIT = _Split()
-
-
-def _handles_by_page(event: CheckpointAcked) -> dict[int, list[tuple[int, int]]]:
-    if _LAST_SPLIT.event is not event:
-        split: dict[int, list[tuple[int, int]]] = {}
-        for handle in event.handles:
-            split.setdefault(handle[0] // PAGE_OFFSETS, []).append(handle)
-        _LAST_SPLIT.event, _LAST_SPLIT.pages = event, split
-    return _LAST_SPLIT.pages
-
-
-def _sorted_pages(offsets: Sequence[int]) -> tuple[int, ...]:
-    """The pages of ascending ``offsets``: a search per page spanned, not a look at each offset."""
-    first, last = page_of(offsets[0]), page_of(offsets[-1])
-    if last - first >= len(offsets):
-        return tuple(sorted({page_of(offset) for offset in offsets}))
-    return tuple(page for page in range(first, last + 1)
-                 if (index := bisect_left(offsets, page * PAGE_OFFSETS)) < len(offsets)
-                 and offsets[index] < (page + 1) * PAGE_OFFSETS)
-
-
-def _named(event: PopEvent) -> Sequence[int]:
-    """The offsets ``event`` changes entries of, ascending (acks and `PopEntriesDropped` aside)."""
-    if isinstance(event, CheckpointCreated):
-        return event.offsets  # sorted by `pop_commands.checkpoint`
-    if isinstance(event, Revived):
-        return sorted(event.offsets)  # in deadline order
-    if isinstance(event, HandleSuperseded):
-        return (event.offset,)
-    if isinstance(event, PopDeadLettered | PopDelayed):
-        return sorted({offset for offset, _ in event.records})
+def _no_gap(first: int, last: int) -> Sequence[PopRun]:
     return ()
 
 
+def _overlay(runs: tuple[PopRun, ...], first: int, last: int, on_run: OnRun, on_gap: OnGap = _no_gap
+             ) -> tuple[PopRun, ...]:
+    """``runs`` with ``first..last`` changed: each run's part inside by ``on_run``, the gaps inside by
+    ``on_gap``; runs are split only at ``first`` and ``last``, and neighbours left in the same state joined.
+    Costs the runs it touches plus a copy of the tuple, whatever the number of offsets."""
+    low = bisect_left(runs, first, key=_LAST)  # the first run ending at or after `first`
+    high = bisect_right(runs, last, key=_FIRST)  # the first run starting after `last`
+    middle: list[PopRun] = []
+    position = first
+    for run in runs[low:high]:
+        start, end = max(run.first, first), min(run.last, last)
+        if position < start:
+            middle.extend(on_gap(position, start - 1))
+        if run.first < first:
+            middle.append(_run(run.first, first - 1, run))
+        changed = on_run(run if run.first == start and run.last == end else _run(start, end, run), start, end)
+        if changed is not None:
+            middle.append(changed)
+        if run.last > last:
+            middle.append(_run(last + 1, run.last, run))
+        position = end + 1
+    if position <= last:
+        middle.extend(on_gap(position, last))
+    if low > 0:  # join with the neighbours where the change left them in the same state
+        low -= 1
+        middle.insert(0, runs[low])
+    if high < len(runs):
+        middle.append(runs[high])
+        high += 1
+    joined: list[PopRun] = []
+    for run in middle:
+        if joined and joined[-1].last + 1 == run.first and joined[-1][2:] == run[2:]:
+            joined[-1] = _run(joined[-1].first, run.last, run)
+        else:
+            joined.append(run)
+    return (*runs[:low], *joined, *runs[high:])
+
+
+# -- what an event names --------------------------------------------------------------------------------
+
+_HEAD_UNCHANGED = (CheckpointAcked, Revived, PopDeadLettered)
+"""Events that change runs only: their head row is not rewritten."""
+
+
+@dataclass(slots=True)
+class _Ranges:
+    """The ranges of the last event asked: the store folds an event into each row it names one after the other,
+    so they are found once, not once per page (the event is held, so its identity is never another's)."""
+
+    event: PopEvent | None = None
+    ranges: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+_LAST_RANGES = _Ranges()
+
+
+def _event_ranges(event: PopEvent) -> list[tuple[int, int, int]]:
+    """``(first, last, epoch)`` of the offsets ``event`` changes, ascending per epoch (epoch 0 where the event
+    names none): acks by epoch, everything else by offset."""
+    if _LAST_RANGES.event is event:
+        return _LAST_RANGES.ranges
+    found: list[tuple[int, int, int]]
+    if isinstance(event, CheckpointCreated):
+        found = [(first, last, 0) for first, last in ranges_of(event.offsets)]  # sorted by `pop_commands.checkpoint`
+    elif isinstance(event, CheckpointAcked):
+        by_epoch: dict[int, set[int]] = {}
+        for offset, epoch in event.handles:
+            by_epoch.setdefault(epoch, set()).add(offset)
+        found = [(first, last, epoch) for epoch, offsets in sorted(by_epoch.items())
+                 for first, last in ranges_of(sorted(offsets))]
+        found.extend(event.ranges)
+    elif isinstance(event, Revived):
+        found = [(first, last, 0) for first, last in ranges_of(sorted(set(event.offsets)))]
+    elif isinstance(event, HandleSuperseded):
+        found = [(event.offset, event.offset, 0)]
+    elif isinstance(event, PopDeadLettered | PopDelayed):
+        found = [(first, last, 0) for first, last in ranges_of(sorted({offset for offset, _ in event.records}))]
+    elif isinstance(event, PopEntriesDropped):
+        found = [(first, last, 0) for first, last in sorted(event.ranges) if first <= last]
+    else:
+        found = []
+    _LAST_RANGES.event, _LAST_RANGES.ranges = event, found
+    return found
+
+
 def _pages(event: PopEvent) -> tuple[int, ...]:
-    """The pages ``event`` changes, ascending (for `PopEntriesDropped`: every page its ranges overlap)."""
-    if isinstance(event, PopEntriesDropped):
-        return tuple(sorted({page for first, last in event.ranges
-                             for page in range(page_of(first), page_of(last) + 1)}))
-    if isinstance(event, CheckpointAcked):
-        return tuple(sorted(_handles_by_page(event)))
-    named = _named(event)
-    if not named:
-        return ()
-    if page_of(named[0]) == page_of(named[-1]):
-        return (page_of(named[0]),)
-    return _sorted_pages(named)
+    """The pages ``event`` changes, ascending."""
+    ranges = _event_ranges(event)
+    if len(ranges) == 1:
+        return tuple(range(page_of(ranges[0][0]), page_of(ranges[0][1]) + 1))
+    return tuple(sorted({page for first, last, _ in ranges for page in range(page_of(first), page_of(last) + 1)}))
 
 
 def _keys(event: Event) -> tuple[str, ...]:
@@ -334,98 +429,101 @@ def _(event: PopCursorDeleted, head: PopHead | None) -> PopHead | None:
 
 # -- a page's fold --------------------------------------------------------------------------------------
 
-def _within(offsets: Sequence[int], page: int) -> Sequence[int]:
-    """The ascending ``offsets`` on ``page``."""
-    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS
-    if offsets and low <= offsets[0] and offsets[-1] < high:
-        return offsets
-    return offsets[bisect_left(offsets, low):bisect_left(offsets, high)]
+def _on_page(ranges: Sequence[tuple[int, int, int]], page: int) -> Iterable[tuple[int, int, int]]:
+    """``ranges`` clipped to ``page``."""
+    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS - 1
+    for first, last, epoch in ranges:
+        if first <= high and last >= low:
+            yield max(first, low), min(last, high), epoch
 
 
 @singledispatch
-def _evolve_page(event: Event, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    return entries
+def _evolve_page(event: Event, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    return runs
 
 
 @_evolve_page.register
-def _(event: CheckpointCreated, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    until = event.pop_time_ms + event.invisible_time_ms
-    offsets = _within(event.offsets, page)
-    if offsets and (not entries or offsets[0] > entries[-1].offset):
-        # only new records past every entry (a pop of fresh records): appended, no search per offset
-        new = tuple.__new__  # PopEntry's own __new__ is a Python lambda: a third of this fold's time
-        return entries + tuple(new(PopEntry, (offset, 1, event.epoch, until, False)) for offset in offsets)
-    changed: dict[int, PopEntry | None] = {}
-    for offset in offsets:
-        before = _entry(entries, offset)
-        changed[offset] = PopEntry(offset, before.deliveries + 1 if before is not None else 1, event.epoch, until)
-    return _changed(entries, changed)
+def _(event: CheckpointCreated, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    state = (1, event.epoch, event.pop_time_ms + event.invisible_time_ms, False)
+
+    def again(run: PopRun, first: int, last: int) -> PopRun:
+        return _new(PopRun, (first, last, run.deliveries + 1, *state[1:]))
+
+    def fresh(first: int, last: int) -> Sequence[PopRun]:
+        return (_new(PopRun, (first, last, *state)),)
+
+    for first, last, _ in _on_page(_event_ranges(event), page):
+        if not runs or first > runs[-1].last:  # fresh records past every run (a pop of new records): appended
+            tail = runs[-1] if runs else None
+            if tail is not None and tail.last + 1 == first and tail[2:] == state:
+                runs = (*runs[:-1], _run(tail.first, last, tail))
+            else:
+                runs = (*runs, _new(PopRun, (first, last, *state)))
+        else:
+            runs = _overlay(runs, first, last, again, fresh)
+    return runs
 
 
 @_evolve_page.register
-def _(event: CheckpointAcked, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    handles = _handles_by_page(event).get(page, ())
-    if len(handles) > _FEW:
-        # many handles (a compact ack): one pass over the span they cover, not a search and a removal each
-        settled = dict(handles)  # offset -> epoch: a compact ack names each offset once
-        first = bisect_left(entries, min(settled), key=_OFFSET)
-        last = bisect_right(entries, max(settled), key=_OFFSET)
-        if len(settled) == len(handles):
-            kept = tuple(entry for entry in entries[first:last] if settled.get(entry[0]) != entry[2])
-        else:  # an offset named twice (two epochs): whichever is its entry's settles it
-            pairs = set(handles)
-            kept = tuple(entry for entry in entries[first:last] if (entry[0], entry[2]) not in pairs)
-        return entries[:first] + kept + entries[last:]
-    changed: dict[int, PopEntry | None] = {}
-    for offset, epoch in handles:
-        entry = _entry(entries, offset)
-        if entry is not None and entry.epoch == epoch:
-            changed[offset] = None
-    return _changed(entries, changed)
+def _(event: CheckpointAcked, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    for first, last, epoch in _on_page(_event_ranges(event), page):
+        def settled(run: PopRun, first: int, last: int, epoch: int = epoch) -> PopRun | None:
+            return None if run.epoch == epoch else run
+
+        runs = _overlay(runs, first, last, settled)
+    return runs
 
 
 @_evolve_page.register
-def _(event: HandleSuperseded, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    entry = _entry(entries, event.offset)
-    if entry is None or entry.epoch != event.old_epoch or entry.visible:
-        return entries
-    return _changed(entries, {event.offset: entry._replace(epoch=event.epoch,
-                                                           invisible_until_ms=event.invisible_until_ms)})
+def _(event: HandleSuperseded, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    def superseded(run: PopRun, first: int, last: int) -> PopRun:
+        if run.epoch != event.old_epoch or run.visible:
+            return run
+        return _new(PopRun, (first, last, run.deliveries, event.epoch,
+                             event.invisible_until_ms, False))
+
+    return _overlay(runs, event.offset, event.offset, superseded)
+
+
+def _revived(run: PopRun, first: int, last: int) -> PopRun:
+    return run if run.visible else run._replace(visible=True)
 
 
 @_evolve_page.register
-def _(event: Revived, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    changed: dict[int, PopEntry | None] = {}
-    for offset in event.offsets:
-        entry = _entry(entries, offset) if page_of(offset) == page else None
-        if entry is not None and not entry.visible:
-            changed[offset] = entry._replace(visible=True)
-    return _changed(entries, changed)
+def _(event: Revived, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    for first, last, _ in _on_page(_event_ranges(event), page):
+        runs = _overlay(runs, first, last, _revived)
+    return runs
 
 
 @_evolve_page.register
-def _(event: PopDeadLettered, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    return _changed(entries, {offset: None for offset, _ in event.records if page_of(offset) == page})
+def _(event: PopDeadLettered | PopEntriesDropped, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    for first, last, _ in _on_page(_event_ranges(event), page):
+        runs = _overlay(runs, first, last, _settle)
+    return runs
+
+
+def _kept(run: PopRun, first: int, last: int) -> PopRun:
+    return run
 
 
 @_evolve_page.register
-def _(event: PopDelayed, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    return _changed(entries, {offset: PopEntry(offset, 0, 0, due) for offset, due in event.records
-                              if page_of(offset) == page and _entry(entries, offset) is None})
+def _(event: PopDelayed, runs: tuple[PopRun, ...], page: int) -> tuple[PopRun, ...]:
+    low, high = page * PAGE_OFFSETS, (page + 1) * PAGE_OFFSETS
+    for offset, due in event.records:
+        if low <= offset < high:
+            def parked(first: int, last: int, due: int = due) -> Sequence[PopRun]:
+                return (_new(PopRun, (first, last, 0, 0, due, False)),)
 
-
-@_evolve_page.register
-def _(event: PopEntriesDropped, entries: tuple[PopEntry, ...], page: int) -> tuple[PopEntry, ...]:
-    return tuple(entry for entry in entries
-                 if not any(first <= entry.offset <= last for first, last in event.ranges))
+            runs = _overlay(runs, offset, offset, _kept, parked)
+    return runs
 
 
 def _evolve(state: object, event: Event, key: str) -> object:
     """Fold ``event`` into the row ``key``: a table's head or one of its pages."""
     if "#" in key.partition("/")[0]:
-        page = state.entries if isinstance(state, PopPage) else ()
-        entries = _evolve_page(event, page, _page_number(key))
-        return PopPage(entries) if entries else None
+        runs = _evolve_page(event, state.runs if isinstance(state, PopPage) else (), _page_number(key))
+        return PopPage(runs) if runs else None
     return _evolve_head(event, state if isinstance(state, PopHead) else None)
 
 
@@ -433,17 +531,18 @@ POP_INFLIGHT: Projection[object] = Projection(
     name=PROJECTION_NAME, entity_keys=_keys, evolve=_evolve, handles=frozenset({PopEvent}),
 )
 
-POP_STATE_TYPES = {2091: PopHead, 2092: PopPage}
+POP_STATE_TYPES = {2091: PopHead, 2093: PopPage}
 """Codec tags of the rows, registered with the projection by the built-in plugin ``pop`` (plugin state tags
-start at 2000; the decade mirrors the events' 90s). 2090 was the one-row table of ``pop_inflight``: not reused."""
+start at 2000; the decade mirrors the events' 90s). 2090 was the one-row table of ``pop_inflight``, 2092 the
+page of entries of ``pop_tables``: neither reused."""
 
 
 # -- readers ---------------------------------------------------------------------------------------------
 
 def assemble(head: PopHead, pages: Iterable[PopPage | None]) -> PopPartition:
-    """The table whole: ``head`` with the entries of its ``pages`` (in page order; ``None``: no row)."""
-    entries = tuple(chain.from_iterable(page.entries for page in pages if page is not None))
-    return PopPartition(head.group, head.partition_id, head.topic, head.next_offset, head.last_epoch, entries)
+    """The table whole: ``head`` with the runs of its ``pages`` (in page order; ``None``: no row)."""
+    runs = tuple(chain.from_iterable(page.runs for page in pages if page is not None))
+    return PopPartition(head.group, head.partition_id, head.topic, head.next_offset, head.last_epoch, runs)
 
 
 def table_in(states: Mapping[str, Any], group: str, partition_id: int) -> PopPartition | None:

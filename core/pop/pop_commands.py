@@ -34,7 +34,7 @@ from logwright.core.events.pop import (
     PopPositionMoved,
     Revived,
 )
-from logwright.core.pop.inflight import PAGE_OFFSETS, PopEntry, PopPartition, page_of, page_ranges
+from logwright.core.pop.inflight import PAGE_OFFSETS, PopEntry, PopPartition, PopRun, page_of, page_ranges
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 
 MAX_MESSAGES = 32
@@ -135,23 +135,23 @@ def due_revivals(states: Sequence[PopPartition], limit: int) -> list[tuple[PopPa
 
 def orderly_blocked(state: PopPartition) -> bool:
     """An orderly pop skips a partition while anything of it is in flight (RocketMQ's FIFO queue lock)."""
-    return bool(state.held())
+    return state.holds_any()
 
 
 def checkpoint(state: PopPartition, consumer: str, offsets: Sequence[int], next_offset: int, now_ms: int,
                limits: PopLimits) -> CheckpointCreated | None:
     """One pop of ``offsets`` (revived entries or offsets at or past ``state.next_offset``) under a new epoch;
     ``None`` if there is nothing to record."""
-    past = state.entries[-1].offset if state.entries else -1
-    for offset in offsets:
-        if offset >= state.next_offset and offset > past:
-            continue  # a new record past every entry: available (no search)
+    past = state.last_offset()
+    offsets = sorted(offsets)
+    fresh = bisect_left(offsets, max(state.next_offset, past + 1))  # from here: new records past every run
+    for offset in offsets[:fresh]:
         entry = state.entry(offset)
         if (entry is not None and not entry.visible) or (entry is None and offset < state.next_offset):
             raise ValueError(f"offset {offset} of {state.group}/{state.partition_id} is not available to pop")
     if not offsets and next_offset <= state.next_offset:
         return None
-    return CheckpointCreated(state.group, state.partition_id, consumer, tuple(sorted(offsets)),
+    return CheckpointCreated(state.group, state.partition_id, consumer, tuple(offsets),
                              max(next_offset, state.next_offset), now_ms, limits.invisible_time_ms,
                              state.last_epoch + 1, limits.orderly)
 
@@ -181,34 +181,50 @@ def current(state: PopPartition, offset: int, epoch: int, held: bool = True) -> 
 
 
 def ranges_current(state: PopPartition, epoch: int, ranges: Sequence[tuple[int, int]]
-                   ) -> tuple[list[tuple[int, int]], list[tuple[int, InvalidRecordState]]]:
-    """The handles ``(offset, epoch)`` of ``ranges`` that are current (as `current` with ``held=False`` takes
-    them), and each other offset with the error `current` gives it; one search per range, then a walk along
-    the table, instead of a search per offset."""
-    accepted: list[tuple[int, int]] = []
+                   ) -> tuple[list[tuple[int, int, int]], list[tuple[int, InvalidRecordState]]]:
+    """The ``(first, last, epoch)`` ranges of ``ranges`` whose handles ``(offset, epoch)`` are current (as
+    `current` with ``held=False`` takes them), and each other offset with the error `current` gives it; one
+    search per range, then a step per run it crosses: a range of 1,024 popped together is one step."""
+    accepted: list[tuple[int, int, int]] = []
     refused: list[tuple[int, InvalidRecordState]] = []
-    entries = state.entries
-    for first, last in ranges:
-        index = bisect_left(entries, first, key=_offset_of)
+    runs = state.runs
+
+    def refuse(first: int, last: int) -> None:
         for offset in range(first, last + 1):
-            entry = entries[index] if index < len(entries) else None
-            if entry is not None and entry.offset == offset:
-                index += 1
-                if entry.epoch == epoch and entry.deliveries > 0:
-                    accepted.append((offset, epoch))
-                    continue
             try:
                 current(state, offset, epoch, held=False)
             except (UnknownReceiptHandle, StaleReceiptHandle) as error:
                 refused.append((offset, error))
-            else:  # pragma: no cover - the walk above takes every handle `current` takes
-                raise AssertionError(f"offset {offset} epoch {epoch} passed the walk's check but not current's")
+            else:  # pragma: no cover - the walk takes every handle `current` takes
+                raise AssertionError(f"offset {offset} epoch {epoch} passed current's check but not the walk's")
+
+    for first, last in ranges:
+        position = first
+        index = bisect_left(runs, first, key=_last_of)
+        while position <= last:
+            run = runs[index] if index < len(runs) else None
+            if run is None or run.first > last:
+                refuse(position, last)
+                break
+            if run.first > position:
+                refuse(position, run.first - 1)
+                position = run.first
+            end = min(run.last, last)
+            if run.epoch == epoch and run.deliveries > 0:
+                if accepted and accepted[-1][1] + 1 == position and accepted[-1][2] == epoch:
+                    accepted[-1] = (accepted[-1][0], end, epoch)
+                else:
+                    accepted.append((position, end, epoch))
+            else:
+                refuse(position, end)
+            position = end + 1
+            index += 1
     return accepted, refused
 
 
-def settle(state: PopPartition, consumer: str, handles: Sequence[tuple[int, int]]) -> CheckpointAcked:
-    """The event settling ``handles``, already checked (`ranges_current`)."""
-    return CheckpointAcked(state.group, state.partition_id, consumer, tuple(handles))
+def settle(state: PopPartition, consumer: str, ranges: Sequence[tuple[int, int, int]]) -> CheckpointAcked:
+    """The event settling the ``(first, last, epoch)`` ``ranges``, already checked (`ranges_current`)."""
+    return CheckpointAcked(state.group, state.partition_id, consumer, (), tuple(ranges))
 
 
 def ack(state: PopPartition, consumer: str, handles: Sequence[tuple[int, int]]) -> CheckpointAcked:
@@ -259,8 +275,8 @@ def reset(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[Po
     entry in flight is dropped (`PopEntriesDropped` of its pages): those below ``offset`` are skipped, those at or
     above it will be popped afresh from there (kept, they would be in flight twice); their handles are unknown."""
     events: list[PopEvent] = []
-    if state.entries:
-        pages = sorted({page_of(entry.offset) for entry in state.entries})
+    if state.runs:
+        pages = sorted({page for run in state.runs for page in range(page_of(run.first), page_of(run.last) + 1)})
         events.append(PopEntriesDropped(state.group, state.partition_id, page_ranges(pages), reason, now_ms))
     events.append(PopPositionMoved(state.group, state.partition_id, offset, reason, now_ms))
     return events
@@ -272,9 +288,11 @@ def evict(state: PopPartition, offset: int, now_ms: int, reason: str) -> list[Po
     A page without entries at or above ``offset`` is dropped whole (its row goes and the head forgets it), the
     page holding both only below ``offset``."""
     events: list[PopEvent] = []
-    pages = sorted({page_of(entry.offset) for entry in state.entries if entry.offset < offset})
+    pages = sorted({page for run in state.runs if run.first < offset
+                    for page in range(page_of(run.first), page_of(min(run.last, offset - 1)) + 1)})
     if pages:
-        kept = {page_of(entry.offset) for entry in state.entries if entry.offset >= offset}
+        kept = {page for run in state.runs if run.last >= offset
+                for page in range(page_of(max(run.first, offset)), page_of(run.last) + 1)}
         whole = page_ranges(page for page in pages if page not in kept)
         cut = [(page * PAGE_OFFSETS, offset - 1) for page in pages if page in kept]
         events.append(PopEntriesDropped(state.group, state.partition_id, (*whole, *cut), reason, now_ms))
@@ -290,5 +308,5 @@ def dead_lettered(state: PopPartition, entries: Sequence[PopEntry], now_ms: int,
                            reason, now_ms, topic, partition_id, base_offset)
 
 
-def _offset_of(entry: PopEntry) -> int:
-    return entry.offset
+def _last_of(run: PopRun) -> int:
+    return run.last
