@@ -88,7 +88,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     90: ("PopCursorCreated", "group partition_id topic start_offset"),
     91: ("CheckpointCreated", "group partition_id consumer offsets next_offset pop_time_ms invisible_time_ms epoch "
                               "orderly"),
-    92: ("CheckpointAcked", "group partition_id consumer handles"),
+    92: ("CheckpointAcked", "group partition_id consumer handles ranges"),
     93: ("InvisibleTimeChanged", "group partition_id consumer offset old_epoch epoch invisible_until_ms"),
     94: ("Revived", "group partition_id offsets revive_time_ms"),
     95: ("PopNacked", "group partition_id consumer offset old_epoch epoch invisible_until_ms"),

@@ -227,3 +227,17 @@ def test_a_walk_along_ranges_takes_and_refuses_exactly_what_current_does() -> No
         assert [(offset, epoch) for first, last, epoch in accepted for offset in range(first, last + 1)
                 ] == by_current
         assert [(offset, f"{type(error).__name__}: {error}") for offset, error in refused] == errors
+
+
+def test_an_ack_logged_before_ranges_existed_reads_back_with_none() -> None:
+    """`CheckpointAcked` gained ``ranges`` at the end, with a default: an ack in an older log (pairs only) still
+    decodes, and folds as it did."""
+    import msgpack
+    from logwright.eventstore.codec import default_registry
+
+    old = msgpack.packb([5, CheckpointAcked.TAG, 1, "g", 1, "c", [[3, 1], [4, 1]]], use_bin_type=True)
+    _, event = default_registry().decode_event(old, "test")
+    assert event == CheckpointAcked("g", 1, "c", ((3, 1), (4, 1)), ())
+    rows = Rows()
+    rows.apply(PopCursorCreated("g", 1, "t", 0), CheckpointCreated("g", 1, "c", (3, 4, 5), 6, 0, 60_000, 1))
+    assert [entry.offset for entry in rows.apply(event).entries] == [5]
