@@ -5,8 +5,10 @@ then every batch from the log start to the pass's end is judged by `core.compact
 or deleted. Each slice reads at most `SLICE_BYTES` of stored batches or works `SLICE_SECONDS`, whichever comes
 first (one batch at least); a rewriting slice is one WriteBatch holding its batches and its `PartitionCompacted`
 (`RocksEventStore.rewrite_batches`), so a crash keeps a slice whole or not at all, and between slices the event
-loop serves produce and fetch. A crash mid-pass leaves some slices compacted and the checkpoint where it was:
-the next pass does the rest again, which changes nothing already compacted.
+loop serves produce and fetch. The last slice's event also carries the largest timestamp the pass kept and its
+first batch (Kafka's cleaned segments recompute their ``maxTimestampSoFar``), for ListOffsets MAX_TIMESTAMP.
+A crash mid-pass leaves some slices compacted and the checkpoint where it was: the next pass does the rest
+again, which changes nothing already compacted.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ def _run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice,
 def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: OffsetMap,
              transactions: TransactionTracker, settings: CompactionSettings, now_ms: int,
              report: PassReport) -> Iterator[None]:
-    next_horizon = -1
+    next_horizon, kept_max = -1, (-1, -1)
     state = _partition(store, partition_id)
     position = state.log_start_offset if state is not None else end
     while state is not None:
@@ -152,12 +154,15 @@ def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: Offse
         for base_offset, data in store.scan_batches(partition_id, slice_start, end):
             facts = _readable(partition_id, data)
             last = facts.last_offset if facts is not None else parse_header(data).last_offset
+            stored: bytes | None = data
             if facts is not None:
                 verdict = judge(facts, offsets, transactions, now_ms, settings.delete_retention_ms)
-                _apply(slice_, partition_id, base_offset, data, verdict)
+                stored = _apply(slice_, partition_id, base_offset, data, verdict)
                 horizon = verdict.delete_horizon_ms
                 if verdict.outcome is not Outcome.DELETE and horizon is not None and horizon > now_ms:
                     next_horizon = horizon if next_horizon < 0 else min(next_horizon, horizon)
+            if stored is not None and (kept := parse_header(stored).max_timestamp) > kept_max[0]:
+                kept_max = (kept, base_offset)
             if budget.spend(len(data)):
                 cut = True
                 break
@@ -166,7 +171,7 @@ def _rewrite(store: RocksEventStore, partition_id: int, end: int, offsets: Offse
         if slice_.rewritten or slice_.deleted or finished:
             event = PartitionCompacted(partition_id, slice_start, slice_end, slice_.records_removed,
                                        len(slice_.deleted), slice_.bytes_removed, end if finished else -1,
-                                       next_horizon if finished else -1)
+                                       next_horizon if finished else -1, *(kept_max if finished else (-1, -1)))
             store.rewrite_batches(event, slice_.rewritten, slice_.deleted)
             report.records_removed += slice_.records_removed
             report.batches_removed += len(slice_.deleted)
@@ -190,22 +195,26 @@ def _readable(partition_id: int, data: bytes) -> BatchFacts | None:
         return None
 
 
-def _apply(slice_: _Rewrite, partition_id: int, base_offset: int, data: bytes, verdict: Verdict) -> None:
+def _apply(slice_: _Rewrite, partition_id: int, base_offset: int, data: bytes, verdict: Verdict) -> bytes | None:
+    """Stage the verdict; the batch as it is stored from now on (``None``: deleted)."""
     if verdict.outcome is Outcome.DELETE:
         slice_.deleted.append(base_offset)
         slice_.records_removed += verdict.removed_records
         slice_.bytes_removed += len(data)
-    elif verdict.outcome is Outcome.REWRITE:
+        return None
+    if verdict.outcome is Outcome.REWRITE:
         kept_offsets = set(verdict.kept)
         try:
             kept = [record for record in decode_records(data) if record.offset in kept_offsets]
         except RecordBatchError as error:
             log.warning("the cleaner keeps batch %d of partition id %d as it is: %s", base_offset, partition_id, error)
-            return
+            return data
         rebuilt = rebuild(data, kept, verdict.delete_horizon_ms)
         slice_.rewritten.append(StoredBatch(partition_id, base_offset, rebuilt))
         slice_.records_removed += verdict.removed_records
         slice_.bytes_removed += len(data) - len(rebuilt)
+        return rebuilt
+    return data
 
 
 def describe(report: PassReport) -> str:

@@ -26,6 +26,9 @@ class Segment:
     """The max timestamp of its first batch: Kafka's rolling-based timestamp, and what the max lag is judged by."""
     largest_timestamp: int
     byte_size: int
+    largest_timestamp_offset: int = -1
+    """The base offset of the first batch whose max timestamp is ``largest_timestamp`` (Kafka's
+    ``offsetOfMaxTimestampSoFar``, by batch): where ListOffsets MAX_TIMESTAMP looks in this segment."""
 
 
 def rolls(active: Segment, byte_size: int, max_timestamp: int, settings: CompactionSettings) -> bool:
@@ -50,11 +53,14 @@ class SegmentModel:
         """A batch was appended at the end of the log (Produce, a transaction marker)."""
         active = self.segments[-1] if self.segments else None
         if active is None or rolls(active, byte_size, max_timestamp, settings):
-            self.segments.append(Segment(base_offset, next_offset, max_timestamp, max_timestamp, byte_size))
+            self.segments.append(Segment(base_offset, next_offset, max_timestamp, max_timestamp, byte_size,
+                                         base_offset))
             return
         active.next_offset = next_offset
         active.byte_size += byte_size
-        active.largest_timestamp = max(active.largest_timestamp, max_timestamp)
+        if max_timestamp > active.largest_timestamp:
+            active.largest_timestamp = max_timestamp
+            active.largest_timestamp_offset = base_offset
 
     def forget_below(self, offset: int) -> None:
         """Drop the segments wholly below ``offset`` (cleaned, or below a new log start)."""

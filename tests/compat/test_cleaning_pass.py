@@ -18,6 +18,7 @@ from logwright.compat.wire.record_batch import Record, build_batch, decode_recor
 from logwright.core.compaction.cleanable import CleaningChoice
 from logwright.core.compaction.segments import Segment
 from logwright.core.compaction.settings import CompactionSettings
+from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
 from logwright.core.events import ConfigChanged, RecordsAppended, TopicCreated
 from logwright.core.log.partition_log import PartitionState, append_batch, partition_key
 from logwright.eventstore.check import check_store
@@ -172,3 +173,22 @@ def test_without_a_running_loop_the_models_are_built_at_once(store: RocksEventSt
     store.append([ConfigChanged("topic", "t", (("cleanup.policy", "compact"),))])
     store.commit()
     assert models.models[0].segments[-1].next_offset == 5 * KEYS
+
+
+def test_a_pass_records_the_largest_timestamp_it_kept_and_its_first_batch(store: RocksEventStore) -> None:
+    """k0@9999 first, then rounds of every key at 1000 + 50 r: the pass (many slices) removes k0@9999, so the
+    kept maximum is the last cleaned round's time at that round's batch, what Kafka's cleaned segments'
+    maxTimestampSoFar say; the checkpoint keeps it for ListOffsets MAX_TIMESTAMP."""
+    state = store.state("partitions", partition_key(0))
+    assert isinstance(state, PartitionState)
+    data = build_batch([Record(0, 9_999, b"k0", b"first")], base_offset=0)
+    store.append([RecordsAppended(0, append_batch(state, 1, 0, 9_999).base_offset, 1, len(data), 9_999)],
+                 [StoredBatch(0, 0, data)])
+    store.commit()
+    append(store, range(20))
+    report = run(store, end=1 + 19 * KEYS)
+    assert report.completed and report.slices > 1
+    checkpoint = store.state("compaction", checkpoint_key(0))
+    assert isinstance(checkpoint, CleanerCheckpoint) and checkpoint.kept_max_known
+    assert (checkpoint.kept_max_timestamp, checkpoint.kept_max_timestamp_offset) == (1_000 + 50 * 18, 1 + 18 * KEYS)
+    assert check_store(store).consistent

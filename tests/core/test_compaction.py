@@ -12,7 +12,7 @@ from logwright.core.compaction.state import CLEANER_CHECKPOINTS, CleanerCheckpoi
 from logwright.core.config.configs import default_registry
 from logwright.core.errors import InvalidConfig
 from logwright.core.events import TopicDeleted
-from logwright.core.events.compaction import PartitionCompacted
+from logwright.core.events.compaction import NOT_RECORDED, PartitionCompacted
 from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import fold
 
@@ -233,3 +233,22 @@ def test_the_checkpoint_follows_the_last_slice_of_each_pass_and_goes_with_the_to
     events = [PartitionCompacted(4, 0, 10, 3, 1, 300), PartitionCompacted(4, 10, 20, 1, 0, 50, 20, 9000)]
     assert fold(CLEANER_CHECKPOINTS, events) == {"4": CleanerCheckpoint(20, 9000, 1)}
     assert fold(CLEANER_CHECKPOINTS, [*events, TopicDeleted("t", b"\x00" * 16, (4,))]) == {}
+
+
+def test_a_segment_keeps_the_first_batch_with_its_largest_timestamp() -> None:
+    """Kafka's offsetOfMaxTimestampSoFar moves only on a strictly larger timestamp: a tie keeps the earlier."""
+    model = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100), (4, 1, 1000)], settings(segment_ms=10**9))
+    model.segments[0].largest_timestamp_offset = model.segments[0].largest_timestamp_offset  # one segment
+    assert [(s.largest_timestamp, s.largest_timestamp_offset) for s in model.segments] == [(1000, 4)]
+    tied = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100)], settings(segment_ms=10**9))
+    assert [(s.largest_timestamp, s.largest_timestamp_offset) for s in tied.segments] == [(900, 1)]
+
+
+def test_a_checkpoint_of_an_older_build_does_not_know_its_kept_maximum() -> None:
+    """Version 1 rows and events (before the kept maximum was recorded) read as NOT_RECORDED, not as 'none
+    kept', so ListOffsets MAX_TIMESTAMP searches the folded maximum until the next pass records it."""
+    old = CleanerCheckpoint(*CleanerCheckpoint.upgrade_fields(1, [40, -1, 3]))
+    assert (old.cleaned_to, old.passes, old.kept_max_known) == (40, 3, False)
+    event = PartitionCompacted(*PartitionCompacted.upgrade_fields(1, [0, 0, 40, 5, 1, 100, 40, -1]))
+    assert event.kept_max_timestamp_offset == NOT_RECORDED
+    assert CleanerCheckpoint(40, -1, 1, 900, 8).kept_max_known
