@@ -9,7 +9,9 @@ A time lookup seeks the time index (keyed by the running maximum timestamp, so t
 after the target is the first batch that can hold it) and then decodes that batch to find the first
 record at or after the target, the only place records are decoded on this path; on a compacted topic the
 record may have gone, and the search goes on through the next batches (skipping by their headers), as
-Kafka's does through its segments.
+Kafka's does through its segments. MAX_TIMESTAMP (-3) on a compacted partition answers the largest timestamp
+that remains, from what the cleaner keeps (Kafka's per-segment ``maxTimestampSoFar``): the last pass's kept
+maximum and each modelled segment's since, so no scan; elsewhere the partition's folded maximum is searched.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.record_batch import decode_records, parse_header
+from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
 from logwright.eventstore.keys import time_index_key
 
 if TYPE_CHECKING:
@@ -74,11 +77,13 @@ def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bo
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log_start
     if timestamp == MAX_TIMESTAMP:
+        candidates = _compacted_max_candidates(broker, partition_id, log_start)
+        if candidates is not None:
+            return _first_of_candidates(broker, partition_id, candidates, log_start, high_watermark)
         target = broker.partition(partition_id).max_timestamp
         if target < 0:
             return -1, -1
-        found = _first_at_or_after(broker, partition_id, target, log_start, high_watermark, exact=True)
-        return found
+        return _first_at_or_after(broker, partition_id, target, log_start, high_watermark, exact=True)
     if timestamp < 0:
         return -1, -1
     return _first_at_or_after(broker, partition_id, timestamp, log_start, high_watermark, exact=False)
@@ -111,6 +116,44 @@ def _first_at_or_after(
                     return record.timestamp, record.offset
         if position == start:
             break
+    return -1, -1
+
+
+def _compacted_max_candidates(broker: Broker, partition_id: int, log_start: int) -> list[tuple[int, int]] | None:
+    """Where a compacted partition's largest timestamp may be, as Kafka keeps it per segment: the largest the
+    last pass kept below its end (its checkpoint) and each modelled segment's from there on, as ``(timestamp,
+    batch base offset)``. ``None`` when that is not known (not compacted, its model still building, a checkpoint
+    of an older build): the partition's folded maximum is then searched, which compaction never lowers."""
+    try:
+        model = broker.coordinators.log_cleaner.models.models.get(partition_id)
+    except RuntimeError:
+        return None
+    if model is None:
+        return None
+    candidates = [(segment.largest_timestamp, segment.largest_timestamp_offset) for segment in model.segments
+                  if segment.largest_timestamp >= 0 and segment.largest_timestamp_offset >= log_start]
+    checkpoint = broker.store.state("compaction", checkpoint_key(partition_id))
+    if isinstance(checkpoint, CleanerCheckpoint):
+        if not checkpoint.kept_max_known:
+            return None
+        if checkpoint.kept_max_timestamp >= 0 and checkpoint.kept_max_timestamp_offset >= log_start:
+            candidates.append((checkpoint.kept_max_timestamp, checkpoint.kept_max_timestamp_offset))
+    return candidates
+
+
+def _first_of_candidates(broker: Broker, partition_id: int, candidates: list[tuple[int, int]], log_start: int,
+                         high_watermark: int) -> tuple[int, int]:
+    """The largest timestamp and the first record carrying it, as Kafka's ``fetchOffsetByTimestamp`` answers
+    MAX_TIMESTAMP: the first segment with the largest ``maxTimestampSoFar``, in it the first batch with that
+    max timestamp, in it the first record with it. One batch is decoded; the next candidate is tried only
+    when that batch no longer holds it (a pass between its slices rewrote it) or it is at the high watermark."""
+    for target, base_offset in sorted(candidates, key=lambda candidate: (-candidate[0], candidate[1])):
+        for batch in broker.store.read_batches(partition_id, base_offset, 1, end_offset=high_watermark - 1):
+            if parse_header(batch).max_timestamp != target:
+                continue
+            for record in decode_records(batch):
+                if log_start <= record.offset < high_watermark and record.timestamp == target:
+                    return record.timestamp, record.offset
     return -1, -1
 
 

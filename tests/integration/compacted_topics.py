@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 TIMEOUT_S = 30
 Entry = tuple[int, bytes | None, bytes | None]
@@ -68,6 +68,31 @@ def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitte
         return entries
     finally:
         consumer.close()
+
+
+def max_timestamp(bootstrap: str, topic: str) -> tuple[int, int]:
+    """ListOffsets MAX_TIMESTAMP (-3, KIP-734) of partition 0: (timestamp, offset)."""
+    partition = TopicPartition(topic, 0)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    found = admin.list_offsets({partition: OffsetSpec.max_timestamp()})[partition].result(TIMEOUT_S)
+    return found.timestamp, found.offset
+
+
+def produce_max_then_replace(bootstrap: str, topic: str, now: int) -> list[Entry]:
+    """a@now+1000 (the largest time), b and c tied at now+500, then a@now+10 replacing a@now+1000, then 14
+    fillers of 100 KB at older times: the topic's 1 MiB segment.bytes rolls the segment among them, so a
+    pass may compact the first four. Returns the first three entries compaction leaves."""
+    for records, at in (([(b"a", b"1")], now + 1_000), ([(b"b", b"1"), (b"c", b"1")], now + 500),
+                        ([(b"a", b"2")], now + 10)):
+        assert produce(bootstrap, topic, records, at) == [None] * len(records)
+    fillers = [(f"f{index}".encode(), bytes(100_000)) for index in range(14)]
+    assert produce(bootstrap, topic, fillers, now + 20, step_ms=1) == [None] * len(fillers)
+    return [(1, b"b", b"1"), (2, b"c", b"1"), (3, b"a", b"2")]
+
+
+SIZE_ROLLED = {"segment.bytes": "1048576", "segment.ms": "604800000"}
+"""Segments rolled by size only (Kafka 4's minimum segment.bytes): a roll by time would need a head record
+later than every record before it, which would then hold the partition's largest timestamp itself."""
 
 
 def eventually(read: Callable[[], list[Entry]], done: Callable[[list[Entry]], bool], timeout_s: float) -> list[Entry]:

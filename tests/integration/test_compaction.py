@@ -21,12 +21,15 @@ from kafka import KafkaConsumer, TopicPartition
 
 from .broker_process import BrokerProcess
 from .compacted_topics import (
+    SIZE_ROLLED,
     Entry,
     close_head,
     create_compacted,
     eventually,
     latest_per_key,
+    max_timestamp,
     produce,
+    produce_max_then_replace,
     read_partition,
 )
 from .group_configs import set_group_configs
@@ -83,6 +86,25 @@ def test_a_table_changelog_compacts_to_the_latest_value_per_key_and_stays_so(clo
     assert clock_broker.stop() == 0, clock_broker.log_tail()
     clock_broker.start()
     assert read_partition(bootstrap, topic) == expected
+    check_consistent(clock_broker)
+
+
+def test_max_timestamp_after_its_record_was_compacted_away_is_kept_across_a_restart(
+        clock_broker: BrokerProcess) -> None:
+    """The kept maximum lives in the cleaner checkpoint and the segment models are rebuilt at start-up, so
+    ListOffsets MAX_TIMESTAMP answers the same after a restart, and after appends past the old maximum."""
+    bootstrap = clock_broker.bootstrap
+    topic = create_compacted(bootstrap, SIZE_ROLLED)
+    now = advance_clock(bootstrap, 0)
+    first_kept = produce_max_then_replace(bootstrap, topic, now)
+    advance_clock(bootstrap, 0)
+    assert read_partition(bootstrap, topic)[:3] == first_kept
+    assert max_timestamp(bootstrap, topic) == (now + 500, 1)
+    assert clock_broker.stop() == 0, clock_broker.log_tail()
+    clock_broker.start()
+    assert max_timestamp(bootstrap, topic) == (now + 500, 1)
+    assert produce(bootstrap, topic, [(b"d", b"1"), (b"e", b"1")], now + 700) == [None, None]
+    assert max_timestamp(bootstrap, topic) == (now + 700, 18), "the first of two records tied in one batch"
     check_consistent(clock_broker)
 
 

@@ -17,12 +17,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from .compacted_topics import (
+    SIZE_ROLLED,
     TIMEOUT_S,
     close_head,
     create_compacted,
     eventually,
     latest_per_key,
+    max_timestamp,
     produce,
+    produce_max_then_replace,
     read_partition,
 )
 
@@ -175,3 +178,19 @@ def test_list_offsets_by_time_in_a_compaction_gap_answers_the_first_record_that_
     finally:
         consumer.close()
     assert answers == {0: 0, 5: 2, 10: 2, 20: 2, 21: 4, 30: 4, 35: 4, 41: 5, 10_000: 5, 10_001: -1}
+
+
+
+def test_list_offsets_max_timestamp_after_its_record_is_compacted_answers_the_largest_that_remains(
+        bootstrap: str) -> None:
+    """a@t+1000 holds the partition's largest timestamp until a@t+10 replaces it; b and c tie at t+500 below it.
+    Once compaction removed a@t+1000, ListOffsets MAX_TIMESTAMP (-3, KIP-734) answers the largest timestamp that
+    remains and its first record (b, the earlier of the tie), as Kafka's cleaned segments' maxTimestampSoFar
+    do, not (-1, -1)."""
+    topic = create_compacted(bootstrap, SIZE_ROLLED)
+    now = int(time.time() * 1000)
+    first_kept = produce_max_then_replace(bootstrap, topic, now)
+    entries = eventually(lambda: read_partition(bootstrap, topic), lambda found: found[:3] == first_kept,
+                         CLEANER_WAIT_S)
+    assert entries[:3] == first_kept
+    assert max_timestamp(bootstrap, topic) == (now + 500, 1)
