@@ -36,6 +36,7 @@ from logwright.core.events.pop import (
     PopCursorDeleted,
     PopDeadLettered,
     PopEntriesDropped,
+    PopEvent,
     PopNacked,
 )
 from logwright.core.log.catalog import ResourceConfig, TopicState, resource_key
@@ -43,6 +44,7 @@ from logwright.core.log.delayed_view import HeldSpan
 from logwright.core.log.index_hooks import HeldBack
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import (
+    PAGE_OFFSETS,
     PROJECTION_NAME,
     PopEntry,
     PopHead,
@@ -53,6 +55,7 @@ from logwright.core.pop.inflight import (
     pop_head,
     pop_key,
     pop_page,
+    spans_of,
 )
 from logwright.core.pop.pop_commands import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -230,12 +233,13 @@ class PopCoordinator:
         if not events:
             return
         self.broker.stage(events)
-        if any(isinstance(event, CheckpointAcked | PopDeadLettered | PopEntriesDropped) for event in events):
-            self._prune(state.group, state.partition_id)
+        settling: list[PopEvent] = [event for event in events
+                                    if isinstance(event, CheckpointAcked | PopDeadLettered | PopEntriesDropped)]
+        if settling:
+            self._prune(state.group, state.partition_id, settling)
         key = pop_key(state.group, state.partition_id)
-        after = self.table(state.group, state.partition_id)
         known = self._deadlines.get(key)
-        if after is None:
+        if pop_head(self.broker.store.state(PROJECTION_NAME, key)) is None:
             self._deadlines.pop(key, None)
         elif known is not None and all(isinstance(event, CheckpointAcked | CheckpointCreated) for event in events):
             # acks only remove entries and a checkpoint adds them with its own deadline: the earliest deadline
@@ -248,16 +252,21 @@ class PopCoordinator:
             self._deadlines[key] = known
             self.timer.schedule(known)
         else:
-            self._track(key, after)
+            after = self.table(state.group, state.partition_id)
+            if after is not None:
+                self._track(key, after)
 
-    def _prune(self, group: str, partition_id: int) -> None:
-        """Pages the events just emptied leave the head's list (in the same WriteBatch): the head's fold cannot
-        tell from an ack whether it settled a page's last entry."""
+    def _prune(self, group: str, partition_id: int, settling: Sequence[PopEvent]) -> None:
+        """Pages the ``settling`` events just emptied leave the head's list (in the same WriteBatch): the head's
+        fold cannot tell from an ack whether it settled a page's last run. Only the pages they touched are looked
+        at, not every page of the table."""
         head = pop_head(self.broker.store.state(PROJECTION_NAME, pop_key(group, partition_id)))
         if head is None:
             return
+        spans = [span for event in settling for span in spans_of(event)]
         emptied = [page for page in head.pages
-                   if self.broker.store.state(PROJECTION_NAME, page_key(group, partition_id, page)) is None]
+                   if any(first < (page + 1) * PAGE_OFFSETS and last >= page * PAGE_OFFSETS for first, last in spans)
+                   and self.broker.store.state(PROJECTION_NAME, page_key(group, partition_id, page)) is None]
         if emptied:
             self.broker.stage([PopEntriesDropped(group, partition_id, page_ranges(emptied), PAGES_EMPTIED,
                                                  self.broker.clock.now_ms())])
@@ -314,8 +323,7 @@ class PopCoordinator:
             offsets, batches, next_offset, held = self._read_offsets(state, revived, budget, held_room)
             if held:
                 state = self._delay(state, held)
-            found = set(offsets)
-            recorded = self._record_checkpoint(state, consumer, revived, found, next_offset, limits)
+            recorded = self._record_checkpoint(state, consumer, revived, offsets, next_offset, limits)
             if recorded is not None:
                 event, after = recorded
                 # the revived among the offsets (a set intersection, not a look at each of up to 1024 offsets)
@@ -325,7 +333,7 @@ class PopCoordinator:
                 popped.append(PoppedPartition(index, event.epoch, event.offsets,
                                               event.pop_time_ms + event.invisible_time_ms, reconsumed,
                                               tuple(batches.values())))
-            return len(found) - len(revived)
+            return len(offsets) - len(revived)
 
         self._pass(group, topic, limits, take)
         return popped
@@ -528,7 +536,8 @@ class PopCoordinator:
         ``next_offset``); a revived record the log no longer holds is settled instead, so it never takes a pop's
         place again. The event and the table after it; ``None`` if nothing was recorded."""
         now = self.broker.clock.now_ms()
-        gone = [entry for offset in revived if offset not in found and (entry := state.entry(offset)) is not None]
+        present = set(found) if revived else ()  # a pop of fresh records only needs no set of them
+        gone = [entry for offset in revived if offset not in present and (entry := state.entry(offset)) is not None]
         if gone:
             self._stage(state, [pop_commands.dead_lettered(state, gone, now, "", -1, -1, GONE_REASON)])
             state = self.table(state.group, state.partition_id) or state

@@ -354,6 +354,11 @@ def _event_ranges(event: PopEvent) -> list[tuple[int, int, int]]:
     return found
 
 
+def spans_of(event: PopEvent) -> list[tuple[int, int]]:
+    """The ``(first, last)`` offset spans whose runs ``event`` may change (for acks, whatever their epoch)."""
+    return [(first, last) for first, last, _ in _event_ranges(event)]
+
+
 def _pages(event: PopEvent) -> tuple[int, ...]:
     """The pages ``event`` changes, ascending."""
     ranges = _event_ranges(event)
