@@ -146,14 +146,17 @@ def _first_of_candidates(broker: Broker, partition_id: int, candidates: list[tup
     """The largest timestamp and the first record carrying it, as Kafka's ``fetchOffsetByTimestamp`` answers
     MAX_TIMESTAMP: the first segment with the largest ``maxTimestampSoFar``, in it the first batch with that
     max timestamp, in it the first record with it. One batch is decoded; the next candidate is tried only
-    when that batch no longer holds it (a pass between its slices rewrote it) or it is at the high watermark."""
+    when that batch no longer holds it (a pass between its slices rewrote it). A record at or past the high
+    watermark (the last stable offset for READ_COMMITTED) answers nothing, as Kafka filters the one it found."""
     for target, base_offset in sorted(candidates, key=lambda candidate: (-candidate[0], candidate[1])):
+        if base_offset >= high_watermark:
+            return -1, -1
         for batch in broker.store.read_batches(partition_id, base_offset, 1, end_offset=high_watermark - 1):
             if parse_header(batch).max_timestamp != target:
                 continue
             for record in decode_records(batch):
-                if log_start <= record.offset < high_watermark and record.timestamp == target:
-                    return record.timestamp, record.offset
+                if record.offset >= log_start and record.timestamp == target:
+                    return (record.timestamp, record.offset) if record.offset < high_watermark else (-1, -1)
     return -1, -1
 
 

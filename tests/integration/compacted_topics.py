@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 TIMEOUT_S = 30
@@ -70,11 +70,13 @@ def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitte
         consumer.close()
 
 
-def max_timestamp(bootstrap: str, topic: str) -> tuple[int, int]:
+def max_timestamp(bootstrap: str, topic: str, read_committed: bool = False) -> tuple[int, int]:
     """ListOffsets MAX_TIMESTAMP (-3, KIP-734) of partition 0: (timestamp, offset)."""
     partition = TopicPartition(topic, 0)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    found = admin.list_offsets({partition: OffsetSpec.max_timestamp()})[partition].result(TIMEOUT_S)
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    found = admin.list_offsets({partition: OffsetSpec.max_timestamp()},
+                               isolation_level=isolation)[partition].result(TIMEOUT_S)
     return found.timestamp, found.offset
 
 

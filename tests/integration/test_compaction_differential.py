@@ -186,7 +186,8 @@ def test_list_offsets_max_timestamp_after_its_record_is_compacted_answers_the_la
     """a@t+1000 holds the partition's largest timestamp until a@t+10 replaces it; b and c tie at t+500 below it.
     Once compaction removed a@t+1000, ListOffsets MAX_TIMESTAMP (-3, KIP-734) answers the largest timestamp that
     remains and its first record (b, the earlier of the tie), as Kafka's cleaned segments' maxTimestampSoFar
-    do, not (-1, -1)."""
+    do, not (-1, -1). A later maximum in an open transaction is answered to READ_UNCOMMITTED only: Kafka drops
+    a found record at or past the last stable offset rather than looking for another."""
     topic = create_compacted(bootstrap, SIZE_ROLLED)
     now = int(time.time() * 1000)
     first_kept = produce_max_then_replace(bootstrap, topic, now)
@@ -194,3 +195,14 @@ def test_list_offsets_max_timestamp_after_its_record_is_compacted_answers_the_la
                          CLEANER_WAIT_S)
     assert entries[:3] == first_kept
     assert max_timestamp(bootstrap, topic) == (now + 500, 1)
+    assert max_timestamp(bootstrap, topic, read_committed=True) == (now + 500, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(topic, key=b"d", value=b"1", partition=0, timestamp=now + 2_000)
+    assert producer.flush(TIMEOUT_S) == 0
+    try:
+        assert max_timestamp(bootstrap, topic) == (now + 2_000, 18)
+        assert max_timestamp(bootstrap, topic, read_committed=True) == (-1, -1)
+    finally:
+        producer.abort_transaction(TIMEOUT_S)
