@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 from logwright.core.compaction.cleanable import PartitionView, choose, due_at
 from logwright.core.compaction.offset_map import OffsetMap, capacity_for
@@ -15,6 +16,7 @@ from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import NOT_RECORDED, PartitionCompacted
 from logwright.core.log.record_keys import KeyedRecord
 from logwright.core.projection import fold
+from logwright.eventstore.codec import default_registry as default_type_registry
 
 MB = 1 << 20
 
@@ -247,8 +249,10 @@ def test_a_segment_keeps_the_first_batch_with_its_largest_timestamp() -> None:
 def test_a_checkpoint_of_an_older_build_does_not_know_its_kept_maximum() -> None:
     """Version 1 rows and events (before the kept maximum was recorded) read as NOT_RECORDED, not as 'none
     kept', so ListOffsets MAX_TIMESTAMP searches the folded maximum until the next pass records it."""
-    old = CleanerCheckpoint(*CleanerCheckpoint.upgrade_fields(1, [40, -1, 3]))
+    codec = default_type_registry()
+    old = codec.decode(msgpack.packb([1200, 1, 40, -1, 3]), "a version-1 checkpoint row")
+    assert isinstance(old, CleanerCheckpoint)
     assert (old.cleaned_to, old.passes, old.kept_max_known) == (40, 3, False)
-    event = PartitionCompacted(*PartitionCompacted.upgrade_fields(1, [0, 0, 40, 5, 1, 100, 40, -1]))
-    assert event.kept_max_timestamp_offset == NOT_RECORDED
+    event = codec.decode(msgpack.packb([PartitionCompacted.TAG, 1, 0, 0, 40, 5, 1, 100, 40, -1]), "a v1 event")
+    assert event == PartitionCompacted(0, 0, 40, 5, 1, 100, 40, -1, NOT_RECORDED, NOT_RECORDED)
     assert CleanerCheckpoint(40, -1, 1, 900, 8).kept_max_known
