@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kio.schema.fetch.v12 import request as fetch_v12
 from logwright.compat.broker import Broker
-from logwright.compat.registry import make
+from logwright.compat.registry import HandlerEntry, RequestContext, make
 from logwright.compat.server import Connection, KafkaServer
 from logwright.compat.wire.framing import encode_frame
 from logwright.compat.wire.messages import encode_request
@@ -37,6 +37,9 @@ class RecordingTransport(asyncio.Transport):
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
 
     def write(self, data: Any) -> None:
         self.written += data
@@ -66,6 +69,63 @@ class RecordingTransport(asyncio.Transport):
             ids.append(struct.unpack_from(">i", self.written, position + 4)[0])
             position += 4 + size
         return ids
+
+
+class SlowSocketTransport(RecordingTransport):
+    """asyncio's socket transport over a peer that reads ``room`` bytes at a time: what the socket does not take
+    is copied into the transport's buffer (counted), ``pause_writing`` while any is left, ``resume_writing``
+    once the peer read it all, as the server's write-buffer limits of 0 ask."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.protocol: Connection | None = None
+        self.room = room
+        self.buffer = bytearray()
+        self.copied = 0
+        self.largest_write = 0
+        self.paused = False
+
+    def write(self, data: Any) -> None:
+        self.largest_write = max(self.largest_write, len(data))
+        if not self.buffer:
+            taken = min(self.room, len(data))
+            self.written += data[:taken]
+            self.room -= taken
+            data = data[taken:]
+        self.buffer += data
+        self.copied += len(data)
+        if self.buffer and not self.paused and self.protocol is not None:
+            self.paused = True
+            self.protocol.pause_writing()
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.buffer)
+
+    def peer_reads(self, count: int) -> None:
+        self.room += count
+        taken = min(self.room, len(self.buffer))
+        self.written += self.buffer[:taken]
+        del self.buffer[:taken]
+        self.room -= taken
+        if not self.buffer and self.paused and self.protocol is not None:
+            self.paused = False
+            self.protocol.resume_writing()
+
+
+BIG_KEY = 32000
+
+
+def serve_big_answers(server: KafkaServer, size: int) -> None:
+    """An extension key whose answer is ``size`` bytes: the pieces a large Fetch answer would be."""
+    async def handle(context: RequestContext, body: bytes) -> bytes:
+        return bytes(size)
+
+    server.handlers[BIG_KEY] = HandlerEntry(BIG_KEY, "Big", 0, 0, handle)
+
+
+def request(api_key: int, correlation_id: int) -> bytes:
+    payload = struct.pack(">hhih", api_key, 0, correlation_id, 4) + b"test"
+    return struct.pack(">i", len(payload)) + payload
 
 
 def api_versions(correlation_id: int, padding: int = 0) -> bytes:
@@ -158,20 +218,63 @@ def test_one_fetch_at_a_time_per_connection(broker: Broker) -> None:
     asyncio.run(run())
 
 
-def test_reading_pauses_while_answers_wait_in_a_full_write_buffer(broker: Broker) -> None:
+def test_a_large_answer_leaves_in_slices_uncopied_and_reading_waits_for_the_peer(broker: Broker) -> None:
+    """A 20 MB answer to a peer reading 1 MiB at a time: the transport gets bounded slices only while it holds
+    nothing (it copies at most one slice's remainder each time, never the answer), reading stops while more than
+    4 MiB are unsent and the requests read meanwhile wait; all leaves in order once the peer reads."""
+    size = 20 * 1024 * 1024
+
     async def run() -> None:
         server = KafkaServer(broker)
-        connection, transport = connect(server)
-        connection.pause_writing()
-        assert not transport.reading
-        receive(connection, api_versions(1))  # read before the pause took effect: waits, not started
+        serve_big_answers(server, size)
+        connection, transport = Connection(server), SlowSocketTransport(room=100_000)
+        transport.protocol = connection
+        connection.connection_made(transport)
+        receive(connection, request(BIG_KEY, 1))
+        await settle()
+        assert len(transport.written) == 100_000 and transport.largest_write <= 256 * 1024
+        assert connection.unsent_bytes == size + 8 - 100_000
+        assert not transport.reading, "reading went on with 20 MB unsent"
+        receive(connection, api_versions(2))  # read before the pause took effect: waits, not started
         assert server.quotas.requests_in_flight == 0
         await settle()
-        assert transport.correlation_ids() == []
-        connection.resume_writing()
+        while len(transport.written) < size - 4 * 1024 * 1024:
+            transport.peer_reads(1024 * 1024)
+            assert transport.largest_write <= 256 * 1024 and len(transport.buffer) <= 256 * 1024
         await settle()
-        assert transport.correlation_ids() == [1] and transport.reading
+        assert not transport.reading and server.quotas.requests_in_flight == 0, "read on with 4 MiB unsent"
+        while connection.unsent_bytes or transport.buffer:
+            transport.peer_reads(1024 * 1024)
+            await settle()
+        assert transport.correlation_ids() == [1, 2] and transport.reading
+        assert transport.copied < size // 4, f"{transport.copied} of {size} bytes were copied"
         connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_closed_connection_drops_its_unsent_answers_and_an_idle_one_that_does_not_read_is_dropped(
+        broker: Broker) -> None:
+    async def run() -> None:
+        server = KafkaServer(with_limits(broker, **{"connections.max.idle.ms": "1000"}))
+        serve_big_answers(server, 10 * 1024 * 1024)
+        lost, lost_transport = Connection(server), SlowSocketTransport(room=0)
+        stalled, stalled_transport = Connection(server), SlowSocketTransport(room=0)
+        for connection, transport in ((lost, lost_transport), (stalled, stalled_transport)):
+            transport.protocol = connection
+            connection.connection_made(transport)
+            receive(connection, request(BIG_KEY, 1))
+        await settle()
+        assert lost.unsent_bytes > 9 * 1024 * 1024 and stalled.unsent_bytes > 9 * 1024 * 1024
+        lost.connection_lost(ConnectionResetError())
+        await settle()
+        assert lost.unsent_bytes == 0 and lost_transport.closed and lost not in server.connections
+        assert isinstance(broker.clock, ManualClock)
+        broker.clock.advance(1000)
+        server._close_idle_now()
+        await settle()
+        assert stalled_transport.closed and stalled.unsent_bytes == 0 and not server.connections
+        assert server.quotas.open_total == 0 and server.quotas.requests_in_flight == 0
 
     asyncio.run(run())
 
@@ -184,10 +287,12 @@ def test_queued_max_requests_holds_other_connections_until_a_slot_frees(broker: 
         receive(first, api_versions(1))
         receive(second, api_versions(2))
         assert server.quotas.requests_in_flight == 1
-        assert not second_transport.reading, "the second connection read on with no slot free"
+        assert second_transport.reading, "paused for the one request it waits with"
+        receive(second, api_versions(3))
+        assert not second_transport.reading, "the second connection read on with two requests waiting for a slot"
         await settle()
         assert first_transport.correlation_ids() == [1]
-        assert second_transport.correlation_ids() == [2]
+        assert second_transport.correlation_ids() == [2, 3]
         assert second_transport.reading and server.quotas.requests_in_flight == 0
         first.abort()
         second.abort()
@@ -200,8 +305,14 @@ def test_an_idle_connection_closes_on_the_broker_clock_and_a_busy_one_does_not(b
         server = KafkaServer(with_limits(broker, **{"connections.max.idle.ms": "1000"}))
         idle, idle_transport = connect(server)
         busy, busy_transport = connect(server)
-        busy.pause_writing()
-        receive(busy, api_versions(1))  # waits for the write buffer: busy, whatever the clock says
+        answer_now = asyncio.Event()
+
+        async def handle(context: RequestContext, body: bytes) -> bytes:
+            await answer_now.wait()
+            return b""
+
+        server.handlers[BIG_KEY] = HandlerEntry(BIG_KEY, "Slow", 0, 0, handle)
+        receive(busy, request(BIG_KEY, 1))  # in flight: busy, whatever the clock says
         assert isinstance(broker.clock, ManualClock)
         broker.clock.advance(999)
         server._close_idle_now()
