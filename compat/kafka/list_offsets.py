@@ -77,7 +77,7 @@ def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bo
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log_start
     if timestamp == MAX_TIMESTAMP:
-        candidates = _compacted_max_candidates(broker, partition_id, log_start)
+        candidates = _compacted_max_candidates(broker, partition_id)
         if candidates is not None:
             return _first_of_candidates(broker, partition_id, candidates, log_start, high_watermark)
         target = broker.partition(partition_id).max_timestamp
@@ -119,7 +119,7 @@ def _first_at_or_after(
     return -1, -1
 
 
-def _compacted_max_candidates(broker: Broker, partition_id: int, log_start: int) -> list[tuple[int, int]] | None:
+def _compacted_max_candidates(broker: Broker, partition_id: int) -> list[tuple[int, int]] | None:
     """Where a compacted partition's largest timestamp may be, as Kafka keeps it per segment: the largest the
     last pass kept below its end (its checkpoint) and each modelled segment's from there on, as ``(timestamp,
     batch base offset)``. ``None`` when that is not known (not compacted, its model still building, a checkpoint
@@ -130,13 +130,13 @@ def _compacted_max_candidates(broker: Broker, partition_id: int, log_start: int)
         return None
     if model is None:
         return None
-    candidates = [(segment.largest_timestamp, segment.largest_timestamp_offset) for segment in model.segments
-                  if segment.largest_timestamp >= 0 and segment.largest_timestamp_offset >= log_start]
+    largest = (segment.largest for segment in model.segments)
+    candidates = [found for found in largest if found is not None and found[0] >= 0]
     checkpoint = broker.store.state("compaction", checkpoint_key(partition_id))
     if isinstance(checkpoint, CleanerCheckpoint):
         if not checkpoint.kept_max_known:
             return None
-        if checkpoint.kept_max_timestamp >= 0 and checkpoint.kept_max_timestamp_offset >= log_start:
+        if checkpoint.kept_max_timestamp >= 0:
             candidates.append((checkpoint.kept_max_timestamp, checkpoint.kept_max_timestamp_offset))
     return candidates
 

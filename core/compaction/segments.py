@@ -26,9 +26,29 @@ class Segment:
     """The max timestamp of its first batch: Kafka's rolling-based timestamp, and what the max lag is judged by."""
     largest_timestamp: int
     byte_size: int
-    largest_timestamp_offset: int = -1
-    """The base offset of the first batch whose max timestamp is ``largest_timestamp`` (Kafka's
-    ``offsetOfMaxTimestampSoFar``, by batch): where ListOffsets MAX_TIMESTAMP looks in this segment."""
+    maxima: list[tuple[int, int]] = field(default_factory=list)
+    """``(max timestamp, base offset)`` of each batch that no later batch of the segment exceeds, in offset
+    order (timestamps non-increasing): the first is the segment's largest and the first batch holding it
+    (Kafka's ``maxTimestampSoFar``/``offsetOfMaxTimestampSoFar``, a tie keeping the earlier), and the first at
+    or after an offset is the largest from there on, which is what is left to know of a segment a pass ended
+    inside. Rising timestamps keep one entry; at most `MAXIMA_KEPT` (the oldest after the first dropped)."""
+
+    def append_maximum(self, max_timestamp: int, base_offset: int) -> None:
+        while self.maxima and self.maxima[-1][0] < max_timestamp:
+            self.maxima.pop()
+        self.maxima.append((max_timestamp, base_offset))
+        if len(self.maxima) > MAXIMA_KEPT:
+            del self.maxima[1]
+
+    @property
+    def largest(self) -> tuple[int, int] | None:
+        """``(timestamp, base offset of the first batch with it)`` of what the model knows of this segment."""
+        return self.maxima[0] if self.maxima else None
+
+
+MAXIMA_KEPT = 256
+"""Falling timestamps over more batches than this in one segment (a backfill) lose the oldest after the first:
+a pass ending among them may leave ListOffsets MAX_TIMESTAMP a smaller maximum of that segment's rest."""
 
 
 def rolls(active: Segment, byte_size: int, max_timestamp: int, settings: CompactionSettings) -> bool:
@@ -54,19 +74,22 @@ class SegmentModel:
         active = self.segments[-1] if self.segments else None
         if active is None or rolls(active, byte_size, max_timestamp, settings):
             self.segments.append(Segment(base_offset, next_offset, max_timestamp, max_timestamp, byte_size,
-                                         base_offset))
+                                         [(max_timestamp, base_offset)]))
             return
         active.next_offset = next_offset
         active.byte_size += byte_size
-        if max_timestamp > active.largest_timestamp:
-            active.largest_timestamp = max_timestamp
-            active.largest_timestamp_offset = base_offset
+        active.largest_timestamp = max(active.largest_timestamp, max_timestamp)
+        active.append_maximum(max_timestamp, base_offset)
 
     def forget_below(self, offset: int) -> None:
-        """Drop the segments wholly below ``offset`` (cleaned, or below a new log start)."""
+        """Drop the segments wholly below ``offset`` (cleaned, or below a new log start), and the maxima below it
+        of the segment holding it (the pass that ended there recorded what it kept below)."""
         kept = [segment for segment in self.segments if segment.next_offset > offset]
         if len(kept) != len(self.segments):
             self.segments = kept
+        if kept and kept[0].base_offset < offset and kept[0].maxima:
+            above = [maximum for maximum in kept[0].maxima if maximum[1] >= offset]
+            kept[0].maxima = above or kept[0].maxima[-1:]  # the last batch may hold ``offset`` (a new log start)
 
     @property
     def active_base_offset(self) -> int | None:

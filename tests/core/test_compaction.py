@@ -7,7 +7,7 @@ import pytest
 from logwright.core.compaction.cleanable import PartitionView, choose, due_at
 from logwright.core.compaction.offset_map import OffsetMap, capacity_for
 from logwright.core.compaction.retention import BatchFacts, Outcome, TransactionTracker, judge
-from logwright.core.compaction.segments import SegmentModel
+from logwright.core.compaction.segments import MAXIMA_KEPT, SegmentModel
 from logwright.core.compaction.settings import CompactionSettings, cleanup_policy, compaction_lags_agree
 from logwright.core.compaction.state import CLEANER_CHECKPOINTS, CleanerCheckpoint
 from logwright.core.config.configs import default_registry
@@ -239,11 +239,31 @@ def test_the_checkpoint_follows_the_last_slice_of_each_pass_and_goes_with_the_to
 
 def test_a_segment_keeps_the_first_batch_with_its_largest_timestamp() -> None:
     """Kafka's offsetOfMaxTimestampSoFar moves only on a strictly larger timestamp: a tie keeps the earlier."""
-    model = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100), (4, 1, 1000)], settings(segment_ms=10**9))
-    model.segments[0].largest_timestamp_offset = model.segments[0].largest_timestamp_offset  # one segment
-    assert [(s.largest_timestamp, s.largest_timestamp_offset) for s in model.segments] == [(1000, 4)]
-    tied = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100)], settings(segment_ms=10**9))
-    assert [(s.largest_timestamp, s.largest_timestamp_offset) for s in tied.segments] == [(900, 1)]
+    config = settings(segment_ms=10**9)
+    model = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100), (4, 1, 1000)], config)
+    assert [s.largest for s in model.segments] == [(1000, 4)]
+    tied = model_of([(0, 1, 500), (1, 1, 900), (2, 1, 900), (3, 1, 100)], config)
+    assert [s.largest for s in tied.segments] == [(900, 1)]
+    assert tied.segments[0].maxima == [(900, 1), (900, 2), (100, 3)]
+
+
+def test_a_pass_ending_inside_a_segment_leaves_the_largest_of_its_rest() -> None:
+    """A pass ending at offset 2 (an open transaction there) recorded what it kept below; the segment's largest
+    from 2 on is 700 at 2, whatever became of 900 at 0."""
+    model = model_of([(0, 1, 900), (1, 1, 500), (2, 1, 700), (3, 1, 300), (4, 1, 300)], settings(segment_ms=10**9))
+    model.forget_below(2)
+    assert [s.largest for s in model.segments] == [(700, 2)]
+    model.forget_below(3)
+    assert model.segments[0].maxima == [(300, 3), (300, 4)]
+    model.append(5, 6, 1, 800, settings(segment_ms=10**9))
+    assert model.segments[0].maxima == [(800, 5)]
+
+
+def test_falling_timestamps_keep_a_bounded_list_and_the_largest() -> None:
+    model = model_of([(offset, 1, 10_000 - offset) for offset in range(MAXIMA_KEPT + 50)], settings(segment_ms=10**9))
+    (segment,) = model.segments
+    assert len(segment.maxima) == MAXIMA_KEPT
+    assert segment.largest == (10_000, 0) and segment.maxima[-1] == (10_000 - MAXIMA_KEPT - 49, MAXIMA_KEPT + 49)
 
 
 def test_a_checkpoint_of_an_older_build_does_not_know_its_kept_maximum() -> None:
