@@ -102,7 +102,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     101: ("EvictedCommitRaised", "group topic partition_id requested_offset evicted_to"),
     102: ("EvictionPointLifted", "group topic partition_id evicted_to reason"),
     120: ("PartitionCompacted", "partition_id from_offset to_offset records_removed batches_removed bytes_removed "
-                                "cleaned_to next_delete_horizon_ms"),
+                                "cleaned_to next_delete_horizon_ms kept_max_timestamp kept_max_timestamp_offset"),
     110: ("DedupKeysIndexed", "partition_id appended_at_ms expires_at_ms entries"),
     111: ("DuplicateDropped", "partition_id appended_at_ms answered_offset sent_record_count duplicates producer_id "
                               "producer_epoch base_sequence"),
