@@ -342,10 +342,10 @@ class Connection(asyncio.BufferedProtocol):
         """Hand the transport the queued answers, a slice at a time, while it has sent all it was given."""
         transport = self.transport
         outbound = self._outbound
-        if transport is None or transport.is_closing():
-            self._drop_unsent()
-            return
         while outbound and not self._transport_holds:
+            if transport is None or transport.is_closing():  # closed, or a send failed: nobody will read them
+                self._drop_unsent()
+                return
             piece = outbound[0]
             if len(piece) > _WRITE_SLICE:
                 view = piece if isinstance(piece, memoryview) else memoryview(piece)

@@ -84,8 +84,14 @@ class SlowSocketTransport(RecordingTransport):
         self.copied = 0
         self.largest_write = 0
         self.paused = False
+        self.fail_writes = False
+        self.writes_after_close = 0
 
     def write(self, data: Any) -> None:
+        if self.closed or self.fail_writes:  # a failed send closes the transport; later writes are dropped
+            self.closed = True
+            self.writes_after_close += 1
+            return
         self.largest_write = max(self.largest_write, len(data))
         if not self.buffer:
             taken = min(self.room, len(data))
@@ -266,6 +272,9 @@ def test_a_closed_connection_drops_its_unsent_answers_and_an_idle_one_that_does_
             receive(connection, request(BIG_KEY, 1))
         await settle()
         assert lost.unsent_bytes > 9 * 1024 * 1024 and stalled.unsent_bytes > 9 * 1024 * 1024
+        lost_transport.fail_writes = True  # the next send fails: connection_lost comes a turn later
+        lost_transport.peer_reads(1024 * 1024)
+        assert lost.unsent_bytes == 0 and lost_transport.writes_after_close == 1, "wrote on to a lost socket"
         lost.connection_lost(ConnectionResetError())
         await settle()
         assert lost.unsent_bytes == 0 and lost_transport.closed and lost not in server.connections
