@@ -176,7 +176,7 @@ class Connection(asyncio.BufferedProtocol):
     written. Reading goes on while one request waits (a client that sends one request and waits for its answer,
     as a committing consumer does, is never paused and resumed: two epoll changes per request were a sixth of
     the broker's time with 1,000 of them); it pauses once a second one, or part of one, arrives behind it, so
-    what waits is at most one read's worth.
+    what waits is at most that request and one read's worth behind it.
     """
 
     def __init__(self, server: KafkaServer) -> None:
