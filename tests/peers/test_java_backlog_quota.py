@@ -8,30 +8,22 @@ Opt-in like the other Java tests (``pytest tests/peers --peers``): it needs java
 
 from __future__ import annotations
 
-import importlib
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from logwright.testing.broker_process import BrokerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.peers.java_scenarios import java_and_classpath
 
 pytestmark = pytest.mark.peers
 
 
 def test_java_producer_is_refused_and_held_per_policy(tmp_path: Path) -> None:
-    if shutil.which("javac") is None:
-        pytest.fail("javac is missing: install a JDK 17+ (default-jdk-headless)")
-    sys.path.insert(0, str(ROOT))
-    java_client = importlib.import_module("peers.java_client")  # puts bench/ (kafka_peer) on sys.path
-    java = importlib.import_module("kafka_peer").java
-    classpath = java_client.build()
+    java, classpath = java_and_classpath()
     broker = BrokerProcess(tmp_path / "data").start()
     try:
-        run = subprocess.run([java(), "-cp", classpath, "logwright.peers.BacklogQuotaScenario", broker.bootstrap],
+        run = subprocess.run([java, "-cp", classpath, "logwright.peers.BacklogQuotaScenario", broker.bootstrap],
                              capture_output=True, text=True, timeout=240)
     finally:
         broker.stop()

@@ -11,11 +11,8 @@ delivered once. Opt-in like the other Java tests (``pytest tests/peers --peers``
 from __future__ import annotations
 
 import asyncio
-import importlib
 import select
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +23,15 @@ from logwright.client import Client
 from logwright.testing.broker_process import BrokerProcess
 
 from tests.integration.group_configs import set_group_configs
+from tests.peers.java_scenarios import java_and_classpath
 
-ROOT = Path(__file__).resolve().parents[2]
 LOCK_MS = 20_000
 
 pytestmark = pytest.mark.peers
 
 
 def test_a_java_share_consumer_renews_its_pop_lock(tmp_path: Path) -> None:
-    if shutil.which("javac") is None:
-        pytest.fail("javac is missing: install a JDK 17+ (default-jdk-headless)")
-    sys.path.insert(0, str(ROOT))
-    java_client = importlib.import_module("peers.java_client")  # puts bench/ (kafka_peer) on sys.path
-    java = importlib.import_module("kafka_peer").java
-    classpath = java_client.build()
+    java, classpath = java_and_classpath()
     broker = BrokerProcess(tmp_path / "data", manual_clock=True).start()
     scenario: subprocess.Popen[str] | None = None
     try:
@@ -52,7 +44,7 @@ def test_a_java_share_consumer_renews_its_pop_lock(tmp_path: Path) -> None:
         producer = Producer({"bootstrap.servers": bootstrap})
         producer.produce(topic, b"slow work")
         assert producer.flush(30) == 0
-        scenario = subprocess.Popen([java(), "-cp", classpath, "logwright.peers.PopRenewScenario", bootstrap, topic,
+        scenario = subprocess.Popen([java, "-cp", classpath, "logwright.peers.PopRenewScenario", bootstrap, topic,
                                      group], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
         assert read_until(scenario, "POLLED") == "POLLED 0 1"
