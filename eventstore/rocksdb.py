@@ -33,6 +33,7 @@ from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from . import keys
+from .batch_files import INLINE_BELOW, BatchFiles, is_pointer, last_offset_delta, stored_length
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
@@ -104,17 +105,24 @@ def _items(iterator: _BoundedIterator) -> Iterator[tuple[bytes, bytes]]:
         iterator.next()
 
 
-def _stored_batches(iterator: _BoundedIterator) -> Iterator[tuple[int, bytes]]:
-    """(base offset, batch) from the iterator's position on, read as they are asked for."""
+def _stored_batches(iterator: _BoundedIterator, files: BatchFiles) -> Iterator[tuple[int, bytes]]:
+    """(base offset, batch) from the iterator's position on, read as they are asked for; a batch kept in a file
+    (`batch_files`) is read from it, one a reader finds deleted by the primary (truncated) is skipped."""
     while iterator.valid():
-        yield keys.parse_record_key(iterator.key())[1], iterator.value()
+        partition_id, base_offset = keys.parse_record_key(iterator.key())
+        value = iterator.value()
+        if is_pointer(value):
+            data = files.read(partition_id, value)
+            if data is not None:
+                yield base_offset, data
+        else:
+            yield base_offset, value
         iterator.next()
 
 
 def _last_offset(iterator: _BoundedIterator) -> int:
-    """The last offset of the stored batch under the iterator, from its RecordBatch v2 header."""
-    (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(iterator.value(), 23)
-    return keys.parse_record_key(iterator.key())[1] + int(last_delta)
+    """The last offset of the stored batch under the iterator, from its RecordBatch v2 header (or pointer)."""
+    return keys.parse_record_key(iterator.key())[1] + last_offset_delta(iterator.value())
 
 
 _Fold = tuple[str, Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str], Any], dict[str, Any]]
@@ -171,6 +179,8 @@ class RocksEventStore:
         if len(set(names)) != len(names):
             raise ValueError(f"projection names must be unique: {names}")
         self._db = self._open()
+        self._files = BatchFiles(os.path.join(self.path, "batches"), writable=not self.read_only,
+                                 sync=self.durability is Durability.FSYNC, missing_ok=self.read_only)
         self._cf = {name: self._db.get_column_family_handle(name) for name in keys.COLUMN_FAMILIES}
         self._views = {name: self._db.get_column_family(name) for name in keys.COLUMN_FAMILIES}
         self._write_options = WriteOptions()
@@ -183,8 +193,13 @@ class RocksEventStore:
         self._folds_by_type: dict[type[Event], list[_Fold]] = {}
         self._listeners: list[CommitListener] = []
         self._batch = WriteBatch(raw_mode=True)
-        self._staged_records: list[tuple[bytes, bytes]] = []
-        """Record batches (key, bytes) not yet put into ``_batch``: they go in last (`_put_staged_records`)."""
+        self._staged_records: list[tuple[int, int, bytes, bool]] = []
+        """Record batches (partition, base offset, bytes, kept in RocksDB) not yet put into ``_batch``: they go in
+        last (`_put_staged_records`)."""
+        self._write_error: OSError | None = None
+        """A batch file write that failed before the commit: the commit fails with it."""
+        self._files_to_check: list[tuple[int, int]] = []
+        """(partition, file) a compaction slice took pointers out of: deleted after its commit if none is left."""
         self._dirty: dict[tuple[str, str], int] = {}
         self._sequence_keys = {projection.name: _state_sequence_key(projection.name)
                                for projection in self._projections}
@@ -202,6 +217,7 @@ class RocksEventStore:
             self._last_sequence = self._find_last_sequence()
             self._committed_sequence = self._last_sequence
             self._recover()
+            self._drop_orphan_files()
         except BaseException as error:
             self._release()
             traceback.clear_frames(error.__traceback__)  # their locals hold views too: release the LOCK now
@@ -280,6 +296,15 @@ class RocksEventStore:
             self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
 
+    def _drop_orphan_files(self) -> None:
+        """A writable open deletes batch files no commit reached (see `BatchFiles.drop_orphans`); it needs the
+        partitions' next offsets, so a store opened without them (no state, no partitions projection) skips it."""
+        if self.read_only or not self._load_state or "partitions" not in self._states:
+            return
+        next_offsets = {int(entity): state.next_offset for entity, state in self._states["partitions"].items()
+                        if entity.isdigit() and hasattr(state, "next_offset")}
+        self._files.drop_orphans(next_offsets)
+
     # -- writing --------------------------------------------------------------------------------
 
     def catch_up(self) -> int:
@@ -342,7 +367,8 @@ class RocksEventStore:
             self._delete_physically(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
         for batch in batches:
-            self._staged_records.append((keys.record_key(batch.partition_id, batch.base_offset), batch.data))
+            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data,
+                                         len(batch.data) < INLINE_BELOW))
             (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
             self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
                                        batch.data))
@@ -369,7 +395,7 @@ class RocksEventStore:
         iterator.seek(keys.record_key(partition_id, 0))
         while iterator.valid() and keys.parse_record_key(iterator.key())[1] < first_kept:
             removed_batches += 1
-            removed_bytes += len(iterator.value())
+            removed_bytes += stored_length(iterator.value())
             iterator.next()
         event = truncate(state, log_start_offset, removed_batches, removed_bytes, reason)
         return None if event is None else self.append([event])
@@ -384,11 +410,15 @@ class RocksEventStore:
         deletes after the rewrite. The partition's cached tail is dropped: it may hold the old bytes.
         """
         self.commit()
-        records_cf = self._cf["records"]
+        records_cf, stored = self._cf["records"], self._views["records"]
+        for base_offset in (*deleted, *(batch.base_offset for batch in rewritten)):
+            old = stored.get(keys.record_key(event.partition_id, base_offset))
+            if old is not None and is_pointer(old):
+                self._files_to_check.append((event.partition_id, int.from_bytes(old[:8], "big")))
         for base_offset in deleted:
             self._batch.delete(keys.record_key(event.partition_id, base_offset), records_cf)
-        for batch in rewritten:
-            self._staged_records.append((keys.record_key(batch.partition_id, batch.base_offset), batch.data))
+        for batch in rewritten:  # kept in RocksDB: a file only ever holds batches at or past its name
+            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, True))
         self._pending_tail.append((event.partition_id, 0, 0, None))
         return self.append([event])
 
@@ -397,7 +427,7 @@ class RocksEventStore:
         RocksDB (not the tail cache): for a whole-log pass such as compaction."""
         iterator = self._bounded_iterator("records", keys.record_key(partition_id, max(end_offset, 0)))
         iterator.seek(keys.record_key(partition_id, max(start_offset, 0)))
-        yield from _stored_batches(iterator)
+        yield from _stored_batches(iterator, self._files)
 
     def _delete_physically(self, event: Event) -> None:
         """Retention and topic deletion remove stored batches in the same WriteBatch as their event."""
@@ -407,12 +437,16 @@ class RocksEventStore:
         if isinstance(event, LogTruncated):
             self._pending_tail.append((event.partition_id, 0, 0, None))
             first_kept = self._first_batch_to_keep(event.partition_id, event.log_start_offset)
+            state = self._states.get("partitions", {}).get(partition_key(event.partition_id))
+            everything = state is not None and first_kept >= state.next_offset
+            self._files.plan_drop_below(event.partition_id, first_kept, everything)
             self._batch.delete_range(
                 keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
             )
         elif isinstance(event, TopicDeleted):
             for partition_id in event.partition_ids:
                 self._pending_tail.append((partition_id, 0, 0, None))
+                self._files.plan_drop_partition(partition_id)
                 self._batch.delete_range(
                     keys.record_key(partition_id, 0), keys.record_key(partition_id + 1, 0), records_cf
                 )
@@ -437,10 +471,19 @@ class RocksEventStore:
         1 MB batch reallocates and copies the whole megabyte (26-31 us, more with cold caches), while
         putting the batches last grows it once per batch at most.
         """
-        put, records_cf = self._batch.put, self._cf["records"]
-        for key, data in self._staged_records:
-            put(key, data, records_cf)
-        self._staged_records.clear()
+        staged = self._staged_records
+        to_files = [(partition_id, base_offset, data) for partition_id, base_offset, data, inline in staged
+                    if not inline]
+        try:
+            pointers = iter(self._files.write(to_files) if to_files else ())
+        except OSError as error:  # raised by the commit (this may run in `append`, before a range delete)
+            self._write_error = error
+            staged.clear()
+            return
+        put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
+        for partition_id, base_offset, data, inline in staged:
+            put(record_key(partition_id, base_offset), data if inline else next(pointers), records_cf)
+        staged.clear()
 
     def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
         """The changed entities' rows, and the covered sequence of the projections they belong to (of every
@@ -477,9 +520,12 @@ class RocksEventStore:
             if pending:
                 self._write_staged_state(self._last_sequence)
             self._put_staged_records()
+            if self._write_error is not None:
+                raise self._write_error
             self._db.write(self._batch, self._write_options)
         except Exception as error:
             self._failed = error
+            self._files.seal()  # a file may end in bytes of this commit: no pointer names them, append elsewhere
             log.error("writing to %s failed (%s): dropping %d staged events and reloading state from disk",
                       self.path, error, len(pending))
             self.reopen()
@@ -488,6 +534,8 @@ class RocksEventStore:
         self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
         self._committed_sequence = self._last_sequence
+        if self._files.has_planned() or self._files_to_check:
+            self._drop_dead_files()
         tail, self._pending_tail = self._pending_tail, []
         for partition_id, base_offset, last_offset, data in tail:
             if data is None:
@@ -497,6 +545,25 @@ class RocksEventStore:
                 self._tail.add(partition_id, base_offset, last_offset, data)
         for listener in self._listeners:
             listener(pending)
+
+    def _drop_dead_files(self) -> None:
+        """Delete the batch files the commit just made unreachable: those truncation and topic deletion doomed,
+        and those a compaction slice took the last pointer out of. The log is synced first (when commits do not
+        sync it), so a power loss cannot bring back a pointer into a deleted file."""
+        try:
+            if self.durability is not Durability.FSYNC:
+                self._db.flush_wal(True)
+            self._files.drop_planned()
+            checks, self._files_to_check = self._files_to_check, []
+            for partition_id, base_offset in dict.fromkeys(checks):
+                bases = self._files.file_bases(partition_id)
+                later = [base for base in bases if base > base_offset]
+                end = later[0] if later else 2**63
+                iterator = self._bounded_iterator("records", keys.record_key(partition_id, end))
+                iterator.seek(keys.record_key(partition_id, base_offset))
+                self._files.drop_if_unreferenced(partition_id, base_offset, (value for _, value in _items(iterator)))
+        except OSError as error:  # the space comes back at the next open (`drop_orphans`) or truncation
+            log.warning("deleting batch files of %s failed: %s", self.path, error)
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         self._listeners.append(listener)
@@ -543,6 +610,9 @@ class RocksEventStore:
     def _discard_staged(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records.clear()
+        self._files.cancel_planned()
+        self._files_to_check.clear()
+        self._write_error = None
         self._pending_events = []
         self._pending_tail = []
         self._dirty.clear()
@@ -558,6 +628,8 @@ class RocksEventStore:
         for states in self._states.values():
             states.clear()
         self._recover(writable)
+        if writable:
+            self._drop_orphan_files()
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -587,19 +659,20 @@ class RocksEventStore:
         ahead = self._read_ahead.take(partition_id, start_offset)
         if ahead is not None:
             return collect_batches(self._batches_after(partition_id, start_offset, ahead), max_bytes, end_offset, keep)
+        files = self._files
         iterator = self._partition_iterator(partition_id)
         start_key = keys.record_key(partition_id, start_offset)
         iterator.seek(start_key)
         if iterator.valid() and iterator.key() == start_key:
             # a consumer reading on asks for the base offset of the next batch: no seek_for_prev, which over
             # 1 MB batches made a whole read 9.4 ms instead of 2.3 (median, alternated in one process)
-            return collect_batches(_stored_batches(iterator), max_bytes, end_offset, keep)
+            return collect_batches(_stored_batches(iterator, files), max_bytes, end_offset, keep)
         iterator.seek_for_prev(start_key)
         if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
             iterator.seek(start_key)
         elif _last_offset(iterator) < start_offset:
             iterator.next()
-        return collect_batches(_stored_batches(iterator), max_bytes, end_offset, keep)
+        return collect_batches(_stored_batches(iterator, files), max_bytes, end_offset, keep)
 
     def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
         """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the
@@ -607,7 +680,7 @@ class RocksEventStore:
         yield base_offset, first
         iterator = self._partition_iterator(partition_id)
         iterator.seek(keys.record_key(partition_id, base_offset + 1))
-        yield from _stored_batches(iterator)
+        yield from _stored_batches(iterator, self._files)
 
     def seek_index(self, start_key: bytes, upper_bound: bytes) -> tuple[bytes, bytes] | None:
         """The first ``index`` entry at or after ``start_key`` and below ``upper_bound``."""
@@ -648,7 +721,10 @@ class RocksEventStore:
         return self._types
 
     def checkpoint(self, path: str) -> None:
+        """RocksDB's checkpoint, then the batch files linked beside it (none deleted in between: deletions run in
+        `commit`, on this thread)."""
         Checkpoint(self._db).create_checkpoint(path)
+        self._files.link_into(os.path.join(path, "batches"))
 
     def flush_wal(self) -> None:
         self._db.flush_wal(True)
@@ -660,6 +736,7 @@ class RocksEventStore:
                 self.commit()
             if self._failed is None and self._sequences_written_at < self._committed_sequence:
                 self._write_every_sequence()
+        self._files.close()
         self._release()
 
     def _write_every_sequence(self) -> None:

@@ -200,8 +200,10 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
 
 def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
         opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a bound, the small column families kept every log file alive: the log grew with the records."""
+    """Without a bound, the small column families kept every log file alive: the log grew with the records (here
+    1 MB batches kept in RocksDB, as batches below `batch_files.INLINE_BELOW` are)."""
     monkeypatch.setattr(rocksdb, "WAL_BYTES_KEPT", 8 * 1024 * 1024)
+    monkeypatch.setattr(rocksdb, "INLINE_BELOW", 2**31)
     store = opener()
     created = new_topic(store, "t", 1)
     store.commit()

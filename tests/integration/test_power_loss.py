@@ -29,6 +29,8 @@ from .broker_process import BrokerProcess
 pytestmark = pytest.mark.logwright_only(reason="cuts the power under a private broker process")
 
 ROUND = 300
+VALUE_BYTES = {"small": 0, "large": 2_000}
+"""Record values padded to this: small records make batches kept in RocksDB, large ones batches kept in files."""
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
@@ -75,7 +77,11 @@ def layer(tmp_path: Path) -> Iterator[PowerCutLayer]:
         mounted.cut()
 
 
-def produce_round(bootstrap: str, topic: str, first: int) -> list[int]:
+def value(index: int, size: str) -> bytes:
+    return f"record-{index:05d}".encode().ljust(VALUE_BYTES[size], b".")
+
+
+def produce_round(bootstrap: str, topic: str, first: int, size: str) -> list[int]:
     """``ROUND`` records acknowledged with acks=all; the offsets the broker answered."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2})
     offsets: list[int] = []
@@ -88,7 +94,7 @@ def produce_round(bootstrap: str, topic: str, first: int) -> list[int]:
             offsets.append(message.offset())  # type: ignore[attr-defined]
 
     for index in range(first, first + ROUND):
-        producer.produce(topic, f"record-{index:05d}".encode(), partition=0, on_delivery=report)
+        producer.produce(topic, value(index, size), partition=0, on_delivery=report)
         producer.poll(0)
     assert producer.flush(30) == 0
     assert errors == []
@@ -111,16 +117,17 @@ def read_all(bootstrap: str, topic: str) -> list[bytes]:
         consumer.close()
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
 @pytest.mark.parametrize("durability", ["fsync", "wal"])
-def test_acknowledged_records_after_a_power_cut(layer: PowerCutLayer, durability: str) -> None:
+def test_acknowledged_records_after_a_power_cut(layer: PowerCutLayer, durability: str, size: str) -> None:
     topic = f"power-{uuid.uuid4().hex[:8]}"
     broker = BrokerProcess(layer.mountpoint, durability=durability).start()
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-        assert produce_round(broker.bootstrap, topic, 0) == list(range(ROUND))
+        assert produce_round(broker.bootstrap, topic, 0, size) == list(range(ROUND))
         layer.write_back_everything()
-        assert produce_round(broker.bootstrap, topic, ROUND) == list(range(ROUND, 2 * ROUND))
+        assert produce_round(broker.bootstrap, topic, ROUND, size) == list(range(ROUND, 2 * ROUND))
     finally:
         broker.kill()
         layer.cut()
@@ -134,10 +141,12 @@ def test_acknowledged_records_after_a_power_cut(layer: PowerCutLayer, durability
                              capture_output=True, text=True)
     assert checked.returncode == 0 and checked.stdout.startswith("consistent"), checked.stdout + checked.stderr
 
-    acknowledged = [f"record-{index:05d}".encode() for index in range(2 * ROUND)]
+    acknowledged = [value(index, size) for index in range(2 * ROUND)]
     assert survivors == acknowledged[: len(survivors)], "what survives is a prefix of what was acknowledged"
     lost = len(acknowledged) - len(survivors)
     print(f"durability {durability}: {len(acknowledged)} records acknowledged, {lost} lost by the power cut")
+    if size == "large":
+        assert any(layer.backing.glob("batches/*/*.batches")), "large batches are kept in files"
     if durability == "fsync":
         assert lost == 0
     else:

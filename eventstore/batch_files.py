@@ -1,0 +1,357 @@
+"""Record batches kept in append-only files beside RocksDB, each named in RocksDB by a 20-byte pointer.
+
+Why: every byte put into RocksDB is checksummed in software into its write-ahead log (the rocksdict wheel's
+CRC32C, GIL held), copied into the memtable, then written again by every flush and compaction. Storing a 1 MB
+batch that way costs ~1.7 CPU seconds per GB on this machine; appending it to a file costs ~0.2
+(`bench/batch_files.py`). RocksDB keeps what must stay atomic with the events — the pointer — in the same
+WriteBatch; the bytes are written to the file first, so a crash leaves bytes no pointer names (never a pointer
+to missing bytes), and the file is fdatasynced before the WriteBatch when the store syncs its log.
+
+Layout, Kafka's own: one directory per partition id, one file per run of batches, named by the base offset of
+its first batch (`<root>/<partition id>/<base offset:020d>.batches`), so every batch in a file sits below the
+next file's name and retention drops whole files. A file is appended to until it holds `FILE_ROLL_BYTES`. Small
+batches stay in RocksDB (`INLINE_BELOW`): there a syscall per partition per commit costs more than the bytes.
+
+A file is never truncated, and never appended to once another directory links it (`link_into`, for
+checkpoints): an inode two stores share holds the same bytes for both. A name is only replaced when it holds
+no committed batch (its base offset is the partition's next offset again after a crash): it is unlinked and
+created anew, never truncated in place.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import struct
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from logwright.core.errors import CorruptState
+
+POINTER = struct.Struct(">QIIi")
+"""File (its base offset), position, length, last offset delta: 20 bytes, shorter than any RecordBatch v2 (61+),
+so a value's length says which it is."""
+INLINE_BELOW = 4096
+"""Batches shorter than this stay in RocksDB."""
+FILE_ROLL_BYTES = 128 * 1024 * 1024
+"""A partition's file takes no more appends once it holds this much."""
+OPEN_FILES = 512
+"""Descriptors kept open for appending, and as many for reading (least recently used closed first)."""
+_SUFFIX = ".batches"
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+
+
+def is_pointer(value: bytes) -> bool:
+    return len(value) == POINTER.size
+
+
+def stored_length(value: bytes) -> int:
+    """The batch's length, whether ``value`` is the batch or a pointer to it."""
+    return POINTER.unpack(value)[2] if len(value) == POINTER.size else len(value)
+
+
+def last_offset_delta(value: bytes) -> int:
+    """The batch's last offset delta, from the batch header or from the pointer."""
+    if len(value) == POINTER.size:
+        return int(POINTER.unpack(value)[3])
+    return int(_LAST_OFFSET_DELTA.unpack_from(value, 23)[0])
+
+
+def file_of(value: bytes) -> int:
+    """The base offset naming the file a pointer points into."""
+    return int(POINTER.unpack(value)[0])
+
+
+@dataclass(slots=True)
+class _Appending:
+    base_offset: int
+    fd: int
+    size: int
+
+
+class BatchFiles:
+    """The batch files under ``root``. ``writable`` stores append and delete; ``sync`` fdatasyncs what a commit
+    wrote before its WriteBatch; ``missing_ok`` (a read-only or secondary reader) answers ``None`` for a file the
+    primary already deleted (its batches were truncated), where the primary itself raises `CorruptState`."""
+
+    def __init__(self, root: str, *, writable: bool, sync: bool, missing_ok: bool) -> None:
+        self.root = root
+        self.writable = writable
+        self.sync = sync
+        self.missing_ok = missing_ok
+        self._appending: OrderedDict[int, _Appending] = OrderedDict()
+        self._reading: OrderedDict[tuple[int, int], int] = OrderedDict()
+        self._doomed: set[tuple[int, int]] = set()
+        self._doomed_partitions: set[int] = set()
+        if writable:
+            os.makedirs(root, exist_ok=True)
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    def _directory(self, partition_id: int) -> str:
+        return os.path.join(self.root, str(partition_id))
+
+    def _path(self, partition_id: int, base_offset: int) -> str:
+        return os.path.join(self.root, str(partition_id), f"{base_offset:020d}{_SUFFIX}")
+
+    def file_bases(self, partition_id: int) -> list[int]:
+        """The base offsets naming a partition's files, ascending."""
+        try:
+            names = os.listdir(self._directory(partition_id))
+        except FileNotFoundError:
+            return []
+        return sorted(int(name[: -len(_SUFFIX)]) for name in names if name.endswith(_SUFFIX))
+
+    def partitions(self) -> list[int]:
+        try:
+            return sorted(int(name) for name in os.listdir(self.root) if name.isdigit())
+        except FileNotFoundError:
+            return []
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def write(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
+        """Append ``(partition id, base offset, batch)`` (each partition's in offset order); their pointers, in the
+        same order. One writev per partition; with ``sync`` each file written is fdatasynced before returning."""
+        by_partition: dict[int, list[int]] = {}
+        for index, (partition_id, _, _) in enumerate(batches):
+            by_partition.setdefault(partition_id, []).append(index)
+        pointers: list[bytes] = [b""] * len(batches)
+        for partition_id, indexes in by_partition.items():
+            file = self._file_for(partition_id, batches[indexes[0]][1])
+            position = file.size
+            for index in indexes:
+                _, _, data = batches[index]
+                (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
+                pointers[index] = POINTER.pack(file.base_offset, position, len(data), delta)
+                position += len(data)
+            _write_all(file.fd, [batches[index][2] for index in indexes])
+            file.size = position
+            if self.sync:
+                os.fdatasync(file.fd)
+        return pointers
+
+    def _file_for(self, partition_id: int, base_offset: int) -> _Appending:
+        """The partition's file to append to: the open one, its newest file reopened, or a new one named by
+        ``base_offset``."""
+        file = self._appending.get(partition_id)
+        if file is not None:
+            self._appending.move_to_end(partition_id)
+            if file.size < FILE_ROLL_BYTES:
+                return file
+            self._close_appending(partition_id)
+        else:
+            bases = self.file_bases(partition_id)
+            if bases and bases[-1] < base_offset and (partition_id, bases[-1]) not in self._doomed:
+                reopened = self._reopen(partition_id, bases[-1])
+                if reopened is not None:
+                    return reopened
+        return self._create(partition_id, base_offset)
+
+    def _reopen(self, partition_id: int, base_offset: int) -> _Appending | None:
+        fd = os.open(self._path(partition_id, base_offset), os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        status = os.fstat(fd)
+        if status.st_nlink > 1 or status.st_size >= FILE_ROLL_BYTES:  # shared with a checkpoint, or full
+            os.close(fd)
+            return None
+        return self._remember(partition_id, _Appending(base_offset, fd, status.st_size))
+
+    def _create(self, partition_id: int, base_offset: int) -> _Appending:
+        directory = self._directory(partition_id)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, exist_ok=True)
+            if self.sync:
+                _fsync_directory(self.root)
+        path = self._path(partition_id, base_offset)
+        try:  # a file of this name holds no committed batch (see the module docstring): replace, never truncate
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        if self.sync:
+            _fsync_directory(directory)
+        return self._remember(partition_id, _Appending(base_offset, fd, 0))
+
+    def _remember(self, partition_id: int, file: _Appending) -> _Appending:
+        self._appending[partition_id] = file
+        while len(self._appending) > OPEN_FILES:
+            self._close_appending(next(iter(self._appending)))
+        return file
+
+    def _close_appending(self, partition_id: int) -> None:
+        file = self._appending.pop(partition_id, None)
+        if file is not None:
+            os.close(file.fd)
+
+    def seal(self) -> None:
+        """Stop appending to the files open now (before they are linked elsewhere, or after a failed write)."""
+        for partition_id in list(self._appending):
+            self._close_appending(partition_id)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def read(self, partition_id: int, pointer: bytes) -> bytes | None:
+        """The batch ``pointer`` names; ``None`` only when ``missing_ok`` and its file is gone."""
+        base_offset, position, length, _ = POINTER.unpack(pointer)
+        fd = self._reader(partition_id, base_offset)
+        if fd is None:
+            return None
+        data = os.pread(fd, length, position)
+        if len(data) != length:
+            raise CorruptState(f"{self._path(partition_id, base_offset)} ends before the batch at {position} "
+                               f"({length} bytes): was it cut short by a power loss without fsync?")
+        return data
+
+    def _reader(self, partition_id: int, base_offset: int) -> int | None:
+        key = (partition_id, base_offset)
+        fd = self._reading.get(key)
+        if fd is not None:
+            self._reading.move_to_end(key)
+            return fd
+        path = self._path(partition_id, base_offset)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if self.missing_ok:
+                return None
+            raise CorruptState(f"a stored batch points into {path}, which does not exist") from None
+        self._reading[key] = fd
+        while len(self._reading) > OPEN_FILES:
+            os.close(self._reading.popitem(last=False)[1])
+        return fd
+
+    # -- deleting ---------------------------------------------------------------------------------
+
+    def plan_drop_below(self, partition_id: int, first_kept: int, everything: bool) -> None:
+        """Doom the files holding only batches below ``first_kept`` (every file of the partition when
+        ``everything``: the truncation passed the end of the log), deleted by `drop_planned` once the truncation's
+        WriteBatch is durable. Batches written after this in the same commit go to a new file."""
+        bases = self.file_bases(partition_id)
+        pairs = zip(bases, bases[1:], strict=False)
+        dead = bases if everything else [base for base, after in pairs if after <= first_kept]
+        for base_offset in dead:
+            self._forget(partition_id, base_offset)
+            self._doomed.add((partition_id, base_offset))
+
+    def plan_drop_partition(self, partition_id: int) -> None:
+        self._forget(partition_id, None)
+        self._doomed_partitions.add(partition_id)
+
+    def drop_planned(self) -> bool:
+        """Delete what was doomed since the last call; whether there was anything."""
+        if not self._doomed and not self._doomed_partitions:
+            return False
+        for partition_id, base_offset in sorted(self._doomed):
+            self._unlink(partition_id, base_offset)
+        for partition_id in sorted(self._doomed_partitions):
+            self.drop_partition(partition_id)
+        self.cancel_planned()
+        return True
+
+    def has_planned(self) -> bool:
+        return bool(self._doomed or self._doomed_partitions)
+
+    def cancel_planned(self) -> None:
+        """The commit that would have made the deletions durable failed: keep the files."""
+        self._doomed.clear()
+        self._doomed_partitions.clear()
+
+    def drop_if_unreferenced(self, partition_id: int, base_offset: int, referenced: Iterable[bytes]) -> None:
+        """Delete a file no pointer in ``referenced`` (the rows that could name it) points into any more."""
+        if not any(is_pointer(value) and file_of(value) == base_offset for value in referenced):
+            self._unlink(partition_id, base_offset)
+
+    def drop_partition(self, partition_id: int) -> None:
+        self._forget(partition_id, None)
+        shutil.rmtree(self._directory(partition_id), ignore_errors=True)
+
+    def _unlink(self, partition_id: int, base_offset: int) -> None:
+        self._forget(partition_id, base_offset)
+        try:
+            os.unlink(self._path(partition_id, base_offset))
+        except FileNotFoundError:
+            pass
+
+    def _forget(self, partition_id: int, base_offset: int | None) -> None:
+        """Close the descriptors of a file (of every file of the partition when ``base_offset`` is None)."""
+        appending = self._appending.get(partition_id)
+        if appending is not None and base_offset in (None, appending.base_offset):
+            self._close_appending(partition_id)
+        for key in [key for key in self._reading if key[0] == partition_id and base_offset in (None, key[1])]:
+            os.close(self._reading.pop(key))
+
+    def drop_orphans(self, next_offsets: Mapping[int, int]) -> None:
+        """At a writable open: delete the directories of partitions that no longer exist (a topic deletion that
+        stopped before its files went) and files whose name is at or past the partition's next offset (written by
+        a commit that never reached RocksDB)."""
+        for partition_id in self.partitions():
+            next_offset = next_offsets.get(partition_id)
+            if next_offset is None:
+                self.drop_partition(partition_id)
+                continue
+            for base_offset in self.file_bases(partition_id):
+                if base_offset >= next_offset:
+                    self._unlink(partition_id, base_offset)
+
+    # -- copies -----------------------------------------------------------------------------------
+
+    def link_into(self, root: str) -> None:
+        """Every file, hard-linked (copied across file systems) under ``root``: a checkpoint's batches. The files
+        open for appending are sealed first, so no store appends to an inode it shares."""
+        self.seal()
+        for partition_id in self.partitions():
+            target = os.path.join(root, str(partition_id))
+            os.makedirs(target, exist_ok=True)
+            for base_offset in self.file_bases(partition_id):
+                source = self._path(partition_id, base_offset)
+                destination = os.path.join(target, os.path.basename(source))
+                try:
+                    os.link(source, destination)
+                except OSError as error:
+                    if error.errno != errno.EXDEV:
+                        raise
+                    shutil.copyfile(source, destination)
+
+    def close(self) -> None:
+        self.seal()
+        while self._reading:
+            os.close(self._reading.popitem()[1])
+
+
+_IOV_MAX = 1024
+"""Buffers one writev may take on Linux."""
+
+
+def _write_all(fd: int, buffers: list[bytes]) -> None:
+    """writev until every byte is written (a short write continues where it stopped)."""
+    for start in range(0, len(buffers), _IOV_MAX):
+        _write_some(fd, buffers[start:start + _IOV_MAX])
+
+
+def _write_some(fd: int, buffers: list[bytes]) -> None:
+    total = sum(len(buffer) for buffer in buffers)
+    written = os.writev(fd, buffers)
+    while written < total:
+        remaining: list[bytes | memoryview] = []
+        skipped = 0
+        for buffer in buffers:
+            if skipped + len(buffer) <= written:
+                skipped += len(buffer)
+                continue
+            start = max(written - skipped, 0)
+            remaining.append(memoryview(buffer)[start:])
+            skipped += len(buffer)
+        done = os.writev(fd, remaining)
+        if done <= 0:
+            raise OSError(errno.EIO, "writev wrote nothing")
+        written += done
+
+
+def _fsync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,262 @@
+"""Record batches kept in files beside RocksDB (`batch_files`): pointers in the WriteBatch, files Kafka-style.
+
+Each test reads through a freshly opened store, so nothing comes from the in-memory tail cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logwright.core.clock import ManualClock
+from logwright.core.errors import CorruptState
+from logwright.core.events import TopicDeleted
+from logwright.core.events.compaction import PartitionCompacted
+from logwright.eventstore import batch_files, keys, rocksdb
+from logwright.eventstore.interface import Durability, StoredBatch
+from logwright.eventstore.rocksdb import RocksEventStore
+
+from . import raw
+from .contract import BIG
+from .support import fake_batch, new_topic, produce
+from .test_rocksdb_store import TestRocksEventStore
+
+PAYLOAD = 8_000
+"""Above `INLINE_BELOW`: each produced batch goes to a file."""
+
+
+class TestRocksEventStoreWithEveryBatchInFiles(TestRocksEventStore):
+    """The whole EventStore contract again, every batch (the contract's are small) kept in a file."""
+
+    @pytest.fixture(autouse=True)
+    def every_batch_in_files(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(rocksdb, "INLINE_BELOW", 0)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def opened(path: Path) -> Iterator[list[RocksEventStore]]:
+    stores: list[RocksEventStore] = []
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def _open(opened: list[RocksEventStore], path: Path, **options: Any) -> RocksEventStore:
+    options.setdefault("clock", ManualClock(1_700_000_000_000))
+    store = RocksEventStore(path, **options)
+    opened.append(store)
+    return store
+
+
+def _reopen(opened: list[RocksEventStore], store: RocksEventStore, **options: Any) -> RocksEventStore:
+    opened.remove(store)
+    store.close()
+    return _open(opened, Path(store.path), **options)
+
+
+def _files(path: Path, partition_id: int = 0) -> list[str]:
+    directory = path / "batches" / str(partition_id)
+    return sorted(os.listdir(directory)) if directory.is_dir() else []
+
+
+def _offsets(store: RocksEventStore, partition_id: int = 0) -> list[int]:
+    return [int.from_bytes(batch[:8], "big") for batch in store.read_batches(partition_id, 0, BIG)]
+
+
+def test_a_large_batch_is_a_pointer_in_rocksdb_and_its_bytes_in_the_partitions_file(
+        opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    produce(store, 0, record_count=10, payload_size=100)  # small: stays in RocksDB
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    expected = store.read_batches(0, 0, BIG)
+    store = _reopen(opened, store)
+    assert store.read_batches(0, 0, BIG) == expected
+    assert store.read_batches(0, 25, BIG) == expected[2:]
+    store.close()
+    opened.clear()
+    values = list(raw.items(path, "records").values())
+    assert [len(value) for value in values] == [20, len(expected[1]), 20]
+    assert _files(path) == [f"{0:020d}.batches"]
+    assert (path / "batches" / "0" / f"{0:020d}.batches").read_bytes() == expected[0] + expected[2]
+
+
+def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_start(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 2 * PAYLOAD)
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(6):  # two batches per file: files at 0, 20, 40
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+        store.commit()
+    assert _files(path) == [f"{base:020d}.batches" for base in (0, 20, 40)]
+    store.truncate(0, 25)
+    store.commit()
+    assert _files(path) == [f"{base:020d}.batches" for base in (20, 40)], "file 20 still holds the batch at 20"
+    assert _offsets(_reopen(opened, store)) == [20, 30, 40, 50]
+
+
+def test_truncating_past_the_end_deletes_every_file_and_later_batches_start_a_new_one(
+        opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    store.truncate(0, 10)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)  # the same commit: a new file, not the doomed one
+    store.commit()
+    assert _files(path) == [f"{10:020d}.batches"]
+    assert _offsets(_reopen(opened, store)) == [10]
+
+
+def test_deleting_a_topic_deletes_its_partitions_files(opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    created = new_topic(store, "t", 2)
+    kept = new_topic(store, "kept", 1)
+    for partition_id in (*created.partition_ids, *kept.partition_ids):
+        produce(store, partition_id, payload_size=PAYLOAD)
+    store.commit()
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
+    store.commit()
+    assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
+    assert _offsets(_reopen(opened, store), kept.partition_ids[0]) == [0]
+
+
+def test_bytes_no_commit_reached_are_dropped_at_open_and_the_name_is_used_again(
+        opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    created = new_topic(store, "t", 1)
+    gone = new_topic(store, "gone", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    store.close()
+    opened.clear()
+    orphans = path / "batches" / "0"
+    (orphans / f"{10:020d}.batches").write_bytes(b"x" * 100)  # a crash after the write, before the WriteBatch
+    with open(orphans / f"{0:020d}.batches", "ab") as tail:
+        tail.write(b"y" * 50)  # a torn append to the file that holds committed batches
+    (path / "batches" / str(gone.partition_ids[0] + 7)).mkdir()  # a partition that does not exist
+    store = _open(opened, path)
+    assert _files(path) == [f"{0:020d}.batches"]
+    assert sorted(os.listdir(path / "batches")) == [str(created.partition_ids[0])]
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert _offsets(_reopen(opened, store)) == [0, 10]
+
+
+def test_a_checkpoint_links_the_files_and_neither_store_appends_to_an_inode_they_share(
+        opened: list[RocksEventStore], path: Path, tmp_path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    store.checkpoint(str(tmp_path / "copy"))
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    copy = _open(opened, tmp_path / "copy")
+    assert _offsets(copy) == [0]
+    produce(copy, 0, record_count=5, payload_size=PAYLOAD)  # the copy goes on from offset 10 on its own
+    copy.commit()
+    copied = copy.read_batches(0, 0, BIG)
+    copy = _reopen(opened, copy)
+    assert _offsets(copy) == [0, 10]
+    assert copy.read_batches(0, 0, BIG) == copied
+    produced = store.read_batches(0, 0, BIG)
+    assert _offsets(_reopen(opened, store)) == [0, 10]
+    shared = path / "batches" / "0" / f"{0:020d}.batches"
+    assert os.stat(shared).st_nlink == 2 and os.stat(shared).st_size == len(produced[0]), "sealed at the checkpoint"
+    assert _files(path) == _files(tmp_path / "copy") == [f"{base:020d}.batches" for base in (0, 10)]
+    assert not os.path.samefile(path / "batches" / "0" / f"{10:020d}.batches",
+                                tmp_path / "copy" / "batches" / "0" / f"{10:020d}.batches")
+
+
+def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", PAYLOAD)
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(3):  # one batch per file: 0, 10, 20
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+        store.commit()
+    rewritten = fake_batch(10, 10, b"k" * 100)
+    store.rewrite_batches(PartitionCompacted(0, 0, 20, 10, 1, PAYLOAD), [StoredBatch(0, 10, rewritten)], [0])
+    store.commit()
+    assert _files(path) == [f"{20:020d}.batches"]
+    store = _reopen(opened, store)
+    assert store.read_batches(0, 0, BIG)[0] == rewritten
+    assert _offsets(store) == [10, 20]
+
+
+def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
+        opened: list[RocksEventStore], path: Path, tmp_path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    secondary = _open(opened, path, secondary=tmp_path / "secondary", load_state=False, projections=())
+    store.truncate(0, 10)
+    store.commit()
+    assert secondary.read_batches(0, 0, BIG) == [], "the primary truncated it: gone, not an error"
+
+
+def test_a_pointer_past_the_end_of_its_file_is_corrupt_state(opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    store.close()
+    opened.clear()
+    os.truncate(path / "batches" / "0" / f"{0:020d}.batches", 100)
+    with pytest.raises(CorruptState, match="ends before the batch"):
+        _open(opened, path).read_batches(0, 0, BIG)
+
+
+def test_a_synced_store_writes_files_before_its_log(opened: list[RocksEventStore], path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(batch_files.os, "fdatasync", lambda fd: synced.append(fd))
+    store = _open(opened, path, durability=Durability.FSYNC)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert len(synced) == 1
+    assert _offsets(_reopen(opened, store)) == [0]
+
+
+def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+
+    def full(fd: int, buffers: list[bytes]) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(batch_files.os, "writev", full)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    with pytest.raises(rocksdb.StoreFailed):
+        store.commit()
+    monkeypatch.undo()
+    assert store.reopen()
+    assert store.state("partitions", "0").next_offset == 10
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert _offsets(_reopen(opened, store)) == [0, 10]
+
+
+def test_the_record_key_layout_is_unchanged() -> None:
+    """Pointers live under the same keys as inline batches: readers of older stores find both."""
+    assert batch_files.POINTER.size == 20 < 61
+    assert keys.record_key(1, 2) == b"\x00\x00\x00\x01" + (2).to_bytes(8, "big")
+
