@@ -2,14 +2,16 @@
 
 A compact (v1) pop answers per partition a checkpoint (handle epoch, offset ranges, deadline) and the stored
 batches holding its records. Nothing here walks the records up front: the sequence knows its length and every
-offset from the ranges, a `PoppedMessage` is made when the caller takes it, its key, value and timestamp are
-read from the batch bytes when first asked (the batch's record positions found once, as far as needed, and
-kept with the batch), its headers only when asked, its receipt handle text only when asked. Acknowledging a
-whole `PoppedMessages` sends its checkpoints' ranges as they came, with no work per record.
+offset from the ranges, a `PoppedMessage` is made when the caller takes it. The first time a record's key, value,
+timestamp or headers are asked, its batch is decoded in C (`logwright.client.record_reader`: aiokafka's reader,
+about 0.1 us a record where parsing in Python cost 2-3 us) up to that record and `READ_STEP` beyond, and the
+records kept with the batch; a batch's CRC is checked once, when it arrives. The receipt handle text is built only
+when asked. Acknowledging a whole `PoppedMessages` sends its checkpoints' ranges as they came, with no work per
+record.
 
-Decompressed batches are kept per process (`KEPT_BATCHES`), shared by every connection: a stored batch often
+Decoded batches are kept per process (`KEPT_BATCHES`), shared by every connection: a stored batch often
 holds thousands of records, of which one pop hands out up to 1024, so the next pops of any connection read the
-same bytes; a pop names the batches it holds and the broker sends a reference instead of the bytes again.
+same records; a pop names the batches it holds and the broker sends a reference instead of the bytes again.
 """
 
 from __future__ import annotations
@@ -17,172 +19,86 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, overload
 
 from logwright.client.connection import ClientError
-from logwright.compat.wire.compression import decompress
-from logwright.compat.wire.record_batch import HEADER_SIZE, TimestampType, parse_header
-from logwright.compat.wire.records import CorruptRecords
-from logwright.compat.wire.varints import read_uvarint, read_varint
+from logwright.client.record_reader import CorruptRecordBatch, RecordCursor
+from logwright.compat.wire.record_batch import RecordBatchError, parse_header
 
 KEPT_BATCHES = 16
-"""Stored batches kept decompressed in the process (at most a few MB each)."""
+"""Stored batches kept decoded in the process (at most a few MB each)."""
 
-SCAN_STEP = 256
-"""Record starts found at a time when a read goes past those known."""
+READ_STEP = 256
+"""Records decoded at a time when a read goes past those known."""
 Headers = tuple[tuple[str, bytes | None], ...]
 
 
-@dataclass(slots=True)
 class Batch:
-    """One stored batch's records, decompressed, and the start of each record found so far (in offset order)."""
+    """One stored batch's records, decoded in C (`RecordCursor`) as far as they were read, in offset order, kept
+    as plain lists of fields (what the garbage collector does not walk)."""
 
-    data: bytes
-    base_offset: int
-    last_offset: int
-    base_timestamp: int
-    append_time: int | None
-    crc: int
-    dense: bool
-    """Offsets base, base + 1, ... with no gap: record ``i`` holds offset ``base + i``."""
-    starts: list[int] = field(default_factory=list)
-    """Byte position of each record found so far (its length varint)."""
-    offsets: list[int] = field(default_factory=list)
-    """Of a batch with gaps only: the offset of each record in `starts`."""
-    scanned: int = 0
-    """Byte position after the last record in `starts`."""
+    __slots__ = ("base_offset", "last_offset", "crc", "dense", "timestamps", "keys", "values", "headers", "offsets",
+                 "_cursor", "_fault")
+
+    def __init__(self, cursor: RecordCursor) -> None:
+        header = cursor.header
+        self.base_offset, self.last_offset, self.crc = header.base_offset, header.last_offset, header.crc
+        self.dense = header.record_count == header.last_offset_delta + 1
+        """Offsets base, base + 1, ... with no gap: record ``i`` holds offset ``base + i``."""
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        """Of the records decoded so far, in batch order."""
+        self.headers: dict[int, Headers] = {}
+        """Of the records decoded so far that have headers, by position."""
+        self.offsets: list[int] = []
+        """Of a batch with gaps only: the offset of each record decoded."""
+        self._cursor = cursor
+        self._fault = ""
 
     def index(self, offset: int) -> int | None:
-        """The position in `starts` of the record at ``offset`` (found on demand); ``None`` if the batch lacks it."""
+        """The position of the record at ``offset`` (decoded on demand); ``None`` if the batch lacks it."""
         if offset < self.base_offset or offset > self.last_offset:
             return None
         if self.dense:
             index = offset - self.base_offset
-            if index >= len(self.starts):  # ahead in steps: the caller most likely reads the records that follow
-                self._scan(min(max(index + 1, len(self.starts) + SCAN_STEP), self.last_offset - self.base_offset + 1))
+            while index >= len(self.values):  # ahead in steps: the caller most likely reads the records that follow
+                self._read(index + READ_STEP - len(self.values))
             return index
-        while not self.offsets or (self.offsets[-1] < offset and self.scanned < len(self.data)):
-            self._scan(len(self.starts) + SCAN_STEP)
-            if not self.offsets:
-                return None
-        at = bisect_right(self.offsets, offset) - 1
-        return at if at >= 0 and self.offsets[at] == offset else None
+        offsets = self.offsets
+        while (not offsets or offsets[-1] < offset) and len(offsets) < self._cursor.total:
+            self._read(READ_STEP)
+        at = bisect_right(offsets, offset) - 1
+        return at if at >= 0 and offsets[at] == offset else None
 
-    def _scan(self, count: int) -> None:
-        """Find record starts until ``count`` are known (a batch with gaps: or the data ends); only the length of
-        each record is read (and, with gaps, its offset delta)."""
+    def _read(self, count: int) -> None:
+        """Decode ``count`` more records (or the rest); in a batch without gaps check that they hold the offsets
+        the header says (the first and last of each step), in the others note their offsets."""
+        if self._fault:
+            raise CorruptRecordBatch(self._fault)
+        known = len(self.values)
+        chunk = self._cursor.take(count)
+        self._cursor.check()  # a step with a fault in it, or bytes left after it, is refused whole, every time
+        if not chunk:
+            raise CorruptRecordBatch(f"batch {self.base_offset} holds {known} records, not more")
+        base = self.base_offset
         if self.dense:
-            self._scan_dense(count)
-            return
-        data, starts, position, end = self.data, self.starts, self.scanned, len(self.data)
-        while len(starts) < count and position < end:
-            at = position
-            length, position = read_varint(data, position)
-            if length <= 0 or position + length > end:
-                raise CorruptRecords(f"a record at byte {at} of batch {self.base_offset} announces {length} bytes")
-            _, delta_at = read_varint(data, position + 1)  # after the attributes: timestamp delta, offset delta
-            self.offsets.append(self.base_offset + read_varint(data, delta_at)[0])
-            starts.append(at)
-            position += length
-        self.scanned = position
-
-    def _scan_dense(self, count: int) -> None:
-        """`_scan` of a batch without gaps, the hot loop of a pop's first reads: lengths of one or two bytes read
-        inline; positions only grow (a length below 1 is refused), so one bound check at the end (and the
-        IndexError of a read past the data) finds a record running past the batch."""
-        data, starts, position, end = self.data, self.starts, self.scanned, len(self.data)
-        total = self.last_offset - self.base_offset + 1
-        if count > total:
-            raise CorruptRecords(f"batch {self.base_offset} holds {total} records, not {count}")
-        append, known = starts.append, len(starts)
-        try:
-            for _ in range(count - known):
-                byte = data[position]
-                if byte < 0x80:
-                    length = (byte >> 1) ^ -(byte & 1)
-                    size = 1
-                elif data[position + 1] < 0x80:
-                    length = (byte & 0x7F) | (data[position + 1] << 7)
-                    length, size = (length >> 1) ^ -(length & 1), 2
-                else:
-                    length, after = read_uvarint(data, position)
-                    length, size = (length >> 1) ^ -(length & 1), after - position
-                if length <= 0:
-                    position = end + 1  # refused below, as a record running past the data
-                    break
-                append(position)
-                position += size + length
-        except IndexError:
-            position = end + 1
-        if position > end or (len(starts) == total and position != end):
-            del starts[known:]  # as before the scan: a later read finds the same fault, not a half scan
-            raise CorruptRecords(f"the records of batch {self.base_offset} do not fill its {end} bytes: "
-                                 f"{len(starts)} of {total} found")
-        self.scanned = position
-
-    def fields(self, index: int) -> tuple[int, bytes | None, bytes | None, int, int]:
-        """Timestamp, key, value, where the headers start and where the record ends, of record ``index`` (its
-        end is the next record's start: `_scan` checked the length; the varints read inline when short)."""
-        data = self.data
-        position = self.starts[index]
-        end = self.starts[index + 1] if index + 1 < len(self.starts) else self.scanned
-        while data[position] >= 0x80:  # the length, known from the scan
-            position += 1
-        position += 2  # and the attributes
-        byte = data[position]
-        if byte < 0x80:
-            delta = byte
-            position += 1
+            if chunk[0].offset != base + known or chunk[-1].offset != base + known + len(chunk) - 1:
+                self._fault = f"batch {base} announces offsets without gaps, its records {known}.. hold others"
+                raise CorruptRecordBatch(self._fault)
         else:
-            delta, position = read_uvarint(data, position)
-        while data[position] >= 0x80:  # the offset delta
-            position += 1
-        position += 1
-        byte = data[position]
-        if byte < 0x80:
-            size = byte
-            position += 1
-        else:
-            size, position = read_uvarint(data, position)
-        size = (size >> 1) ^ -(size & 1)
-        key = None if size < 0 else data[position:position + size]
-        position += max(size, 0)
-        byte = data[position]
-        if byte < 0x80:
-            size = byte
-            position += 1
-        elif data[position + 1] < 0x80:
-            size = (byte & 0x7F) | (data[position + 1] << 7)
-            position += 2
-        else:
-            size, position = read_uvarint(data, position)
-        size = (size >> 1) ^ -(size & 1)
-        value = None if size < 0 else data[position:position + size]
-        position += max(size, 0)
-        if position >= end:  # the header count, at least, follows
-            raise CorruptRecords(f"record {index} of batch {self.base_offset} runs past its end")
-        timestamp = self.append_time if self.append_time is not None else self.base_timestamp + (
-            (delta >> 1) ^ -(delta & 1))
-        return timestamp, key, value, position, end
+            self.offsets.extend(map(_OFFSET, chunk))
+        self.timestamps.extend(map(_TIMESTAMP, chunk))
+        self.keys.extend(map(_KEY, chunk))
+        self.values.extend(map(_VALUE, chunk))
+        if any(map(_HEADERS, chunk)):
+            self.headers.update((known + at, tuple(record.headers)) for at, record in enumerate(chunk)
+                                if record.headers)
 
-    def headers(self, index: int) -> Headers:
-        _, _, _, position, end = self.fields(index)
-        data = self.data
-        count, position = read_varint(data, position)
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(count):
-            size, position = read_varint(data, position)
-            if size < 0:
-                raise CorruptRecords(f"record {index} of batch {self.base_offset} has a header with a null key")
-            name = data[position:position + size].decode("utf-8")
-            position += size
-            size, position = read_varint(data, position)
-            headers.append((name, None if size < 0 else data[position:position + size]))
-            position += max(size, 0)
-        if position != end:
-            raise CorruptRecords(f"record {index} of batch {self.base_offset}: its headers do not end the record")
-        return tuple(headers)
+
+_OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (
+    attrgetter("offset"), attrgetter("timestamp"), attrgetter("key"), attrgetter("value"), attrgetter("headers"))
 
 
 _KEPT: OrderedDict[tuple[str, int, int, int], Batch] = OrderedDict()
@@ -197,19 +113,18 @@ def held_batches(topic_hex: str) -> dict[tuple[int, int, int], Batch]:
 
 
 def kept_batch(topic_hex: str, partition: int, raw: bytes) -> Batch | None:
-    """The stored batch ``raw`` decompressed (``None`` for a control batch), from the kept ones if it came before."""
-    header = parse_header(raw)
+    """The stored batch ``raw``, its CRC checked, ready to decode (``None`` for a control batch), from the kept ones
+    if it came before."""
+    try:
+        header = parse_header(raw)
+    except RecordBatchError as error:
+        raise CorruptRecordBatch(f"pop: a batch does not read: {error}") from error
     if header.is_control:
         return None
     key = (topic_hex, partition, header.base_offset, header.crc)
     found = _KEPT.get(key)
     if found is None:
-        if len(raw) < header.size:
-            raise ClientError(f"pop: a batch announces {header.size} bytes, only {len(raw)} came")
-        append_time = header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
-        found = Batch(decompress(header.compression, memoryview(raw)[HEADER_SIZE:header.size]), header.base_offset,
-                      header.last_offset, header.base_timestamp, append_time, header.crc,
-                      header.record_count == header.last_offset_delta + 1)
+        found = Batch(RecordCursor(raw, header))
         keep(topic_hex, partition, found)
     else:
         _KEPT.move_to_end(key)
@@ -292,24 +207,23 @@ class PoppedMessage:
         self._checkpoint = Checkpoint(topic, group, "", partition, 0, invisible_until_ms,
                                       {offset: reconsume_times} if reconsume_times else {}, ((offset, offset),), ())
         self.offset = offset
-        self._record: tuple[int, bytes | None, bytes | None, Headers | None] | None = (timestamp, key, value, headers)
+        self._record: tuple[int, bytes | None, bytes | None, Headers] | None = (timestamp, key, value, headers)
+        """The fields given (a version 0 pop's); those of a compact pop's are read from its batch."""
         self._changed: tuple[str, int] | None = (handle, invisible_until_ms)
         """A handle given, not built from the checkpoint: a version 0 pop's, or the new one of a change."""
 
-    def _read(self) -> tuple[int, bytes | None, bytes | None, Headers | None]:
-        record = self._record
-        if record is None:
-            batches = self._checkpoint.batches
-            if len(batches) == 1 and batches[0].dense:  # the usual case, inline: the checkpoint's ranges are in it
-                batch = batches[0]
-                index = self.offset - batch.base_offset
-                if index >= len(batch.starts):
-                    batch.index(self.offset)
-            else:
-                batch, index = self._checkpoint.locate(self.offset)
-            timestamp, key, value, _, _ = batch.fields(index)
-            record = self._record = (timestamp, key, value, None)
-        return record
+    def _located(self) -> tuple[Batch, int]:
+        """The batch and position of the record, decoded with the rest of its step of the batch when it is the first
+        of them asked."""
+        checkpoint = self._checkpoint
+        batches = checkpoint.batches
+        if len(batches) == 1 and batches[0].dense:  # the usual case, inline: the checkpoint's ranges are in it
+            batch = batches[0]
+            index = self.offset - batch.base_offset
+            if index >= len(batch.values):
+                batch.index(self.offset)
+            return batch, index
+        return checkpoint.locate(self.offset)
 
     @property
     def topic(self) -> str:
@@ -325,25 +239,31 @@ class PoppedMessage:
 
     @property
     def timestamp(self) -> int:
-        return self._read()[0]
+        if self._record is not None:
+            return self._record[0]
+        batch, index = self._located()
+        return batch.timestamps[index]
 
     @property
     def key(self) -> bytes | None:
-        return self._read()[1]
+        if self._record is not None:
+            return self._record[1]
+        batch, index = self._located()
+        return batch.keys[index]
 
     @property
     def value(self) -> bytes | None:
-        return self._read()[2]
+        if self._record is not None:
+            return self._record[2]
+        batch, index = self._located()
+        return batch.values[index]
 
     @property
     def headers(self) -> Headers:
-        record = self._read()
-        if record[3] is None:
-            batch, index = self._checkpoint.locate(self.offset)
-            record = self._record = (*record[:3], batch.headers(index))
-        headers = record[3]
-        assert headers is not None
-        return headers
+        if self._record is not None:
+            return self._record[3]
+        batch, index = self._located()
+        return batch.headers.get(index, ())
 
     @property
     def handle(self) -> str:

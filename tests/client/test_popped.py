@@ -4,13 +4,16 @@ is asked, and a whole pop acknowledges as its checkpoints' ranges."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
+from crc32c import crc32c
 from logwright.client.connection import ClientError
 from logwright.client.pop import _compact_acks
 from logwright.client.popped import Checkpoint, PoppedMessage, PoppedMessages, kept_batch
+from logwright.client.record_reader import CorruptRecordBatch
 from logwright.compat.wire.compacted_batch import rebuild
-from logwright.compat.wire.record_batch import Compression, Record, build_batch, decode_records
-from logwright.compat.wire.records import CorruptRecords
+from logwright.compat.wire.record_batch import Compression, Record, build_batch, decode_records, parse_header
 
 TOPIC_HEX = "ab" * 16
 
@@ -25,6 +28,15 @@ def varied_records(count: int, base_offset: int = 0) -> list[Record]:
         headers = tuple((f"h{n}", None if n == 1 else b"v" * n) for n in range(index % 4))
         records.append(Record(base_offset + index, 1_700_000_000_000 + index * index * 97, key, value, headers))
     return records
+
+
+def with_crc(raw: bytes, record_count: int) -> bytes:
+    """``raw`` with its length, record count and CRC made to match its bytes (a batch only the records betray)."""
+    fixed = bytearray(raw)
+    struct.pack_into(">i", fixed, 8, len(fixed) - 12)
+    struct.pack_into(">i", fixed, 57, record_count)
+    struct.pack_into(">I", fixed, 17, crc32c(bytes(fixed[21:])))
+    return bytes(fixed)
 
 
 def checkpoint(batches: list[bytes], ranges: list[tuple[int, int]], epoch: int = 3, partition: int = 0
@@ -52,9 +64,9 @@ def test_offsets_need_no_record_read_and_a_value_reads_only_up_to_its_record() -
     popped = PoppedMessages([checkpoint([raw], [(10, 1_033)])])
     assert [message.offset for message in popped] == list(range(10, 1_034))
     batch = popped.checkpoints[0].batches[0]
-    assert batch.starts == []  # no record looked at
+    assert batch.values == []  # no record looked at
     assert popped[0].value == varied_records(11)[10].value
-    assert 11 <= len(batch.starts) < 2_000
+    assert 11 <= len(batch.values) < 2_000
 
 
 def test_a_batch_with_gaps_yields_the_records_it_holds() -> None:
@@ -78,25 +90,39 @@ def test_offsets_outside_every_batch_sent_are_refused() -> None:
         checkpoint([raw], [(99, 101)]).check()
 
 
-def test_truncated_records_are_corrupt_not_silently_short() -> None:
-    raw = build_batch(varied_records(50), base_offset=0)
-    batch = kept_batch(TOPIC_HEX, 7, raw)
+def test_records_that_do_not_fill_their_batch_are_corrupt_not_silently_short() -> None:
+    """A batch whose records run past its end, or leave bytes over, raises the client's error on every read (the
+    same fault each time)."""
+    records = varied_records(50)
+    raw = build_batch(records, base_offset=0)
+    short = with_crc(raw[:-40], record_count=50)  # the last record cut, the CRC made to match
+    batch = kept_batch(TOPIC_HEX, 7, short)
     assert batch is not None
-    batch.data = batch.data[:len(batch.data) // 2]
-    for _ in range(2):  # the same fault each time: a failed scan leaves nothing half found
-        with pytest.raises(CorruptRecords):
+    for _ in range(2):
+        with pytest.raises(CorruptRecordBatch):
             batch.index(49)
-        assert batch.starts == []
-    zero = kept_batch(TOPIC_HEX, 8, raw)
-    assert zero is not None
-    zero.data = b"\x00" + zero.data[1:]  # a record announcing 0 bytes
-    with pytest.raises(CorruptRecords):
-        zero.index(0)
-    trailing = kept_batch(TOPIC_HEX, 9, raw)
+    assert batch.values == []
+    trailing = kept_batch(TOPIC_HEX, 9, with_crc(raw + b"\x02\x00", record_count=50))
     assert trailing is not None
-    trailing.data += b"\x02\x00"
-    with pytest.raises(CorruptRecords, match="do not fill"):
+    with pytest.raises(CorruptRecordBatch, match="unconsumed"):
         trailing.index(49)
+    with pytest.raises(ClientError, match="CRC"):  # the client's error, before anything is decoded
+        kept_batch(TOPIC_HEX, 10, raw[:-1] + bytes([raw[-1] ^ 1]))
+
+
+def test_a_batch_announcing_no_gaps_whose_records_hold_other_offsets_is_refused() -> None:
+    records = varied_records(30)
+    kept = [record for record in records if record.offset % 4 != 1]
+    gappy = rebuild(build_batch(records), kept, None)  # 23 records with offset deltas 0, 2, 3, 4, 6, ...
+    header = parse_header(gappy)
+    lying = bytearray(gappy)
+    struct.pack_into(">i", lying, 23, header.record_count - 1)  # last offset delta = count - 1: "no gaps"
+    batch = kept_batch(TOPIC_HEX, 11, with_crc(bytes(lying), record_count=header.record_count))
+    assert batch is not None and batch.dense
+    with pytest.raises(CorruptRecordBatch, match="hold others"):
+        batch.index(5)
+    with pytest.raises(CorruptRecordBatch, match="hold others"):
+        batch.index(1)
 
 
 def test_the_sequence_reads_as_a_list() -> None:
