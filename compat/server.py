@@ -61,6 +61,11 @@ _UNSENT_LOW = 1024 * 1024
 most `_UNSENT_LOW` are (the hysteresis asyncio's own write-buffer limits had)."""
 _WRITE_SLICE = 256 * 1024
 """The most handed to the transport at once: what it may copy when the socket takes less."""
+_JOINED_BELOW = 16 * 1024
+"""Queued pieces shorter than this go out joined with their neighbours, up to `_WRITE_SLICE` a send: the answers
+that became ready in one event-loop turn (a group commit answers every request it covered) leave in one
+syscall. On this machine a send that wakes an idle reader costs ~15 us, and Kafka's ProducerPerformance keeps
+five 16 KB produce requests in flight: its answers were a quarter of the broker's samples, one send each."""
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
 
@@ -212,6 +217,7 @@ class Connection(asyncio.BufferedProtocol):
         self._outbound_bytes = 0
         self._transport_holds = False
         """The transport has bytes it could not send yet (between its ``pause_writing`` and ``resume_writing``)."""
+        self._pump_scheduled = False
         self._all_sent = asyncio.Event()
         self._all_sent.set()
         self._sender: asyncio.Task[None] | None = None
@@ -334,8 +340,16 @@ class Connection(asyncio.BufferedProtocol):
         self._pump()
 
     def _queue_answer(self, payload: list[bytes]) -> None:
+        """Queue an answer; the queue is handed to the transport once the answers ready in this turn are in it."""
         self._outbound.extend(payload)
         self._outbound_bytes += sum(map(len, payload))
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_pump)
+        self._unsent_changed()
+
+    def _scheduled_pump(self) -> None:
+        self._pump_scheduled = False
         self._pump()
 
     def _pump(self) -> None:
@@ -353,6 +367,12 @@ class Connection(asyncio.BufferedProtocol):
                 piece = view[:_WRITE_SLICE]
             else:
                 outbound.popleft()
+                if len(piece) < _JOINED_BELOW and outbound and len(outbound[0]) < _JOINED_BELOW:
+                    joined, size = [piece], len(piece)
+                    while outbound and len(outbound[0]) < _JOINED_BELOW and size + len(outbound[0]) <= _WRITE_SLICE:
+                        size += len(outbound[0])
+                        joined.append(outbound.popleft())
+                    piece = b"".join(joined)
             self._outbound_bytes -= len(piece)
             transport.write(piece)  # calls pause_writing at once if the socket took less
         self._unsent_changed()
