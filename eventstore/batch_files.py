@@ -110,6 +110,12 @@ class BatchFiles:
         except FileNotFoundError:
             return []
 
+    def file_size(self, partition_id: int, base_offset: int) -> int | None:
+        try:
+            return os.stat(self._path(partition_id, base_offset)).st_size
+        except FileNotFoundError:
+            return None
+
     # -- writing ----------------------------------------------------------------------------------
 
     def write(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:

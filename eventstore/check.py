@@ -69,6 +69,7 @@ def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence
                 report.differences.append(difference)
     for check in checks:
         report.differences.extend(check.differences(store, rebuilt, stored))
+    report.differences.extend(store.broken_batch_pointers(max_reported))
     del report.differences[max_reported:]
     return report
 

@@ -33,7 +33,7 @@ from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from . import keys
-from .batch_files import INLINE_BELOW, BatchFiles, is_pointer, last_offset_delta, stored_length
+from .batch_files import INLINE_BELOW, POINTER, BatchFiles, is_pointer, last_offset_delta, stored_length
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
@@ -687,6 +687,26 @@ class RocksEventStore:
         iterator = self._bounded_iterator("index", upper_bound)
         iterator.seek(start_key)
         return (iterator.key(), iterator.value()) if iterator.valid() else None
+
+    def broken_batch_pointers(self, max_reported: int = 50) -> list[str]:
+        """Every stored batch a pointer names that its file does not hold (missing file, or a file ending before
+        the batch does), for `check`: the pointers are read, the batches are not."""
+        sizes: dict[tuple[int, int], int | None] = {}
+        broken: list[str] = []
+        iterator = self._bounded_iterator("records", b"\xff" * 13)
+        iterator.seek(b"")
+        for key, value in _items(iterator):
+            if not is_pointer(value):
+                continue
+            partition_id, base_offset = keys.parse_record_key(key)
+            file, position, length, _ = POINTER.unpack(value)
+            if (partition_id, file) not in sizes:
+                sizes[(partition_id, file)] = self._files.file_size(partition_id, file)
+            size = sizes[(partition_id, file)]
+            if size is None or size < position + length:
+                broken.append(f"records/{partition_id}/{base_offset}: the batch file {file} "
+                              + ("is missing" if size is None else f"ends at {size}, before {position + length}"))
+        return broken[:max_reported]
 
     def read_events(self, from_sequence: int = 1, to_sequence: int | None = None) -> Iterator[LoggedEvent]:
         last = self._committed_sequence if to_sequence is None else min(to_sequence, self._committed_sequence)

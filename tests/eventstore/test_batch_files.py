@@ -16,6 +16,7 @@ from logwright.core.errors import CorruptState
 from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
 from logwright.eventstore import batch_files, keys, rocksdb
+from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -260,3 +261,20 @@ def test_the_record_key_layout_is_unchanged() -> None:
     assert batch_files.POINTER.size == 20 < 61
     assert keys.record_key(1, 2) == b"\x00\x00\x00\x01" + (2).to_bytes(8, "big")
 
+
+
+def test_check_reports_a_pointer_its_file_does_not_hold(opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 2)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    produce(store, 1, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert check_store(store).consistent
+    store.close()
+    opened.clear()
+    os.truncate(path / "batches" / "0" / f"{0:020d}.batches", 100)
+    os.unlink(path / "batches" / "1" / f"{0:020d}.batches")
+    report = check_store(_open(opened, path, read_only=True))
+    assert report.differences == [
+        f"records/0/0: the batch file 0 ends at 100, before {PAYLOAD + 61}",
+        "records/1/0: the batch file 0 is missing"]
