@@ -25,9 +25,10 @@ from kio.schema.share_fetch.v2.request import FetchPartition, FetchTopic, Forgot
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.client.acks import AckGroup, AckReceipt
 from logwright.client.connection import BrokerError, ClientError, Connection, ConnectionClosed
+from logwright.client.record_reader import read_all
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
-from logwright.compat.wire.record_batch import decode_records, iter_batches, parse_header
+from logwright.compat.wire.record_batch import iter_batches, parse_header
 from logwright.core.cursors.redelivery_backoff import RedeliveryBackoff
 
 log = logging.getLogger(__name__)
@@ -259,7 +260,7 @@ class Consumer:
             header = parse_header(batch)
             is_control = header.is_control
             spans.append((header.base_offset, header.last_offset))
-            for record in decode_records(batch):
+            for record in read_all(batch):
                 count = counts.pop(record.offset, None)
                 if count is None:
                     continue

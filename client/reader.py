@@ -27,9 +27,10 @@ from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsets
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from logwright.client.connection import BrokerError, ClientError, Connection
 from logwright.client.consumer import Message, Timeout
+from logwright.client.record_reader import read_all
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
-from logwright.compat.wire.record_batch import decode_records, iter_batches, parse_header
+from logwright.compat.wire.record_batch import iter_batches, parse_header
 
 __all__ = ["EARLIEST", "LATEST", "MessageId", "PublishTime", "Reader", "StartPosition"]
 
@@ -200,15 +201,15 @@ class Reader:
             elif not (header.is_transactional and header.producer_id in aborting):
                 self._buffer.extend(
                     Message(self.topic, partition, record.offset, record.key, record.value, record.timestamp,
-                            record.headers, 1)
-                    for record in decode_records(batch) if record.offset >= position)
+                            tuple(record.headers), 1)
+                    for record in read_all(batch) if record.offset >= position)
             position = max(position, header.next_offset)
         self._next_fetch[partition] = position
 
 
 def _marker_type(batch: Any) -> int:
     """A control batch's marker: its one record's key is (version i16, type i16); 0 aborts, 1 commits."""
-    [marker] = decode_records(batch)
+    [marker] = read_all(batch)
     return int(struct.unpack(">hh", marker.key or b"\0\0\0\0")[1])
 
 
