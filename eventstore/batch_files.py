@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import shutil
 import struct
 from collections import OrderedDict
@@ -37,8 +38,10 @@ INLINE_BELOW = 4096
 """Batches shorter than this stay in RocksDB."""
 FILE_ROLL_BYTES = 128 * 1024 * 1024
 """A partition's file takes no more appends once it holds this much."""
-OPEN_FILES = 512
-"""Descriptors kept open for appending, and as many for reading (least recently used closed first)."""
+OPEN_FILES = max(64, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
+"""Descriptors kept open for appending, and as many for reading (least recently used closed first): a quarter
+of the process's limit each, at most 4096. With 1,000 partitions written at once, 512 made every commit reopen
+files (1,000 keyed partitions: 4.5 CPU s/GB at 512, 3.8 at 4096)."""
 _SUFFIX = ".batches"
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
