@@ -205,9 +205,15 @@ def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
     secondary = _open(opened, path, secondary=tmp_path / "secondary", load_state=False, projections=())
+    reading = _open(opened, path, secondary=tmp_path / "reading", load_state=False, projections=())
+    stored = reading.read_batches(0, 0, BIG)
+    assert [len(batch) for batch in stored] == [PAYLOAD + 61]
     store.truncate(0, 10)
     store.commit()
     assert secondary.read_batches(0, 0, BIG) == [], "the primary truncated it: gone, not an error"
+    assert reading.read_batches(0, 0, BIG) == stored, "a file it holds open stays readable until it catches up"
+    reading.catch_up()
+    assert reading.read_batches(0, 0, BIG) == []
 
 
 def test_a_pointer_past_the_end_of_its_file_is_corrupt_state(opened: list[RocksEventStore], path: Path) -> None:
