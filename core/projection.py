@@ -29,6 +29,9 @@ class Projection(Generic[S]):
 
     Declaring them lets the store skip the projection for other events (it runs on every append).
     """
+    replaces: tuple[str, ...] = ()
+    """Names of earlier projections this one took over from: a store opened for writing deletes their rows (their
+    events fold into this one instead), so an upgraded store neither keeps nor warns about them."""
 
     def may_fold(self, event_type: type[Event]) -> bool:
         return self.handles is None or any(issubclass(event_type, handled) for handled in self.handles)

@@ -264,8 +264,13 @@ class RocksEventStore:
             raise CorruptState(f"{self.path} was written by a newer logwright (format {keys.decode_sequence(version)})")
         if not self._load_state:
             return
+        replaced = {name for projection in self._projections for name in projection.replaces} - set(self._states)
+        if writable and replaced:
+            self._delete_replaced_projections(replaced)
         for key, value in self._views["state"].items():
             projection_name, entity = keys.parse_state_key(cast(bytes, key))
+            if projection_name in replaced:
+                continue
             if projection_name not in self._states:
                 log.warning("state of unknown projection %r is ignored (a plugin is missing?)", projection_name)
                 continue
@@ -304,6 +309,21 @@ class RocksEventStore:
         next_offsets = {int(entity): state.next_offset for entity, state in self._states["partitions"].items()
                         if entity.isdigit() and hasattr(state, "next_offset")}
         self._files.drop_orphans(next_offsets)
+
+    def _delete_replaced_projections(self, names: set[str]) -> None:
+        """Delete the rows and covered sequences of projections another one replaces (`Projection.replaces`)."""
+        state_cf, meta_cf = self._cf["state"], self._cf["meta"]
+        batch = WriteBatch(raw_mode=True)
+        for name in sorted(names):
+            prefix = keys.state_key(name, "")
+            iterator = self._bounded_iterator("state", prefix[:-1] + b"\x01")
+            iterator.seek(prefix)
+            if iterator.valid() or self._views["meta"].get(_state_sequence_key(name)) is not None:
+                log.info("deleting the rows of projection %r, which another one replaces", name)
+                batch.delete_range(prefix, prefix[:-1] + b"\x01", state_cf)
+                batch.delete(_state_sequence_key(name), meta_cf)
+        if not batch.is_empty():
+            self._db.write(batch, self._write_options)
 
     # -- writing --------------------------------------------------------------------------------
 

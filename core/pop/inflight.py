@@ -18,8 +18,8 @@ as a `PopPartition` (`table_in`). The head's page list may name a page an ack ju
 readers skip a listed page without a row.
 
 Older stores kept one entry per offset (projections ``pop_inflight``, then ``pop_tables``); this projection has
-another name (``pop_runs``), so the store folds the pop events into it once at the first start and ignores the
-old rows.
+another name (``pop_runs``), so the store folds the pop events into it once at the first start, and deletes the
+old rows (`Projection.replaces`).
 """
 
 from __future__ import annotations
@@ -534,6 +534,7 @@ def _evolve(state: object, event: Event, key: str) -> object:
 
 POP_INFLIGHT: Projection[object] = Projection(
     name=PROJECTION_NAME, entity_keys=_keys, evolve=_evolve, handles=frozenset({PopEvent}),
+    replaces=("pop_inflight", "pop_tables"),
 )
 
 POP_STATE_TYPES = {2091: PopHead, 2093: PopPage}

@@ -213,3 +213,27 @@ def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
     log_bytes = sum(path.stat().st_size for path in opener.path.glob("*.log"))
     assert log_bytes < 30_000_000, f"{log_bytes} bytes of write-ahead log for 60 MB written"
     assert "reusing log" in "".join(path.read_text(errors="replace") for path in opener.path.glob("LOG"))
+
+
+def test_a_projection_that_replaces_another_deletes_its_rows_at_a_writable_open(
+        opener: Opener, caplog: pytest.LogCaptureFixture) -> None:
+    """An upgrade that renames a projection (pop's ``pop_inflight`` became ``pop_runs``) leaves no rows behind."""
+    from logwright.core import CORE_PROJECTIONS
+    from logwright.core.projection import Projection
+
+    opener.close(opener())
+    for entity in ("a", "b"):
+        raw.put(opener.path, "state", keys.state_key("old_counts", entity), keys.encode_sequence(1) + b"\xc1")
+    raw.put(opener.path, "meta", raw.state_sequence_key("old_counts"), keys.encode_sequence(1))
+    successor = Projection("new_counts", lambda event: (), lambda state, event, key: state, replaces=("old_counts",))
+    projections = (*CORE_PROJECTIONS, successor)
+    with caplog.at_level("WARNING"):
+        opener.close(opener(read_only=True, projections=projections))
+    assert "unknown projection" not in caplog.text
+    assert any(key.startswith(b"old_counts\x00") for key in raw.items(opener.path, "state")), "read-only: kept"
+    opener.close(opener(projections=projections))
+    assert not any(key.startswith(b"old_counts\x00") for key in raw.items(opener.path, "state"))
+    assert raw.state_sequence_key("old_counts") not in raw.items(opener.path, "meta")
+    with caplog.at_level("WARNING"):
+        opener.close(opener())
+    assert "unknown projection" not in caplog.text
