@@ -61,11 +61,13 @@ _UNSENT_LOW = 1024 * 1024
 most `_UNSENT_LOW` are (the hysteresis asyncio's own write-buffer limits had)."""
 _WRITE_SLICE = 256 * 1024
 """The most handed to the transport at once: what it may copy when the socket takes less."""
-_JOINED_BELOW = 16 * 1024
+_JOINED_BELOW = 64 * 1024
 """Queued pieces shorter than this go out joined with their neighbours, up to `_WRITE_SLICE` a send: the answers
 that became ready in one event-loop turn (a group commit answers every request it covered) leave in one
 syscall. On this machine a send that wakes an idle reader costs ~15 us, and Kafka's ProducerPerformance keeps
-five 16 KB produce requests in flight: its answers were a quarter of the broker's samples, one send each."""
+five 16 KB produce requests in flight: its answers were a quarter of the broker's samples, one send each. A Fetch
+of 16 KB batches is joined too: sending 64 pieces of 16.5 KB one by one cost the sender 0.42-0.46 CPU s/GB on
+loopback, joined into 256 KiB sends 0.28-0.29 (the copy included)."""
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
 

@@ -33,7 +33,15 @@ from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from . import keys
-from .batch_files import INLINE_BELOW, POINTER, BatchFiles, is_pointer, last_offset_delta, stored_length
+from .batch_files import (
+    INLINE_BELOW,
+    POINTER,
+    BatchFiles,
+    follows,
+    is_pointer,
+    last_offset_delta,
+    stored_length,
+)
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
@@ -56,6 +64,8 @@ be reused (`WAL_FILES_RECYCLED`) only once every family written in it is flushed
 state, meta) fill their memtables rarely: by default (four times all write buffers) the log grew with the records,
 600 MB of new log files for 600 MB produced, none reused, each write extending a fresh file (and a restart
 replaying all of it)."""
+COALESCED_READ_BYTES = 1024 * 1024
+"""The most one read of adjacent batches from a batch file takes when the caller gives no budget (scans)."""
 INFO_LOGS_KEPT = 10
 STATE_SEQUENCES_REFRESHED_EVERY = 4096
 """Events after which every projection's covered sequence is written again. A commit writes only the sequences of
@@ -105,19 +115,32 @@ def _items(iterator: _BoundedIterator) -> Iterator[tuple[bytes, bytes]]:
         iterator.next()
 
 
-def _stored_batches(iterator: _BoundedIterator, files: BatchFiles) -> Iterator[tuple[int, bytes]]:
+def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
+                    run_bytes: int = COALESCED_READ_BYTES) -> Iterator[tuple[int, bytes]]:
     """(base offset, batch) from the iterator's position on, read as they are asked for; a batch kept in a file
-    (`batch_files`) is read from it, one a reader finds deleted by the primary (truncated) is skipped."""
+    (`batch_files`) is read from it, one a reader finds deleted by the primary (truncated) is skipped.
+
+    Batches that follow each other in one file are read with one pread, up to ``run_bytes`` (the caller's budget:
+    a Fetch of 16 KB batches read 64 of them a call, one syscall each)."""
     while iterator.valid():
         partition_id, base_offset = keys.parse_record_key(iterator.key())
         value = iterator.value()
-        if is_pointer(value):
-            data = files.read(partition_id, value)
-            if data is not None:
-                yield base_offset, data
-        else:
-            yield base_offset, value
         iterator.next()
+        if not is_pointer(value):
+            yield base_offset, value
+            continue
+        run = [(base_offset, value)]
+        total = stored_length(value)
+        while total < run_bytes and iterator.valid():
+            following = iterator.value()
+            if not follows(run[-1][1], following):
+                break
+            run.append((keys.parse_record_key(iterator.key())[1], following))
+            total += stored_length(following)
+            iterator.next()
+        for (base, _), data in zip(run, files.read_run(partition_id, [pointer for _, pointer in run]), strict=True):
+            if data is not None:
+                yield base, data
 
 
 def _last_offset(iterator: _BoundedIterator) -> int:
@@ -686,13 +709,13 @@ class RocksEventStore:
         if iterator.valid() and iterator.key() == start_key:
             # a consumer reading on asks for the base offset of the next batch: no seek_for_prev, which over
             # 1 MB batches made a whole read 9.4 ms instead of 2.3 (median, alternated in one process)
-            return collect_batches(_stored_batches(iterator, files), max_bytes, end_offset, keep)
+            return collect_batches(_stored_batches(iterator, files, max_bytes), max_bytes, end_offset, keep)
         iterator.seek_for_prev(start_key)
         if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
             iterator.seek(start_key)
         elif _last_offset(iterator) < start_offset:
             iterator.next()
-        return collect_batches(_stored_batches(iterator, files), max_bytes, end_offset, keep)
+        return collect_batches(_stored_batches(iterator, files, max_bytes), max_bytes, end_offset, keep)
 
     def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
         """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the

@@ -284,3 +284,27 @@ def test_check_reports_a_pointer_its_file_does_not_hold(opened: list[RocksEventS
     assert report.differences == [
         f"records/0/0: the batch file 0 ends at 100, before {PAYLOAD + 61}",
         "records/1/0: the batch file 0 is missing"]
+
+
+def test_batches_that_follow_each_other_in_a_file_are_read_with_one_pread(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(10):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+        store.commit()
+    expected = store.read_batches(0, 0, BIG)
+    store = _reopen(opened, store)
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counted(fd: int, length: int, position: int) -> bytes:
+        reads.append(length)
+        return real_pread(fd, length, position)
+
+    monkeypatch.setattr(batch_files.os, "pread", counted)
+    assert store.read_batches(0, 0, BIG) == expected
+    assert reads == [sum(map(len, expected))]
+    reads.clear()
+    assert store.read_batches(0, 30, 3 * len(expected[0])) == expected[3:6]
+    assert reads == [3 * len(expected[0])], "a run stops at the caller's budget"
