@@ -30,7 +30,12 @@ KEPT_BATCHES = 16
 """Stored batches kept decoded in the process (at most a few MB each)."""
 
 READ_STEP = 256
-"""Records decoded at a time when a read goes past those known."""
+"""Records decoded beyond the one asked when a read goes past those known."""
+
+DECODE_CHUNK = 128
+"""Records decoded in one call of the C reader. Its record objects are tracked by the garbage collector: a read far
+into a batch decoding thousands at once set off full collections (0.07-0.1 s of a popping process's 0.25 s over
+300,000 records); in chunks of 128, freed before the next, the collector's count never gets there."""
 Headers = tuple[tuple[str, bytes | None], ...]
 
 
@@ -73,28 +78,32 @@ class Batch:
         return at if at >= 0 and offsets[at] == offset else None
 
     def _read(self, count: int) -> None:
-        """Decode ``count`` more records (or the rest); in a batch without gaps check that they hold the offsets
-        the header says (the first and last of each step), in the others note their offsets."""
+        """Decode ``count`` more records (or the rest), `DECODE_CHUNK` at a time; in a batch without gaps check
+        that they hold the offsets the header says (the first and last of each chunk), in the others note their
+        offsets."""
         if self._fault:
             raise CorruptRecordBatch(self._fault)
-        known = len(self.values)
-        chunk = self._cursor.take(count)
-        self._cursor.check()  # a step with a fault in it, or bytes left after it, is refused whole, every time
-        if not chunk:
-            raise CorruptRecordBatch(f"batch {self.base_offset} holds {known} records, not more")
-        base = self.base_offset
-        if self.dense:
-            if chunk[0].offset != base + known or chunk[-1].offset != base + known + len(chunk) - 1:
-                self._fault = f"batch {base} announces offsets without gaps, its records {known}.. hold others"
-                raise CorruptRecordBatch(self._fault)
-        else:
-            self.offsets.extend(map(_OFFSET, chunk))
-        self.timestamps.extend(map(_TIMESTAMP, chunk))
-        self.keys.extend(map(_KEY, chunk))
-        self.values.extend(map(_VALUE, chunk))
-        if any(map(_HEADERS, chunk)):
-            self.headers.update((known + at, tuple(record.headers)) for at, record in enumerate(chunk)
-                                if record.headers)
+        cursor, base = self._cursor, self.base_offset
+        count = min(count, cursor.total - cursor.taken)
+        while count > 0:
+            known = len(self.values)
+            chunk = cursor.take(min(count, DECODE_CHUNK))
+            cursor.check()  # a chunk with a fault in it, or bytes left after it, is refused whole, every time
+            if not chunk:
+                raise CorruptRecordBatch(f"batch {base} holds {known} records, not more")
+            if self.dense:
+                if chunk[0].offset != base + known or chunk[-1].offset != base + known + len(chunk) - 1:
+                    self._fault = f"batch {base} announces offsets without gaps, its records {known}.. hold others"
+                    raise CorruptRecordBatch(self._fault)
+            else:
+                self.offsets.extend(map(_OFFSET, chunk))
+            self.timestamps.extend(map(_TIMESTAMP, chunk))
+            self.keys.extend(map(_KEY, chunk))
+            self.values.extend(map(_VALUE, chunk))
+            if any(map(_HEADERS, chunk)):
+                self.headers.update((known + at, tuple(record.headers)) for at, record in enumerate(chunk)
+                                    if record.headers)
+            count -= len(chunk)
 
 
 _OFFSET, _TIMESTAMP, _KEY, _VALUE, _HEADERS = (
