@@ -156,7 +156,7 @@ class Checkpoint:
     """One partition's share of a pop: which offsets, under which handle epoch, until when, in which batches."""
 
     __slots__ = ("topic", "group", "topic_hex", "partition", "epoch", "until", "reconsumed", "ranges", "batches",
-                 "count")
+                 "count", "dense")
 
     def __init__(self, topic: str, group: str, topic_hex: str, partition: int, epoch: int, until: int,
                  reconsumed: dict[int, int], ranges: Sequence[tuple[int, int]], batches: Sequence[Batch]) -> None:
@@ -164,6 +164,9 @@ class Checkpoint:
         self.epoch, self.until, self.reconsumed, self.ranges = epoch, until, reconsumed, tuple(ranges)
         self.batches = sorted(batches, key=_base_offset)
         self.count = sum(last - first + 1 for first, last in self.ranges)
+        self.dense = self.batches[0] if len(self.batches) == 1 and self.batches[0].dense else None
+        """The one batch, without gaps, that holds every record (the usual case): a record's position is its
+        offset less the batch's base."""
 
     def check(self) -> None:
         """Every offset of the ranges is in a batch sent: per batch for batches without gaps, per record in the
@@ -225,9 +228,8 @@ class PoppedMessage:
         """The batch and position of the record, decoded with the rest of its step of the batch when it is the first
         of them asked."""
         checkpoint = self._checkpoint
-        batches = checkpoint.batches
-        if len(batches) == 1 and batches[0].dense:  # the usual case, inline: the checkpoint's ranges are in it
-            batch = batches[0]
+        batch = checkpoint.dense
+        if batch is not None:
             index = self.offset - batch.base_offset
             if index >= len(batch.values):
                 batch.index(self.offset)
@@ -262,6 +264,11 @@ class PoppedMessage:
 
     @property
     def value(self) -> bytes | None:
+        batch = self._checkpoint.dense
+        if batch is not None:  # the usual case, inline: the record decoded already
+            index = self.offset - batch.base_offset
+            if index < len(batch.values):
+                return batch.values[index]
         if self._record is not None:
             return self._record[2]
         batch, index = self._located()
