@@ -130,3 +130,16 @@ def test_a_decompression_bomb_is_refused_before_the_reader_sees_it() -> None:
     head[22] |= int(Compression.GZIP)
     with pytest.raises(CorruptRecordBatch, match="larger|limit|MiB|bytes"):
         read_all(fixed(bytes(head) + payload))
+
+
+def test_aiokafkas_python_reader_where_no_wheel_is_built_reads_and_refuses_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiokafka.record.default_records import _DefaultRecordBatchPy
+    from logwright.client import record_reader
+
+    raw = build_batch(sample(), compression=Compression.GZIP)
+    native = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in read_all(raw)]
+    monkeypatch.setattr(record_reader, "DefaultRecordBatch", _DefaultRecordBatchPy)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in read_all(raw)] == native
+    with pytest.raises(CorruptRecordBatch):
+        read_all(fixed(build_batch(sample())[:-3]))
