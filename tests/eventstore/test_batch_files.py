@@ -68,6 +68,15 @@ def _files(path: Path, partition_id: int = 0) -> list[str]:
     return sorted(os.listdir(directory)) if directory.is_dir() else []
 
 
+def _one_batch_stored(opened: list[RocksEventStore], path: Path) -> RocksEventStore:
+    """A store with topic ``t`` (one partition) holding one committed batch of 10 records in a file."""
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    return store
+
+
 def _offsets(store: RocksEventStore, partition_id: int = 0) -> list[int]:
     return [int.from_bytes(batch[:8], "big") for batch in store.read_batches(partition_id, 0, BIG)]
 
@@ -109,10 +118,7 @@ def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_star
 
 def test_truncating_past_the_end_deletes_every_file_and_later_batches_start_a_new_one(
         opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _one_batch_stored(opened, path)
     store.truncate(0, 10)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)  # the same commit: a new file, not the doomed one
     store.commit()
@@ -157,10 +163,7 @@ def test_bytes_no_commit_reached_are_dropped_at_open_and_the_name_is_used_again(
 
 def test_a_checkpoint_links_the_files_and_neither_store_appends_to_an_inode_they_share(
         opened: list[RocksEventStore], path: Path, tmp_path: Path) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _one_batch_stored(opened, path)
     store.checkpoint(str(tmp_path / "copy"))
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
@@ -200,10 +203,7 @@ def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
 
 def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
         opened: list[RocksEventStore], path: Path, tmp_path: Path) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _one_batch_stored(opened, path)
     secondary = _open(opened, path, secondary=tmp_path / "secondary", load_state=False, projections=())
     reading = _open(opened, path, secondary=tmp_path / "reading", load_state=False, projections=())
     stored = reading.read_batches(0, 0, BIG)
@@ -217,10 +217,7 @@ def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
 
 
 def test_a_pointer_past_the_end_of_its_file_is_corrupt_state(opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _one_batch_stored(opened, path)
     store.close()
     opened.clear()
     os.truncate(path / "batches" / "0" / f"{0:020d}.batches", 100)
@@ -242,10 +239,7 @@ def test_a_synced_store_writes_files_before_its_log(opened: list[RocksEventStore
 
 def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _one_batch_stored(opened, path)
 
     def full(fd: int, buffers: list[bytes]) -> int:
         raise OSError(28, "No space left on device")
