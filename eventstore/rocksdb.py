@@ -122,9 +122,11 @@ def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
 
     Batches that follow each other in one file are read with one pread, up to ``run_bytes`` (the caller's budget:
     a Fetch of 16 KB batches read 64 of them a call, one syscall each)."""
+    peeked: bytes | None = None  # the value a run looked at and did not take: not read twice
     while iterator.valid():
         partition_id, base_offset = keys.parse_record_key(iterator.key())
-        value = iterator.value()
+        value = iterator.value() if peeked is None else peeked
+        peeked = None
         iterator.next()
         if not is_pointer(value):
             yield base_offset, value
@@ -134,6 +136,7 @@ def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
         while total < run_bytes and iterator.valid():
             following = iterator.value()
             if not follows(run[-1][1], following):
+                peeked = following
                 break
             run.append((keys.parse_record_key(iterator.key())[1], following))
             total += stored_length(following)

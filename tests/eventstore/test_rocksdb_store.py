@@ -207,11 +207,13 @@ def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
     store = opener()
     created = new_topic(store, "t", 1)
     store.commit()
-    for _ in range(60):
+    for _ in range(120):
         produce(store, created.partition_ids[0], record_count=1, payload_size=1_000_000)
         store.commit()
+    # bounded, not exact: the files kept for reuse keep their size, and under load RocksDB's background flush
+    # lets the log run past the bound for a while (36 MB once, beside a CI run)
     log_bytes = sum(path.stat().st_size for path in opener.path.glob("*.log"))
-    assert log_bytes < 30_000_000, f"{log_bytes} bytes of write-ahead log for 60 MB written"
+    assert log_bytes < 50_000_000, f"{log_bytes} bytes of write-ahead log for 120 MB written"
     assert "reusing log" in "".join(path.read_text(errors="replace") for path in opener.path.glob("LOG"))
 
 
