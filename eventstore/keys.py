@@ -2,11 +2,13 @@
 
 | family  | key                                   | value                                   |
 |---------|---------------------------------------|-----------------------------------------|
-| records | partition id u32, base offset u64     | RecordBatch v2 bytes, base offset patched |
+| records | partition id u32, base offset u64     | RecordBatch v2 bytes, base offset patched (or a pointer) |
 | events  | global sequence u64                   | encoded (time, event)                   |
 | state   | projection name, NUL, entity key      | sequence u64 + encoded entity state     |
 | index   | kind byte, partition id u32, ...      | small values                            |
 | meta    | ascii name                            | small values                            |
+
+A batch of 4 KiB or more is a 20-byte pointer into `batch_files` instead of its bytes.
 """
 
 from __future__ import annotations

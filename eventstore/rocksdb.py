@@ -5,7 +5,8 @@ WriteBatch, so a crash leaves all or none of them and projections never lag the 
 staged in memory and written by `commit`, once per event-loop turn (group commit); rocksdict holds the
 GIL while it writes (`bench/rocksdict_gil.py`), and the RocksDB in its wheel computes the write-ahead
 log's CRC32C in software (about 1 ms per MB here), so fewer, larger writes are what keeps the loop
-responsive, and a writer thread would not overlap anything.
+responsive, and a writer thread would not overlap anything. Record batches of 4 KiB and more do not go through it
+at all: their bytes are appended to `batch_files` first and the WriteBatch holds a pointer to them.
 
 rocksdict 0.3.29 caveats honoured here: `ReadOptions.set_iterate_lower_bound` sets the upper bound, so
 scans start with `seek`/`seek_for_prev` and only `set_iterate_upper_bound` is used; snapshot iteration
