@@ -38,6 +38,7 @@ from .batch_files import (
     INLINE_BELOW,
     POINTER,
     BatchFiles,
+    file_of,
     follows,
     is_pointer,
     last_offset_delta,
@@ -461,7 +462,7 @@ class RocksEventStore:
         for base_offset in (*deleted, *(batch.base_offset for batch in rewritten)):
             old = stored.get(keys.record_key(event.partition_id, base_offset))
             if old is not None and is_pointer(old):
-                self._files_to_check.append((event.partition_id, int.from_bytes(old[:8], "big")))
+                self._files_to_check.append((event.partition_id, file_of(old)))
         for base_offset in deleted:
             self._batch.delete(keys.record_key(event.partition_id, base_offset), records_cf)
         for batch in rewritten:  # kept in RocksDB: a file only ever holds batches at or past its name
