@@ -131,6 +131,8 @@ class Broker:
         self.hold_back = hold_back
         """The plugins' ``logwright_hold_back`` (see `held_back`); ``None``: nothing is ever held back."""
         self.plugin_memo: dict[str, Any] = {}
+        self.connections: Collection[object] = ()
+        """The server's open connections (`compat.server.KafkaServer` sets it): what broker stats count."""
         self._partition_topics: dict[int, tuple[str, int]] = {}
         """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self._commit_waiters: list[asyncio.Future[None]] = []

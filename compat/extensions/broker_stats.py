@@ -6,8 +6,8 @@ samples to see that connections, tasks and descriptors go back to where they wer
 
 Request (msgpack map, may be empty). Response: ``error_code, error_message, now_ms, connections, tasks,
 tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds, python_blocks``. ``connections`` counts the
-server's per-connection sender tasks (one lives exactly as long as its connection, `compat.server.Connection`),
-so it needs no registry of its own; ``rss_bytes`` and ``open_fds`` are nil where ``/proc`` is not there.
+server's open connections (accepted and not yet closed, `compat.server.KafkaServer.connections`); ``rss_bytes``
+and ``open_fds`` are nil where ``/proc`` is not there.
 ``python_blocks`` is the interpreter's count of allocated memory blocks (a count, not bytes: a 256 KiB buffer
 is one block): a steady count while RSS grows points away from leaked Python objects, towards RocksDB's
 memtables and caches or a few large buffers.
@@ -25,8 +25,6 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension
 
 API_KEY = 32007
-SENDER_TASK = "Connection._send_responses"
-"""The coroutine every open connection runs for its answers (`compat.server.Connection`)."""
 
 
 def task_counts() -> Counter[str]:
@@ -59,6 +57,6 @@ def open_descriptors() -> int | None:
 @extension(API_KEY, "LogwrightBrokerStats")
 async def handle(context: RequestContext, body: Body) -> Body:
     counts = task_counts()
-    return {"now_ms": context.broker.clock.now_ms(), "connections": counts[SENDER_TASK],
+    return {"now_ms": context.broker.clock.now_ms(), "connections": len(context.broker.connections),
             "tasks": sum(counts.values()), "tasks_by_coroutine": dict(counts.most_common()),
             "rss_bytes": resident_bytes(), "open_fds": open_descriptors(), "python_blocks": sys.getallocatedblocks()}

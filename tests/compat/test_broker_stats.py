@@ -1,15 +1,10 @@
-"""LogwrightBrokerStats' counting, without sockets: tasks by coroutine, and the connection count's anchor."""
+"""LogwrightBrokerStats' counting, without sockets: tasks by coroutine, memory and descriptors."""
 
 from __future__ import annotations
 
 import asyncio
 
-from logwright.compat.extensions.broker_stats import SENDER_TASK, open_descriptors, resident_bytes, task_counts
-from logwright.compat.server import Connection
-
-
-def test_connections_are_counted_by_the_servers_sender_coroutine() -> None:
-    assert Connection._send_responses.__qualname__ == SENDER_TASK
+from logwright.compat.extensions.broker_stats import open_descriptors, resident_bytes, task_counts
 
 
 def test_tasks_are_counted_by_coroutine_name() -> None:

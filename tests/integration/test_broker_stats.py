@@ -19,7 +19,7 @@ async def stats(connection: Connection) -> dict[str, Any]:
 
 async def settled_at(connection: Connection, connections: int, open_fds: int) -> dict[str, Any]:
     """The stats once the broker has seen closed connections go: closing is asynchronous on its side (the
-    socket is closed a loop turn or two after the connection's sender task ends)."""
+    socket is closed a loop turn or two after the last answer it owed is sent)."""
     for _ in range(500):
         answer = await stats(connection)
         if answer["connections"] == connections and answer["open_fds"] == open_fds:
@@ -33,15 +33,14 @@ def test_connections_and_tasks_come_back_after_clients_leave(broker: BrokerProce
         own = await Connection.open(broker.bootstrap, "stats")
         before = await stats(own)
         assert before["error_code"] == 0 and before["connections"] == 1
-        assert before["tasks_by_coroutine"]["Connection._send_responses"] == 1
-        assert before["tasks"] >= 2  # the sender and this request's handler at least
+        assert before["tasks"] >= 1  # this request's handler at least (connections run no task of their own)
         assert before["rss_bytes"] > 10 * 2**20 and before["open_fds"] > 3 and before["python_blocks"] > 1000
 
         others = [await Connection.open(broker.bootstrap, f"c{i}") for i in range(5)]
         for other in others:
             await stats(other)  # every connection accepted and serving
         during = await stats(own)
-        assert during["connections"] == 6 and during["tasks"] >= before["tasks"] + 5
+        assert during["connections"] == 6
         assert during["open_fds"] >= before["open_fds"] + 5
 
         for other in others:
