@@ -9,9 +9,12 @@ records kept with the batch; a batch's CRC is checked once, when it arrives. The
 when asked. Acknowledging a whole `PoppedMessages` sends its checkpoints' ranges as they came, with no work per
 record.
 
-Decoded batches are kept per process (`KEPT_BATCHES`), shared by every connection: a stored batch often
-holds thousands of records, of which one pop hands out up to 1024, so the next pops of any connection read the
-same records; a pop names the batches it holds and the broker sends a reference instead of the bytes again.
+The broker sends an uncompressed stored batch cut to the records from the first to the last it hands out (a
+slice: base offset as stored, its first record past it), so a process decodes only its records, not the batch
+from its start (four popping processes decoded 2.7 records per record popped). Decoded batches are kept per
+process (`KEPT_BATCHES`), shared by every connection: a compressed batch, sent whole, often holds thousands of
+records, of which one pop hands out up to 1024, so the next pops of any connection read the same records; a
+pop names the batches it holds and the broker sends a reference instead of the bytes again.
 """
 
 from __future__ import annotations
@@ -43,14 +46,17 @@ class Batch:
     """One stored batch's records, decoded in C (`RecordCursor`) as far as they were read, in offset order, kept
     as plain lists of fields (what the garbage collector does not walk)."""
 
-    __slots__ = ("base_offset", "last_offset", "crc", "dense", "timestamps", "keys", "values", "headers", "offsets",
-                 "_cursor", "_fault")
+    __slots__ = ("base_offset", "first_offset", "last_offset", "crc", "dense", "timestamps", "keys", "values",
+                 "headers", "offsets", "_cursor", "_fault")
 
     def __init__(self, cursor: RecordCursor) -> None:
         header = cursor.header
         self.base_offset, self.last_offset, self.crc = header.base_offset, header.last_offset, header.crc
-        self.dense = header.record_count == header.last_offset_delta + 1
-        """Offsets base, base + 1, ... with no gap: record ``i`` holds offset ``base + i``."""
+        self.first_offset = header.base_offset + cursor.first_delta
+        """Of the first record: past the base in a pop's slice of a stored batch (the broker sends the records
+        from the first to the last it hands out)."""
+        self.dense = header.record_count == header.last_offset_delta - cursor.first_delta + 1
+        """Offsets first, first + 1, ... with no gap: record ``i`` holds offset ``first_offset + i``."""
         self.timestamps: list[int] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
@@ -64,10 +70,10 @@ class Batch:
 
     def index(self, offset: int) -> int | None:
         """The position of the record at ``offset`` (decoded on demand); ``None`` if the batch lacks it."""
-        if offset < self.base_offset or offset > self.last_offset:
+        if offset < self.first_offset or offset > self.last_offset:
             return None
         if self.dense:
-            index = offset - self.base_offset
+            index = offset - self.first_offset
             while index >= len(self.values):  # ahead in steps: the caller most likely reads the records that follow
                 self._read(index + READ_STEP - len(self.values))
             return index
@@ -83,7 +89,7 @@ class Batch:
         offsets."""
         if self._fault:
             raise CorruptRecordBatch(self._fault)
-        cursor, base = self._cursor, self.base_offset
+        cursor, base, first = self._cursor, self.base_offset, self.first_offset
         count = min(count, cursor.total - cursor.taken)
         while count > 0:
             known = len(self.values)
@@ -92,7 +98,7 @@ class Batch:
             if not chunk:
                 raise CorruptRecordBatch(f"batch {base} holds {known} records, not more")
             if self.dense:
-                if chunk[0].offset != base + known or chunk[-1].offset != base + known + len(chunk) - 1:
+                if chunk[0].offset != first + known or chunk[-1].offset != first + known + len(chunk) - 1:
                     self._fault = f"batch {base} announces offsets without gaps, its records {known}.. hold others"
                     raise CorruptRecordBatch(self._fault)
             else:
@@ -166,7 +172,7 @@ class Checkpoint:
         self.count = sum(last - first + 1 for first, last in self.ranges)
         self.dense = self.batches[0] if len(self.batches) == 1 and self.batches[0].dense else None
         """The one batch, without gaps, that holds every record (the usual case): a record's position is its
-        offset less the batch's base."""
+        offset less the batch's first."""
 
     def check(self) -> None:
         """Every offset of the ranges is in a batch sent: per batch for batches without gaps, per record in the
@@ -177,7 +183,8 @@ class Checkpoint:
             while offset <= last:
                 at = bisect_right(bases, offset) - 1
                 batch = self.batches[at] if at >= 0 else None
-                if batch is None or offset > batch.last_offset or (not batch.dense and batch.index(offset) is None):
+                if (batch is None or offset > batch.last_offset or offset < batch.first_offset
+                        or (not batch.dense and batch.index(offset) is None)):
                     raise ClientError(f"pop: offset {offset} of partition {self.partition} is in the checkpoint but "
                                       "in none of the batches the broker sent")
                 offset = batch.last_offset + 1 if batch.dense else offset + 1
@@ -230,7 +237,7 @@ class PoppedMessage:
         checkpoint = self._checkpoint
         batch = checkpoint.dense
         if batch is not None:
-            index = self.offset - batch.base_offset
+            index = self.offset - batch.first_offset
             if index >= len(batch.values):
                 batch.index(self.offset)
             return batch, index
@@ -266,7 +273,7 @@ class PoppedMessage:
     def value(self) -> bytes | None:
         batch = self._checkpoint.dense
         if batch is not None:  # the usual case, inline: the record decoded already
-            index = self.offset - batch.base_offset
+            index = self.offset - batch.first_offset
             if index < len(batch.values):
                 return batch.values[index]
         if self._record is not None:

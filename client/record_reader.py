@@ -33,9 +33,11 @@ from typing import Protocol
 
 from crc32c import crc32c
 from logwright.client.connection import ClientError
+from logwright.compat.wire.batch_slices import record_offset_delta
 from logwright.compat.wire.compression import CompressionError, decompress
 from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader, Compression, RecordBatchError, parse_header
 from logwright.compat.wire.records import CorruptRecords
+from logwright.compat.wire.varints import VarintTooLong
 
 try:
     from aiokafka.record._crecords import DefaultRecordBatch
@@ -114,7 +116,7 @@ class RecordCursor:
     collections; the caller keeps the fields it needs (plain lists of bytes and ints, which the collector skips).
     """
 
-    __slots__ = ("header", "total", "taken", "_reader", "_fault", "_cause")
+    __slots__ = ("header", "total", "taken", "first_delta", "_reader", "_fault", "_cause")
 
     def __init__(self, raw: bytes | memoryview, header: BatchHeader | None = None) -> None:
         header = header or _parsed(raw)
@@ -126,6 +128,9 @@ class RecordCursor:
         """Records the header announces (the reader refuses a batch holding more or fewer)."""
         self.taken = 0
         """Records handed out so far."""
+        self.first_delta = _first_delta(data) if header.record_count else 0
+        """The offset delta of the first record: 0 unless the batch lost its first records (a pop's slice of a
+        stored batch, a compacted batch); 0 too for bytes that do not read, which the reader then refuses."""
         self._fault = ""
         self._cause: BaseException | None = None
         try:
@@ -162,6 +167,14 @@ class RecordCursor:
         """Raise the fault met so far, if any (the same on every call)."""
         if self._fault:
             raise CorruptRecordBatch(self._fault) from self._cause
+
+
+def _first_delta(data: bytes | memoryview) -> int:
+    """The offset delta of the batch's first record (after its length, attributes and timestamp delta)."""
+    try:
+        return record_offset_delta(data, HEADER_SIZE)
+    except (IndexError, VarintTooLong):
+        return 0
 
 
 def _parsed(raw: bytes | memoryview) -> BatchHeader:
