@@ -23,6 +23,7 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_fir
 from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.kafka.list_offsets import lookup
+from logwright.compat.wire.batch_slices import BatchSlicer
 from logwright.compat.wire.record_batch import BatchHeader, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider
@@ -149,6 +150,8 @@ class PopCoordinator:
         objects (the store replaces a row's object whenever an event changes it)."""
         self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...], int]] = {}
         """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
+        self.slicer = BatchSlicer()
+        """Cuts the stored batches a compact pop sends down to the records it hands out (walks kept per batch)."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
         broker.store.add_commit_listener(self._on_commit)

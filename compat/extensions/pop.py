@@ -19,19 +19,22 @@ Version 1 (the compact form; the bundled client uses it when ApiVersions adverti
 ``max_messages`` up to 1024 (`MAX_MESSAGES_COMPACT`), and ``acks: [{topic_id: bin 16, partition, epoch,
 ranges: [[first, last], ...]}, ...]`` (as LogwrightPopAck v1) instead of ``ack_handles``. Response:
 ``topic_id`` (bin 16) and ``partitions: [{partition, epoch, ranges: [[first, last], ...], invisible_until_ms,
-reconsumed: [[offset, reconsume_times], ...], batches: [bin, ...]}]``: the stored record batches by reference,
-as Fetch sends them (records outside ``ranges`` are not handed out: skip them), the offsets in ``ranges``
+reconsumed: [[offset, reconsume_times], ...], batches: [bin, ...]}]``: the stored record batches holding the
+records, each uncompressed one without gaps cut to its records from the first to the last handed out
+(`logwright.compat.wire.batch_slices`: a valid batch, base offset and record bytes as stored; records outside
+``ranges`` are still not handed out: skip them), the offsets in ``ranges``
 popped under handle ``epoch``, each with reconsume times 0 unless listed in ``reconsumed``. A record's
 receipt handle is the v0 text ``"1 <epoch> <partition> <offset> <topic id hex> <group>"``; ``ack_results``
 (as LogwrightPopAck v1's ``results``) when ``acks`` was given. Optional in the request: ``held: {topic_id: bin
 16, batches: [[partition, base offset, CRC], ...]}`` (at most 64), the stored batches the client keeps from
-earlier answers; a batch it holds is answered as ``[base offset, CRC]`` in the partition's ``held`` instead of
-its bytes in ``batches`` (a stored batch of thousands of records is otherwise sent again with every pop of
-1024 or fewer from it).
+earlier answers; a whole batch it holds is answered as ``[base offset, CRC]`` in the partition's ``held``
+instead of its bytes in ``batches`` (a compressed batch of thousands of records, which is never cut, is
+otherwise sent again with every pop of 1024 or fewer from it).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +43,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.coordinators.pop_coordinator import AckRanges, PoppedPartition, PoppedRecord, pop_coordinator
 from logwright.compat.errors import error_code_for
 from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
+from logwright.compat.wire.batch_slices import BatchSlicer
 from logwright.compat.wire.extension_body import Body, ExtensionHandler, answer, decode, integer, text
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopic
 from logwright.core.log.catalog import TopicState
@@ -229,17 +233,24 @@ def held_batches(body: Body, topic: TopicState) -> HeldBatches:
     return frozenset(keys) if topic_id == bytes(topic.topic_id) else frozenset()
 
 
-def partition_answer(popped: PoppedPartition, held: HeldBatches = frozenset()) -> Body:
-    """One partition's checkpoint and its batches: as stored, or ``[base offset, CRC]`` under ``held`` for those
-    the client holds (read from the batch header's fixed fields, nothing decoded)."""
+def partition_answer(popped: PoppedPartition, held: HeldBatches = frozenset(), slicer: BatchSlicer | None = None,
+                     topic_id: bytes = b"") -> Body:
+    """One partition's checkpoint and its batches: ``[base offset, CRC]`` under ``held`` for those the client
+    holds (read from the batch header's fixed fields, nothing decoded), the others cut by ``slicer`` to the
+    records from the first to the last handed out of each (`BatchSlicer.cut`), or as stored without one."""
     sent: list[bytes] = []
     kept: list[list[int]] = []
+    offsets = popped.offsets
     for batch in popped.batches:
         base, crc = int.from_bytes(batch[0:8], "big", signed=True), int.from_bytes(batch[17:21], "big")
         if (popped.partition, base, crc) in held:
             kept.append([base, crc])
-        else:
-            sent.append(batch)
+            continue
+        first = bisect_left(offsets, base)
+        last = bisect_right(offsets, base + int.from_bytes(batch[23:27], "big", signed=True)) - 1
+        if slicer is not None and first <= last:
+            batch = slicer.cut((topic_id, popped.partition), batch, offsets[first], offsets[last])
+        sent.append(batch)
     answer_body: Body = {"partition": popped.partition, "epoch": popped.epoch, "ranges": _ranges(popped.offsets),
                          "invisible_until_ms": popped.invisible_until_ms,
                          "reconsumed": [list(r) for r in popped.reconsumed], "batches": sent}
@@ -268,8 +279,10 @@ async def handle_v1(context: RequestContext, body: Body) -> Body:
     acked = (coordinator.ack_ranges(request.group_id, request.consumer, ack_ranges(body, "acks"))
              if "acks" in body else None)
     popped = await coordinator.pop_batches(request.group_id, request.topic, request.consumer, request.limits)
-    answer_body: Body = {"topic_id": bytes(request.topic.topic_id),
-                         "partitions": [partition_answer(partition, held) for partition in popped]}
+    topic_id = bytes(request.topic.topic_id)
+    answer_body: Body = {"topic_id": topic_id,
+                         "partitions": [partition_answer(partition, held, coordinator.slicer, topic_id)
+                                        for partition in popped]}
     if acked is not None:
         answer_body["ack_results"] = ack_range_results(acked)
     return answer_body

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgpack
 import pytest
+from confluent_kafka import Producer
 from logwright.client import Client
 from logwright.client.pop import StaleReceiptHandle, pin_version, pop_version
 from logwright.compat.errors import ErrorCode
@@ -47,6 +48,14 @@ async def raw(client: Client, api_key: int, body: dict[str, Any], version: int =
                                                           version), raw=False)
     assert isinstance(answer, dict)
     return answer
+
+
+def produce_compressed(bootstrap: str, topic: str, values: list[bytes], codec: str = "lz4") -> None:
+    """``values`` in one compressed batch of partition 0 (a batch the broker sends whole)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": codec})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
 
 
 def test_a_compact_pop_takes_up_to_1024_from_inside_a_batch_and_its_handles_settle_in_either_version(
@@ -153,10 +162,11 @@ def test_compact_acks_are_checked_before_any_offset_and_exactly_per_offset_and_e
 def test_a_batch_the_client_holds_is_answered_by_reference_and_a_whole_pop_acks_as_its_ranges(
         clock_broker: BrokerProcess) -> None:
     """A pop names the stored batches its client keeps (``held``); the broker answers those as [base offset,
-    CRC] instead of sending their bytes again (a batch of thousands of records would otherwise come with every
-    pop of it). Acknowledging a whole pop sends its checkpoint ranges; a changed handle among them is refused
-    at its own place."""
-    topic = pop_topic(clock_broker.bootstrap, "g", 1, 310)
+    CRC] instead of sending their bytes again (a compressed batch, which the broker sends whole, of thousands
+    of records would otherwise come with every pop of it). Acknowledging a whole pop sends its checkpoint
+    ranges; a changed handle among them is refused at its own place."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 0)
+    produce_compressed(clock_broker.bootstrap, topic, [b"r%d" % offset for offset in range(310)])
     body = {"group_id": "g", "topic": topic, "max_messages": 100, "invisible_time_ms": INVISIBLE_MS}
 
     async def scenario(compact: Client, classic: Client) -> None:
