@@ -13,7 +13,7 @@ length and CRC are its own. Only uncompressed batches without gaps are cut (reco
 ``base + i``); others go whole. The stored CRC is checked before the first cut of a batch, so a batch damaged
 at rest is sent as stored (the client refuses it) instead of being signed anew with a fresh CRC.
 
-Record positions come from walking the records' length varints, in Python about 0.17 us a record, once per
+Record positions come from walking the records' length varints, in Python about 0.14 us a record, once per
 batch: the walk is kept (`KEPT_WALKS`) and resumed where the last cut stopped, as pops take a batch in order.
 """
 
@@ -51,9 +51,10 @@ class _Walk:
 
 
 def _skip(data: bytes, position: int, count: int, end: int) -> int:
-    """Where the record ``count`` records after the one at ``position`` starts (``end``: where records end);
-    ``ValueError`` if a length does not fit. Lengths of one and two bytes are read inline (0.17 us a record;
-    through `read_varint` 0.32)."""
+    """Where the record ``count`` records after the one at ``position`` starts (``end``: where records end, the
+    length of ``data``); ``ValueError`` for a negative length or one past the end, `IndexError` for a varint
+    past it. Lengths of one and two bytes are read inline and the end checked once (positions only grow, a
+    read past ``data`` fails): 0.14 us a record, 0.32 through `read_varint`."""
     for _ in range(count):
         byte = data[position]
         if byte < 0x80:
@@ -64,9 +65,11 @@ def _skip(data: bytes, position: int, count: int, end: int) -> int:
             position += 2
         else:
             raw, position = read_uvarint(data, position)
-        if raw & 1 or position + (raw >> 1) > end:  # odd: a negative length (zigzag)
-            raise ValueError(f"a record length at byte {position} does not fit the batch")
+        if raw & 1:  # zigzag: a negative length
+            raise ValueError(f"a negative record length before byte {position}")
         position += raw >> 1
+    if position > end:
+        raise ValueError(f"records run to byte {position}, past the batch's {end}")
     return position
 
 

@@ -69,13 +69,13 @@ def test_a_whole_batch_and_batches_it_cannot_cut_safely_go_as_stored() -> None:
     assert slicer.cut(SCOPE, gaps, 110, 120) is gaps
 
 
-@pytest.mark.parametrize("damage", ["crc", "length"])
+@pytest.mark.parametrize("damage", ["crc", "length", "negative length"])
 def test_a_batch_damaged_at_rest_is_sent_as_stored_not_signed_anew(damage: str) -> None:
     stored = bytearray(build_batch(records(50), base_offset=0))
     if damage == "crc":
         stored[200] ^= 0x01  # a byte of a record: the stored CRC no longer matches
-    else:  # the first record's length (zigzag 63) no longer adds up with the next ones, under a CRC that matches
-        stored[61] = 0x7E
+    else:  # the first record's length (zigzag 63, or -1) no longer adds up, under a CRC that matches
+        stored[61] = 0x7E if damage == "length" else 0x01
         stored[17:21] = crc32c(stored[21:]).to_bytes(4, "big")
     batch = bytes(stored)
     slicer = BatchSlicer()
