@@ -42,6 +42,8 @@ OPEN_FILES = max(64, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 
 """Descriptors kept open for appending, and as many for reading (least recently used closed first): a quarter
 of the process's limit each, at most 4096. With 1,000 partitions written at once, 512 made every commit reopen
 files (1,000 keyed partitions: 4.5 CPU s/GB at 512, 3.8 at 4096)."""
+RANGES_OPEN = max(16, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 8))
+"""`FileRange` descriptors open at once (answers being sent), at most: an eighth of the process's limit."""
 _SUFFIX = ".batches"
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
@@ -74,6 +76,55 @@ def follows(pointer: bytes, value: bytes) -> bool:
 def file_of(value: bytes) -> int:
     """The base offset naming the file a pointer points into."""
     return int(POINTER.unpack(value)[0])
+
+
+class PointedBatch:
+    """A stored batch not read yet: its pointer and length (what a read that may send file ranges chooses from)."""
+
+    __slots__ = ("pointer", "length")
+
+    def __init__(self, pointer: bytes) -> None:
+        self.pointer = pointer
+        self.length = stored_length(pointer)
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class FileRange:
+    """Bytes of a batch file that a Fetch answer hands the socket with sendfile(2) instead of reading them into
+    Python and writing them out again (`compat.server`). It holds its own descriptor, a dup of the reader's: a
+    file that retention deletes, or a reader descriptor closed meanwhile, cannot pull the bytes away mid-send.
+    Closed once sent; one dropped unsent closes when it is collected. At most `RANGES_OPEN` are open at once
+    (``open_now``): past that, batches are read as before, so answers in flight never exhaust the descriptors."""
+
+    __slots__ = ("fd", "offset", "length")
+    open_now = 0
+
+    def __init__(self, fd: int, offset: int, length: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.length = length
+        FileRange.open_now += 1
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        """The bytes themselves (for a transport without a socket to sendfile to)."""
+        data = os.pread(self.fd, self.length, self.offset)
+        if len(data) != self.length:
+            raise CorruptState(f"a batch file ends before the {self.length} bytes at {self.offset}")
+        return data
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            FileRange.open_now -= 1
+
+    def __del__(self) -> None:
+        self.close()
 
 
 @dataclass(slots=True)
@@ -241,6 +292,41 @@ class BatchFiles:
             _, position, size, _ = POINTER.unpack(pointer)
             batches.append(data[position - start:position - start + size])
         return batches
+
+    def pieces(self, partition_id: int, chosen: Sequence[bytes | PointedBatch], ranges_from: int
+               ) -> list[bytes | FileRange]:
+        """``chosen`` with its pointed batches read: a run of them adjacent in one file (`follows`) of at least
+        ``ranges_from`` bytes becomes one `FileRange`, a shorter one is read with one pread."""
+        pieces: list[bytes | FileRange] = []
+        run: list[bytes] = []
+        for item in chosen:
+            if isinstance(item, PointedBatch):
+                if run and not follows(run[-1], item.pointer):
+                    pieces.extend(self._run_pieces(partition_id, run, ranges_from))
+                    run = []
+                run.append(item.pointer)
+                continue
+            if run:
+                pieces.extend(self._run_pieces(partition_id, run, ranges_from))
+                run = []
+            pieces.append(item)
+        if run:
+            pieces.extend(self._run_pieces(partition_id, run, ranges_from))
+        return pieces
+
+    def _run_pieces(self, partition_id: int, run: list[bytes], ranges_from: int) -> list[bytes | FileRange]:
+        base_offset, start, _, _ = POINTER.unpack(run[0])
+        _, last_position, last_length, _ = POINTER.unpack(run[-1])
+        length = last_position + last_length - start
+        if length < ranges_from or FileRange.open_now >= RANGES_OPEN:
+            return [data for data in self.read_run(partition_id, run) if data is not None]
+        fd = self._reader(partition_id, base_offset)
+        if fd is None:
+            return []
+        if os.fstat(fd).st_size < start + length:
+            raise CorruptState(f"{self._path(partition_id, base_offset)} ends before the batches at {start} "
+                               f"({length} bytes): was it cut short by a power loss without fsync?")
+        return [FileRange(os.dup(fd), start, length)]
 
     def _reader(self, partition_id: int, base_offset: int) -> int | None:
         key = (partition_id, base_offset)

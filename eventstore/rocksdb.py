@@ -38,6 +38,8 @@ from .batch_files import (
     INLINE_BELOW,
     POINTER,
     BatchFiles,
+    FileRange,
+    PointedBatch,
     file_of,
     follows,
     is_pointer,
@@ -53,6 +55,9 @@ from .tail_cache import TailCache, collect_batches
 log = logging.getLogger(__name__)
 
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+FILE_RANGES_FROM = 64 * 1024
+"""A run of file batches this long or longer is sent from the file (`read_batch_pieces`): below it, opening a
+range (a dup and an fstat) and a sendfile cost more than reading the bytes."""
 TAIL_CACHE_BYTES = 64 * 1024 * 1024
 """Default budget of the in-memory cache of the newest committed batches (all partitions together)."""
 WAL_FILES_RECYCLED = 4
@@ -146,6 +151,15 @@ def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
         for (base, _), data in zip(run, files.read_run(partition_id, [pointer for _, pointer in run]), strict=True):
             if data is not None:
                 yield base, data
+
+
+def _pointed_batches(iterator: _BoundedIterator) -> Iterator[tuple[int, bytes | PointedBatch]]:
+    """(base offset, batch) from the iterator's position on, a batch kept in a file named, not read."""
+    while iterator.valid():
+        base_offset = keys.parse_record_key(iterator.key())[1]
+        value = iterator.value()
+        iterator.next()
+        yield base_offset, PointedBatch(value) if is_pointer(value) else value
 
 
 def _last_offset(iterator: _BoundedIterator) -> int:
@@ -721,6 +735,28 @@ class RocksEventStore:
         elif _last_offset(iterator) < start_offset:
             iterator.next()
         return collect_batches(_stored_batches(iterator, files, max_bytes), max_bytes, end_offset, keep)
+
+    def read_batch_pieces(
+        self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None,
+        ranges_from: int = FILE_RANGES_FROM,
+    ) -> list[bytes | FileRange]:
+        """`read_batches` for an answer to a socket: a run of batches adjacent in one batch file, of at least
+        ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python); the caller
+        closes the ranges it does not send."""
+        cached = self._tail.read(partition_id, start_offset, max_bytes, end_offset)
+        if cached is not None:
+            return list(cached)
+        iterator = self._partition_iterator(partition_id)
+        start_key = keys.record_key(partition_id, start_offset)
+        iterator.seek(start_key)
+        if not iterator.valid() or iterator.key() != start_key:
+            iterator.seek_for_prev(start_key)
+            if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
+                iterator.seek(start_key)
+            elif _last_offset(iterator) < start_offset:
+                iterator.next()
+        chosen = collect_batches(_pointed_batches(iterator), max_bytes, end_offset)
+        return self._files.pieces(partition_id, chosen, ranges_from)
 
     def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
         """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the

@@ -25,6 +25,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.transactions.partition_transactions import PartitionTransactions
+from logwright.eventstore.batch_files import FileRange
 
 if TYPE_CHECKING:
     from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
@@ -96,9 +97,10 @@ def _partition_entity(module: Any, answer: PartitionAnswer) -> Any:
                 preferred_read_replica=-1, records=records if records is not None else [])  # Kafka: empty
 
 
-PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[bytes] | None]
+PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[bytes | FileRange] | None]
 """Index, error, high watermark, last stable offset, log start, aborted transactions (producer id, first
-offset; ``None`` for READ_UNCOMMITTED), and the stored batches: the encoder writes them uncopied."""
+offset; ``None`` for READ_UNCOMMITTED), and the stored batches: the encoder writes them uncopied, and a run of
+them in a batch file goes to the socket with sendfile (`FileRange`, `compat.server`)."""
 
 
 def last_stable_offset(broker: Broker, partition_id: int) -> int:
@@ -146,11 +148,14 @@ def _read(broker: Broker, version: int, request: FetchRequest
                 had_error = True
                 continue
             end = stable if read_committed else high_watermark
-            batches: list[bytes] = []
+            batches: list[bytes | FileRange] = []
             limit = min(int(partition.partition_max_bytes), budget if total else max(budget, 1))
             if offset < end and limit > 0:
-                batches = broker.store.read_batches(partition_id, offset, limit, end_offset=end - 1)
+                batches = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
                 if total and batches and len(batches[0]) > budget:
+                    for piece in batches:
+                        if isinstance(piece, FileRange):
+                            piece.close()
                     batches = []
             size = sum(map(len, batches))
             total += size

@@ -209,12 +209,13 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
     """`encode_frame` of the payload ``b"".join(parts)``, as pieces to write one after the other.
 
     Runs of small parts are joined (one socket write each, not one per field); parts of 16 KiB or
-    more, the record batches of a Fetch answer, are passed on as they are, so Python never copies them.
+    more, the record batches of a Fetch answer, are passed on as they are, so Python never copies them, and so
+    is a part that is not bytes at all (a range of a batch file, sent with sendfile by the server).
     """
     pieces: list[bytes] = []
     small: list[bytes] = [sum(map(len, parts)).to_bytes(_PREFIX, "big")]
     for part in parts:
-        if len(part) < _JOIN_BELOW:
+        if len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
             small.append(part)
             continue
         if small:

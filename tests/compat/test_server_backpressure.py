@@ -16,11 +16,14 @@ from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext, make
 from logwright.compat.server import Connection, KafkaServer
 from logwright.compat.wire.framing import encode_frame
-from logwright.compat.wire.messages import encode_request
+from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
+from logwright.eventstore.batch_files import FileRange
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
+
+from tests.eventstore.support import new_topic, produce
 
 
 class RecordingTransport(asyncio.Transport):
@@ -334,3 +337,40 @@ def test_an_idle_connection_closes_on_the_broker_clock_and_a_busy_one_does_not(b
         busy.abort()
 
     asyncio.run(run())
+
+
+def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_through_a_transport_without_a_socket(
+        tmp_path: Path) -> None:
+    """Batches read back from their file come as one `FileRange`; a transport with no socket to sendfile to (this
+    one) is handed the bytes, in their place in the answer."""
+    store = RocksEventStore(tmp_path / "data")
+    new_topic(store, "t", 1)
+    for _ in range(12):
+        produce(store, 0, record_count=10, payload_size=8_000)  # 96 KB in one file: one range
+    store.commit()
+    store.close()
+    store = RocksEventStore(tmp_path / "data")  # nothing in the tail cache: the batches come from their file
+    stored = store.read_batches(0, 0, 10**6)
+    assert [type(piece) for piece in store.read_batch_pieces(0, 0, 10**6)] == [FileRange]
+    served = compose_broker(store, PluginHost.load(installed=False))
+    fetch = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10**6, topics=(
+        make(fetch_v12.FetchTopic, topic="t", partitions=(make(
+            fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=10**6),)),),
+        forgotten_topics_data=())
+
+    async def run() -> None:
+        server = KafkaServer(served)
+        connection, transport = connect(server)
+        receive(connection, encode_frame(encode_request(fetch, 5, "test")) + api_versions(6))
+        await settle()
+        assert transport.correlation_ids() == [5, 6]
+        (size,) = struct.unpack_from(">i", transport.written, 0)
+        correlation_id, answer = decode_response(1, 12, bytes(transport.written[4:4 + size]))
+        assert correlation_id == 5 and answer.responses[0].partitions[0].records == b"".join(stored)
+        connection.abort()
+
+    try:
+        asyncio.run(run())
+    finally:
+        served.coordinators.close()
+        store.close()

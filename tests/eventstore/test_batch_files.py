@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
-from logwright.core.events import TopicDeleted
+from logwright.core.events import LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
 from logwright.eventstore import batch_files, keys, rocksdb
 from logwright.eventstore.check import check_store
@@ -302,3 +302,76 @@ def test_batches_that_follow_each_other_in_a_file_are_read_with_one_pread(
     reads.clear()
     assert store.read_batches(0, 30, 3 * len(expected[0])) == expected[3:6]
     assert reads == [3 * len(expected[0])], "a run stops at the caller's budget"
+
+
+def _as_bytes(pieces: list[bytes | batch_files.FileRange]) -> bytes:
+    data = b"".join(piece.read() if isinstance(piece, batch_files.FileRange) else piece for piece in pieces)
+    for piece in pieces:
+        if isinstance(piece, batch_files.FileRange):
+            piece.close()
+    return data
+
+
+def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
+        opened: list[RocksEventStore], path: Path) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(10):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    produce(store, 0, record_count=10, payload_size=100)  # small: stays in RocksDB and splits the runs
+    for _ in range(3):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    store = _reopen(opened, store)
+    expected = store.read_batches(0, 0, BIG)
+    size = len(expected[0])
+    pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=5 * size)
+    kinds = [type(piece).__name__ for piece in pieces]
+    assert kinds == ["FileRange", "bytes", "bytes", "bytes", "bytes"], "ten adjacent batches: one range; the small "\
+        "one inline; the three after it, shorter than ranges_from, read"
+    assert _as_bytes(pieces) == b"".join(expected)
+    assert _as_bytes(store.read_batch_pieces(0, 35, 3 * size, ranges_from=size)) == b"".join(expected[3:6])
+    assert _as_bytes(store.read_batch_pieces(0, 0, BIG, end_offset=49, ranges_from=size)) == b"".join(expected[:5])
+
+
+def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 3 * (PAYLOAD + 61))
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(9):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+        store.commit()
+    store = _reopen(opened, store)
+    expected = store.read_batches(0, 0, BIG)
+    (first,) = store.read_batch_pieces(0, 0, 3 * len(expected[0]), ranges_from=1)
+    assert isinstance(first, batch_files.FileRange) and len(first) == 3 * len(expected[0])
+    store.append([LogTruncated(0, 90)])
+    store.commit()
+    assert f"{0:020d}.batches" not in _files(path), "the file was deleted"
+    assert first.read() == b"".join(expected[:3]), "the range reads what it named through its own descriptor"
+    first.close()
+    first.close()  # closing twice is harmless
+
+
+def test_a_dropped_file_range_closes_its_descriptor(opened: list[RocksEventStore], path: Path) -> None:
+    store = _one_batch_stored(opened, path)
+    store = _reopen(opened, store)
+    store.read_batches(0, 0, BIG)  # the file's reader descriptor, kept open
+    before = len(os.listdir("/proc/self/fd"))
+    pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    del pieces
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_past_the_open_ranges_bound_batches_are_read_instead(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _one_batch_stored(opened, path)
+    store = _reopen(opened, store)
+    monkeypatch.setattr(batch_files, "RANGES_OPEN", batch_files.FileRange.open_now + 1)
+    held = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
+    assert [type(piece) for piece in held] == [batch_files.FileRange]
+    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytes]
+    held[0].close()
+    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [batch_files.FileRange]

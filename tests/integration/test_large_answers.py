@@ -10,8 +10,10 @@ import time
 import uuid
 from collections.abc import Callable
 
+from confluent_kafka import Consumer
 from logwright.compat.wire.framing import encode_frame
-from logwright.compat.wire.messages import encode_request
+from logwright.compat.wire.messages import decode_response, encode_request
+from logwright.compat.wire.record_batch import iter_batches, verify_crc
 
 from .broker_process import BrokerProcess
 from .raw_batches import fill_topic
@@ -49,3 +51,41 @@ def test_a_50_mb_answer_to_a_slow_reader_is_held_once_and_others_are_served(
             received += len(read_exactly(sock, min(size - received, 4 * 1024 * 1024)))
         (size,) = struct.unpack(">i", read_exactly(sock, 4))
         assert struct.unpack(">i", read_exactly(sock, size)[:4])[0] == 7, "the request behind it was not answered"
+
+
+def test_batches_sent_from_their_files_reach_a_slow_reader_whole_and_in_order(
+        start_broker: Callable[..., BrokerProcess]) -> None:
+    """Runs of batches in a batch file go to the socket with sendfile; a reader that takes them slowly gets the
+    rest from the loop's sendfile: every batch arrives with its CRC valid and its offsets in order, the request
+    behind the answer is answered after it, and a librdkafka consumer reads every record."""
+    broker = start_broker({})
+    topic = f"sendfile-{uuid.uuid4().hex[:8]}"
+    fill_topic(broker.bootstrap, topic, batches=100, records=100, record_bytes=1000)  # 10 MB: more than a send takes
+    broker.stop()
+    broker.start()  # read from the batch files, not from the tail cache
+    with _connect(broker.bootstrap) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        request = fetch_request(topic, 16 * 1024 * 1024, 16 * 1024 * 1024)
+        sock.sendall(encode_frame(encode_request(request, 1, "slow")))
+        sock.sendall(API_VERSIONS)
+        (size,) = struct.unpack(">i", read_exactly(sock, 4))
+        frame = bytearray()
+        while len(frame) < size:
+            frame += read_exactly(sock, min(size - len(frame), 256 * 1024))
+            time.sleep(0.01)
+        (next_size,) = struct.unpack(">i", read_exactly(sock, 4))
+        assert struct.unpack(">i", read_exactly(sock, next_size)[:4])[0] == 7, "the request behind it was lost"
+    correlation_id, answer = decode_response(1, 12, bytes(frame))
+    assert correlation_id == 1
+    batches = list(iter_batches(answer.responses[0].partitions[0].records))
+    assert len(batches) == 100 and all(verify_crc(batch) for batch in batches)
+    assert [int.from_bytes(batch[:8], "big") for batch in batches] == list(range(0, 10_000, 100))
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(values) < 10_000 and time.monotonic() < deadline:
+        values += [message.value() for message in consumer.consume(1000, 1.0) if message.error() is None]
+    consumer.close()
+    assert values == [b"x" * 1000] * 10_000
