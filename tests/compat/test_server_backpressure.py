@@ -206,13 +206,18 @@ def test_a_connections_requests_in_flight_hold_at_most_socket_request_max_bytes(
     asyncio.run(run())
 
 
+def fetch_from_start(topic: str) -> Any:
+    """Fetch v12 of partition 0 of ``topic`` from offset 0, up to 1 MB, no wait."""
+    return make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10**6, topics=(
+        make(fetch_v12.FetchTopic, topic=topic, partitions=(make(
+            fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=10**6),)),),
+        forgotten_topics_data=())
+
+
 def test_one_fetch_at_a_time_per_connection(broker: Broker) -> None:
     """A second Fetch waits for the first's answer (so one connection holds one fetch.max.bytes of answers);
     what follows it waits too, answers stay in order."""
-    fetch = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10**6, topics=(
-        make(fetch_v12.FetchTopic, topic="missing", partitions=(make(
-            fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=10**6),)),),
-        forgotten_topics_data=())
+    fetch = fetch_from_start("missing")
 
     async def run() -> None:
         server = KafkaServer(broker)
@@ -353,10 +358,7 @@ def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_through_a_
     stored = store.read_batches(0, 0, 10**6)
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, 10**6)] == [FileRange]
     served = compose_broker(store, PluginHost.load(installed=False))
-    fetch = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=10**6, topics=(
-        make(fetch_v12.FetchTopic, topic="t", partitions=(make(
-            fetch_v12.FetchPartition, partition=0, fetch_offset=0, partition_max_bytes=10**6),)),),
-        forgotten_topics_data=())
+    fetch = fetch_from_start("t")
 
     async def run() -> None:
         server = KafkaServer(served)
