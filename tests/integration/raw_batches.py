@@ -26,12 +26,23 @@ def fill_topic(bootstrap: str, topic: str, batches: int, records: int, record_by
         connection = await Connection.open(bootstrap, "limits")
         now = int(time.time() * 1000)
         for _ in range(batches):
-            response = await connection.request(produce_request(topic, build_batch(
-                [Record(0, now, None, b"x" * record_bytes) for _ in range(records)])))
-            assert response.responses[0].partition_responses[0].error_code == 0
+            request = produce_request(topic, build_batch([Record(0, now, None, b"x" * record_bytes)] * records))
+            deadline = time.monotonic() + 30
+            while (code := await _produced(connection, request)) in RETRIABLE and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)  # Kafka right after CreateTopics: the partition's leader is not known yet
+            assert code == 0, f"produce to {topic}: error code {code}"
         await connection.close()
 
     asyncio.run(run())
+
+
+RETRIABLE = (3, 5, 6)
+"""UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER: what a client retries."""
+
+
+async def _produced(connection: Connection, request: Any) -> int:
+    response = await connection.request(request)
+    return int(response.responses[0].partition_responses[0].error_code)
 
 
 def produce_request(topic: str, batch: bytes) -> Any:
