@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 from crc32c import crc32c
 from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress
@@ -61,9 +60,13 @@ class TimestampType(IntEnum):
     LOG_APPEND_TIME = 1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The fixed fields in front of every batch's records."""
+class BatchHeader(NamedTuple):
+    """The fixed fields in front of every batch's records.
+
+    A named tuple, not a frozen dataclass: every produced batch and every batch a retention or compaction scan
+    reads parses one, and a 13-field frozen dataclass took 1.3 us to build against 0.2 us (3% of the broker's
+    time on a produce request of 1,000 one-record partitions).
+    """
 
     base_offset: int
     batch_length: int
