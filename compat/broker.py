@@ -15,7 +15,7 @@ import functools
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -134,6 +134,8 @@ class Broker:
         self.connections: Collection[object] = ()
         """The server's open connections (`compat.server.KafkaServer` sets it): what broker stats count."""
         self._partition_topics: dict[int, tuple[str, int]] = {}
+        self._gathered: tuple[list[Event], list[StoredBatch]] | None = None
+        """What `stage` took inside `staging_together`, for the plugins to derive from once at its end."""
         """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
@@ -308,7 +310,7 @@ class Broker:
         index_entries: Sequence[tuple[bytes, bytes]] = (),
     ) -> int:
         """Stage effects for this turn's WriteBatch; visible to later decisions at once. What the plugins
-        derive from them (``logwright_derive_events``) is staged with them.
+        derive from them (``logwright_derive_events``) is staged with them (inside `staging_together`, at its end).
 
         Raises `StoreFailed` (a `StorageUnavailable` domain error, KAFKA_STORAGE_ERROR on the wire) while a
         failed store cannot be reopened for writing; it is tried again every `STORE_RETRY_MS`.
@@ -316,10 +318,18 @@ class Broker:
         if self.store.failed is not None and self.clock.now_ms() >= self._store_retry_at_ms:
             self._store_retry_at_ms = self.clock.now_ms() + STORE_RETRY_MS
             self._reopen_store()
-        if self.derive_events is not None:
+        gathered = self._gathered
+        if gathered is not None:
+            gathered[0].extend(events)
+            gathered[1].extend(batches)
+        elif self.derive_events is not None:
             derived = self.derive_events(self._staged_change(events, batches))
             if derived:
                 events = [*events, *derived]
+        return self._append(events, batches, index_entries)
+
+    def _append(self, events: Sequence[Event], batches: Sequence[StoredBatch] = (),
+                index_entries: Sequence[tuple[bytes, bytes]] = ()) -> int:
         sequence = self.store.append(events, batches, index_entries)
         _STAGED_SINCE_FAILURE.set(self._failed_commits)
         for event in events:
@@ -327,6 +337,28 @@ class Broker:
                 self._topic_names_by_id[event.topic_id] = event.topic
         self._schedule_commit()
         return sequence
+
+    @contextlib.contextmanager
+    def staging_together(self) -> Iterator[None]:
+        """Let the plugins derive (``logwright_derive_events``) once from everything staged inside, at its end.
+
+        For a synchronous run of appends (no ``await`` inside: nothing else decides in between, and what is
+        derived still goes into the same WriteBatch). A produce request of 1,000 one-batch partitions asked
+        the plugins 1,000 times, a tenth of its cost.
+        """
+        if self.derive_events is None or self._gathered is not None:
+            yield
+            return
+        gathered: tuple[list[Event], list[StoredBatch]] = ([], [])
+        self._gathered = gathered
+        try:
+            yield
+        finally:
+            self._gathered = None
+            if (gathered[0] or gathered[1]) and self.store.failed is None:
+                derived = self.derive_events(self._staged_change(*gathered))
+                if derived:
+                    self._append(derived)  # not derived from again, as `stage` does not
 
     def _staged_change(self, events: Sequence[Event], batches: Sequence[StoredBatch]) -> StagedChange:
         views = []

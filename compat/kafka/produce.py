@@ -23,7 +23,7 @@ import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -83,6 +83,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
     for topic_data in request.topic_data:
         topic = broker.topic(topic_data.name)
+        limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
             index = int(partition_data.index)
@@ -90,7 +91,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 message = f"acks={acks} is not 0, 1 or -1"
                 partitions.append((index, PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)))
             else:
-                partitions.append((index, prepare_partition(broker, topic, index, partition_data.records)))
+                partitions.append((index, prepare_partition(broker, topic, index, partition_data.records, limits)))
         outcomes.append((topic_data.name, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
     refused, deduplicated = admit(broker, context, prepared)
@@ -105,15 +106,16 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                                 ask_again, _milliseconds(request.timeout))
     appended = False
     results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
-    for name, partitions in outcomes:
-        staged = []
-        for index, item in partitions:
-            if isinstance(item, Prepared):
-                item = refused.get(item.partition_id) or stage_partition(broker, item,
-                                                                         deduplicated.get(item.partition_id))
-                appended = appended or item.error_code == ErrorCode.NONE
-            staged.append((index, item))
-        results.append((name, staged))
+    with broker.staging_together():
+        for name, partitions in outcomes:
+            staged = []
+            for index, item in partitions:
+                if isinstance(item, Prepared):
+                    item = refused.get(item.partition_id) or stage_partition(broker, item,
+                                                                             deduplicated.get(item.partition_id))
+                    appended = appended or item.error_code == ErrorCode.NONE
+                staged.append((index, item))
+            results.append((name, staged))
     if acks == 0:
         return None
     if appended:
@@ -203,9 +205,26 @@ def produce_partition(broker: Broker, topic: TopicState | None, index: int, reco
     return stage_partition(broker, prepared) if isinstance(prepared, Prepared) else prepared
 
 
-def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None
-                      ) -> Prepared | PartitionResult:
-    """Parse and validate one partition's batches without writing anything; an error answer if they are refused."""
+class TopicLimits(NamedTuple):
+    """What validating a topic's batches reads of its configs, read once per request rather than per partition
+    (three config lookups per partition were 7% of a produce request of 1,000 one-record partitions)."""
+
+    max_message_bytes: int
+    log_append_time: bool
+    compacted: bool
+
+
+def topic_limits(broker: Broker, topic: TopicState) -> TopicLimits:
+    """From the broker's memo of the topic's effective configs (`Broker.topic_configs`)."""
+    configs = broker.topic_configs(topic)
+    return TopicLimits(int(configs["max.message.bytes"]), configs["message.timestamp.type"] == "LogAppendTime",
+                       is_compacted(configs["cleanup.policy"]))
+
+
+def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None,
+                      limits: TopicLimits | None = None) -> Prepared | PartitionResult:
+    """Parse and validate one partition's batches without writing anything; an error answer if they are refused.
+    ``limits``: the topic's `topic_limits`, when the caller read them already."""
     if topic is None or not 0 <= index < len(topic.partition_ids):
         return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
     if not records:
@@ -215,8 +234,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     except DomainError as error:
         return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
-    max_message_bytes = int(topic.config("max.message.bytes") or broker.broker_config("message.max.bytes"))
-    log_append_time = broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
+    max_message_bytes, log_append_time, compacted = limits or topic_limits(broker, topic)
     try:
         batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))
     except UnsupportedMessageFormat as error:
@@ -228,7 +246,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         if problem is not None:
             return problem
     keys: tuple[list[bytes | None], ...] = ()
-    if is_compacted(broker.topic_config(topic, "cleanup.policy")):
+    if compacted:
         refused = _refuse_keyless(batches, f"{topic.name}-{index}")
         if isinstance(refused, PartitionResult):
             return refused

@@ -1,0 +1,108 @@
+"""`Broker.staging_together`: a produce request's appends reach ``logwright_derive_events`` once, together, and
+what the plugins derive goes into the same commit, derived from only once (issue 18: a request of 1,000
+one-batch partitions asked the plugins 1,000 times)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import produce
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.core.events import DelayedRecordsIndexed, Event, RecordsAppended
+from logwright.core.log.index_hooks import StagedChange
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.plugins.host import PluginHost
+from logwright.plugins.spec import hookimpl
+
+from tests.compat.brokers import in_process_broker
+
+DELAY = (("logwright.deliver.after.ms", b"60000"),)
+
+
+class Recorder:
+    """A third-party deriver: what each call saw."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[type[Event]], list[tuple[str, int, int]]]] = []
+
+    @hookimpl
+    def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
+        self.calls.append(([type(event) for event in staged.events],
+                           [(batch.topic, batch.partition_index, batch.record_count) for batch in staged.batches]))
+        return None
+
+
+def _request(partitions: int) -> ProduceRequest:
+    batches = tuple(
+        PartitionProduceData(index=index, records=build_batch([
+            Record(0, 1_000, None, b"later", DELAY if index == 1 else ()),
+            *(Record(offset, 1_000, None, b"now") for offset in range(1, index + 1)),
+        ]))
+        for index in range(partitions)
+    )
+    return ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
+                          topic_data=(TopicProduceData(name="t", partition_data=batches),))
+
+
+def test_a_request_of_three_partitions_is_derived_from_once_and_committed_with_what_was_derived(
+        tmp_path: Path) -> None:
+    asyncio.run(_three_partitions(tmp_path))
+
+
+async def _three_partitions(tmp_path: Path) -> None:
+    host = PluginHost.load(installed=False)
+    recorder = Recorder()
+    host.register(recorder, "recorder", host.plugins()[0].source)
+    store = RocksEventStore(tmp_path / "store", projections=host.projections(), types=host.type_registry())
+    broker = in_process_broker(store, host=host, configs=host.config_registry())
+    commits: list[list[Event]] = []
+    store.add_commit_listener(lambda events: commits.append([logged.event for logged in events]))
+    try:
+        broker.create_topic("t", 3)
+        broker.commit_now()
+        recorder.calls.clear()
+        commits.clear()
+        answer = await produce.handle(RequestContext(broker, 0, 9, 1, "tester", 1, "127.0.0.1"), _request(3))
+        codes = [partition.error_code for partition in answer.responses[0].partition_responses]
+        assert codes == [ErrorCode.NONE] * 3
+        assert recorder.calls == [([RecordsAppended] * 3, [("t", 0, 1), ("t", 1, 2), ("t", 2, 3)])], (
+            "one call with every partition's append, not one per partition; derived events not derived from again")
+        assert len(commits) == 1, "the appends and what was derived from them are one WriteBatch"
+        kinds = [type(event) for event in commits[0]]
+        assert kinds == [RecordsAppended] * 3 + [DelayedRecordsIndexed], kinds
+        indexed = commits[0][3]
+        assert isinstance(indexed, DelayedRecordsIndexed)
+        assert indexed.partition_id == broker.topic("t").partition_ids[1]  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_outside_a_request_each_stage_is_derived_from_at_once(tmp_path: Path) -> None:
+    host = PluginHost.load(installed=False)
+    recorder = Recorder()
+    host.register(recorder, "recorder", host.plugins()[0].source)
+    store = RocksEventStore(tmp_path / "store", projections=host.projections(), types=host.type_registry())
+
+    async def run() -> None:
+        broker = in_process_broker(store, host=host, configs=host.config_registry())
+        broker.create_topic("t", 1)
+        assert recorder.calls, "a stage outside staging_together asks the plugins before it returns"
+        with broker.staging_together():
+            broker.create_topic("u", 1)
+            calls = len(recorder.calls)
+            with broker.staging_together():  # nested: the outer one derives
+                broker.create_topic("v", 1)
+            assert len(recorder.calls) == calls
+        assert len(recorder.calls) == calls + 1
+        assert len(recorder.calls[-1][0]) == 2, "the outer block's two stages in one call"
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.close()
