@@ -344,7 +344,8 @@ class Broker:
 
         For a synchronous run of appends (no ``await`` inside: nothing else decides in between, and what is
         derived still goes into the same WriteBatch). A produce request of 1,000 one-batch partitions asked
-        the plugins 1,000 times, a tenth of its cost.
+        the plugins 1,000 times, a tenth of its cost. Should a plugin raise there, the appends are staged
+        already: the whole turn is dropped (`_drop_staged`) rather than committed without what they derive.
         """
         if self.derive_events is None or self._gathered is not None:
             yield
@@ -356,9 +357,24 @@ class Broker:
         finally:
             self._gathered = None
             if (gathered[0] or gathered[1]) and self.store.failed is None:
-                derived = self.derive_events(self._staged_change(*gathered))
+                try:
+                    derived = self.derive_events(self._staged_change(*gathered))
+                except Exception as error:
+                    self._drop_staged(error)
+                    raise
                 if derived:
                     self._append(derived)  # not derived from again, as `stage` does not
+
+    def _drop_staged(self, error: Exception) -> None:
+        """A plugin failed to derive from appends already staged: drop everything staged since the last commit
+        (the store reloads from disk) and fail every request that staged any of it, as a failed commit does.
+        An index must never miss what it indexes, and those appends cannot be taken out one by one."""
+        log.error("a logwright_derive_events plugin failed (%s: %s); dropping this turn's staged changes",
+                  type(error).__name__, error)
+        waiters, self._commit_waiters = self._commit_waiters, []
+        self._failed_commits += 1
+        self._reopen_store()
+        self._fail_waiters(waiters, StoreFailed(f"a plugin failed deriving from a staged change: {error}"))
 
     def _staged_change(self, events: Sequence[Event], batches: Sequence[StoredBatch]) -> StagedChange:
         views = []

@@ -194,8 +194,10 @@ def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
 
     Called for every staged change (every append, acquisition, acknowledgement, truncation, ...), so keep
     what it does for changes you ignore to a few comparisons. Every implementation runs; the events they
-    return are staged right after ``staged.events`` and are not shown to the hook again. An exception
-    fails the change (the request gets an error): an index must never miss what it indexes. Fold the
+    return are staged right after ``staged.events`` and are not shown to the hook again. A produce request's
+    appends come as one change, every partition's batches together. An exception fails the change (the
+    request gets an error; for a produce request, every change staged since the last commit is dropped and
+    its requests get KAFKA_STORAGE_ERROR): an index must never miss what it indexes. Fold the
     events into your own projection (``logwright_register_projections``). The built-in
     ``delayed_delivery`` plugin indexes delivery-delay headers here; ``pop`` derives the pop events that skip
     a pop group's records from a backlog eviction's ``BacklogEvicted``.

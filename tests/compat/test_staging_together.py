@@ -8,6 +8,7 @@ import asyncio
 import datetime
 from pathlib import Path
 
+import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import produce
@@ -101,6 +102,53 @@ def test_outside_a_request_each_stage_is_derived_from_at_once(tmp_path: Path) ->
             assert len(recorder.calls) == calls
         assert len(recorder.calls) == calls + 1
         assert len(recorder.calls[-1][0]) == 2, "the outer block's two stages in one call"
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.close()
+
+
+class Failing:
+    """A deriver with a bug on topic ``bad``."""
+
+    @hookimpl
+    def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
+        if any(batch.topic == "bad" for batch in staged.batches):
+            raise RuntimeError("deriver bug")
+        return None
+
+
+def test_a_deriver_failing_after_the_appends_drops_the_turn_and_fails_every_request_in_it(tmp_path: Path) -> None:
+    host = PluginHost.load(installed=False)
+    host.register(Failing(), "failing", host.plugins()[0].source)
+    store = RocksEventStore(tmp_path / "store", projections=host.projections(), types=host.type_registry())
+
+    async def run() -> None:
+        broker = in_process_broker(store, host=host, configs=host.config_registry())
+        broker.create_topic("good", 1)
+        broker.create_topic("bad", 3)
+        broker.commit_now()
+        context = RequestContext(broker, 0, 9, 1, "tester", 1, "127.0.0.1")
+        good = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(TopicProduceData(
+            name="good", partition_data=(PartitionProduceData(index=0, records=build_batch([
+                Record(0, 1_000, None, b"v")])),)),))
+        bad = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(TopicProduceData(
+            name="bad", partition_data=_request(3).topic_data[0].partition_data),))
+        first = asyncio.ensure_future(produce.handle(context, good))
+        await asyncio.sleep(0)  # it staged its append and waits for the commit
+        with pytest.raises(RuntimeError, match="deriver bug"):
+            await produce.handle(context, bad)
+        answer = await first
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR, (
+            "the request that staged in the same turn is not answered as written")
+        for name, count in (("good", 1), ("bad", 3)):
+            topic = broker.topic(name)
+            assert topic is not None
+            assert [broker.partition(pid).next_offset for pid in topic.partition_ids] == [0] * count
+        again = await produce.handle(context, good)
+        assert again.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        assert again.responses[0].partition_responses[0].base_offset == 0, "nothing of the dropped turn was kept"
 
     try:
         asyncio.run(run())
