@@ -378,12 +378,17 @@ class Broker:
 
     def _staged_change(self, events: Sequence[Event], batches: Sequence[StoredBatch]) -> StagedChange:
         views = []
+        config_of: dict[str, Callable[[str], str | None]] = {}  # one per topic, not per batch
         for batch in batches:
             found = self.topic_of_partition(batch.partition_id)
-            topic, index = found if found is not None else (None, -1)
-            views.append(appended_batch(
-                batch.data, topic.name if topic else "", index, batch.partition_id,
-                functools.partial(self.topic_config, topic) if topic else _no_config))
+            if found is None:
+                views.append(appended_batch(batch.data, "", -1, batch.partition_id, _no_config))
+                continue
+            topic, index = found
+            topic_config = config_of.get(topic.name)
+            if topic_config is None:
+                topic_config = config_of[topic.name] = functools.partial(self.topic_config, topic)
+            views.append(appended_batch(batch.data, topic.name, index, batch.partition_id, topic_config))
         return StagedChange(events, views, self.clock.now_ms(), self._log_start_offset, self._projection_rows,
                             self.plugin_memo)
 

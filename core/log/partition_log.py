@@ -34,6 +34,8 @@ def partition_key(partition_id: int) -> str:
 
 
 def _keys(event: Event) -> tuple[str, ...]:
+    if type(event) is RecordsAppended:  # once per produced batch: the common case first, without a union check
+        return (partition_key(event.partition_id),)
     if isinstance(event, RecordsAppended | LogTruncated | PartitionCompacted):
         return (partition_key(event.partition_id),)
     if isinstance(event, TopicCreated | PartitionsCreated | TopicDeleted):
@@ -57,7 +59,7 @@ def _(event: TopicDeleted, state: PartitionState | None, key: str) -> PartitionS
 
 
 @_evolve.register
-def _(event: RecordsAppended, state: PartitionState | None, key: str) -> PartitionState | None:
+def _appended(event: RecordsAppended, state: PartitionState | None, key: str) -> PartitionState | None:
     current = state or PartitionState(event.partition_id)
     # Built directly rather than with dataclasses.replace: this fold runs once per produced batch.
     return PartitionState(
@@ -90,7 +92,9 @@ def _(event: PartitionCompacted, state: PartitionState | None, key: str) -> Part
 
 
 PARTITIONS: Projection[PartitionState] = Projection(
-    name="partitions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
+    name="partitions", entity_keys=_keys,
+    evolve=lambda state, event, key: (_appended(event, state, key) if type(event) is RecordsAppended
+                                      else _evolve(event, state, key)),  # no dispatch for the common case
     handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted,
                        PartitionCompacted}),
 )

@@ -63,6 +63,8 @@ def last_sequence_of(base_sequence: int, record_count: int) -> int:
 
 
 def _keys(event: Event) -> tuple[str, ...]:
+    if type(event) is RecordsAppended and event.producer_id < 0:  # once per produced batch: a plain producer's
+        return ()
     if isinstance(event, RecordsAppended | DuplicateDropped) and event.producer_id >= 0 and event.base_sequence >= 0:
         return (producer_key(event.partition_id, event.producer_id),)
     if isinstance(event, ProducerIdAllocated):
