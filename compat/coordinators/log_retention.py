@@ -141,7 +141,10 @@ class LogRetention:
         """Note the append's time and what it may make due; the new deadline if it is one."""
         partition_id = event.partition_id
         now = self.broker.clock.now_ms()
-        self._marks.setdefault(partition_id, AppendMarks(self._interval_ms)).note(event.base_offset, now)
+        marks = self._marks.get(partition_id)
+        if marks is None:  # not built for every append just to be thrown away, as setdefault would
+            marks = self._marks[partition_id] = AppendMarks(self._interval_ms)
+        marks.note(event.base_offset, now)
         topic = self._topic_of.get(partition_id)
         settings = self.settings(topic) if topic is not None else None
         if settings is None or settings.unlimited:

@@ -67,8 +67,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionResult:
+class PartitionResult(NamedTuple):
+    """One partition's answer (a named tuple: one is built per partition of every request)."""
+
     error_code: ErrorCode
     base_offset: int = -1
     log_start_offset: int = -1
