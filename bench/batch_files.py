@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from logwright.core.events import RecordsAppended  # noqa: E402
 from logwright.core.log.partition_log import append_batch, partition_key  # noqa: E402
-from logwright.eventstore import rocksdb  # noqa: E402
+from logwright.eventstore import batch_files  # noqa: E402
 from logwright.eventstore.interface import StoredBatch  # noqa: E402
 from logwright.eventstore.rocksdb import RocksEventStore  # noqa: E402
 
@@ -36,7 +36,8 @@ def _cpu_seconds() -> float:
 
 def run(where: str, size: int, count: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds) to commit ``count`` batches of ``size`` bytes kept ``where``."""
-    rocksdb.INLINE_BELOW = 2**31 if where == "rocksdb" else 0
+    batch_files.INLINE_BELOW = 2**31 if where == "rocksdb" else 0
+    batch_files.SMALL_PARTITION_BYTES = 0
     directory = Path(tempfile.mkdtemp(prefix="batch-files-"))
     try:
         store = RocksEventStore(directory / "store")

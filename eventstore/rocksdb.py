@@ -35,7 +35,6 @@ from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, Write
 
 from . import keys
 from .batch_files import (
-    INLINE_BELOW,
     POINTER,
     BatchFiles,
     FileRange,
@@ -428,9 +427,10 @@ class RocksEventStore:
             self._fold(folds, event, sequence)
             self._delete_physically(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
+        keeps_inline = self._files.keeps_inline
         for batch in batches:
             self._staged_records.append((batch.partition_id, batch.base_offset, batch.data,
-                                         len(batch.data) < INLINE_BELOW))
+                                         keeps_inline(batch.partition_id, len(batch.data))))
             (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
             self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
                                        batch.data))

@@ -19,6 +19,7 @@ from logwright.compat.wire.framing import encode_frame
 from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
+from logwright.eventstore import batch_files
 from logwright.eventstore.batch_files import FileRange
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
@@ -345,9 +346,10 @@ def test_an_idle_connection_closes_on_the_broker_clock_and_a_busy_one_does_not(b
 
 
 def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_through_a_transport_without_a_socket(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches read back from their file come as one `FileRange`; a transport with no socket to sendfile to (this
     one) is handed the bytes, in their place in the answer."""
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)  # the first batches go to a file too
     store = RocksEventStore(tmp_path / "data")
     new_topic(store, "t", 1)
     for _ in range(12):

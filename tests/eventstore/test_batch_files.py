@@ -26,7 +26,14 @@ from .support import fake_batch, new_topic, produce
 from .test_rocksdb_store import TestRocksEventStore
 
 PAYLOAD = 8_000
-"""Above `INLINE_BELOW`: each produced batch goes to a file."""
+"""Above `INLINE_BELOW`: each produced batch goes to a file (`SMALL_PARTITION_BYTES` is 0 here but where a test
+says otherwise)."""
+
+
+@pytest.fixture(autouse=True)
+def no_small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the files: a partition's first batches go to one too."""
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)
 
 
 class TestRocksEventStoreWithEveryBatchInFiles(TestRocksEventStore):
@@ -34,7 +41,7 @@ class TestRocksEventStoreWithEveryBatchInFiles(TestRocksEventStore):
 
     @pytest.fixture(autouse=True)
     def every_batch_in_files(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(rocksdb, "INLINE_BELOW", 0)
+        monkeypatch.setattr(batch_files, "INLINE_BELOW", 0)
 
 
 @pytest.fixture
@@ -99,6 +106,57 @@ def test_a_large_batch_is_a_pointer_in_rocksdb_and_its_bytes_in_the_partitions_f
     assert [len(value) for value in values] == [20, len(expected[1]), 20]
     assert _files(path) == [f"{0:020d}.batches"]
     assert (path / "batches" / "0" / f"{0:020d}.batches").read_bytes() == expected[0] + expected[2]
+
+
+def test_a_small_partitions_large_batches_stay_in_rocksdb_until_it_outgrows_them(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SMALL_PARTITION_BYTES`: no directory or file for a partition that has held little (creating them cost more
+    than the bytes), then a file once it holds more, and every later large batch goes to the file."""
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 3 * fake_size(PAYLOAD))
+    store = _open(opened, path)
+    created = new_topic(store, "t", 2)
+    for _ in range(2):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+        produce(store, 1, record_count=10, payload_size=PAYLOAD)
+        store.commit()
+    assert not (path / "batches" / "0").exists() and not (path / "batches" / "1").exists()
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)  # partition 0 holds 3 x PAYLOAD and more now
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    produce(store, 0, record_count=10, payload_size=100)  # small: RocksDB, as always
+    produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert _files(path, 0) == [f"{30:020d}.batches"] and _files(path, 1) == []
+    expected = [store.read_batches(partition_id, 0, BIG) for partition_id in created.partition_ids]
+    store = _reopen(opened, store)  # read back from RocksDB and the file, not from the tail cache
+    assert [store.read_batches(partition_id, 0, BIG) for partition_id in created.partition_ids] == expected
+    assert _offsets(store) == [0, 10, 20, 30, 40, 50]
+    store.close()
+    opened.clear()
+    sizes = [len(value) for key, value in sorted(raw.items(path, "records").items())]
+    pointer = batch_files.POINTER.size
+    assert sizes[:6] == [len(batch) for batch in expected[0][:3]] + [pointer, len(expected[0][4]), pointer], (
+        "partition 0: three batches inline, then pointers into its file around the small one")
+    assert all(size > pointer for size in sizes[6:]), "partition 1 stayed inline"
+
+
+def test_a_partitions_inline_allowance_ends_with_it(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic deleted and created again starts its partitions' allowance afresh (ids are new ones anyway), and
+    the deleted ones' counts are forgotten: what the store keeps per partition stays bounded."""
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 3 * fake_size(PAYLOAD))
+    store = _open(opened, path)
+    created = new_topic(store, "t", 1)
+    produce(store, created.partition_ids[0], record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert store._files._inline_bytes == {created.partition_ids[0]: fake_size(PAYLOAD)}
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
+    store.commit()
+    assert store._files._inline_bytes == {}
+
+
+def fake_size(payload: int) -> int:
+    """The size of the batch `produce` builds for ten records of ``payload`` bytes in all."""
+    return len(fake_batch(0, 10, b"x" * payload))
 
 
 def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_start(

@@ -10,7 +10,7 @@ from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
 from logwright.core.log.partition_log import PARTITIONS
-from logwright.eventstore import keys, rocksdb
+from logwright.eventstore import batch_files, keys, rocksdb
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
@@ -203,7 +203,7 @@ def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
     """Without a bound, the small column families kept every log file alive: the log grew with the records (here
     1 MB batches kept in RocksDB, as batches below `batch_files.INLINE_BELOW` are)."""
     monkeypatch.setattr(rocksdb, "WAL_BYTES_KEPT", 8 * 1024 * 1024)
-    monkeypatch.setattr(rocksdb, "INLINE_BELOW", 2**31)
+    monkeypatch.setattr(batch_files, "INLINE_BELOW", 2**31)
     store = opener()
     created = new_topic(store, "t", 1)
     store.commit()
