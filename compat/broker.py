@@ -131,12 +131,12 @@ class Broker:
         self.hold_back = hold_back
         """The plugins' ``logwright_hold_back`` (see `held_back`); ``None``: nothing is ever held back."""
         self.plugin_memo: dict[str, Any] = {}
+        """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self.connections: Collection[object] = ()
         """The server's open connections (`compat.server.KafkaServer` sets it): what broker stats count."""
         self._partition_topics: dict[int, tuple[str, int]] = {}
         self._gathered: tuple[list[Event], list[StoredBatch]] | None = None
         """What `stage` took inside `staging_together`, for the plugins to derive from once at its end."""
-        """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
         self._high_watermarks: dict[int, int] = {}
