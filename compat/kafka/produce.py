@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.broker import Broker
@@ -180,12 +179,11 @@ def _partition_response(module: Any, index: int, result: PartitionResult) -> Any
                 log_start_offset=result.log_start_offset, record_errors=(), error_message=result.error_message)
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """One partition's batches, validated and ready to append."""
+class Prepared(NamedTuple):
+    """One partition's batches, validated and ready to append (a named tuple: one per partition of a request)."""
 
     topic: TopicState
-    index: int
+    partition_index: int
     partition_id: int
     batches: tuple[tuple[memoryview, BatchHeader], ...]
     log_append_time: bool
@@ -194,7 +192,7 @@ class Prepared:
 
     def append(self, topic_configs: Mapping[str, str]) -> PartitionAppend:
         """What admission plugins see of it: counts and sizes, never the records."""
-        return PartitionAppend(self.topic.name, self.index, self.partition_id,
+        return PartitionAppend(self.topic.name, self.partition_index, self.partition_id,
                                sum(header.record_count for _, header in self.batches),
                                sum(len(data) for data, _ in self.batches), self.batches[0][1].producer_id,
                                topic_configs)
