@@ -38,7 +38,7 @@ INLINE_BELOW = 4096
 """Batches shorter than this stay in RocksDB."""
 SMALL_PARTITION_BYTES = 256 * 1024
 """Larger batches stay in RocksDB too while this much of a partition's did since the store opened, unless it has a
-file open for appending already (`keeps_inline`). Creating a partition's directory and first file took 0.3-0.9 ms
+file open for appending already (`keeps_inline`). Creating a partition's directory and first file took 0.3-1.3 ms
 of kernel time on this machine's ext4 (its directory allocator slows as directories multiply: 60 us per mkdir
 among 10, 410 among 1,000), about what 256 KiB more through RocksDB costs; a fresh topic of 1,000 partitions
 spent most of its first 100 MB of produce creating them."""
