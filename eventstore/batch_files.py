@@ -28,6 +28,7 @@ import struct
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from logwright.core.errors import CorruptState
 
@@ -82,19 +83,6 @@ def follows(pointer: bytes, value: bytes) -> bool:
 def file_of(value: bytes) -> int:
     """The base offset naming the file a pointer points into."""
     return int(POINTER.unpack(value)[0])
-
-
-class PointedBatch:
-    """A stored batch not read yet: its pointer and length (what a read that may send file ranges chooses from)."""
-
-    __slots__ = ("pointer", "length")
-
-    def __init__(self, pointer: bytes) -> None:
-        self.pointer = pointer
-        self.length = stored_length(pointer)
-
-    def __len__(self) -> int:
-        return self.length
 
 
 class FileRange:
@@ -314,32 +302,58 @@ class BatchFiles:
             batches.append(data[position - start:position - start + size])
         return batches
 
-    def pieces(self, partition_id: int, chosen: Sequence[bytes | PointedBatch], ranges_from: int
-               ) -> list[bytes | FileRange]:
-        """``chosen`` with its pointed batches read: a run of them adjacent in one file (`follows`) of at least
-        ``ranges_from`` bytes becomes one `FileRange`, a shorter one is read with one pread."""
+    def pieces(self, partition_id: int, rows: Iterable[tuple[int, bytes, bytes | None]], max_bytes: int,
+               end_offset: int | None, ranges_from: int) -> list[bytes | FileRange]:
+        """The batches a read for a socket takes from ``rows`` (base offset, stored value: the batch or a pointer,
+        and the batch's bytes when the caller has them already), the ones that follow the read's offset, chosen as
+        `tail_cache.collect_batches` chooses (at least one, then more while they fit in ``max_bytes``, none based
+        above ``end_offset``). A run of them adjacent in one file of at least ``ranges_from`` bytes becomes one
+        `FileRange`; a shorter run is the bytes given, or read with one pread.
+
+        One loop, each pointer unpacked once: an object per pointed batch, a generator between them and a
+        second pass to find the runs cost 1.7 us a batch, 100 us of a 1 MB Fetch of 16 KB batches.
+        """
         pieces: list[bytes | FileRange] = []
         run: list[bytes] = []
-        for item in chosen:
-            if isinstance(item, PointedBatch):
-                if run and not follows(run[-1], item.pointer):
-                    pieces.extend(self._run_pieces(partition_id, run, ranges_from))
-                    run = []
-                run.append(item.pointer)
-                continue
-            if run:
-                pieces.extend(self._run_pieces(partition_id, run, ranges_from))
-                run = []
-            pieces.append(item)
+        run_bytes: list[bytes | None] = []
+        run_file = run_end = -1
+        chosen = total = 0
+        unpack, pointer_size = POINTER.unpack, POINTER.size
+        for base_offset, value, data in rows:
+            if end_offset is not None and base_offset > end_offset:
+                break
+            pointed = len(value) == pointer_size
+            if pointed:
+                file, position, length, _ = unpack(value)
+            else:
+                length = len(value)
+            if chosen and total + length > max_bytes:
+                break
+            chosen += 1
+            total += length
+            if run and not (pointed and file == run_file and position == run_end):
+                pieces.extend(self._run_pieces(partition_id, run, run_bytes, ranges_from))
+                run, run_bytes = [], []
+            if pointed:
+                run.append(value)
+                run_bytes.append(data)
+                run_file, run_end = file, position + length
+            else:
+                pieces.append(value)
+            if total >= max_bytes:
+                break
         if run:
-            pieces.extend(self._run_pieces(partition_id, run, ranges_from))
+            pieces.extend(self._run_pieces(partition_id, run, run_bytes, ranges_from))
         return pieces
 
-    def _run_pieces(self, partition_id: int, run: list[bytes], ranges_from: int) -> list[bytes | FileRange]:
+    def _run_pieces(self, partition_id: int, run: list[bytes], run_bytes: list[bytes | None], ranges_from: int
+                    ) -> list[bytes | FileRange]:
         base_offset, start, _, _ = POINTER.unpack(run[0])
         _, last_position, last_length, _ = POINTER.unpack(run[-1])
         length = last_position + last_length - start
         if length < ranges_from or FileRange.open_now >= RANGES_OPEN:
+            if None not in run_bytes:
+                return cast(list[bytes | FileRange], run_bytes)
             return [data for data in self.read_run(partition_id, run) if data is not None]
         fd = self._reader(partition_id, base_offset)
         if fd is None:

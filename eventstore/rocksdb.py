@@ -38,7 +38,6 @@ from .batch_files import (
     POINTER,
     BatchFiles,
     FileRange,
-    PointedBatch,
     file_of,
     follows,
     is_pointer,
@@ -152,15 +151,6 @@ def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
                 yield base, data
 
 
-def _pointed_batches(iterator: _BoundedIterator) -> Iterator[tuple[int, bytes | PointedBatch]]:
-    """(base offset, batch) from the iterator's position on, a batch kept in a file named, not read."""
-    while iterator.valid():
-        base_offset = keys.parse_record_key(iterator.key())[1]
-        value = iterator.value()
-        iterator.next()
-        yield base_offset, PointedBatch(value) if is_pointer(value) else value
-
-
 def _last_offset(iterator: _BoundedIterator) -> int:
     """The last offset of the stored batch under the iterator, from its RecordBatch v2 header (or pointer)."""
     return keys.parse_record_key(iterator.key())[1] + last_offset_delta(iterator.value())
@@ -252,6 +242,8 @@ class RocksEventStore:
         self._read_ahead = ReadAhead()
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
+        self._pointers_written: dict[tuple[int, int], bytes] = {}
+        """(partition, base offset) -> pointer of each batch this commit writes to a file, for the tail cache."""
         self._failed: BaseException | None = None
         self._reload_listeners: list[Callable[[], None]] = []
         try:
@@ -543,8 +535,13 @@ class RocksEventStore:
             staged.clear()
             return
         put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
+        written = self._pointers_written
         for partition_id, base_offset, data, inline in staged:
-            put(record_key(partition_id, base_offset), data if inline else next(pointers), records_cf)
+            if inline:
+                put(record_key(partition_id, base_offset), data, records_cf)
+            else:
+                pointer = written[(partition_id, base_offset)] = next(pointers)
+                put(record_key(partition_id, base_offset), pointer, records_cf)
         staged.clear()
 
     def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
@@ -599,12 +596,13 @@ class RocksEventStore:
         if self._files.has_planned() or self._files_to_check:
             self._drop_dead_files()
         tail, self._pending_tail = self._pending_tail, []
+        written, self._pointers_written = self._pointers_written, {}
         for partition_id, base_offset, last_offset, data in tail:
             if data is None:
                 self._tail.drop(partition_id)
                 self._read_ahead.drop(partition_id)
             else:
-                self._tail.add(partition_id, base_offset, last_offset, data)
+                self._tail.add(partition_id, base_offset, last_offset, data, written.get((partition_id, base_offset)))
         for listener in self._listeners:
             listener(pending)
 
@@ -677,6 +675,7 @@ class RocksEventStore:
         self._write_error = None
         self._pending_events = []
         self._pending_tail = []
+        self._pointers_written = {}
         self._dirty.clear()
         self._tail = TailCache(self._tail_cache_bytes)
         self._read_ahead.clear()
@@ -745,13 +744,34 @@ class RocksEventStore:
         ranges_from: int = FILE_RANGES_FROM,
     ) -> list[bytes | FileRange]:
         """`read_batches` for an answer to a socket: a run of batches adjacent in one batch file, of at least
-        ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python); the caller
-        closes the ranges it does not send."""
-        cached = self._tail.read(partition_id, start_offset, max_bytes, end_offset)
-        if cached is not None:
-            return list(cached)
-        chosen = collect_batches(_pointed_batches(self._iterator_at(partition_id, start_offset)), max_bytes, end_offset)
-        return self._files.pieces(partition_id, chosen, ranges_from)
+        ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python), from the tail
+        cache too (it knows where its batches' files hold them); the caller closes the ranges it does not send."""
+        rows: Iterator[tuple[int, bytes, bytes | None]] | None = self._tail.stored(partition_id, start_offset)
+        if rows is None:
+            rows = self._rows_from(partition_id, start_offset)
+        return self._files.pieces(partition_id, rows, max_bytes, end_offset, ranges_from)
+
+    def _rows_from(self, partition_id: int, start_offset: int) -> Iterator[tuple[int, bytes, None]]:
+        """(base offset, stored value, ``None``: the bytes of a batch in a file are not read) of the partition's
+        batches from the one holding ``start_offset`` on.
+
+        A consumer reading on asks for the base offset of the next batch: that case takes rocksdict's ``items``,
+        one native call per row where the iterator's valid/key/value/next were four (a 1 MB Fetch of 16 KB
+        batches: 31 us of rows instead of 12 here). Any other offset is found by `_iterator_at`.
+        """
+        options = ReadOptions()  # held by this frame while ``rows`` lives (see `_BoundedIterator`)
+        options.set_iterate_upper_bound(keys.record_key(partition_id + 1, 0))
+        start_key = keys.record_key(partition_id, start_offset)
+        rows = cast(Iterator[tuple[bytes, bytes]],  # raw mode: bytes keys and values
+                    self._views["records"].items(from_key=start_key, read_opt=options))
+        first = next(rows, None)
+        if first is None or first[0] != start_key:
+            rows = _items(self._iterator_at(partition_id, start_offset))
+        else:
+            yield start_offset, first[1], None
+        parse_record_key = keys.parse_record_key
+        for key, value in rows:
+            yield parse_record_key(key)[1], value, None
 
     def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
         """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the

@@ -392,6 +392,34 @@ def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
     assert _as_bytes(store.read_batch_pieces(0, 0, BIG, end_offset=49, ranges_from=size)) == b"".join(expected[:5])
 
 
+def test_pieces_from_the_tail_cache_are_the_same_ranges_and_bytes(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _open(opened, path)
+    new_topic(store, "t", 1)
+    for _ in range(10):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    produce(store, 0, record_count=10, payload_size=100)
+    for _ in range(3):
+        produce(store, 0, record_count=10, payload_size=PAYLOAD)
+    store.commit()
+    assert store._tail.stored(0, 0) is not None, "the batches just committed are cached"
+    expected = store.read_batches(0, 0, BIG)
+    size = len(expected[0])
+    pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=5 * size)
+    assert [type(piece).__name__ for piece in pieces] == ["FileRange", "bytes", "bytes", "bytes", "bytes"], \
+        "the cache knows which batches its files hold: a long run still goes by sendfile"
+    assert _as_bytes(pieces) == b"".join(expected)
+
+    def no_pread(*_: object) -> None:
+        raise AssertionError("a short run of cached batches was read from its file again")
+
+    monkeypatch.setattr(batch_files.BatchFiles, "read_run", no_pread)
+    short = store.read_batch_pieces(0, 110, BIG, ranges_from=5 * size)
+    assert short == expected[11:], "a short run is the cached bytes themselves"
+    assert _as_bytes(store.read_batch_pieces(0, 35, 3 * size, ranges_from=size)) == b"".join(expected[3:6])
+    assert _as_bytes(store.read_batch_pieces(0, 0, BIG, end_offset=49, ranges_from=size)) == b"".join(expected[:5])
+
+
 def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 3 * (PAYLOAD + 61))
