@@ -370,17 +370,22 @@ def _as_bytes(pieces: list[bytes | batch_files.FileRange]) -> bytes:
     return data
 
 
-def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
-        opened: list[RocksEventStore], path: Path) -> None:
+def _runs_split_by_a_small_batch(opened: list[RocksEventStore], path: Path) -> RocksEventStore:
+    """Ten large batches, a small one (it stays in RocksDB and splits the runs), three large ones; committed."""
     store = _open(opened, path)
     new_topic(store, "t", 1)
     for _ in range(10):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    produce(store, 0, record_count=10, payload_size=100)  # small: stays in RocksDB and splits the runs
+    produce(store, 0, record_count=10, payload_size=100)
     for _ in range(3):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
-    store = _reopen(opened, store)
+    return store
+
+
+def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
+        opened: list[RocksEventStore], path: Path) -> None:
+    store = _reopen(opened, _runs_split_by_a_small_batch(opened, path))
     expected = store.read_batches(0, 0, BIG)
     size = len(expected[0])
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=5 * size)
@@ -394,14 +399,7 @@ def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
 
 def test_pieces_from_the_tail_cache_are_the_same_ranges_and_bytes(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _open(opened, path)
-    new_topic(store, "t", 1)
-    for _ in range(10):
-        produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    produce(store, 0, record_count=10, payload_size=100)
-    for _ in range(3):
-        produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    store.commit()
+    store = _runs_split_by_a_small_batch(opened, path)
     assert store._tail.stored(0, 0) is not None, "the batches just committed are cached"
     expected = store.read_batches(0, 0, BIG)
     size = len(expected[0])
