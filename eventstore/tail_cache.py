@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 
 @dataclass(slots=True)
@@ -114,16 +113,12 @@ class TailCache:
         return run, index
 
 
-Batch = TypeVar("Batch", bound=Sized)
-"""A stored batch's bytes, or what stands for them until they are read (`batch_files.PointedBatch`)."""
-
-
-def collect_batches(batches: Iterable[tuple[int, Batch]], max_bytes: int, end_offset: int | None,
-                    left_over: Callable[[int, Batch], None] | None = None) -> list[Batch]:
+def collect_batches(batches: Iterable[tuple[int, bytes]], max_bytes: int, end_offset: int | None,
+                    left_over: Callable[[int, bytes], None] | None = None) -> list[bytes]:
     """What `read_batches` returns from the (base offset, batch) pairs that follow the fetch offset: at least
     one batch, then more while they fit in ``max_bytes``, none based above ``end_offset``. ``left_over`` gets the
     batch that was read but did not fit."""
-    chosen: list[Batch] = []
+    chosen: list[bytes] = []
     total = 0
     for base_offset, data in batches:
         if end_offset is not None and base_offset > end_offset:
