@@ -19,13 +19,17 @@ class ReadAhead:
     def __init__(self, max_bytes: int = READ_AHEAD_BYTES) -> None:
         self._max_bytes = max_bytes
         self._batches: dict[tuple[int, int], bytes] = {}
+        """Oldest first (insertion order): the eviction order."""
+        self._bases: dict[int, set[int]] = {}
+        """Each partition's keys in `_batches`: dropping a partition (once for each of a deleted topic's) walks its own
+        batches, not every partition's."""
         self._bytes = 0
 
     def take(self, partition_id: int, base_offset: int) -> bytes | None:
         """The batch kept at ``base_offset``, which is forgotten (a consumer reads on past it)."""
         data = self._batches.pop((partition_id, base_offset), None)
         if data is not None:
-            self._bytes -= len(data)
+            self._forget(partition_id, base_offset, data)
         return data
 
     def keep(self, partition_id: int, base_offset: int, data: bytes) -> None:
@@ -33,15 +37,30 @@ class ReadAhead:
             return
         self.take(partition_id, base_offset)
         while self._batches and self._bytes + len(data) > self._max_bytes:
-            self._bytes -= len(self._batches.pop(next(iter(self._batches))))
+            (oldest_partition, oldest_base), oldest = _pop_first(self._batches)
+            self._forget(oldest_partition, oldest_base, oldest)
         self._batches[(partition_id, base_offset)] = data
+        self._bases.setdefault(partition_id, set()).add(base_offset)
         self._bytes += len(data)
 
     def drop(self, partition_id: int) -> None:
         """Forget the partition's batches: its stored ones changed (truncated, deleted, rewritten)."""
-        for key in [key for key in self._batches if key[0] == partition_id]:
-            self._bytes -= len(self._batches.pop(key))
+        for base_offset in self._bases.pop(partition_id, ()):
+            self._bytes -= len(self._batches.pop((partition_id, base_offset)))
 
     def clear(self) -> None:
         self._batches.clear()
+        self._bases.clear()
         self._bytes = 0
+
+    def _forget(self, partition_id: int, base_offset: int, data: bytes) -> None:
+        self._bytes -= len(data)
+        bases = self._bases[partition_id]
+        bases.discard(base_offset)
+        if not bases:
+            del self._bases[partition_id]
+
+
+def _pop_first(batches: dict[tuple[int, int], bytes]) -> tuple[tuple[int, int], bytes]:
+    key = next(iter(batches))
+    return key, batches.pop(key)

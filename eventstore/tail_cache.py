@@ -37,6 +37,12 @@ class _Run:
             self.first = 0
         return size
 
+    def clear(self) -> int:
+        """Evict every batch (the run was dropped); the bytes it held."""
+        size = sum(len(batch) for batch in self.batches[self.first:])
+        self.bases, self.lasts, self.batches, self.stored, self.first = [], [], [], [], 0
+        return size
+
 
 class TailCache:
     """Not thread-safe: the store's writer (the event loop) adds, reads and drops."""
@@ -45,8 +51,13 @@ class TailCache:
         self.budget_bytes = budget_bytes
         self.size_bytes = 0
         self._runs: dict[int, _Run] = {}
-        self._order: deque[int] = deque()
-        """Partition ids in the order their cached batches were added: eviction order."""
+        self._order: deque[_Run] = deque()
+        """The run of each cached batch, in the order they were added: eviction order. A dropped run is emptied
+        and its entries left in place (they evict nothing), so a drop costs its own batches rather than a pass over
+        every partition's: deleting a topic of 3,000 partitions took 0.44 s of the event loop that way. They are
+        swept out once they outnumber the live entries (`_sweep`)."""
+        self._live = 0
+        """Cached batches: the entries of `_order` that are not left over from a dropped run."""
 
     def add(self, partition_id: int, base_offset: int, last_offset: int, batch: bytes, pointer: bytes | None = None
             ) -> None:
@@ -65,19 +76,29 @@ class TailCache:
         run.lasts.append(last_offset)
         run.batches.append(batch)
         run.stored.append(batch if pointer is None else pointer)
-        self._order.append(partition_id)
+        self._order.append(run)
+        self._live += 1
         self.size_bytes += len(batch)
         while self.size_bytes > self.budget_bytes:
-            oldest = self._runs.get(self._order.popleft())
-            if oldest is not None and oldest.first < len(oldest.bases):
+            oldest = self._order.popleft()
+            if oldest.first < len(oldest.bases):
                 self.size_bytes -= oldest.evict_oldest()
+                self._live -= 1
 
     def drop(self, partition_id: int) -> None:
         """Forget a partition's batches (its log was truncated or its topic deleted)."""
         run = self._runs.pop(partition_id, None)
         if run is not None:
-            self.size_bytes -= sum(len(batch) for batch in run.batches[run.first:])
-            self._order = deque(p for p in self._order if p != partition_id)
+            self._live -= len(run.bases) - run.first
+            self.size_bytes -= run.clear()
+            if len(self._order) > 2 * self._live + 1024:
+                self._sweep()
+
+    def _sweep(self) -> None:
+        """Take the entries of dropped runs out of the eviction order, keeping the others' order (each live batch has
+        exactly one entry: it is added with one, and an eviction takes one with it)."""
+        live = {id(run) for run in self._runs.values()}
+        self._order = deque(run for run in self._order if id(run) in live)
 
     def read(self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None) -> list[bytes] | None:
         """`RocksEventStore.read_batches` from memory, or ``None`` when ``start_offset`` is before the cached run."""

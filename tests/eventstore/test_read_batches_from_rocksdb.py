@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logwright.core.events.compaction import PartitionCompacted
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.read_ahead import ReadAhead
@@ -94,3 +96,31 @@ def test_read_ahead_keeps_to_its_budget_oldest_first_and_forgets_a_partition() -
     assert ahead.take(0, 5) is None
     assert ahead.take(1, 0) == b"c" * 4
     assert ahead.take(1, 0) is None, "taken once"
+
+
+AHEAD_STEPS = st.lists(st.tuples(st.sampled_from(["keep", "take", "drop"]), st.integers(0, 3), st.integers(0, 4),
+                                 st.integers(1, 6)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=AHEAD_STEPS)
+def test_read_ahead_is_a_budgeted_oldest_first_map_whatever_is_kept_taken_or_dropped(
+        steps: list[tuple[str, int, int, int]]) -> None:
+    """Against a plain model: an insertion-ordered dict whose oldest entries leave to make room."""
+    ahead, model = ReadAhead(max_bytes=10), dict[tuple[int, int], bytes]()
+    for action, partition_id, base_offset, size in steps:
+        if action == "keep":
+            data = bytes([base_offset]) * size
+            ahead.keep(partition_id, base_offset, data)
+            model.pop((partition_id, base_offset), None)
+            while model and sum(map(len, model.values())) + size > 10:
+                del model[next(iter(model))]
+            model[(partition_id, base_offset)] = data
+        elif action == "take":
+            assert ahead.take(partition_id, base_offset) == model.pop((partition_id, base_offset), None)
+        else:
+            ahead.drop(partition_id)
+            model = {key: data for key, data in model.items() if key[0] != partition_id}
+    for (partition_id, base_offset), data in list(model.items()):
+        assert ahead.take(partition_id, base_offset) == data
+    assert all(ahead.take(p, b) is None for p in range(4) for b in range(5))

@@ -91,3 +91,25 @@ def test_batch_base_offsets_survive_the_cache(tmp_path: Path) -> None:
         assert [batch_base_offset(b) for b in store.read_batches(partition_id, 6, 10_000)] == [5, 10]
     finally:
         store.close()
+
+
+def test_dropped_partitions_leave_the_eviction_order_oldest_first_and_bounded() -> None:
+    """A drop empties its run where it stands; the batches cached after it still leave in the order they came."""
+    cache = TailCache(budget_bytes=400)
+    for partition_id in (1, 2, 3):
+        cache.add(partition_id, 0, 0, bytes([partition_id]) * 100)
+    cache.drop(2)
+    cache.add(2, 5, 5, b"n" * 100)  # a new run for partition 2, after 1 and 3's batches
+    cache.add(4, 0, 0, b"f" * 100)
+    assert cache.size_bytes == 400
+    cache.add(4, 1, 1, b"g" * 100)
+    assert cache.read(1, 0, 1_000, None) is None, "the oldest live batch left first"
+    assert cache.read(3, 0, 1_000, None) == [bytes([3]) * 100]
+    cache.add(4, 2, 2, b"h" * 100)
+    assert cache.read(3, 0, 1_000, None) is None, "the dropped run's place in the order evicted nothing"
+    assert cache.read(2, 5, 1_000, None) == [b"n" * 100] and cache.size_bytes == 400
+    for partition_id in range(10, 20_010):  # topics created and deleted, the budget never reached
+        cache.add(partition_id, 0, 0, b"x")
+        cache.drop(partition_id)
+    assert len(cache._order) < 2_000, "entries of dropped runs are swept out, not kept forever"
+    assert cache.read(4, 0, 1_000, None) == [b"f" * 100, b"g" * 100, b"h" * 100]
