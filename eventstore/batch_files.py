@@ -140,6 +140,9 @@ class BatchFiles:
         self.missing_ok = missing_ok
         self._appending: OrderedDict[int, _Appending] = OrderedDict()
         self._reading: OrderedDict[tuple[int, int], int] = OrderedDict()
+        self._read_bases: dict[int, set[int]] = {}
+        """The files of each partition open in `_reading`: forgetting a partition (once for each of a deleted topic's)
+        looks at its own, not at every open file."""
         self._doomed: set[tuple[int, int]] = set()
         self._doomed_partitions: set[int] = set()
         self._inline_bytes: dict[int, int] = {}
@@ -377,9 +380,18 @@ class BatchFiles:
                 return None
             raise CorruptState(f"a stored batch points into {path}, which does not exist") from None
         self._reading[key] = fd
+        self._read_bases.setdefault(partition_id, set()).add(base_offset)
         while len(self._reading) > OPEN_FILES:
-            os.close(self._reading.popitem(last=False)[1])
+            (closed_partition, closed_base), closed = self._reading.popitem(last=False)
+            self._close_reader(closed_partition, closed_base, closed)
         return fd
+
+    def _close_reader(self, partition_id: int, base_offset: int, fd: int) -> None:
+        os.close(fd)
+        bases = self._read_bases[partition_id]
+        bases.discard(base_offset)
+        if not bases:
+            del self._read_bases[partition_id]
 
     # -- deleting ---------------------------------------------------------------------------------
 
@@ -404,8 +416,9 @@ class BatchFiles:
             return False
         for partition_id, base_offset in sorted(self._doomed):
             self._unlink(partition_id, base_offset)
+        with_files = set(self.partitions()) if len(self._doomed_partitions) > 1 else self._doomed_partitions
         for partition_id in sorted(self._doomed_partitions):
-            self.drop_partition(partition_id)
+            self.drop_partition(partition_id, partition_id in with_files)
         self.cancel_planned()
         return True
 
@@ -422,10 +435,13 @@ class BatchFiles:
         if not any(is_pointer(value) and file_of(value) == base_offset for value in referenced):
             self._unlink(partition_id, base_offset)
 
-    def drop_partition(self, partition_id: int) -> None:
+    def drop_partition(self, partition_id: int, has_files: bool = True) -> None:
+        """``has_files=False``: the caller listed the root and the partition has no directory (every batch of a small
+        partition stays in RocksDB), so no rmtree is tried: a topic of 10,000 such partitions tried 10,000."""
         self._forget(partition_id, None)
         self._inline_bytes.pop(partition_id, None)
-        shutil.rmtree(self._directory(partition_id), ignore_errors=True)
+        if has_files:
+            shutil.rmtree(self._directory(partition_id), ignore_errors=True)
 
     def _unlink(self, partition_id: int, base_offset: int) -> None:
         self._forget(partition_id, base_offset)
@@ -439,8 +455,11 @@ class BatchFiles:
         appending = self._appending.get(partition_id)
         if appending is not None and base_offset in (None, appending.base_offset):
             self._close_appending(partition_id)
-        for key in [key for key in self._reading if key[0] == partition_id and base_offset in (None, key[1])]:
-            os.close(self._reading.pop(key))
+        bases = [base_offset] if base_offset is not None else list(self._read_bases.get(partition_id, ()))
+        for base in bases:
+            fd = self._reading.pop((partition_id, base), None)
+            if fd is not None:
+                self._close_reader(partition_id, base, fd)
 
     def drop_orphans(self, next_offsets: Mapping[int, int]) -> None:
         """At a writable open: delete the directories of partitions that no longer exist (a topic deletion that
@@ -478,6 +497,7 @@ class BatchFiles:
         self.seal()
         while self._reading:
             os.close(self._reading.popitem()[1])
+        self._read_bases.clear()
 
 
 _IOV_MAX = 1024

@@ -197,6 +197,44 @@ def test_deleting_a_topic_deletes_its_partitions_files(opened: list[RocksEventSt
     assert _offsets(_reopen(opened, store), kept.partition_ids[0]) == [0]
 
 
+def _open_descriptors_into(path: Path) -> set[str]:
+    """The files of ``path`` this process holds open (from /proc: what a deleted file's descriptor still pins)."""
+    targets = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(path)):
+            targets.add(target.removesuffix(" (deleted)"))
+    return targets
+
+
+def test_deleting_a_topic_or_truncating_closes_the_descriptors_its_reads_opened(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 2 * PAYLOAD)
+    store = _open(opened, path, tail_cache_bytes=0)
+    created = new_topic(store, "t", 2)
+    kept = new_topic(store, "kept", 1)
+    for partition_id in (*created.partition_ids, *kept.partition_ids):
+        for _ in range(4):  # two files each: at 0 and 20
+            produce(store, partition_id, record_count=10, payload_size=PAYLOAD)
+            store.commit()
+    store = _reopen(opened, store, tail_cache_bytes=0)  # nothing open for appending: only the reads' descriptors
+    for partition_id in (*created.partition_ids, *kept.partition_ids):
+        assert len(store.read_batches(partition_id, 0, BIG)) == 4
+    batches = path / "batches"
+    assert len(_open_descriptors_into(batches)) == 6
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
+    store.commit()
+    (kept_id,) = kept.partition_ids
+    assert _open_descriptors_into(batches) == {str(batches / str(kept_id) / f"{base:020d}.batches") for base in (0, 20)}
+    store.truncate(kept_id, 25)
+    store.commit()
+    assert _open_descriptors_into(batches) == {str(batches / str(kept_id) / f"{20:020d}.batches")}
+    assert [int.from_bytes(batch[:8], "big") for batch in store.read_batches(kept_id, 0, BIG)] == [20, 30]
+
+
 def test_bytes_no_commit_reached_are_dropped_at_open_and_the_name_is_used_again(
         opened: list[RocksEventStore], path: Path) -> None:
     store = _open(opened, path)
