@@ -107,6 +107,9 @@ class TypeRegistry:
         return [tag, getattr(cls, "VERSION", 1), *self._fields[cls](obj)]
 
     def _default(self, obj: Any) -> Any:
+        plain = getattr(obj, "__codec_plain__", None)
+        if plain is not None:  # a value type a state holds, stored as plain msgpack (`OffsetTable`)
+            return plain()
         nested = msgpack.packb(self._as_list(obj), default=self._default, use_bin_type=True)
         return msgpack.ExtType(_DATACLASS_EXT, nested)
 

@@ -58,3 +58,12 @@ def test_group_deleted_drops_every_offset_and_a_new_commit_starts_afresh() -> No
 
 def test_events_outside_group_offsets_touch_no_entity() -> None:
     assert GROUP_OFFSETS.entity_keys(RecordsAppended(0, 0, 1, 1, 1)) == ()
+
+
+def test_a_commit_leaves_the_earlier_state_as_it_was() -> None:
+    before = offsets(OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2))
+    assert before is not None
+    after = before.with_offset("t", 0, CommittedOffset(9)).with_offset("t", 2, CommittedOffset(3))
+    assert [(p, c.offset) for _, p, c in before.offsets] == [(0, 1), (1, 2)]
+    assert [(p, c.offset) for _, p, c in after.offsets] == [(0, 9), (1, 2), (2, 3)]
+    assert before.with_offset("t", 5, None) == before, "removing what is not there changes nothing"
