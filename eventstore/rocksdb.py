@@ -225,6 +225,10 @@ class RocksEventStore:
         self._listeners: list[CommitListener] = []
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, bool]] = []
+        self._staged_partitions: set[int] = set()
+        """Partitions whose stored batches this turn's WriteBatch changes (appended, truncated, rewritten, deleted):
+        `truncate` commits first only for one of them. A DeleteRecords of 9,000 partitions committed before each
+        one (each commit then holding the previous partition's truncation) and stalled the loop 4.4 s."""
         """Record batches (partition, base offset, bytes, kept in RocksDB) not yet put into ``_batch``: they go in
         last (`_put_staged_records`)."""
         self._write_error: OSError | None = None
@@ -420,7 +424,9 @@ class RocksEventStore:
             self._delete_physically(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
         keeps_inline = self._files.keeps_inline
+        staged_partitions = self._staged_partitions
         for batch in batches:
+            staged_partitions.add(batch.partition_id)
             self._staged_records.append((batch.partition_id, batch.base_offset, batch.data,
                                          keeps_inline(batch.partition_id, len(batch.data))))
             (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
@@ -436,7 +442,8 @@ class RocksEventStore:
         Returns the event's sequence, or ``None`` when the log start does not move. Raises
         `OffsetOutOfRange` beyond the end of the log.
         """
-        self.commit()
+        if partition_id in self._staged_partitions:  # the scan below reads committed rows: let it see these
+            self.commit()
         state = self.state("partitions", partition_key(partition_id))
         if state is None:
             raise UnknownPartition(f"partition id {partition_id} does not exist")
@@ -473,6 +480,7 @@ class RocksEventStore:
             self._batch.delete(keys.record_key(event.partition_id, base_offset), records_cf)
         for batch in rewritten:  # kept in RocksDB: a file only ever holds batches at or past its name
             self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, True))
+        self._staged_partitions.add(event.partition_id)
         self._pending_tail.append((event.partition_id, 0, 0, None))
         return self.append([event])
 
@@ -489,6 +497,7 @@ class RocksEventStore:
         if isinstance(event, LogTruncated | TopicDeleted):
             self._put_staged_records()  # a range delete must follow the batches staged before it
         if isinstance(event, LogTruncated):
+            self._staged_partitions.add(event.partition_id)
             self._pending_tail.append((event.partition_id, 0, 0, None))
             first_kept = self._first_batch_to_keep(event.partition_id, event.log_start_offset)
             state = self._states.get("partitions", {}).get(partition_key(event.partition_id))
@@ -498,6 +507,7 @@ class RocksEventStore:
                 keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
             )
         elif isinstance(event, TopicDeleted):
+            self._staged_partitions.update(event.partition_ids)
             for partition_id in event.partition_ids:
                 self._pending_tail.append((partition_id, 0, 0, None))
                 self._files.plan_drop_partition(partition_id)
@@ -592,6 +602,7 @@ class RocksEventStore:
         self._pending_events = []
         self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
+        self._staged_partitions.clear()
         self._committed_sequence = self._last_sequence
         if self._files.has_planned() or self._files_to_check:
             self._drop_dead_files()
@@ -670,6 +681,7 @@ class RocksEventStore:
     def _discard_staged(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records.clear()
+        self._staged_partitions.clear()
         self._files.cancel_planned()
         self._files_to_check.clear()
         self._write_error = None

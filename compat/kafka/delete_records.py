@@ -4,11 +4,13 @@ Offset -1 means the high watermark (everything written so far). Whole stored bat
 start are deleted with a `LogTruncated` event; a batch straddling it stays, its lower records
 unreachable. An offset beyond the end is OFFSET_OUT_OF_RANGE. The store's ``truncate`` first commits
 what is staged, so the high watermark it measures is the committed one Fetch also sees; the answer (the
-new low watermark) waits until the truncation is durable.
+new low watermark) waits until the truncation is durable. Every `PARTITIONS_PER_TURN` partitions the handler
+lets the other connections' requests run: a request naming 9,000 partitions held the event loop 436 ms at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     DeleteRecordsRequest: TypeAlias = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest
     """Every version served: mypy checks each field read against all of them."""
 
+PARTITIONS_PER_TURN = 500
+"""Partitions truncated before the handler yields to the event loop (about 50 ms of work)."""
+
 
 @handler(21, "DeleteRecords", 0, 2)
 async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
@@ -31,9 +36,13 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
     module = response_module("delete_records", context.api_version)
     truncated = False
     topics = []
+    done = 0
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
+            done += 1
+            if done % PARTITIONS_PER_TURN == 0:
+                await asyncio.sleep(0)
             index = int(partition.partition_index)
             partition_id = broker.partition_id(topic.name, index)
             code, low_watermark = ErrorCode.NONE, -1

@@ -19,6 +19,7 @@ from kio.schema.create_partitions.v3.request import (
 from kio.schema.create_topics.v2.request import CreatableTopic as CreatableTopicV2
 from kio.schema.create_topics.v2.request import CreateTopicsRequest as CreateTopicsRequestV2
 from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
@@ -32,13 +33,17 @@ from logwright.compat.kafka import (
     alter_configs,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
     incremental_alter_configs,
     init_producer_id,
 )
+from logwright.compat.kafka.produce import produce_partition
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -242,3 +247,37 @@ def test_describe_cluster_names_this_broker_as_controller(harness: Harness) -> N
     assert (response.error_code, response.controller_id, response.cluster_id) == (0, 1, "logwright-cluster")
     assert [(b.broker_id, b.port) for b in response.brokers] == [(1, 9092)]
     assert response.cluster_authorized_operations == 0b1_1111_1010_0000
+
+
+def test_delete_records_of_many_partitions_lets_other_requests_run_between_slices(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request naming thousands of partitions must not hold the event loop for all of them at once."""
+    monkeypatch.setattr(delete_records, "PARTITIONS_PER_TURN", 3)
+    harness.create(topic("wide", partitions=10))
+    state = harness.broker.topic("wide")
+    assert state is not None
+    batch = build_batch([Record(offset=0, timestamp=1_700_000_000_000, key=b"k", value=b"v", headers=())])
+    request = DeleteRecordsRequest(topics=(DeleteRecordsTopic(name="wide", partitions=tuple(
+        DeleteRecordsPartition(partition_index=index, offset=-1) for index in range(10))),), timeout=TIMEOUT)
+    seen: list[int] = []
+
+    async def run() -> Any:
+        for index in range(10):
+            assert produce_partition(harness.broker, state, index, batch).error_code == ErrorCode.NONE
+        await harness.broker.durable()
+
+        async def watch() -> None:  # what the other connections could see, turn by turn
+            for _ in range(6):
+                seen.append(sum(harness.broker.partition(pid).log_start_offset == 0 for pid in state.partition_ids))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        context = RequestContext(harness.broker, 21, 2, 1, "tester", 1, "127.0.0.1")
+        response = await delete_records.handle(context, request)
+        await watcher
+        return response
+
+    response = asyncio.run(run())
+    assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.NONE] * 10
+    assert any(0 < untouched < 10 for untouched in seen), "seen between slices: some partitions truncated, not all"
+    assert all(harness.broker.partition(pid).log_start_offset == 1 for pid in state.partition_ids)

@@ -9,7 +9,7 @@ import pytest
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
-from logwright.core.log.partition_log import PARTITIONS
+from logwright.core.log.partition_log import PARTITIONS, partition_key
 from logwright.eventstore import batch_files, keys, rocksdb
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability
@@ -65,6 +65,29 @@ def test_index_entries_are_written_with_the_append_and_removed_with_the_topic(op
     store.commit()
     assert store.seek_index(keys.time_index_key(0, 0), keys.time_index_key(2, 0)) is None
     assert store.read_batches(0, 0, BIG) == []
+
+
+def test_truncate_commits_first_only_for_a_partition_whose_batches_this_turn_changed(opener: Opener) -> None:
+    """Its scan of the batches below the new start reads committed rows: a batch staged on the same partition must
+    be committed first, another partition's staged truncation need not be (DeleteRecords of many partitions)."""
+    store = opener()
+    first, second = new_topic(store, "t", 2).partition_ids
+    for partition_id in (first, second):
+        produce(store, partition_id, record_count=5)
+        produce(store, partition_id, record_count=5)
+    store.commit()
+    store.truncate(first, 10)
+    committed = store.committed_sequence
+    store.truncate(second, 5)
+    assert store.committed_sequence == committed, "nothing of the second partition was staged: no commit first"
+    produce(store, second, record_count=5)
+    store.truncate(second, 15)
+    assert store.committed_sequence > committed, "the batch at 10 was staged: committed before the scan"
+    store.commit()
+    state = store.state("partitions", partition_key(second))
+    assert (state.log_start_offset, state.batch_count, state.byte_size) == (15, 0, 0)
+    assert store.state("partitions", partition_key(first)).batch_count == 0
+    assert store.read_batches(second, 15, BIG) == [] and store.read_batches(first, 10, BIG) == []
 
 
 def test_batches_staged_before_a_deletion_in_the_same_commit_are_deleted_with_it(opener: Opener) -> None:
