@@ -107,7 +107,7 @@ class TypeRegistry:
         return [tag, getattr(cls, "VERSION", 1), *self._fields[cls](obj)]
 
     def _default(self, obj: Any) -> Any:
-        plain = getattr(obj, "__codec_plain__", None)
+        plain = getattr(obj, "codec_plain", None)
         if plain is not None:  # a value type a state holds, stored as plain msgpack (`OffsetTable`)
             return plain()
         nested = msgpack.packb(self._as_list(obj), default=self._default, use_bin_type=True)

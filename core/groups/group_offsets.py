@@ -4,7 +4,7 @@ A group's offsets are one entity, kept in a persistent map (`immutables.Map`, a 
 makes a new state sharing all but a few nodes with the old one. The sorted tuple it replaced was rebuilt and
 sorted for every partition committed, so one OffsetCommit of 10,000 partitions took 19 s of the event loop, and
 replaying such commits at a restart cost as much again. It is stored as it always was, the sorted tuple
-(`OffsetTable.__codec_plain__`), so stores written before read unchanged.
+(`OffsetTable.codec_plain`), so stores written before read unchanged.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class OffsetTable:
                                  for (topic, partition), committed in sorted(self._map.items(), key=_by_key))
         return self._sorted
 
-    def __codec_plain__(self) -> tuple[Entry, ...]:
+    def codec_plain(self) -> tuple[Entry, ...]:
         """What the codec stores: the sorted entries, exactly the tuple this table replaced."""
         return self.entries()
 
