@@ -29,7 +29,7 @@ from logwright.core.cursors.key_hash_ranges import HashRange, KeyHashOwnership, 
 from logwright.core.cursors.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event
-from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups.group_offsets import CommittedOffset, OffsetsHead
 from logwright.core.groups.groups import GroupMember, GroupState
 from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
 from logwright.core.log.delayed_delivery import DelayedIndex
@@ -108,7 +108,7 @@ class TypeRegistry:
 
     def _default(self, obj: Any) -> Any:
         plain = getattr(obj, "codec_plain", None)
-        if plain is not None:  # a value type a state holds, stored as plain msgpack (`OffsetTable`)
+        if plain is not None:  # a value type a state holds, stored as plain msgpack (`CommittedPartitions`)
             return plain()
         nested = msgpack.packb(self._as_list(obj), default=self._default, use_bin_type=True)
         return msgpack.ExtType(_DATACLASS_EXT, nested)
@@ -163,7 +163,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1003: PartitionIdCounter,
     1004: PartitionState,
     1005: CommittedOffset,
-    1006: GroupOffsets,
+    1012: OffsetsHead,
     1007: RangeSet,
     1008: BatchSequence,
     1009: ProducerState,
@@ -196,6 +196,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1165: AbortedTransaction,
     1200: CleanerCheckpoint,
 }
+"""1006 was a group's whole offset table (projection ``group_offsets``, replaced by ``committed_offsets``): not
+reused, so an old row can never decode as something else."""
 
 
 def default_registry() -> TypeRegistry:

@@ -394,11 +394,16 @@ class RocksEventStore:
         return [fold for fold in self._folds if fold[0] in wanted]
 
     def _fold(self, folds: list[_Fold], event: Event, sequence: int) -> None:
-        """Evolve the entities ``event`` names in each of ``folds``; one call per event keeps appends cheap."""
+        """Evolve the entities ``event`` names in each of ``folds``; one call per event keeps appends cheap. An entity
+        whose evolve returns the very state it was given is not rewritten (nor does its projection need a newer
+        covered sequence: refolding that event from there leaves it as it is)."""
         dirty = self._dirty
         for name, entity_keys, evolve, states in folds:
             for entity in entity_keys(event):
-                new_state = evolve(states.get(entity), event, entity)
+                old_state = states.get(entity)
+                new_state = evolve(old_state, event, entity)
+                if new_state is old_state:  # left as it was: no row to write (a group's head on most commits)
+                    continue
                 if new_state is None:
                     states.pop(entity, None)
                 else:

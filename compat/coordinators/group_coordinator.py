@@ -23,6 +23,8 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
+from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
+from logwright.core.groups.group_offsets import GroupOffsets, group_offsets
 from logwright.core.groups.group_sessions import GroupSessions, JoinReply, Reply, SyncReply
 from logwright.core.groups.groups import GroupState
 
@@ -37,6 +39,11 @@ def coordinator(broker: Broker) -> GroupCoordinator:
 def group_state(broker: Broker, group_id: str) -> GroupState | None:
     state = broker.store.state("groups", group_id)
     return state if isinstance(state, GroupState) else None
+
+
+def committed_offsets(broker: Broker, group_id: str) -> GroupOffsets | None:
+    """The group's committed offsets (a view: read it in this turn); ``None`` when it has committed none."""
+    return group_offsets(broker.store.entities(OFFSETS_PROJECTION), group_id)
 
 
 class _BrokerGroupStore:

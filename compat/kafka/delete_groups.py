@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
-from logwright.compat.coordinators.group_coordinator import coordinator, group_state
+from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError, NonEmptyGroup
-from logwright.core.events import GroupDeleted
 from logwright.core.groups.group_admin import decide_delete_group
-from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.group_offsets import deletion
 
 if TYPE_CHECKING:
     from kio.schema.delete_groups import v0, v1, v2
@@ -60,12 +59,10 @@ def _delete_consumer_group(broker: Broker, group_id: str) -> None:
     state = consumer_group(broker, group_id)
     if state is not None and state.members:
         raise NonEmptyGroup(f"consumer group {group_id!r} still has {len(state.members)} members")
-    broker.stage([GroupDeleted(group_id)])
+    broker.stage([deletion(group_id, committed_offsets(broker, group_id))])
     consumer_coordinator(broker).forget_group(group_id)
 
 
 def _delete_classic(broker: Broker, group_id: str) -> None:
-    offsets = broker.store.state("group_offsets", group_id)
-    broker.stage([decide_delete_group(group_id, group_state(broker, group_id),
-                                      offsets if isinstance(offsets, GroupOffsets) else None)])
+    broker.stage([decide_delete_group(group_id, group_state(broker, group_id), committed_offsets(broker, group_id))])
     coordinator(broker).sessions.forget(group_id)

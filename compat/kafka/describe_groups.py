@@ -15,11 +15,10 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
-from logwright.compat.coordinators.group_coordinator import coordinator, group_state
+from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.groups.groups import GroupPhase
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
     state = group_state(broker, group_id)
     code, message = ErrorCode.NONE, None
     if state is None:
-        has_offsets = isinstance(broker.store.state("group_offsets", group_id), GroupOffsets)
+        has_offsets = committed_offsets(broker, group_id) is not None
         has_offsets = has_offsets and consumer_group(broker, group_id) is None
         phase = GroupPhase.EMPTY if has_offsets else GroupPhase.DEAD
         if phase == GroupPhase.DEAD and context.api_version >= 6:

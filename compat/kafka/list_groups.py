@@ -18,6 +18,8 @@ from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.groups.group_admin import GroupListing, list_groups
+from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
+from logwright.core.groups.group_offsets import groups_with_offsets
 from logwright.core.groups.groups import GroupState
 
 if TYPE_CHECKING:
@@ -43,7 +45,8 @@ async def handle(context: RequestContext, request: ListGroupsRequest) -> Any:
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
     consumers = consumer_coordinator(context.broker).groups()
     consumer_ids = {group.group_id for group in consumers}
-    offsets_only = (group_id for group_id in store.entities("group_offsets").keys() if group_id not in consumer_ids)
+    with_offsets = groups_with_offsets(store.entities(OFFSETS_PROJECTION))
+    offsets_only = (group_id for group_id in with_offsets if group_id not in consumer_ids)
     listed = [(entry, GROUP_TYPE) for entry in list_groups(states, offsets_only)]
     listed.extend((GroupListing(group.group_id, CONSUMER_TYPE, group.phase), CONSUMER_TYPE) for group in consumers)
     listed.extend((GroupListing(group.group_id, SHARE_TYPE, group.phase), SHARE_TYPE)

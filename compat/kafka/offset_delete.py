@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
 from kio.serial import entity_reader
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
-from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_admin import decide_offset_delete
-from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.groups.groups import GroupMember, GroupState
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     broker = context.broker
     module = response_module("offset_delete", context.api_version)
     state = group_state(broker, request.group_id)
-    offsets = broker.store.state("group_offsets", request.group_id)
+    offsets = committed_offsets(broker, request.group_id)
     requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions]
     consumer = consumer_group(broker, request.group_id)
     subscribed = subscribed_topics(state)
@@ -67,7 +66,7 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
         subscribed = frozenset(name for name, _, _ in consumer.subscription_metadata)
         state = GroupState(request.group_id, members=(_CONSUMER_PROTOCOL_MEMBER,))
     try:
-        outcome = decide_offset_delete(request.group_id, state, offsets if isinstance(offsets, GroupOffsets) else None,
+        outcome = decide_offset_delete(request.group_id, state, offsets,
                                        requested, subscribed)
     except DomainError as error:
         return make(module.OffsetDeleteResponse, error_code=error_code_for(error),

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.coordinators.group_coordinator import committed_offsets
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
-from logwright.core.groups.group_offsets import GroupOffsets
 from logwright.core.transactions.transactions import pending_offsets
 
 if TYPE_CHECKING:
@@ -69,13 +69,12 @@ def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequ
             batched: bool, require_stable: bool) -> tuple[Any, ...]:
     topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
     partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
-    state = context.broker.store.state("group_offsets", group_id)
-    offsets = state if isinstance(state, GroupOffsets) else GroupOffsets()
+    offsets = committed_offsets(context.broker, group_id)
     unstable = pending_offsets(context.broker.store.entities("transactions").values(), group_id) \
         if require_stable else set()
     wanted: dict[str, list[int]] = {}
     if requested is None:
-        for topic, partition, _ in offsets.offsets:
+        for topic, partition in offsets.partitions() if offsets is not None else ():
             wanted.setdefault(topic, []).append(partition)
     else:
         for entry in requested:
@@ -84,7 +83,7 @@ def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequ
     for topic, indexes in wanted.items():
         partitions = []
         for index in indexes:
-            committed = offsets.get(topic, index)
+            committed = offsets.get(topic, index) if offsets is not None else None
             partitions.append(make(
                 partition_cls, partition_index=index,
                 error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, index) in unstable else ErrorCode.NONE,

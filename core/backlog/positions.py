@@ -4,7 +4,7 @@ A `PositionSource` finds the positions it knows on one partition in its projecti
 tracker scans each source of `POSITION_SOURCES` once per partition, remembers the entity keys found, and
 learns new ones from the events that start a subscription (`started_by`), so an admission reads a few
 states rather than every group and cursor of the broker. Classic and KIP-848 groups (committed offsets,
-the ``group_offsets`` projection) and cursors (share groups and logwright subscriptions of every mode, the
+the ``committed_offsets`` projection) and cursors (share groups and logwright subscriptions of every mode, the
 ``cursors`` projection) and pop groups (RocketMQ 5's pop, the ``pop_inflight`` projection) are built in. A
 new kind of subscription appends its own source: nothing else of the backlog code changes.
 """
@@ -18,7 +18,15 @@ from typing import Any, Protocol
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.events import Event, OffsetCommitted, SubscriptionCreated
 from logwright.core.events.pop import PopCursorCreated
-from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
+from logwright.core.groups.group_offsets import (
+    CommittedOffset,
+    OffsetsHead,
+    group_key,
+    group_of,
+    offset_key,
+    offset_key_prefix,
+)
 from logwright.core.pop.inflight import PROJECTION_NAME as POP_PROJECTION
 from logwright.core.pop.inflight import PopHead, PopPartition, pop_key, table_in
 from logwright.core.rangeset import RangeSet
@@ -74,27 +82,36 @@ class CursorPositions:
 
 
 class GroupPositions:
-    """Classic and KIP-848 consumer groups: the committed offset (the next record to read), nothing settled above."""
+    """Classic and KIP-848 consumer groups: the committed offset (the next record to read), nothing settled above.
 
-    projection = "group_offsets"
+    A group's offset on a partition is its own row (keyed by topic, partition and group); a row counts only while
+    its group's head lists the partition (a group deleted by an old log's event left its rows behind)."""
+
+    projection = OFFSETS_PROJECTION
 
     def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
              partition_id: int) -> Iterable[tuple[str, Position]]:
-        for group, state in states.items():
-            position = self.read(group, state, topic, partition_index, partition_id, states)
-            if position is not None:
-                yield group, position
+        prefix = offset_key_prefix(topic, partition_index)
+        for key, state in states.items():
+            if key.startswith(prefix):
+                position = self.read(key, state, topic, partition_index, partition_id, states)
+                if position is not None:
+                    yield key, position
 
     def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
              states: Mapping[str, Any] = NO_STATES) -> Position | None:
-        if not isinstance(state, GroupOffsets):
+        if not isinstance(state, CommittedOffset) or state.offset < 0 \
+                or not key.startswith(offset_key_prefix(topic, partition_index)):
             return None
-        committed = state.get(topic, partition_index)
-        return Position(key, "group", partition_id, committed.offset) if committed and committed.offset >= 0 else None
+        group = group_of(key)
+        head = states.get(group_key(group))
+        if not isinstance(head, OffsetsHead) or (topic, partition_index) not in head.partitions:
+            return None
+        return Position(group, "group", partition_id, state.offset)
 
     def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
         if isinstance(event, OffsetCommitted):
-            return event.topic, event.partition, event.group
+            return event.topic, event.partition, offset_key(event.topic, event.partition, event.group)
         return None
 
 

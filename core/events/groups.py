@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from logwright.core.events.base import Event
 
@@ -32,8 +32,17 @@ class OffsetDeleted(Event):
 
 @dataclass(frozen=True, slots=True)
 class GroupDeleted(Event):
+    """A group went, with its committed offsets: ``partitions`` names them, so their rows go too."""
+
     TAG: ClassVar[int] = 9
+    VERSION: ClassVar[int] = 2
     group: str
+    partitions: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 named no partitions: offsets were one row per group, which the group's key named."""
+        return [*fields, ()] if version == 1 else fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Decisions about a group's offsets and existence: who may commit, deleting groups and offsets, listing.
 
 A group "exists" when it has members (the ``groups`` projection) or committed offsets (the
-``group_offsets`` projection); a group that only stores offsets is reported as Empty, as Kafka does.
+``committed_offsets`` projection); a group that only stores offsets is reported as Empty, as Kafka does.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from logwright.core.errors import (
 )
 from logwright.core.events import GroupDeleted, OffsetDeleted
 from logwright.core.groups.group_membership import current_member
-from logwright.core.groups.group_offsets import GroupOffsets
+from logwright.core.groups.group_offsets import GroupOffsets, deletion
 from logwright.core.groups.groups import GroupMember, GroupPhase, GroupState
 
 MAX_OFFSET_METADATA_BYTES = 4096
@@ -63,7 +63,7 @@ def decide_delete_group(group_id: str, state: GroupState | None, offsets: GroupO
         raise NonEmptyGroup(f"group {group_id!r} still has {len(state.members)} members")
     if state is None and offsets is None:
         raise UnknownGroup(f"group {group_id!r} does not exist")
-    return GroupDeleted(group_id)
+    return deletion(group_id, offsets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 What survives a restart is here: members (with their protocols, timeouts and assignments), the
 generation, the selected protocol, the leader and the group state. Liveness (session deadlines,
 who is blocked in a JoinGroup or SyncGroup) is not persisted; `group_sessions` keeps it in memory.
-Committed offsets are a separate projection (`group_offsets`), so a group that only commits offsets
+Committed offsets are a separate projection (``committed_offsets``), so a group that only commits offsets
 has no entity here.
 """
 

@@ -1,69 +1,150 @@
-"""Committed group offsets folded from OffsetCommitted / OffsetDeleted / GroupDeleted."""
+"""Committed group offsets folded from OffsetCommitted / OffsetDeleted / GroupDeleted: a row per committed partition
+and a head per group listing them."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, RecordsAppended
-from logwright.core.groups.group_offsets import GROUP_OFFSETS, CommittedOffset, GroupOffsets, group_key
+from logwright.core.groups.group_offsets import (
+    GROUP_OFFSETS,
+    CommittedOffset,
+    CommittedPartitions,
+    GroupOffsets,
+    OffsetsHead,
+    deletion,
+    group_key,
+    group_offsets,
+    groups_with_offsets,
+    offset_key,
+)
 from logwright.core.projection import fold
 
 
+def states(*events: Event) -> dict[str, Any]:
+    return fold(GROUP_OFFSETS, events)
+
+
 def offsets(*events: Event, group: str = "g") -> GroupOffsets | None:
-    return fold(GROUP_OFFSETS, events).get(group_key(group))
+    return group_offsets(states(*events), group)
+
+
+def listed(view: GroupOffsets | None) -> list[tuple[str, int, CommittedOffset]]:
+    return list(view) if view is not None else []
 
 
 def test_a_commit_records_offset_epoch_metadata_and_time() -> None:
-    state = offsets(OffsetCommitted("g", "t", 0, 42, leader_epoch=3, metadata="m", commit_time_ms=99))
-    assert state == GroupOffsets((("t", 0, CommittedOffset(42, 3, "m", 99)),))
-    assert state.get("t", 0) == CommittedOffset(42, 3, "m", 99)
-    assert state.get("t", 1) is None
+    view = offsets(OffsetCommitted("g", "t", 0, 42, leader_epoch=3, metadata="m", commit_time_ms=99))
+    assert listed(view) == [("t", 0, CommittedOffset(42, 3, "m", 99))]
+    assert view is not None and view.get("t", 0) == CommittedOffset(42, 3, "m", 99)
+    assert view.get("t", 1) is None
 
 
 def test_a_later_commit_replaces_the_earlier_one_even_when_lower() -> None:
-    state = offsets(OffsetCommitted("g", "t", 0, 42), OffsetCommitted("g", "t", 0, 7))
-    assert state is not None and state.get("t", 0) == CommittedOffset(7)
+    view = offsets(OffsetCommitted("g", "t", 0, 42), OffsetCommitted("g", "t", 0, 7))
+    assert view is not None and view.get("t", 0) == CommittedOffset(7)
 
 
-def test_offsets_are_kept_sorted_by_topic_and_partition() -> None:
-    state = offsets(OffsetCommitted("g", "b", 1, 1), OffsetCommitted("g", "a", 2, 2), OffsetCommitted("g", "b", 0, 3),
-                    OffsetCommitted("g", "a", 10, 4))
-    assert state is not None
-    assert [(topic, partition) for topic, partition, _ in state.offsets] == [("a", 2), ("a", 10), ("b", 0), ("b", 1)]
+def test_offsets_are_listed_sorted_by_topic_and_partition() -> None:
+    view = offsets(OffsetCommitted("g", "b", 1, 1), OffsetCommitted("g", "a", 2, 2), OffsetCommitted("g", "b", 0, 3),
+                   OffsetCommitted("g", "a", 10, 4))
+    assert view is not None
+    assert view.partitions() == (("a", 2), ("a", 10), ("b", 0), ("b", 1))
+    assert [(topic, partition, committed.offset) for topic, partition, committed in view] == [
+        ("a", 2, 2), ("a", 10, 4), ("b", 0, 3), ("b", 1, 1)]
 
 
-def test_groups_are_separate_entities() -> None:
-    states = fold(GROUP_OFFSETS, [OffsetCommitted("g1", "t", 0, 1), OffsetCommitted("g2", "t", 0, 2)])
-    assert states == {"g1": GroupOffsets((("t", 0, CommittedOffset(1)),)),
-                      "g2": GroupOffsets((("t", 0, CommittedOffset(2)),))}
+def test_each_committed_partition_is_its_own_row_and_each_group_has_a_head() -> None:
+    folded = states(OffsetCommitted("g1", "t", 0, 1), OffsetCommitted("g2", "t", 0, 2),
+                    OffsetCommitted("g1", "t", 1, 3))
+    assert folded == {
+        "#g1": OffsetsHead(CommittedPartitions((("t", 0), ("t", 1)))),
+        "#g2": OffsetsHead(CommittedPartitions((("t", 0),))),
+        "t/0/g1": CommittedOffset(1), "t/1/g1": CommittedOffset(3), "t/0/g2": CommittedOffset(2),
+    }
+    assert sorted(groups_with_offsets(folded)) == ["g1", "g2"]
+
+
+def test_a_commit_names_its_row_and_its_group_head_only() -> None:
+    assert GROUP_OFFSETS.entity_keys(OffsetCommitted("g", "t", 4, 1)) == ("#g", "t/4/g")
+
+
+def test_committing_a_partition_the_head_lists_leaves_the_head_as_it_was() -> None:
+    """The very same object: the store writes no row for an entity an event left as it was, so a commit of a
+    few partitions of a big group writes those rows only."""
+    head = states(OffsetCommitted("g", "t", 0, 1))[group_key("g")]
+    assert GROUP_OFFSETS.evolve(head, OffsetCommitted("g", "t", 0, 9), group_key("g")) is head
+    assert GROUP_OFFSETS.evolve(head, OffsetDeleted("g", "u", 0), group_key("g")) is head
+    assert GROUP_OFFSETS.evolve(head, OffsetCommitted("g", "t", 1, 9), group_key("g")) != head
 
 
 def test_offset_deleted_removes_one_partition_and_the_group_with_its_last() -> None:
     commits = (OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2))
-    assert offsets(*commits, OffsetDeleted("g", "t", 0)) == GroupOffsets((("t", 1, CommittedOffset(2)),))
-    assert offsets(*commits, OffsetDeleted("g", "t", 0), OffsetDeleted("g", "t", 1)) is None
+    assert listed(offsets(*commits, OffsetDeleted("g", "t", 0))) == [("t", 1, CommittedOffset(2))]
+    assert states(*commits, OffsetDeleted("g", "t", 0), OffsetDeleted("g", "t", 1)) == {}
 
 
 def test_deleting_what_was_never_committed_changes_nothing() -> None:
-    assert offsets(OffsetDeleted("g", "t", 0)) is None
-    assert offsets(OffsetCommitted("g", "t", 0, 1), OffsetDeleted("g", "u", 0)) == GroupOffsets(
-        (("t", 0, CommittedOffset(1)),)
-    )
+    assert states(OffsetDeleted("g", "t", 0)) == {}
+    assert listed(offsets(OffsetCommitted("g", "t", 0, 1), OffsetDeleted("g", "u", 0))) == [
+        ("t", 0, CommittedOffset(1))]
 
 
-def test_group_deleted_drops_every_offset_and_a_new_commit_starts_afresh() -> None:
-    assert offsets(OffsetCommitted("g", "t", 0, 1), GroupDeleted("g")) is None
-    assert offsets(OffsetCommitted("g", "t", 0, 1), GroupDeleted("g"), OffsetCommitted("g", "u", 3, 9)) == (
-        GroupOffsets((("u", 3, CommittedOffset(9)),))
-    )
+def test_group_deleted_drops_the_head_and_the_rows_it_names_and_a_new_commit_starts_afresh() -> None:
+    commits = (OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2), OffsetCommitted("h", "t", 0, 5))
+    view = offsets(*commits)
+    assert states(*commits, deletion("g", view)) == {"#h": OffsetsHead(CommittedPartitions((("t", 0),))),
+                                                     "t/0/h": CommittedOffset(5)}
+    again = offsets(*commits, deletion("g", view), OffsetCommitted("g", "u", 3, 9))
+    assert listed(again) == [("u", 3, CommittedOffset(9))]
+
+
+def test_a_group_deleted_by_an_old_event_leaves_rows_no_reader_sees() -> None:
+    """Version 1 of `GroupDeleted` named no partitions (offsets were one row per group), so refolding an old log
+    leaves that group's rows behind: its head is gone, and a row counts only while its head lists it."""
+    folded = states(OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2), GroupDeleted("g"),
+                    OffsetCommitted("g", "t", 1, 7))
+    assert folded["t/0/g"] == CommittedOffset(1), "the old row stays"
+    view = group_offsets(folded, "g")
+    assert view is not None and view.get("t", 0) is None and listed(view) == [("t", 1, CommittedOffset(7))]
+
+
+def test_rows_and_heads_never_meet_whatever_the_group_is_called() -> None:
+    """A topic name holds neither ``#`` nor ``/``, so a head key is never a row key and a row key names one
+    (topic, partition, group), even for groups named like keys."""
+    groups = ["#g", "t/0/g", "g", "0/g", "/", "#"]
+    folded = states(*(OffsetCommitted(group, "t", 0, number) for number, group in enumerate(groups)))
+    assert len(folded) == 2 * len(groups)
+    for number, group in enumerate(groups):
+        assert listed(group_offsets(folded, group)) == [("t", 0, CommittedOffset(number))]
+    assert sorted(groups_with_offsets(folded)) == sorted(groups)
 
 
 def test_events_outside_group_offsets_touch_no_entity() -> None:
     assert GROUP_OFFSETS.entity_keys(RecordsAppended(0, 0, 1, 1, 1)) == ()
 
 
-def test_a_commit_leaves_the_earlier_state_as_it_was() -> None:
-    before = offsets(OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2))
-    assert before is not None
-    after = before.with_offset("t", 0, CommittedOffset(9)).with_offset("t", 2, CommittedOffset(3))
-    assert [(p, c.offset) for _, p, c in before.offsets] == [(0, 1), (1, 2)]
-    assert [(p, c.offset) for _, p, c in after.offsets] == [(0, 9), (1, 2), (2, 3)]
-    assert before.with_offset("t", 5, None) == before, "removing what is not there changes nothing"
+@given(st.lists(st.tuples(st.sampled_from(["commit", "delete"]), st.sampled_from(["a", "b"]), st.integers(0, 6)),
+                max_size=40))
+def test_committed_partitions_behave_as_a_set_and_leave_earlier_ones_as_they_were(
+        steps: list[tuple[str, str, int]]) -> None:
+    partitions, model, history = CommittedPartitions(), set[tuple[str, int]](), []
+    for action, topic, partition in steps:
+        history.append((partitions, sorted(model)))
+        if action == "commit":
+            partitions, model = partitions.with_partition(topic, partition), model | {(topic, partition)}
+        else:
+            partitions, model = partitions.without(topic, partition), model - {(topic, partition)}
+        assert list(partitions) == sorted(model) and len(partitions) == len(model)
+    for earlier, expected in history:
+        assert list(earlier) == expected
+
+
+def test_a_view_reads_the_rows_of_the_partitions_its_head_lists() -> None:
+    folded = states(OffsetCommitted("g", "t", 0, 1))
+    view = group_offsets(folded, "g")
+    assert view is not None and len(view) == 1
+    assert group_offsets(folded, "other") is None
+    assert offset_key("t", 0, "g") in folded

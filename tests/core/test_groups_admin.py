@@ -12,7 +12,7 @@ from logwright.core.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from logwright.core.events import GroupDeleted, OffsetDeleted
+from logwright.core.events import GroupDeleted, OffsetCommitted, OffsetDeleted
 from logwright.core.groups.group_admin import (
     check_offset_commit,
     check_offset_metadata,
@@ -20,12 +20,14 @@ from logwright.core.groups.group_admin import (
     decide_offset_delete,
     list_groups,
 )
-from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups.group_offsets import GROUP_OFFSETS, group_offsets
 from logwright.core.groups.groups import GroupMember, GroupPhase, GroupState
+from logwright.core.projection import fold
 
 MEMBER = GroupMember("m1", None, "c", "h", 10_000, 30_000, (("range", b""),))
 STABLE = GroupState("g", GroupPhase.STABLE, 3, "consumer", "range", "m1", (MEMBER,))
-OFFSETS = GroupOffsets().with_offset("t", 0, CommittedOffset(5)).with_offset("u", 1, CommittedOffset(7))
+OFFSETS = group_offsets(fold(GROUP_OFFSETS, [OffsetCommitted("g", "t", 0, 5), OffsetCommitted("g", "u", 1, 7)]),
+                        "g")
 
 
 def test_members_commit_with_their_current_generation() -> None:
@@ -52,7 +54,7 @@ def test_simple_commits_need_a_group_without_members() -> None:
 
 
 def test_delete_group() -> None:
-    assert decide_delete_group("g", None, OFFSETS) == GroupDeleted("g")
+    assert decide_delete_group("g", None, OFFSETS) == GroupDeleted("g", (("t", 0), ("u", 1)))
     assert decide_delete_group("g", GroupState("g"), None) == GroupDeleted("g")
     with pytest.raises(NonEmptyGroup):
         decide_delete_group("g", STABLE, OFFSETS)

@@ -17,7 +17,7 @@ from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState, OffsetOutOfRange, UnknownPartition
 from logwright.core.events import Event, LogTruncated, OffsetCommitted, RecordsAppended, TopicDeleted
-from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets
+from logwright.core.groups.group_offsets import CommittedOffset, CommittedPartitions, OffsetsHead
 from logwright.core.log.catalog import topic_key
 from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.core.projection import Projection, fold
@@ -171,11 +171,11 @@ class EventStoreContract:
 
     def test_entities_lists_every_entity_of_a_projection(self, store: Any) -> None:
         store.append([OffsetCommitted("a", "t", 0, 1), OffsetCommitted("b", "t", 0, 2)])
-        entities = store.entities("group_offsets")
-        assert dict(entities) == {"a": GroupOffsets((("t", 0, CommittedOffset(1)),)),
-                                  "b": GroupOffsets((("t", 0, CommittedOffset(2)),))}
+        entities = store.entities("committed_offsets")
+        assert dict(entities) == {"#a": OffsetsHead(CommittedPartitions((("t", 0),))), "t/0/a": CommittedOffset(1),
+                                  "#b": OffsetsHead(CommittedPartitions((("t", 0),))), "t/0/b": CommittedOffset(2)}
         with pytest.raises(TypeError):
-            entities["c"] = GroupOffsets()  # type: ignore[index]
+            entities["c"] = CommittedOffset(3)  # type: ignore[index]
 
     def test_appends_continue_the_sequence_after_reopen(self, opener: Opener, store: Any) -> None:
         store.append([OffsetCommitted("g", "t", 0, 1)] * 3)
@@ -442,4 +442,4 @@ class EventStoreContract:
         reopened = opener.reopen(store, durability=durability)
         assert reopened.committed_sequence == 11
         assert [batch_base_offset(b) for b in reopened.read_batches(0, 0, BIG)] == [0, 10, 20, 30, 40]
-        assert reopened.state("group_offsets", "g").get("t", 0).offset == 50
+        assert reopened.state("committed_offsets", "t/0/g").offset == 50

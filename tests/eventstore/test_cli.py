@@ -87,10 +87,10 @@ def test_check_names_a_state_row_that_differs_from_the_replay(data_dir: Path) ->
 
 
 def test_check_names_a_state_row_that_is_missing(data_dir: Path) -> None:
-    raw.delete(data_dir, "state", [keys.state_key("group_offsets", "g")])
+    raw.delete(data_dir, "state", [keys.state_key("committed_offsets", "#g")])
     result = logwright("check", "--data-dir", str(data_dir))
     assert result.returncode == 1
-    assert "group_offsets/g: replay gives GroupOffsets(" in result.stderr and "state holds None" in result.stderr
+    assert "committed_offsets/#g: replay gives OffsetsHead(" in result.stderr and "state holds None" in result.stderr
 
 
 def test_check_beside_a_running_writer_reads_a_read_only_view(data_dir: Path) -> None:

@@ -14,8 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.core.errors import CorruptState
-from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event, OffsetCommitted, RecordsAppended
-from logwright.core.groups.group_offsets import CommittedOffset, GroupOffsets, OffsetTable
+from logwright.core.events import (
+    ALL_EVENT_TYPES,
+    PLUGIN_EVENT_TAGS,
+    Event,
+    GroupDeleted,
+    OffsetCommitted,
+    RecordsAppended,
+)
+from logwright.core.groups.group_offsets import CommittedPartitions, OffsetsHead
 from logwright.core.rangeset import RangeSet
 from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry
 
@@ -40,15 +47,14 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         if len(args) == 2 and args[1] is Ellipsis:
             return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
         return st.tuples(*(strategy_for(arg) for arg in args))
-    if dataclasses.is_dataclass(hint) or hint is OffsetTable:
+    if dataclasses.is_dataclass(hint) or hint is CommittedPartitions:
         return instances(hint)
     raise AssertionError(f"no strategy for {hint!r}: teach strategy_for about it")
 
 
 def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
-    if cls is OffsetTable:  # stored as its sorted entries: build it from any (topic, partition, committed)
-        return st.lists(st.tuples(st.text(max_size=5), st.integers(0, 2**31 - 1), instances(CommittedOffset)),
-                        max_size=4).map(OffsetTable)
+    if cls is CommittedPartitions:  # stored as its sorted pairs: build it from any (topic, partition)
+        return st.lists(st.tuples(st.text(max_size=5), st.integers(0, 2**31 - 1)), max_size=4).map(CommittedPartitions)
     if cls is RangeSet:
         return st.lists(st.tuples(I64, st.integers(0, 5)), max_size=4).map(
             lambda spans: RangeSet.of(n for start, width in spans for n in range(start, min(start + width, 2**63))))
@@ -230,13 +236,20 @@ def test_a_state_type_inside_the_plugin_event_range_or_under_a_second_tag_is_ref
         registry.register(PluginState, 2_001)
 
 
-def test_group_offsets_are_stored_as_the_sorted_tuple_stores_have_always_held() -> None:
-    """Stores written before the persistent map read unchanged: the bytes are those of the sorted tuple."""
+def test_a_group_offsets_head_is_stored_as_its_sorted_partitions() -> None:
+    """Plain msgpack (`codec_plain`), sorted whatever order the set was built in, so equal heads store equal bytes."""
     registry = default_registry()
-    entries = (("a", 2, CommittedOffset(5)), ("a", 10, CommittedOffset(6, 1, "m", 7)), ("b", 0, CommittedOffset(1)))
-    state = GroupOffsets(OffsetTable(reversed(entries)))
-    legacy = msgpack.Packer(default=registry._default, use_bin_type=True).pack([1006, 1, entries])
-    assert registry.encode(state) == legacy
-    decoded = registry.decode(legacy, "test")
-    assert decoded == state and tuple(decoded.offsets) == entries
+    pairs = (("a", 2), ("a", 10), ("b", 0))
+    head = OffsetsHead(CommittedPartitions(reversed(pairs)))
+    assert registry.encode(head) == msgpack.packb([1012, 1, pairs])
+    decoded = registry.decode(registry.encode(head), "test")
+    assert decoded == head and tuple(decoded.partitions) == pairs
+
+
+def test_a_group_deleted_event_of_version_1_names_no_partitions() -> None:
+    registry = default_registry()
+    old = msgpack.packb([5, GroupDeleted.TAG, 1, "g"])
+    assert registry.decode_event(old, "test") == (5, GroupDeleted("g", ()))
+    assert registry.decode_event(registry.encode_event(5, GroupDeleted("g", (("t", 1),))), "test") == (
+        5, GroupDeleted("g", (("t", 1),)))
 

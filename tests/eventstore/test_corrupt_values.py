@@ -83,7 +83,7 @@ def test_a_garbage_event_is_named_when_read_and_the_rest_stays_readable(damaged:
         assert [type(logged.event) for logged in store.read_events(4)] == [RecordsAppended, OffsetCommitted]
         assert len(store.read_batches(0, 0, BIG)) == 2 and len(store.read_batches(1, 0, BIG)) == 1
         assert store.state("partitions", "0").next_offset == 20
-        assert store.state("group_offsets", "g").get("t", 0).offset == 20
+        assert store.state("committed_offsets", "t/0/g").offset == 20
     finally:
         store.close()
     broken = logwright_check(path)

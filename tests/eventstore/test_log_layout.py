@@ -35,7 +35,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     6: ("LogTruncated", "partition_id log_start_offset removed_batches removed_bytes reason"),
     7: ("OffsetCommitted", "group topic partition offset leader_epoch metadata commit_time_ms"),
     8: ("OffsetDeleted", "group topic partition"),
-    9: ("GroupDeleted", "group"),
+    9: ("GroupDeleted", "group partitions"),  # version 2 added partitions
     10: ("ProducerIdAllocated", "producer_id producer_epoch transactional_id"),
     11: ("ManualClockSet", "now_ms"),
     12: ("DelayedRecordsIndexed", "partition_id appended_at_ms entries own_row"),

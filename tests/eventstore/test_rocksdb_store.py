@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
@@ -185,7 +186,7 @@ def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only
     monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
     store, created_at = _offset_commits_after_a_topic(opener, 10)
     covered = _covered(_crash_image(store, tmp_path / "crashed"))
-    assert covered["group_offsets"] == store.last_sequence
+    assert covered["committed_offsets"] == store.last_sequence
     assert covered["catalog"] == created_at, "the catalog did not change after the topic was created"
     store.close()
     assert set(_covered(opener.path).values()) == {store.last_sequence}, "close writes every covered sequence"
@@ -262,3 +263,54 @@ def test_a_projection_that_replaces_another_deletes_its_rows_at_a_writable_open(
     with caplog.at_level("WARNING"):
         opener.close(opener())
     assert "unknown projection" not in caplog.text
+
+
+def test_a_commit_of_a_partition_its_group_committed_before_writes_that_row_alone(opener: Opener) -> None:
+    """The group's head lists the partition already, so its row is not rewritten: a commit of a few partitions of a
+    big group writes those few rows (a row's stored sequence is the event that last wrote it)."""
+    store = opener()
+    store.append([OffsetCommitted("g", "t", partition, 1) for partition in range(100)])
+    store.commit()
+    later = store.append([OffsetCommitted("g", "t", 7, 2)])
+    store.commit()
+    written = {entity: sequence for name, entity, sequence, _ in store.stored_states("committed_offsets")}
+    assert written["t/7/g"] == later
+    assert written["#g"] == 100 and written["t/8/g"] == 9, "the head and the other rows were not rewritten"
+    assert opener.reopen(store).state("committed_offsets", "t/7/g").offset == 2
+
+
+def test_a_store_with_a_row_per_group_is_refolded_into_rows_per_partition_at_the_first_writable_open(
+        opener: Opener) -> None:
+    """Stores written before kept a group's offsets in one row (projection ``group_offsets``, tag 1006). The first
+    writable open folds the offset events into ``committed_offsets`` and deletes the old rows; a group deleted by
+    an old `GroupDeleted` (which named no partitions) leaves a row its head no longer lists, which readers skip."""
+    from logwright.core.backlog.positions import GroupPositions
+    from logwright.core.events import GroupDeleted
+    from logwright.core.groups.group_offsets import group_offsets
+
+    store = opener()
+    store.append([OffsetCommitted("g1", "t", 0, 5), OffsetCommitted("g1", "t", 1, 6), OffsetCommitted("g2", "t", 0, 7),
+                  GroupDeleted("g2")])
+    last = store.last_sequence
+    opener.close(store)
+    old_rows = [key for key in raw.items(opener.path, "state") if key.startswith(b"committed_offsets\x00")]
+    raw.delete(opener.path, "state", old_rows)
+    raw.delete(opener.path, "meta", [raw.state_sequence_key("committed_offsets")])
+    legacy = msgpack.packb([1006, 1, (("t", 0, b"\xc1"),)])  # never decoded: the projection is gone
+    raw.put(opener.path, "state", keys.state_key("group_offsets", "g1"), keys.encode_sequence(last) + legacy)
+    raw.put(opener.path, "meta", raw.state_sequence_key("group_offsets"), keys.encode_sequence(last))
+
+    read_only = opener(read_only=True)
+    assert group_offsets(read_only.entities("committed_offsets"), "g1") is not None, "refolded in memory"
+    opener.close(read_only)
+    upgraded = opener()
+    states = upgraded.entities("committed_offsets")
+    g1 = group_offsets(states, "g1")
+    assert g1 is not None and [(p, c.offset) for _, p, c in g1] == [(0, 5), (1, 6)]
+    assert group_offsets(states, "g2") is None and "t/0/g2" in states, "the old deletion's row stays, unread"
+    assert [key for key, _ in GroupPositions().scan(states, "t", 0, 0)] == ["t/0/g1"]
+    assert check_store(upgraded).consistent
+    opener.close(upgraded)
+    rows = raw.items(opener.path, "state")
+    assert not any(key.startswith(b"group_offsets\x00") for key in rows)
+    assert keys.state_key("committed_offsets", "t/1/g1") in rows

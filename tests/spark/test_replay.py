@@ -51,7 +51,7 @@ def test_replay_names_an_altered_projection_row_and_the_command_exits_non_zero(
     types = default_registry()
     state = types.decode(stored[8:], "test")
     raw.put(altered_dir, "state", key, stored[:8] + types.encode(dataclasses.replace(state, next_offset=999)))
-    raw.delete(altered_dir, "state", [keys.state_key("group_offsets", "readers")])
+    raw.delete(altered_dir, "state", [keys.state_key("committed_offsets", "#readers")])
     raw.put(altered_dir, "state", keys.state_key("partitions", "999"), stored)  # no event names partition 999
 
     report = replay(spark, str(altered_dir), events_per_task=4)
@@ -59,7 +59,8 @@ def test_replay_names_an_altered_projection_row_and_the_command_exits_non_zero(
     assert report.total_differences == 3
     assert any(d.startswith("partitions/0: replay gives PartitionState(") and "next_offset=999" in d
                and f"next_offset={state.next_offset}" in d for d in report.differences)
-    assert any(d.startswith("group_offsets/readers:") and d.endswith("state holds None") for d in report.differences)
+    assert any(d.startswith("committed_offsets/#readers:") and d.endswith("state holds None")
+               for d in report.differences)
     assert any(d.startswith("partitions/999: replay gives None, state holds PartitionState(")
                for d in report.differences)
 

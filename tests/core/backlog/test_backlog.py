@@ -61,9 +61,11 @@ def test_positions_of_groups_and_of_share_cursors_holding_acquired_records() -> 
     index = index_of(*[(1, 100, i) for i in range(10)])
     [(share_key, share)] = CursorPositions().scan(cursors, "t", 0, 7)
     [(classic_key, classic)] = GroupPositions().scan(groups, "t", 0, 7)
-    assert (share_key, classic_key) == (cursor_key("share", 7), "classic")
+    assert (share_key, classic_key) == (cursor_key("share", 7), "t/0/classic")
     assert CursorPositions().read(share_key, cursors[share_key], "t", 0, 7) == share
-    assert GroupPositions().read("classic", groups["classic"], "t", 1, 7) is None, "another partition's offset"
+    assert GroupPositions().read(classic_key, groups[classic_key], "t", 0, 7, groups) == classic
+    assert GroupPositions().read(classic_key, groups[classic_key], "t", 1, 7, groups) is None, "another partition's"
+    assert GroupPositions().read(classic_key, groups[classic_key], "t", 0, 7) is None, "a row its head does not list"
     assert (share.first_unsettled, share.settled) == (2, RangeSet.of([4]))
     assert backlog_of(index, share).records == 7, "acquired but unacknowledged records are backlog"
     assert backlog_of(index, classic) == Backlog(4, 400, 6)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from logwright.core.backlog.eviction_points import EVICTION_POINTS, EvictionPoints, GroupView, adjust_commits
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, TopicDeleted
 from logwright.core.events.backlog import BacklogEvicted, EvictedCommitRaised, EvictionPointLifted
-from logwright.core.groups.group_offsets import GROUP_OFFSETS
+from logwright.core.groups.group_offsets import GROUP_OFFSETS, offset_key
 from logwright.core.projection import fold
 
 PARTITION_ID = 40
@@ -29,7 +29,7 @@ def after(history: Sequence[Event], staged: Sequence[Event], members: bool = Tru
 
 
 def committed(events: Sequence[Event], group: str = "slow") -> int:
-    state = fold(GROUP_OFFSETS, events)[group].get("t", 0)
+    state = fold(GROUP_OFFSETS, events)[offset_key("t", 0, group)]
     return int(state.offset)
 
 

@@ -59,7 +59,7 @@ class Broker:
         return 0, self.batches[-1].end_offset if self.batches else 0
 
     def entities(self, projection: str) -> Mapping[str, Any]:
-        folding = {"cursors": CURSORS, "group_offsets": GROUP_OFFSETS}[projection]  # KeyError: as if disabled
+        folding = {"cursors": CURSORS, GROUP_OFFSETS.name: GROUP_OFFSETS}[projection]  # KeyError: as if disabled
         return fold(folding, self.events)
 
     def batch_extents(self, partition_id: int, from_offset: int) -> Iterable[BatchExtent]:

@@ -18,7 +18,7 @@ from logwright.core.events import (
     TopicCreated,
 )
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.core.groups.group_offsets import GROUP_OFFSETS, CommittedOffset, GroupOffsets
+from logwright.core.groups.group_offsets import GROUP_OFFSETS, CommittedOffset, offset_key
 from logwright.core.log.catalog import CATALOG
 from logwright.core.log.partition_log import PARTITIONS
 from logwright.core.projection import fold
@@ -76,8 +76,7 @@ def test_a_stored_batch_that_differs_from_its_append_is_reported() -> None:
 def test_a_stored_position_that_differs_from_the_refold_is_reported_as_a_backlog_difference() -> None:
     events = log()
     stored = states(events)
-    stored["group_offsets"] = {**stored["group_offsets"],
-                               "fast": GroupOffsets((("t", 0, CommittedOffset(15)),))}
+    stored[GROUP_OFFSETS.name] = {**stored[GROUP_OFFSETS.name], offset_key("t", 0, "fast"): CommittedOffset(15)}
     assert check(events, stored) == [
         "backlog/t-0/group fast: replay gives Backlog(records=5, bytes=720, oldest_timestamp=1020), "
         "state holds Backlog(records=15, bytes=1430, oldest_timestamp=1010)"]
