@@ -40,23 +40,31 @@ async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> An
     broker = context.broker
     module = response_module("txn_offset_commit", context.api_version)
     group_id = request.group_id
-    request_code: ErrorCode | None = None
-    try:
-        transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
-                                        int(request.producer_epoch), group_id)
-        generation = int(request.generation_id) if _names_member(request) else -1
-        member_id = request.member_id if _names_member(request) else ""
-        instance_id = request.group_instance_id if _names_member(request) else None
-        if generation >= 0 or member_id or instance_id is not None:
-            check_committer(broker, group_id, generation, member_id, instance_id)
-    except DomainError as error:
-        request_code, message = wire_failure(error, context.api_version, fenced_from_version=3)
-        log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
-                 request_code.name, message)
-    commits, topics = commit_partitions(broker, request.topics, group_id, request_code, broker.clock.now_ms(),
-                                        module.TxnOffsetCommitResponseTopic, module.TxnOffsetCommitResponsePartition)
+    transaction = None
+
+    def refusal() -> ErrorCode | None:
+        nonlocal transaction
+        try:
+            transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
+                                            int(request.producer_epoch), group_id)
+            generation = int(request.generation_id) if _names_member(request) else -1
+            member_id = request.member_id if _names_member(request) else ""
+            instance_id = request.group_instance_id if _names_member(request) else None
+            if generation >= 0 or member_id or instance_id is not None:
+                check_committer(broker, group_id, generation, member_id, instance_id)
+        except DomainError as error:
+            code, message = wire_failure(error, context.api_version, fenced_from_version=3)
+            log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
+                     code.name, message)
+            return code
+        return None
+
+    commits, topics = await commit_partitions(broker, request.topics, group_id, refusal, broker.clock.now_ms(),
+                                              module.TxnOffsetCommitResponseTopic,
+                                              module.TxnOffsetCommitResponsePartition)
     events = [TransactionalOffsetCommitted(transaction.transactional_id, transaction.producer_id,
-                                           transaction.producer_epoch, commit) for commit in commits]
+                                           transaction.producer_epoch, commit)
+              for commit in commits if transaction is not None]
     if events:
         broker.stage(events)
         await broker.durable()

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
@@ -192,7 +193,84 @@ async def _two_members_and_a_restart(tmp_path: Path) -> None:
     fetched = await restarted.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
         OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),)))
     assert fetched.topics[0].partitions[0].committed_offset == -1
+    assert not [key for key in restarted.store.entities("committed_offsets") if key.endswith("/" + GROUP)], \
+        "the deleted group's rows went with it"
     restarted.close()
+
+
+async def _one_member(harness: Harness) -> str:
+    member = await harness.new_member()
+    assert (await harness.join(member)).generation_id == 1
+    assert (await harness.sync(member, 1, {member: b"all"})).error_code == ErrorCode.NONE
+    return member
+
+
+def test_a_commit_of_many_partitions_lets_other_requests_run_and_checks_the_member_again_before_staging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request naming thousands of partitions must not hold the event loop for all of them; a member that left
+    while the request waited commits nothing (its commits are staged in the turn they were last allowed)."""
+    monkeypatch.setattr(offset_commit, "PARTITIONS_PER_TURN", 3)
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 10)
+        await harness.broker.durable()
+        member = await _one_member(harness)
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            for _ in range(5):
+                turns += 1
+                await asyncio.sleep(0)
+
+        counting = asyncio.create_task(count_turns())
+        answered = await harness.call(offset_commit.handle, 2, commit(member, 1, {("t", p): 5 for p in range(10)}))
+        assert {p.error_code for p in answered.topics[0].partitions} == {ErrorCode.NONE}
+        assert turns >= 3, "other tasks ran while the commit was checked"
+        await counting
+
+        async def leave() -> None:
+            await harness.call(leave_group.handle, 3, LeaveGroupRequest(group_id=GROUP, members=(
+                MemberIdentity(member_id=member, group_instance_id=None),)))
+
+        leaving = asyncio.create_task(leave())
+        refused = await harness.call(offset_commit.handle, 2, commit(member, 1, {("t", p): 9 for p in range(10)}))
+        await leaving
+        assert {p.error_code for p in refused.topics[0].partitions} == {ErrorCode.UNKNOWN_MEMBER_ID}
+        fetched = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
+            OffsetFetchRequestTopic(name="t", partition_indexes=tuple(range(10))),)))
+        assert {p.committed_offset for p in fetched.topics[0].partitions} == {5}, "nothing of the refused commit"
+        harness.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_fetch_of_many_partitions_lets_other_requests_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offset_fetch, "PARTITIONS_PER_TURN", 3)
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 10)
+        await harness.broker.durable()
+        await harness.call(offset_commit.handle, 2, commit("", -1, {("t", p): p for p in range(10)}))
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            for _ in range(5):
+                turns += 1
+                await asyncio.sleep(0)
+
+        counting = asyncio.create_task(count_turns())
+        fetched = await harness.call(offset_fetch.handle, 8, OffsetFetchRequestV8(groups=(
+            OffsetFetchRequestGroup(group_id=GROUP, topics=None),), require_stable=False))
+        assert [p.committed_offset for p in fetched.groups[0].topics[0].partitions] == list(range(10))
+        assert turns >= 3, "other tasks ran while the fetch was answered"
+        await counting
+        harness.close()
+
+    asyncio.run(scenario())
 
 
 def test_the_session_timer_expires_a_silent_member(tmp_path: Path) -> None:
