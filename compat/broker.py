@@ -150,7 +150,7 @@ class Broker:
         self._topic_configs: dict[tuple[Any, int], Mapping[str, str]] = {}
         """`topic_configs` by (a topic's overrides, the number of registered config keys)."""
         self._load_from_store()
-        store.add_commit_listener(self._on_commit)
+        store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._load_from_store)
         self._coordinators = coordinators(self) if coordinators is not None else None
 

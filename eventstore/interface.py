@@ -8,7 +8,7 @@ only. Commit listeners learn which events became durable (to wake long polls, mo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -76,7 +76,8 @@ class EventStore(Protocol):
     def read_events(self, from_sequence: int = 1, to_sequence: int | None = None) -> Iterator[LoggedEvent]:
         """Committed events in sequence order, ``to_sequence`` inclusive."""
 
-    def add_commit_listener(self, listener: CommitListener) -> None: ...
+    def add_commit_listener(self, listener: CommitListener,
+                            event_types: Iterable[type[Event]] | None = None) -> None: ...
 
     def checkpoint(self, path: str) -> None:
         """A consistent, openable copy of the committed store at ``path`` (for Spark and backups)."""

@@ -222,7 +222,7 @@ class RocksEventStore:
             for projection in self._projections
         ]
         self._folds_by_type: dict[type[Event], list[_Fold]] = {}
-        self._listeners: list[CommitListener] = []
+        self._listeners: list[tuple[CommitListener, tuple[type[Event], ...] | None]] = []
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, bool]] = []
         self._staged_partitions: set[int] = set()
@@ -619,7 +619,13 @@ class RocksEventStore:
                 self._read_ahead.drop(partition_id)
             else:
                 self._tail.add(partition_id, base_offset, last_offset, data, written.get((partition_id, base_offset)))
-        for listener in self._listeners:
+        present: set[type[Event]] | None = None
+        for listener, wanted in self._listeners:
+            if wanted is not None:
+                if present is None:
+                    present = {type(logged.event) for logged in pending}
+                if not any(issubclass(event_type, wanted) for event_type in present):
+                    continue
             listener(pending)
 
     def _drop_dead_files(self) -> None:
@@ -641,8 +647,11 @@ class RocksEventStore:
         except OSError as error:  # the space comes back at the next open (`drop_orphans`) or truncation
             log.warning("deleting batch files of %s failed: %s", self.path, error)
 
-    def add_commit_listener(self, listener: CommitListener) -> None:
-        self._listeners.append(listener)
+    def add_commit_listener(self, listener: CommitListener,
+                            event_types: Iterable[type[Event]] | None = None) -> None:
+        """``listener`` gets every commit's events; with ``event_types``, only commits holding one of them (a
+        commit of 5,000 offsets is not walked by every coordinator that follows topics and appends)."""
+        self._listeners.append((listener, None if event_types is None else tuple(event_types)))
 
     # -- failure and recovery -------------------------------------------------------------------
 

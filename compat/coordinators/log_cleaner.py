@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.cleaning_pass import PassReport, describe, run_pass
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
-from logwright.compat.coordinators.segment_models import SegmentModels, partition_view
+from logwright.compat.coordinators.segment_models import FOLLOWED_EVENTS, SegmentModels, partition_view
 from logwright.core.clock import ManualClock
 from logwright.core.compaction.cleanable import CleaningChoice, choose, due_at
 from logwright.core.compaction.offset_map import capacity_for
@@ -41,7 +41,7 @@ class LogCleaner:
         self.last_report: PassReport | None = None
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "log-cleaner")
         self.models = SegmentModels(broker, self.timer.wake)
-        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_commit_listener(self._on_commit, FOLLOWED_EVENTS)
         broker.store.add_reload_listener(self.models.load)
         self.models.load()
 

@@ -61,7 +61,8 @@ class LogRetention:
         self._scan: asyncio.Task[None] | None = None
         self.truncations = 0
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "log-retention")
-        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_commit_listener(
+            self._on_commit, (RecordsAppended, TopicDeleted, TopicCreated, PartitionsCreated, ConfigChanged))
         broker.store.add_reload_listener(self.load)
         self.load()
 

@@ -154,7 +154,7 @@ class PopCoordinator:
         """Cuts the stored batches a compact pop sends down to the records it hands out (walks kept per batch)."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-pop")
-        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_commit_listener(self._on_commit, (TopicDeleted,))
         if self.enabled():
             for key, state in broker.store.entities(PROJECTION_NAME).items():
                 head = pop_head(state)

@@ -69,6 +69,11 @@ class _Building:
     position: int
 
 
+FOLLOWED_EVENTS = (RecordsAppended, TransactionMarkerWritten, PartitionCompacted, LogTruncated, TopicDeleted,
+                   TopicCreated, PartitionsCreated, ConfigChanged)
+"""What `SegmentModels.on_commit` follows: a commit holding none of them is not walked."""
+
+
 class SegmentModels:
     """Every compacted partition's model; ``changed()`` is called when one may have become cleanable."""
 

@@ -125,7 +125,7 @@ class ShareCoordinator:
         """Group → its running switch delay (Failover); each is a `SwitchDelayStarted` event, so a restart keeps it."""
         self._available = asyncio.Event()
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-share-groups")
-        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_commit_listener(self._on_commit, (ConfigChanged,))
         for group in self.groups():
             for member in group.members:
                 self._last_seen[(group.group_id, member.member_id)] = now

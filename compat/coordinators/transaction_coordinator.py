@@ -91,7 +91,7 @@ class TransactionTimer:
         for state in broker.store.entities("transactions").values():
             if isinstance(state, TransactionState):
                 self._follow(state)
-        broker.store.add_commit_listener(self._on_commit)
+        broker.store.add_commit_listener(self._on_commit, _TRANSACTION_EVENTS)
 
     def _follow(self, state: TransactionState | None) -> None:
         if state is None:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import singledispatch
-from typing import Any
+from typing import Any, cast
 
 from immutables import Map
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted
@@ -176,43 +175,35 @@ def _keys(event: Event) -> tuple[str, ...]:
 
 
 def _evolve(state: Any, event: Event, key: str) -> Any:
+    """Three event types, two kinds of row: tested directly (a commit of 5,000 partitions folds 10,000 times)."""
+    committed = type(event) is OffsetCommitted
     if key.startswith(HEAD_PREFIX):
-        return _evolve_head(event, state if isinstance(state, OffsetsHead) else None)
-    return _evolve_row(event, state)
+        head = state if isinstance(state, OffsetsHead) else None
+        if committed:
+            return _committed_head(cast(OffsetCommitted, event), head)
+        if isinstance(event, OffsetDeleted):
+            return _deleted_head(event, head)
+        return None if isinstance(event, GroupDeleted) else head
+    if committed:
+        commit = cast(OffsetCommitted, event)
+        return CommittedOffset(commit.offset, commit.leader_epoch, commit.metadata, commit.commit_time_ms)
+    return None if isinstance(event, OffsetDeleted | GroupDeleted) else state
 
 
-@singledispatch
-def _evolve_head(event: Event, head: OffsetsHead | None) -> OffsetsHead | None:
-    return head
-
-
-@_evolve_head.register
-def _(event: OffsetCommitted, head: OffsetsHead | None) -> OffsetsHead | None:
+def _committed_head(event: OffsetCommitted, head: OffsetsHead | None) -> OffsetsHead:
     if head is None:
         return OffsetsHead(CommittedPartitions(((event.topic, event.partition),)))
     partitions = head.partitions.with_partition(event.topic, event.partition)
     return head if partitions is head.partitions else OffsetsHead(partitions)  # unchanged: the store writes nothing
 
 
-@_evolve_head.register
-def _(event: OffsetDeleted, head: OffsetsHead | None) -> OffsetsHead | None:
+def _deleted_head(event: OffsetDeleted, head: OffsetsHead | None) -> OffsetsHead | None:
     if head is None:
         return None
     partitions = head.partitions.without(event.topic, event.partition)
     if partitions is head.partitions:
         return head
     return OffsetsHead(partitions) if partitions else None
-
-
-@_evolve_head.register
-def _(event: GroupDeleted, head: OffsetsHead | None) -> OffsetsHead | None:
-    return None
-
-
-def _evolve_row(event: Event, state: Any) -> CommittedOffset | None:
-    if isinstance(event, OffsetCommitted):
-        return CommittedOffset(event.offset, event.leader_epoch, event.metadata, event.commit_time_ms)
-    return None  # OffsetDeleted, GroupDeleted
 
 
 GROUP_OFFSETS: Projection[Any] = Projection(

@@ -314,3 +314,19 @@ def test_a_store_with_a_row_per_group_is_refolded_into_rows_per_partition_at_the
     rows = raw.items(opener.path, "state")
     assert not any(key.startswith(b"group_offsets\x00") for key in rows)
     assert keys.state_key("committed_offsets", "t/1/g1") in rows
+
+
+def test_a_commit_listener_given_event_types_hears_only_commits_holding_one(opener: Opener) -> None:
+    store = opener()
+    every: list[int] = []
+    deletions: list[int] = []
+    store.add_commit_listener(lambda logged: every.append(len(logged)))
+    store.add_commit_listener(lambda logged: deletions.append(len(logged)), (TopicDeleted,))
+    store.append([OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 1)])
+    store.commit()
+    new_topic(store, "t", 1)
+    store.commit()
+    store.append([OffsetCommitted("g", "t", 0, 2), TopicDeleted("t", b"\0" * 16, (0,))])
+    store.commit()
+    assert every == [2, 1, 2]
+    assert deletions == [2], "only the commit holding a TopicDeleted, with all of its events"
