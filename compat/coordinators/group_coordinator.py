@@ -24,7 +24,7 @@ from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
 from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
-from logwright.core.groups.group_offsets import GroupOffsets, group_offsets
+from logwright.core.groups.group_offsets import GroupOffsets, group_offsets, row_deletion, rows_on_topics
 from logwright.core.groups.group_sessions import GroupSessions, JoinReply, Reply, SyncReply
 from logwright.core.groups.groups import GroupState
 
@@ -39,6 +39,29 @@ def coordinator(broker: Broker) -> GroupCoordinator:
 def group_state(broker: Broker, group_id: str) -> GroupState | None:
     state = broker.store.state("groups", group_id)
     return state if isinstance(state, GroupState) else None
+
+
+OFFSETS_DELETED_PER_TURN = 1_000
+"""Offsets of deleted topics deleted before `forget_topic_offsets` yields to the event loop."""
+
+
+async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
+    """Delete every group's committed offsets on ``topics``, which were just deleted (Kafka's coordinator does the
+    same: a topic created again under the name starts with no committed offsets).
+
+    In slices, letting other requests run between them; a row committed again meanwhile (a new topic of the same
+    name) is kept. Each deletion is independent of the others, as in Kafka, which deletes them after the topic."""
+    rows = rows_on_topics(broker.store.entities(OFFSETS_PROJECTION), topics)
+    states = broker.store.entities(OFFSETS_PROJECTION)
+    for start in range(0, len(rows), OFFSETS_DELETED_PER_TURN):
+        if start:
+            await asyncio.sleep(0)
+        doomed = [row_deletion(key) for key, state in rows[start:start + OFFSETS_DELETED_PER_TURN]
+                  if states.get(key) is state]
+        if doomed:
+            broker.stage(doomed)
+    if rows:
+        await broker.durable()
 
 
 def committed_offsets(broker: Broker, group_id: str) -> GroupOffsets | None:

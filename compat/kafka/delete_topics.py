@@ -1,9 +1,11 @@
 """DeleteTopics (key 20), versions 1-6: delete topics by name, or (v6) by topic id.
 
-A deletion is one `TopicDeleted` event; its partitions' batches and time index go in the same write,
-and the answer waits until that write is durable. Unknown names get UNKNOWN_TOPIC_OR_PARTITION,
-unknown ids UNKNOWN_TOPIC_ID; a v6 entry naming both a name and an id, or neither, and a topic named
-twice in one request are INVALID_REQUEST (Kafka's rules). v0 is not in kio and no target client sends it.
+A deletion is one `TopicDeleted` event; its partitions' batches and time index go in the same write. The answer
+waits until that write is durable, and until every group's committed offsets on the topic are deleted too (as
+Kafka's group coordinator deletes them: a topic created again under the name starts without them). Unknown names
+get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a v6 entry naming both a name and an id, or
+neither, and a topic named twice in one request are INVALID_REQUEST (Kafka's rules). v0 is not in kio and no
+target client sends it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.group_coordinator import forget_topic_offsets
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
@@ -42,7 +45,8 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     counts = Counter(wanted)
-    results, staged = [], False
+    results: list[Any] = []
+    deleted: list[str] = []
     for name, topic_id in wanted:
         state: TopicState | None = None
         try:
@@ -57,11 +61,12 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
                                 error_message=message))
             continue
         broker.stage([event])
-        staged = True
+        deleted.append(event.topic)
         results.append(make(module.DeletableTopicResult, name=event.topic, topic_id=uuid.UUID(bytes=event.topic_id),
                             error_code=ErrorCode.NONE, error_message=None))
-    if staged:
+    if deleted:
         await broker.durable()
+        await forget_topic_offsets(broker, deleted)
     return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(0), responses=tuple(results))
 
 

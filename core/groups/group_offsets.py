@@ -160,6 +160,20 @@ def groups_with_offsets(states: Mapping[str, Any]) -> Iterator[str]:
     return (key[1:] for key in states if key.startswith(HEAD_PREFIX))
 
 
+def rows_on_topics(states: Mapping[str, Any], topics: Iterable[str]) -> list[tuple[str, Any]]:
+    """Every row (key, state) on the partitions of ``topics``, whichever group committed it: a deleted topic's
+    offsets go, as Kafka's coordinator deletes them (``onPartitionsDeleted``), so a topic created again under the
+    same name starts without them. A head's key never starts with a topic name (``#``)."""
+    prefixes = tuple(f"{topic}/" for topic in topics)
+    return [(key, state) for key, state in states.items() if key.startswith(prefixes)] if prefixes else []
+
+
+def row_deletion(key: str) -> OffsetDeleted:
+    """The event deleting the row ``key``."""
+    topic, partition, group = key.split("/", 2)
+    return OffsetDeleted(group, topic, int(partition))
+
+
 def deletion(group: str, offsets: GroupOffsets | None) -> GroupDeleted:
     """The event deleting a group, naming the rows of its offsets so they go with it."""
     return GroupDeleted(group, offsets.partitions() if offsets is not None else ())

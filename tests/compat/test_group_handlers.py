@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import io
 from collections.abc import Awaitable, Callable
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 import pytest
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v1.request import HeartbeatRequest
@@ -33,10 +35,12 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.serial import entity_writer
+from logwright.compat.coordinators import group_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control
 from logwright.compat.kafka import (
     delete_groups,
+    delete_topics,
     describe_groups,
     find_coordinator,
     heartbeat,
@@ -291,6 +295,62 @@ def test_the_session_timer_expires_a_silent_member(tmp_path: Path) -> None:
         beat = await harness.call(heartbeat.handle, 1, HeartbeatRequest(group_id=GROUP, generation_id=1,
                                                                         member_id=member_id))
         assert beat.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        harness.close()
+
+    asyncio.run(scenario())
+
+
+def test_deleting_a_topic_deletes_every_groups_offsets_on_it_and_keeps_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Kafka's coordinator does: a topic created again under the same name starts without committed offsets."""
+    monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2)
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 3)
+        harness.broker.create_topic("u", 1)
+        await harness.broker.durable()
+        for group, offsets in (("g1", {("t", 0): 5, ("t", 1): 6, ("u", 0): 7}), ("g2", {("t", 2): 8})):
+            request = dataclasses.replace(commit("", -1, offsets), group_id=group)
+            assert (await harness.call(offset_commit.handle, 2, request)).topics[0].partitions[0].error_code == 0
+        deleted = await harness.call(delete_topics.handle, 6, DeleteTopicsRequest(
+            topics=(DeleteTopicState(name="t", topic_id=None),), timeout=datetime.timedelta(seconds=5)))
+        assert deleted.responses[0].error_code == ErrorCode.NONE
+        harness.broker.create_topic("t", 3)
+        await harness.broker.durable()
+
+        async def fetch(group: str, topic: str, partitions: tuple[int, ...]) -> list[int]:
+            answer = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=group, topics=(
+                OffsetFetchRequestTopic(name=topic, partition_indexes=partitions),)))
+            return [p.committed_offset for p in answer.topics[0].partitions]
+
+        assert await fetch("g1", "t", (0, 1, 2)) == [-1, -1, -1]
+        assert await fetch("g2", "t", (2,)) == [-1]
+        assert await fetch("g1", "u", (0,)) == [7], "offsets on other topics stay"
+        listed = await harness.call(list_groups.handle, 4, ListGroupsRequest(states_filter=()))
+        assert [g.group_id for g in listed.groups] == ["g1"], "a group left without offsets or members is gone"
+        harness.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_offset_committed_again_while_a_deleted_topics_offsets_go_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deletions run in slices; a row committed anew between them (a new topic of the same name) stays."""
+    monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2)
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 4)
+        await harness.broker.durable()
+        await harness.call(offset_commit.handle, 2, commit("", -1, {("t", p): 5 for p in range(4)}))
+        forgetting = asyncio.create_task(group_coordinator.forget_topic_offsets(harness.broker, ["t"]))
+        await asyncio.sleep(0)  # the first slice (partitions 0 and 1) is staged
+        await harness.call(offset_commit.handle, 2, commit("", -1, {("t", 3): 9}))
+        await forgetting
+        fetched = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
+            OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1, 2, 3)),)))
+        assert [p.committed_offset for p in fetched.topics[0].partitions] == [-1, -1, -1, 9]
         harness.close()
 
     asyncio.run(scenario())

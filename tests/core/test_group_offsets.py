@@ -19,6 +19,8 @@ from logwright.core.groups.group_offsets import (
     group_offsets,
     groups_with_offsets,
     offset_key,
+    row_deletion,
+    rows_on_topics,
 )
 from logwright.core.projection import fold
 
@@ -148,3 +150,17 @@ def test_a_view_reads_the_rows_of_the_partitions_its_head_lists() -> None:
     assert view is not None and len(view) == 1
     assert group_offsets(folded, "other") is None
     assert offset_key("t", 0, "g") in folded
+
+
+def test_the_rows_on_deleted_topics_are_found_whatever_the_group_and_only_theirs() -> None:
+    commits = (OffsetCommitted("g", "t", 0, 1), OffsetCommitted("a/b", "t", 11, 2), OffsetCommitted("g", "t2", 0, 3),
+               OffsetCommitted("t", "u", 0, 4))
+    folded = states(*commits)
+    rows = rows_on_topics(folded, ["t"])
+    assert sorted(key for key, _ in rows) == ["t/0/g", "t/11/a/b"]
+    assert sorted(map(row_deletion, (key for key, _ in rows)), key=str) == sorted(
+        [OffsetDeleted("g", "t", 0), OffsetDeleted("a/b", "t", 11)], key=str)
+    assert rows_on_topics(folded, []) == []
+    after = states(*commits, *(row_deletion(key) for key, _ in rows))
+    assert listed(group_offsets(after, "g")) == [("t2", 0, CommittedOffset(3))]
+    assert group_offsets(after, "a/b") is None

@@ -6,7 +6,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -96,3 +96,36 @@ def test_aiokafka_group_with_manual_commits(bootstrap: str) -> None:
     seen, committed = asyncio.run(scenario())
     assert seen == 40
     assert committed == 20
+
+
+@pytest.mark.differential
+def test_deleting_a_topic_deletes_every_groups_offsets_on_it(bootstrap: str) -> None:
+    """Kafka's group coordinator deletes the offsets of a deleted topic's partitions (after the topic, so this
+    polls): the topic created again under the same name starts without them, and so does its consumer."""
+    topic = _topic(bootstrap, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 7)], asynchronous=False)
+        assert [tp.offset for tp in consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)],
+                                                       timeout=20)] == [5, 7]
+        admin.delete_topics([topic])[topic].result(20)
+        deadline = time.monotonic() + 30
+        while True:  # Kafka creates a topic again only once the deleted one is gone
+            try:
+                admin.create_topics([NewTopic(topic, 2)])[topic].result(20)
+                break
+            except KafkaException:
+                assert time.monotonic() < deadline, "the topic could not be created again within 30 s"
+                time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while True:
+            committed = [tp.offset for tp in consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)],
+                                                                timeout=20)]
+            if committed == [OFFSET_INVALID, OFFSET_INVALID] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert committed == [OFFSET_INVALID, OFFSET_INVALID]
+    finally:
+        consumer.close()
