@@ -202,6 +202,23 @@ async def _two_members_and_a_restart(tmp_path: Path) -> None:
     restarted.close()
 
 
+async def turns_during(request: Awaitable[T]) -> tuple[T, int]:
+    """``request``'s answer, and how many turns another task got while it ran (at most 5)."""
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        for _ in range(5):
+            turns += 1
+            await asyncio.sleep(0)
+
+    counting = asyncio.create_task(count_turns())
+    answer = await request
+    counted = turns
+    await counting
+    return answer, counted
+
+
 async def _one_member(harness: Harness) -> str:
     member = await harness.new_member()
     assert (await harness.join(member)).generation_id == 1
@@ -220,19 +237,10 @@ def test_a_commit_of_many_partitions_lets_other_requests_run_and_checks_the_memb
         harness.broker.create_topic("t", 10)
         await harness.broker.durable()
         member = await _one_member(harness)
-        turns = 0
-
-        async def count_turns() -> None:
-            nonlocal turns
-            for _ in range(5):
-                turns += 1
-                await asyncio.sleep(0)
-
-        counting = asyncio.create_task(count_turns())
-        answered = await harness.call(offset_commit.handle, 2, commit(member, 1, {("t", p): 5 for p in range(10)}))
+        answered, turns = await turns_during(
+            harness.call(offset_commit.handle, 2, commit(member, 1, {("t", p): 5 for p in range(10)})))
         assert {p.error_code for p in answered.topics[0].partitions} == {ErrorCode.NONE}
         assert turns >= 3, "other tasks ran while the commit was checked"
-        await counting
 
         async def leave() -> None:
             await harness.call(leave_group.handle, 3, LeaveGroupRequest(group_id=GROUP, members=(
@@ -258,20 +266,10 @@ def test_a_fetch_of_many_partitions_lets_other_requests_run(tmp_path: Path, monk
         harness.broker.create_topic("t", 10)
         await harness.broker.durable()
         await harness.call(offset_commit.handle, 2, commit("", -1, {("t", p): p for p in range(10)}))
-        turns = 0
-
-        async def count_turns() -> None:
-            nonlocal turns
-            for _ in range(5):
-                turns += 1
-                await asyncio.sleep(0)
-
-        counting = asyncio.create_task(count_turns())
-        fetched = await harness.call(offset_fetch.handle, 8, OffsetFetchRequestV8(groups=(
-            OffsetFetchRequestGroup(group_id=GROUP, topics=None),), require_stable=False))
+        fetched, turns = await turns_during(harness.call(offset_fetch.handle, 8, OffsetFetchRequestV8(groups=(
+            OffsetFetchRequestGroup(group_id=GROUP, topics=None),), require_stable=False)))
         assert [p.committed_offset for p in fetched.groups[0].topics[0].partitions] == list(range(10))
         assert turns >= 3, "other tasks ran while the fetch was answered"
-        await counting
         harness.close()
 
     asyncio.run(scenario())
