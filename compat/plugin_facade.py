@@ -7,7 +7,7 @@ plugins see is ``logwright-plugin:<task name>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
@@ -82,8 +82,10 @@ class PluginFacade:
     def stored_batches(self, partition_id: int, from_offset: int) -> Iterator[StoredBatchInfo]:
         return stored_batches(self._broker, partition_id, from_offset)
 
-    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None]) -> None:
-        self._broker.store.add_commit_listener(lambda logged: listener([entry.event for entry in logged]))
+    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None],
+                            event_types: Iterable[type[Event]] | None = None) -> None:
+        self._broker.store.add_commit_listener(lambda logged: listener([entry.event for entry in logged]),
+                                               event_types)
 
     def stage(self, events: Sequence[Event]) -> None:
         self._broker.stage(events)

@@ -8,7 +8,7 @@ so a ``--manual-clock`` broker drives a task in tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -132,8 +132,10 @@ class BrokerFacade(Protocol):
         ``from_offset`` on, as their headers describe them; each batch is read once, lazily."""
         ...
 
-    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None]) -> None:
-        """Call ``listener`` with the events of every commit, once they are durable, in the broker's loop.
+    def add_commit_listener(self, listener: Callable[[Sequence[Event]], None],
+                            event_types: Iterable[type[Event]] | None = None) -> None:
+        """Call ``listener`` with the events of every commit, once they are durable, in the broker's loop; with
+        ``event_types``, only commits holding at least one event of those types (all of their events).
 
         For state a plugin keeps in memory beside the projections (indexes, waiters); it must be quick and
         must not raise. Listeners stay for the broker's life.
