@@ -99,6 +99,12 @@ class TypeRegistry:
     def event_types(self) -> list[type[Event]]:
         return [cls for cls in self._by_tag.values() if issubclass(cls, Event)]
 
+    def event_tags(self, kinds: Iterable[type[Event]]) -> frozenset[int]:
+        """The tags of every registered event type that is one of ``kinds`` or a subclass (as `Projection.handles`
+        reads them)."""
+        wanted = tuple(kinds)
+        return frozenset(tag for tag, cls in self._by_tag.items() if issubclass(cls, Event) and issubclass(cls, wanted))
+
     def _as_list(self, obj: Any) -> list[Any]:
         cls = type(obj)
         tag = self._tag_of.get(cls)
@@ -155,6 +161,41 @@ class TypeRegistry:
             return int(time_ms), event
         except Exception as error:
             raise CorruptState(f"cannot decode the event at {where}: {error}") from error
+
+
+_INT_WIDTHS = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8}
+"""msgpack's integer formats after their first byte: how many bytes of value follow."""
+
+
+def event_tag(data: bytes) -> int | None:
+    """The type tag of an encoded event (``[time, tag, version, fields...]``, as `encode_event` writes it), read
+    from its first bytes without decoding the rest; ``None`` when they do not start that way (decode it then).
+
+    A store refolding a few projections reads only the events they fold: decoding every event of a 10 M-event log
+    to fold the offsets of a renamed projection took ~50 s, most of them spent on events it then ignored."""
+    size = len(data)
+    if size < 3:
+        return None
+    first = data[0]
+    position = 1 if 0x90 <= first <= 0x9F else 3 if first == 0xDC else 5 if first == 0xDD else 0
+    if position == 0 or position >= size:
+        return None
+    time_format = data[position]  # the time: any integer format
+    if time_format <= 0x7F or time_format >= 0xE0:
+        position += 1
+    elif time_format in _INT_WIDTHS:
+        position += 1 + _INT_WIDTHS[time_format]
+    else:
+        return None
+    if position >= size:
+        return None
+    tag_format = data[position]  # a tag is positive: a fixint, or an unsigned 8- or 16-bit integer
+    if tag_format <= 0x7F:
+        return tag_format
+    width = {0xCC: 1, 0xCD: 2}.get(tag_format, 0)
+    if width == 0 or position + width >= size:
+        return None
+    return int.from_bytes(data[position + 1:position + 1 + width], "big")
 
 
 STATE_TYPES: dict[int, type[Any]] = {

@@ -45,7 +45,7 @@ from .batch_files import (
     stored_length,
 )
 from .clock import SystemClock
-from .codec import TypeRegistry, default_registry
+from .codec import TypeRegistry, default_registry, event_tag
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
 from .read_ahead import ReadAhead
 from .tail_cache import TailCache, collect_batches
@@ -329,7 +329,8 @@ class RocksEventStore:
         if start > self._last_sequence:
             return
         log.info("replaying events %d..%d into projections", start, self._last_sequence)
-        for logged in self.read_events(start):
+        for logged in self.read_events(start, tags=self._tags_folded_by(
+                [projection for projection in self._projections if covered[projection.name] < self._last_sequence])):
             folds = [fold for fold in self._folds if logged.sequence > covered[fold[0]]]
             self._fold(folds, logged.event, logged.sequence)
         if writable:
@@ -337,6 +338,12 @@ class RocksEventStore:
             self._db.write(self._batch, self._write_options)
             self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
+
+    def _tags_folded_by(self, projections: Sequence[Projection[Any]]) -> frozenset[int] | None:
+        """The event tags a refold of ``projections`` must read; ``None`` (every event) when one may fold any."""
+        if any(projection.handles is None for projection in projections):
+            return None
+        return self._types.event_tags(kind for projection in projections for kind in projection.handles or ())
 
     def _drop_orphan_files(self) -> None:
         """A writable open deletes batch files no commit reached (see `BatchFiles.drop_orphans`); it needs the
@@ -834,16 +841,20 @@ class RocksEventStore:
                               + ("is missing" if size is None else f"ends at {size}, before {position + length}"))
         return broken[:max_reported]
 
-    def read_events(self, from_sequence: int = 1, to_sequence: int | None = None) -> Iterator[LoggedEvent]:
+    def read_events(self, from_sequence: int = 1, to_sequence: int | None = None,
+                    tags: frozenset[int] | None = None) -> Iterator[LoggedEvent]:
+        """Committed events in sequence order, ``to_sequence`` inclusive; with ``tags``, only events of those type
+        tags (the others are not decoded: `event_tag`)."""
         last = self._committed_sequence if to_sequence is None else min(to_sequence, self._committed_sequence)
-        iterator = self._bounded_iterator("events", keys.event_key(last + 1))
-        iterator.seek(keys.event_key(max(from_sequence, 1)))
-        while iterator.valid():
-            key = iterator.key()
-            sequence = keys.parse_event_key(key)
-            time_ms, event = self._types.decode_event(iterator.value(), f"column family 'events' key {key.hex()}")
-            yield LoggedEvent(sequence, time_ms, event)
-            iterator.next()
+        options = ReadOptions()  # held by this frame while ``rows`` lives (see `_BoundedIterator`)
+        options.set_iterate_upper_bound(keys.event_key(last + 1))
+        rows = cast(Iterator[tuple[bytes, bytes]],  # raw mode: bytes keys and values; one native call a row
+                    self._views["events"].items(from_key=keys.event_key(max(from_sequence, 1)), read_opt=options))
+        for key, value in rows:
+            if tags is not None and (tag := event_tag(value)) is not None and tag not in tags:
+                continue
+            time_ms, event = self._types.decode_event(value, f"column family 'events' key {key.hex()}")
+            yield LoggedEvent(keys.parse_event_key(key), time_ms, event)
 
     def stored_states(self, projection: str | None = None) -> Iterator[tuple[str, str, int, bytes]]:
         """Raw ``state`` rows (projection, entity, covered sequence, encoded state) for `check`.

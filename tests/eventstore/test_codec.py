@@ -24,7 +24,7 @@ from logwright.core.events import (
 )
 from logwright.core.groups.group_offsets import CommittedPartitions, OffsetsHead
 from logwright.core.rangeset import RangeSet
-from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry
+from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry, event_tag
 
 CODEC = default_registry()
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -78,6 +78,22 @@ def test_events_round_trip(cls: type[Event], data: st.DataObject, time_ms: int) 
     event = data.draw(instances(cls))
     assert CODEC.decode_event(CODEC.encode_event(time_ms, event), "test") == (time_ms, event)
     assert CODEC.decode(CODEC.encode(event), "test") == event
+    assert event_tag(CODEC.encode_event(time_ms, event)) == cls.TAG, "read from the first bytes, whatever the time"
+
+
+@pytest.mark.parametrize("tag", [1, 127, 128, 255, 256, 999, 10_000, 19_999])
+@pytest.mark.parametrize("time_ms", [0, 5, 127, -1, -33, 200, 70_000, 2**31, 2**40, -(2**40), 2**63 - 1])
+def test_an_events_tag_is_read_from_its_first_bytes_in_every_integer_format(tag: int, time_ms: int) -> None:
+    encoded = msgpack.packb([time_ms, tag, 1, "field"])
+    assert event_tag(encoded) == tag
+    assert event_tag(msgpack.packb([time_ms, tag, 1, *range(20)])) == tag, "a longer array header"
+
+
+@pytest.mark.parametrize("data", [b"", b"\x93", b"\x93\x00", b"\xc1\x00\x05", b"\x93\xc1\x05\x01",
+                                  b"\x93\x00\xce\x00\x00\x00\x01", b"\x93\x00\xcd\x01", b"\x93\x00\xe0\x01"])
+def test_bytes_that_do_not_start_as_an_event_give_no_tag(data: bytes) -> None:
+    """The caller decodes those in full, which names what is wrong with them."""
+    assert event_tag(data) is None
 
 
 @pytest.mark.parametrize("cls", list(STATE_TYPES.values()), ids=lambda cls: cls.__name__)

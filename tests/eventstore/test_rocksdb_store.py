@@ -330,3 +330,28 @@ def test_a_commit_listener_given_event_types_hears_only_commits_holding_one(open
     store.commit()
     assert every == [2, 1, 2]
     assert deletions == [2], "only the commit holding a TopicDeleted, with all of its events"
+
+
+def test_a_refold_of_some_projections_decodes_only_the_events_they_fold(opener: Opener) -> None:
+    """The first start with a renamed or new projection refolds the whole log into it: the events it does not fold
+    are skipped by their tag, not decoded (a damaged one among them goes unnoticed here; `check` reads them all)."""
+    from logwright.core.events import RecordsAppended
+
+    store = opener()
+    new_topic(store, "t", 1)
+    produce(store, 0)
+    store.append([OffsetCommitted("g", "t", 0, 10)])
+    produce(store, 0)
+    store.append([OffsetCommitted("g", "t", 0, 20)])
+    store.commit()
+    appended = [logged.sequence for logged in store.read_events() if isinstance(logged.event, RecordsAppended)]
+    tags = store.types.event_tags([OffsetCommitted])
+    assert [type(logged.event) for logged in store.read_events(tags=tags)] == [OffsetCommitted, OffsetCommitted]
+    opener.close(store)
+    damaged = raw.items(opener.path, "events")[keys.event_key(appended[0])]
+    raw.put(opener.path, "events", keys.event_key(appended[0]), damaged[:12] + b"\xc1" * 8)
+    raw.delete(opener.path, "meta", [raw.state_sequence_key("committed_offsets")])
+    reopened = opener()
+    assert reopened.state("committed_offsets", "t/0/g").offset == 20
+    with pytest.raises(CorruptState):
+        list(reopened.read_events())
