@@ -51,8 +51,8 @@ async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
 
     In slices, letting other requests run between them; a row committed again meanwhile (a new topic of the same
     name) is kept. Each deletion is independent of the others, as in Kafka, which deletes them after the topic."""
-    rows = rows_on_topics(broker.store.entities(OFFSETS_PROJECTION), topics)
     states = broker.store.entities(OFFSETS_PROJECTION)
+    rows = rows_on_topics(states, topics)
     for start in range(0, len(rows), OFFSETS_DELETED_PER_TURN):
         if start:
             await asyncio.sleep(0)

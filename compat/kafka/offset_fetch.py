@@ -50,7 +50,7 @@ async def handle(context: RequestContext, request: OffsetFetchRequest) -> Any:
         ])
         return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), groups=groups)
     topics = await _topics(context, module, request.group_id, request.topics, batched=False,
-                     require_stable=bool(request.require_stable) if _may_require_stable(request) else False)
+                           require_stable=bool(request.require_stable) if _may_require_stable(request) else False)
     return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), topics=topics,
                 error_code=ErrorCode.NONE)
 
@@ -67,11 +67,11 @@ async def _group(context: RequestContext, module: Any, group: OffsetFetchRequest
                         topics=())
     return make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=ErrorCode.NONE,
                 topics=await _topics(context, module, group.group_id, group.topics, batched=True,
-                               require_stable=require_stable))
+                                     require_stable=require_stable))
 
 
 async def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequence[Any] | None,
-            batched: bool, require_stable: bool) -> tuple[Any, ...]:
+                  batched: bool, require_stable: bool) -> tuple[Any, ...]:
     topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
     partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
     offsets = committed_offsets(context.broker, group_id)
