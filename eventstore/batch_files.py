@@ -12,6 +12,13 @@ its first batch (`<root>/<partition id>/<base offset:020d>.batches`), so every b
 next file's name and retention drops whole files. A file is appended to until it holds `FILE_ROLL_BYTES`. Small
 batches stay in RocksDB (`INLINE_BELOW`): there a syscall per partition per commit costs more than the bytes.
 
+A partition that has held little (`SMALL_PARTITION_BYTES`) has no directory of its own yet: its batches go to the
+shared file every such partition appends to (`<root>/shared/<number:020d>.batches`, one writev a commit for all
+of them, rolled at `SHARED_ROLL_BYTES`), named by a 24-byte pointer (`SHARED_POINTER`). Which partitions a shared
+file holds, and between which base offsets, are rows beside the pointers (`shared_refs`): truncation and topic
+deletion drop the rows they pass, and a file left without one is deleted. This is logwright's own: Kafka gives
+every partition its own files from the first batch, which at 1,000 partitions cost more than the bytes.
+
 A file is never truncated, and never appended to once another directory links it (`link_into`, for
 checkpoints): an inode two stores share holds the same bytes for both. A name is only replaced when it holds
 no committed batch (its base offset is the partition's next offset again after a crash): it is unlinked and
@@ -20,6 +27,7 @@ created anew, never truncated in place.
 
 from __future__ import annotations
 
+import enum
 import errno
 import os
 import resource
@@ -32,9 +40,15 @@ from typing import cast
 
 from logwright.core.errors import CorruptState
 
+from .shared_refs import SharedRefs
+
 POINTER = struct.Struct(">QIIi")
 """File (its base offset), position, length, last offset delta: 20 bytes, shorter than any RecordBatch v2 (61+),
 so a value's length says which it is."""
+SHARED_POINTER = struct.Struct(">QQIi")
+"""Into a shared file: its number, position, length, last offset delta (24 bytes)."""
+SHARED = -1
+"""The owner the shared files are kept under where files are keyed (owner, name): no partition has this id."""
 INLINE_BELOW = 4096
 """Batches shorter than this stay in RocksDB."""
 SMALL_PARTITION_BYTES = 256 * 1024
@@ -45,6 +59,9 @@ among 10, 410 among 1,000), about what 256 KiB more through RocksDB costs; a fre
 spent most of its first 100 MB of produce creating them."""
 FILE_ROLL_BYTES = 128 * 1024 * 1024
 """A partition's file takes no more appends once it holds this much."""
+SHARED_ROLL_BYTES = 32 * 1024 * 1024
+"""A shared file takes no more appends once it holds this much: smaller than a partition's, since a shared file
+goes only when every partition in it has truncated past its batches there."""
 OPEN_FILES = max(64, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4))
 """Descriptors kept open for appending, and as many for reading (least recently used closed first): a quarter
 of the process's limit each, at most 4096. With 1,000 partitions written at once, 512 made every commit reopen
@@ -55,34 +72,67 @@ _SUFFIX = ".batches"
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
+class Placement(enum.IntEnum):
+    """Where a batch about to be stored goes (`BatchFiles.placement`)."""
+
+    INLINE = 0
+    """its bytes in RocksDB"""
+    SHARED = 1
+    """the shared file"""
+    OWN = 2
+    """its partition's own file"""
+
+
 def is_pointer(value: bytes) -> bool:
-    return len(value) == POINTER.size
+    return len(value) <= SHARED_POINTER.size
+
+
+def is_shared(value: bytes) -> bool:
+    return len(value) == SHARED_POINTER.size
 
 
 def stored_length(value: bytes) -> int:
     """The batch's length, whether ``value`` is the batch or a pointer to it."""
-    return POINTER.unpack(value)[2] if len(value) == POINTER.size else len(value)
+    size = len(value)
+    if size == POINTER.size:
+        return int(POINTER.unpack(value)[2])
+    if size == SHARED_POINTER.size:
+        return int(SHARED_POINTER.unpack(value)[2])
+    return size
 
 
 def last_offset_delta(value: bytes) -> int:
     """The batch's last offset delta, from the batch header or from the pointer."""
-    if len(value) == POINTER.size:
+    size = len(value)
+    if size == POINTER.size:
         return int(POINTER.unpack(value)[3])
+    if size == SHARED_POINTER.size:
+        return int(SHARED_POINTER.unpack(value)[3])
     return int(_LAST_OFFSET_DELTA.unpack_from(value, 23)[0])
+
+
+def locate(partition_id: int, pointer: bytes) -> tuple[int, int, int, int]:
+    """(owner, file, position, length) of a pointer of ``partition_id``'s: the owner is the partition for its own
+    files, `SHARED` for a shared one."""
+    if len(pointer) == SHARED_POINTER.size:
+        file, position, length, _ = SHARED_POINTER.unpack(pointer)
+        return SHARED, file, position, length
+    file, position, length, _ = POINTER.unpack(pointer)
+    return partition_id, file, position, length
 
 
 def follows(pointer: bytes, value: bytes) -> bool:
     """``value`` points at the bytes right after ``pointer``'s, in the same file."""
-    if len(value) != POINTER.size:
+    if len(value) != len(pointer) or not is_pointer(value):
         return False
-    file, position, length, _ = POINTER.unpack(pointer)
-    next_file, next_position, _, _ = POINTER.unpack(value)
+    _, file, position, length = locate(0, pointer)
+    _, next_file, next_position, _ = locate(0, value)
     return bool(next_file == file and next_position == position + length)
 
 
 def file_of(value: bytes) -> int:
-    """The base offset naming the file a pointer points into."""
-    return int(POINTER.unpack(value)[0])
+    """The file a pointer points into: the base offset naming its partition's file, or the shared file's number."""
+    return locate(0, value)[1]
 
 
 class FileRange:
@@ -145,8 +195,13 @@ class BatchFiles:
         looks at its own, not at every open file."""
         self._doomed: set[tuple[int, int]] = set()
         self._doomed_partitions: set[int] = set()
-        self._inline_bytes: dict[int, int] = {}
-        """Bytes of batches of `INLINE_BELOW` or more each partition kept in RocksDB (`keeps_inline`)."""
+        self._small_bytes: dict[int, int] = {}
+        """Bytes of batches of `INLINE_BELOW` or more each partition put in the shared file (`placement`)."""
+        self.shared_refs = SharedRefs()
+        self._shared: _Appending | None = None
+        """The shared file open for appending (its number is ``base_offset``)."""
+        self._next_shared = 1
+        self._doomed_shared: set[int] = set()
         if writable:
             os.makedirs(root, exist_ok=True)
 
@@ -155,13 +210,19 @@ class BatchFiles:
     def _directory(self, partition_id: int) -> str:
         return os.path.join(self.root, str(partition_id))
 
-    def _path(self, partition_id: int, base_offset: int) -> str:
-        return os.path.join(self.root, str(partition_id), f"{base_offset:020d}{_SUFFIX}")
+    def _path(self, owner: int, base_offset: int) -> str:
+        """A file of partition ``owner``, named by its base offset; or shared file number ``base_offset``."""
+        directory = "shared" if owner == SHARED else str(owner)
+        return os.path.join(self.root, directory, f"{base_offset:020d}{_SUFFIX}")
+
+    def shared_files(self) -> list[int]:
+        """The numbers of the shared files, ascending."""
+        return self.file_bases(SHARED)
 
     def file_bases(self, partition_id: int) -> list[int]:
-        """The base offsets naming a partition's files, ascending."""
+        """The base offsets naming a partition's files, ascending (the shared files' numbers for `SHARED`)."""
         try:
-            names = os.listdir(self._directory(partition_id))
+            names = os.listdir(os.path.dirname(self._path(partition_id, 0)))
         except FileNotFoundError:
             return []
         return sorted(int(name[: -len(_SUFFIX)]) for name in names if name.endswith(_SUFFIX))
@@ -180,18 +241,19 @@ class BatchFiles:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def keeps_inline(self, partition_id: int, size: int) -> bool:
-        """Whether a batch of ``size`` bytes about to be staged stays in RocksDB: a small one always, a larger one
-        while its partition has no file open for appending and stayed within `SMALL_PARTITION_BYTES`."""
+    def placement(self, partition_id: int, size: int) -> Placement:
+        """Where a batch of ``size`` bytes about to be staged goes: RocksDB when small, the shared file while its
+        partition has no file open for appending and put no more than `SMALL_PARTITION_BYTES` there (since the
+        store opened), else the partition's own file."""
         if size < INLINE_BELOW:
-            return True
+            return Placement.INLINE
         if partition_id in self._appending:
-            return False
-        kept = self._inline_bytes.get(partition_id, 0) + size
+            return Placement.OWN
+        kept = self._small_bytes.get(partition_id, 0) + size
         if kept > SMALL_PARTITION_BYTES:
-            return False
-        self._inline_bytes[partition_id] = kept
-        return True
+            return Placement.OWN
+        self._small_bytes[partition_id] = kept
+        return Placement.SHARED
 
     def write(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
         """Append ``(partition id, base offset, batch)`` (each partition's in offset order); their pointers, in the
@@ -213,6 +275,64 @@ class BatchFiles:
             if self.sync:
                 os.fdatasync(file.fd)
         return pointers
+
+    def write_shared(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
+        """Append ``(partition id, base offset, batch)`` to the shared file with one writev, each partition's
+        together (a read of them is one pread); their pointers, in the given order. The rows naming what the file
+        now holds wait in `shared_refs` for the same WriteBatch (`SharedRefs.take_rows`)."""
+        file = self._shared_file()
+        order = sorted(range(len(batches)), key=lambda index: batches[index][0])  # stable: offsets stay in order
+        pointers: list[bytes] = [b""] * len(batches)
+        position = file.size
+        wrote = self.shared_refs.wrote
+        for index in order:
+            partition_id, base_offset, data = batches[index]
+            (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
+            pointers[index] = SHARED_POINTER.pack(file.base_offset, position, len(data), delta)
+            position += len(data)
+            wrote(file.base_offset, partition_id, base_offset)
+        _write_all(file.fd, [batches[index][2] for index in order])
+        file.size = position
+        if self.sync:
+            os.fdatasync(file.fd)
+        return pointers
+
+    def _shared_file(self) -> _Appending:
+        """The shared file to append to: the open one, or a new one (an existing one is never appended to again
+        once closed: after a crash its end may hold bytes no pointer names)."""
+        file = self._shared
+        if file is not None:
+            if file.size < SHARED_ROLL_BYTES:
+                return file
+            self._seal_shared()
+        directory = os.path.dirname(self._path(SHARED, 0))
+        if not os.path.isdir(directory):
+            os.makedirs(directory, exist_ok=True)
+            if self.sync:
+                _fsync_directory(self.root)
+        number = self._next_shared
+        self._next_shared += 1
+        fd = os.open(self._path(SHARED, number), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                     0o644)
+        if self.sync:
+            _fsync_directory(directory)
+        self._shared = _Appending(number, fd, 0)
+        return self._shared
+
+    def _seal_shared(self) -> None:
+        file, self._shared = self._shared, None
+        if file is not None:
+            os.close(file.fd)
+            if not self.shared_refs.referenced(file.base_offset):
+                self._doomed_shared.add(file.base_offset)
+
+    def load_shared_refs(self, rows: Iterable[tuple[bytes, bytes]]) -> None:
+        """The stored `shared_refs` rows (at open, and when a failed commit reloads the store); the next shared file
+        is numbered past every one on disk or named."""
+        self.shared_refs.load(rows)
+        self._doomed_shared.clear()
+        self._next_shared = max([self._next_shared, *(number + 1 for number in self.shared_files()),
+                                 *(number + 1 for number in self.shared_refs.files())])
 
     def _file_for(self, partition_id: int, base_offset: int) -> _Appending:
         """The partition's file to append to: the open one, its newest file reopened, or a new one named by
@@ -270,18 +390,19 @@ class BatchFiles:
         """Stop appending to the files open now (before they are linked elsewhere, or after a failed write)."""
         for partition_id in list(self._appending):
             self._close_appending(partition_id)
+        self._seal_shared()
 
     # -- reading ----------------------------------------------------------------------------------
 
     def read(self, partition_id: int, pointer: bytes) -> bytes | None:
         """The batch ``pointer`` names; ``None`` only when ``missing_ok`` and its file is gone."""
-        base_offset, position, length, _ = POINTER.unpack(pointer)
-        fd = self._reader(partition_id, base_offset)
+        owner, base_offset, position, length = locate(partition_id, pointer)
+        fd = self._reader(owner, base_offset)
         if fd is None:
             return None
         data = os.pread(fd, length, position)
         if len(data) != length:
-            raise CorruptState(f"{self._path(partition_id, base_offset)} ends before the batch at {position} "
+            raise CorruptState(f"{self._path(owner, base_offset)} ends before the batch at {position} "
                                f"({length} bytes): was it cut short by a power loss without fsync?")
         return data
 
@@ -289,19 +410,19 @@ class BatchFiles:
         """The batches of ``pointers``, adjacent in one file (`follows`), read with one pread."""
         if len(pointers) == 1:
             return [self.read(partition_id, pointers[0])]
-        base_offset, start, _, _ = POINTER.unpack(pointers[0])
-        _, last_position, last_length, _ = POINTER.unpack(pointers[-1])
-        fd = self._reader(partition_id, base_offset)
+        owner, base_offset, start, _ = locate(partition_id, pointers[0])
+        _, _, last_position, last_length = locate(partition_id, pointers[-1])
+        fd = self._reader(owner, base_offset)
         if fd is None:
             return [None] * len(pointers)
         length = last_position + last_length - start
         data = os.pread(fd, length, start)
         if len(data) != length:
-            raise CorruptState(f"{self._path(partition_id, base_offset)} ends before the batches at {start} "
+            raise CorruptState(f"{self._path(owner, base_offset)} ends before the batches at {start} "
                                f"({length} bytes): was it cut short by a power loss without fsync?")
         batches: list[bytes | None] = []
         for pointer in pointers:
-            _, position, size, _ = POINTER.unpack(pointer)
+            _, _, position, size = locate(partition_id, pointer)
             batches.append(data[position - start:position - start + size])
         return batches
 
@@ -319,28 +440,32 @@ class BatchFiles:
         pieces: list[bytes | FileRange] = []
         run: list[bytes] = []
         run_bytes: list[bytes | None] = []
-        run_file = run_end = -1
+        run_size = run_file = run_end = -1
         chosen = total = 0
         unpack, pointer_size = POINTER.unpack, POINTER.size
+        unpack_shared, shared_size = SHARED_POINTER.unpack, SHARED_POINTER.size
         for base_offset, value, data in rows:
             if end_offset is not None and base_offset > end_offset:
                 break
-            pointed = len(value) == pointer_size
-            if pointed:
+            size = len(value)
+            pointed = size <= shared_size
+            if size == pointer_size:
                 file, position, length, _ = unpack(value)
+            elif size == shared_size:
+                file, position, length, _ = unpack_shared(value)
             else:
-                length = len(value)
+                length = size
             if chosen and total + length > max_bytes:
                 break
             chosen += 1
             total += length
-            if run and not (pointed and file == run_file and position == run_end):
+            if run and not (pointed and size == run_size and file == run_file and position == run_end):
                 pieces.extend(self._run_pieces(partition_id, run, run_bytes, ranges_from))
                 run, run_bytes = [], []
             if pointed:
                 run.append(value)
                 run_bytes.append(data)
-                run_file, run_end = file, position + length
+                run_size, run_file, run_end = size, file, position + length
             else:
                 pieces.append(value)
             if total >= max_bytes:
@@ -351,18 +476,18 @@ class BatchFiles:
 
     def _run_pieces(self, partition_id: int, run: list[bytes], run_bytes: list[bytes | None], ranges_from: int
                     ) -> list[bytes | FileRange]:
-        base_offset, start, _, _ = POINTER.unpack(run[0])
-        _, last_position, last_length, _ = POINTER.unpack(run[-1])
+        owner, base_offset, start, _ = locate(partition_id, run[0])
+        _, _, last_position, last_length = locate(partition_id, run[-1])
         length = last_position + last_length - start
         if length < ranges_from or FileRange.open_now >= RANGES_OPEN:
             if None not in run_bytes:
                 return cast(list[bytes | FileRange], run_bytes)
             return [data for data in self.read_run(partition_id, run) if data is not None]
-        fd = self._reader(partition_id, base_offset)
+        fd = self._reader(owner, base_offset)
         if fd is None:
             return []
         if os.fstat(fd).st_size < start + length:
-            raise CorruptState(f"{self._path(partition_id, base_offset)} ends before the batches at {start} "
+            raise CorruptState(f"{self._path(owner, base_offset)} ends before the batches at {start} "
                                f"({length} bytes): was it cut short by a power loss without fsync?")
         return [FileRange(os.dup(fd), start, length)]
 
@@ -395,58 +520,79 @@ class BatchFiles:
 
     # -- deleting ---------------------------------------------------------------------------------
 
-    def plan_drop_below(self, partition_id: int, first_kept: int, everything: bool) -> None:
+    def plan_drop_below(self, partition_id: int, first_kept: int, everything: bool) -> list[bytes]:
         """Doom the files holding only batches below ``first_kept`` (every file of the partition when
         ``everything``: the truncation passed the end of the log), deleted by `drop_planned` once the truncation's
-        WriteBatch is durable. Batches written after this in the same commit go to a new file."""
+        WriteBatch is durable. Batches written after this in the same commit go to a new file. Returns the keys of
+        the `shared_refs` rows the truncation passed, for its WriteBatch to delete."""
         bases = self.file_bases(partition_id)
         pairs = zip(bases, bases[1:], strict=False)
         dead = bases if everything else [base for base, after in pairs if after <= first_kept]
         for base_offset in dead:
             self._forget(partition_id, base_offset)
             self._doomed.add((partition_id, base_offset))
+        return self._doom_shared(*self.shared_refs.drop_below(partition_id, first_kept))
 
-    def plan_drop_partition(self, partition_id: int) -> None:
+    def plan_drop_partition(self, partition_id: int) -> list[bytes]:
+        """Doom the partition's files; the keys of its `shared_refs` rows, for the deletion's WriteBatch."""
         self._forget(partition_id, None)
         self._doomed_partitions.add(partition_id)
+        return self._doom_shared(*self.shared_refs.drop_partition(partition_id))
+
+    def drop_shared_ref(self, file: int, partition_id: int) -> list[bytes]:
+        """The partition holds nothing in shared ``file`` any more: the key of its row, to delete."""
+        return self._doom_shared(*self.shared_refs.drop(file, partition_id))
+
+    def _doom_shared(self, row_keys: list[bytes], emptied: list[int]) -> list[bytes]:
+        """Doom the shared files left without a row (the one open for appending once it is sealed)."""
+        appending = self._shared.base_offset if self._shared is not None else None
+        self._doomed_shared.update(file for file in emptied if file != appending)
+        return row_keys
 
     def drop_planned(self) -> bool:
         """Delete what was doomed since the last call; whether there was anything."""
-        if not self._doomed and not self._doomed_partitions:
+        if not self._doomed and not self._doomed_partitions and not self._doomed_shared:
             return False
         for partition_id, base_offset in sorted(self._doomed):
             self._unlink(partition_id, base_offset)
         with_files = set(self.partitions()) if len(self._doomed_partitions) > 1 else self._doomed_partitions
         for partition_id in sorted(self._doomed_partitions):
             self.drop_partition(partition_id, partition_id in with_files)
+        for number in sorted(self._doomed_shared):
+            if not self.shared_refs.referenced(number):
+                self._unlink(SHARED, number)
         self.cancel_planned()
         return True
 
     def has_planned(self) -> bool:
-        return bool(self._doomed or self._doomed_partitions)
+        return bool(self._doomed or self._doomed_partitions or self._doomed_shared)
 
     def cancel_planned(self) -> None:
-        """The commit that would have made the deletions durable failed: keep the files."""
+        """The commit that would have made the deletions durable failed: keep the files (a failed commit reloads
+        `shared_refs` from disk, so a shared file it doomed is named again)."""
         self._doomed.clear()
         self._doomed_partitions.clear()
+        self._doomed_shared.clear()
 
     def drop_if_unreferenced(self, partition_id: int, base_offset: int, referenced: Iterable[bytes]) -> None:
-        """Delete a file no pointer in ``referenced`` (the rows that could name it) points into any more."""
-        if not any(is_pointer(value) and file_of(value) == base_offset for value in referenced):
+        """Delete a partition's file no pointer in ``referenced`` (the rows that could name it) points into any
+        more."""
+        size = POINTER.size
+        if not any(len(value) == size and file_of(value) == base_offset for value in referenced):
             self._unlink(partition_id, base_offset)
 
     def drop_partition(self, partition_id: int, has_files: bool = True) -> None:
         """``has_files=False``: the caller listed the root and the partition has no directory (every batch of a small
         partition stays in RocksDB), so no rmtree is tried: a topic of 10,000 such partitions tried 10,000."""
         self._forget(partition_id, None)
-        self._inline_bytes.pop(partition_id, None)
+        self._small_bytes.pop(partition_id, None)
         if has_files:
             shutil.rmtree(self._directory(partition_id), ignore_errors=True)
 
-    def _unlink(self, partition_id: int, base_offset: int) -> None:
-        self._forget(partition_id, base_offset)
+    def _unlink(self, owner: int, base_offset: int) -> None:
+        self._forget(owner, base_offset)
         try:
-            os.unlink(self._path(partition_id, base_offset))
+            os.unlink(self._path(owner, base_offset))
         except FileNotFoundError:
             pass
 
@@ -463,8 +609,9 @@ class BatchFiles:
 
     def drop_orphans(self, next_offsets: Mapping[int, int]) -> None:
         """At a writable open: delete the directories of partitions that no longer exist (a topic deletion that
-        stopped before its files went) and files whose name is at or past the partition's next offset (written by
-        a commit that never reached RocksDB)."""
+        stopped before its files went), files whose name is at or past the partition's next offset (written by
+        a commit that never reached RocksDB) and shared files no `shared_refs` row names (the same, or emptied
+        by a commit that was durable before they were deleted)."""
         for partition_id in self.partitions():
             next_offset = next_offsets.get(partition_id)
             if next_offset is None:
@@ -473,6 +620,9 @@ class BatchFiles:
             for base_offset in self.file_bases(partition_id):
                 if base_offset >= next_offset:
                     self._unlink(partition_id, base_offset)
+        for number in self.shared_files():
+            if not self.shared_refs.referenced(number):
+                self._unlink(SHARED, number)
 
     # -- copies -----------------------------------------------------------------------------------
 
@@ -480,11 +630,14 @@ class BatchFiles:
         """Every file, hard-linked (copied across file systems) under ``root``: a checkpoint's batches. The files
         open for appending are sealed first, so no store appends to an inode it shares."""
         self.seal()
-        for partition_id in self.partitions():
-            target = os.path.join(root, str(partition_id))
+        for owner in [*self.partitions(), SHARED]:
+            bases = self.file_bases(owner)
+            if not bases:
+                continue
+            target = os.path.join(root, os.path.basename(os.path.dirname(self._path(owner, 0))))
             os.makedirs(target, exist_ok=True)
-            for base_offset in self.file_bases(partition_id):
-                source = self._path(partition_id, base_offset)
+            for base_offset in bases:
+                source = self._path(owner, base_offset)
                 destination = os.path.join(target, os.path.basename(source))
                 try:
                     os.link(source, destination)

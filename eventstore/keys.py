@@ -5,10 +5,12 @@
 | records | partition id u32, base offset u64     | RecordBatch v2 bytes, base offset patched (or a pointer) |
 | events  | global sequence u64                   | encoded (time, event)                   |
 | state   | projection name, NUL, entity key      | sequence u64 + encoded entity state     |
-| index   | kind byte, partition id u32, ...      | small values                            |
+| index   | kind byte, partition id u32, ...      | small values (``T``: the time index)    |
+|         | ``S``, shared file u64, partition u32 | first and last base offset it holds there (`shared_refs`) |
 | meta    | ascii name                            | small values                            |
 
-A batch of 4 KiB or more is a 20-byte pointer into `batch_files` instead of its bytes.
+A batch of 4 KiB or more is a pointer into `batch_files` instead of its bytes: 20 bytes into its partition's own
+file, 24 into a shared one.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ META_FORMAT_VERSION = b"format.version"
 META_STATE_SEQUENCE = b"state.sequence"
 META_CLUSTER_ID = b"cluster.id"
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: batches in shared files (24-byte pointers, `shared_refs` rows in the index); 1 wrote none."""
 
 
 def record_key(partition_id: int, base_offset: int) -> bytes:

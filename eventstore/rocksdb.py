@@ -33,15 +33,18 @@ from logwright.core.log.partition_log import partition_key, truncate
 from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from . import keys
+from . import keys, shared_refs
 from .batch_files import (
-    POINTER,
+    SHARED,
     BatchFiles,
     FileRange,
+    Placement,
     file_of,
     follows,
     is_pointer,
+    is_shared,
     last_offset_delta,
+    locate,
     stored_length,
 )
 from .clock import SystemClock
@@ -224,17 +227,19 @@ class RocksEventStore:
         self._folds_by_type: dict[type[Event], list[_Fold]] = {}
         self._listeners: list[tuple[CommitListener, tuple[type[Event], ...] | None]] = []
         self._batch = WriteBatch(raw_mode=True)
-        self._staged_records: list[tuple[int, int, bytes, bool]] = []
+        self._staged_records: list[tuple[int, int, bytes, Placement]] = []
         self._staged_partitions: set[int] = set()
         """Partitions whose stored batches this turn's WriteBatch changes (appended, truncated, rewritten, deleted):
         `truncate` commits first only for one of them. A DeleteRecords of 9,000 partitions committed before each
         one (each commit then holding the previous partition's truncation) and stalled the loop 4.4 s."""
-        """Record batches (partition, base offset, bytes, kept in RocksDB) not yet put into ``_batch``: they go in
+        """Record batches (partition, base offset, bytes, where they go) not yet put into ``_batch``: they go in
         last (`_put_staged_records`)."""
         self._write_error: OSError | None = None
         """A batch file write that failed before the commit: the commit fails with it."""
         self._files_to_check: list[tuple[int, int]] = []
         """(partition, file) a compaction slice took pointers out of: deleted after its commit if none is left."""
+        self._shared_to_check: list[tuple[int, int]] = []
+        """(partition, shared file) a compaction slice took pointers out of: its row goes if none is left."""
         self._dirty: dict[tuple[str, str], int] = {}
         self._sequence_keys = {projection.name: _state_sequence_key(projection.name)
                                for projection in self._projections}
@@ -254,6 +259,7 @@ class RocksEventStore:
             self._last_sequence = self._find_last_sequence()
             self._committed_sequence = self._last_sequence
             self._recover()
+            self._load_shared_refs()
             self._drop_orphan_files()
         except BaseException as error:
             self._release()
@@ -294,11 +300,10 @@ class RocksEventStore:
         writable = not self.read_only if writable is None else writable
         meta = self._views["meta"]
         version = meta.get(keys.META_FORMAT_VERSION)
-        if version is None:
-            if writable:
-                meta[keys.META_FORMAT_VERSION] = keys.encode_sequence(keys.FORMAT_VERSION)
-        elif keys.decode_sequence(version) > keys.FORMAT_VERSION:
+        if version is not None and keys.decode_sequence(version) > keys.FORMAT_VERSION:
             raise CorruptState(f"{self.path} was written by a newer logwright (format {keys.decode_sequence(version)})")
+        if writable and (version is None or keys.decode_sequence(version) < keys.FORMAT_VERSION):
+            meta[keys.META_FORMAT_VERSION] = keys.encode_sequence(keys.FORMAT_VERSION)  # before a newer row is put
         if not self._load_state:
             return
         replaced = {name for projection in self._projections for name in projection.replaces} - set(self._states)
@@ -344,6 +349,12 @@ class RocksEventStore:
         if any(projection.handles is None for projection in projections):
             return None
         return self._types.event_tags(kind for projection in projections for kind in projection.handles or ())
+
+    def _load_shared_refs(self) -> None:
+        """The rows naming what each shared batch file holds (`shared_refs`), into the batch files' memory."""
+        iterator = self._bounded_iterator("index", shared_refs.END_KEY)
+        iterator.seek(shared_refs.FIRST_KEY)
+        self._files.load_shared_refs(_items(iterator))
 
     def _drop_orphan_files(self) -> None:
         """A writable open deletes batch files no commit reached (see `BatchFiles.drop_orphans`); it needs the
@@ -435,12 +446,12 @@ class RocksEventStore:
             self._fold(folds, event, sequence)
             self._delete_physically(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
-        keeps_inline = self._files.keeps_inline
+        placement = self._files.placement
         staged_partitions = self._staged_partitions
         for batch in batches:
             staged_partitions.add(batch.partition_id)
             self._staged_records.append((batch.partition_id, batch.base_offset, batch.data,
-                                         keeps_inline(batch.partition_id, len(batch.data))))
+                                         placement(batch.partition_id, len(batch.data))))
             (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
             self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
                                        batch.data))
@@ -487,11 +498,12 @@ class RocksEventStore:
         for base_offset in (*deleted, *(batch.base_offset for batch in rewritten)):
             old = stored.get(keys.record_key(event.partition_id, base_offset))
             if old is not None and is_pointer(old):
-                self._files_to_check.append((event.partition_id, file_of(old)))
+                checks = self._shared_to_check if is_shared(old) else self._files_to_check
+                checks.append((event.partition_id, file_of(old)))
         for base_offset in deleted:
             self._batch.delete(keys.record_key(event.partition_id, base_offset), records_cf)
         for batch in rewritten:  # kept in RocksDB: a file only ever holds batches at or past its name
-            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, True))
+            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, Placement.INLINE))
         self._staged_partitions.add(event.partition_id)
         self._pending_tail.append((event.partition_id, 0, 0, None))
         return self.append([event])
@@ -514,7 +526,8 @@ class RocksEventStore:
             first_kept = self._first_batch_to_keep(event.partition_id, event.log_start_offset)
             state = self._states.get("partitions", {}).get(partition_key(event.partition_id))
             everything = state is not None and first_kept >= state.next_offset
-            self._files.plan_drop_below(event.partition_id, first_kept, everything)
+            for key in self._files.plan_drop_below(event.partition_id, first_kept, everything):
+                self._batch.delete(key, index_cf)
             self._batch.delete_range(
                 keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
             )
@@ -522,7 +535,8 @@ class RocksEventStore:
             self._staged_partitions.update(event.partition_ids)
             for partition_id in event.partition_ids:
                 self._pending_tail.append((partition_id, 0, 0, None))
-                self._files.plan_drop_partition(partition_id)
+                for key in self._files.plan_drop_partition(partition_id):
+                    self._batch.delete(key, index_cf)
                 self._batch.delete_range(
                     keys.record_key(partition_id, 0), keys.record_key(partition_id + 1, 0), records_cf
                 )
@@ -548,22 +562,30 @@ class RocksEventStore:
         putting the batches last grows it once per batch at most.
         """
         staged = self._staged_records
-        to_files = [(partition_id, base_offset, data) for partition_id, base_offset, data, inline in staged
-                    if not inline]
+        own = [(partition_id, base_offset, data) for partition_id, base_offset, data, placement in staged
+               if placement is Placement.OWN]
+        shared = [(partition_id, base_offset, data) for partition_id, base_offset, data, placement in staged
+                  if placement is Placement.SHARED]
         try:
-            pointers = iter(self._files.write(to_files) if to_files else ())
+            pointers = iter(self._files.write(own) if own else ())
+            shared_pointers = iter(self._files.write_shared(shared) if shared else ())
         except OSError as error:  # raised by the commit (this may run in `append`, before a range delete)
             self._write_error = error
             staged.clear()
             return
         put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
         written = self._pointers_written
-        for partition_id, base_offset, data, inline in staged:
-            if inline:
+        for partition_id, base_offset, data, placement in staged:
+            if placement is Placement.INLINE:
                 put(record_key(partition_id, base_offset), data, records_cf)
             else:
-                pointer = written[(partition_id, base_offset)] = next(pointers)
+                pointer = written[(partition_id, base_offset)] = next(
+                    pointers if placement is Placement.OWN else shared_pointers)
                 put(record_key(partition_id, base_offset), pointer, records_cf)
+        if shared:
+            index_cf = self._cf["index"]
+            for key, value in self._files.shared_refs.take_rows():
+                put(key, value, index_cf)
         staged.clear()
 
     def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
@@ -616,7 +638,7 @@ class RocksEventStore:
         self._dirty.clear()
         self._staged_partitions.clear()
         self._committed_sequence = self._last_sequence
-        if self._files.has_planned() or self._files_to_check:
+        if self._files.has_planned() or self._files_to_check or self._shared_to_check:
             self._drop_dead_files()
         tail, self._pending_tail = self._pending_tail, []
         written, self._pointers_written = self._pointers_written, {}
@@ -640,6 +662,8 @@ class RocksEventStore:
         and those a compaction slice took the last pointer out of. The log is synced first (when commits do not
         sync it), so a power loss cannot bring back a pointer into a deleted file."""
         try:
+            if self._shared_to_check:
+                self._drop_emptied_shared_refs()
             if self.durability is not Durability.FSYNC:
                 self._db.flush_wal(True)
             self._files.drop_planned()
@@ -653,6 +677,29 @@ class RocksEventStore:
                 self._files.drop_if_unreferenced(partition_id, base_offset, (value for _, value in _items(iterator)))
         except OSError as error:  # the space comes back at the next open (`drop_orphans`) or truncation
             log.warning("deleting batch files of %s failed: %s", self.path, error)
+
+    def _drop_emptied_shared_refs(self) -> None:
+        """The `shared_refs` rows of the (partition, shared file) pairs a compaction slice took the last pointer out
+        of, deleted in a WriteBatch of their own (the file goes with the last row)."""
+        checks, self._shared_to_check = self._shared_to_check, []
+        batch, index_cf = WriteBatch(raw_mode=True), self._cf["index"]
+        for partition_id, number in dict.fromkeys(checks):
+            span = self._files.shared_refs.span(number, partition_id)
+            if span is None:
+                continue
+            iterator = self._bounded_iterator("records", keys.record_key(partition_id, span[1] + 1))
+            iterator.seek(keys.record_key(partition_id, span[0]))
+            if not any(is_shared(value) and file_of(value) == number for _, value in _items(iterator)):
+                for key in self._files.drop_shared_ref(number, partition_id):
+                    batch.delete(key, index_cf)
+        if batch.is_empty():
+            return
+        try:
+            self._db.write(batch, self._write_options)
+        except Exception as error:  # kept: the rows stay (and the file with them) until a later truncation
+            log.warning("deleting shared batch file rows of %s failed: %s", self.path, error)
+            self._files.cancel_planned()
+            self._load_shared_refs()
 
     def add_commit_listener(self, listener: CommitListener,
                             event_types: Iterable[type[Event]] | None = None) -> None:
@@ -705,6 +752,7 @@ class RocksEventStore:
         self._staged_partitions.clear()
         self._files.cancel_planned()
         self._files_to_check.clear()
+        self._shared_to_check.clear()
         self._write_error = None
         self._pending_events = []
         self._pending_tail = []
@@ -722,6 +770,7 @@ class RocksEventStore:
         for states in self._states.values():
             states.clear()
         self._recover(writable)
+        self._load_shared_refs()
         if writable:
             self._drop_orphan_files()
 
@@ -823,22 +872,29 @@ class RocksEventStore:
 
     def broken_batch_pointers(self, max_reported: int = 50) -> list[str]:
         """Every stored batch a pointer names that its file does not hold (missing file, or a file ending before
-        the batch does), for `check`: the pointers are read, the batches are not."""
+        the batch does), and every batch in a shared file that no `shared_refs` row covers (the file could be
+        deleted under it), for `check`: the pointers are read, the batches are not."""
         sizes: dict[tuple[int, int], int | None] = {}
         broken: list[str] = []
         iterator = self._bounded_iterator("records", b"\xff" * 13)
         iterator.seek(b"")
+        refs = self._files.shared_refs
         for key, value in _items(iterator):
             if not is_pointer(value):
                 continue
             partition_id, base_offset = keys.parse_record_key(key)
-            file, position, length, _ = POINTER.unpack(value)
-            if (partition_id, file) not in sizes:
-                sizes[(partition_id, file)] = self._files.file_size(partition_id, file)
-            size = sizes[(partition_id, file)]
+            owner, file, position, length = locate(partition_id, value)
+            name = f"the shared batch file {file}" if owner == SHARED else f"the batch file {file}"
+            if (owner, file) not in sizes:
+                sizes[(owner, file)] = self._files.file_size(owner, file)
+            size = sizes[(owner, file)]
             if size is None or size < position + length:
-                broken.append(f"records/{partition_id}/{base_offset}: the batch file {file} "
+                broken.append(f"records/{partition_id}/{base_offset}: {name} "
                               + ("is missing" if size is None else f"ends at {size}, before {position + length}"))
+            elif owner == SHARED:
+                span = refs.span(file, partition_id)
+                if span is None or not span[0] <= base_offset <= span[1]:
+                    broken.append(f"records/{partition_id}/{base_offset}: {name} holds it, but no row says so")
         return broken[:max_reported]
 
     def read_events(self, from_sequence: int = 1, to_sequence: int | None = None,

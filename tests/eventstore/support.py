@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from typing import Any
 
+from logwright.core.clock import ManualClock
 from logwright.core.config.configs import default_registry
 from logwright.core.events import RecordsAppended, TopicCreated
 from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key
 from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.eventstore.interface import StoredBatch
+from logwright.eventstore.rocksdb import RocksEventStore
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = _HEADER.size
@@ -50,3 +53,45 @@ def produce(store: Any, partition_id: int, record_count: int = 10, payload_size:
     event = RecordsAppended(partition_id, decided.base_offset, record_count, len(data), max_timestamp)
     store.append([event], [StoredBatch(partition_id, decided.base_offset, data)])
     return event
+
+
+def open_store(opened: list[RocksEventStore], path: Path, **options: Any) -> RocksEventStore:
+    """A store at ``path`` on a manual clock, remembered in ``opened`` (the fixture closes it)."""
+    options.setdefault("clock", ManualClock(1_700_000_000_000))
+    store = RocksEventStore(path, **options)
+    opened.append(store)
+    return store
+
+
+def reopen_store(opened: list[RocksEventStore], store: RocksEventStore, **options: Any) -> RocksEventStore:
+    """``store`` closed and opened again: what follows reads the disk, not the tail cache."""
+    opened.remove(store)
+    store.close()
+    return open_store(opened, Path(store.path), **options)
+
+
+def count_preads(monkeypatch: Any) -> list[int]:
+    """The lengths of every pread the batch files make from now on (a run of adjacent batches is one)."""
+    import os  # noqa: PLC0415 - the real one, before the patch
+
+    from logwright.eventstore import batch_files  # noqa: PLC0415
+
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counted(fd: int, length: int, position: int) -> bytes:
+        reads.append(length)
+        return real_pread(fd, length, position)
+
+    monkeypatch.setattr(batch_files.os, "pread", counted)
+    return reads
+
+
+def deleted_and_kept_topics(store: Any, payload_size: int) -> tuple[TopicCreated, TopicCreated]:
+    """Topics ``t`` (two partitions, to be deleted) and ``kept`` (one), a committed batch in each partition."""
+    created = new_topic(store, "t", 2)
+    kept = new_topic(store, "kept", 1)
+    for partition_id in (*created.partition_ids, *kept.partition_ids):
+        produce(store, partition_id, payload_size=payload_size)
+    store.commit()
+    return created, kept

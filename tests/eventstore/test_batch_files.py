@@ -6,12 +6,9 @@ Each test reads through a freshly opened store, so nothing comes from the in-mem
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
@@ -22,7 +19,7 @@ from logwright.eventstore.rocksdb import RocksEventStore
 
 from . import raw
 from .contract import BIG
-from .support import fake_batch, new_topic, produce
+from .support import count_preads, deleted_and_kept_topics, fake_batch, new_topic, open_store, produce, reopen_store
 from .test_rocksdb_store import TestRocksEventStore
 
 PAYLOAD = 8_000
@@ -44,32 +41,6 @@ class TestRocksEventStoreWithEveryBatchInFiles(TestRocksEventStore):
         monkeypatch.setattr(batch_files, "INLINE_BELOW", 0)
 
 
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def opened(path: Path) -> Iterator[list[RocksEventStore]]:
-    stores: list[RocksEventStore] = []
-    yield stores
-    for store in stores:
-        store.close()
-
-
-def _open(opened: list[RocksEventStore], path: Path, **options: Any) -> RocksEventStore:
-    options.setdefault("clock", ManualClock(1_700_000_000_000))
-    store = RocksEventStore(path, **options)
-    opened.append(store)
-    return store
-
-
-def _reopen(opened: list[RocksEventStore], store: RocksEventStore, **options: Any) -> RocksEventStore:
-    opened.remove(store)
-    store.close()
-    return _open(opened, Path(store.path), **options)
-
-
 def _files(path: Path, partition_id: int = 0) -> list[str]:
     directory = path / "batches" / str(partition_id)
     return sorted(os.listdir(directory)) if directory.is_dir() else []
@@ -77,7 +48,7 @@ def _files(path: Path, partition_id: int = 0) -> list[str]:
 
 def _one_batch_stored(opened: list[RocksEventStore], path: Path) -> RocksEventStore:
     """A store with topic ``t`` (one partition) holding one committed batch of 10 records in a file."""
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
@@ -90,14 +61,14 @@ def _offsets(store: RocksEventStore, partition_id: int = 0) -> list[int]:
 
 def test_a_large_batch_is_a_pointer_in_rocksdb_and_its_bytes_in_the_partitions_file(
         opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     produce(store, 0, record_count=10, payload_size=100)  # small: stays in RocksDB
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
     expected = store.read_batches(0, 0, BIG)
-    store = _reopen(opened, store)
+    store = reopen_store(opened, store)
     assert store.read_batches(0, 0, BIG) == expected
     assert store.read_batches(0, 25, BIG) == expected[2:]
     store.close()
@@ -108,12 +79,13 @@ def test_a_large_batch_is_a_pointer_in_rocksdb_and_its_bytes_in_the_partitions_f
     assert (path / "batches" / "0" / f"{0:020d}.batches").read_bytes() == expected[0] + expected[2]
 
 
-def test_a_small_partitions_large_batches_stay_in_rocksdb_until_it_outgrows_them(
+def test_a_small_partitions_large_batches_go_to_the_shared_file_until_it_outgrows_them(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`SMALL_PARTITION_BYTES`: no directory or file for a partition that has held little (creating them cost more
-    than the bytes), then a file once it holds more, and every later large batch goes to the file."""
+    than the bytes; its batches go to the shared file), then a file once it holds more, and every later large batch
+    goes to the file."""
     monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 3 * fake_size(PAYLOAD))
-    store = _open(opened, path)
+    store = open_store(opened, path)
     created = new_topic(store, "t", 2)
     for _ in range(2):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
@@ -127,31 +99,32 @@ def test_a_small_partitions_large_batches_stay_in_rocksdb_until_it_outgrows_them
     store.commit()
     assert _files(path, 0) == [f"{30:020d}.batches"] and _files(path, 1) == []
     expected = [store.read_batches(partition_id, 0, BIG) for partition_id in created.partition_ids]
-    store = _reopen(opened, store)  # read back from RocksDB and the file, not from the tail cache
+    store = reopen_store(opened, store)  # read back from RocksDB and the file, not from the tail cache
     assert [store.read_batches(partition_id, 0, BIG) for partition_id in created.partition_ids] == expected
     assert _offsets(store) == [0, 10, 20, 30, 40, 50]
     store.close()
     opened.clear()
     sizes = [len(value) for key, value in sorted(raw.items(path, "records").items())]
-    pointer = batch_files.POINTER.size
-    assert sizes[:6] == [len(batch) for batch in expected[0][:3]] + [pointer, len(expected[0][4]), pointer], (
-        "partition 0: three batches inline, then pointers into its file around the small one")
-    assert all(size > pointer for size in sizes[6:]), "partition 1 stayed inline"
+    pointer, shared = batch_files.POINTER.size, batch_files.SHARED_POINTER.size
+    assert sizes[:6] == [shared] * 3 + [pointer, len(expected[0][4]), pointer], (
+        "partition 0: three batches in the shared file, then pointers into its own file around the small one")
+    assert sizes[6:] == [shared] * 2, "partition 1's batches stayed in the shared file"
+    assert sorted(os.listdir(path / "batches" / "shared")) == [f"{1:020d}.batches"]
 
 
-def test_a_partitions_inline_allowance_ends_with_it(
+def test_a_partitions_shared_allowance_ends_with_it(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A topic deleted and created again starts its partitions' allowance afresh (ids are new ones anyway), and
     the deleted ones' counts are forgotten: what the store keeps per partition stays bounded."""
     monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 3 * fake_size(PAYLOAD))
-    store = _open(opened, path)
+    store = open_store(opened, path)
     created = new_topic(store, "t", 1)
     produce(store, created.partition_ids[0], record_count=10, payload_size=PAYLOAD)
     store.commit()
-    assert store._files._inline_bytes == {created.partition_ids[0]: fake_size(PAYLOAD)}
+    assert store._files._small_bytes == {created.partition_ids[0]: fake_size(PAYLOAD)}
     store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
     store.commit()
-    assert store._files._inline_bytes == {}
+    assert store._files._small_bytes == {}
 
 
 def fake_size(payload: int) -> int:
@@ -162,7 +135,7 @@ def fake_size(payload: int) -> int:
 def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_start(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 2 * PAYLOAD)
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     for _ in range(6):  # two batches per file: files at 0, 20, 40
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
@@ -171,7 +144,7 @@ def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_star
     store.truncate(0, 25)
     store.commit()
     assert _files(path) == [f"{base:020d}.batches" for base in (20, 40)], "file 20 still holds the batch at 20"
-    assert _offsets(_reopen(opened, store)) == [20, 30, 40, 50]
+    assert _offsets(reopen_store(opened, store)) == [20, 30, 40, 50]
 
 
 def test_truncating_past_the_end_deletes_every_file_and_later_batches_start_a_new_one(
@@ -181,20 +154,16 @@ def test_truncating_past_the_end_deletes_every_file_and_later_batches_start_a_ne
     produce(store, 0, record_count=10, payload_size=PAYLOAD)  # the same commit: a new file, not the doomed one
     store.commit()
     assert _files(path) == [f"{10:020d}.batches"]
-    assert _offsets(_reopen(opened, store)) == [10]
+    assert _offsets(reopen_store(opened, store)) == [10]
 
 
 def test_deleting_a_topic_deletes_its_partitions_files(opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
-    created = new_topic(store, "t", 2)
-    kept = new_topic(store, "kept", 1)
-    for partition_id in (*created.partition_ids, *kept.partition_ids):
-        produce(store, partition_id, payload_size=PAYLOAD)
-    store.commit()
+    store = open_store(opened, path)
+    created, kept = deleted_and_kept_topics(store, PAYLOAD)
     store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
     store.commit()
     assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
-    assert _offsets(_reopen(opened, store), kept.partition_ids[0]) == [0]
+    assert _offsets(reopen_store(opened, store), kept.partition_ids[0]) == [0]
 
 
 def _open_descriptors_into(path: Path) -> set[str]:
@@ -213,14 +182,14 @@ def _open_descriptors_into(path: Path) -> set[str]:
 def test_deleting_a_topic_or_truncating_closes_the_descriptors_its_reads_opened(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 2 * PAYLOAD)
-    store = _open(opened, path, tail_cache_bytes=0)
+    store = open_store(opened, path, tail_cache_bytes=0)
     created = new_topic(store, "t", 2)
     kept = new_topic(store, "kept", 1)
     for partition_id in (*created.partition_ids, *kept.partition_ids):
         for _ in range(4):  # two files each: at 0 and 20
             produce(store, partition_id, record_count=10, payload_size=PAYLOAD)
             store.commit()
-    store = _reopen(opened, store, tail_cache_bytes=0)  # nothing open for appending: only the reads' descriptors
+    store = reopen_store(opened, store, tail_cache_bytes=0)  # nothing open for appending: only the reads' descriptors
     for partition_id in (*created.partition_ids, *kept.partition_ids):
         assert len(store.read_batches(partition_id, 0, BIG)) == 4
     batches = path / "batches"
@@ -237,7 +206,7 @@ def test_deleting_a_topic_or_truncating_closes_the_descriptors_its_reads_opened(
 
 def test_bytes_no_commit_reached_are_dropped_at_open_and_the_name_is_used_again(
         opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
+    store = open_store(opened, path)
     created = new_topic(store, "t", 1)
     gone = new_topic(store, "gone", 1)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
@@ -249,12 +218,12 @@ def test_bytes_no_commit_reached_are_dropped_at_open_and_the_name_is_used_again(
     with open(orphans / f"{0:020d}.batches", "ab") as tail:
         tail.write(b"y" * 50)  # a torn append to the file that holds committed batches
     (path / "batches" / str(gone.partition_ids[0] + 7)).mkdir()  # a partition that does not exist
-    store = _open(opened, path)
+    store = open_store(opened, path)
     assert _files(path) == [f"{0:020d}.batches"]
     assert sorted(os.listdir(path / "batches")) == [str(created.partition_ids[0])]
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
-    assert _offsets(_reopen(opened, store)) == [0, 10]
+    assert _offsets(reopen_store(opened, store)) == [0, 10]
 
 
 def test_a_checkpoint_links_the_files_and_neither_store_appends_to_an_inode_they_share(
@@ -263,16 +232,16 @@ def test_a_checkpoint_links_the_files_and_neither_store_appends_to_an_inode_they
     store.checkpoint(str(tmp_path / "copy"))
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
-    copy = _open(opened, tmp_path / "copy")
+    copy = open_store(opened, tmp_path / "copy")
     assert _offsets(copy) == [0]
     produce(copy, 0, record_count=5, payload_size=PAYLOAD)  # the copy goes on from offset 10 on its own
     copy.commit()
     copied = copy.read_batches(0, 0, BIG)
-    copy = _reopen(opened, copy)
+    copy = reopen_store(opened, copy)
     assert _offsets(copy) == [0, 10]
     assert copy.read_batches(0, 0, BIG) == copied
     produced = store.read_batches(0, 0, BIG)
-    assert _offsets(_reopen(opened, store)) == [0, 10]
+    assert _offsets(reopen_store(opened, store)) == [0, 10]
     shared = path / "batches" / "0" / f"{0:020d}.batches"
     assert os.stat(shared).st_nlink == 2 and os.stat(shared).st_size == len(produced[0]), "sealed at the checkpoint"
     assert _files(path) == _files(tmp_path / "copy") == [f"{base:020d}.batches" for base in (0, 10)]
@@ -283,7 +252,7 @@ def test_a_checkpoint_links_the_files_and_neither_store_appends_to_an_inode_they
 def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", PAYLOAD)
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     for _ in range(3):  # one batch per file: 0, 10, 20
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
@@ -292,7 +261,7 @@ def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
     store.rewrite_batches(PartitionCompacted(0, 0, 20, 10, 1, PAYLOAD), [StoredBatch(0, 10, rewritten)], [0])
     store.commit()
     assert _files(path) == [f"{20:020d}.batches"]
-    store = _reopen(opened, store)
+    store = reopen_store(opened, store)
     assert store.read_batches(0, 0, BIG)[0] == rewritten
     assert _offsets(store) == [10, 20]
 
@@ -300,8 +269,8 @@ def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
 def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
         opened: list[RocksEventStore], path: Path, tmp_path: Path) -> None:
     store = _one_batch_stored(opened, path)
-    secondary = _open(opened, path, secondary=tmp_path / "secondary", load_state=False, projections=())
-    reading = _open(opened, path, secondary=tmp_path / "reading", load_state=False, projections=())
+    secondary = open_store(opened, path, secondary=tmp_path / "secondary", load_state=False, projections=())
+    reading = open_store(opened, path, secondary=tmp_path / "reading", load_state=False, projections=())
     stored = reading.read_batches(0, 0, BIG)
     assert [len(batch) for batch in stored] == [PAYLOAD + 61]
     store.truncate(0, 10)
@@ -318,19 +287,19 @@ def test_a_pointer_past_the_end_of_its_file_is_corrupt_state(opened: list[RocksE
     opened.clear()
     os.truncate(path / "batches" / "0" / f"{0:020d}.batches", 100)
     with pytest.raises(CorruptState, match="ends before the batch"):
-        _open(opened, path).read_batches(0, 0, BIG)
+        open_store(opened, path).read_batches(0, 0, BIG)
 
 
 def test_a_synced_store_writes_files_before_its_log(opened: list[RocksEventStore], path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     monkeypatch.setattr(batch_files.os, "fdatasync", lambda fd: synced.append(fd))
-    store = _open(opened, path, durability=Durability.FSYNC)
+    store = open_store(opened, path, durability=Durability.FSYNC)
     new_topic(store, "t", 1)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
     assert len(synced) == 1
-    assert _offsets(_reopen(opened, store)) == [0]
+    assert _offsets(reopen_store(opened, store)) == [0]
 
 
 def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
@@ -349,7 +318,7 @@ def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
     assert store.state("partitions", "0").next_offset == 10
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     store.commit()
-    assert _offsets(_reopen(opened, store)) == [0, 10]
+    assert _offsets(reopen_store(opened, store)) == [0, 10]
 
 
 def test_the_record_key_layout_is_unchanged() -> None:
@@ -360,7 +329,7 @@ def test_the_record_key_layout_is_unchanged() -> None:
 
 
 def test_check_reports_a_pointer_its_file_does_not_hold(opened: list[RocksEventStore], path: Path) -> None:
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 2)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
     produce(store, 1, record_count=10, payload_size=PAYLOAD)
@@ -370,7 +339,7 @@ def test_check_reports_a_pointer_its_file_does_not_hold(opened: list[RocksEventS
     opened.clear()
     os.truncate(path / "batches" / "0" / f"{0:020d}.batches", 100)
     os.unlink(path / "batches" / "1" / f"{0:020d}.batches")
-    report = check_store(_open(opened, path, read_only=True))
+    report = check_store(open_store(opened, path, read_only=True))
     assert report.differences == [
         f"records/0/0: the batch file 0 ends at 100, before {PAYLOAD + 61}",
         "records/1/0: the batch file 0 is missing"]
@@ -378,21 +347,14 @@ def test_check_reports_a_pointer_its_file_does_not_hold(opened: list[RocksEventS
 
 def test_batches_that_follow_each_other_in_a_file_are_read_with_one_pread(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     for _ in range(10):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
         store.commit()
     expected = store.read_batches(0, 0, BIG)
-    store = _reopen(opened, store)
-    reads: list[int] = []
-    real_pread = os.pread
-
-    def counted(fd: int, length: int, position: int) -> bytes:
-        reads.append(length)
-        return real_pread(fd, length, position)
-
-    monkeypatch.setattr(batch_files.os, "pread", counted)
+    store = reopen_store(opened, store)
+    reads = count_preads(monkeypatch)
     assert store.read_batches(0, 0, BIG) == expected
     assert reads == [sum(map(len, expected))]
     reads.clear()
@@ -410,7 +372,7 @@ def _as_bytes(pieces: list[bytes | batch_files.FileRange]) -> bytes:
 
 def _runs_split_by_a_small_batch(opened: list[RocksEventStore], path: Path) -> RocksEventStore:
     """Ten large batches, a small one (it stays in RocksDB and splits the runs), three large ones; committed."""
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     for _ in range(10):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
@@ -423,7 +385,7 @@ def _runs_split_by_a_small_batch(opened: list[RocksEventStore], path: Path) -> R
 
 def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
         opened: list[RocksEventStore], path: Path) -> None:
-    store = _reopen(opened, _runs_split_by_a_small_batch(opened, path))
+    store = reopen_store(opened, _runs_split_by_a_small_batch(opened, path))
     expected = store.read_batches(0, 0, BIG)
     size = len(expected[0])
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=5 * size)
@@ -459,12 +421,12 @@ def test_pieces_from_the_tail_cache_are_the_same_ranges_and_bytes(
 def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "FILE_ROLL_BYTES", 3 * (PAYLOAD + 61))
-    store = _open(opened, path)
+    store = open_store(opened, path)
     new_topic(store, "t", 1)
     for _ in range(9):
         produce(store, 0, record_count=10, payload_size=PAYLOAD)
         store.commit()
-    store = _reopen(opened, store)
+    store = reopen_store(opened, store)
     expected = store.read_batches(0, 0, BIG)
     (first,) = store.read_batch_pieces(0, 0, 3 * len(expected[0]), ranges_from=1)
     assert isinstance(first, batch_files.FileRange) and len(first) == 3 * len(expected[0])
@@ -478,7 +440,7 @@ def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
 
 def test_a_dropped_file_range_closes_its_descriptor(opened: list[RocksEventStore], path: Path) -> None:
     store = _one_batch_stored(opened, path)
-    store = _reopen(opened, store)
+    store = reopen_store(opened, store)
     before = batch_files.FileRange.open_now
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
     (piece,) = pieces
@@ -496,7 +458,7 @@ def test_a_dropped_file_range_closes_its_descriptor(opened: list[RocksEventStore
 def test_past_the_open_ranges_bound_batches_are_read_instead(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _one_batch_stored(opened, path)
-    store = _reopen(opened, store)
+    store = reopen_store(opened, store)
     monkeypatch.setattr(batch_files, "RANGES_OPEN", batch_files.FileRange.open_now + 1)
     held = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
     assert [type(piece) for piece in held] == [batch_files.FileRange]
