@@ -10,6 +10,7 @@ workload: median (min–max) per broker, ratios to Kafka, the targets), ``OUT.pn
     make bench-compare [BENCH_ARGS="--quick"]        # ~15 min; --quick is a 2-3 min smoke run
     .venv/bin/python bench/compare.py --smoke --only curve,perf_tools,groups,connections  # the curves, < 3 min
     .venv/bin/python bench/compare.py [--quick] [--repeats 5] [--scale 1.0] [--only latency,memory]
+    .venv/bin/python bench/compare.py --name "curve: 1 KiB keyed records, 1,000 partitions"  # one point
         [--peers kafka,tansu,logwright] [--durability wal|fsync] [--tmp-root /dev/shm]
         [--out bench/results/compare] [--from-json bench/results/compare.json]
 """
@@ -153,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="rounds of every workload (default 5, quick 2)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
     parser.add_argument("--only", default="", help="comma-separated words: workloads whose module or name match")
+    parser.add_argument("--name", action="append", default=[], help="a workload's whole name (names hold commas, so "
+                        "--only cannot pick one point of a curve); repeatable, added to what --only picks")
     parser.add_argument("--peers", default=",".join(PEER_NAMES), help="subset of " + ",".join(PEER_NAMES))
     parser.add_argument("--durability", default="wal", choices=["wal", "fsync"], help="logwright's")
     parser.add_argument("--tmp-root", type=Path, help="where the brokers' work dirs go (default: the temp dir)")
@@ -163,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     args.quick = args.quick or args.smoke
     args.repeats = args.repeats or (1 if args.smoke else 2 if args.quick else 5)
     out = args.out or RESULTS / ("compare-smoke" if args.smoke else "compare-quick" if args.quick else "compare")
-    workloads = [w for w in load_workloads([w for w in args.only.split(",") if w]) if w.smoke or not args.smoke]
+    words = [w for w in args.only.split(",") if w]
+    picked = {id(w) for w in load_workloads(words)} if words or not args.name else set()
+    workloads = [w for w in load_workloads()
+                 if (id(w) in picked or w.name in args.name) and (w.smoke or not args.smoke)]
 
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
