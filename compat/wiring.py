@@ -100,9 +100,11 @@ class Coordinators:
                 self.pop.timer, self.log_cleaner.timer, self.log_retention.timer)
 
     def start(self) -> None:
-        """Start every timer on the running loop, so deadlines restored from the store fire without a request."""
+        """Start every timer on the running loop, so deadlines restored from the store fire without a request, and
+        the classic groups' sweep of offsets on deleted topics."""
         for timer in self.timers():
             timer.ensure_running()
+        self.groups.start()
 
     def run_due(self) -> None:
         """Run every deadline due on the broker clock now (after a manual clock moved); effects are staged."""

@@ -24,7 +24,13 @@ from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
 from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
-from logwright.core.groups.group_offsets import GroupOffsets, group_offsets, row_deletion, rows_on_topics
+from logwright.core.groups.group_offsets import (
+    GroupOffsets,
+    group_offsets,
+    row_deletion,
+    rows_on_topics,
+    topics_with_offsets,
+)
 from logwright.core.groups.group_sessions import GroupSessions, JoinReply, Reply, SyncReply
 from logwright.core.groups.groups import GroupState
 
@@ -64,6 +70,14 @@ async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
         await broker.durable()
 
 
+def offsets_of_missing_topics(broker: Broker) -> list[str]:
+    """Topics that no longer exist but still hold committed offsets: a process that stopped between a topic's
+    deletion and its offsets' (`forget_topic_offsets` runs after the deletion is durable), or a store written
+    before DeleteTopics deleted them. OffsetCommit refuses a topic that does not exist, so no such row is live."""
+    states = broker.store.entities(OFFSETS_PROJECTION)
+    return sorted(topic for topic in topics_with_offsets(states) if broker.topic(topic) is None)
+
+
 def committed_offsets(broker: Broker, group_id: str) -> GroupOffsets | None:
     """The group's committed offsets (a view: read it in this turn); ``None`` when it has committed none."""
     return group_offsets(broker.store.entities(OFFSETS_PROJECTION), group_id)
@@ -97,6 +111,15 @@ class GroupCoordinator:
         self._waiters: dict[tuple[str, str, str], list[asyncio.Future[Reply]]] = {}
         self.timer = DeadlineTimer(broker.clock, self.sessions.next_deadline_ms, self.tick,
                                    "logwright-group-sessions")
+        self._sweep: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """On the running loop, at start: delete the offsets left on topics that no longer exist
+        (`offsets_of_missing_topics`), in slices as DeleteTopics does, while requests are served."""
+        missing = offsets_of_missing_topics(self.broker)
+        if missing and self._sweep is None:
+            log.info("deleting committed offsets left on %d deleted topics", len(missing))
+            self._sweep = asyncio.get_running_loop().create_task(forget_topic_offsets(self.broker, missing))
 
     def limits(self) -> GroupLimits:
         config = self.broker.broker_config
@@ -198,6 +221,8 @@ class GroupCoordinator:
 
     def close(self) -> None:
         self.timer.close()
+        if self._sweep is not None and not self._sweep.done():
+            self._sweep.cancel()  # each slice it staged is whole; the next start deletes the rest
 
 
 def _kind(reply: Reply) -> str:

@@ -168,6 +168,11 @@ def rows_on_topics(states: Mapping[str, Any], topics: Iterable[str]) -> list[tup
     return [(key, state) for key, state in states.items() if key.startswith(prefixes)] if prefixes else []
 
 
+def topics_with_offsets(states: Mapping[str, Any]) -> set[str]:
+    """Every topic some group has a row on (a topic name holds no ``/``; a head's key starts with ``#``)."""
+    return {key.partition("/")[0] for key in states if not key.startswith("#")}
+
+
 def row_deletion(key: str) -> OffsetDeleted:
     """The event deleting the row ``key``."""
     topic, partition, group = key.split("/", 2)

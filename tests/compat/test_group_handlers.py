@@ -54,6 +54,7 @@ from logwright.compat.kafka import (
 )
 from logwright.compat.registry import RequestContext
 from logwright.core.clock import ManualClock
+from logwright.core.events import TopicDeleted
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -352,3 +353,45 @@ def test_an_offset_committed_again_while_a_deleted_topics_offsets_go_is_kept(
         harness.close()
 
     asyncio.run(scenario())
+
+
+def test_a_start_deletes_the_offsets_left_on_topics_that_no_longer_exist(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that stopped between a topic's deletion and its offsets' (or a store from before DeleteTopics
+    deleted them) leaves rows no commit could make now: the next start deletes them, in slices."""
+    monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2)
+
+    async def fetch(harness: Harness, topic: str, partitions: tuple[int, ...]) -> list[int]:
+        answer = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
+            OffsetFetchRequestTopic(name=topic, partition_indexes=partitions),)))
+        return [p.committed_offset for p in answer.topics[0].partitions]
+
+    async def stopped_after_the_deletion() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 3)
+        harness.broker.create_topic("u", 1)
+        await harness.broker.durable()
+        await harness.call(offset_commit.handle, 2, commit("", -1, {("t", 0): 5, ("t", 1): 6, ("t", 2): 7,
+                                                                    ("u", 0): 8}))
+        topic = harness.broker.topic("t")
+        assert topic is not None
+        harness.broker.stage([TopicDeleted("t", topic.topic_id, topic.partition_ids)])  # and no offsets deleted
+        await harness.broker.durable()
+        assert group_coordinator.offsets_of_missing_topics(harness.broker) == ["t"]
+        harness.close()
+
+    async def restarted() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.coordinators.start()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await harness.broker.durable()
+        assert group_coordinator.offsets_of_missing_topics(harness.broker) == []
+        harness.broker.create_topic("t", 3)
+        await harness.broker.durable()
+        assert await fetch(harness, "t", (0, 1, 2)) == [-1, -1, -1], "a topic of the same name starts afresh"
+        assert await fetch(harness, "u", (0,)) == [8], "offsets on a topic that exists stay"
+        harness.close()
+
+    asyncio.run(stopped_after_the_deletion())
+    asyncio.run(restarted())

@@ -21,6 +21,7 @@ from logwright.core.groups.group_offsets import (
     offset_key,
     row_deletion,
     rows_on_topics,
+    topics_with_offsets,
 )
 from logwright.core.projection import fold
 
@@ -164,3 +165,10 @@ def test_the_rows_on_deleted_topics_are_found_whatever_the_group_and_only_theirs
     after = states(*commits, *(row_deletion(key) for key, _ in rows))
     assert listed(group_offsets(after, "g")) == [("t2", 0, CommittedOffset(3))]
     assert group_offsets(after, "a/b") is None
+
+
+def test_the_topics_with_offsets_are_named_by_the_rows_not_the_heads() -> None:
+    folded = states(OffsetCommitted("g", "t", 0, 5), OffsetCommitted("#g", "u.v-w", 3, 5),
+                    OffsetCommitted("h", "t", 1, 5))
+    assert topics_with_offsets(folded) == {"t", "u.v-w"}
+    assert topics_with_offsets({}) == set()
