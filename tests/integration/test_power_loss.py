@@ -67,7 +67,11 @@ class PowerCutLayer:
 
 @pytest.fixture
 def layer(tmp_path: Path) -> Iterator[PowerCutLayer]:
-    pytest.importorskip("mfusepy", reason="the power-cut layer needs mfusepy (test extra) and libfuse3")
+    try:
+        import mfusepy  # noqa: F401, PLC0415 - loads libfuse3 with ctypes: OSError, not ImportError, without it
+    except (ImportError, OSError) as missing:
+        pytest.skip(f"the power-cut layer needs mfusepy (test extra) and libfuse3 (Debian: fuse3, which .ci/run "
+                    f"installs): {missing}")
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         pytest.skip("mounting a FUSE file system needs root and /dev/fuse")
     mounted = PowerCutLayer(tmp_path / "backing", tmp_path / "power")
