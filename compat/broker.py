@@ -24,7 +24,7 @@ from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
 from logwright.core.config.topic_synonyms import topic_default
-from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
+from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, TopicScope
 from logwright.core.events import (
     ConfigChanged,
     Event,
@@ -113,6 +113,7 @@ class Broker:
         clock: Clock | None = None,
         *,
         admission: Callable[[AppendRequest], Admission] | None = None,
+        admission_scope: TopicScope | None = None,
         derive_events: Callable[[StagedChange], Sequence[Event]] | None = None,
         hold_back: Callable[[HoldBackQuery], HeldBack | None] | None = None,
         coordinators: Callable[[Broker], Coordinators] | None = None,
@@ -126,6 +127,8 @@ class Broker:
         self.node_id = int(self.settings.overrides["node.id"])
         self.admission = admission
         """The plugins' ``logwright_admit_append`` chain; ``None``: admit every append."""
+        self._admission_scope = admission_scope
+        """The topics that chain acts on (`admission_applies`); ``None``: every topic."""
         self.derive_events = derive_events
         """The plugins' ``logwright_derive_events``, run on everything staged; ``None``: no plugin derives."""
         self.hold_back = hold_back
@@ -147,8 +150,8 @@ class Broker:
         self._topic_names_by_id: dict[bytes, str] = {}
         self._failed_commits = 0
         self._store_retry_at_ms = 0
-        self._topic_configs: dict[tuple[Any, int], Mapping[str, str]] = {}
-        """`topic_configs` by (a topic's overrides, the number of registered config keys)."""
+        self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
+        """`topic_configs` and `admission_applies` by (a topic's overrides, the number of registered config keys)."""
         self._load_from_store()
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._load_from_store)
@@ -214,6 +217,14 @@ class Broker:
         plugin's key a larger registry; a broker config change drops them all) rather than per Produce request:
         building it sorted every known key.
         """
+        return self._topic_memo(topic)[0]
+
+    def admission_applies(self, topic: TopicState) -> bool:
+        """Whether the plugins' admission chain acts on appends to ``topic`` (the scopes they declare,
+        ``logwright.plugins.api.acts_on_topics``), answered once per distinct topic configs like `topic_configs`."""
+        return self._topic_memo(topic)[1]
+
+    def _topic_memo(self, topic: TopicState) -> tuple[Mapping[str, str], bool]:
         memo_key = (topic.configs, len(self.configs.keys))
         found = self._topic_configs.get(memo_key)
         if found is None:
@@ -225,7 +236,9 @@ class Broker:
                     value = topic_default(name, self._broker_value) or value
                 if value is not None:
                     values[name] = value
-            found = self._topic_configs[memo_key] = MappingProxyType(values)
+            configs = MappingProxyType(values)
+            scope = self._admission_scope
+            found = self._topic_configs[memo_key] = (configs, scope is None or scope(configs, self._broker_value))
         return found
 
     # -- catalog ------------------------------------------------------------------------------

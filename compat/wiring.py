@@ -32,6 +32,7 @@ from logwright.core.cursors.plugin_decisions import (
     ArchiveDecider,
     GroupConfigCheck,
     ReleaseDecider,
+    TopicScope,
 )
 from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.core.events import Event
@@ -52,6 +53,10 @@ class PluginDecisions(Protocol):
 
     def admission(self) -> Callable[[AppendRequest], Admission] | None:
         """The append admission chain; ``None`` when every append is admitted."""
+        ...
+
+    def admission_scope(self) -> TopicScope | None:
+        """The topics the admission chain acts on; ``None`` when it acts on every topic."""
         ...
 
     def archive_decider(self) -> ArchiveDecider | None:
@@ -131,5 +136,6 @@ def compose_broker(store: RocksEventStore, plugins: PluginDecisions, settings: B
     """A broker over ``store`` with its coordinators, deciding with ``plugins``; ``configs`` should include
     the plugins' keys (`PluginHost.config_registry`), ``clock`` defaults to the system clock."""
     return Broker(store, settings, configs, clock, admission=plugins.admission(),
+                  admission_scope=plugins.admission_scope(),
                   derive_events=plugins.event_deriver(), hold_back=plugins.holder(),
                   coordinators=lambda broker: Coordinators.of(broker, plugins))

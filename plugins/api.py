@@ -5,7 +5,8 @@ This is the boundary between logwright and its plugins. A third-party plugin imp
 defined where the broker uses them and re-exported here, so a plugin and the broker share one class:
 
 - **hooks**: `hookimpl` marks a function (or method) as the implementation of a ``logwright_*`` hook
-  (see `logwright.plugins.spec` for each hook's documentation).
+  (see `logwright.plugins.spec` for each hook's documentation); `acts_on_topics` declares the topics an
+  admission implementation acts on, so produce requests to other topics skip it.
 - **registration**: the register each registration hook receives, and `BackgroundTask`.
 - **subscription modes**: the `SubscriptionMode` protocol, `SubscriptionModeBase` (the membership
   bookkeeping: subclass it and override only what your mode does differently) and the values a mode
@@ -37,6 +38,7 @@ from logwright.core.cursors.plugin_decisions import (
     ReleasedDelivery,
     ReleaseDecision,
     ReleaseReason,
+    TopicScope,
 )
 from logwright.core.cursors.subscription_mode import (
     DEFAULT_MODE,
@@ -78,7 +80,7 @@ from .registrars import (
     ProjectionRegister,
     SubscriptionModeRegister,
 )
-from .spec import hookimpl
+from .spec import acts_on_topics, hookimpl
 
 DELIVERY_LIMIT_KEY = "share.delivery.count.limit"
 """Group config: deliveries after which the built-in ``redelivery`` plugin archives records."""
@@ -87,7 +89,7 @@ DEFAULT_DELIVERY_LIMIT = 5
 
 __all__ = [
     # hooks
-    "hookimpl",
+    "hookimpl", "acts_on_topics", "TopicScope",
     # registration
     "SubscriptionModeRegister", "ConfigKeyRegister", "ExtensionHandlerRegister", "ProjectionRegister",
     "BackgroundTaskRegister", "BackgroundTask", "EXTENSION_API_KEYS", "Handler", "ErrorAnswer", "RequestContext",

@@ -40,6 +40,7 @@ from logwright.core.backlog.quota import (
     broker_default_key,
     limit_value,
     policy_value,
+    quota_of,
 )
 from logwright.core.backlog.tracker import Admit, BacklogTracker, Hold, Refuse
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
@@ -60,6 +61,7 @@ from .api import (
     PolicyViolation,
     ProjectionRegister,
     StagedChange,
+    acts_on_topics,
     hookimpl,
 )
 
@@ -153,6 +155,7 @@ class BacklogQuotaPlugin:
                                     "evicts records past an age limit on the broker clock."))
 
     @hookimpl(wrapper=True)
+    @acts_on_topics(lambda topic_configs, broker_config: quota_of(topic_configs, broker_config).limited)
     def logwright_admit_append(self, request: AppendRequest) -> Generator[None, Admission, Admission]:
         admission = yield
         tracker, facade = self.tracker, self._facade

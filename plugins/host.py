@@ -37,6 +37,7 @@ from logwright.core.cursors.plugin_decisions import (
     ReleasedDelivery,
     ReleaseDecider,
     ReleaseDecision,
+    TopicScope,
 )
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
 from logwright.core.errors import InvalidConfig
@@ -59,7 +60,7 @@ from .registrars import (
     Registration,
     SubscriptionModeRegister,
 )
-from .resolution import resolved
+from .resolution import BUILTIN_DEFAULTS, resolved
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker
@@ -344,6 +345,23 @@ class PluginHost:
         path then builds no `AppendRequest` at all.
         """
         return resolved(self._manager.hook.logwright_admit_append, "request", (Admission,), lambda _: ADMIT_ALL)
+
+    def admission_scope(self) -> TopicScope | None:
+        """Which topics' appends the `admission` chain acts on, from the scopes its implementations declare
+        (`spec.acts_on_topics`); ``None`` when one of them declared none: every topic is concerned."""
+        scopes: list[TopicScope] = []
+        for implementation in self._manager.hook.logwright_admit_append.get_hookimpls():
+            if implementation.plugin_name in BUILTIN_DEFAULTS:
+                continue
+            scope = getattr(implementation.function, spec.TOPIC_SCOPE_ATTRIBUTE, None)
+            if scope is None:
+                return None
+            scopes.append(scope)
+
+        def any_scope(topic_configs: Mapping[str, str], broker_config: Callable[[str], str | None]) -> bool:
+            return any(scope(topic_configs, broker_config) for scope in scopes)
+
+        return any_scope
 
     def event_deriver(self) -> Callable[[StagedChange], list[Event]] | None:
         """Every ``logwright_derive_events`` as one plain loop, resolved now; ``None`` when no plugin derives."""

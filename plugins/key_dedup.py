@@ -9,7 +9,7 @@ configs, the ``dedup_window`` projection and a sweep that removes index entries 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Mapping
 
 from logwright.core.keys.dedup import (
     DEDUP_KEY,
@@ -33,6 +33,7 @@ from .api import (
     DedupKeysExpired,
     Deduplication,
     ProjectionRegister,
+    acts_on_topics,
     hookimpl,
     sweep_expired,
 )
@@ -66,7 +67,12 @@ def logwright_register_background_tasks(register: BackgroundTaskRegister) -> Non
                                 "removes dedup index entries whose window ended, once a minute of broker time"))
 
 
+def _deduplicates(topic_configs: Mapping[str, str], broker_config: Callable[[str], str | None]) -> bool:
+    return bool(topic_configs.get(DEDUP_KEY))
+
+
 @hookimpl(wrapper=True)
+@acts_on_topics(_deduplicates)
 def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission, Admission]:
     admission = yield
     for append in request.appends:

@@ -17,6 +17,9 @@ through `logwright.plugins.api`. A misspelled ``logwright_`` hook is refused whe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pluggy
 from logwright.core.cursors.plugin_decisions import (
     Admission,
@@ -26,6 +29,7 @@ from logwright.core.cursors.plugin_decisions import (
     GroupConfigChange,
     ReleasedDelivery,
     ReleaseDecision,
+    TopicScope,
 )
 from logwright.core.events import Event
 from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
@@ -41,6 +45,31 @@ from .registrars import (
 PROJECT = "logwright"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+TOPIC_SCOPE_ATTRIBUTE = "logwright_topic_scope"
+_Implementation = TypeVar("_Implementation", bound=Callable[..., Any])
+
+
+def acts_on_topics(scope: TopicScope) -> Callable[[_Implementation], _Implementation]:
+    """Declare which topics' appends a ``logwright_admit_append`` implementation acts on (a decorator, beside
+    ``@hookimpl``).
+
+    :param scope: ``scope(topic_configs, broker_config)`` is true for a topic whose appends the implementation may
+        refuse, hold or deduplicate; it must depend only on those configs (it is asked once per distinct topic
+        configs and again after a broker config change, not per request).
+
+    While every implementation declares a scope, a produce request's partitions on topics no scope takes are
+    admitted without asking the chain, and the `AppendRequest` lists only the others; a request with none of them
+    builds no request at all. One implementation without a scope makes every topic concerned (as before scopes
+    existed). The built-ins declare theirs: ``key_dedup`` acts on topics with ``logwright.dedup.key``,
+    ``backlog_quota`` on topics with a quota limit of their own or from the broker's defaults.
+    """
+
+    def declare(implementation: _Implementation) -> _Implementation:
+        setattr(implementation, TOPIC_SCOPE_ATTRIBUTE, scope)
+        return implementation
+
+    return declare
 
 
 # -- registries ------------------------------------------------------------------------------------
@@ -237,5 +266,6 @@ def logwright_admit_append(request: AppendRequest) -> Admission | None:
     ``AppendHeld`` is held: the request waits and the chain is asked again for it after every commit, until
     admitted, refused otherwise, or the request's timeout (THROTTLING_QUOTA_EXCEEDED, retriable); the
     built-in ``backlog_quota`` plugin holds this way. An exception refuses the whole
-    request with UNKNOWN_SERVER_ERROR.
+    request with UNKNOWN_SERVER_ERROR. Declare the topics an implementation acts on with `acts_on_topics`: a
+    request to topics outside every declared scope is then admitted without calling the chain.
     """

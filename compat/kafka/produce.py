@@ -10,8 +10,9 @@ get the broker's time written into the batch header, with the CRC recomputed. In
 
 Plugins may refuse partitions before anything is written (``logwright_admit_append``, resolved once
 into `Broker.admission`): every partition is validated first, the plugins see the request's counts
-and sizes once, and only the admitted partitions are appended. Without such a plugin no request is
-built. A plugin that raises refuses the whole request (UNKNOWN_SERVER_ERROR), so a broken quota
+and sizes once, and only the admitted partitions are appended. Without such a plugin, or for topics
+outside the scopes the plugins declare (`Broker.admission_applies`), no request is built. A plugin
+that raises refuses every partition it was asked about (UNKNOWN_SERVER_ERROR), so a broken quota
 plugin never lets data through unchecked. A partition refused with `AppendHeld` is held instead: the
 request waits and the plugins are asked again after each commit, up to the request's timeout
 (`produce_hold`).
@@ -144,11 +145,16 @@ def _milliseconds(timeout: datetime.timedelta | int) -> int:
 def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]
           ) -> tuple[dict[int, PartitionResult], dict[int, Deduplication]]:
     """The partitions the plugins' ``logwright_admit_append`` refuses and those it deduplicates, once per request;
-    nothing is asked (and no request built) when no plugin but the built-in default implements the hook."""
+    nothing is asked (and no request built) when no plugin but the built-in default implements the hook, or when
+    no partition's topic is in the scope the plugins declare (`Broker.admission_applies`): the chain sees only
+    the partitions it acts on."""
     admit = broker.admission
-    if admit is None or not prepared:
+    if admit is None:
         return {}, {}
-    request = AppendRequest(tuple(item.append(broker.topic_configs(item.topic)) for item in prepared),
+    concerned = [item for item in prepared if broker.admission_applies(item.topic)]
+    if not concerned:
+        return {}, {}
+    request = AppendRequest(tuple(item.append(broker.topic_configs(item.topic)) for item in concerned),
                             context.client_id, broker.clock.now_ms())
     try:
         admission = admit(request)
@@ -156,7 +162,7 @@ def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]
         log.exception("the admission plugins failed on a produce request of %s", context.client_id)
         message = f"the broker's admission plugins failed: {type(error).__name__}: {error}"
         return {item.partition_id: PartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=message)
-                for item in prepared}, {}
+                for item in concerned}, {}
     refused: dict[int, PartitionResult] = {}
     for partition_id, refusal in admission.refused:
         refused.setdefault(partition_id, PartitionResult(error_code_for(refusal), error_message=str(refusal)))

@@ -74,14 +74,15 @@ class Quota:
         return None
 
 
-def quota_of(topic_configs: Mapping[str, str], broker_config: Callable[[str], str]) -> Quota:
+def quota_of(topic_configs: Mapping[str, str], broker_config: Callable[[str], str | None]) -> Quota:
     """The effective quota: each topic key set on the topic, else the broker-wide default.
 
-    A value that no longer parses (stored before validation existed) counts as no limit.
+    A value that no longer parses (stored before validation existed), or a broker default the broker does not
+    know (``None``), counts as no limit.
     """
 
     def value(key: str) -> str:
-        return topic_configs.get(key) or broker_config(broker_default_key(key))
+        return topic_configs.get(key) or broker_config(broker_default_key(key)) or ""
 
     def limit(key: str) -> int:
         text = value(key)

@@ -168,6 +168,13 @@ class ReleaseContext:
     settings: Mapping[str, str]
 
 
+TopicScope = Callable[[Mapping[str, str], Callable[[str], str | None]], bool]
+"""Whether a plugin acts on appends to a topic, given the topic's effective configs (as `PartitionAppend` carries
+them) and a reader of the broker's configs (``None`` for a key the broker does not know). Declared on a
+``logwright_admit_append`` implementation (``logwright.plugins.api.acts_on_topics``) so that produce requests to
+topics no plugin acts on skip the admission chain; answered once per distinct topic configs, never per request."""
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionAppend:
     """What one request wants to append to one partition: counts and sizes, never the records.
