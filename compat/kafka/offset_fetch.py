@@ -7,7 +7,9 @@ open transaction), which the client retries; v8+ batch groups. In v9, members of
 send their member id and epoch (else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH; epoch -1 without a member
 id is an admin read). A partition without a commit, or of an unknown group or topic, answers offset -1
 with no error, as Kafka does. A fetch of thousands of partitions lets other connections' requests run every
-`PARTITIONS_PER_TURN` partitions; each partition's offset is read in the turn it is answered.
+`PARTITIONS_PER_TURN` partitions; each partition's offset is read in the turn it is answered, and its answer is
+encoded there too (`Encoded`): encoding 5,000 partitions' answers at the end held the event loop 11-16 ms, longer
+than any of the slices.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import pending_offsets
@@ -37,8 +40,8 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
     OffsetFetchRequestGroup: TypeAlias = v8.request.OffsetFetchRequestGroup | v9.request.OffsetFetchRequestGroup
 
-PARTITIONS_PER_TURN = 1_000
-"""Partitions answered before the handler yields to the event loop (about 3 ms of work)."""
+PARTITIONS_PER_TURN = 500
+"""Partitions answered (and encoded) before the handler yields to the event loop (about 4 ms of work)."""
 
 
 @handler(9, "OffsetFetch", 1, 9)
@@ -93,13 +96,13 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
             if answered % PARTITIONS_PER_TURN == 0:
                 await asyncio.sleep(0)
             committed = offsets.get(topic, index) if offsets is not None else None
-            partitions.append(make(
+            partitions.append(Encoded(encode_entity(make(
                 partition_cls, partition_index=index,
                 error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, index) in unstable else ErrorCode.NONE,
                 committed_offset=committed.offset if committed else -1,
                 committed_leader_epoch=committed.leader_epoch if committed else -1,
                 metadata=committed.metadata if committed and committed.metadata is not None else "",
-            ))
+            ))))
         topics.append(make(topic_cls, name=topic, partitions=tuple(partitions)))
     return tuple(topics)
 

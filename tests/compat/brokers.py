@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from logwright.compat.broker import Broker, BrokerSettings
+from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import Clock
 from logwright.core.config.configs import ConfigRegistry
@@ -16,3 +19,12 @@ def in_process_broker(store: RocksEventStore, settings: BrokerSettings | None = 
     """A broker over ``store`` with its coordinators, deciding with ``host`` (the built-in plugins by default);
     ``configs`` as `Broker` takes them (the core's keys by default, ``host.config_registry()`` for plugin keys)."""
     return compose_broker(store, host or PluginHost.load(installed=False), settings, configs, clock)
+
+
+def as_read(response: Any) -> Any:
+    """A handler's answer as a client reads it: encoded and decoded again (a handler may answer with parts already
+    encoded, `Encoded`, which only the wire turns back into fields)."""
+    if response is None:
+        return None
+    api_key, version = type(response).__api_key__, type(response).__version__
+    return decode_response(api_key, version, encode_response(api_key, version, 1, response))[1]

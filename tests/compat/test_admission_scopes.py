@@ -20,8 +20,8 @@ from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
 from logwright.core.errors import PolicyViolation
 from logwright.core.events.log import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
 from logwright.plugins.api import ConfigKey, ConfigKeyRegister, boolean
+from logwright.plugins.host import PluginHost
 from logwright.plugins.spec import acts_on_topics, hookimpl
 
 from tests.compat.brokers import in_process_broker

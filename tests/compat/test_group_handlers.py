@@ -53,11 +53,12 @@ from logwright.compat.kafka import (
     sync_group,
 )
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.encoder import Encoded
 from logwright.core.clock import ManualClock
 from logwright.core.events import TopicDeleted
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import in_process_broker
+from tests.compat.brokers import as_read, in_process_broker
 
 T = TypeVar("T")
 GROUP = "workers"
@@ -79,7 +80,8 @@ class Harness:
         return RequestContext(self.broker, 0, version, 1, "tester", 1, "127.0.0.1")
 
     async def call(self, handle: Callable[[RequestContext, Any], Awaitable[T]], version: int, request: Any) -> T:
-        return await handle(self._context(version), request)
+        """The answer as the client reads it (`as_read`)."""
+        return as_read(await handle(self._context(version), request))  # type: ignore[no-any-return]
 
     async def join(self, member_id: str) -> Any:
         request = JoinGroupRequest(
@@ -267,10 +269,14 @@ def test_a_fetch_of_many_partitions_lets_other_requests_run(tmp_path: Path, monk
         harness.broker.create_topic("t", 10)
         await harness.broker.durable()
         await harness.call(offset_commit.handle, 2, commit("", -1, {("t", p): p for p in range(10)}))
-        fetched, turns = await turns_during(harness.call(offset_fetch.handle, 8, OffsetFetchRequestV8(groups=(
-            OffsetFetchRequestGroup(group_id=GROUP, topics=None),), require_stable=False)))
+        request = OffsetFetchRequestV8(groups=(OffsetFetchRequestGroup(group_id=GROUP, topics=None),),
+                                       require_stable=False)
+        fetched, turns = await turns_during(harness.call(offset_fetch.handle, 8, request))
         assert [p.committed_offset for p in fetched.groups[0].topics[0].partitions] == list(range(10))
         assert turns >= 3, "other tasks ran while the fetch was answered"
+        answer = await offset_fetch.handle(harness._context(8), request)
+        assert all(isinstance(p, Encoded) for p in answer.groups[0].topics[0].partitions), (
+            "each partition's answer is encoded in the turn that reads it: encoding 5,000 at the end held the loop")
         harness.close()
 
     asyncio.run(scenario())

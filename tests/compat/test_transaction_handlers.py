@@ -35,6 +35,8 @@ from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
 
+from tests.compat.brokers import as_read
+
 TIMEOUT = datetime.timedelta(seconds=30)
 
 
@@ -89,7 +91,7 @@ def fetch_committed(harness: Harness, index: int) -> Any:
 def offset_of(harness: Harness, require_stable: bool) -> tuple[int, int]:
     request = OffsetFetchRequest(group_id="g", require_stable=require_stable,
                                  topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),))
-    partition = harness.call(offset_fetch.handle, 7, request).topics[0].partitions[0]
+    partition = as_read(harness.call(offset_fetch.handle, 7, request)).topics[0].partitions[0]
     return int(partition.error_code), int(partition.committed_offset)
 
 
