@@ -37,6 +37,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.messages import decode_request, decode_response, encode_request, encode_response_frame
 from logwright.compat.wire.record_batch import Record, build_batch, iter_batches, parse_header
 from logwright.core.log.catalog import delete_topic
+from logwright.eventstore.batch_files import FileRange
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -75,9 +76,18 @@ async def serve_frame(
     return encode_response_frame(header.api_key, header.api_version, header.correlation_id, response)
 
 
-def next_offset(pieces: list[bytes]) -> int:
+def wire_bytes(pieces: list[bytes | FileRange]) -> bytes:
+    """The frame as the socket would carry it: ranges of batch files (sent with sendfile by the server) read."""
+    data = b"".join(piece.read() if isinstance(piece, FileRange) else piece for piece in pieces)
+    for piece in pieces:
+        if isinstance(piece, FileRange):
+            piece.close()
+    return data
+
+
+def next_offset(pieces: list[bytes | FileRange]) -> int:
     """The offset after the last whole batch of a FetchResponse v12 frame."""
-    _, response = decode_response(1, 12, b"".join(pieces)[4:])
+    _, response = decode_response(1, 12, wire_bytes(pieces)[4:])
     (partition,) = response.responses[0].partitions
     last = -1
     for batch in iter_batches(partition.records or b"", allow_partial_tail=True):
@@ -102,7 +112,7 @@ async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple
         await serve_frame(broker, fetch.handle, request)
         tail_times.append(time.perf_counter() - started)
         if i == 0:
-            _, response = decode_response(0, 9, b"".join(answer)[4:])
+            _, response = decode_response(0, 9, wire_bytes(answer)[4:])
             (result,) = response.responses[0].partition_responses
             if result.error_code:
                 raise SystemExit(f"produce refused: {result.error_code!r} {result.error_message}")

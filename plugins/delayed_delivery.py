@@ -1,6 +1,6 @@
 """Delayed delivery (Pulsar's ``deliverAfter``/``deliverAt``) as a built-in plugin, through the index hooks.
 
-``logwright_derive_events`` reads the delivery headers of every batch appended (a substring search first;
+``logwright_derive_events`` reads the delivery headers of every batch appended (a search of its headers first;
 decoding only batches that carry ``logwright.deliver.``; compressed ones only with the topic config
 ``logwright.delayed.delivery.compressed.enable``) and stages one index row per append in its WriteBatch;
 it drops rows once every entry is due (seen at the next change staged on the partition: an append, an
@@ -67,7 +67,7 @@ def _entries(batch: AppendedBatch, now_ms: int) -> list[tuple[int, int]]:
     if batch.control:
         return []
     open_compressed = batch.compressed and batch.topic_config(COMPRESSED_KEY) == "true"
-    if not batch.compressed and not batch.contains(HEADER_PREFIX):
+    if not batch.compressed and not batch.headers_contain(HEADER_PREFIX):
         return []
     entries: list[tuple[int, int]] = []
     for record in batch.records(open_compressed):

@@ -42,6 +42,10 @@ class AppendedBatch(NamedTuple):
     contains: Callable[[bytes], bool]
     """Whether the stored bytes contain a byte string: a few microseconds, no decoding. Always false for
     what a compressed batch hides."""
+    headers_contain: Callable[[bytes], bool]
+    """Whether the records' headers may contain a byte string: never false when one does, possibly true when only
+    a key or value does (it searches every byte of a batch of small records, and only the headers of a batch of
+    large ones, skipping their values). Always false for what a compressed batch hides."""
     records: Callable[[bool], tuple[KeyedRecord, ...]]
     """``records(open_compressed)``: the batch's records, values left out (`record_keys`; a compressed batch
     only if asked: it costs a decompression); ``()`` if they cannot be read (the batch passed its CRC: its

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "keyed_records", "record_key_columns", "record_keys"]
+__all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "headers_contain", "keyed_records", "record_key_columns",
+           "record_keys"]
 
 Decompress = Callable[[int, memoryview], bytes]
 """``decompress(codec, data)``: the records of a compressed batch; raises ``ValueError`` when they do not open."""
@@ -86,6 +87,41 @@ def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decomp
     tombstones: list[bool] = []
     keys = _keys_of(bytes(payload), count, (base_offset, offsets, tombstones))
     return offsets, keys, tombstones
+
+
+def headers_contain(batch: bytes, needle: bytes) -> bool:
+    """Whether ``needle`` occurs in the headers of an uncompressed batch's records, their keys and values skipped.
+
+    For a plugin looking for a header in a batch of a few large records: searching every byte costs about 0.2 ms a
+    MB here, walking 16 records of 64 KiB a few microseconds. The same bounds as the readers above: every record's
+    length is checked against the batch, and a field running past its record raises `UnreadableRecords`.
+    """
+    view = memoryview(batch)
+    if len(view) < _HEADER_SIZE:
+        raise UnreadableRecords(f"a record batch needs {_HEADER_SIZE} header bytes, got {len(view)}")
+    _, batch_length = _FIELDS.unpack_from(view, 0)
+    batch_end = 12 + batch_length
+    (count,) = _RECORD_COUNT.unpack_from(view, _RECORD_COUNT_AT)
+    if batch_length < _HEADER_SIZE - 12 or batch_end > len(view):
+        raise UnreadableRecords(f"batch length {batch_length} does not fit the {len(view)} bytes present")
+    if count < 0 or count * _MIN_RECORD_SIZE > batch_end - _HEADER_SIZE:
+        raise UnreadableRecords(f"{count} records cannot fit in {batch_end - _HEADER_SIZE} bytes")
+    position = _HEADER_SIZE
+    for index in range(count):
+        length, position = _varint_at(batch, position)
+        end = position + length
+        if length < _MIN_RECORD_SIZE - 1 or end > batch_end:
+            raise UnreadableRecords(f"record {index} announces {length} bytes, {batch_end - position} remain")
+        position = _varint_at(batch, _varint_at(batch, position + 1)[1])[1]  # attributes, timestamp and offset deltas
+        key_length, position = _varint_at(batch, position)
+        value_length, position = _varint_at(batch, position + max(key_length, 0))
+        position += max(value_length, 0)
+        if position >= end:
+            raise UnreadableRecords(f"record {index}'s key and value run past its {length} bytes")
+        if batch.find(needle, position, end) >= 0:
+            return True
+        position = end
+    return False
 
 
 def _open(batch: bytes | bytearray | memoryview, decompress: Decompress

@@ -12,6 +12,7 @@ from logwright.compat.wire.record_batch import Record, build_batch
 from logwright.core.log.record_keys import (
     KeyedRecord,
     UnreadableRecords,
+    headers_contain,
     keyed_records,
     record_key_columns,
     record_keys,
@@ -141,3 +142,41 @@ def test_the_keys_only_reader_agrees_with_the_full_one_on_any_batch(data: st.Dat
     columns = _keys_or_refusal(lambda: [(record.offset, record.key, record.value_is_null)
                                         for record in keyed_records(cut, decompress)])
     assert _keys_or_refusal(lambda: list(zip(*record_key_columns(cut, decompress), strict=True))) == columns
+
+
+NEEDLE = b"logwright.deliver."
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(
+    st.none() | st.binary(max_size=40) | st.just(NEEDLE),
+    st.none() | st.binary(max_size=300) | st.builds(lambda pad: pad + NEEDLE + pad, st.binary(max_size=50)),
+    st.lists(st.tuples(st.sampled_from(["id", "logwright.deliver.after.ms", "x-logwright.deliver.at"]),
+                       st.none() | st.binary(max_size=8)), max_size=3)), min_size=1, max_size=20))
+def test_headers_contain_finds_a_string_in_the_headers_and_never_in_keys_or_values(
+        records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]]) -> None:
+    """What the delayed-delivery plugin asks of a batch of large records: its values (up to a MB each) are skipped,
+    so a value holding the string is no false alarm, and a header holding it is always found."""
+    batch = build_batch([Record(0, 1_000, key, value, tuple(headers)) for key, value, headers in records])
+    in_headers = any(NEEDLE in name.encode() for _, _, headers in records for name, _ in headers)
+    assert headers_contain(batch, NEEDLE) is in_headers
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_headers_contain_reads_or_refuses_any_corruption(data: st.DataObject) -> None:
+    batch = bytearray(build_batch(RECORDS + (Record(0, 0, b"k", b"v" * 300, (("logwright.deliver.at.ms", b"1"),)),)))
+    for _ in range(data.draw(st.integers(1, 6))):
+        at = data.draw(st.integers(0, len(batch) - 1))
+        batch[at] = data.draw(st.integers(0, 255))
+    cut = bytes(batch[:data.draw(st.integers(0, len(batch)))])
+    try:
+        assert headers_contain(cut, NEEDLE) in (True, False)
+    except UnreadableRecords:
+        pass
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, -1, 5])
+def test_headers_contain_refuses_a_forged_record_count(count: int) -> None:
+    with pytest.raises(UnreadableRecords):
+        headers_contain(_with_count(build_batch(RECORDS), count), NEEDLE)
