@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 NODE_ID = 1
 _OFFSET = struct.Struct(">Q")
 STORE_RETRY_MS = 1000
+EVENTS_STAGED_PER_TURN = 200
+"""Events `stage_over_turns` stages before it lets other tasks run (about 5 ms of folding on this machine)."""
 """After a failed commit, how long (broker clock) writes are refused before the store is reopened again."""
 _TOPIC_CONFIGS_KEPT = 1024
 """Distinct topic override sets `Broker.topic_configs` keeps built (all are dropped past it)."""
@@ -142,6 +144,9 @@ class Broker:
         """What `stage` took inside `staging_together`, for the plugins to derive from once at its end."""
         self._commit_waiters: list[asyncio.Future[None]] = []
         self._commit_scheduled = False
+        self._commits_held = False
+        """A `stage_over_turns` is between two of its parts: scheduled commits wait for its end."""
+        self._staging_over_turns: asyncio.Lock | None = None
         self._high_watermarks: dict[int, int] = {}
         self._data_arrived: asyncio.Event | None = None
         self._partition_waiters: dict[int, set[asyncio.Future[None]]] = {}
@@ -469,10 +474,49 @@ class Broker:
         self._schedule_commit()
         return future
 
+    async def stage_over_turns(self, events: Sequence[Event]) -> None:
+        """`stage` a long list of events a part at a time, letting other tasks run in between, and commit them in one
+        WriteBatch all the same: the scheduled commit waits until the last part is staged.
+
+        Folding 5,000 `OffsetCommitted` held the event loop 35-49 ms in one stretch, and the commit after it 15-31
+        (`RocksEventStore.put_changed_rows` now encodes each part's rows in its own turn).
+        One such staging runs at a time, so commits wait for at most one of them; what others stage meanwhile joins
+        the same WriteBatch. Their state is visible part by part, as any staged event is. A store commit forced in
+        between (`RocksEventStore.truncate` of a partition with staged records, a compaction slice) writes the parts
+        staged so far: each event is still written whole, never torn. Should the store fail in between, the parts
+        staged so far are dropped with the rest of their WriteBatch and the later ones are not staged (`StoreFailed`).
+        """
+        if len(events) <= EVENTS_STAGED_PER_TURN:
+            self.stage(events)
+            return
+        if self._staging_over_turns is None:
+            self._staging_over_turns = asyncio.Lock()
+        async with self._staging_over_turns:
+            self._commits_held = True
+            failures_before = self._failed_commits
+            try:
+                for start in range(0, len(events), EVENTS_STAGED_PER_TURN):
+                    if start:
+                        await asyncio.sleep(0)
+                        if self._failed_commits != failures_before:  # the parts staged so far were dropped
+                            raise StoreFailed("the store failed while a long staging was under way; "
+                                              "its later parts were not staged")
+                    self.stage(events[start : start + EVENTS_STAGED_PER_TURN])
+                    self.store.put_changed_rows()  # the commit at the end encodes only the last part's rows
+            finally:
+                self._commits_held = False
+                self._schedule_commit()
+
     def _schedule_commit(self) -> None:
         if not self._commit_scheduled:
             self._commit_scheduled = True
-            asyncio.get_running_loop().call_soon(self._commit)
+            asyncio.get_running_loop().call_soon(self._scheduled_commit)
+
+    def _scheduled_commit(self) -> None:
+        if self._commits_held:  # `stage_over_turns` schedules it again when its last part is staged
+            self._commit_scheduled = False
+            return
+        self._commit()
 
     def _commit(self) -> None:
         self._commit_scheduled = False

@@ -588,10 +588,22 @@ class RocksEventStore:
                 put(key, value, index_cf)
         staged.clear()
 
-    def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
-        """The changed entities' rows, and the covered sequence of the projections they belong to (of every
-        projection when ``every_projection`` or `STATE_SEQUENCES_REFRESHED_EVERY` events after the last time)."""
-        state_cf, meta_cf = self._cf["state"], self._cf["meta"]
+    def put_changed_rows(self) -> None:
+        """Put the rows of the entities changed since the last commit into its WriteBatch now, ahead of the commit.
+
+        For a long staging done a part at a time (`Broker.stage_over_turns`): the commit that ends it then encodes
+        only the rows the last part changed, where 5,000 committed offsets' rows took it 15-31 ms at once. A row
+        changed again before the commit is put again (a WriteBatch's later put wins), and the commit still writes
+        all of it or none.
+        """
+        self._check_writable()
+        if self._dirty:
+            self._put_changed_rows(self._last_sequence)
+            self._dirty.clear()
+
+    def _put_changed_rows(self, sequence: int) -> dict[str, None]:
+        """The changed entities' rows, and the covered sequence of the projections they belong to; returns those."""
+        state_cf = self._cf["state"]
         put, delete, encode, states = self._batch.put, self._batch.delete, self._types.encode, self._states
         changed: dict[str, None] = {}
         for (projection_name, entity), entity_sequence in self._dirty.items():
@@ -602,13 +614,22 @@ class RocksEventStore:
                 delete(key, state_cf)
             else:
                 put(key, keys.encode_sequence(entity_sequence) + encode(value), state_cf)
-        if every_projection or sequence - self._sequences_written_at >= STATE_SEQUENCES_REFRESHED_EVERY:
-            changed = dict.fromkeys(self._sequence_keys)
-            self._sequences_written_at = sequence
-        encoded = keys.encode_sequence(sequence)
-        sequence_keys = self._sequence_keys
-        for projection_name in changed:
+        self._put_covered_sequences(changed, sequence)
+        return changed
+
+    def _put_covered_sequences(self, projection_names: Iterable[str], sequence: int) -> None:
+        encoded, sequence_keys, meta_cf, put = keys.encode_sequence(sequence), self._sequence_keys, self._cf["meta"], \
+            self._batch.put
+        for projection_name in projection_names:
             put(sequence_keys[projection_name], encoded, meta_cf)
+
+    def _write_staged_state(self, sequence: int, every_projection: bool = False) -> None:
+        """The changed entities' rows, and the covered sequence of the projections they belong to (of every
+        projection when ``every_projection`` or `STATE_SEQUENCES_REFRESHED_EVERY` events after the last time)."""
+        changed = self._put_changed_rows(sequence)
+        if every_projection or sequence - self._sequences_written_at >= STATE_SEQUENCES_REFRESHED_EVERY:
+            self._put_covered_sequences((name for name in self._sequence_keys if name not in changed), sequence)
+            self._sequences_written_at = sequence
 
     def commit(self) -> None:
         """Write what was staged; on failure drop it, reload state from disk (`reopen`) and raise `StoreFailed`.

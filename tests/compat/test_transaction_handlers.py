@@ -124,7 +124,7 @@ def test_offsets_are_unstable_until_the_commit_and_zombies_are_fenced(harness: H
                                             TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=5,
                                                                             committed_leader_epoch=-1,
                                                                             committed_metadata=None),)),))
-    response = harness.call(txn_offset_commit.handle, 3, commit)
+    response = as_read(harness.call(txn_offset_commit.handle, 3, commit))
     assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert offset_of(harness, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
     assert offset_of(harness, require_stable=False) == (ErrorCode.NONE, -1)

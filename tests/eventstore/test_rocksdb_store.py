@@ -222,6 +222,35 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
     assert set(_covered(crashed).values()) == {store.last_sequence}, "the refold wrote every covered sequence"
 
 
+def test_rows_put_ahead_of_the_commit_are_written_by_it_all_or_none(opener: Opener, tmp_path: Path) -> None:
+    """`put_changed_rows` (a long staging's parts, `Broker.stage_over_turns`) encodes rows into the commit's
+    WriteBatch early: a row changed again is put again and the later value wins; before the commit none of it is on
+    disk; after it the store reopens to the same state, nothing folded twice."""
+    store, created_at = _offset_commits_after_a_topic(opener, 0)
+    committed_before = store.committed_sequence
+    store.append([OffsetCommitted("g", "t", 0, 5), OffsetCommitted("h", "t", 0, 6)])
+    store.put_changed_rows()
+    store.append([OffsetCommitted("g", "t", 0, 7)])
+    store.put_changed_rows()
+    store.append([OffsetCommitted("k", "t", 0, 8)])
+    before_commit = _crash_image(store, tmp_path / "before")
+    store.commit()
+    expected = dict(store.entities("committed_offsets"))
+    assert {key: state.offset for key, state in expected.items() if not key.startswith("#")} == {
+        "t/0/g": 7, "t/0/h": 6, "t/0/k": 8}
+    reopened = opener(tmp_path / "before")
+    assert dict(reopened.entities("committed_offsets")) == {}, "rows put ahead are not written without the commit"
+    assert reopened.last_sequence == committed_before
+    opener.close(reopened)
+    assert before_commit.exists()
+    crashed = _crash_image(store, tmp_path / "after")
+    assert _covered(crashed)["committed_offsets"] == store.last_sequence
+    reopened = opener(crashed)
+    assert dict(reopened.entities("committed_offsets")) == expected
+    assert check_store(reopened).consistent
+    opener.close(reopened)
+
+
 def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
         opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a bound, the small column families kept every log file alive: the log grew with the records (here
