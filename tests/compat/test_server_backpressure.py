@@ -378,3 +378,45 @@ def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_through_a_
     finally:
         served.coordinators.close()
         store.close()
+
+
+GATED_KEY = 32001
+
+
+def serve_gated_answers(server: KafkaServer, gates: dict[int, asyncio.Future[None]]) -> None:
+    """An extension key answering each request once its correlation id's gate opens (at once without a gate)."""
+    async def handle(context: RequestContext, body: bytes) -> bytes:
+        gate = gates.get(context.correlation_id)
+        if gate is not None:
+            await gate
+        return b"ok"
+
+    server.handlers[GATED_KEY] = HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)
+
+
+def test_an_answer_leaves_in_the_turn_its_handler_ends_and_answers_keep_request_order(broker: Broker) -> None:
+    """Queued from inside the request's task, not a turn later by its done callback (a ping behind a
+    5,000-partition request waited through one more of its stretches); a request answered before the one ahead
+    of it waits for it, and both then leave together, in order, in one write a turn later."""
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        gates = {1: loop.create_future(), 3: loop.create_future()}
+        server = KafkaServer(broker)
+        serve_gated_answers(server, gates)
+        connection, transport = connect(server)
+        receive(connection, request(GATED_KEY, 1))
+        await settle()
+        gates[1].set_result(None)
+        await asyncio.sleep(0)  # one turn: the handler's task resumes, ends, and its answer is written
+        assert transport.correlation_ids() == [1]
+        receive(connection, request(GATED_KEY, 3) + request(GATED_KEY, 4))
+        await settle()
+        assert transport.correlation_ids() == [1], "4 is answered but waits for 3"
+        gates[3].set_result(None)
+        await asyncio.sleep(0)  # 3 ends and queues itself and 4; one write for both in the next turn
+        await asyncio.sleep(0)
+        assert transport.correlation_ids() == [1, 3, 4]
+        assert server.quotas.requests_in_flight == 0
+        connection.abort()
+
+    asyncio.run(run())
