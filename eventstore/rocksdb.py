@@ -537,11 +537,10 @@ class RocksEventStore:
                 self._pending_tail.append((partition_id, 0, 0, None))
                 for key in self._files.plan_drop_partition(partition_id):
                     self._batch.delete(key, index_cf)
+            for first, last in _runs(event.partition_ids):
+                self._batch.delete_range(keys.record_key(first, 0), keys.record_key(last + 1, 0), records_cf)
                 self._batch.delete_range(
-                    keys.record_key(partition_id, 0), keys.record_key(partition_id + 1, 0), records_cf
-                )
-                self._batch.delete_range(
-                    keys.time_index_key(partition_id, 0), keys.time_index_key(partition_id + 1, 0), index_cf
+                    keys.time_index_key(first, 0), keys.time_index_key(last + 1, 0), index_cf
                 )
 
     def _first_batch_to_keep(self, partition_id: int, log_start_offset: int) -> int:
@@ -996,3 +995,16 @@ class RocksEventStore:
             self._db.close()
         except Exception as error:
             log.warning("closing %s: %s", self.path, error)
+
+
+def _runs(partition_ids: Iterable[int]) -> list[tuple[int, int]]:
+    """The runs of consecutive ids among ``partition_ids``, as (first, last): a topic's partitions are numbered
+    together at its creation, so deleting a topic of 5,000 partitions puts two range tombstones, not 10,000 (each
+    one a cost to every later read that crosses it)."""
+    runs: list[tuple[int, int]] = []
+    for partition_id in sorted(partition_ids):
+        if runs and runs[-1][1] + 1 == partition_id:
+            runs[-1] = (runs[-1][0], partition_id)
+        else:
+            runs.append((partition_id, partition_id))
+    return runs

@@ -89,7 +89,8 @@ class SharedRefs:
 
     def drop_partition(self, partition_id: int) -> tuple[list[bytes], list[int]]:
         """The partition is deleted: the keys of all its rows and the files left without any."""
-        return self._drop(partition_id, list(self._files_of.get(partition_id, ())))
+        held = self._files_of.get(partition_id)
+        return self._drop(partition_id, list(held)) if held else ([], [])
 
     def drop(self, file: int, partition_id: int) -> tuple[list[bytes], list[int]]:
         """The partition holds nothing in ``file`` any more (a compaction slice rewrote what it held there)."""

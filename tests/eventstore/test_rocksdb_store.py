@@ -10,6 +10,7 @@ import pytest
 from logwright.core.clock import ManualClock
 from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
+from logwright.core.log.catalog import COUNTER_KEY, create_partitions, topic_key
 from logwright.core.log.partition_log import PARTITIONS, partition_key
 from logwright.eventstore import batch_files, keys, rocksdb
 from logwright.eventstore.check import check_store
@@ -106,6 +107,33 @@ def test_batches_staged_before_a_deletion_in_the_same_commit_are_deleted_with_it
     opener.close(store)
     stored = raw.items(opener.path, "records")
     assert [keys.parse_record_key(key) for key in stored] == [(kept.partition_ids[0], 0), (kept.partition_ids[0], 10)]
+
+
+def test_deleting_a_topic_whose_partition_ids_are_interleaved_with_another_keeps_the_others(opener: Opener) -> None:
+    """A topic's partitions go by runs of consecutive ids (one range tombstone per run, not per partition); a
+    topic that grew later (CreatePartitions) has two runs with another topic's ids between them."""
+    store = opener()
+    grown = new_topic(store, "t", 2)
+    between = new_topic(store, "u", 2)
+    added = create_partitions(store.state("catalog", topic_key("t")), store.state("catalog", COUNTER_KEY), "t", 4)
+    store.append([added])
+    store.commit()
+    every = (*grown.partition_ids, *between.partition_ids, *added.partition_ids)
+    assert list(every) == sorted(every), "u's ids lie between t's two runs"
+    for partition_id in every:
+        produce(store, partition_id)
+        store.append([], index_entries=[(keys.time_index_key(partition_id, 1_000), b"offset")])
+    store.commit()
+    store.append([TopicDeleted("t", grown.topic_id, (*grown.partition_ids, *added.partition_ids))])
+    store.commit()
+    assert rocksdb._runs((*added.partition_ids, *grown.partition_ids)) == [
+        (grown.partition_ids[0], grown.partition_ids[-1]), (added.partition_ids[0], added.partition_ids[-1])]
+    opener.close(store)
+    stored = [keys.parse_record_key(key) for key in raw.items(opener.path, "records")]
+    assert stored == [(partition_id, 0) for partition_id in between.partition_ids]
+    indexed = [keys.parse_time_index_key(key)[0] for key in raw.items(opener.path, "index")
+               if key[:1] == keys.time_index_key(0, 0)[:1]]
+    assert indexed == list(between.partition_ids)
 
 
 def test_the_format_version_is_recorded_and_a_newer_one_is_refused(opener: Opener) -> None:
