@@ -592,8 +592,7 @@ class Connection(asyncio.BufferedProtocol):
             response = entry.error_answer(error_code_for(error), f"{type(error).__name__}: {error}")
         if response is None:
             return None
-        return self._answered_now([encode_frame(context.correlation_id.to_bytes(4, "big", signed=True)
-                                                + bytes(response))])
+        return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
 
     async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> list[bytes] | None:
         """A handler's response frame in pieces (`framing.frame_pieces`: stored record batches go out
@@ -614,27 +613,7 @@ class Connection(asyncio.BufferedProtocol):
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error
             payload = [encode_frame(fallback)]
-        return self._answered_now(payload)
-
-    def _answered_now(self, payload: list[bytes]) -> list[bytes] | None:
-        """Queue the answer of the running request task from inside it when it is next in line; ``None`` then (its
-        result is not sent again), else ``payload``, sent once the task is done (`_answer_ready`).
-
-        A task's done callbacks run a turn after it ends: an answer waited behind every other task's step once more
-        (with a 5,000-partition request running, a ping waited through one more of its stretches), and each request
-        cost the loop one more callback."""
-        answers = self._answers
-        if (self._flushing or self._finished or not self._writable or not answers
-                or answers[0] is not asyncio.current_task()):
-            return payload
-        answers.popleft().remove_done_callback(self._answer_ready)  # answered here: nothing to do once it is done
-        transport = self.transport
-        if transport is not None and not transport.is_closing():
-            self._queue_answer(payload)
-            self.last_active_ms = self.broker.clock.now_ms()
-        self._answered()
-        self._send_ready_answers()  # the answers behind it that are ready, then the requests that waited
-        return None
+        return payload
 
     def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
         log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",

@@ -394,10 +394,11 @@ def serve_gated_answers(server: KafkaServer, gates: dict[int, asyncio.Future[Non
     server.handlers[GATED_KEY] = HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)
 
 
-def test_an_answer_leaves_in_the_turn_its_handler_ends_and_answers_keep_request_order(broker: Broker) -> None:
-    """Queued from inside the request's task, not a turn later by its done callback (a ping behind a
-    5,000-partition request waited through one more of its stretches); a request answered before the one ahead
-    of it waits for it, and both then leave together, in order, in one write a turn later."""
+def test_a_lone_answer_is_written_without_waiting_a_turn_and_answers_keep_request_order(broker: Broker) -> None:
+    """The only request in flight on a connection is written when its answer is queued, not a turn later by a
+    scheduled pump (a ping behind a 5,000-partition request waited through one more of its stretches); answers of
+    pipelined requests are gathered for one write, in request order, a request answered before the one ahead of it
+    waiting for it."""
     async def run() -> None:
         loop = asyncio.get_running_loop()
         gates = {1: loop.create_future(), 3: loop.create_future()}
@@ -407,14 +408,14 @@ def test_an_answer_leaves_in_the_turn_its_handler_ends_and_answers_keep_request_
         receive(connection, request(GATED_KEY, 1))
         await settle()
         gates[1].set_result(None)
-        await asyncio.sleep(0)  # one turn: the handler's task resumes, ends, and its answer is written
+        await asyncio.sleep(0)  # the handler's task resumes and ends
+        await asyncio.sleep(0)  # its done callback queues the answer, written at once
         assert transport.correlation_ids() == [1]
         receive(connection, request(GATED_KEY, 3) + request(GATED_KEY, 4))
         await settle()
         assert transport.correlation_ids() == [1], "4 is answered but waits for 3"
         gates[3].set_result(None)
-        await asyncio.sleep(0)  # 3 ends and queues itself and 4; one write for both in the next turn
-        await asyncio.sleep(0)
+        await settle()
         assert transport.correlation_ids() == [1, 3, 4]
         assert server.quotas.requests_in_flight == 0
         connection.abort()
