@@ -601,7 +601,7 @@ class Connection(asyncio.BufferedProtocol):
             response = await entry.handle(context, request)
             if response is None:
                 return None
-            payload = encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
+            return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except Exception as error:
             self._log_failure(entry, context)
             code = error_code_for(error)
@@ -612,8 +612,7 @@ class Connection(asyncio.BufferedProtocol):
             if fallback is None:
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error
-            payload = [encode_frame(fallback)]
-        return payload
+            return [encode_frame(fallback)]
 
     def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
         log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",
