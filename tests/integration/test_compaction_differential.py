@@ -40,7 +40,7 @@ def test_describe_configs_gives_kafkas_compaction_defaults(bootstrap: str) -> No
     topic = f"compaction-defaults-{int(time.time() * 1000)}"
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(TIMEOUT_S)
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    described = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    described = _described_once_known(admin, resource)
     values = {name: (described[name].value, described[name].is_default) for name in (
         "cleanup.policy", "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
         "delete.retention.ms", "segment.ms", "segment.bytes")}
@@ -50,6 +50,20 @@ def test_describe_configs_gives_kafkas_compaction_defaults(bootstrap: str) -> No
         "delete.retention.ms": ("86400000", True), "segment.ms": ("604800000", True),
         "segment.bytes": ("1073741824", True),
     }
+
+
+def _described_once_known(admin: AdminClient, resource: ConfigResource) -> dict[str, ConfigEntry]:
+    """DescribeConfigs of a topic just created: on Kafka the broker answering may not know it yet (its metadata
+    arrives from the controller a moment after CreateTopics answers: UNKNOWN_TOPIC_OR_PARTITION), as a client
+    retries. logwright knows it at once."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            return admin.describe_configs([resource])[resource].result(TIMEOUT_S)  # type: ignore[no-any-return]
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("configs", [
