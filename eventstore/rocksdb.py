@@ -76,6 +76,11 @@ COALESCED_READ_BYTES = 1024 * 1024
 """The most one read of adjacent batches from a batch file takes when the caller gives no budget (scans)."""
 INFO_LOGS_KEPT = 10
 STATE_SEQUENCES_REFRESHED_EVERY = 4096
+POINT_DELETES_UP_TO = 64
+"""A truncation deletes the batches below its new log start one key each up to this many, in one range delete past
+it. Each range delete in the memtable makes the next iterator fragment all of them again: seeks after n of them cost
+~0.8n us here (`bench/results/write_path.md`), so DeleteRecords of 5,000 one-batch partitions spent ~1 s seeking and
+every read after a retention pass over many partitions paid it too. A point delete costs a seek nothing."""
 """Events after which every projection's covered sequence is written again. A commit writes only the sequences of
 the projections it changed (a share acknowledgement changes one or two of ~20): one that was not changed folded
 none of the events since its sequence, so a restart refolding them from there finds nothing to change, and this
@@ -228,6 +233,9 @@ class RocksEventStore:
         self._listeners: list[tuple[CommitListener, tuple[type[Event], ...] | None]] = []
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, Placement]] = []
+        self._truncating: dict[int, tuple[int, list[bytes] | None]] = {}
+        """What `truncate` found for the `LogTruncated` it appends, for `_delete_physically`: the first batch kept and,
+        when there are few, the keys of those below it."""
         self._staged_partitions: set[int] = set()
         """Partitions whose stored batches this turn's WriteBatch changes (appended, truncated, rewritten, deleted):
         `truncate` commits first only for one of them. A DeleteRecords of 9,000 partitions committed before each
@@ -473,16 +481,27 @@ class RocksEventStore:
         if truncate(state, log_start_offset) is None:
             return None
         target = state.next_offset if log_start_offset == -1 else log_start_offset
-        first_kept = self._first_batch_to_keep(partition_id, target)
-        removed_batches = removed_bytes = 0
         iterator = self._partition_iterator(partition_id)
-        iterator.seek(keys.record_key(partition_id, 0))
-        while iterator.valid() and keys.parse_record_key(iterator.key())[1] < first_kept:
+        first_kept = self._first_batch_to_keep(partition_id, target, iterator)
+        removed_batches = removed_bytes = 0
+        doomed: list[bytes] = []
+        # from the first batch kept by now (point deletes below it are not walked over again)
+        iterator.seek(keys.record_key(partition_id,
+                                      self._first_batch_to_keep(partition_id, state.log_start_offset, iterator)))
+        while iterator.valid() and keys.parse_record_key(key := iterator.key())[1] < first_kept:
             removed_batches += 1
             removed_bytes += stored_length(iterator.value())
+            if removed_batches <= POINT_DELETES_UP_TO:
+                doomed.append(key)
             iterator.next()
         event = truncate(state, log_start_offset, removed_batches, removed_bytes, reason)
-        return None if event is None else self.append([event])
+        if event is None:
+            return None
+        self._truncating[partition_id] = (first_kept, doomed if removed_batches <= POINT_DELETES_UP_TO else None)
+        try:
+            return self.append([event])
+        finally:
+            self._truncating.pop(partition_id, None)
 
     def rewrite_batches(self, event: PartitionCompacted, rewritten: Sequence[StoredBatch],
                         deleted: Sequence[int]) -> int:
@@ -521,16 +540,24 @@ class RocksEventStore:
         if isinstance(event, LogTruncated | TopicDeleted):
             self._put_staged_records()  # a range delete must follow the batches staged before it
         if isinstance(event, LogTruncated):
+            # the keys `truncate` read from committed rows: none of this partition's are staged (it committed those)
+            found = self._truncating.pop(event.partition_id, None)
+            first_kept, doomed = (
+                found if found is not None else (self._first_batch_to_keep(event.partition_id, event.log_start_offset),
+                                                 None))
             self._staged_partitions.add(event.partition_id)
             self._pending_tail.append((event.partition_id, 0, 0, None))
-            first_kept = self._first_batch_to_keep(event.partition_id, event.log_start_offset)
             state = self._states.get("partitions", {}).get(partition_key(event.partition_id))
             everything = state is not None and first_kept >= state.next_offset
             for key in self._files.plan_drop_below(event.partition_id, first_kept, everything):
                 self._batch.delete(key, index_cf)
-            self._batch.delete_range(
-                keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
-            )
+            if doomed is None:
+                self._batch.delete_range(
+                    keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
+                )
+            else:
+                for key in doomed:
+                    self._batch.delete(key, records_cf)
         elif isinstance(event, TopicDeleted):
             self._staged_partitions.update(event.partition_ids)
             for partition_id in event.partition_ids:
@@ -543,9 +570,12 @@ class RocksEventStore:
                     keys.time_index_key(first, 0), keys.time_index_key(last + 1, 0), index_cf
                 )
 
-    def _first_batch_to_keep(self, partition_id: int, log_start_offset: int) -> int:
-        """Base offset of the batch holding ``log_start_offset`` (or the one after, if none holds it)."""
-        iterator = self._partition_iterator(partition_id)
+    def _first_batch_to_keep(self, partition_id: int, log_start_offset: int,
+                             iterator: _BoundedIterator | None = None) -> int:
+        """Base offset of the batch holding ``log_start_offset`` (or the one after, if none holds it); ``iterator``, the
+        partition's, is moved."""
+        if iterator is None:
+            iterator = self._partition_iterator(partition_id)
         iterator.seek_for_prev(keys.record_key(partition_id, log_start_offset))
         if iterator.valid():
             found_partition, base_offset = keys.parse_record_key(iterator.key())

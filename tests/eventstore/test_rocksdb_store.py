@@ -412,3 +412,36 @@ def test_a_refold_of_some_projections_decodes_only_the_events_they_fold(opener: 
     assert reopened.state("committed_offsets", "t/0/g").offset == 20
     with pytest.raises(CorruptState):
         list(reopened.read_events())
+
+
+def _point_deletes_in_memtable(store: RocksEventStore) -> int:
+    return int(store._views["records"].property_value("rocksdb.num-deletes-active-mem-table") or 0)
+
+
+def test_a_truncation_deletes_a_few_batches_key_by_key_and_many_with_one_range_delete(
+        opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every range delete in the memtable made the next iterator fragment them all again (DeleteRecords of 5,000
+    one-batch partitions spent ~1 s seeking): up to `POINT_DELETES_UP_TO` batches go one key each. RocksDB counts the
+    point deletes in the records family's memtable; a range delete is not among them."""
+    monkeypatch.setattr(rocksdb, "POINT_DELETES_UP_TO", 3)
+    store = opener()
+    few, many = new_topic(store, "t", 2).partition_ids
+    for partition_id, batches in ((few, 4), (many, 5)):
+        for _ in range(batches):
+            produce(store, partition_id, record_count=5)
+    store.commit()
+    before = _point_deletes_in_memtable(store)
+    store.truncate(few, 17)  # the batches at 0, 5 and 10 go; 15..19 holds the new start
+    store.commit()
+    assert _point_deletes_in_memtable(store) == before + 3
+    store.truncate(many, 20)  # four batches: over the limit
+    store.commit()
+    assert _point_deletes_in_memtable(store) == before + 3
+    store.truncate(few, -1)  # the batch at 15: one more
+    store.commit()
+    assert _point_deletes_in_memtable(store) == before + 4
+    reopened = opener.reopen(store)
+    for partition_id, start, batches in ((few, 20, 0), (many, 20, 1)):
+        state = reopened.state("partitions", partition_key(partition_id))
+        assert (state.log_start_offset, state.batch_count) == (start, batches)
+        assert len(reopened.read_batches(partition_id, start, BIG)) == batches
