@@ -109,6 +109,21 @@ def test_frame_pieces_join_small_parts_and_pass_large_ones_on_uncopied() -> None
     assert len(pieces) == 5 and pieces[1] is batch and pieces[3] is batch
 
 
+def test_frame_pieces_of_small_bytes_only_are_one_piece_and_a_small_part_of_another_kind_stays_apart() -> None:
+    """The fast path (everything small and bytes) must not swallow a range of a batch file, whatever its size."""
+
+    class Range:
+        def __len__(self) -> int:
+            return 10
+
+    small = [b"\x00\x00\x00\x07", b"\x00" * 100, b"\x01\x02"]
+    assert frame_pieces(small) == [encode_frame(b"".join(small))]
+    sent = Range()
+    pieces = frame_pieces([*small, sent, memoryview(b"\x05"), b"\x06"])
+    assert pieces[1] is sent and len(pieces) == 3
+    assert pieces[0] == (106 + 10 + 2).to_bytes(4, "big") + b"".join(small) and pieces[2] == b"\x05\x06"
+
+
 @given(st.lists(st.binary(max_size=20_000), max_size=6))
 def test_frame_pieces_are_the_frame(parts: list[bytes]) -> None:
     assert b"".join(frame_pieces(parts)) == encode_frame(b"".join(parts))
