@@ -16,6 +16,7 @@ ignores the snapshot, so consistent readers use `checkpoint`.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import struct
@@ -617,25 +618,38 @@ class RocksEventStore:
                 put(key, value, index_cf)
         staged.clear()
 
-    def put_changed_rows(self) -> None:
-        """Put the rows of the entities changed since the last commit into its WriteBatch now, ahead of the commit.
+    @property
+    def changed_rows(self) -> int:
+        """Entities changed since the last commit whose rows are not in its WriteBatch yet."""
+        return len(self._dirty)
+
+    def put_changed_rows(self, limit: int | None = None) -> None:
+        """Put the rows of the entities changed since the last commit into its WriteBatch now, ahead of the commit;
+        at most ``limit`` of them (the first changed first), the rest by a later call or the commit.
 
         For a long staging done a part at a time (`Broker.stage_over_turns`): the commit that ends it then encodes
-        only the rows the last part changed, where 5,000 committed offsets' rows took it 15-31 ms at once. A row
-        changed again before the commit is put again (a WriteBatch's later put wins), and the commit still writes
-        all of it or none.
+        only the rows the last part changed, where 5,000 committed offsets' rows took it 15-31 ms at once; and for a
+        commit of many rows a slice per turn (`Broker._scheduled_commit`). A row changed again before the commit is
+        put again (a WriteBatch's later put wins), and the commit still writes all of it or none.
         """
         self._check_writable()
-        if self._dirty:
-            self._put_changed_rows(self._last_sequence)
-            self._dirty.clear()
+        if limit is None or len(self._dirty) <= limit:
+            if self._dirty:
+                self._put_changed_rows(self._last_sequence)
+                self._dirty.clear()
+            return
+        part = dict(itertools.islice(self._dirty.items(), limit))
+        for row in part:
+            del self._dirty[row]
+        self._put_changed_rows(self._last_sequence, part)
 
-    def _put_changed_rows(self, sequence: int) -> dict[str, None]:
-        """The changed entities' rows, and the covered sequence of the projections they belong to; returns those."""
+    def _put_changed_rows(self, sequence: int, dirty: Mapping[tuple[str, str], int] | None = None) -> dict[str, None]:
+        """The changed entities' rows (``dirty``'s, by default all of them), and the covered sequence of the projections
+        they belong to; returns those."""
         state_cf = self._cf["state"]
         put, delete, encode, states = self._batch.put, self._batch.delete, self._types.encode, self._states
         changed: dict[str, None] = {}
-        for (projection_name, entity), entity_sequence in self._dirty.items():
+        for (projection_name, entity), entity_sequence in (self._dirty if dirty is None else dirty).items():
             changed[projection_name] = None
             key = keys.state_key(projection_name, entity)
             value = states[projection_name].get(entity)

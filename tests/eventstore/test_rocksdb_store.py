@@ -257,7 +257,11 @@ def test_rows_put_ahead_of_the_commit_are_written_by_it_all_or_none(opener: Open
     store, created_at = _offset_commits_after_a_topic(opener, 0)
     committed_before = store.committed_sequence
     store.append([OffsetCommitted("g", "t", 0, 5), OffsetCommitted("h", "t", 0, 6)])
+    rows = store.changed_rows
+    store.put_changed_rows(limit=1)  # a slice (`Broker._scheduled_commit`): the rest stay to be put
+    assert store.changed_rows == rows - 1
     store.put_changed_rows()
+    assert store.changed_rows == 0
     store.append([OffsetCommitted("g", "t", 0, 7)])
     store.put_changed_rows()
     store.append([OffsetCommitted("k", "t", 0, 8)])
