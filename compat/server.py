@@ -667,8 +667,11 @@ class Connection(asyncio.BufferedProtocol):
             answers.popleft().cancel()
 
     def _finish_when_answered(self) -> None:
-        """Closing: once every answer owed is sent (an idle peer's are dropped by the idle check), close."""
-        if not self._answers and not self.unsent_bytes:
+        """Closing: once every answer owed is sent (an idle peer's are dropped by the idle check), close.
+
+        Not while `_send_ready_answers` runs: the answer it queues may be written at once and leave nothing unsent
+        before it counts that answer as answered; it asks again at its end."""
+        if not self._answers and not self.unsent_bytes and not self._flushing:
             self._finish()
 
     def _finish(self) -> None:

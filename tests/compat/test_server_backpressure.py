@@ -130,7 +130,7 @@ def serve_big_answers(server: KafkaServer, size: int) -> None:
     async def handle(context: RequestContext, body: bytes) -> bytes:
         return bytes(size)
 
-    server.handlers[BIG_KEY] = HandlerEntry(BIG_KEY, "Big", 0, 0, handle)
+    server.handlers = {**server.handlers, BIG_KEY: HandlerEntry(BIG_KEY, "Big", 0, 0, handle)}  # not the global table
 
 
 def request(api_key: int, correlation_id: int) -> bytes:
@@ -391,7 +391,7 @@ def serve_gated_answers(server: KafkaServer, gates: dict[int, asyncio.Future[Non
             await gate
         return b"ok"
 
-    server.handlers[GATED_KEY] = HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)
+    server.handlers = {**server.handlers, GATED_KEY: HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)}
 
 
 def test_a_lone_answer_is_written_without_waiting_a_turn_and_answers_keep_request_order(broker: Broker) -> None:
@@ -419,5 +419,30 @@ def test_a_lone_answer_is_written_without_waiting_a_turn_and_answers_keep_reques
         assert transport.correlation_ids() == [1, 3, 4]
         assert server.quotas.requests_in_flight == 0
         connection.abort()
+
+    asyncio.run(run())
+
+
+def test_the_last_answer_to_a_peer_that_closed_its_side_is_written_once_and_counted_once(broker: Broker) -> None:
+    """The lone answer written at once (above) may be the last one owed to a closing connection: the connection then
+    finishes inside that write, and the answer must not be counted as answered a second time after it (that raised
+    in the done callback: 'pop from an empty deque')."""
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        failures: list[dict[str, Any]] = []
+        loop.set_exception_handler(lambda _, context: failures.append(context))
+        gates = {1: loop.create_future()}
+        server = KafkaServer(broker)
+        serve_gated_answers(server, gates)
+        connection, transport = connect(server)
+        receive(connection, request(GATED_KEY, 1))
+        await settle()
+        connection.eof_received()  # the client shut down its side with the request in flight
+        gates[1].set_result(None)
+        await settle()
+        assert failures == []
+        assert transport.correlation_ids() == [1] and transport.closed
+        assert server.quotas.requests_in_flight == 0 and server.quotas.request_bytes_in_flight == 0
+        assert connection not in server.connections
 
     asyncio.run(run())
