@@ -536,7 +536,7 @@ class Connection(asyncio.BufferedProtocol):
             self._started(self._loop.create_task(self._handle_raw(entry, context, body)))
             return True
         try:
-            _, request = decode_request(frame)
+            _, request = decode_request(frame, header)
         except UnsupportedVersion:
             # A version in the handler's range that kio cannot read (ApiVersions never offers one).
             return self._dispatch_unsupported(header, frame)

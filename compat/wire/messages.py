@@ -189,16 +189,18 @@ def _reader(cls: type[Any]) -> Any:
 _READERS: dict[type[Any], Any] = {}
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
+def decode_request(frame: bytes | bytearray | memoryview, header: RequestHeader | None = None
+                   ) -> tuple[RequestHeader, Any]:
     """The header and kio request object of one frame.
 
     Bytes after the body are ignored, as Kafka does. A large ProduceRequest's records are views of ``frame``
     (`produce_request`, pure Python), everything else is kio's, once `bounds` has checked every count and
     length in the body against the bytes present (kio's native reader trusts them). Raises
     `UnsupportedVersion` when kio has no schema for the version and `MalformedRequest` when the body cannot
-    be read or fails that check.
+    be read or fails that check. ``header``: this frame's, when the caller has read it already.
     """
-    header = parse_request_header(frame)
+    if header is None:
+        header = parse_request_header(frame)
     cls = request_type(header.api_key, header.api_version)
     try:
         if (header.api_key == PRODUCE_KEY and len(frame) >= produce_request.VIEW_FROM_BYTES
