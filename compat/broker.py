@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
@@ -505,7 +506,7 @@ class Broker:
             try:
                 for start in range(0, len(events), EVENTS_STAGED_PER_TURN):
                     if start:
-                        await asyncio.sleep(0)
+                        await give_way()
                         if self._failed_commits != failures_before:  # the parts staged so far were dropped
                             raise StoreFailed("the store failed while a long staging was under way; "
                                               "its later parts were not staged")
@@ -520,7 +521,10 @@ class Broker:
             self._commit_scheduled = True
             self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit)
 
-    def _scheduled_commit(self) -> None:
+    def _scheduled_commit(self, turns_to_wait: int = 0) -> None:
+        if turns_to_wait:  # giving way between two slices of rows, as `turns.give_way` does
+            self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit, turns_to_wait - 1)
+            return
         self._commit_handle = None
         if self._commits_held:  # `stage_over_turns` schedules it again when its last part is staged
             self._commit_scheduled = False
@@ -532,7 +536,7 @@ class Broker:
                 self._row_slices_left = rows // ROWS_PUT_PER_TURN
             self._row_slices_left -= 1
             self.store.put_changed_rows(ROWS_PUT_PER_TURN)
-            self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit)
+            self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit, TURNS_GIVEN_WAY - 1)
             return
         self._row_slices_left = None
         self._commit()

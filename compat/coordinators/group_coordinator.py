@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.turns import give_way
 from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
@@ -62,7 +63,7 @@ async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
     rows = rows_on_topics(states, topics)
     for start in range(0, len(rows), OFFSETS_DELETED_PER_TURN):
         if start:
-            await asyncio.sleep(0)
+            await give_way()
         doomed = [row_deletion(key) for key, state in rows[start:start + OFFSETS_DELETED_PER_TURN]
                   if states.get(key) is state]
         if doomed:

@@ -13,13 +13,13 @@ Kafka, too, truncates each partition on its own.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.turns import give_way
 from logwright.core.errors import DomainError
 from logwright.core.log.internal_topics import refuse_append
 
@@ -49,7 +49,7 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
         for partition in topic.partitions:
             done += 1
             if done % PARTITIONS_PER_TURN == 0:
-                await (broker.durable() if truncated and done % COMMITTED_EVERY == 0 else asyncio.sleep(0))
+                await (broker.durable() if truncated and done % COMMITTED_EVERY == 0 else give_way())
             index = int(partition.partition_index)
             partition_id = broker.partition_id(topic.name, index)
             code, low_watermark = ErrorCode.NONE, -1

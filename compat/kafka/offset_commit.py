@@ -18,7 +18,6 @@ with only some of them.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -28,6 +27,7 @@ from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator, group_state
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
@@ -106,7 +106,7 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
         for partition in topic.partitions:
             checked += 1
             if checked % PARTITIONS_PER_TURN == 0:
-                await asyncio.sleep(0)
+                await give_way()
             code = refused or partition_error(broker, topic.name, partition)
             if code is None:
                 code = ErrorCode.NONE

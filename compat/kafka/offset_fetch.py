@@ -14,7 +14,6 @@ than any of the slices.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -23,6 +22,7 @@ from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
@@ -95,7 +95,7 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
         for index in indexes:
             answered += 1
             if answered % PARTITIONS_PER_TURN == 0:
-                await asyncio.sleep(0)
+                await give_way()
             committed = offsets.get(topic, index) if offsets is not None else None
             partitions.append(Encoded(encode_entity(make(
                 partition_cls, partition_index=index,

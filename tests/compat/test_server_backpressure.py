@@ -15,6 +15,7 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext, make
 from logwright.compat.server import Connection, KafkaServer
+from logwright.compat.turns import give_way
 from logwright.compat.wire.framing import encode_frame
 from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.compat.wiring import compose_broker
@@ -444,5 +445,42 @@ def test_the_last_answer_to_a_peer_that_closed_its_side_is_written_once_and_coun
         assert transport.correlation_ids() == [1] and transport.closed
         assert server.quotas.requests_in_flight == 0 and server.quotas.request_bytes_in_flight == 0
         assert connection not in server.connections
+
+    asyncio.run(run())
+
+
+SLICED_KEY = 32002
+
+
+def test_a_request_read_during_a_long_sliced_one_is_answered_behind_at_most_one_more_slice(broker: Broker) -> None:
+    """Read, its task's step, its answer's callback: three turns, each behind whatever is ready before it. A long
+    request that yields one turn between its slices made a ping wait through three more slices; `give_way` waits as
+    many turns as the ping needs."""
+    async def run() -> None:
+        slices: list[int] = []
+        server = KafkaServer(broker)
+
+        async def sliced(context: RequestContext, body: bytes) -> bytes:
+            for index in range(12):
+                slices.append(index)
+                await give_way()
+            return b"done"
+
+        server.handlers = {**server.handlers, SLICED_KEY: HandlerEntry(SLICED_KEY, "Sliced", 0, 0, sliced)}
+        long_one, _ = connect(server)
+        receive(long_one, request(SLICED_KEY, 1))
+        while len(slices) < 3:
+            await asyncio.sleep(0)
+        pinger, pinged = connect(server)
+        receive(pinger, api_versions(7))
+        before = len(slices)
+        while not pinged.correlation_ids():
+            await asyncio.sleep(0)
+        assert len(slices) - before <= 1, f"the ping waited behind {len(slices) - before} more slices"
+        while len(slices) < 12:
+            await asyncio.sleep(0)
+        await settle()
+        long_one.abort()
+        pinger.abort()
 
     asyncio.run(run())
