@@ -17,9 +17,9 @@ produce for one bad header would lose the batch's other records).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import singledispatch
+from typing import Any
 
 from logwright.core.events import Event, LogTruncated, TopicDeleted
 from logwright.core.events.log import DelayedRecordsDropped, DelayedRecordsIndexed
@@ -111,13 +111,11 @@ def _keys(event: Event) -> tuple[str, ...]:
     return ()
 
 
-@singledispatch
-def _evolve(event: Event, state: DelayedIndex | None) -> DelayedIndex | None:
+def _unchanged(event: Event, state: DelayedIndex | None) -> DelayedIndex | None:
     return state
 
 
-@_evolve.register
-def _(event: DelayedRecordsIndexed, state: DelayedIndex | None) -> DelayedIndex | None:
+def _on_delayed_records_indexed(event: DelayedRecordsIndexed, state: DelayedIndex | None) -> DelayedIndex | None:
     if event.own_row:
         return DelayedIndex(event.partition_id, event.entries)
     # The legacy row: entries due by this append are dropped, the rest merged (the first index's fold).
@@ -126,26 +124,33 @@ def _(event: DelayedRecordsIndexed, state: DelayedIndex | None) -> DelayedIndex 
     return DelayedIndex(event.partition_id, tuple(sorted(kept))) if kept else None
 
 
-@_evolve.register
-def _(event: DelayedRecordsDropped, state: DelayedIndex | None) -> DelayedIndex | None:
+def _on_delayed_records_dropped(event: DelayedRecordsDropped, state: DelayedIndex | None) -> DelayedIndex | None:
     return None
 
 
-@_evolve.register
-def _(event: LogTruncated, state: DelayedIndex | None) -> DelayedIndex | None:
+def _on_log_truncated(event: LogTruncated, state: DelayedIndex | None) -> DelayedIndex | None:
     if state is None:
         return None
     kept = tuple(entry for entry in state.entries if entry[0] >= event.log_start_offset)
     return DelayedIndex(state.partition_id, kept) if kept else None
 
 
-@_evolve.register
-def _(event: TopicDeleted, state: DelayedIndex | None) -> DelayedIndex | None:
+def _on_topic_deleted(event: TopicDeleted, state: DelayedIndex | None) -> DelayedIndex | None:
     return None
 
 
+_EVOLVE: dict[type[Event], Callable[[Any, DelayedIndex | None], DelayedIndex | None]] = {
+    DelayedRecordsIndexed: _on_delayed_records_indexed,
+    DelayedRecordsDropped: _on_delayed_records_dropped,
+    LogTruncated: _on_log_truncated,
+    TopicDeleted: _on_topic_deleted,
+}
+"""By the event's exact type (`partition_log._EVOLVE` says why not singledispatch)."""
+
+
 DELAYED_RECORDS: Projection[DelayedIndex] = Projection(
-    name="delayed_records", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state),
+    name="delayed_records", entity_keys=_keys,
+    evolve=lambda state, event, key: _EVOLVE.get(type(event), _unchanged)(event, state),
     handles=frozenset({DelayedRecordsIndexed, DelayedRecordsDropped, LogTruncated, TopicDeleted}),
 )
 """Registered by the ``delayed_delivery`` plugin. Truncation and topic deletion fold only the legacy row

@@ -9,8 +9,9 @@ below the log start are forgotten when the log is truncated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import singledispatch
+from typing import Any
 
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicDeleted
 from logwright.core.events.transactions import TransactionMarkerWritten
@@ -61,13 +62,11 @@ def _nonempty(state: PartitionTransactions) -> PartitionTransactions | None:
     return state if state.open or state.aborted else None
 
 
-@singledispatch
-def _evolve(event: Event, state: PartitionTransactions | None) -> PartitionTransactions | None:
+def _unchanged(event: Event, state: PartitionTransactions | None) -> PartitionTransactions | None:
     return state
 
 
-@_evolve.register
-def _(event: RecordsAppended, state: PartitionTransactions | None) -> PartitionTransactions | None:
+def _on_records_appended(event: RecordsAppended, state: PartitionTransactions | None) -> PartitionTransactions | None:
     current = state or PartitionTransactions()
     if any(entry.producer_id == event.producer_id for entry in current.open):
         return state
@@ -75,8 +74,8 @@ def _(event: RecordsAppended, state: PartitionTransactions | None) -> PartitionT
                                  current.aborted)
 
 
-@_evolve.register
-def _(event: TransactionMarkerWritten, state: PartitionTransactions | None) -> PartitionTransactions | None:
+def _on_transaction_marker_written(event: TransactionMarkerWritten,
+                                   state: PartitionTransactions | None) -> PartitionTransactions | None:
     current = state or PartitionTransactions()
     ending = [entry for entry in current.open if entry.producer_id == event.producer_id]
     still_open = tuple(entry for entry in current.open if entry.producer_id != event.producer_id)
@@ -86,20 +85,29 @@ def _(event: TransactionMarkerWritten, state: PartitionTransactions | None) -> P
     return _nonempty(PartitionTransactions(still_open, aborted))
 
 
-@_evolve.register
-def _(event: LogTruncated, state: PartitionTransactions | None) -> PartitionTransactions | None:
+def _on_log_truncated(event: LogTruncated, state: PartitionTransactions | None) -> PartitionTransactions | None:
     if state is None:
         return None
     kept = tuple(entry for entry in state.aborted if entry.last_offset >= event.log_start_offset)
     return _nonempty(PartitionTransactions(state.open, kept))
 
 
-@_evolve.register
-def _(event: TopicDeleted, state: PartitionTransactions | None) -> PartitionTransactions | None:
+def _on_topic_deleted(event: TopicDeleted, state: PartitionTransactions | None) -> PartitionTransactions | None:
     return None
 
 
+_Evolve = Callable[[Any, PartitionTransactions | None], PartitionTransactions | None]
+_EVOLVE: dict[type[Event], _Evolve] = {
+    RecordsAppended: _on_records_appended,
+    TransactionMarkerWritten: _on_transaction_marker_written,
+    LogTruncated: _on_log_truncated,
+    TopicDeleted: _on_topic_deleted,
+}
+"""By the event's exact type (`partition_log._EVOLVE` says why not singledispatch)."""
+
+
 PARTITION_TRANSACTIONS: Projection[PartitionTransactions] = Projection(
-    name="partition_transactions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state),
+    name="partition_transactions", entity_keys=_keys,
+    evolve=lambda state, event, key: _EVOLVE.get(type(event), _unchanged)(event, state),
     handles=frozenset({RecordsAppended, TransactionMarkerWritten, LogTruncated, TopicDeleted}),
 )
