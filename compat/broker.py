@@ -535,7 +535,12 @@ class Broker:
             if self._row_slices_left is None:  # bounded: what others change meanwhile cannot put the commit off
                 self._row_slices_left = rows // ROWS_PUT_PER_TURN
             self._row_slices_left -= 1
-            self.store.put_changed_rows(ROWS_PUT_PER_TURN)
+            try:
+                self.store.put_changed_rows(ROWS_PUT_PER_TURN)
+            except Exception:  # noqa: BLE001 - the commit below meets it again and fails its waiters, never leaves them
+                self._row_slices_left = None
+                self._commit()
+                return
             self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit, TURNS_GIVEN_WAY - 1)
             return
         self._row_slices_left = None

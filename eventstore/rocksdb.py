@@ -76,17 +76,17 @@ replaying all of it)."""
 COALESCED_READ_BYTES = 1024 * 1024
 """The most one read of adjacent batches from a batch file takes when the caller gives no budget (scans)."""
 INFO_LOGS_KEPT = 10
+"""RocksDB's own LOG files kept: every open starts a new one, and a full disk is retried by reopening."""
 STATE_SEQUENCES_REFRESHED_EVERY = 4096
+"""Events after which every projection's covered sequence is written again. A commit writes only the sequences of
+the projections it changed (a share acknowledgement changes one or two of ~20): one that was not changed folded
+none of the events since its sequence, so a restart refolding them from there finds nothing to change, and this
+bound keeps that refold short (at most this many events)."""
 POINT_DELETES_UP_TO = 64
 """A truncation deletes the batches below its new log start one key each up to this many, in one range delete past
 it. Each range delete in the memtable makes the next iterator fragment all of them again: seeks after n of them cost
 ~0.8n us here (`bench/results/write_path.md`), so DeleteRecords of 5,000 one-batch partitions spent ~1 s seeking and
 every read after a retention pass over many partitions paid it too. A point delete costs a seek nothing."""
-"""Events after which every projection's covered sequence is written again. A commit writes only the sequences of
-the projections it changed (a share acknowledgement changes one or two of ~20): one that was not changed folded
-none of the events since its sequence, so a restart refolding them from there finds nothing to change, and this
-bound keeps that refold short (at most this many events)."""
-"""RocksDB's own LOG files kept: every open starts a new one, and a full disk is retried by reopening."""
 
 
 class _BoundedIterator:
@@ -639,9 +639,9 @@ class RocksEventStore:
                 self._dirty.clear()
             return
         part = dict(itertools.islice(self._dirty.items(), limit))
-        for row in part:
-            del self._dirty[row]
         self._put_changed_rows(self._last_sequence, part)
+        for row in part:  # only once put: should encoding fail, the commit meets those rows again and fails whole
+            del self._dirty[row]
 
     def _put_changed_rows(self, sequence: int, dirty: Mapping[tuple[str, str], int] | None = None) -> dict[str, None]:
         """The changed entities' rows (``dirty``'s, by default all of them), and the covered sequence of the projections

@@ -91,3 +91,32 @@ def test_a_few_rows_are_committed_in_the_turn_after_they_changed(tmp_path: Path)
         store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_slice_that_cannot_be_put_hands_over_to_the_commit_and_no_waiter_is_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should putting a slice raise (a row that does not encode), the rows stay changed and the commit that follows at
+    once meets them: its waiters get its answer, never an endless wait."""
+    async def scenario() -> None:
+        store = RocksEventStore(tmp_path / "store")
+        broker = in_process_broker(store)
+        put = store.put_changed_rows
+        calls: list[int | None] = []
+
+        def failing_once(limit: int | None = None) -> None:
+            calls.append(limit)
+            if len(calls) == 1:
+                raise RuntimeError("a row that does not encode")
+            put(limit)
+
+        monkeypatch.setattr(store, "put_changed_rows", failing_once)
+        broker.create_topic("t", 12)
+        durable = broker.durable()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert durable.done(), "the commit ran in the turn the slice failed"
+        assert calls == [PER_TURN] and store.changed_rows == 0 and store.committed_sequence == store.last_sequence
+        assert _partition_rows_on_disk(tmp_path / "store") == 12, "the rows the slice held were written by the commit"
+        store.close()
+
+    asyncio.run(scenario())
