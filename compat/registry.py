@@ -58,19 +58,22 @@ class HandlerEntry:
     max_version: int
     handle: Handler
     error_answer: ErrorAnswer | None = None
+    at_once: bool = False
+    """Run up to its first ``await`` in the turn that read the request (`start_at_once`): only for handlers that
+    need no current task (no ``asyncio.timeout``) before that ``await``."""
 
 
 HANDLERS: dict[int, HandlerEntry] = {}
 
-def handler(api_key: int, name: str, min_version: int,
-            max_version: int) -> Callable[[TypedHandler[RequestT]], TypedHandler[RequestT]]:
+def handler(api_key: int, name: str, min_version: int, max_version: int,
+            at_once: bool = False) -> Callable[[TypedHandler[RequestT]], TypedHandler[RequestT]]:
     """Register ``handle`` for ``api_key`` versions ``min_version..max_version`` inclusive; the function keeps
-    its own type (tests call it with the request class of one version)."""
+    its own type (tests call it with the request class of one version). ``at_once``: see `HandlerEntry`."""
 
     def register(handle: TypedHandler[RequestT]) -> TypedHandler[RequestT]:
         if api_key in HANDLERS:
             raise ValueError(f"API key {api_key} ({name}) has two handlers")
-        HANDLERS[api_key] = HandlerEntry(api_key, name, min_version, max_version, handle)
+        HANDLERS[api_key] = HandlerEntry(api_key, name, min_version, max_version, handle, at_once=at_once)
         return handle
 
     return register

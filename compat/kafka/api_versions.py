@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
-@handler(18, "ApiVersions", 0, 4)
+@handler(18, "ApiVersions", 0, 4, at_once=True)
 async def handle(context: RequestContext, request: ApiVersionsRequest) -> Any:
     module = response_module("api_versions", context.api_version)
     api_keys = tuple(

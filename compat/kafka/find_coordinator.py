@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 KNOWN_KEY_TYPES = (0, 1, 2)
 
 
-@handler(10, "FindCoordinator", 0, 6)
+@handler(10, "FindCoordinator", 0, 6, at_once=True)
 async def handle(context: RequestContext, request: FindCoordinatorRequest) -> Any:
     broker = context.broker
     module = response_module("find_coordinator", context.api_version)

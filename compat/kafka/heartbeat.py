@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
-@handler(12, "Heartbeat", 0, 4)
+@handler(12, "Heartbeat", 0, 4, at_once=True)
 async def handle(context: RequestContext, request: HeartbeatRequest) -> Any:
     module = response_module("heartbeat", context.api_version)
     command = Heartbeat(request.group_id, int(request.generation_id), request.member_id,

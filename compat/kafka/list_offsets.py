@@ -46,7 +46,7 @@ _SCAN_BYTES = 1 << 20
 """Stored bytes read at a time when the batch the time index names no longer holds the answer (compaction)."""
 
 
-@handler(2, "ListOffsets", 1, 11)
+@handler(2, "ListOffsets", 1, 11, at_once=True)
 async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
     broker = context.broker
     module = response_module("list_offsets", context.api_version)

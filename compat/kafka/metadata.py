@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
-@handler(3, "Metadata", 0, 13)
+@handler(3, "Metadata", 0, 13, at_once=True)
 async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     broker = context.broker
     module = response_module("metadata", context.api_version)

@@ -49,7 +49,7 @@ PARTITIONS_PER_TURN = 250
 """Partitions checked before the handler yields to the event loop (about 3 ms of work)."""
 
 
-@handler(8, "OffsetCommit", 2, 9)
+@handler(8, "OffsetCommit", 2, 9, at_once=True)
 async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
     broker = context.broker
     module = response_module("offset_commit", context.api_version)

@@ -45,7 +45,7 @@ PARTITIONS_PER_TURN = 200
 a ping during a 5,000-partition OffsetFetch waited 16-18 ms, at 200 8-9, in process)."""
 
 
-@handler(9, "OffsetFetch", 1, 9)
+@handler(9, "OffsetFetch", 1, 9, at_once=True)
 async def handle(context: RequestContext, request: OffsetFetchRequest) -> Any:
     module = response_module("offset_fetch", context.api_version)
     if _batched(request):

@@ -77,7 +77,7 @@ class PartitionResult(NamedTuple):
     error_message: str | None = None
 
 
-@handler(0, "Produce", 3, 12)
+@handler(0, "Produce", 3, 12, at_once=True)
 async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     broker = context.broker
     acks = int(request.acks)

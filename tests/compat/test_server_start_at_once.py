@@ -1,0 +1,94 @@
+"""Which requests the server starts in the turn that read them (`HandlerEntry.at_once`, `start_at_once`): a handler
+that opted in, when its request was just read; never one started as a slot frees, nor one that did not opt in.
+Driven through the protocol callbacks with a recording transport, as the back-pressure tests are."""
+
+from __future__ import annotations
+
+import asyncio
+
+from logwright.compat.broker import Broker
+from logwright.compat.registry import HandlerEntry, RequestContext
+from logwright.compat.server import Connection, KafkaServer
+
+from tests.compat import test_server_backpressure
+from tests.compat.test_server_backpressure import connect, receive, request, settle, with_limits
+
+KEY = 32001
+broker = test_server_backpressure.broker  # the fixture
+
+
+async def read_in_a_callback(connection: Connection, data: bytes, steps: list[str]) -> list[str]:
+    """``receive`` from a loop callback, as the transport's read is (no current task); the steps run by then."""
+    loop = asyncio.get_running_loop()
+    seen: asyncio.Future[list[str]] = loop.create_future()
+
+    def read() -> None:
+        receive(connection, data)
+        seen.set_result(list(steps))
+
+    loop.call_soon(read)
+    return await seen
+
+
+def serve_recording(server: KafkaServer, at_once: bool) -> tuple[list[str], asyncio.Event]:
+    """A handler that notes whether its first step ran in a task, then waits for the gate."""
+    steps: list[str] = []
+    gate = asyncio.Event()
+
+    async def handle(context: RequestContext, body: bytes) -> bytes:
+        steps.append(f"{context.correlation_id}: {'in a task' if asyncio.current_task() else 'at once'}")
+        await gate.wait()
+        return b""
+
+    server.handlers = {**server.handlers, KEY: HandlerEntry(KEY, "Recording", 0, 0, handle, at_once=at_once)}
+    return steps, gate
+
+
+def test_a_handler_that_opted_in_runs_its_first_step_within_the_read(broker: Broker) -> None:
+    async def run() -> None:
+        server = KafkaServer(broker)
+        steps, gate = serve_recording(server, at_once=True)
+        connection, transport = connect(server)
+        assert await read_in_a_callback(connection, request(KEY, 1) + request(KEY, 2), steps) == [
+            "1: at once", "2: at once"]
+        gate.set()
+        await settle()
+        assert transport.correlation_ids() == [1, 2]
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_handler_that_did_not_opt_in_starts_in_a_task_a_turn_later(broker: Broker) -> None:
+    async def run() -> None:
+        server = KafkaServer(broker)
+        steps, gate = serve_recording(server, at_once=False)
+        connection, transport = connect(server)
+        assert await read_in_a_callback(connection, request(KEY, 1), steps) == []
+        await settle()
+        assert steps == ["1: in a task"]
+        gate.set()
+        await settle()
+        assert transport.correlation_ids() == [1]
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_request_started_as_a_slot_frees_starts_in_a_task_never_within_the_answers(
+        broker: Broker) -> None:
+    async def run() -> None:
+        server = KafkaServer(with_limits(broker, **{"queued.max.requests": "1"}))
+        steps, gate = serve_recording(server, at_once=True)
+        first, first_transport = connect(server)
+        second, second_transport = connect(server)
+        assert await read_in_a_callback(first, request(KEY, 1), steps) == ["1: at once"]
+        assert await read_in_a_callback(second, request(KEY, 2), steps) == ["1: at once"]  # waits for the slot
+        gate.set()
+        await settle()
+        assert steps == ["1: at once", "2: in a task"]
+        assert first_transport.correlation_ids() == [1] and second_transport.correlation_ids() == [2]
+        first.abort()
+        second.abort()
+
+    asyncio.run(run())
