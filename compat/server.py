@@ -95,6 +95,8 @@ class KafkaServer:
         broker.connections = self.connections
         self._waiting_for_slot: collections.OrderedDict[Connection, None] = collections.OrderedDict()
         """Connections with requests read but not started because ``queued.max.requests`` are in flight, in turn."""
+        self._start_scheduled = False
+        """Slots were freed and `_start_waiting` will hand them to the line in the next turn."""
         self._idle_reaper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -126,14 +128,29 @@ class KafkaServer:
     def wait_for_slot(self, connection: Connection) -> None:
         self._waiting_for_slot[connection] = None
 
-    def requests_finished(self, count: int) -> None:
-        """Requests were answered: let the connections waiting for a slot take them, first come first.
+    def may_start_request(self, size: int) -> bool:
+        """Whether a request may take a slot now: not while slots freed in this turn wait for the line."""
+        return not self._start_scheduled and self.quotas.may_start_request(size)
 
-        Only as many are asked as take the freed slots (one still held goes to the back of the line); the rest
-        are not touched. Rebuilding the whole line after every answer was a fifth of the broker's time with
-        1,000 committing groups over 500 slots.
+    def requests_finished(self, count: int) -> None:
+        """Requests were answered: the connections waiting for a slot take the freed ones in the next turn, first
+        come first, and nobody else takes them meanwhile (`may_start_request`).
+
+        The next turn, not now: the answers of one commit leave in one stretch of done callbacks, and starting a
+        waiting connection's request between two of them (its decoding, its task) spread them out. With 1,000 groups
+        committing over 500 slots, the client then slept between answers and each send paid a wake-up across CPUs:
+        deferred, 5,300-5,650 -> 6,200-7,150 commits/s, p99 245 -> 213 ms (6 and 6 runs, alternated).
         """
         self.quotas.requests_in_flight -= count
+        if self._waiting_for_slot and not self._start_scheduled:
+            self._start_scheduled = True
+            asyncio.get_running_loop().call_soon(self._start_waiting)
+
+    def _start_waiting(self) -> None:
+        """Only as many are asked as take the freed slots (one still held goes to the back of the line); the rest
+        are not touched. Rebuilding the whole line after every answer was a fifth of the broker's time with 1,000
+        committing groups over 500 slots."""
+        self._start_scheduled = False
         waiting = self._waiting_for_slot
         for _ in range(len(waiting)):  # each at most once: one held by bytes puts itself back at the end
             if not waiting or self.quotas.request_slots_full():
@@ -314,7 +331,7 @@ class Connection(asyncio.BufferedProtocol):
                         self._in_flight and self._in_flight_bytes + size > quotas.limits.max_request_bytes) or (
                         fetch and self._fetches_in_flight):
                     break
-                if not quotas.may_start_request(size):
+                if not self.server.may_start_request(size):
                     self.server.wait_for_slot(self)
                     break
                 if not self._dispatch(self._unstarted.popleft(), just_read):
