@@ -486,20 +486,6 @@ def test_a_request_read_during_a_long_sliced_one_is_answered_behind_at_most_one_
     asyncio.run(run())
 
 
-class WriteHookTransport(RecordingTransport):
-    """Runs ``on_write`` once, from a callback queued when the first answer is written (before its slot is freed)."""
-
-    def __init__(self, on_write: Any) -> None:
-        super().__init__()
-        self.on_write = on_write
-
-    def write(self, data: Any) -> None:
-        super().write(data)
-        if self.on_write is not None:
-            asyncio.get_running_loop().call_soon(self.on_write)
-            self.on_write = None
-
-
 def test_slots_freed_by_answers_go_to_the_waiting_line_a_turn_later_and_a_newcomer_queues_behind_it(
         broker: Broker) -> None:
     """Answers first, then the line: the connections waiting for ``queued.max.requests`` slots are started in the
@@ -523,13 +509,16 @@ def test_slots_freed_by_answers_go_to_the_waiting_line_a_turn_later_and_a_newcom
         server.handlers[GATED_KEY] = HandlerEntry(GATED_KEY, "Gated", 0, 0, recording)  # serve_gated_answers' copy
         newcomer, newcomer_transport = connect(server)
         in_flight_when_answered: list[int] = []
+        requests_finished = server.requests_finished
 
-        def newcomer_reads() -> None:
-            in_flight_when_answered.append(server.quotas.requests_in_flight)
-            receive(newcomer, request(GATED_KEY, 3))
+        def finished_then_a_newcomer_reads(count: int) -> None:
+            requests_finished(count)
+            if not in_flight_when_answered:
+                in_flight_when_answered.append(server.quotas.requests_in_flight)
+                receive(newcomer, request(GATED_KEY, 3))
 
-        first = Connection(server)
-        first.connection_made(WriteHookTransport(newcomer_reads))
+        server.requests_finished = finished_then_a_newcomer_reads  # type: ignore[method-assign]
+        first, _ = connect(server)
         waiting, waiting_transport = connect(server)
         receive(first, request(GATED_KEY, 1))
         await settle()
