@@ -330,7 +330,7 @@ def test_an_idle_connection_closes_on_the_broker_clock_and_a_busy_one_does_not(b
             await answer_now.wait()
             return b""
 
-        server.handlers[BIG_KEY] = HandlerEntry(BIG_KEY, "Slow", 0, 0, handle)
+        server.handlers = {**server.handlers, BIG_KEY: HandlerEntry(BIG_KEY, "Slow", 0, 0, handle)}  # a copy
         receive(busy, request(BIG_KEY, 1))  # in flight: busy, whatever the clock says
         assert isinstance(broker.clock, ManualClock)
         broker.clock.advance(999)
