@@ -70,7 +70,9 @@ def meets(metric: Metric, value: float) -> bool | None:
     """Whether a ratio meets the metric's target; None when there is no target or no ratio."""
     if metric.target is None or math.isnan(value):
         return None
-    return value >= metric.target if metric.higher_is_better else value <= metric.target
+    if metric.higher_is_better:
+        return value >= metric.target - metric.slack
+    return value <= metric.target + metric.slack
 
 
 def table(workload: Workload, samples: Sequence[Sample],
@@ -119,8 +121,14 @@ def _verdict(metric: Metric, value: float) -> str:
     ok = meets(metric, value)
     if metric.target is None:
         return ""
+    return f"{_target_text(metric)}: " + {True: "met", False: "**not met**", None: "n/a"}[ok]
+
+
+def _target_text(metric: Metric) -> str:
+    """"≥ 1", or with a slack "≥ 1 (within 0.1%)": the report says what was checked."""
     sign = "≥" if metric.higher_is_better else "≤"
-    return f"{sign} {metric.target:g}: " + {True: "met", False: "**not met**", None: "n/a"}[ok]
+    within = f" (within {metric.slack:.1%})" if metric.slack else ""
+    return f"{sign} {metric.target:g}{within}"
 
 
 def workload_section(workload: Workload, samples: Sequence[Sample]) -> list[str]:
@@ -155,9 +163,8 @@ def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) ->
     for workload, metric, value in ratios(workloads, samples, SUBJECT):
         if metric.target is None:
             continue
-        sign = "≥" if metric.higher_is_better else "≤"
         ok = {True: "yes", False: "**no**", None: "n/a"}[meets(metric, value)]
-        lines.append(f"| {workload.name} | {metric.key} | {sign} {metric.target:g} | {_number(value, 2)} | {ok} |")
+        lines.append(f"| {workload.name} | {metric.key} | {_target_text(metric)} | {_number(value, 2)} | {ok} |")
     return lines
 
 

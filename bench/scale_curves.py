@@ -269,11 +269,14 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
     return measure
 
 
+OFFERED_RATE_SLACK = 0.001
+"""Both rates are set by the workload (10 commits a group a second, 4,000 records a second): a broker that keeps up
+delivers them to within a few records at the window's edges, one that does not falls short by far more than 0.1%."""
 _GROUP_METRICS = (Metric("commit p99 ms", "ms", higher_is_better=False, target=1.0, decimals=2),
                   Metric("commit p50 ms", "ms", higher_is_better=False, plot=False, decimals=2),
-                  Metric("commits/s", "1/s", target=1.0, plot=False, decimals=0),
+                  Metric("commits/s", "1/s", target=1.0, plot=False, decimals=0, slack=OFFERED_RATE_SLACK),
                   Metric("broker CPU %", "%", higher_is_better=False, target=0.5))
-_CONNECTION_METRICS = (Metric("delivered rec/s", "rec/s", target=1.0, decimals=0),
+_CONNECTION_METRICS = (Metric("delivered rec/s", "rec/s", target=1.0, decimals=0, slack=OFFERED_RATE_SLACK),
                        Metric("sent rec/s", "rec/s", plot=False, decimals=0),
                        Metric("produce p99 ms", "ms", higher_is_better=False, target=1.0),
                        Metric("end-to-end p99 ms", "ms", higher_is_better=False, target=1.0),

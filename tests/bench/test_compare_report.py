@@ -57,6 +57,20 @@ def test_ratio_and_targets_follow_the_direction_of_better() -> None:
     assert math.isnan(ratio(cell([], "MB/s"), cell(samples[:1], "MB/s")))
 
 
+def test_a_rate_the_workload_fixes_meets_its_target_within_the_slack_and_says_so() -> None:
+    offered = Metric("delivered rec/s", "rec/s", target=1.0, slack=0.001)
+    assert meets(offered, 4000.2 / 4000.33) is True  # both delivered what was offered, but for the window's edges
+    assert meets(offered, 0.998) is False
+    assert meets(Metric("delivered rec/s", target=1.0), 4000.2 / 4000.33) is False
+    assert meets(Metric("p99", higher_is_better=False, target=1.0, slack=0.01), 1.009) is True
+    workload = Workload("pairs", (offered,), _never, method="m")
+    samples = [Sample("pairs", "kafka", 0, {"delivered rec/s": 4000.33}),
+               Sample("pairs", "logwright", 0, {"delivered rec/s": 4000.2})]
+    report = markdown([workload], samples, {"date": "today"}, None, "t")
+    assert "| pairs | delivered rec/s | ≥ 1 (within 0.1%) | 1.00 | yes |" in report
+    assert "≥ 1 (within 0.1%): met" in report
+
+
 def test_unsupported_peer_is_na_with_its_reason_in_the_report() -> None:
     samples = [Sample("latency", "kafka", 0, {"p99": 10.0}), Sample("latency", "logwright", 0, {"p99": 20.0})]
     assert table(LATENCY, samples)["p99", "tansu"].reason == "n/a: no reason"
