@@ -86,8 +86,9 @@ bench-store: $(STAMP)
 bench-wire: $(VENV)/.bench-installed
 	$(BIN)/python bench/produce_consume.py $(BENCH_ARGS)
 
-# Apache Kafka, Tansu and logwright in one session, every workload of bench/compare.py (~15 min; needs java 17+
-# and mvn): bench/results/compare.md and .png. BENCH_ARGS=--quick for a 2-3 min smoke run (compare-quick.*).
+# Apache Kafka, Tansu and logwright in one session, every workload of bench/compare.py 5 times (3 times, most of
+# them: 33 min; needs java 17+ and mvn): bench/results/compare.md and .png. BENCH_ARGS=--quick for the smoke subset
+# in under 3 minutes (compare-quick.*), --small for every workload at small sizes (compare-small.*).
 bench-compare: $(VENV)/.bench-installed
 	$(BIN)/python bench/compare.py $(BENCH_ARGS)
 
