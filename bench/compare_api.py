@@ -45,7 +45,8 @@ class Metric:
     at most it otherwise. ``plot=False`` keeps a metric out of the PNG (msg/s has the same ratio as MB/s).
     ``slack``: how far a ratio may miss the target and still meet it, for a rate the workload itself fixes (records
     or commits offered per second). Two brokers that both deliver all that is offered differ by the few records at
-    the window's edges (4,000.2 against 4,000.3 rec/s read "1.00, not met"); any real shortfall is far larger.
+    the window's edges (4,000.2 against 4,000.3 rec/s read "1.00, not met"); a broker that cannot keep up falls far
+    further short.
     """
 
     key: str

@@ -269,9 +269,10 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
     return measure
 
 
-OFFERED_RATE_SLACK = 0.001
+OFFERED_RATE_SLACK = 0.005
 """Both rates are set by the workload (10 commits a group a second, 4,000 records a second): a broker that keeps up
-delivers them to within a few records at the window's edges, one that does not falls short by far more than 0.1%."""
+delivers them to within a record or so per client at each edge of the window (50 producers of 80 records a second
+over a 5 s quick window: ±0.25%); one that does not falls short by far more (Kafka's 200 pairs: 69%)."""
 _GROUP_METRICS = (Metric("commit p99 ms", "ms", higher_is_better=False, target=1.0, decimals=2),
                   Metric("commit p50 ms", "ms", higher_is_better=False, plot=False, decimals=2),
                   Metric("commits/s", "1/s", target=1.0, plot=False, decimals=0, slack=OFFERED_RATE_SLACK),
