@@ -5,6 +5,7 @@ Kafka's 7)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -68,15 +69,40 @@ def test_other_tasks_run_between_the_parts_and_one_commit_writes_them_all(tmp_pa
     asyncio.run(scenario())
 
 
+async def _turns_during(staging: Awaitable[None]) -> int:
+    """How many turns another task got while the staging ran (`turns_during`, uncapped)."""
+    turns = 0
+    done = False
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counting = asyncio.create_task(count_turns())
+    await staging
+    done = True
+    await counting
+    return turns
+
+
 def test_a_short_list_is_staged_at_once(tmp_path: Path) -> None:
     async def scenario() -> None:
         store, broker, commits = _open(tmp_path)
         _, turns = await turns_during(broker.stage_over_turns(_commits(1, PER_TURN)))
         assert turns == 0, "no yield for a list that fits one part"
-        _, turns = await turns_during(broker.stage_over_turns(_commits(2, PER_TURN + 1)))
-        assert turns == TURNS_GIVEN_WAY, "one pause between the two parts, as long as `give_way` makes it"
+        turns = await _turns_during(broker.stage_over_turns(_commits(2, PER_TURN + 1)))
+        assert turns == 2 * TURNS_GIVEN_WAY, (
+            "a pause between the two parts and one before the commit, each as long as `give_way` makes it")
         await broker.durable()
         assert [len(batch) for batch in commits] == [PER_TURN, PER_TURN + 1]
+        fresh_group = [OffsetCommitted("h", "t", partition, 1, -1, "", 0) for partition in range(PER_TURN + 1)]
+        turns = await _turns_during(broker.stage_over_turns(fresh_group))
+        assert turns == 3 * TURNS_GIVEN_WAY, (
+            "the head of a group new to the staging changes in both parts: encoded once, after a pause of its own")
+        await broker.durable()
+        assert [len(batch) for batch in commits][-1] == PER_TURN + 1
         store.close()
 
     asyncio.run(scenario())

@@ -250,6 +250,32 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
     assert set(_covered(crashed).values()) == {store.last_sequence}, "the refold wrote every covered sequence"
 
 
+def test_a_row_changed_again_after_it_was_put_ahead_waits_for_the_commit_when_asked(opener: Opener,
+                                                                                    tmp_path: Path) -> None:
+    """``defer_rows_changed_again`` (`Broker.stage_over_turns`'s parts): a group's head changes with every part, so
+    once put ahead it is left for a later call or the commit, which encode it once; rows changed for the first time
+    are still put, and the commit writes the head's last state."""
+    store, _ = _offset_commits_after_a_topic(opener, 0)
+    store.append([OffsetCommitted("g", "t", 0, 5)])
+    store.put_changed_rows(defer_rows_changed_again=True)
+    assert store.changed_rows == 0, "nothing was put ahead yet: the head and the offset both go"
+    store.append([OffsetCommitted("g", "t", 1, 6)])
+    store.put_changed_rows(defer_rows_changed_again=True)
+    assert store.changed_rows == 1, "the head, changed again, waits; partition 1's new row was put"
+    store.append([OffsetCommitted("g", "t", 2, 7)])
+    store.put_changed_rows(defer_rows_changed_again=True)
+    assert store.changed_rows == 1
+    store.commit()
+    assert store.changed_rows == 0
+    expected = dict(store.entities("committed_offsets"))
+    reopened = opener(_crash_image(store, tmp_path / "deferred"))
+    assert dict(reopened.entities("committed_offsets")) == expected
+    assert {key: state.offset for key, state in expected.items() if not key.startswith("#")} == {
+        "t/0/g": 5, "t/1/g": 6, "t/2/g": 7}
+    assert check_store(reopened).consistent
+    opener.close(reopened)
+
+
 def test_rows_put_ahead_of_the_commit_are_written_by_it_all_or_none(opener: Opener, tmp_path: Path) -> None:
     """`put_changed_rows` (a long staging's parts, `Broker.stage_over_turns`) encodes rows into the commit's
     WriteBatch early: a row changed again is put again and the later value wins; before the commit none of it is on
