@@ -146,8 +146,11 @@ WORKLOADS = [
                 "share), an OffsetFetch of every "
                 "partition, DeleteRecords of every partition to offset 1, DeleteTopics. A pinger on its own "
                 "connection sends ApiVersions v0 one after another (1 ms apart): each pause is its longest round "
-                "trip while that request ran (and 0.2 s after), each duration the request's own. See "
+                "trip while that request ran (and 0.2 s after), each duration the request's own. Before the first "
+                "repeat, each broker runs the whole sequence once at 1,000 partitions, discarded (a JVM's first "
+                "run of each request compiles it; Kafka's pauses read 2-7 times higher on a fresh broker). See "
                 "bench/admin_pauses.py."),
         not_applicable={"tansu": "not measured: Tansu 0.6's group and DeleteRecords support differs"},
+        warmup=True,  # each request once at 1,000 partitions first: Kafka's JIT, logwright's first-use schemas
     ),
 ]
