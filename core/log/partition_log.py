@@ -7,7 +7,7 @@ decisions from the current `PartitionState`, so offsets are allocated in exactly
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from logwright.core.errors import OffsetOutOfRange
@@ -40,12 +40,30 @@ def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, RecordsAppended | LogTruncated | PartitionCompacted):
         return (partition_key(event.partition_id),)
     if isinstance(event, TopicCreated | PartitionsCreated | TopicDeleted):
-        return tuple(partition_key(pid) for pid in event.partition_ids)
+        return tuple(map(partition_key, event.partition_ids))
     return ()
 
 
+_SET_ID, _SET_LOG_START, _SET_NEXT, _SET_BYTES, _SET_BATCHES, _SET_MAX_TIMESTAMP = (
+    getattr(PartitionState, field.name).__set__ for field in fields(PartitionState))  # a new field fails here
+
+
+def _fresh(partition_id: int) -> PartitionState:
+    """``PartitionState(partition_id)``, its slots filled directly: the frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` for each field, and a topic's creation folds one for each of its partitions in one loop
+    turn (5,000: 5.4-6.5 ms that way, 2.7 this way)."""
+    state = object.__new__(PartitionState)
+    _SET_ID(state, partition_id)
+    _SET_LOG_START(state, 0)
+    _SET_NEXT(state, 0)
+    _SET_BYTES(state, 0)
+    _SET_BATCHES(state, 0)
+    _SET_MAX_TIMESTAMP(state, -1)
+    return state
+
+
 def _created(event: TopicCreated | PartitionsCreated, state: PartitionState | None, key: str) -> PartitionState | None:
-    return PartitionState(int(key))
+    return _fresh(int(key))
 
 
 def _deleted(event: TopicDeleted, state: PartitionState | None, key: str) -> PartitionState | None:
