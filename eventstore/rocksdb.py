@@ -636,9 +636,10 @@ class RocksEventStore:
         commit of many rows a slice per turn (`Broker._scheduled_commit`). A row changed again before the commit is
         put again (a WriteBatch's later put wins), and the commit still writes all of it or none.
 
-        ``defer_rows_changed_again``: a row already put ahead of this commit and changed since is left for the commit,
-        which encodes it once. A row every part changes (a group's head, listing every partition it committed so far)
-        was encoded again after each part: 25 parts of 200 commits grew from 2.4 to 10 ms a turn as the head grew.
+        ``defer_rows_changed_again`` (``limit`` does not apply then): a row already put ahead of this commit and changed
+        since is left for a later call or the commit, which encode it once. A row every part changes (a group's head,
+        listing every partition it committed so far) was encoded again after each part: 25 parts of 200 commits grew
+        from 2.4 to 10 ms a turn as the head grew.
         """
         self._check_writable()
         dirty = self._dirty

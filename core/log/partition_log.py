@@ -44,8 +44,11 @@ def _keys(event: Event) -> tuple[str, ...]:
     return ()
 
 
+_FRESH_FIELDS = ("partition_id", "log_start_offset", "next_offset", "byte_size", "batch_count", "max_timestamp")
+if tuple(field.name for field in fields(PartitionState)) != _FRESH_FIELDS:
+    raise TypeError("PartitionState's fields changed: `_fresh` must fill every one of them")
 _SET_ID, _SET_LOG_START, _SET_NEXT, _SET_BYTES, _SET_BATCHES, _SET_MAX_TIMESTAMP = (
-    getattr(PartitionState, field.name).__set__ for field in fields(PartitionState))  # a new field fails here
+    getattr(PartitionState, name).__set__ for name in _FRESH_FIELDS)
 
 
 def _fresh(partition_id: int) -> PartitionState:
