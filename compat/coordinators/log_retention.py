@@ -96,14 +96,18 @@ class LogRetention:
             return None
 
     def _track(self, topic: TopicState) -> None:
+        """Every partition of ``topic`` holding records is due now, to find its deadline; an empty one gets its
+        deadline from its first append (`_appended`). Scanning the 1,000 empty partitions of a topic just created
+        took a twentieth of the broker's time while its first 100 MB were produced."""
         self._settings.pop(topic.name, None)
         settings = self.settings(topic.name)
         now = self.broker.clock.now_ms()
+        limited = settings is not None and not settings.unlimited
         for partition_id in topic.partition_ids:
             self._due.pop(partition_id, None)
             self._size_due.pop(partition_id, None)
             self._topic_of[partition_id] = topic.name
-            if settings is not None and not settings.unlimited:
+            if limited and not _empty(self.broker.store.state("partitions", partition_key(partition_id))):
                 self._due[partition_id] = now
 
     # -- following the commits ----------------------------------------------------------------------
@@ -203,8 +207,8 @@ class LogRetention:
         topic = self._topic_of.get(partition_id)
         settings = self.settings(topic) if topic is not None else None
         state = self.broker.store.state("partitions", partition_key(partition_id))
-        if settings is None or settings.unlimited or not isinstance(state, PartitionState):
-            return
+        if settings is None or settings.unlimited or not isinstance(state, PartitionState) or _empty(state):
+            return  # nothing to delete; an empty partition's first append makes it due (`_appended`)
         marks = self._marks.get(partition_id)
         if marks is not None:
             marks.prune(now)
@@ -251,3 +255,8 @@ class LogRetention:
         self.timer.close()
         if self._scan is not None:
             self._scan.cancel()
+
+
+def _empty(state: object) -> bool:
+    """Whether a partition's state says it keeps no record (or names no partition): nothing retention could delete."""
+    return not isinstance(state, PartitionState) or state.next_offset <= state.log_start_offset
