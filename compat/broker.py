@@ -43,7 +43,7 @@ from logwright.core.log.catalog import (
     resource_key,
     topic_key,
 )
-from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
+from logwright.core.log.index_hooks import EventDerivation, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
 from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.core.transactions.transactions import (
@@ -122,7 +122,7 @@ class Broker:
         *,
         admission: Callable[[AppendRequest], Admission] | None = None,
         admission_scope: TopicScope | None = None,
-        derive_events: Callable[[StagedChange], Sequence[Event]] | None = None,
+        derive_events: EventDerivation | None = None,
         hold_back: Callable[[HoldBackQuery], HeldBack | None] | None = None,
         coordinators: Callable[[Broker], Coordinators] | None = None,
     ) -> None:
@@ -350,7 +350,7 @@ class Broker:
             gathered[0].extend(events)
             gathered[1].extend(batches)
         elif self.derive_events is not None:
-            derived = self.derive_events(self._staged_change(events, batches))
+            derived = self.derive_events.derive(events, batches, self._staged_change)
             if derived:
                 events = [*events, *derived]
         return self._append(events, batches, index_entries)
@@ -385,7 +385,7 @@ class Broker:
             self._gathered = None
             if (gathered[0] or gathered[1]) and self.store.failed is None:
                 try:
-                    derived = self.derive_events(self._staged_change(*gathered))
+                    derived = self.derive_events.derive(gathered[0], gathered[1], self._staged_change)
                 except Exception as error:
                     self._drop_staged(error)
                     raise

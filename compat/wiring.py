@@ -35,8 +35,7 @@ from logwright.core.cursors.plugin_decisions import (
     TopicScope,
 )
 from logwright.core.cursors.subscription_mode import SubscriptionMode
-from logwright.core.events import Event
-from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
+from logwright.core.log.index_hooks import EventDerivation, HeldBack, HoldBackQuery
 from logwright.eventstore.rocksdb import RocksEventStore
 
 
@@ -67,7 +66,7 @@ class PluginDecisions(Protocol):
         """The plugins' cross-key check of a group config change; ``None`` when no plugin checks."""
         ...
 
-    def event_deriver(self) -> Callable[[StagedChange], list[Event]] | None:
+    def event_deriver(self) -> EventDerivation | None:
         """The plugins' events derived from every staged change; ``None`` when no plugin derives any."""
         ...
 

@@ -6,7 +6,9 @@ defined where the broker uses them and re-exported here, so a plugin and the bro
 
 - **hooks**: `hookimpl` marks a function (or method) as the implementation of a ``logwright_*`` hook
   (see `logwright.plugins.spec` for each hook's documentation); `acts_on_topics` declares the topics an
-  admission implementation acts on, so produce requests to other topics skip it.
+  admission implementation acts on, so produce requests to other topics skip it; `derives_from` declares the
+  event types (`names_partition`: those naming a partition) and whether the record batches a
+  ``logwright_derive_events`` implementation derives from, so other changes skip it.
 - **registration**: the register each registration hook receives, and `BackgroundTask`.
 - **subscription modes**: the `SubscriptionMode` protocol, `SubscriptionModeBase` (the membership
   bookkeeping: subclass it and override only what your mode does differently) and the values a mode
@@ -80,7 +82,7 @@ from .registrars import (
     ProjectionRegister,
     SubscriptionModeRegister,
 )
-from .spec import acts_on_topics, hookimpl
+from .spec import DerivesFrom, acts_on_topics, derives_from, hookimpl, names_partition
 
 DELIVERY_LIMIT_KEY = "share.delivery.count.limit"
 """Group config: deliveries after which the built-in ``redelivery`` plugin archives records."""
@@ -89,7 +91,7 @@ DEFAULT_DELIVERY_LIMIT = 5
 
 __all__ = [
     # hooks
-    "hookimpl", "acts_on_topics", "TopicScope",
+    "hookimpl", "acts_on_topics", "TopicScope", "derives_from", "DerivesFrom", "names_partition",
     # registration
     "SubscriptionModeRegister", "ConfigKeyRegister", "ExtensionHandlerRegister", "ProjectionRegister",
     "BackgroundTaskRegister", "BackgroundTask", "EXTENSION_API_KEYS", "Handler", "ErrorAnswer", "RequestContext",

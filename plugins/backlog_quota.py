@@ -62,6 +62,7 @@ from .api import (
     ProjectionRegister,
     StagedChange,
     acts_on_topics,
+    derives_from,
     hookimpl,
 )
 
@@ -142,6 +143,7 @@ class BacklogQuotaPlugin:
         register.add(EVICTION_POINTS, (), EVICTION_POINTS_STATE_TAGS)
 
     @hookimpl
+    @derives_from(COMMIT_TYPES, batches=False)
     def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
         """Keep an evicted group's member commits at its eviction point (`core.backlog.eviction_points`)."""
         points = staged.rows(EVICTION_POINTS.name)

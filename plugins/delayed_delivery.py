@@ -34,10 +34,15 @@ from .api import (
     ProjectionRegister,
     StagedChange,
     boolean,
+    derives_from,
     hookimpl,
+    names_partition,
 )
 
 _MEMO = "delayed_delivery"
+_DERIVED_FROM = (DelayedRecordsIndexed, DelayedRecordsDropped, LogTruncated, TopicDeleted)
+"""What `logwright_derive_events` reads besides the batches and the events naming a partition (whose due entries it
+drops)."""
 _SWEPT = "delayed_delivery.swept"
 """Set once this broker's first staged change dropped the rows a disabled spell of the plugin left behind."""
 
@@ -78,6 +83,7 @@ def _entries(batch: AppendedBatch, now_ms: int) -> list[tuple[int, int]]:
 
 
 @hookimpl
+@derives_from(lambda kind: issubclass(kind, _DERIVED_FROM) or names_partition(kind), batches=True)
 def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
     rows = staged.rows(DELAYED_RECORDS.name)
     view = _view(staged.memo, rows)

@@ -41,13 +41,13 @@ from logwright.core.cursors.plugin_decisions import (
 )
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY, SubscriptionMode
 from logwright.core.errors import InvalidConfig
-from logwright.core.events import Event
-from logwright.core.log.index_hooks import HeldBack, HoldBackQuery, StagedChange
+from logwright.core.log.index_hooks import HeldBack, HoldBackQuery
 from logwright.core.projection import Projection
 from logwright.eventstore.codec import TypeRegistry
 from logwright.eventstore.codec import default_registry as default_types
 
 from . import spec
+from .event_deriver import Derive, EventDeriver
 from .facade import BrokerFacade
 from .registrars import (
     BackgroundTask,
@@ -363,22 +363,12 @@ class PluginHost:
 
         return any_scope
 
-    def event_deriver(self) -> Callable[[StagedChange], list[Event]] | None:
-        """Every ``logwright_derive_events`` as one plain loop, resolved now; ``None`` when no plugin derives."""
-        caller = self._manager.hook.logwright_derive_events
-        functions = tuple(impl.function for impl in reversed(caller.get_hookimpls()))
-        if not functions:
-            return None
-
-        def derive(staged: StagedChange) -> list[Event]:
-            derived: list[Event] = []
-            for function in functions:
-                events = function(staged)
-                if events:
-                    derived.extend(cast(list[Event], events))
-            return derived
-
-        return derive
+    def event_deriver(self) -> EventDeriver | None:
+        """Every ``logwright_derive_events`` as one plain loop, resolved now, each asked only about the changes it
+        declared (`spec.derives_from`); ``None`` when no plugin derives."""
+        implementations = [(cast(Derive, impl.function), getattr(impl.function, spec.DERIVES_FROM_ATTRIBUTE, None))
+                           for impl in reversed(self._manager.hook.logwright_derive_events.get_hookimpls())]
+        return EventDeriver(implementations) if implementations else None
 
     def holder(self) -> Callable[[HoldBackQuery], HeldBack | None] | None:
         """Every ``logwright_hold_back`` as one plain loop (answers merged); ``None`` when no plugin holds back."""

@@ -50,6 +50,7 @@ from .api import (
     StagedChange,
     SubscriptionModeBase,
     SubscriptionModeRegister,
+    derives_from,
     hookimpl,
     in_flight_budget,
     long_at_least,
@@ -131,6 +132,7 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
 
 
 @hookimpl
+@derives_from((BacklogEvicted,), batches=False)
 def logwright_derive_events(staged: StagedChange) -> list[Event] | None:
     """A backlog eviction of a pop group (``consumer_backlog_eviction``: a `BacklogEvicted` of kind ``pop``) skips
     its records below the eviction's ``to_offset``: the entries in flight there are dropped and the pop position

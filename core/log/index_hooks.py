@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from logwright.core.events import Event
 from logwright.core.log.delayed_view import HeldSpan
@@ -104,3 +104,16 @@ class HeldBack:
         dues = [due for due in (self.next_due_ms, other.next_due_ms) if due is not None]
         return HeldBack(self.offsets.union(other.offsets), min(dues, default=None),
                         tuple(sorted((*self.spans, *other.spans), key=lambda span: (span.first, span.until_ms))))
+
+
+_Batch = TypeVar("_Batch")
+
+
+class EventDerivation(Protocol):
+    """The plugins' ``logwright_derive_events``, as the broker asks them (`logwright.plugins.event_deriver`)."""
+
+    def derive(self, events: Sequence[Event], batches: Sequence[_Batch],
+               view: Callable[[Sequence[Event], Sequence[_Batch]], StagedChange]) -> list[Event]:
+        """What the implementations ``events`` and ``batches`` concern derive from them; ``view`` builds the
+        `StagedChange` they are asked with, only when one is concerned."""
+        ...
