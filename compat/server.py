@@ -49,7 +49,7 @@ from logwright.compat.handlers import load_handlers
 from logwright.compat.registry import HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
 from logwright.compat.wire.fallback import error_response, unsupported_version_response
-from logwright.compat.wire.framing import FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
+from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
     MalformedRequest,
@@ -98,6 +98,8 @@ class KafkaServer:
         self._start_scheduled = False
         """Slots were freed and `_start_waiting` will hand them to the line in the next turn."""
         self._idle_reaper: asyncio.Task[None] | None = None
+        self.read_buffer = memoryview(bytearray(READ_BUFFER_BYTES))
+        """Where every connection's reads go, one at a time (`FrameDecoder`): memory does not grow with connections."""
 
     async def start(self) -> None:
         settings = self.broker.settings
@@ -219,7 +221,7 @@ class Connection(asyncio.BufferedProtocol):
         self.connection_id = next(_connection_ids)
         self.client_host = "?"
         self.transport: asyncio.Transport | None = None
-        self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes)
+        self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes, server.read_buffer)
         self._answers: collections.deque[asyncio.Future[list[bytes] | None]] = collections.deque()
         """The answers owed, in request order: each a running handler's task (or a ready answer)."""
         self.last_active_ms = self.broker.clock.now_ms()
@@ -526,7 +528,7 @@ class Connection(asyncio.BufferedProtocol):
             self._closing = True
             self._unstarted.clear()
             self._count_partial_frame()
-            self.decoder = FrameDecoder(0)
+            self.decoder = FrameDecoder(0, self.server.read_buffer)
             if self.transport is not None and not self.transport.is_closing():
                 self.transport.pause_reading()
             self._finish_when_answered()

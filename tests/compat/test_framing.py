@@ -179,3 +179,31 @@ def test_a_frame_over_the_own_buffer_cap_is_joined_from_the_reads() -> None:
     assert _read_into(decoder, (OWN_BUFFER_UP_TO + 1).to_bytes(4, "big") + b"abc", [7]) == []
     assert len(decoder.get_buffer()) == READ_BUFFER_BYTES, "no buffer of the announced size before the body"
     assert decoder.buffered == 7
+
+
+@given(sizes=st.lists(st.sampled_from([0, 1, 3, 700, OWN_BUFFER_FROM - 1, OWN_BUFFER_FROM + 5]), min_size=1,
+                      max_size=4),
+       reads=st.lists(st.tuples(st.booleans(), st.integers(1, 2 * OWN_BUFFER_FROM)), min_size=1, max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_decoders_sharing_one_read_buffer_keep_nothing_in_it(sizes: list[int], reads: list[tuple[bool, int]]) -> None:
+    """Two connections' decoders over one buffer (as the server's), reads taking turns at random; after each read
+    the buffer is scribbled over, so a frame or a frame's start kept as a view into it would come out wrong."""
+    shared = memoryview(bytearray(READ_BUFFER_BYTES))
+    streams = [b"".join(encode_frame(bytes([side * 100 + n]) * size + n.to_bytes(2, "big"))
+                        for n, size in enumerate(sizes[side::2] or [5])) for side in (0, 1)]
+    expected = [FrameDecoder().feed(stream) for stream in streams]
+    decoders = [FrameDecoder(read_buffer=shared), FrameDecoder(read_buffer=shared)]
+    positions, frames = [0, 0], [[], []]  # type: ignore[var-annotated]
+    schedule = reads + [(side, len(streams[side])) for side in (0, 1) for _ in range(len(streams[side]) // 1024 + 2)]
+    for which, size in schedule:
+        side = int(which)
+        stream, position = streams[side], positions[side]
+        if position == len(stream):
+            continue
+        buffer = decoders[side].get_buffer()
+        count = min(size, len(buffer), len(stream) - position)
+        buffer[:count] = stream[position : position + count]
+        positions[side] += count
+        frames[side] += decoders[side].buffer_updated(count)
+        shared[:] = b"\xee" * len(shared)
+    assert frames == expected
