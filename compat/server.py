@@ -4,8 +4,8 @@ Each connection reads frames through the sans-I/O `FrameDecoder` (every connecti
 server shares: a frame is copied out of it, or read into a buffer of its own), runs one task per request (the hot
 handlers start in the read's own turn: `start_at_once`) and writes responses strictly in request order (Kafka clients
 pipeline): each task, when it ends, hands the transport the answers ready at the head of its connection's line (no
-sender task, no queue). What a client may make the broker hold is bounded (`connection_limits`): Kafka handles one request per
-connection and stops reading until its answer is sent; logwright handles up to
+sender task, no queue). What a client may make the broker hold is bounded (`connection_limits`): Kafka handles one
+request per connection and stops reading until its answer is sent; logwright handles up to
 ``logwright.max.in.flight.requests.per.connection`` at once, together at most ``socket.request.max.bytes`` and one
 Fetch among them (a heartbeat must not wait behind a long-polling ShareFetch of the bundled client), and stops
 reading once a request it cannot start yet (that many in flight, or ``queued.max.requests`` /
