@@ -35,7 +35,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import brokers  # noqa: E402
-from compare_api import PEER_NAMES, Context, NotApplicable, Workload  # noqa: E402
+from compare_api import (  # noqa: E402
+    PEER_NAMES,
+    QUIET_GIVE_UP_S,
+    QUIET_SHARE,
+    QUIET_WINDOW_S,
+    Context,
+    NotApplicable,
+    Workload,
+)
 from compare_report import Sample, markdown  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -57,15 +65,18 @@ def load_workloads(only: Sequence[str] = ()) -> list[Workload]:
 
 
 def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sample:
-    """One call of ``measure``: a value per metric, or n/a, or the failure, never an exception."""
+    """One call of ``measure``, once the other shared brokers are quiet: a value per metric, or n/a, or the failure,
+    never an exception."""
+    waited = ctx.quiesce(peer)
     load = os.getloadavg()[0]
     try:
         values = {key: float(value) for key, value in workload.measure(ctx, peer).items()}
     except NotApplicable as exc:
-        return Sample(workload.name, peer, repeat, not_applicable=str(exc), load=load)
+        return Sample(workload.name, peer, repeat, not_applicable=str(exc), load=load, quiet_wait_s=waited)
     except Exception as exc:  # noqa: BLE001 - a failed repeat is reported, the session goes on
-        return Sample(workload.name, peer, repeat, error=f"{type(exc).__name__}: {exc}"[:400], load=load)
-    return Sample(workload.name, peer, repeat, values, load=load)
+        return Sample(workload.name, peer, repeat, error=f"{type(exc).__name__}: {exc}"[:400], load=load,
+                      quiet_wait_s=waited)
+    return Sample(workload.name, peer, repeat, values, load=load, quiet_wait_s=waited)
 
 
 def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequence[str],
@@ -90,7 +101,8 @@ def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequen
                 samples.append(sample)
                 shown = ", ".join(f"{k} {v:,.1f}" for k, v in sample.values.items())
                 ctx.say(f"#{repeat + 1} {workload.name} | {peer}: "
-                        f"{shown or sample.error or sample.not_applicable} (load {sample.load:.1f})")
+                        f"{shown or sample.error or sample.not_applicable} (load {sample.load:.1f}, "
+                        f"waited {sample.quiet_wait_s:.1f} s for the others to go quiet)")
 
 
 def _command(args: list[str]) -> str:
@@ -99,6 +111,16 @@ def _command(args: list[str]) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
     return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else "?"
+
+
+def _quiet_summary(samples: Sequence[Sample]) -> str:
+    waits = [s.quiet_wait_s for s in samples]
+    if not waits:
+        return "?"
+    gave_up = sum(wait >= QUIET_GIVE_UP_S for wait in waits)
+    return (f"every other broker under {QUIET_SHARE:.0%} of a core for {QUIET_WINDOW_S:g} s first: waited "
+            f"{sum(waits):.0f} s in all, at most {max(waits):.1f} s"
+            + (f", gave up waiting {gave_up} times ({QUIET_GIVE_UP_S:g} s each)" if gave_up else ""))
 
 
 def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
@@ -122,6 +144,7 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
                    f"{platform.system()} {platform.release()}",
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
+        "quiet before each measurement": _quiet_summary(samples),
         "Python": platform.python_version(),
         "Java": _command([java(), "-version"]),
         "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}",

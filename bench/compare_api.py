@@ -36,6 +36,32 @@ REFERENCE = "kafka"
 SUBJECT = "logwright"
 """The peer whose ratios are checked against the targets."""
 
+QUIET_SHARE = 0.10
+"""A broker is quiet while it uses at most this share of one core (Kafka at rest: ~2%, logwright: ~0)."""
+QUIET_WINDOW_S = 0.5
+QUIET_GIVE_UP_S = 30.0
+"""Measure anyway after this long, with the wait in the sample (``quiet_wait_s``)."""
+
+
+def wait_until_quiet(read_cpu: Callable[[], list[float]], sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> float:
+    """Wait until none of the brokers ``read_cpu`` reads (CPU seconds so far, one per broker) used more than
+    `QUIET_SHARE` of a core over a `QUIET_WINDOW_S` window, or `QUIET_GIVE_UP_S` passed; the seconds waited.
+
+    Why: a broker's background work after its own measurement ran on the same two cores during the next peer's.
+    Right after Kafka's 1,000-partition produce (its files to delete, its logs to flush), logwright's read
+    44.5-95.5 MB/s at 9.3-15.0 CPU s/GB; alone, 103.7-111.2 at 8.5-8.8 (session 21).
+    """
+    began = clock()
+    before = read_cpu()
+    while before and clock() - began < QUIET_GIVE_UP_S:
+        sleep(QUIET_WINDOW_S)
+        after = read_cpu()
+        if max(now - then for now, then in zip(after, before, strict=True)) <= QUIET_SHARE * QUIET_WINDOW_S:
+            break
+        before = after
+    return clock() - began
+
 
 @dataclass(frozen=True, slots=True)
 class Metric:
@@ -108,6 +134,11 @@ class Context:
         merged = {**self.options.get(name, {}), **options}
         with brokers.running(name, workdir or self.new_dir(f"fresh-{name}"), **merged) as peer:
             yield peer
+
+    def quiesce(self, measured: str) -> float:
+        """Wait until every shared broker but ``measured`` is quiet (`wait_until_quiet`); the seconds waited."""
+        others = [peer for name, peer in self._shared.items() if name != measured and peer.process.poll() is None]
+        return wait_until_quiet(lambda: [peer.cpu_seconds() for peer in others])
 
     def close(self) -> None:
         """Stop every shared broker."""

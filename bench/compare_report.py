@@ -27,6 +27,8 @@ class Sample:
     error: str | None = None
     not_applicable: str | None = None
     load: float = math.nan
+    quiet_wait_s: float = 0.0
+    """How long the other brokers took to go quiet before this measurement (`compare_api.wait_until_quiet`)."""
 
 
 @dataclass(frozen=True, slots=True)
