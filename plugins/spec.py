@@ -86,13 +86,14 @@ class DerivesFrom:
     """Whether appended record batches may."""
 
 
-def derives_from(events: Collection[type[Event]] | Callable[[type[Event]], bool], *,
+def derives_from(events: type[Event] | Collection[type[Event]] | Callable[[type[Event]], bool], *,
                  batches: bool) -> Callable[[_Implementation], _Implementation]:
     """Declare which staged changes a ``logwright_derive_events`` implementation derives from (a decorator, beside
     ``@hookimpl``): the broker asks it only about changes holding one of those event types (or, with ``batches``,
     record batches), and builds no `StagedChange` for a change no implementation is asked about.
 
-    :param events: event types (subclasses included), or a predicate on an event type; asked once per type.
+    :param events: an event type or several (subclasses included), or a predicate on an event type; asked once per
+        type.
     :param batches: whether appended record batches concern it.
 
     An implementation that declares nothing is asked about every change (as before declarations existed). The
@@ -100,7 +101,12 @@ def derives_from(events: Collection[type[Event]] | Callable[[type[Event]], bool]
     backlog evictions, ``backlog_quota`` the offset commits. An OffsetCommit staged about 8 us of derive calls
     before, for events none of them reads.
     """
-    wanted = events if callable(events) else _any_of(tuple(events))
+    if isinstance(events, type):  # a class is callable too: never take one for a predicate
+        wanted = _any_of((events,))
+    elif callable(events):
+        wanted = events
+    else:
+        wanted = _any_of(tuple(events))
 
     def declare(implementation: _Implementation) -> _Implementation:
         setattr(implementation, DERIVES_FROM_ATTRIBUTE, DerivesFrom(wanted, batches))

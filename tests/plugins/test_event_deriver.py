@@ -91,7 +91,7 @@ def test_a_change_no_implementation_reads_builds_no_staged_change() -> None:
 
     class Truncations:
         @hookimpl
-        @derives_from((LogTruncated,), batches=False)
+        @derives_from(LogTruncated, batches=False)  # one type alone, not taken for a predicate
         def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
             return None
 
