@@ -38,7 +38,7 @@ SUBJECT = "logwright"
 
 QUIET_SHARE = 0.10
 """A broker is quiet while it uses at most this share of one core (Kafka at rest: ~2%, logwright: ~0)."""
-QUIET_WINDOW_S = 0.5
+QUIET_WINDOW_S = 0.25
 QUIET_GIVE_UP_S = 30.0
 """Measure anyway after this long, with the wait in the sample (``quiet_wait_s``)."""
 
