@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from compare_api import QUIET_GIVE_UP_S, QUIET_WINDOW_S, wait_until_quiet  # noqa: E402
+from compare_api import QUIET_GIVE_UP_S, QUIET_WINDOW_S, Context, wait_until_quiet  # noqa: E402
 
 
 class Machine:
@@ -44,3 +44,28 @@ def test_a_broker_that_never_goes_quiet_is_measured_beside_after_the_give_up_tim
     machine = Machine([(0.5, 0.0)] * 1000)
     waited = wait_until_quiet(machine.read, machine.sleep, lambda: machine.now)
     assert QUIET_GIVE_UP_S <= waited < QUIET_GIVE_UP_S + QUIET_WINDOW_S + 1e-9
+
+
+class BusyPeer:
+    """A shared broker that never goes quiet: a core's worth of CPU seconds between any two reads."""
+
+    class Process:
+        def poll(self) -> None:
+            return None
+
+    def __init__(self) -> None:
+        self.process = self.Process()
+        self.read = 0.0
+
+    def cpu_seconds(self) -> float:
+        self.read += 1.0
+        return self.read
+
+
+def test_a_quick_run_does_not_wait_and_the_measured_peer_is_not_waited_for(tmp_path: Path) -> None:
+    quick = Context(tmp_path, quick=True)
+    quick._shared["kafka"] = BusyPeer()  # type: ignore[assignment]
+    assert quick.quiesce("logwright") == 0.0
+    full = Context(tmp_path)
+    full._shared["logwright"] = BusyPeer()  # type: ignore[assignment]
+    assert full.quiesce("logwright") < QUIET_WINDOW_S  # only the others are waited for
