@@ -30,6 +30,7 @@ from logwright.core.events import (
     ConfigChanged,
     Event,
     LogTruncated,
+    PartitionsCreated,
     RecordsAppended,
     TopicCreated,
     TopicDeleted,
@@ -45,7 +46,7 @@ from logwright.core.log.catalog import (
 )
 from logwright.core.log.index_hooks import EventDerivation, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
-from logwright.core.log.partition_log import PartitionState, partition_key
+from logwright.core.log.partition_log import PartitionState, empty_partition, partition_key
 from logwright.core.transactions.transactions import (
     TransactionalIdOwner,
     TransactionState,
@@ -162,6 +163,9 @@ class Broker:
         """Long polls waiting for records on given partitions (`wait_for_data` with ``partition_ids``)."""
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
+        self._partition_ids: set[int] = set()
+        """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
+        row for an empty partition, so it cannot say which exist)."""
         self._failed_commits = 0
         self._store_retry_at_ms = 0
         self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
@@ -184,8 +188,9 @@ class Broker:
         self.plugin_memo.clear()
         partitions = self.store.entities("partitions")
         self._high_watermarks = {int(key): state.next_offset for key, state in partitions.items()}
-        self._topic_names_by_id = {state.topic_id: state.name for state in self.store.entities("catalog").values()
-                                   if isinstance(state, TopicState)}
+        topics = [state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)]
+        self._topic_names_by_id = {state.topic_id: state.name for state in topics}
+        self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -279,9 +284,13 @@ class Broker:
         return state.partition_ids[index]
 
     def partition(self, partition_id: int) -> PartitionState:
+        """The log of a partition the caller found in the catalog (one nothing was appended to has no row)."""
         state = self.store.state("partitions", partition_key(partition_id))
-        assert isinstance(state, PartitionState), f"partition id {partition_id} has no state"
-        return state
+        return state if isinstance(state, PartitionState) else empty_partition(partition_id)
+
+    def partition_exists(self, partition_id: int) -> bool:
+        """Whether a topic (created or staged, not deleted) holds this partition id."""
+        return partition_id in self._partition_ids
 
     def transaction(self, transactional_id: str) -> TransactionState | None:
         state = self.store.state("transactions", transaction_key(transactional_id))
@@ -362,6 +371,11 @@ class Broker:
         for event in events:
             if isinstance(event, TopicCreated):
                 self._topic_names_by_id[event.topic_id] = event.topic
+                self._partition_ids.update(event.partition_ids)
+            elif isinstance(event, PartitionsCreated):
+                self._partition_ids.update(event.partition_ids)
+            elif isinstance(event, TopicDeleted):
+                self._partition_ids.difference_update(event.partition_ids)
         self._schedule_commit()
         return sequence
 
@@ -452,8 +466,10 @@ class Broker:
             return _NO_ROWS
 
     def _log_start_offset(self, partition_id: int) -> int | None:
+        if partition_id not in self._partition_ids:
+            return None
         state = self.store.state("partitions", partition_key(partition_id))
-        return state.log_start_offset if isinstance(state, PartitionState) else None
+        return state.log_start_offset if isinstance(state, PartitionState) else 0
 
     def held_back(self, partition_id: int, first: int, last: int, in_order: bool = False,
                   now_ms: int | None = None, detailed: bool = False) -> HeldBack:

@@ -533,11 +533,19 @@ class BatchFiles:
             self._doomed.add((partition_id, base_offset))
         return self._doom_shared(*self.shared_refs.drop_below(partition_id, first_kept))
 
-    def plan_drop_partition(self, partition_id: int) -> list[bytes]:
-        """Doom the partition's files; the keys of its `shared_refs` rows, for the deletion's WriteBatch."""
-        self._forget(partition_id, None)
-        self._doomed_partitions.add(partition_id)
-        return self._doom_shared(*self.shared_refs.drop_partition(partition_id))
+    def plan_drop_partitions(self, partition_ids: Iterable[int]) -> list[bytes]:
+        """Doom the partitions' files; the keys of their `shared_refs` rows, for the deletion's WriteBatch. Most of a
+        topic's partitions hold no file open and nothing in a shared file: asking each everything took 10 ms of a
+        5,000-partition deletion's turn."""
+        doomed = self._doomed_partitions
+        keys: list[bytes] = []
+        for partition_id in partition_ids:
+            doomed.add(partition_id)
+            if partition_id in self._appending or partition_id in self._read_bases:
+                self._forget(partition_id, None)
+            if self.shared_refs.holds(partition_id):
+                keys.extend(self._doom_shared(*self.shared_refs.drop_partition(partition_id)))
+        return keys
 
     def drop_shared_ref(self, file: int, partition_id: int) -> list[bytes]:
         """The partition holds nothing in shared ``file`` any more: the key of its row, to delete."""

@@ -64,7 +64,8 @@ def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence
         states, on_disk = rebuilt[projection.name], stored[projection.name]
         report.entities += len(states)
         for entity in sorted(states.keys() | on_disk.keys()):
-            difference = describe_difference(projection.name, entity, states.get(entity), on_disk.get(entity))
+            difference = describe_difference(projection.name, entity, states.get(entity), on_disk.get(entity),
+                                             projection.empty)
             if difference is not None:
                 report.differences.append(difference)
     for check in checks:
@@ -104,8 +105,12 @@ def refold(projections: Iterable[Projection[Any]], events: Iterable[Event]) -> t
     return count, rebuilt
 
 
-def describe_difference(projection: str, entity: str, expected: Any, found: Any) -> str | None:
-    """How a refolded entity differs from the stored one, or ``None``; `check` and Spark replay share it."""
+def describe_difference(projection: str, entity: str, expected: Any, found: Any,
+                        empty: Callable[[str], Any] | None = None) -> str | None:
+    """How a refolded entity differs from the stored one, or ``None``; `check` and Spark replay share it. With the
+    projection's ``empty``, a missing entity and one in that state are the same (`Projection.empty`)."""
     if expected == found:
+        return None
+    if empty is not None and (found if expected is None else expected) == empty(entity) and None in (expected, found):
         return None
     return f"{projection}/{entity}: replay gives {expected!r}, state holds {found!r}"

@@ -27,10 +27,10 @@ from typing import Any, cast
 
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import Clock
-from logwright.core.errors import CorruptState, StorageUnavailable, UnknownPartition
+from logwright.core.errors import CorruptState, StorageUnavailable
 from logwright.core.events import Event, LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.core.log.partition_log import partition_key, truncate
+from logwright.core.log.partition_log import empty_partition, partition_key, truncate
 from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
@@ -166,6 +166,14 @@ def _last_offset(iterator: _BoundedIterator) -> int:
 
 
 _Fold = tuple[str, Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str], Any], dict[str, Any]]
+
+
+def _held_only(entity_keys: Callable[[Event], tuple[str, ...]],
+               states: dict[str, Any]) -> Callable[[Event], tuple[str, ...]]:
+    """``entity_keys`` narrowed to the entities ``states`` holds (the projection's own dict, kept for good)."""
+    def held(event: Event) -> tuple[str, ...]:
+        return tuple(key for key in entity_keys(event) if key in states)
+    return held
 """A projection as the store folds it: name, entity keys, evolve, and its live entity states."""
 
 
@@ -420,9 +428,18 @@ class RocksEventStore:
             raise ReadOnlyStore(f"the store at {self.path} was opened read-only")
 
     def _folds_for(self, event_type: type[Event]) -> list[_Fold]:
-        """The folds of the projections that declare (or may) fold ``event_type``."""
-        wanted = {projection.name for projection in self._projections if projection.may_fold(event_type)}
-        return [fold for fold in self._folds if fold[0] in wanted]
+        """The folds of the projections that declare (or may) fold ``event_type``; for one it only deletes from
+        (`Projection.removed_by`), a fold over the entities it holds."""
+        by_name = {projection.name: projection for projection in self._projections}
+        folds = []
+        for fold in self._folds:
+            projection = by_name[fold[0]]
+            if not projection.may_fold(event_type):
+                continue
+            if any(issubclass(event_type, removing) for removing in projection.removed_by):
+                fold = (fold[0], _held_only(fold[1], fold[3]), fold[2], fold[3])
+            folds.append(fold)
+        return folds
 
     def _fold(self, folds: list[_Fold], event: Event, sequence: int) -> None:
         """Evolve the entities ``event`` names in each of ``folds``; one call per event keeps appends cheap. An entity
@@ -476,13 +493,16 @@ class RocksEventStore:
         """Retention by offset: move the log start and delete the whole batches below it, as one event.
 
         Returns the event's sequence, or ``None`` when the log start does not move. Raises
-        `OffsetOutOfRange` beyond the end of the log.
+        `OffsetOutOfRange` beyond the end of the log. A partition without a row is an empty one (the store cannot
+        tell it from an unknown one: the catalog can, and the broker asks for its own partitions only), whose log
+        start never moves.
         """
         if partition_id in self._staged_partitions:  # the scan below reads committed rows: let it see these
             self.commit()
         state = self.state("partitions", partition_key(partition_id))
         if state is None:
-            raise UnknownPartition(f"partition id {partition_id} does not exist")
+            truncate(empty_partition(partition_id), log_start_offset)  # past its end: OffsetOutOfRange
+            return None
         if truncate(state, log_start_offset) is None:
             return None
         target = state.next_offset if log_start_offset == -1 else log_start_offset
@@ -565,10 +585,9 @@ class RocksEventStore:
                     self._batch.delete(key, records_cf)
         elif isinstance(event, TopicDeleted):
             self._staged_partitions.update(event.partition_ids)
-            for partition_id in event.partition_ids:
-                self._pending_tail.append((partition_id, 0, 0, None))
-                for key in self._files.plan_drop_partition(partition_id):
-                    self._batch.delete(key, index_cf)
+            self._pending_tail.extend((partition_id, 0, 0, None) for partition_id in event.partition_ids)
+            for key in self._files.plan_drop_partitions(event.partition_ids):
+                self._batch.delete(key, index_cf)
             for first, last in _runs(event.partition_ids):
                 self._batch.delete_range(keys.record_key(first, 0), keys.record_key(last + 1, 0), records_cf)
                 self._batch.delete_range(

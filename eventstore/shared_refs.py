@@ -87,6 +87,10 @@ class SharedRefs:
                   if self._spans[file][partition_id][1] < first_kept]
         return self._drop(partition_id, doomed)
 
+    def holds(self, partition_id: int) -> bool:
+        """Whether the partition has batches in any shared file."""
+        return bool(self._files_of.get(partition_id))
+
     def drop_partition(self, partition_id: int) -> tuple[list[bytes], list[int]]:
         """The partition is deleted: the keys of all its rows and the files left without any."""
         held = self._files_of.get(partition_id)

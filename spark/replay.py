@@ -107,7 +107,7 @@ def refold_and_compare(stored: Any, max_reported: int) -> Callable[[Iterable[tup
             found = None if raw is None else types.decode(raw, f"column family 'state' key {name}/{entity}")
             entities += rebuilt is not None
             folded.append((name, entity))
-            difference = describe_difference(name, entity, rebuilt, found)
+            difference = describe_difference(name, entity, rebuilt, found, by_name[name].empty)
             if difference is not None:
                 count += 1
                 if len(kept) < max_reported:
@@ -147,7 +147,8 @@ def replay(spark: Any, data_dir: str, *, events_per_task: int = 250_000, scratch
     for (name, entity), raw in stored.items():  # stored, but no event of the log names it
         if (name, entity) not in folded:
             found = setup.types.decode(raw, f"column family 'state' key {name}/{entity}")
-            difference = describe_difference(name, entity, None, found)
+            difference = describe_difference(name, entity, None, found,
+                                             projection.empty if (projection := setup.by_name.get(name)) else None)
             if difference is not None:
                 report.total_differences += 1
                 differences.append(difference)

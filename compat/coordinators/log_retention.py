@@ -101,14 +101,19 @@ class LogRetention:
         took a twentieth of the broker's time while its first 100 MB were produced."""
         self._settings.pop(topic.name, None)
         settings = self.settings(topic.name)
+        self._topic_of.update(dict.fromkeys(topic.partition_ids, topic.name))
+        due, size_due = self._due, self._size_due
+        if due or size_due:
+            for partition_id in topic.partition_ids:
+                due.pop(partition_id, None)
+                size_due.pop(partition_id, None)
+        if settings is None or settings.unlimited:
+            return
         now = self.broker.clock.now_ms()
-        limited = settings is not None and not settings.unlimited
+        rows = self.broker.store.entities("partitions")  # a partition without a row is empty
         for partition_id in topic.partition_ids:
-            self._due.pop(partition_id, None)
-            self._size_due.pop(partition_id, None)
-            self._topic_of[partition_id] = topic.name
-            if limited and not _empty(self.broker.store.state("partitions", partition_key(partition_id))):
-                self._due[partition_id] = now
+            if not _empty(rows.get(partition_key(partition_id))):
+                due[partition_id] = now
 
     # -- following the commits ----------------------------------------------------------------------
 

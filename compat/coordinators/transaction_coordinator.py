@@ -29,7 +29,6 @@ from logwright.core.events.transactions import (
     TransactionEnded,
     TransactionMarkerWritten,
 )
-from logwright.core.log.partition_log import partition_key
 from logwright.core.transactions.transactions import ONGOING, Completion, TransactionState, expire
 from logwright.eventstore.interface import LoggedEvent
 
@@ -53,7 +52,7 @@ def stage_completion(broker: Broker, completion: Completion) -> None:
     """Stage the markers and events ending a transaction (one WriteBatch: no ``await`` in between)."""
     now = broker.clock.now_ms()
     for partition_id in completion.partition_ids:
-        if broker.store.state("partitions", partition_key(partition_id)) is None:
+        if not broker.partition_exists(partition_id):
             continue  # the topic was deleted while the transaction was open
         batch = marker_batch(completion.producer_id, completion.marker_epoch, completion.committed, now)
         offset = stage_batch(broker, partition_id, batch, parse_header(batch), -1)

@@ -62,4 +62,5 @@ def _evolve(state: CleanerCheckpoint | None, event: Event, key: str) -> CleanerC
 
 CLEANER_CHECKPOINTS: Projection[CleanerCheckpoint] = Projection(
     name="compaction", entity_keys=_keys, evolve=_evolve, handles=frozenset({PartitionCompacted, TopicDeleted}),
+    removed_by=frozenset({TopicDeleted}),
 )

@@ -152,6 +152,7 @@ DELAYED_RECORDS: Projection[DelayedIndex] = Projection(
     name="delayed_records", entity_keys=_keys,
     evolve=lambda state, event, key: _EVOLVE.get(type(event), _unchanged)(event, state),
     handles=frozenset({DelayedRecordsIndexed, DelayedRecordsDropped, LogTruncated, TopicDeleted}),
+    removed_by=frozenset({TopicDeleted}),
 )
 """Registered by the ``delayed_delivery`` plugin. Truncation and topic deletion fold only the legacy row
 here (a per-append row's key is not in those events): the plugin drops the rows they make unneeded with a

@@ -2,16 +2,21 @@
 
 `append_batch` assigns the base offset of a new batch; `truncate` moves the log start. Both are
 decisions from the current `PartitionState`, so offsets are allocated in exactly one place.
+
+A partition nothing was ever appended to has no row: its state is `empty_partition` (the projection's ``empty``).
+Creating a topic of 5,000 partitions folded and wrote 5,000 such rows, 12 ms of staging and 19 of commit in one
+turn; it now folds none, and deleting it deletes the rows of the partitions that held records. Whether a
+partition exists is the catalog's to say (its topic's ``partition_ids``), not this projection's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from logwright.core.errors import OffsetOutOfRange
-from logwright.core.events import Event, LogTruncated, PartitionsCreated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
 from logwright.core.projection import Projection
 
@@ -39,34 +44,14 @@ def _keys(event: Event) -> tuple[str, ...]:
         return (partition_key(event.partition_id),)
     if isinstance(event, RecordsAppended | LogTruncated | PartitionCompacted):
         return (partition_key(event.partition_id),)
-    if isinstance(event, TopicCreated | PartitionsCreated | TopicDeleted):
+    if isinstance(event, TopicDeleted):
         return tuple(map(partition_key, event.partition_ids))
-    return ()
+    return ()  # a topic's creation names no row: its partitions are empty (partition ids are never reused)
 
 
-_FRESH_FIELDS = ("partition_id", "log_start_offset", "next_offset", "byte_size", "batch_count", "max_timestamp")
-if tuple(field.name for field in fields(PartitionState)) != _FRESH_FIELDS:
-    raise TypeError("PartitionState's fields changed: `_fresh` must fill every one of them")
-_SET_ID, _SET_LOG_START, _SET_NEXT, _SET_BYTES, _SET_BATCHES, _SET_MAX_TIMESTAMP = (
-    getattr(PartitionState, name).__set__ for name in _FRESH_FIELDS)
-
-
-def _fresh(partition_id: int) -> PartitionState:
-    """``PartitionState(partition_id)``, its slots filled directly: the frozen dataclass's ``__init__`` goes through
-    ``object.__setattr__`` for each field, and a topic's creation folds one for each of its partitions in one loop
-    turn (5,000: 5.4-6.5 ms that way, 2.7 this way)."""
-    state = object.__new__(PartitionState)
-    _SET_ID(state, partition_id)
-    _SET_LOG_START(state, 0)
-    _SET_NEXT(state, 0)
-    _SET_BYTES(state, 0)
-    _SET_BATCHES(state, 0)
-    _SET_MAX_TIMESTAMP(state, -1)
-    return state
-
-
-def _created(event: TopicCreated | PartitionsCreated, state: PartitionState | None, key: str) -> PartitionState | None:
-    return _fresh(int(key))
+def empty_partition(partition_id: int) -> PartitionState:
+    """The state of a partition with no row: nothing appended yet."""
+    return PartitionState(partition_id)
 
 
 def _deleted(event: TopicDeleted, state: PartitionState | None, key: str) -> PartitionState | None:
@@ -104,11 +89,11 @@ def _compacted(event: PartitionCompacted, state: PartitionState | None, key: str
 
 
 _EVOLVE: dict[type[Event], Callable[[Any, PartitionState | None, str], PartitionState | None]] = {
-    RecordsAppended: _appended, TopicCreated: _created, PartitionsCreated: _created, TopicDeleted: _deleted,
+    RecordsAppended: _appended, TopicDeleted: _deleted,
     LogTruncated: _truncated, PartitionCompacted: _compacted,
 }
-"""By the event's exact type, looked up once per partition: a topic's creation or deletion evolves every one of its
-partitions (5,000 through `functools.singledispatch` took 4 ms more of the event loop)."""
+"""By the event's exact type, looked up once per partition: a topic's deletion evolves every one of its partitions
+(5,000 through `functools.singledispatch` took 4 ms more of the event loop)."""
 
 
 def _unchanged(event: Event, state: PartitionState | None, key: str) -> PartitionState | None:
@@ -118,8 +103,9 @@ def _unchanged(event: Event, state: PartitionState | None, key: str) -> Partitio
 PARTITIONS: Projection[PartitionState] = Projection(
     name="partitions", entity_keys=_keys,
     evolve=lambda state, event, key: _EVOLVE.get(type(event), _unchanged)(event, state, key),
-    handles=frozenset({RecordsAppended, LogTruncated, TopicCreated, PartitionsCreated, TopicDeleted,
-                       PartitionCompacted}),
+    handles=frozenset({RecordsAppended, LogTruncated, TopicDeleted, PartitionCompacted}),
+    removed_by=frozenset({TopicDeleted}),
+    empty=lambda key: empty_partition(int(key)),
 )
 
 

@@ -110,4 +110,5 @@ PARTITION_TRANSACTIONS: Projection[PartitionTransactions] = Projection(
     name="partition_transactions", entity_keys=_keys,
     evolve=lambda state, event, key: _EVOLVE.get(type(event), _unchanged)(event, state),
     handles=frozenset({RecordsAppended, TransactionMarkerWritten, LogTruncated, TopicDeleted}),
+    removed_by=frozenset({TopicDeleted}),
 )

@@ -20,7 +20,7 @@ from logwright.core.compaction.segments import Segment
 from logwright.core.compaction.settings import CompactionSettings
 from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
 from logwright.core.events import ConfigChanged, RecordsAppended, TopicCreated
-from logwright.core.log.partition_log import PartitionState, append_batch, partition_key
+from logwright.core.log.partition_log import append_batch, empty_partition, partition_key
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -41,8 +41,7 @@ def store(tmp_path: Path) -> Iterator[RocksEventStore]:
 def append(store: RocksEventStore, rounds: range) -> None:
     """Batches of one round each: every key updated once, value = the round."""
     for round_index in rounds:
-        state = store.state("partitions", partition_key(0))
-        assert isinstance(state, PartitionState)
+        state = store.state("partitions", partition_key(0)) or empty_partition(0)
         records = [Record(0, 1_000 + 50 * round_index, b"k%d" % key, b"%d" % round_index + b"." * 200)
                    for key in range(KEYS)]
         decided = append_batch(state, KEYS, 0, 1_000 + 50 * round_index)
@@ -179,8 +178,8 @@ def test_a_pass_records_the_largest_timestamp_it_kept_and_its_first_batch(store:
     """k0@9999 first, then rounds of every key at 1000 + 50 r: the pass (many slices) removes k0@9999, so the
     kept maximum is the last cleaned round's time at that round's batch, what Kafka's cleaned segments'
     maxTimestampSoFar say; the checkpoint keeps it for ListOffsets MAX_TIMESTAMP."""
-    state = store.state("partitions", partition_key(0))
-    assert isinstance(state, PartitionState)
+    state = empty_partition(0)
+    assert store.state("partitions", partition_key(0)) is None, "nothing appended yet: no row"
     data = build_batch([Record(0, 9_999, b"k0", b"first")], base_offset=0)
     store.append([RecordsAppended(0, append_batch(state, 1, 0, 9_999).base_offset, 1, len(data), 9_999)],
                  [StoredBatch(0, 0, data)])

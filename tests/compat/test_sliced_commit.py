@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from logwright.compat import broker as broker_module
+from logwright.compat.broker import Broker
 from logwright.compat.turns import TURNS_GIVEN_WAY
 from logwright.core.events import Event, OffsetCommitted
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -23,12 +24,20 @@ def _small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(broker_module, "ROWS_PUT_PER_TURN", PER_TURN)
 
 
-def _partition_rows_on_disk(path: Path) -> int:
+def _offset_rows_on_disk(path: Path) -> int:
     reader = RocksEventStore(path, read_only=True)
     try:
-        return len(reader.entities("partitions"))
+        return len(reader.entities("committed_offsets"))
     finally:
         reader.close()
+
+
+def _commit_twelve_partitions(broker: Broker) -> None:
+    """12 committed-offset rows and the group's head: over twice a slice (a topic's creation writes no partition
+    rows any more, only its catalog row)."""
+    broker.create_topic("t", 12)
+    broker.commit_now()
+    broker.stage([OffsetCommitted("g", "t", index, 1, -1, "", 0) for index in range(12)])
 
 
 def test_the_rows_go_in_a_slice_a_turn_and_the_commit_writes_them_all_at_once(tmp_path: Path) -> None:
@@ -37,18 +46,19 @@ def test_the_rows_go_in_a_slice_a_turn_and_the_commit_writes_them_all_at_once(tm
         broker = in_process_broker(store)
         commits: list[list[Event]] = []
         store.add_commit_listener(lambda events: commits.append([logged.event for logged in events]))
-        broker.create_topic("t", 12)  # 12 partition rows and the catalog's: over twice a slice
+        _commit_twelve_partitions(broker)
+        commits.clear()
         durable = broker.durable()
         left: list[int] = []
         while not durable.done():
             left.append(store.changed_rows)
-            assert _partition_rows_on_disk(tmp_path / "store") == 0, "nothing written before the commit"
+            assert _offset_rows_on_disk(tmp_path / "store") == 0, "nothing written before the commit"
             await asyncio.sleep(0)
         await durable
         assert len(left) >= 12 // PER_TURN * TURNS_GIVEN_WAY - TURNS_GIVEN_WAY, f"others ran between the slices: {left}"
         assert left == sorted(left, reverse=True) and left[-1] <= 2 * PER_TURN
         assert len(commits) == 1, "one commit wrote every row"
-        assert _partition_rows_on_disk(tmp_path / "store") == 12
+        assert _offset_rows_on_disk(tmp_path / "store") == 13
         store.close()
 
     asyncio.run(scenario())
@@ -109,14 +119,14 @@ def test_a_slice_that_cannot_be_put_hands_over_to_the_commit_and_no_waiter_is_le
                 raise RuntimeError("a row that does not encode")
             put(limit)
 
+        _commit_twelve_partitions(broker)
         monkeypatch.setattr(store, "put_changed_rows", failing_once)
-        broker.create_topic("t", 12)
         durable = broker.durable()
         for _ in range(3):
             await asyncio.sleep(0)
         assert durable.done(), "the commit ran in the turn the slice failed"
         assert calls == [PER_TURN] and store.changed_rows == 0 and store.committed_sequence == store.last_sequence
-        assert _partition_rows_on_disk(tmp_path / "store") == 12, "the rows the slice held were written by the commit"
+        assert _offset_rows_on_disk(tmp_path / "store") == 13, "the rows the slice held were written by the commit"
         store.close()
 
     asyncio.run(scenario())

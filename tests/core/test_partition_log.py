@@ -13,26 +13,38 @@ from logwright.core.events import (
     TopicCreated,
     TopicDeleted,
 )
-from logwright.core.log.partition_log import PARTITIONS, PartitionState, append_batch, partition_key, truncate
+from logwright.core.log.partition_log import (
+    PARTITIONS,
+    PartitionState,
+    append_batch,
+    empty_partition,
+    partition_key,
+    truncate,
+)
 from logwright.core.projection import fold
 
 TOPIC = TopicCreated("t", b"\x00" * 16, (7, 8))
 
 
 def partition(*events: Event, partition_id: int = 7) -> PartitionState:
+    """The partition's state as readers see it: no row is the projection's ``empty``."""
     state = fold(PARTITIONS, events).get(partition_key(partition_id))
-    assert state is not None, f"partition {partition_id} does not exist after {events}"
-    return state
+    assert PARTITIONS.empty is not None
+    return state if state is not None else PARTITIONS.empty(partition_key(partition_id))
 
 
-def test_a_new_partition_is_empty() -> None:
-    assert partition(TOPIC) == PartitionState(7, 0, 0, 0, 0, -1)
+def test_a_new_partition_is_empty_and_has_no_row() -> None:
+    """A topic's creation folds nothing: 5,000 fresh rows were 30 ms of one turn; readers take no row as empty."""
+    assert fold(PARTITIONS, [TOPIC, PartitionsCreated("t", (9,))]) == {}
+    assert partition(TOPIC) == PartitionState(7, 0, 0, 0, 0, -1) == empty_partition(7)
     assert partition(TOPIC, partition_id=8).record_count == 0
 
 
-def test_added_partitions_start_empty_and_deleted_ones_vanish() -> None:
-    states = fold(PARTITIONS, [TOPIC, PartitionsCreated("t", (9,)), TopicDeleted("t", b"\x00" * 16, (7, 8))])
-    assert states == {"9": PartitionState(9)}
+def test_appended_partitions_get_a_row_and_deleted_ones_lose_it() -> None:
+    appended = [TOPIC, PartitionsCreated("t", (9,)), RecordsAppended(7, 0, 5, 500, 1), RecordsAppended(9, 0, 1, 10, 1)]
+    assert set(fold(PARTITIONS, appended)) == {"7", "9"}
+    deleted = TopicDeleted("t", b"\x00" * 16, (7, 8))
+    assert fold(PARTITIONS, [*appended, deleted]) == {"9": PartitionState(9, 0, 1, 10, 1, 1)}
 
 
 def test_append_batch_puts_the_first_batch_at_offset_zero() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from logwright.core import CORE_PROJECTIONS
 from logwright.core.clock import ManualClock
-from logwright.core.errors import CorruptState, OffsetOutOfRange, UnknownPartition
+from logwright.core.errors import CorruptState, OffsetOutOfRange
 from logwright.core.events import Event, LogTruncated, OffsetCommitted, RecordsAppended, TopicDeleted
 from logwright.core.groups.group_offsets import CommittedOffset, CommittedPartitions, OffsetsHead
 from logwright.core.log.catalog import topic_key
@@ -359,9 +359,13 @@ class EventStoreContract:
         assert filled.truncate(0, 3) is None
         assert filled.last_sequence == last
 
-    def test_truncate_of_an_unknown_partition_is_refused(self, filled: Any) -> None:
-        with pytest.raises(UnknownPartition):
-            filled.truncate(5, 0)
+    def test_a_partition_without_a_row_truncates_as_an_empty_one(self, filled: Any) -> None:
+        """Nothing was appended to it: its log start stays at 0, and an offset past its end is out of range."""
+        last = filled.last_sequence
+        assert filled.truncate(5, 0) is None and filled.truncate(5, -1) is None
+        with pytest.raises(OffsetOutOfRange):
+            filled.truncate(5, 1)
+        assert filled.last_sequence == last
 
     def test_truncation_is_kept_across_reopen_and_counts_stay_exact(self, opener: Opener, filled: Any) -> None:
         filled.truncate(0, 11)

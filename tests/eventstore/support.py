@@ -10,7 +10,7 @@ from logwright.core.clock import ManualClock
 from logwright.core.config.configs import default_registry
 from logwright.core.events import RecordsAppended, TopicCreated
 from logwright.core.log.catalog import COUNTER_KEY, create_topic, topic_key
-from logwright.core.log.partition_log import append_batch, partition_key
+from logwright.core.log.partition_log import PartitionState, append_batch, empty_partition, partition_key
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -45,10 +45,16 @@ def new_topic(store: Any, name: str, partitions: int = 1, configs: tuple[tuple[s
     return event
 
 
+def partition_state(store: Any, partition_id: int) -> PartitionState:
+    """A partition's log as the broker reads it: no row is an empty partition (`empty_partition`)."""
+    state = store.state("partitions", partition_key(partition_id))
+    return state if isinstance(state, PartitionState) else empty_partition(partition_id)
+
+
 def produce(store: Any, partition_id: int, record_count: int = 10, payload_size: int = 100,
             max_timestamp: int = 1_000) -> RecordsAppended:
     """Stage one produced batch the way the broker does: decide the offset, patch it in, append both."""
-    decided = append_batch(store.state("partitions", partition_key(partition_id)), record_count, 0, max_timestamp)
+    decided = append_batch(partition_state(store, partition_id), record_count, 0, max_timestamp)
     data = fake_batch(decided.base_offset, record_count, bytes([partition_id % 256]) * payload_size, max_timestamp)
     event = RecordsAppended(partition_id, decided.base_offset, record_count, len(data), max_timestamp)
     store.append([event], [StoredBatch(partition_id, decided.base_offset, data)])

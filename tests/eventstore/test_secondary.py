@@ -48,6 +48,8 @@ def test_stored_states_of_one_projection_are_exactly_its_rows(tmp_path: Path) ->
     store = RocksEventStore(tmp_path / "data")
     try:
         new_topic(store, "t", 3)
+        for partition_id in range(3):
+            produce(store, partition_id)  # an empty partition has no row
         store.append([OffsetCommitted("g", "t", 0, 3)])
         store.commit()
         every = list(store.stored_states())

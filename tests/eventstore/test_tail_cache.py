@@ -8,11 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from logwright.core.log.catalog import topic_key
-from logwright.core.log.partition_log import partition_key
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.eventstore.tail_cache import TailCache
 
-from .support import batch_base_offset, new_topic, produce
+from .support import batch_base_offset, new_topic, partition_state, produce
 
 Step = tuple[str, int, int]
 
@@ -49,12 +48,12 @@ def test_reads_from_the_cache_are_the_reads_from_rocksdb(steps: list[Step], budg
                     elif action == "commit":
                         store.commit()
                     else:
-                        next_offset = store.state("partitions", partition_key(partition_id)).next_offset
+                        next_offset = partition_state(store, partition_id).next_offset
                         store.truncate(partition_id, min(amount, next_offset))
             for store in stores:
                 store.commit()
             for partition_id in partition_ids:
-                end = plain.state("partitions", partition_key(partition_id)).next_offset
+                end = partition_state(plain, partition_id).next_offset
                 assert _read_everything(cached, partition_id, end) == _read_everything(plain, partition_id, end)
         finally:
             cached.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 from logwright.compat.wire.record_batch import Compression, Record, build_batch
 from logwright.core.events import OffsetCommitted
 from logwright.core.log.catalog import topic_key
-from logwright.core.log.partition_log import append_batch, partition_key
+from logwright.core.log.partition_log import append_batch, empty_partition, partition_key
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -27,7 +27,7 @@ def produce_records(store: RocksEventStore, topic: str, partition: int, records:
                     compression: Compression, written: WrittenLog) -> None:
     """Stage one real RecordBatch v2 the way the broker does: decide the offset, build, append."""
     partition_id = store.state("catalog", topic_key(topic)).partition_ids[partition]
-    state = store.state("partitions", partition_key(partition_id))
+    state = store.state("partitions", partition_key(partition_id)) or empty_partition(partition_id)
     data = build_batch(records, state.next_offset, compression)
     event = append_batch(state, len(records), len(data), max(r.timestamp for r in records))
     store.append([event], [StoredBatch(partition_id, event.base_offset, data)])
