@@ -38,6 +38,16 @@ def _produce(broker: Broker, partition_id: int, count: int = 3) -> None:
     stage_batch(broker, partition_id, batch, parse_header(batch), -1)
 
 
+def _with_topics(tmp_path: Path, **partitions: int) -> tuple[RocksEventStore, Broker]:
+    """A store and its broker with these topics created and committed."""
+    store = RocksEventStore(tmp_path / "store", clock=ManualClock())
+    broker = in_process_broker(store)
+    for name, count in partitions.items():
+        broker.create_topic(name, count)
+    broker.commit_now()
+    return store, broker
+
+
 def _partition_ids(broker: Broker, topic: str) -> tuple[int, ...]:
     state = broker.topic(topic)
     assert state is not None
@@ -62,11 +72,7 @@ async def test_creating_a_topic_writes_no_partition_rows_and_its_partitions_read
 
 @in_loop
 async def test_a_partition_gets_its_row_from_its_first_append_and_loses_it_with_its_topic(tmp_path: Path) -> None:
-    store = RocksEventStore(tmp_path / "store", clock=ManualClock())
-    broker = in_process_broker(store)
-    broker.create_topic("t", 4)
-    broker.create_topic("kept", 1)
-    broker.commit_now()
+    store, broker = _with_topics(tmp_path, t=4, kept=1)
     ids = _partition_ids(broker, "t")
     _produce(broker, ids[1])
     broker.commit_now()
@@ -85,10 +91,7 @@ async def test_a_partition_gets_its_row_from_its_first_append_and_loses_it_with_
 
 @in_loop
 async def test_a_restart_knows_the_empty_partitions_from_the_catalog(tmp_path: Path) -> None:
-    store = RocksEventStore(tmp_path / "store", clock=ManualClock())
-    broker = in_process_broker(store)
-    broker.create_topic("t", 3)
-    broker.commit_now()
+    store, broker = _with_topics(tmp_path, t=3)
     ids = _partition_ids(broker, "t")
     store.close()
     reopened = RocksEventStore(tmp_path / "store", clock=ManualClock())
@@ -105,10 +108,7 @@ async def test_a_restart_knows_the_empty_partitions_from_the_catalog(tmp_path: P
 async def test_check_takes_a_row_an_earlier_store_kept_for_an_empty_partition_as_none(tmp_path: Path) -> None:
     """Stores written before kept a row for every partition: such a row equals the empty state and is no
     difference; a row that says anything else still is one."""
-    store = RocksEventStore(tmp_path / "store", clock=ManualClock())
-    broker = in_process_broker(store)
-    broker.create_topic("t", 2)
-    broker.commit_now()
+    store, broker = _with_topics(tmp_path, t=2)
     ids = _partition_ids(broker, "t")
     types, sequence = store.types, store.last_sequence
     store.close()
