@@ -113,7 +113,10 @@ def _command(args: list[str]) -> str:
     return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else "?"
 
 
-def _quiet_summary(samples: Sequence[Sample]) -> str:
+def _quiet_summary(samples: Sequence[Sample], waited: bool = True) -> str:
+    """The report's line on the quiet wait; ``waited`` is false for a run at --quick's sizes, which never waits."""
+    if not waited:
+        return "none: a run at --quick's sizes (--quick, --small) does not wait for the other brokers"
     waits = [s.quiet_wait_s for s in samples]
     if not waits:
         return "?"
@@ -144,7 +147,7 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
                    f"{platform.system()} {platform.release()}",
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
-        "quiet before each measurement": _quiet_summary(samples),
+        "quiet before each measurement": _quiet_summary(samples, waited=not args.quick),
         "Python": platform.python_version(),
         "Java": _command([java(), "-version"]),
         "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}",

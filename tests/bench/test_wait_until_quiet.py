@@ -8,7 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+from compare import _quiet_summary  # noqa: E402
 from compare_api import QUIET_GIVE_UP_S, QUIET_WINDOW_S, Context, wait_until_quiet  # noqa: E402
+from compare_report import Sample  # noqa: E402
 
 
 class Machine:
@@ -69,3 +71,10 @@ def test_a_quick_run_does_not_wait_and_the_measured_peer_is_not_waited_for(tmp_p
     full = Context(tmp_path)
     full._shared["logwright"] = BusyPeer()  # type: ignore[assignment]
     assert full.quiesce("logwright") < QUIET_WINDOW_S  # only the others are waited for
+
+
+def test_the_report_says_a_quick_run_did_not_wait_and_what_a_full_run_waited() -> None:
+    samples = [Sample("w", "logwright", 0, {"m": 1.0}, quiet_wait_s=wait) for wait in (0.5, 2.0)]
+    assert _quiet_summary(samples, waited=False).startswith("none: a run at --quick's sizes")
+    full = _quiet_summary(samples)
+    assert "waited 2 s in all, at most 2.0 s" in full and "none" not in full
