@@ -50,19 +50,23 @@ def accepts_config(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Expected:
-    """A suite's expected-failures file: tests expected to fail and tests not started, each with its reason."""
+    """A suite's expected-failures file: tests expected to fail, tests not started, and tests run again once
+    when they fail (a race in the client itself, shown on Apache Kafka too), each with its reason."""
 
     failing: dict[str, str]
     not_run: dict[str, str]
+    flaky: dict[str, str] = field(default_factory=dict)
 
 
 def read_expected(path: Path) -> Expected:
-    """``test  # reason`` and ``skip test  # reason`` lines; ``#`` lines and blank lines are comments.
+    """``test  # reason``, ``skip test  # reason`` and ``flaky test  # reason`` lines; ``#`` lines and blank
+    lines are comments.
 
     A line without a reason is refused: the list is only useful if it says why each test fails.
     """
     failing: dict[str, str] = {}
     not_run: dict[str, str] = {}
+    flaky: dict[str, str] = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -70,11 +74,15 @@ def read_expected(path: Path) -> Expected:
         words = name.split()
         if not reason.strip() or not words:
             raise SystemExit(f"{path.name}:{number}: every line needs a test and a '# reason': {line!r}")
+        if words[0] in ("skip", "flaky") and len(words) < 2:
+            raise SystemExit(f"{path.name}:{number}: '{words[0]}' needs a test: {line!r}")
         if words[0] == "skip":
             not_run[words[1]] = reason.strip()
+        elif words[0] == "flaky":
+            flaky[words[1]] = reason.strip()
         else:
             failing[words[0]] = reason.strip()
-    return Expected(failing, not_run)
+    return Expected(failing, not_run, flaky)
 
 
 @dataclass(frozen=True, slots=True)
