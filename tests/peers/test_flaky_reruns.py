@@ -83,3 +83,15 @@ def test_only_failed_tests_listed_as_flaky_are_run_again() -> None:
     assert asked == []
     assert again == outcomes
     assert result.notes == []
+
+
+def test_the_franz_go_runner_refuses_flaky_lines_it_would_not_run_again(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from peers import franz_go  # noqa: PLC0415 - only this test needs the module
+
+    listed = tmp_path / "franz_go_expected_failures.txt"
+    listed.write_text("flaky TestGroupETL  # a race\n")
+    monkeypatch.setattr(franz_go, "EXPECTED", listed)
+    monkeypatch.setattr("sys.argv", ["franz_go.py"])
+    with pytest.raises(SystemExit, match="only by peers/kafka_python.py"):
+        franz_go.main()
