@@ -77,7 +77,13 @@ def tansu_binary() -> Path:
 
 def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
     """``logwright serve`` on a fresh data dir; options: ``durability`` (wal), ``profile`` (a path), ``python`` (the
-    interpreter, this one by default: another worktree's venv runs that worktree's code)."""
+    interpreter, this one by default: another worktree's venv runs that worktree's code).
+
+    py-spy samples ``--nonblocking``: stopping the process for each sample (its default) lands the stop at the
+    broker's next system call on this machine's VM, so lines that make one (a send, a recv, RocksDB's write, even
+    the ``getpid`` inside ``asyncio.get_running_loop``) took ~10x their share of the samples (a loop of 90 us of
+    arithmetic and one ``getpid``: 10.6% of the samples on the ``getpid`` line blocking, 1.0% non-blocking;
+    `bench/results/profiler_bias.md`)."""
     python = options.get("python", sys.executable)
     ready = workdir / "ready"
     serve = ["-m", "logwright", "serve", "--data-dir", str(workdir / "data"),
@@ -91,7 +97,7 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
     elif profile.endswith(".svg") or profile.endswith(".txt"):
         spy = shutil.which("py-spy", path=str(Path(python).parent)) or "py-spy"
         fmt = "flamegraph" if profile.endswith(".svg") else "raw"
-        command = [spy, "record", "--rate", "200", "--format", fmt, "--output", profile, "--",
+        command = [spy, "record", "--nonblocking", "--rate", "200", "--format", fmt, "--output", profile, "--",
                    python, *serve]
     else:
         command = [python, "-m", "cProfile", "-o", profile, *serve]
