@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from logwright.compat.start_at_once import InTurnFuture
 from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
@@ -149,7 +150,7 @@ class Broker:
         self._partition_topics: dict[int, tuple[str, int]] = {}
         self._gathered: tuple[list[Event], list[StoredBatch]] | None = None
         """What `stage` took inside `staging_together`, for the plugins to derive from once at its end."""
-        self._commit_waiters: list[asyncio.Future[None]] = []
+        self._commit_waiters: list[InTurnFuture[None]] = []
         self._commit_scheduled = False
         self._commits_held = False
         """A `stage_over_turns` is between two of its parts: scheduled commits wait for its end."""
@@ -485,10 +486,13 @@ class Broker:
     def durable(self) -> asyncio.Future[None]:
         """A future that resolves when everything staged so far is written (or fails with the error).
 
+        An `InTurnFuture`: a handler started at once continues right after the write, in the commit's turn
+        (`start_at_once`), when the commit runs as a loop callback of its own (`_scheduled_commit`).
+
         A task that staged before a commit failed and only now asks gets the failure too: that commit
         dropped what it staged, so a later empty commit must not answer it as written.
         """
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: InTurnFuture[None] = InTurnFuture(asyncio.get_running_loop())
         staged_at = _STAGED_SINCE_FAILURE.get(self._failed_commits)
         if staged_at != self._failed_commits:
             _STAGED_SINCE_FAILURE.set(self._failed_commits)
@@ -572,9 +576,11 @@ class Broker:
             self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit, TURNS_GIVEN_WAY - 1)
             return
         self._row_slices_left = None
-        self._commit()
+        self._commit(continue_now=True)
 
-    def _commit(self) -> None:
+    def _commit(self, continue_now: bool = False) -> None:
+        """Write what is staged and settle the waiters; ``continue_now``: called as a loop callback of its own, so
+        the handlers waiting (`InTurnFuture.then`) continue here rather than a turn later."""
         self._commit_scheduled = False
         self._row_slices_left = None
         if self._commit_handle is not None:  # committed now (`commit_now`): the scheduled one has nothing left to do
@@ -594,14 +600,13 @@ class Broker:
             self._fail_waiters(waiters, error)
             self._store_lost(error)
         for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+            waiter.settle(None, now=continue_now)
 
     @staticmethod
-    def _fail_waiters(waiters: list[asyncio.Future[None]], error: BaseException) -> None:
+    def _fail_waiters(waiters: list[InTurnFuture[None]], error: BaseException) -> None:
+        """Fail the waiters; their continuations run a turn later (this may run inside a request's own step)."""
         for waiter in waiters:
-            if not waiter.done():
-                waiter.set_exception(error)
+            waiter.settle(None, error, now=False)
 
     def _reopen_store(self) -> None:
         """Try to make a failed store writable again (the next `stage` learns from `store.failed`)."""

@@ -59,8 +59,9 @@ class HandlerEntry:
     handle: Handler
     error_answer: ErrorAnswer | None = None
     at_once: bool = False
-    """Run up to its first ``await`` in the turn that read the request (`start_at_once`): only for handlers that
-    need no current task (no ``asyncio.timeout``) before that ``await``."""
+    """Run up to its first ``await`` in the turn that read the request, and the step after it by hand
+    (`start_at_once`): only for handlers that need no current task (no ``asyncio.timeout``) before their second
+    ``await``."""
 
 
 HANDLERS: dict[int, HandlerEntry] = {}

@@ -564,7 +564,7 @@ class Connection(asyncio.BufferedProtocol):
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                      header.client_id, self.connection_id, self.client_host)
             body = bytes(frame[header.header_length:])
-            self._started(self._start(entry, self._handle_raw(entry, context, body), just_read))
+            self._start(entry, self._handle_raw(entry, context, body), just_read)
             return True
         try:
             _, request = decode_request(frame, header)
@@ -577,20 +577,21 @@ class Connection(asyncio.BufferedProtocol):
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)
-        self._started(self._start(entry, self._handle(entry, context, request), just_read))
+        self._start(entry, self._handle(entry, context, request), just_read)
         return True
 
-    def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None],
-               just_read: bool) -> asyncio.Future[list[bytes] | None]:
-        if just_read and entry.at_once:
-            return start_at_once(self._loop, answer)
-        return self._loop.create_task(answer)
+    def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
+        if just_read and entry.at_once:  # `start_at_once` calls `_answer_ready` when the answer is done
+            self._started(start_at_once(self._loop, answer, self._answer_ready), notifies=True)
+        else:
+            self._started(self._loop.create_task(answer))
 
-    def _started(self, answer: asyncio.Future[list[bytes] | None]) -> None:
+    def _started(self, answer: asyncio.Future[list[bytes] | None], notifies: bool = False) -> None:
         self._in_flight += 1
         self.server.quotas.requests_in_flight += 1
         self._answers.append(answer)
-        answer.add_done_callback(self._answer_ready)
+        if not notifies:
+            answer.add_done_callback(self._answer_ready)
 
     def _answered(self, count: int = 1) -> None:
         """``count`` requests were answered (or dropped with the connection): their slots are free."""

@@ -9,6 +9,7 @@ import asyncio
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext
 from logwright.compat.server import Connection, KafkaServer
+from logwright.core.events import OffsetCommitted
 
 from tests.compat import test_server_backpressure
 from tests.compat.test_server_backpressure import connect, receive, request, settle, with_limits
@@ -90,5 +91,36 @@ def test_a_request_started_as_a_slot_frees_starts_in_a_task_never_within_the_ans
         assert first_transport.correlation_ids() == [1] and second_transport.correlation_ids() == [2]
         first.abort()
         second.abort()
+
+    asyncio.run(run())
+
+
+def test_an_answer_that_waits_for_the_commit_leaves_in_the_commits_own_turn(broker: Broker) -> None:
+    """Read, then commit and answer: two turns, where a task per request took four (its first step waited on the
+    commit's future, its wake-up came a turn later, and the done callback sending the answer one more). (Answers to
+    requests pipelined on one connection are still joined into one write a turn later: `Connection._queue_answer`.)"""
+
+    async def handle(context: RequestContext, body: bytes) -> bytes:
+        context.broker.stage([OffsetCommitted("g", "t", 0, context.correlation_id, -1, "", 0)])
+        await context.broker.durable()
+        return b""
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        server.handlers = {**server.handlers, KEY: HandlerEntry(KEY, "Committing", 0, 0, handle, at_once=True)}
+        connection, transport = connect(server)
+        loop = asyncio.get_running_loop()
+        after_commit: asyncio.Future[list[int]] = loop.create_future()
+
+        def read() -> None:
+            receive(connection, request(KEY, 1))
+            assert transport.correlation_ids() == []
+            # queued behind the commit the read scheduled: it sees what the commit's turn sent
+            loop.call_soon(lambda: after_commit.set_result(transport.correlation_ids()))
+
+        loop.call_soon(read)
+        assert await after_commit == [1]
+        assert asyncio.all_tasks() == {asyncio.current_task()}, "no task was made for the request"
+        connection.abort()
 
     asyncio.run(run())
