@@ -164,24 +164,39 @@ class RunningPeer:
         except OSError:
             return ""
 
-    def _group_stats(self) -> Iterator[list[str]]:
-        """The /proc/<pid>/stat fields after the command name of every process in the broker's process group."""
+    def _group_stats(self) -> Iterator[tuple[int, list[str]]]:
+        """The pid and the /proc/<pid>/stat fields after the command name of every process in the broker's process
+        group."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 if int(fields[2]) == self.process.pid:  # pgrp, the third field after the command name
-                    yield fields
+                    yield int(stat.parent.name), fields
             except (OSError, IndexError, ValueError):
                 continue
 
     def rss_bytes(self) -> int:
         """Resident memory of the broker's whole process group now (the JVM, or Python and its threads)."""
-        return sum(int(fields[21]) for fields in self._group_stats()) * os.sysconf("SC_PAGE_SIZE")  # rss in pages
+        return sum(int(fields[21]) for _, fields in self._group_stats()) * os.sysconf("SC_PAGE_SIZE")  # rss in pages
 
     def cpu_seconds(self) -> float:
         """User and system CPU time of the broker's whole process group so far, all its threads (``/proc``)."""
-        ticks = sum(int(fields[11]) + int(fields[12]) for fields in self._group_stats())  # utime, stime
+        ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in self._group_stats())  # utime, stime
         return ticks / os.sysconf("SC_CLK_TCK")
+
+    def run_queue_wait_seconds(self) -> float:
+        """Seconds the threads of the broker's process group have waited for a CPU while runnable, so far (the
+        second field of /proc/<pid>/task/<tid>/schedstat, summed). Near zero over a window, a slow figure is the
+        broker's own work, not a machine that kept it off the CPUs (the 1,000-group p99 of 108-139 ms was read at
+        0% wait: `bench/results/groups_knee-s25.md`)."""
+        waited_ns = 0
+        for pid, _ in self._group_stats():
+            for schedstat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+                try:
+                    waited_ns += int(schedstat.read_text().split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue  # the thread ended between the listing and the read
+        return waited_ns / 1e9
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGINT first (logwright flushes, profilers write their output), SIGKILL if it hangs."""

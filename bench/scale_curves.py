@@ -150,18 +150,25 @@ def measure_groups(groups: int) -> Callable[[Context, str], dict[str, float]]:
         errors: list[str] = []
         prefix = uuid.uuid4().hex[:8]
         cpu: list[float] = []
+        waited: list[float] = []
+        client_cpu: list[float] = []
 
         async def session() -> None:
             shared = Window(groups)
+
+            def sample() -> None:
+                cpu.append(broker.cpu_seconds())
+                waited.append(broker.run_queue_wait_seconds())
+                client_cpu.append(time.thread_time())  # this loop's thread: every group's client runs in it
 
             async def sample_cpu() -> None:
                 await shared.opened.wait()
                 shared.counted_from = time.monotonic() + SETTLE_S
                 shared.until = shared.counted_from + window
                 await asyncio.sleep(SETTLE_S)
-                cpu.append(broker.cpu_seconds())
+                sample()
                 await asyncio.sleep(max(0.0, shared.until - time.monotonic()))
-                cpu.append(broker.cpu_seconds())
+                sample()
 
             await asyncio.gather(sample_cpu(), *(
                 _commit_loop(host, int(port), f"g-{prefix}-{i}", topic, shared, latencies, errors)
@@ -174,7 +181,9 @@ def measure_groups(groups: int) -> Callable[[Context, str], dict[str, float]]:
         if errors:
             raise RuntimeError(f"{len(errors)} failed commits, first: {errors[0]}")
         return {"commit p50 ms": _quantile(latencies, 0.5) * 1000, "commit p99 ms": _quantile(latencies, 0.99) * 1000,
-                "commits/s": len(latencies) / window, "broker CPU %": (cpu[1] - cpu[0]) / window * 100}
+                "commits/s": len(latencies) / window, "broker CPU %": (cpu[1] - cpu[0]) / window * 100,
+                "broker run-queue wait %": (waited[1] - waited[0]) / window * 100,
+                "client CPU %": (client_cpu[1] - client_cpu[0]) / window * 100}
 
     return measure
 
@@ -276,7 +285,9 @@ over a 5 s quick window: ±0.25%); one that does not falls short by far more (Ka
 _GROUP_METRICS = (Metric("commit p99 ms", "ms", higher_is_better=False, target=1.0, decimals=2),
                   Metric("commit p50 ms", "ms", higher_is_better=False, plot=False, decimals=2),
                   Metric("commits/s", "1/s", target=1.0, plot=False, decimals=0, slack=OFFERED_RATE_SLACK),
-                  Metric("broker CPU %", "%", higher_is_better=False, target=0.5))
+                  Metric("broker CPU %", "%", higher_is_better=False, target=0.5),
+                  Metric("broker run-queue wait %", "%", higher_is_better=False, plot=False),
+                  Metric("client CPU %", "%", higher_is_better=False, plot=False))
 _CONNECTION_METRICS = (Metric("delivered rec/s", "rec/s", target=1.0, decimals=0, slack=OFFERED_RATE_SLACK),
                        Metric("sent rec/s", "rec/s", plot=False, decimals=0),
                        Metric("produce p99 ms", "ms", higher_is_better=False, target=1.0),
@@ -289,7 +300,10 @@ WORKLOADS = [
                        "partition's next offset every 100 ms with OffsetCommit v2 (one request in flight per "
                        f"connection, frames built once); {WINDOW_S[0]:g} s counted ({WINDOW_S[1]:g} s quick) after "
                        "1 s unmeasured. p50/p99 from the write to the whole response; broker CPU share of one core "
-                       "over the window (/proc, its process group)."), smoke=count == 100)
+                       "over the window (/proc, its process group); beside it, how long the broker's threads waited "
+                       "for a CPU while runnable (schedstat, summed over its threads, share of the window) and the "
+                       "client loop's own CPU share: a high p99 at no wait and a client below a core is the broker's "
+                       "own work."), smoke=count == 100)
       for count in GROUP_CURVE),
     *(Workload(f"connections: {count} producers + {count} consumers", _CONNECTION_METRICS, measure_connections(count),
                method=(f"{TOTAL_RATE:,} records/s of {RECORD_BYTES} B in all (acks=all, linger.ms=5) from {count} "
