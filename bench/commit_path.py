@@ -10,7 +10,11 @@ commit, the plugins and the server's framing cost, without the sockets and async
 server answering fixed bytes costs ~23 us a request here on its own). Run it alternately in two worktrees to
 compare commits.
 
-    .venv/bin/python bench/commit_path.py [--groups 1000] [--rounds 20] [--per-turn 30] [--tmp-root /dev/shm]
+    .venv/bin/python bench/commit_path.py [--groups 1000] [--rounds 20] [--per-turn 30] [--partitions 1]
+        [--tmp-root /dev/shm]
+
+``--partitions N``: each commit names N partitions (what a member of a big group commits), so the cost per partition
+of a commit can be compared too.
 """
 
 from __future__ import annotations
@@ -50,14 +54,17 @@ class KeptTransport(RecordingTransport):
         self.on_write()
 
     def take_answer(self) -> tuple[int, int]:
-        """The one answer written since the last call: its correlation id and its partition's error code."""
+        """The one answer written since the last call: its correlation id and the first nonzero error code of its
+        partitions (0 when every one was committed)."""
         data, self.written = bytes(self.written), bytearray()
         (size,) = struct.unpack_from(">i", data, 0)
         if size + 4 != len(data):
             raise AssertionError(f"expected one whole answer, got {len(data)} bytes for a {size}-byte frame")
         correlation, _topics, name_length = struct.unpack_from(">iih", data, 4)
-        (error,) = struct.unpack_from(">h", data, 4 + 4 + 4 + 2 + name_length + 4 + 4)
-        return correlation, error
+        position = 4 + 4 + 4 + 2 + name_length
+        (partitions,) = struct.unpack_from(">i", data, position)
+        errors = [struct.unpack_from(">ih", data, position + 4 + 6 * index)[1] for index in range(partitions)]
+        return correlation, next((error for error in errors if error), 0)
 
 
 class Answers:
@@ -73,20 +80,20 @@ class Answers:
             self.all_written.set_result(None)
 
 
-async def measure(data_dir: Path, groups: int, rounds: int, per_turn: int) -> list[float]:
+async def measure(data_dir: Path, groups: int, rounds: int, per_turn: int, partitions: int = 1) -> list[float]:
     """Process CPU seconds per commit, one figure per round."""
     settings = BrokerSettings()
     host = PluginHost.for_broker(settings.overrides)
     store = RocksEventStore(data_dir, projections=host.projections(), types=host.type_registry())
     broker = compose_broker(store, host, settings, configs=host.config_registry())
     server = KafkaServer(broker)
-    broker.create_topic(TOPIC, 1)
+    broker.create_topic(TOPIC, partitions)
     broker.commit_now()
     clients: list[tuple[Connection, KeptTransport, bytearray, int, int]] = []
     for index in range(groups):
         connection, transport = Connection(server), KeptTransport()
         connection.connection_made(transport)
-        clients.append((connection, transport, *commit_frame(f"g-{index}", TOPIC)))
+        clients.append((connection, transport, *commit_frame(f"g-{index}", TOPIC, partitions)))
     tune_garbage_collector()
     loop = asyncio.get_running_loop()
 
@@ -128,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=1000, help="connections, one group each")
     parser.add_argument("--rounds", type=int, default=20, help="commits per connection")
     parser.add_argument("--per-turn", type=int, default=30, help="connections read per loop callback")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions each commit names")
     parser.add_argument("--tmp-root", type=Path, help="where the store goes (e.g. /dev/shm)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="logwright-commit-", dir=args.tmp_root) as tmp:
-        figures = sorted(asyncio.run(measure(Path(tmp) / "data", args.groups, args.rounds, args.per_turn)))
-    print(f"{args.groups} connections, {args.per_turn} read per callback, {args.rounds} rounds: CPU per commit "
+        figures = sorted(asyncio.run(measure(Path(tmp) / "data", args.groups, args.rounds, args.per_turn,
+                                             args.partitions)))
+    print(f"{args.groups} connections, {args.per_turn} read per callback, {args.partitions} partition(s) per commit, "
+          f"{args.rounds} rounds: CPU per commit "
           f"min {figures[0] * 1e6:.1f} us, p25 {figures[len(figures) // 4] * 1e6:.1f}, "
           f"median {figures[len(figures) // 2] * 1e6:.1f}")
     return 0

@@ -52,11 +52,13 @@ def _string(text: str) -> bytes:
     return struct.pack(">h", len(raw)) + raw
 
 
-def commit_frame(group: str, topic: str) -> tuple[bytearray, int, int]:
-    """An OffsetCommit v2 request frame (size prefix included) and where its correlation id and offset sit."""
+def commit_frame(group: str, topic: str, partitions: int = 1) -> tuple[bytearray, int, int]:
+    """An OffsetCommit v2 request frame (size prefix included) committing ``topic``'s first ``partitions``, and where
+    its correlation id and its last partition's offset sit."""
     header = struct.pack(">hhi", 8, 2, 0) + _string("bench-groups")
     body = (_string(group) + struct.pack(">i", -1) + _string("") + struct.pack(">q", -1) + struct.pack(">i", 1)
-            + _string(topic) + struct.pack(">i", 1) + struct.pack(">iq", 0, 0) + struct.pack(">h", -1))
+            + _string(topic) + struct.pack(">i", partitions)
+            + b"".join(struct.pack(">iq", index, 0) + struct.pack(">h", -1) for index in range(partitions)))
     frame = bytearray(struct.pack(">i", len(header) + len(body)) + header + body)
     return frame, 8, len(frame) - 10
 
