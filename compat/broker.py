@@ -360,7 +360,7 @@ class Broker:
             gathered[0].extend(events)
             gathered[1].extend(batches)
         elif self.derive_events is not None:
-            derived = self.derive_events.derive(events, batches, self._staged_change)
+            derived = self.derive_events.derive(events, batches, self._staged_change, self._projection_rows)
             if derived:
                 events = [*events, *derived]
         return self._append(events, batches, index_entries)
@@ -400,7 +400,8 @@ class Broker:
             self._gathered = None
             if (gathered[0] or gathered[1]) and self.store.failed is None:
                 try:
-                    derived = self.derive_events.derive(gathered[0], gathered[1], self._staged_change)
+                    derived = self.derive_events.derive(gathered[0], gathered[1], self._staged_change,
+                                                        self._projection_rows)
                 except Exception as error:
                     self._drop_staged(error)
                     raise

@@ -143,9 +143,10 @@ class BacklogQuotaPlugin:
         register.add(EVICTION_POINTS, (), EVICTION_POINTS_STATE_TAGS)
 
     @hookimpl
-    @derives_from(COMMIT_TYPES, batches=False)
+    @derives_from(COMMIT_TYPES, batches=False, while_rows=EVICTION_POINTS.name)
     def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
-        """Keep an evicted group's member commits at its eviction point (`core.backlog.eviction_points`)."""
+        """Keep an evicted group's member commits at its eviction point (`core.backlog.eviction_points`); never asked
+        while no group has one (``while_rows``)."""
         points = staged.rows(EVICTION_POINTS.name)
         if not points or COMMIT_TYPES.isdisjoint(map(type, staged.events)):
             return None

@@ -84,10 +84,12 @@ class DerivesFrom:
     """Whether a staged event of this type may make it derive something (asked once per type)."""
     batches: bool
     """Whether appended record batches may."""
+    while_rows: str | None = None
+    """A projection without whose rows it derives nothing: it is not asked while that projection is empty."""
 
 
 def derives_from(events: type[Event] | Collection[type[Event]] | Callable[[type[Event]], bool], *,
-                 batches: bool) -> Callable[[_Implementation], _Implementation]:
+                 batches: bool, while_rows: str | None = None) -> Callable[[_Implementation], _Implementation]:
     """Declare which staged changes a ``logwright_derive_events`` implementation derives from (a decorator, beside
     ``@hookimpl``): the broker asks it only about changes holding one of those event types (or, with ``batches``,
     record batches), and builds no `StagedChange` for a change no implementation is asked about.
@@ -95,6 +97,8 @@ def derives_from(events: type[Event] | Collection[type[Event]] | Callable[[type[
     :param events: an event type or several (subclasses included), or a predicate on an event type; asked once per
         type.
     :param batches: whether appended record batches concern it.
+    :param while_rows: a projection's name: it is asked only while that projection holds rows (an implementation
+        whose first step is ``if not staged.rows(name): return None``), checked per change before anything is built.
 
     An implementation that declares nothing is asked about every change (as before declarations existed). The
     built-ins declare theirs: ``delayed_delivery`` batches and every event naming a ``partition_id``, ``pop`` the
@@ -109,7 +113,7 @@ def derives_from(events: type[Event] | Collection[type[Event]] | Callable[[type[
         wanted = _any_of(tuple(events))
 
     def declare(implementation: _Implementation) -> _Implementation:
-        setattr(implementation, DERIVES_FROM_ATTRIBUTE, DerivesFrom(wanted, batches))
+        setattr(implementation, DERIVES_FROM_ATTRIBUTE, DerivesFrom(wanted, batches, while_rows))
         return implementation
 
     return declare

@@ -13,7 +13,7 @@ reloads its state from disk, so a cache never outlives the state it was derived 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -113,7 +113,9 @@ class EventDerivation(Protocol):
     """The plugins' ``logwright_derive_events``, as the broker asks them (`logwright.plugins.event_deriver`)."""
 
     def derive(self, events: Sequence[Event], batches: Sequence[_Batch],
-               view: Callable[[Sequence[Event], Sequence[_Batch]], StagedChange]) -> list[Event]:
+               view: Callable[[Sequence[Event], Sequence[_Batch]], StagedChange],
+               rows: Callable[[str], Sized] | None = None) -> list[Event]:
         """What the implementations ``events`` and ``batches`` concern derive from them; ``view`` builds the
-        `StagedChange` they are asked with, only when one is concerned."""
+        `StagedChange` they are asked with, only when one is concerned; ``rows`` (a projection's rows) lets those
+        that derive only from a projection's rows be left out while it is empty."""
         ...

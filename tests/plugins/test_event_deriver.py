@@ -120,3 +120,46 @@ def test_the_built_ins_declare_what_they_read() -> None:
     assert asked([TRUNCATION], False) == {"delayed_delivery"}
     assert asked([], True) == {"delayed_delivery"}
     assert names_partition(LogTruncated) and not names_partition(OffsetCommitted)
+
+
+def test_an_implementation_deriving_from_a_projections_rows_is_not_asked_while_it_is_empty() -> None:
+    """``while_rows``: left out while the projection it names holds no rows, asked again once it holds one; a caller
+    that cannot tell (no ``rows``) asks it."""
+    asked: list[int] = []
+
+    class Evictions:
+        @hookimpl
+        @derives_from(OffsetCommitted, batches=False, while_rows="eviction_points")
+        def logwright_derive_events(self, staged: StagedChange) -> list[Event] | None:
+            asked.append(len(staged.rows("eviction_points")))
+            return [TRUNCATION]
+
+    host = PluginHost.load(installed=False, disabled=["delayed_delivery", "pop", "backlog_quota"],
+                           extra=[("evictions", Evictions())])
+    deriver = host.event_deriver()
+    assert deriver is not None
+    projections: dict[str, dict[str, object]] = {"eviction_points": {}}
+
+    def rows_view(events: Sequence[Event], batches: Sequence[object]) -> StagedChange:
+        return StagedChange(events, [], 0, lambda partition_id: 0, projections.__getitem__, {})
+
+    assert deriver.derive([COMMIT], [], rows_view, projections.__getitem__) == []
+    assert asked == []
+    projections["eviction_points"]["g"] = object()
+    assert deriver.derive([COMMIT], [], rows_view, projections.__getitem__) == [TRUNCATION]
+    assert asked == [1]
+    projections["eviction_points"].clear()
+    assert deriver.derive([COMMIT], [], rows_view) == [TRUNCATION]
+    assert asked == [1, 0]
+    assert deriver.derive([TRUNCATION], [], rows_view, projections.__getitem__) == []  # not its event type either
+    assert asked == [1, 0]
+
+
+def test_the_backlog_quota_is_asked_about_commits_only_while_a_group_has_an_eviction_point() -> None:
+    from logwright.core.backlog.eviction_points import EVICTION_POINTS
+
+    deriver = PluginHost.load(installed=False).event_deriver()
+    assert isinstance(deriver, EventDeriver)
+    (declared,) = [declared for function, declared in zip(deriver._functions, deriver._declared, strict=True)
+                   if function.__module__.endswith("backlog_quota")]
+    assert declared is not None and declared.while_rows == EVICTION_POINTS.name
