@@ -104,9 +104,7 @@ them in a batch file goes to the socket with sendfile (`FileRange`, `compat.serv
 
 
 def last_stable_offset(broker: Broker, partition_id: int) -> int:
-    high_watermark = broker.high_watermark(partition_id)
-    state = broker.store.state("partition_transactions", str(partition_id))
-    return state.last_stable_offset(high_watermark) if isinstance(state, PartitionTransactions) else high_watermark
+    return broker.partition_positions(partition_id)[1]
 
 
 def _read(broker: Broker, version: int, request: FetchRequest
@@ -119,7 +117,7 @@ def _read(broker: Broker, version: int, request: FetchRequest
     had_error = False
     partition_ids: list[int] = []
     topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
-    high_watermark_of, state_of, partition_of = broker.high_watermark, broker.store.state, broker.partition
+    positions = broker.partition_positions
     for fetch_topic in request.topics:
         if _named_by_id(fetch_topic):
             wanted_id = fetch_topic.topic_id
@@ -137,11 +135,7 @@ def _read(broker: Broker, version: int, request: FetchRequest
                 continue
             partition_id = state.partition_ids[index]
             partition_ids.append(partition_id)
-            high_watermark = high_watermark_of(partition_id)
-            transactions = state_of("partition_transactions", str(partition_id))
-            stable = (transactions.last_stable_offset(high_watermark)
-                      if isinstance(transactions, PartitionTransactions) else high_watermark)
-            log_start = partition_of(partition_id).log_start_offset
+            high_watermark, stable, log_start = positions(partition_id)
             offset = int(partition.fetch_offset)
             if offset < log_start or offset > high_watermark:
                 answers.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, stable, log_start, None, None))
@@ -149,17 +143,17 @@ def _read(broker: Broker, version: int, request: FetchRequest
                 continue
             end = stable if read_committed else high_watermark
             batches: list[bytes | FileRange] = []
-            limit = min(int(partition.partition_max_bytes), budget if total else max(budget, 1))
-            if offset < end and limit > 0:
+            if offset < end and (limit := min(int(partition.partition_max_bytes),
+                                              budget if total else max(budget, 1))) > 0:
                 batches = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
                 if total and batches and len(batches[0]) > budget:
                     for piece in batches:
                         if isinstance(piece, FileRange):
                             piece.close()
                     batches = []
-            size = sum(map(len, batches))
-            total += size
-            budget = max(budget - size, 0)
+                size = sum(map(len, batches))
+                total += size
+                budget = max(budget - size, 0)
             aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
             answers.append((index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches))
         name: str | None

@@ -135,3 +135,24 @@ def test_offsets_are_unstable_until_the_commit_and_zombies_are_fenced(harness: H
     assert end(harness, pid, epoch, committed=True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert end(harness, pid, epoch, committed=True, version=3) == ErrorCode.PRODUCER_FENCED
     assert init(harness, timeout_ms=900_001).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_a_partitions_positions_are_read_together_as_fetch_reports_them(harness: Harness) -> None:
+    """`Broker.partition_positions`: the high watermark, the last stable offset and the log start, as Fetch answers
+    them; a partition nothing was appended to is all zeros."""
+    broker = harness.broker
+    state = broker.topic("t")
+    assert state is not None
+    first, second = state.partition_ids
+    assert broker.partition_positions(second) == (0, 0, 0)
+    granted = init(harness)
+    pid, epoch = granted.producer_id, granted.producer_epoch
+    assert add_partitions(harness, pid, epoch, ("t", 0)) == [ErrorCode.NONE]
+    assert produce_to(harness, 0, pid, epoch) == ErrorCode.NONE
+    assert broker.partition_positions(first) == (1, 0, 0), "stable below the open transaction"
+    assert end(harness, pid, epoch, committed=True) == ErrorCode.NONE
+    assert broker.partition_positions(first) == (2, 2, 0), "its commit marker took offset 1"
+    assert broker.store.truncate(first, 1) is not None
+    broker.commit_now()
+    assert broker.partition_positions(first) == (2, 2, 1)
+    assert fetch.last_stable_offset(broker, first) == 2
