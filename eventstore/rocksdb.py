@@ -87,6 +87,15 @@ POINT_DELETES_UP_TO = 64
 it. Each range delete in the memtable makes the next iterator fragment all of them again: seeks after n of them cost
 ~0.8n us here (`bench/results/write_path.md`), so DeleteRecords of 5,000 one-batch partitions spent ~1 s seeking and
 every read after a retention pass over many partitions paid it too. A point delete costs a seek nothing."""
+FLUSHED_AFTER_COVERING = 20_000
+"""Stored batches a commit's range deletes may cover, summed since the last flush, before the records and index
+families are flushed (in the background: the call takes ~0.2 ms). Until a flush drops them, the covered rows stay in
+the memtable, and a `seek_for_prev` (or a step back) from a key they precede walks every one of them: ~0.7 us each
+here, so with a deleted 5,000-partition topic before it, the first truncation of a later partition took 3.4 ms per
+such topic and grew with each (DeleteRecords' longest stop read 8-48 ms after 0-5 deleted topics); 200,000 covered
+rows made one seek 82 ms, 0.06 ms once flushed. A topic deletion always flushes (its partitions' batch counts are
+gone by the time it is staged); a truncation counts the batches it range-deletes, so a retention pass does not make
+a file per commit."""
 
 
 class _BoundedIterator:
@@ -275,6 +284,9 @@ class RocksEventStore:
         """(partition, base offset) -> pointer of each batch this commit writes to a file, for the tail cache."""
         self._failed: BaseException | None = None
         self._reload_listeners: list[Callable[[], None]] = []
+        self._covered_staged = 0
+        """Stored batches the staged range deletes cover (`FLUSHED_AFTER_COVERING`)."""
+        self._covered_unflushed = 0
         try:
             self._last_sequence = self._find_last_sequence()
             self._committed_sequence = self._last_sequence
@@ -580,6 +592,7 @@ class RocksEventStore:
                 self._batch.delete_range(
                     keys.record_key(event.partition_id, 0), keys.record_key(event.partition_id, first_kept), records_cf
                 )
+                self._covered_staged += max(event.removed_batches, 1)
             else:
                 for key in doomed:
                     self._batch.delete(key, records_cf)
@@ -588,6 +601,7 @@ class RocksEventStore:
             self._pending_tail.extend((partition_id, 0, 0, None) for partition_id in event.partition_ids)
             for key in self._files.plan_drop_partitions(event.partition_ids):
                 self._batch.delete(key, index_cf)
+            self._covered_staged += FLUSHED_AFTER_COVERING
             for first, last in _runs(event.partition_ids):
                 self._batch.delete_range(keys.record_key(first, 0), keys.record_key(last + 1, 0), records_cf)
                 self._batch.delete_range(
@@ -738,6 +752,8 @@ class RocksEventStore:
         self._rows_put_early.clear()
         self._staged_partitions.clear()
         self._committed_sequence = self._last_sequence
+        if self._covered_staged:
+            self._flush_covered_rows()
         if self._files.has_planned() or self._files_to_check or self._shared_to_check:
             self._drop_dead_files()
         tail, self._pending_tail = self._pending_tail, []
@@ -756,6 +772,20 @@ class RocksEventStore:
                 if not any(issubclass(event_type, wanted) for event_type in present):
                     continue
             listener(pending)
+
+    def _flush_covered_rows(self) -> None:
+        """Count what the commit's range deletes covered; past `FLUSHED_AFTER_COVERING`, have RocksDB flush the
+        families they were in, which drops the covered rows from what iterators walk."""
+        self._covered_unflushed += self._covered_staged
+        self._covered_staged = 0
+        if self._covered_unflushed < FLUSHED_AFTER_COVERING:
+            return
+        self._covered_unflushed = 0
+        try:
+            self._views["records"].flush(False)
+            self._views["index"].flush(False)
+        except Exception as error:  # written already; only later seeks stay slower until RocksDB flushes on its own
+            log.warning("flushing %s after range deletes failed: %s", self.path, error)
 
     def _drop_dead_files(self) -> None:
         """Delete the batch files the commit just made unreachable: those truncation and topic deletion doomed,
@@ -848,6 +878,7 @@ class RocksEventStore:
 
     def _discard_staged(self) -> None:
         self._batch = WriteBatch(raw_mode=True)
+        self._covered_staged = 0
         self._staged_records.clear()
         self._staged_partitions.clear()
         self._files.cancel_planned()
