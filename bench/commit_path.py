@@ -37,7 +37,7 @@ from logwright.plugins.host import PluginHost
 from scale_curves import commit_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from logwright.app import tune_garbage_collector
+from logwright.garbage_collector import tune_garbage_collector
 from tests.compat.test_server_backpressure import RecordingTransport  # noqa: E402
 
 TOPIC = "groups"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 
@@ -16,27 +15,10 @@ from logwright.core.events import ManualClockSet
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.garbage_collector import tune_garbage_collector
 from logwright.plugins.host import PluginHost
 
 log = logging.getLogger(__name__)
-
-YOUNG_COLLECTION_EVERY = 10_000
-"""Allocations (net of frees) between two young-generation collections; CPython's default is 700. A request
-allocates a few dozen objects (futures, events, answers) that die within a loop turn or two; at 700, 1,000
-committing groups ran ~115 young, ~10 middle and one full collection (17-23 ms) per 15 s, and once a backlog
-formed (requests alive across collections, promoted and then dropped) ~2,300, ~210 and ~19 full ones (1.5 s of
-the 15). With start-up's objects frozen and this threshold: ~4 young collections per 15 s, no full one; in
-process, 1,000 connections' commits cost 50-53 us of CPU each instead of 55-64 (3 alternated runs). Cyclic
-garbage still goes, a little later."""
-
-
-def tune_garbage_collector() -> None:
-    """Once start-up has built the broker: what it built (modules, the store's state, projections) lives as long as
-    the process, so it is moved out of the collector's sight (`gc.freeze`), and young collections run less often."""
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_EVERY, older, oldest)
 
 
 def parse_address(address: str) -> tuple[str, int]:
