@@ -112,3 +112,19 @@ def test_dropped_partitions_leave_the_eviction_order_oldest_first_and_bounded() 
         cache.drop(partition_id)
     assert len(cache._order) < 2_000, "entries of dropped runs are swept out, not kept forever"
     assert cache.read(4, 0, 1_000, None) == [b"f" * 100, b"g" * 100, b"h" * 100]
+
+
+def test_a_partition_whose_last_cached_batch_was_evicted_keeps_no_run() -> None:
+    """Every partition appended to once would otherwise keep an empty run (a few objects the garbage collector walks)
+    for the broker's life; a later append starts a new one."""
+    cache = TailCache(budget_bytes=250)
+    cache.add(1, 0, 0, b"a" * 100)
+    cache.add(2, 0, 4, b"b" * 100)
+    cache.add(2, 5, 9, b"c" * 100)  # over the budget: partition 1's only batch leaves
+    assert set(cache._runs) == {2}
+    assert cache.read(1, 0, 1_000, None) is None
+    cache.add(1, 1, 1, b"d" * 100)  # partition 2's first batch leaves; its run stays with the second
+    assert set(cache._runs) == {1, 2}
+    assert cache.read(1, 1, 1_000, None) == [b"d" * 100]
+    assert cache.read(2, 0, 1_000, None) is None and cache.read(2, 5, 1_000, None) == [b"c" * 100]
+    assert cache.size_bytes == 200
