@@ -19,8 +19,11 @@ from wire_workload import create_topic, delete_topic, produce
 IDLE_CONSUMERS = 20
 PARTITIONS = 100
 RECORD_BYTES = 1024
-RECORDS = (100_000, 30_000)
-"""Records per produce run: full run, quick run."""
+RECORDS = (500_000, 30_000)
+"""Records per produce run: full run, quick run. 100,000 (100 MB) took 0.16-0.3 s: with linger.ms=0 librdkafka's
+requests swing between 1 MB and single records as its socket fills and drains (measured on logwright: seconds of
+p50 1.1 KB beside seconds of p50 1 MB), so a run that short caught one phase or the other (logwright 320-479,
+Kafka 516-653 MB/s in session 27); half a GB spans several."""
 
 
 def _produce(ctx: Context, peer: str) -> tuple[float, float]:
