@@ -17,7 +17,6 @@ from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.garbage_collector import tune_garbage_collector
 from logwright.plugins.host import PluginHost
-from logwright.time_slice import SLICE_KEY, request_time_slice
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,6 @@ async def run_broker(
     server = KafkaServer(broker)
     host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     tune_garbage_collector()
-    request_time_slice(int(broker.broker_config(SLICE_KEY)))  # this thread runs the event loop
     if manual_clock:
         clock_control.enable()
     stop = asyncio.Event()

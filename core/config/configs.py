@@ -265,10 +265,6 @@ _BROKER_KEYS = (
     ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
               "Bytes all connections together may hold for request frames not yet fully read; past it, the "
               "connection holding the largest partial frame is closed.", "LONG", read_only=True),
-    ConfigKey("logwright.scheduler.slice.us", "broker", "100", long_at_least(0),
-              "The time slice the event loop's thread asks of Linux's EEVDF scheduler (6.12+; clamped to 100-100000), "
-              "so a client woken by an answer does not take the loop's CPU; 0 keeps the kernel's default.", "INT",
-              read_only=True),
     ConfigKey("log.retention.hours", "broker", "168", long_at_least(-1),
               "Default retention.ms of topics, in hours, when log.retention.minutes and log.retention.ms are unset.",
               "INT"),
