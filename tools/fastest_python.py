@@ -5,7 +5,7 @@ libpython), and how the interpreter was built changes it by more than most code 
 project's machines `python3` is pyenv's 3.11.7, built without profile-guided optimisation and linked to a
 shared libpython; Debian's /usr/bin/python3.11 (3.11.2, built with PGO and LTO, the interpreter linked
 statically) runs the broker's produce path 13% faster in process and spends 13% less CPU per GB under
-Kafka's ProducerPerformance (session 29, bench/results/sends-s29.md).
+Kafka's ProducerPerformance, 5% with librdkafka's 1 MB requests (session 29, bench/results/sends-s29.md).
 
 Which build is faster is measured, not guessed from build flags (distributions do not record PGO in
 sysconfig): every candidate that is CPython 3.11 and can create a virtual environment with pip (``venv`` and
