@@ -126,6 +126,16 @@ def _quiet_summary(samples: Sequence[Sample], waited: bool = True) -> str:
             + (f", gave up waiting {gave_up} times ({QUIET_GIVE_UP_S:g} s each)" if gave_up else ""))
 
 
+def _cpu_instrument() -> str:
+    """How this machine lets the brokers' CPU be read (a group made and removed to find out)."""
+    from cgroup_cpu import Meter, describe  # noqa: PLC0415
+
+    meter = Meter.create("probe")
+    if meter is not None:
+        meter.remove()
+    return describe(meter)
+
+
 def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
     """Where and how the figures were taken: hardware, versions, load, session settings."""
     import confluent_kafka  # noqa: PLC0415
@@ -148,6 +158,7 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
         "quiet before each measurement": _quiet_summary(samples, waited=not args.quick),
+        "broker CPU": _cpu_instrument(),
         "Python": platform.python_version(),
         "Java": _command([java(), "-version"]),
         "client": f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}",

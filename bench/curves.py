@@ -10,9 +10,10 @@ records (20 MB in a quick run but on the partition curve) from one librdkafka pr
 one assigned librdkafka consumer (``wire_workload.CONSUMER_CONFIG``), and deletes the topic. Beside the
 throughput it reports the median and p99 of a Metadata request for the topic (200 asked one after another by
 an AdminClient once the topic is filled: what every client asks when it starts and on every refresh) and
-the broker's CPU seconds per GB of values moved (uncompressed), read from /proc for the broker's
-whole process group (the JVM with its GC and network threads, logwright's event loop with RocksDB's
-threads) over each phase: the cost that a faster client or a bigger machine does not hide.
+the broker's CPU seconds per GB of values moved (uncompressed), read from the broker's own cgroup
+(bench/cgroup_cpu.py; /proc where the machine has no cgroup v2), so it holds all of it (the JVM with its GC
+and network threads, logwright's event loop with RocksDB's threads) over each phase: the cost that a faster
+client or a bigger machine does not hide.
 
     .venv/bin/python bench/compare.py --only curves --peers kafka,logwright [--quick] [--repeats 3]
         --out bench/results/curves
@@ -126,8 +127,8 @@ def metrics() -> tuple[Metric, ...]:
     return (
         Metric("produce MB/s", "MB/s", target=1.0),
         Metric("consume MB/s", "MB/s", target=1.0),
-        Metric("produce CPU s/GB", "s/GB", higher_is_better=False, target=0.5),
-        Metric("consume CPU s/GB", "s/GB", higher_is_better=False, target=0.5),
+        Metric("produce CPU s/GB", "s/GB", higher_is_better=False, target=0.5, decimals=2),
+        Metric("consume CPU s/GB", "s/GB", higher_is_better=False, target=0.5, decimals=2),
         Metric("create topic s", "s", higher_is_better=False, decimals=2),
         Metric("Metadata p50 ms", "ms", higher_is_better=False, plot=False, decimals=2),
         Metric("Metadata p99 ms", "ms", higher_is_better=False, target=1.0, decimals=2),
@@ -206,7 +207,8 @@ WORKLOADS = [
                      f"run) produced by one librdkafka producer (acks=all, linger.ms={PRODUCER_CONFIG['linger.ms']}, "
                      f"{_compression_text(compression)}, " + _keys_text(keyed) +
                      "one assigned librdkafka consumer (fetch.queue.backoff.ms=10, see wire_workload); broker CPU "
-                     "seconds (user + system, the broker's process group, /proc) per GB of (uncompressed) values in "
+                     "seconds (user + system, all its threads: see the broker CPU line above) per GB of "
+                     "(uncompressed) values in "
                      f"each phase; then {METADATA_ASKS} Metadata requests for the topic, one after another "
                      "(AdminClient.list_topics), p50 and p99 (nearest rank)."
                      + (" Record values are zero bytes." if compression == "none" else "")),

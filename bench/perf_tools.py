@@ -7,7 +7,7 @@ one-partition topic, ``ProducerPerformance`` sends N records of 512 B as fast as
 tool's defaults otherwise), then ``ConsumerPerformance`` reads them in a fresh group. The figures are the
 tools' own (records/s over the producer's run; ``fetch.nMsg.sec``, which leaves out the group join, for the
 consumer), turned into MB/s of values (10^6 bytes); beside them the producer's p99 latency and the broker's
-CPU seconds per GB of values over each tool's whole run, from /proc for the broker's process group.
+CPU seconds per GB of values over each tool's whole run, from the broker's own cgroup (bench/cgroup_cpu.py).
 
     .venv/bin/python bench/compare.py --only perf_tools --peers kafka,logwright [--quick] [--repeats 3]
 """
@@ -104,7 +104,7 @@ WORKLOADS = [
              method=(f"kafka-tools 4.3.0's ProducerPerformance ({RECORDS[0]:,} x {RECORD_BYTES} B, "
                      f"{RECORDS[1]:,} in a quick run; --throughput -1, acks=all, the tool's other defaults) into a "
                      "fresh one-partition topic, then ConsumerPerformance in a fresh group (fetch.nMsg.sec: the "
-                     "group join left out); one JVM per tool (-Xmx512m). Broker CPU seconds (user + system of its "
-                     "process group, /proc) over each tool's run per GB of values."),
+                     "group join left out); one JVM per tool (-Xmx512m). Broker CPU seconds (user + system, all its "
+                     "threads: see the broker CPU line above) over each tool's run per GB of values."),
              warmup=True, warmup_scale=0.1, smoke=True),
 ]

@@ -7,8 +7,8 @@ was accepted (FindCoordinator first, as a client asks: Kafka creates ``__consume
 retried while the coordinator is not ready). The frames are built once
 per group (only the correlation id and the offset change), so this process stays light at 10,000 commits/s:
 what is measured is the broker's answer. Reported: OffsetCommit p50/p99 (write to the whole response read),
-commits/s achieved (asked: 10 per group per second) and the broker's CPU share over the window (/proc). A
-second of commits is not counted before the window (connections made, groups created).
+commits/s achieved (asked: 10 per group per second) and the broker's CPU share over the window (its cgroup,
+/proc without one). A second of commits is not counted before the window (connections made, groups created).
 
 **Connections** (1, 50, 200 producers and as many consumers at once): the same total load, 4,000 records/s of
 1 KiB (acks=all), spread over N aiokafka producers, read by N aiokafka consumers each assigned one of the
@@ -302,8 +302,9 @@ WORKLOADS = [
                        "partition's next offset every 100 ms with OffsetCommit v2 (one request in flight per "
                        f"connection, frames built once); {WINDOW_S[0]:g} s counted ({WINDOW_S[1]:g} s quick) after "
                        "1 s unmeasured. p50/p99 from the write to the whole response; broker CPU share of one core "
-                       "over the window (/proc, its process group); beside it, how long the broker's threads waited "
-                       "for a CPU while runnable (schedstat, summed over its threads, share of the window) and the "
+                       "over the window (all its threads: see the broker CPU line above); beside it, how long the "
+                       "broker's threads waited for a CPU while runnable (schedstat, summed over its threads, share "
+                       "of the window) and the "
                        "client loop's own CPU share: a high p99 at no wait and a client below a core is the broker's "
                        "own work."), smoke=count == 100)
       for count in GROUP_CURVE),
