@@ -12,7 +12,6 @@ s/GB.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,12 +22,6 @@ import brokers  # noqa: E402
 from wire_workload import consume, create_topic, produce  # noqa: E402
 
 RECORD_BYTES = 1024
-
-
-def ticks_seconds(peer: brokers.RunningPeer) -> float:
-    """The fallback instrument, read directly: utime + stime of every process in the broker's group."""
-    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in peer._group_stats())  # noqa: SLF001
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -46,11 +39,11 @@ def main() -> None:
                 sys.exit("no cgroup v2 group could be made here: there is nothing to compare /proc with")
             for repeat in range(args.repeats):
                 topic = create_topic(broker.bootstrap, f"instruments-{repeat}", 1)
-                readings = [(broker.cpu_seconds(), ticks_seconds(broker))]
+                readings = [(broker.cpu_seconds(), broker.proc_cpu_seconds())]
                 produce(broker.bootstrap, topic, args.records, RECORD_BYTES)
-                readings.append((broker.cpu_seconds(), ticks_seconds(broker)))
+                readings.append((broker.cpu_seconds(), broker.proc_cpu_seconds()))
                 consume(broker.bootstrap, topic, args.records, RECORD_BYTES)
-                readings.append((broker.cpu_seconds(), ticks_seconds(broker)))
+                readings.append((broker.cpu_seconds(), broker.proc_cpu_seconds()))
                 cells = [f"{(after[i] - before[i]) / gigabytes:.2f}"
                          for before, after in zip(readings, readings[1:], strict=False) for i in (0, 1)]
                 print(f"| {name} | {repeat + 1} | " + " | ".join(cells) + " |", flush=True)
