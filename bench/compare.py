@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 WORKLOAD_MODULES = ("throughput", "curves", "perf_tools", "scale_curves", "idle_consumers", "latency", "memory",
-                    "share_consume", "startup", "admin_pauses")
+                    "share_consume", "share_under_load", "startup", "admin_pauses")
 """Modules of bench/ that define ``WORKLOADS: list[Workload]``; the report follows this order."""
 
 

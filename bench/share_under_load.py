@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
+from compare_api import Context, Metric, Workload  # noqa: E402
 from share_consume import share_consume  # noqa: E402
 from wire_workload import CONSUMER_CONFIG, create_topic, delete_topic, produce  # noqa: E402
 
@@ -175,6 +176,45 @@ def markdown(runs: list[Run], records: int, record_bytes: int) -> str:
                      f"{median([r.load_consume_msg_s for r in mine]):,.0f} | "
                      f"{median([r.broker_cpu for r in mine]):.0%} | {median([r.loop_waiting for r in mine]):.0%} |")
     return "\n".join(lines) + "\n"
+
+
+COMPARE_RECORDS = (100_000, 20_000)
+"""Records of each share read in bench/compare.py's full and quick runs (100 B each)."""
+
+_repeats: dict[str, int] = {}
+
+
+def compare_measure(ctx: Context, peer: str) -> dict[str, float]:
+    """bench/compare.py's repeat: :func:`measure_peer` on the session's shared broker."""
+    repeat = _repeats[peer] = _repeats.get(peer, -1) + 1
+    run = measure_peer(ctx.broker(peer), repeat, ctx.size(*COMPARE_RECORDS), 100)
+    return {"share msg/s alone": run.alone_msg_s, "share msg/s under load": run.loaded_msg_s,
+            "rate kept under load": run.kept, "load produce msg/s": run.load_produce_msg_s,
+            "load consume msg/s": run.load_consume_msg_s, "broker CPU % under load": 100 * run.broker_cpu}
+
+
+WORKLOADS = [
+    Workload("share-group consumption beside a producer and a consumer, 100 B",
+             (Metric("share msg/s alone", "msg/s", plot=False, decimals=0),
+              Metric("share msg/s under load", "msg/s", target=1.0, decimals=0),
+              Metric("rate kept under load", target=1.0, decimals=2),
+              Metric("load produce msg/s", "msg/s", target=1.0, plot=False, decimals=0),
+              Metric("load consume msg/s", "msg/s", target=1.0, plot=False, decimals=0),
+              Metric("broker CPU % under load", "%", higher_is_better=False, plot=False, decimals=0)),
+             compare_measure,
+             method=(f"A fresh one-partition topic of {COMPARE_RECORDS[0]:,} records of 100 B "
+                     f"({COMPARE_RECORDS[1]:,} in a quick run) is read in full by a confluent-kafka ShareConsumer "
+                     "in a new share group that ACCEPTs every record (bench/share_consume.py's reader), twice: "
+                     "with the broker to itself, then while two other processes load it, one librdkafka producer "
+                     "pumping 1 KiB records (acks=all, linger.ms=5) into a second topic as fast as it can and one "
+                     "librdkafka consumer reading that topic from its start (the load runs 2 s before the read "
+                     "starts). Rate kept under load is the loaded rate over the alone rate of the same repeat: "
+                     "the issue's target is that the share consumer keeps at least the fraction it keeps on "
+                     "Kafka. The load's own rates over the loaded read have targets too, so a broker that keeps "
+                     "its share client fast by starving the others does not pass. Broker CPU is all its threads "
+                     "over the loaded read. bench/share_under_load.py runs it alone."),
+             not_applicable={"tansu": "Tansu serves no share groups (KIP-932)"}, smoke=True),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
