@@ -30,7 +30,8 @@ def targets(report: Path) -> dict[Row, tuple[str, bool]]:
             continue
         if not inside or not line.startswith("| ") or line.startswith(("| workload", "|---")):
             continue
-        workload, metric, _target, ratio, met = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        workload, metric, _target, ratio, met = cells[:5]  # a sixth column (repeat pairs met) since session 31
         rows[workload, metric] = (ratio, met == "yes")
     if not rows:
         raise SystemExit(f"{report}: no Targets table")

@@ -14,7 +14,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from compare_api import Metric, NotApplicable, Workload  # noqa: E402
-from compare_report import Sample, cell, markdown, meets, percentile, ratio, ratios, table  # noqa: E402
+from compare_report import (  # noqa: E402
+    Sample,
+    cell,
+    markdown,
+    meets,
+    pairings_met,
+    percentile,
+    ratio,
+    ratios,
+    table,
+    targets_section,
+)
 
 
 def _never(ctx: object, peer: str) -> dict[str, float]:
@@ -78,3 +89,32 @@ def test_unsupported_peer_is_na_with_its_reason_in_the_report() -> None:
     assert "| latency | p99 | ≤ 1.5 | 2.00 | **no** |" in text
     assert "- Tansu: n/a: no reason" in text
     assert "| p99 (ms, lower is better) | 10.0 | n/a | 20.0 | n/a | 2.00 | ≤ 1.5: **not met** |" in text
+
+
+def test_pairs_of_repeats_say_whether_the_spreads_overlap_the_target() -> None:
+    throughput, latency = THROUGHPUT.metrics[0], LATENCY.metrics[0]
+    assert pairings_met(throughput, [110.0, 120.0], [90.0, 100.0, 105.0]) == (6, 6)
+    assert pairings_met(throughput, [80.0, 95.0], [90.0, 100.0]) == (1, 4)  # only 95 against 90 meets >= 1
+    assert pairings_met(latency, [14.0, 16.0], [10.0]) == (1, 2)  # 1.4 meets <= 1.5, 1.6 does not
+    assert pairings_met(throughput, [1.0], [0.0]) == (0, 0)  # a zero reference makes no pair
+    assert pairings_met(throughput, [], [1.0]) == (0, 0)
+
+
+def test_the_targets_table_counts_rows_settled_either_way_and_those_left_open() -> None:
+    samples = [Sample("produce", "kafka", 0, {"MB/s": 100.0}), Sample("produce", "kafka", 1, {"MB/s": 104.0}),
+               Sample("produce", "logwright", 0, {"MB/s": 120.0}), Sample("produce", "logwright", 1, {"MB/s": 130.0}),
+               Sample("latency", "kafka", 0, {"p99": 10.0}), Sample("latency", "kafka", 1, {"p99": 12.0}),
+               Sample("latency", "logwright", 0, {"p99": 14.0}), Sample("latency", "logwright", 1, {"p99": 19.0})]
+    lines = targets_section([THROUGHPUT, LATENCY], samples)
+    assert lines[0].startswith("2 of 2 targets met by the medians. In every pair of a logwright repeat with a Kafka "
+                               "repeat: 1 met, 0 not met; the other 1 have pairs on both sides")
+    assert lines[-2] == "| produce | MB/s | ≥ 1 | 1.23 | yes | 4/4 |"
+    # 14/10 and 14/12 meet <= 1.5, 19/10 and 19/12 do not; the medians' ratio 16.5/11 = 1.5 meets it
+    assert lines[-1] == "| latency | p99 | ≤ 1.5 | 1.50 | yes | 2/4 |"
+
+
+def test_one_repeat_claims_nothing_about_the_spread() -> None:
+    samples = [Sample("produce", "kafka", 0, {"MB/s": 100.0}), Sample("produce", "logwright", 0, {"MB/s": 120.0})]
+    assert targets_section([THROUGHPUT], samples)[0] == (
+        "1 of 1 targets met by the medians (one repeat of each broker: its one pair of repeats says nothing about the "
+        "spread).")

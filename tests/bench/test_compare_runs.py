@@ -47,3 +47,15 @@ def test_rows_are_sorted_by_whether_every_run_met_them(tmp_path: Path) -> None:
     never = text.split("## Unmet in every run")[1].split("## Met")[0]
     assert "| produce, 1 KiB | produce CPU s/GB | 0.90 (no) | 1.10 (no) |" in never
     assert "| produce, 1 KiB | produce MB/s | 1.20 | 1.05 |" in text.split("## Met in every run")[1]
+
+
+def test_a_report_with_the_repeat_pairs_column_reads_the_same(tmp_path: Path) -> None:
+    """Reports since session 31 have a sentence above the table and a sixth column, the repeat pairs met."""
+    report = tmp_path / "six.md"
+    report.write_text("## Targets\n\n2 of 2 targets met by the medians. In every pair ...\n\n"
+                      "| workload | metric | target (logwright / Kafka) | ratio | met | repeat pairs met |\n"
+                      "|---|---|---|---|---|---|\n"
+                      "| produce, 1 KiB | produce MB/s | ≥ 1 | 1.20 | yes | 7/9 |\n"
+                      "| groups: 1,000 committing | commit p99 ms | ≤ 1 | 3.13 | **no** | 0/9 |\n\n## Workloads\n")
+    assert targets(report) == {("produce, 1 KiB", "produce MB/s"): ("1.20", True),
+                               ("groups: 1,000 committing", "commit p99 ms"): ("3.13", False)}
