@@ -66,6 +66,9 @@ class ShareMeasurement:
     measurement: Measurement
     first_record_s: float
     redelivered: int
+    client_cpu_share: float = float("nan")
+    """CPU the reading process (its Python loop and librdkafka's threads) used over ``measurement``, in cores: near
+    1.0 the client, not the broker, sets the rate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,7 @@ def share_consume(bootstrap: str, topic: str, records: int, record_bytes: int, i
         redelivered = 0
         first_record = 0.0
         first_batch = 0
+        cpu_at_first_batch = 0.0
         accept = AcknowledgeType.ACCEPT
         started = time.perf_counter()
         share.subscribe([topic])
@@ -143,17 +147,20 @@ def share_consume(bootstrap: str, topic: str, records: int, record_bytes: int, i
                 share.acknowledge(message, accept)
             if not first_batch:
                 first_record, first_batch = now - started, len(seen)
+                cpu_at_first_batch = time.process_time()
             last_progress = now
             if failures:
                 raise RuntimeError(f"share consume {topic}: acknowledgement failed: {failures[0]}")
         outcomes = share.commit_sync(60)
         seconds = time.perf_counter() - started - first_record
+        client_cpu = time.process_time() - cpu_at_first_batch
         bad = [f"{tp.partition}: {error}" for tp, error in outcomes.items() if error is not None]
         if bad or failures:
             raise RuntimeError(f"share consume {topic}: acknowledgement failed: {(bad + failures)[0]}")
     finally:
         share.close()
-    return ShareMeasurement(Measurement(records - first_batch, record_bytes, seconds), first_record, redelivered)
+    return ShareMeasurement(Measurement(records - first_batch, record_bytes, seconds), first_record, redelivered,
+                            client_cpu / seconds if seconds > 0 else float("nan"))
 
 
 def measure_peer(bootstrap: str, records: int, record_bytes: int, share_first: bool = False,

@@ -94,17 +94,22 @@ class Run:
     """Broker CPU seconds per second during the loaded share read (all threads)."""
     loop_waiting: float
     """Share of the loaded read's wall time the main thread was runnable but waiting for a CPU."""
+    client_cpu_alone: float = float("nan")
+    client_cpu_loaded: float = float("nan")
+    """CPU the share reader's process used over each read, in cores (`ShareMeasurement.client_cpu_share`)."""
 
     @property
     def kept(self) -> float:
         return self.loaded_msg_s / self.alone_msg_s
 
 
-def share_rate(bootstrap: str, records: int, record_bytes: int) -> float:
+def share_rate(bootstrap: str, records: int, record_bytes: int) -> tuple[float, float]:
+    """The share read's msg/s and the CPU its process used meanwhile, in cores."""
     topic = create_topic(bootstrap, "share-load")
     try:
         produce(bootstrap, topic, records, record_bytes)
-        return share_consume(bootstrap, topic, records, record_bytes).measurement.msg_per_s
+        read = share_consume(bootstrap, topic, records, record_bytes)
+        return read.measurement.msg_per_s, read.client_cpu_share
     finally:
         delete_topic(bootstrap, topic)
 
@@ -122,7 +127,7 @@ def _spy(peer: brokers.RunningPeer, out: Path | None) -> subprocess.Popen[bytes]
 def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_bytes: int,
                  spy_out: Path | None = None) -> Run:
     """The share rate alone, then under load (the load runs 2 s before the share read starts)."""
-    alone = share_rate(peer.bootstrap, records, record_bytes)
+    alone, client_alone = share_rate(peer.bootstrap, records, record_bytes)
     load_topic = create_topic(peer.bootstrap, "load")
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
@@ -137,7 +142,7 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
         cpu_0, (_, waiting_0) = peer.cpu_seconds(), main_thread_schedstat(peer)
         spy = _spy(peer, spy_out)
         try:
-            loaded = share_rate(peer.bootstrap, records, record_bytes)
+            loaded, client_loaded = share_rate(peer.bootstrap, records, record_bytes)
         finally:
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -154,7 +159,7 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
             if worker.is_alive():
                 worker.kill()
         delete_topic(peer.bootstrap, load_topic)
-    return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting)
+    return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting, client_alone, client_loaded)
 
 
 def markdown(runs: list[Run], records: int, record_bytes: int) -> str:
@@ -190,7 +195,9 @@ def compare_measure(ctx: Context, peer: str) -> dict[str, float]:
     run = measure_peer(ctx.broker(peer), repeat, ctx.size(*COMPARE_RECORDS), 100)
     return {"share msg/s alone": run.alone_msg_s, "share msg/s under load": run.loaded_msg_s,
             "rate kept under load": run.kept, "load produce msg/s": run.load_produce_msg_s,
-            "load consume msg/s": run.load_consume_msg_s, "broker CPU % under load": 100 * run.broker_cpu}
+            "load consume msg/s": run.load_consume_msg_s, "broker CPU % under load": 100 * run.broker_cpu,
+            "share client CPU % alone": 100 * run.client_cpu_alone,
+            "share client CPU % under load": 100 * run.client_cpu_loaded}
 
 
 WORKLOADS = [
@@ -200,7 +207,9 @@ WORKLOADS = [
               Metric("rate kept under load", target=1.0, decimals=2),
               Metric("load produce msg/s", "msg/s", target=1.0, plot=False, decimals=0),
               Metric("load consume msg/s", "msg/s", target=1.0, plot=False, decimals=0),
-              Metric("broker CPU % under load", "%", higher_is_better=False, plot=False, decimals=0)),
+              Metric("broker CPU % under load", "%", higher_is_better=False, plot=False, decimals=0),
+              Metric("share client CPU % alone", "%", higher_is_better=False, plot=False, decimals=0),
+              Metric("share client CPU % under load", "%", higher_is_better=False, plot=False, decimals=0)),
              compare_measure,
              method=(f"A fresh one-partition topic of {COMPARE_RECORDS[0]:,} records of 100 B "
                      f"({COMPARE_RECORDS[1]:,} in a quick run) is read in full by a confluent-kafka ShareConsumer "
@@ -212,7 +221,9 @@ WORKLOADS = [
                      "the issue's target is that the share consumer keeps at least the fraction it keeps on "
                      "Kafka. The load's own rates over the loaded read have targets too, so a broker that keeps "
                      "its share client fast by starving the others does not pass. Broker CPU is all its threads "
-                     "over the loaded read. bench/share_under_load.py runs it alone."),
+                     "over the loaded read; share client CPU is the reading process's (its Python loop and "
+                     "librdkafka's threads) over each read: near 100% the client, not the broker, sets the share rate. "
+                     "bench/share_under_load.py runs it alone."),
              not_applicable={"tansu": "Tansu serves no share groups (KIP-932)"}, smoke=True),
 ]
 
@@ -239,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"#{repeat + 1} {peer.name:10} alone {run.alone_msg_s:9,.0f} msg/s  loaded "
                       f"{run.loaded_msg_s:9,.0f} msg/s ({run.kept:.0%})  load produce {run.load_produce_msg_s:,.0f} "
                       f"consume {run.load_consume_msg_s:,.0f} msg/s  broker CPU {run.broker_cpu:.0%}, main thread "
-                      f"waiting for a CPU {run.loop_waiting:.0%}  (load avg {os.getloadavg()[0]:.1f})", flush=True)
+                      f"waiting for a CPU {run.loop_waiting:.0%}, share client CPU {run.client_cpu_alone:.0%} alone, "
+                      f"{run.client_cpu_loaded:.0%} loaded  (load avg {os.getloadavg()[0]:.1f})", flush=True)
     report = markdown(runs, args.records, args.record_bytes)
     print(report)
     if args.markdown:
