@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from logwright.testing.broker_process import BrokerProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
 PRODUCER = {"acks": "all", "linger.ms": 5, "compression.type": "none", "queue.buffering.max.messages": 1_000_000}
 
@@ -51,11 +54,6 @@ def commit(bootstrap: str, group: str, name: str, offset: int) -> None:
     consumer.commit(offsets=[TopicPartition(name, 0, offset)], asynchronous=False)
     consumer.close()
 
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time the broker process has used (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fill(bootstrap: str, name: str, records: int, record_bytes: int) -> float:
@@ -91,9 +89,9 @@ def throughput(bootstrap: str, pid: int, records: int, record_bytes: int, repeat
                        if kind == "quota" else {})
             name = topic(bootstrap, configs)
             commit(bootstrap, f"reader-{name}", name, 0)
-            used = cpu_seconds(pid)
+            used = brokers.process_cpu_seconds(pid)
             runs[kind].append(fill(bootstrap, name, records, record_bytes))
-            cpu[kind].append(1e6 * (cpu_seconds(pid) - used) / records)
+            cpu[kind].append(1e6 * (brokers.process_cpu_seconds(pid) - used) / records)
             print(f"  {kind}: {runs[kind][-1]:,.0f} msg/s, {cpu[kind][-1]:.2f} broker CPU us/record", file=sys.stderr)
     return runs, cpu
 

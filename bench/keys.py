@@ -24,6 +24,7 @@ import argparse
 import os
 import re
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -33,6 +34,10 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from logwright.testing.broker_process import BrokerProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brokers  # noqa: E402 - bench/ is a folder of scripts, not a package
 
 PRODUCER = {"acks": "all", "linger.ms": 5, "compression.type": "none", "queue.buffering.max.messages": 1_000_000}
 PASS_LINE = re.compile(r"compacted from (\d+) to (\d+): (\d+) records.* ([\d.]+) ms \(([\d.]+) ms CPU\)")
@@ -46,10 +51,6 @@ def create(bootstrap: str, configs: dict[str, str]) -> str:
     admin.create_topics([NewTopic(name, 1, config=configs)])[name].result(30)
     return name
 
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fill(bootstrap: str, topic: str, count: int, value: bytes, keys: int | None = None) -> float:
@@ -77,9 +78,9 @@ def key_index_cost(broker: BrokerProcess, pid: int, records: int, value: bytes, 
     for repeat in range(repeats):
         for kind in order[repeat % 3:] + order[:repeat % 3]:
             topic = create(broker.bootstrap, dict(KINDS[kind]))
-            before = cpu_seconds(pid)
+            before = brokers.process_cpu_seconds(pid)
             seconds = fill(broker.bootstrap, topic, records, value)
-            cpu[kind].append((cpu_seconds(pid) - before) / records * 1e6)
+            cpu[kind].append((brokers.process_cpu_seconds(pid) - before) / records * 1e6)
             rates[kind].append(records / seconds)
     plain = statistics.median(rates["plain"])
     plain_cpu = statistics.median(cpu["plain"])

@@ -97,6 +97,9 @@ class Run:
     client_cpu_alone: float = float("nan")
     client_cpu_loaded: float = float("nan")
     """CPU the share reader's process used over each read, in cores (`ShareMeasurement.client_cpu_share`)."""
+    load_producer_cpu: float = float("nan")
+    load_consumer_cpu: float = float("nan")
+    """CPU the load's producer and consumer processes used over the loaded read, in cores: where the two cores went."""
 
     @property
     def kept(self) -> float:
@@ -140,6 +143,7 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
         time.sleep(2.0)
         begin, produced_0, consumed_0 = time.perf_counter(), produced.value, consumed.value
         cpu_0, (_, waiting_0) = peer.cpu_seconds(), main_thread_schedstat(peer)
+        load_cpu_0 = [brokers.process_cpu_seconds(worker.pid or 0) for worker in workers]
         spy = _spy(peer, spy_out)
         try:
             loaded, client_loaded = share_rate(peer.bootstrap, records, record_bytes)
@@ -149,6 +153,8 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
                 spy.wait(30)
         seconds = time.perf_counter() - begin
         cpu = (peer.cpu_seconds() - cpu_0) / seconds
+        load_cpu = [(brokers.process_cpu_seconds(worker.pid or 0) - before) / seconds
+                    for worker, before in zip(workers, load_cpu_0, strict=True)]
         waiting = (main_thread_schedstat(peer)[1] - waiting_0) / seconds
         load_produce = (produced.value - produced_0) / seconds
         load_consume = (consumed.value - consumed_0) / seconds
@@ -159,7 +165,8 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
             if worker.is_alive():
                 worker.kill()
         delete_topic(peer.bootstrap, load_topic)
-    return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting, client_alone, client_loaded)
+    return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting, client_alone, client_loaded,
+               *load_cpu)
 
 
 def markdown(runs: list[Run], records: int, record_bytes: int) -> str:
@@ -197,7 +204,8 @@ def compare_measure(ctx: Context, peer: str) -> dict[str, float]:
             "rate kept under load": run.kept, "load produce msg/s": run.load_produce_msg_s,
             "load consume msg/s": run.load_consume_msg_s, "broker CPU % under load": 100 * run.broker_cpu,
             "share client CPU % alone": 100 * run.client_cpu_alone,
-            "share client CPU % under load": 100 * run.client_cpu_loaded}
+            "share client CPU % under load": 100 * run.client_cpu_loaded,
+            "load producer CPU %": 100 * run.load_producer_cpu, "load consumer CPU %": 100 * run.load_consumer_cpu}
 
 
 WORKLOADS = [
@@ -209,7 +217,9 @@ WORKLOADS = [
               Metric("load consume msg/s", "msg/s", target=1.0, plot=False, decimals=0),
               Metric("broker CPU % under load", "%", higher_is_better=False, plot=False, decimals=0),
               Metric("share client CPU % alone", "%", higher_is_better=False, plot=False, decimals=0),
-              Metric("share client CPU % under load", "%", higher_is_better=False, plot=False, decimals=0)),
+              Metric("share client CPU % under load", "%", higher_is_better=False, plot=False, decimals=0),
+              Metric("load producer CPU %", "%", higher_is_better=False, plot=False, decimals=0),
+              Metric("load consumer CPU %", "%", higher_is_better=False, plot=False, decimals=0)),
              compare_measure,
              method=(f"A fresh one-partition topic of {COMPARE_RECORDS[0]:,} records of 100 B "
                      f"({COMPARE_RECORDS[1]:,} in a quick run) is read in full by a confluent-kafka ShareConsumer "
@@ -222,7 +232,8 @@ WORKLOADS = [
                      "Kafka. The load's own rates over the loaded read have targets too, so a broker that keeps "
                      "its share client fast by starving the others does not pass. Broker CPU is all its threads "
                      "over the loaded read; share client CPU is the reading process's (its Python loop and "
-                     "librdkafka's threads) over each read: near 100% the client, not the broker, sets the share rate. "
+                     "librdkafka's threads) over each read: near 100% the client, not the broker, sets the share rate; "
+                     "the load's producer and consumer CPU is each process's over the loaded read. "
                      "bench/share_under_load.py runs it alone."),
              not_applicable={"tansu": "Tansu serves no share groups (KIP-932)"}, smoke=True),
 ]
