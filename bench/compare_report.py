@@ -196,13 +196,14 @@ def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) ->
         settled_unmet += verdict is False and good == 0 and pairs > 0
         rows.append(f"| {workload.name} | {metric.key} | {_target_text(metric)} | {_number(value, 2)} | {ok} | "
                     + (f"{good}/{pairs}" if pairs else "n/a") + " |")
-    left_open = met + unmet - settled_met - settled_unmet
-    summary = (f"{met} of {met + unmet} targets met by the medians. In every pair of a logwright repeat with a Kafka "
-               f"repeat: {settled_met} met, {settled_unmet} not met; the other {left_open} have pairs on both sides of "
-               "their target (the two brokers' spreads overlap it), so another run may put them on the other side.")
+    summary = f"{met} of {met + unmet} targets met by the medians"
     if most_pairs <= 1:
-        summary = (f"{met} of {met + unmet} targets met by the medians (one repeat of each broker: its one pair of "
-                   "repeats says nothing about the spread).")
+        summary += " (one repeat of each broker: its one pair of repeats says nothing about the spread)."
+    else:
+        left_open = met + unmet - settled_met - settled_unmet
+        summary += (f". In every pair of a logwright repeat with a Kafka repeat: {settled_met} met, "
+                    f"{settled_unmet} not met; the other {left_open} have pairs on both sides of their target (the two brokers' spreads "
+                    "overlap it), so another run may put them on the other side.")
     return [summary, "", *rows]
 
 

@@ -165,8 +165,9 @@ def measure_peer(peer: brokers.RunningPeer, repeat: int, records: int, record_by
             if worker.is_alive():
                 worker.kill()
         delete_topic(peer.bootstrap, load_topic)
+    producer_cpu, consumer_cpu = load_cpu  # in the order of ``workers``
     return Run(peer.name, repeat, alone, loaded, load_produce, load_consume, cpu, waiting, client_alone, client_loaded,
-               *load_cpu)
+               producer_cpu, consumer_cpu)
 
 
 def markdown(runs: list[Run], records: int, record_bytes: int) -> str:
