@@ -202,8 +202,8 @@ def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) ->
     else:
         left_open = met + unmet - settled_met - settled_unmet
         summary += (f". In every pair of a logwright repeat with a Kafka repeat: {settled_met} met, "
-                    f"{settled_unmet} not met; the other {left_open} have pairs on both sides of their target (the two brokers' spreads "
-                    "overlap it), so another run may put them on the other side.")
+                    f"{settled_unmet} not met; the other {left_open} have pairs on both sides of their target (the "
+                    "two brokers' spreads overlap it), so another run may put them on the other side.")
     return [summary, "", *rows]
 
 
