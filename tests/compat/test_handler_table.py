@@ -18,10 +18,12 @@ from logwright.compat.extensions import clock_control
 from logwright.compat.handlers import load_handlers
 from logwright.compat.kafka import api_versions
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.messages import decode_response, encode_response_frame
 
 clock_control.enable()
 table = load_handlers()
-answer = asyncio.run(api_versions.handle(RequestContext(None, 18, 3, 1, None, 1, "-"), None))
+handled = asyncio.run(api_versions.handle(RequestContext(None, 18, 3, 1, None, 1, "-"), None))
+_, answer = decode_response(18, 3, b"".join(encode_response_frame(18, 3, 1, handled))[4:])  # entries kept encoded
 print(json.dumps({
     "registered": {key: [entry.name, entry.min_version, entry.max_version, entry.handle.__module__]
                    for key, entry in table.items()},
