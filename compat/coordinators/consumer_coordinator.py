@@ -17,6 +17,7 @@ import uuid
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.topic_regex import compile_pattern
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat, Topics, heartbeat, remove
 from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
@@ -82,7 +83,7 @@ class ConsumerCoordinator:
         if self.broker.store.state("share_groups", command.group_id) is not None:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
-        member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()))
+        member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)
         now = self.broker.clock.now_ms()
         key = (command.group_id, member_id)
         if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
@@ -137,7 +138,7 @@ class ConsumerCoordinator:
             state = consumer_group(self.broker, group_id)
             if state is None:
                 continue
-            removed = remove(state, member_id, reason, topics)
+            removed = remove(state, member_id, reason, topics, compile_pattern)
             if removed:
                 log.info("consumer group %s: member %s removed (%s)", group_id, member_id, reason)
                 self.broker.stage(removed)

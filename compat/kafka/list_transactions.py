@@ -9,11 +9,12 @@ read as Python's; an invalid one is INVALID_REGULAR_EXPRESSION).
 from __future__ import annotations
 
 import datetime
-import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.topic_regex import compile_pattern
+from logwright.core.consumer_groups.topic_patterns import PatternError
 from logwright.core.transactions.transactions import ONGOING, TransactionState
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ async def handle(context: RequestContext, request: ListTransactionsRequest) -> A
     duration_ms = int(request.duration_filter) if _filters_duration(request) else -1
     pattern_text = request.transactional_id_pattern if _filters_pattern(request) else None
     try:
-        pattern = re.compile(pattern_text) if pattern_text else None
-    except re.error:
+        pattern = compile_pattern(pattern_text) if pattern_text else None
+    except PatternError:
         return make(module.ListTransactionsResponse, throttle_time=datetime.timedelta(0),
                     error_code=ErrorCode.INVALID_REGULAR_EXPRESSION, unknown_state_filters=(),
                     transaction_states=())

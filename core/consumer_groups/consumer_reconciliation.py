@@ -14,7 +14,6 @@ member temporarily: it keeps its partitions until it rejoins under its instance 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from logwright.core.consumer_groups.consumer_groups import (
     as_tuple,
     fold,
 )
+from logwright.core.consumer_groups.topic_patterns import PatternCompiler, PatternError
 from logwright.core.errors import (
     FencedMemberEpoch,
     InvalidRegularExpression,
@@ -75,23 +75,24 @@ class ConsumerHeartbeat:
     client_host: str = ""
 
 
-def subscribed_topics(member: ConsumerMember, topics: Topics) -> frozenset[str]:
+def subscribed_topics(member: ConsumerMember, topics: Topics, patterns: PatternCompiler) -> frozenset[str]:
     """The existing topics a member subscribes to: its names, and every topic its regex matches in full
-    (Python ``re``, close to RE2J for the patterns clients send). As in Kafka, internal topics are not
+    (compiled by ``patterns``: RE2 in the broker, as Kafka's RE2J). As in Kafka, internal topics are not
     skipped: a client that does not want ``__consumer_offsets`` writes a regex that does not match it."""
     names = {name for name in member.subscribed_topic_names if name in topics}
     if member.subscribed_topic_regex:
         try:
-            pattern = re.compile(member.subscribed_topic_regex)
-        except re.error:
+            pattern = patterns(member.subscribed_topic_regex)
+        except PatternError:
             pattern = None
         if pattern is not None:
             names.update(name for name in topics if pattern.fullmatch(name))
     return frozenset(names)
 
 
-def subscription_metadata(state: ConsumerGroupState, topics: Topics) -> SubscriptionMetadata:
-    names = set().union(*(subscribed_topics(member, topics) for member in state.members))
+def subscription_metadata(state: ConsumerGroupState, topics: Topics,
+                          patterns: PatternCompiler) -> SubscriptionMetadata:
+    names = set().union(*(subscribed_topics(member, topics, patterns) for member in state.members))
     return tuple((name, topics[name][0], topics[name][1]) for name in sorted(names))
 
 
@@ -103,7 +104,7 @@ def choose_assignor(state: ConsumerGroupState) -> str:
     return min(votes, key=lambda name: (-votes[name], name))
 
 
-def _check(command: ConsumerHeartbeat) -> None:
+def _check(command: ConsumerHeartbeat, patterns: PatternCompiler) -> None:
     if not command.group_id:
         raise InvalidRequest("a consumer group heartbeat needs a non-empty group id")
     if command.member_epoch < STATIC_LEAVE_EPOCH:
@@ -122,8 +123,8 @@ def _check(command: ConsumerHeartbeat) -> None:
                                   f"{', '.join(ASSIGNORS)}")
     if command.subscribed_topic_regex:
         try:
-            re.compile(command.subscribed_topic_regex)
-        except re.error as error:
+            patterns(command.subscribed_topic_regex)
+        except PatternError as error:
             raise InvalidRegularExpression(
                 f"subscribed topic regex {command.subscribed_topic_regex!r} does not compile: {error}") from error
 
@@ -168,18 +169,19 @@ def _changes_subscription(before: ConsumerMember | None, event: ConsumerMemberSu
 
 
 def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topics: Topics,
-              new_member_id: Callable[[], str]) -> tuple[str, list[Event]]:
-    """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append.
+              new_member_id: Callable[[], str], patterns: PatternCompiler) -> tuple[str, list[Event]]:
+    """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append; ``patterns``
+    compiles subscribed regexes (`topic_patterns`).
 
     Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`,
     `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
     """
-    _check(command)
+    _check(command, patterns)
     group_id = command.group_id
     current = state if state is not None else ConsumerGroupState(group_id)
     if command.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return command.member_id, leave(current, command.member_id, command.instance_id, command.member_epoch,
-                                        topics)
+                                        topics, patterns)
     events: list[Event] = []
     member_id = command.member_id or new_member_id()
     existing = current.member(member_id)
@@ -203,22 +205,23 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
     ) != (existing.client_host, existing.client_id, existing.rebalance_timeout_ms, existing.instance_id):
         events.append(subscribed)
     events.extend(refresh(fold(current, events, group_id), topics, member_id,
-                          force=_changes_subscription(existing, subscribed)))
+                          force=_changes_subscription(existing, subscribed), patterns=patterns))
     events.extend(reconcile(fold(current, events, group_id), member_id, command.owned))
     return member_id, events
 
 
-def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bool) -> list[Event]:
+def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bool,
+            patterns: PatternCompiler) -> list[Event]:
     """Bump the group epoch if forced or the subscribed topics changed, and recompute a stale target."""
     events: list[Event] = []
-    metadata = subscription_metadata(state, topics)
+    metadata = subscription_metadata(state, topics, patterns)
     if force or metadata != state.subscription_metadata:
         bumped = ConsumerGroupEpochBumped(state.group_id, member_id, state.group_epoch + 1, metadata)
         events.append(bumped)
         state = fold(state, [bumped], state.group_id)
     if state.group_epoch > state.assignment_epoch:
         name = choose_assignor(state)
-        members = [AssignorMember(m.member_id, subscribed_topics(m, topics)) for m in state.members]
+        members = [AssignorMember(m.member_id, subscribed_topics(m, topics, patterns)) for m in state.members]
         counts = {name_: count for name_, _, count in state.subscription_metadata}
         previous = {owner: as_set(partitions) for owner, partitions in state.targets}
         targets = ASSIGNORS[name].assign(members, counts, previous)
@@ -264,7 +267,7 @@ def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions 
 
 
 def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, epoch: int,
-          topics: Topics) -> list[Event]:
+          topics: Topics, patterns: PatternCompiler) -> list[Event]:
     """Epoch -1 (or -2 without an instance id): the member leaves and the group rebalances. Epoch -2 of a
     static member: it keeps its partitions, at epoch -2, until it rejoins or its session times out."""
     member = state.member(member_id)
@@ -275,15 +278,16 @@ def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, ep
     if epoch == STATIC_LEAVE_EPOCH and member.instance_id:
         return [ConsumerMemberReconciled(state.group_id, member.member_id, STATIC_LEAVE_EPOCH, member.member_epoch,
                                          member.state, member.assigned, member.revoking)]
-    return remove(state, member.member_id, "left the group", topics)
+    return remove(state, member.member_id, "left the group", topics, patterns)
 
 
-def remove(state: ConsumerGroupState, member_id: str, reason: str, topics: Topics) -> list[Event]:
+def remove(state: ConsumerGroupState, member_id: str, reason: str, topics: Topics,
+           patterns: PatternCompiler) -> list[Event]:
     """A member is gone (left, session or rebalance timeout): free its partitions and rebalance the rest."""
     if state.member(member_id) is None:
         return []
     left = ConsumerMemberLeft(state.group_id, member_id, reason)
-    return [left, *refresh(fold(state, [left], state.group_id), topics, "", force=True)]
+    return [left, *refresh(fold(state, [left], state.group_id), topics, "", force=True, patterns=patterns)]
 
 
 def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_epoch: int,

@@ -7,6 +7,7 @@ everyone heartbeats and acknowledges, every partition is owned.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import pytest
@@ -32,6 +33,7 @@ from logwright.core.consumer_groups.consumer_reconciliation import (
     heartbeat,
     remove,
 )
+from logwright.core.consumer_groups.topic_patterns import CompiledPattern, PatternError
 from logwright.core.errors import (
     FencedMemberEpoch,
     InvalidRegularExpression,
@@ -46,6 +48,14 @@ from logwright.core.events.consumer_groups import TopicPartitions
 from logwright.core.projection import fold as fold_projection
 
 GROUP = "g"
+
+
+def compile_for_tests(pattern: str) -> CompiledPattern:
+    """The standard library's engine: the decisions only need a pattern's ``fullmatch`` (the broker gives RE2)."""
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise PatternError(str(error)) from error
 
 
 class Group:
@@ -72,7 +82,7 @@ class Group:
                                     subscribed_topic_names=names if joining else None,
                                     subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
                                     owned=() if joining and owned is None else owned)
-        _, events = heartbeat(self.state, command, self.topics, self._new_id)
+        _, events = heartbeat(self.state, command, self.topics, self._new_id, compile_for_tests)
         self.log.extend(events)
         member = self.state.member(member_id) if self.state else None
         return member.member_epoch if member else epoch
@@ -189,7 +199,7 @@ def test_refusals_change_nothing() -> None:
     with pytest.raises(InvalidRegularExpression):
         group.beat("d", 0, subscribed_topic_regex="orders(")
     with pytest.raises(InvalidRequest):
-        heartbeat(group.state, ConsumerHeartbeat(GROUP, "e", 0), group.topics, group._new_id)
+        heartbeat(group.state, ConsumerHeartbeat(GROUP, "e", 0), group.topics, group._new_id, compile_for_tests)
     assert group.log == before
 
 
@@ -270,7 +280,7 @@ def test_no_partition_is_ever_owned_by_two_members(steps: list[Step]) -> None:
         elif action == "leave" and present:
             group.beat(member_id, -1)
         elif action == "timeout" and present and state is not None:
-            group.log.extend(remove(state, member_id, "session timeout", group.topics))
+            group.log.extend(remove(state, member_id, "session timeout", group.topics, compile_for_tests))
         elif action == "grow":
             topic_id, count = group.topics["orders"]
             group.topics["orders"] = (topic_id, min(count + 1, 8))

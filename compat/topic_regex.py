@@ -1,0 +1,38 @@
+"""Regular expressions clients send, compiled by RE2: matching time linear in the text, whatever the pattern.
+
+Kafka compiles KIP-848's ``SubscribedTopicRegex`` and ListTransactions' ``TransactionalIdPattern`` with RE2J, so
+RE2 accepts what Kafka accepts: a look-around or a back-reference is INVALID_REGULAR_EXPRESSION on both
+(tests/integration/test_hostile_patterns.py, differential). Python's backtracking ``re`` let one ``(a+)+b`` hold
+the event loop, and every client with it, for seconds (a hostile-input campaign in session 32). The google-re2 bindings
+are Google's own; errors are not logged by RE2 (a client could fill stderr), and the compiled program is held to
+``MAX_PROGRAM_BYTES``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import re2
+from logwright.core.consumer_groups.topic_patterns import CompiledPattern, PatternError
+
+MAX_PROGRAM_BYTES = 8 << 20
+"""RE2's own default memory budget for a compiled pattern, made explicit: a bigger pattern does not compile."""
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+_OPTIONS.max_mem = MAX_PROGRAM_BYTES
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> CompiledPattern:
+    return re2.compile(pattern, _OPTIONS)  # type: ignore[no-any-return]
+
+
+def compile_pattern(pattern: str) -> CompiledPattern:
+    """``pattern`` compiled by RE2 (kept for the next heartbeat that names it), or `PatternError`."""
+    try:
+        return _compiled(pattern)
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise PatternError(f"{pattern!r} does not compile: {text}") from None
