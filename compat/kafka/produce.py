@@ -1,8 +1,8 @@
 """Produce (key 0), versions 3-12: RecordBatch v2 only, stored as received with the base offset patched.
 
 Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. A
-partition's batches are validated together (magic, CRC32C, size, record count, producer sequence) and
-appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
+partition's batches are validated together (magic, CRC32C, size, every record read: `record_check`, producer
+sequence) and appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
 (there is one replica, so both mean the same). Topics with ``message.timestamp.type=LogAppendTime``
 get the broker's time written into the batch header, with the CRC recomputed. Internal topics
@@ -40,6 +40,14 @@ from logwright.compat.wire.record_batch import (
     verify_crc,
     with_base_offset,
     with_log_append_time,
+)
+from logwright.compat.wire.record_check import (
+    CORRUPT,
+    INVALID_RECORD,
+    INVALID_TIMESTAMP,
+    RecordsRefused,
+    TimestampBounds,
+    check_records,
 )
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
@@ -217,13 +225,20 @@ class TopicLimits(NamedTuple):
     max_message_bytes: int
     log_append_time: bool
     compacted: bool
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
 
 
 def topic_limits(broker: Broker, topic: TopicState) -> TopicLimits:
     """From the broker's memo of the topic's effective configs (`Broker.topic_configs`)."""
     configs = broker.topic_configs(topic)
     return TopicLimits(int(configs["max.message.bytes"]), configs["message.timestamp.type"] == "LogAppendTime",
-                       is_compacted(configs["cleanup.policy"]))
+                       is_compacted(configs["cleanup.policy"]), int(configs["message.timestamp.before.max.ms"]),
+                       int(configs["message.timestamp.after.max.ms"]))
+
+
+_REFUSED_RECORDS = {CORRUPT: ErrorCode.CORRUPT_MESSAGE, INVALID_RECORD: ErrorCode.INVALID_RECORD,
+                    INVALID_TIMESTAMP: ErrorCode.INVALID_TIMESTAMP}
 
 
 def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None,
@@ -239,17 +254,22 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     except DomainError as error:
         return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
-    max_message_bytes, log_append_time, compacted = limits or topic_limits(broker, topic)
+    max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms = limits or topic_limits(broker, topic)
     try:
         batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))
     except UnsupportedMessageFormat as error:
         return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
     except CorruptBatch as error:
         return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
+    bounds = None if log_append_time else TimestampBounds(broker.clock.now_ms(), before_max_ms, after_max_ms)
     for data, header in batches:
         problem = _validate(data, header, max_message_bytes)
         if problem is not None:
             return problem
+        try:
+            check_records(data, header, bounds)
+        except RecordsRefused as error:
+            return PartitionResult(_REFUSED_RECORDS[error.kind], error_message=str(error))
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
         refused = _refuse_keyless(batches, f"{topic.name}-{index}")
