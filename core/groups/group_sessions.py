@@ -244,8 +244,9 @@ class GroupSessions:
             elif isinstance(event, RebalanceStarted) and state is not None:
                 was_empty = before is None or not before.members
                 deadline = now_ms + state.max_rebalance_timeout_ms()
-                delay = self.limits.initial_rebalance_delay_ms
-                self._rebalances[group] = _Rebalance(now_ms, deadline, now_ms + delay if was_empty else None)
+                delay = self.limits.initial_rebalance_delay_ms  # never past the rebalance's own deadline
+                self._rebalances[group] = _Rebalance(now_ms, deadline,
+                                                     min(now_ms + delay, deadline) if was_empty else None)
                 self._fail_sync(group, replies)
             elif isinstance(event, MemberJoined):
                 timer = self._rebalances.get(group)

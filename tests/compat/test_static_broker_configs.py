@@ -108,3 +108,15 @@ def test_a_node_id_that_is_not_a_number_is_refused_at_start(tmp_path: Path) -> N
             Broker(store, BrokerSettings(overrides={"node.id": "one"}))
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("name", ["group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+                                  "group.max.session.timeout.ms"])
+def test_the_group_timing_keys_are_static_as_in_kafka(node_zero: Broker, name: str) -> None:
+    """A client setting the initial rebalance delay to 10**30 ms left every new group's joins unanswered."""
+    altered = call(node_zero, incremental_alter_configs.handle, 1, IncrementalAlterConfigsRequest(resources=(
+        AlterConfigsResource(resource_type=BROKER, resource_name="", configs=(
+            AlterableConfig(name=name, config_operation=0, value="9" * 30),)),),
+        validate_only=False)).responses[0]
+    assert (altered.error_code, altered.error_message) == (
+        ErrorCode.INVALID_CONFIG, f"broker config {name!r} is read-only")

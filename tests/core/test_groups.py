@@ -227,6 +227,18 @@ def test_initial_delay_gathers_members_into_one_generation() -> None:
         (m1, 1), (m2, 1)}
 
 
+def test_an_initial_delay_longer_than_the_rebalance_timeout_ends_at_it() -> None:
+    """A delay past the members' rebalance timeout would leave their joins unanswered: it ends at the deadline."""
+    coordinator = Coordinator(GroupLimits(initial_rebalance_delay_ms=10**30))
+    m1, replies = coordinator.new_member()
+    assert replies == []
+    coordinator.clock.advance(29_999)  # the member's rebalance timeout: 30 s
+    assert coordinator.sessions.tick(coordinator.clock.now_ms()) == []
+    coordinator.clock.advance(1)
+    replies = coordinator.sessions.tick(coordinator.clock.now_ms())
+    assert {(reply.member_id, reply.generation) for reply in replies if isinstance(reply, JoinReply)} == {(m1, 1)}
+
+
 def test_static_member_rejoins_under_a_new_id_without_a_rebalance() -> None:
     coordinator = Coordinator()
     old_id, replies = coordinator.join(instance="worker-1")
