@@ -88,15 +88,18 @@ def integer(body: Body, field: str, minimum: int = 0, default: int | None = None
     return value
 
 
+_MAX_OFFSET = 2**63 - 1
+
+
 def ranges(value: Any, field: str = "ranges") -> tuple[tuple[int, int], ...]:
-    """A non-empty list of ``[first, last]`` pairs with ``0 <= first <= last``."""
+    """A non-empty list of ``[first, last]`` pairs with ``0 <= first <= last`` < 2**63 (offsets are int64)."""
     if not isinstance(value, list) or not value or len(value) > MAX_RANGES:
         raise InvalidRequest(f"field {field!r} must be a list of 1 to {MAX_RANGES} [first, last] pairs")
     found = []
     for pair in value:
         if (not isinstance(pair, list) or len(pair) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
-                or not 0 <= pair[0] <= pair[1]):
+                or not 0 <= pair[0] <= pair[1] <= _MAX_OFFSET):
             raise InvalidRequest(f"{pair!r} in {field!r} is not an inclusive [first, last] offset range")
         found.append((int(pair[0]), int(pair[1])))
     return tuple(found)

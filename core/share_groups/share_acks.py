@@ -61,8 +61,8 @@ def by_type(batches: Sequence[AckBatch], renew_allowed: bool) -> dict[int, list[
             continue
         for index, kind in enumerate(types):
             ranges.setdefault(kind, []).append((first + index, first + index))
-    total = sum(last - first + 1 for first, last in seen)
-    if len(RangeSet.from_ranges(seen)) != total:
+    ordered = sorted(seen)  # compared pairwise: a count of offsets may not fit an index (a batch [0, 2**63-1])
+    if any(later_first <= last for (_, last), (later_first, _) in zip(ordered, ordered[1:], strict=False)):
         raise InvalidRequest("acknowledgement batches of one partition overlap")
     return {kind: list(RangeSet.from_ranges(found).ranges) for kind, found in ranges.items()}
 

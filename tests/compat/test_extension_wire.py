@@ -37,3 +37,9 @@ def test_valid_fields_are_returned_as_they_are() -> None:
 def test_every_answer_carries_an_error_code_and_message() -> None:
     assert msgpack.unpackb(answer()) == {"error_code": 0, "error_message": None}
     assert msgpack.unpackb(answer(42, "bad", results=[])) == {"error_code": 42, "error_message": "bad", "results": []}
+
+
+def test_ranges_are_int64_offsets() -> None:
+    assert ranges([[0, 2**63 - 1]]) == ((0, 2**63 - 1),)
+    with pytest.raises(InvalidRequest):
+        ranges([[0, 2**64 - 1]])

@@ -34,7 +34,17 @@ from logwright.core.events.share_groups import (
     ShareMemberLeft,
 )
 from logwright.core.projection import fold as fold_projection
-from logwright.core.share_groups.share_acks import ACCEPT, GAP, REJECT, RELEASE, RENEW, AckBatch, AckLimits, decide
+from logwright.core.share_groups.share_acks import (
+    ACCEPT,
+    GAP,
+    REJECT,
+    RELEASE,
+    RENEW,
+    AckBatch,
+    AckLimits,
+    by_type,
+    decide,
+)
 from logwright.core.share_groups.share_groups import (
     SHARE_GROUPS,
     ConsumerOptions,
@@ -267,3 +277,13 @@ def test_the_subscription_mode_changes_only_while_nobody_is_a_member() -> None:
     check_mode_change(None, "g", "failover", "shared")
     with pytest.raises(InvalidConfig, match="is 'failover' and it has 1 members: it cannot become 'shared'"):
         check_mode_change(busy, "g", "failover", "shared")
+
+
+def test_acknowledgement_batches_as_wide_as_int64_are_checked_not_counted() -> None:
+    """[0, 2**63-1] holds more offsets than an index may count: overlap is found by comparing ranges."""
+    wide = AckBatch(0, 2**63 - 1, (ACCEPT,))
+    assert by_type([wide], renew_allowed=False) == {ACCEPT: [(0, 2**63 - 1)]}
+    with pytest.raises(InvalidRequest, match="overlap"):
+        by_type([wide, AckBatch(2**63 - 1, 2**63 - 1, (REJECT,))], renew_allowed=False)
+    assert by_type([AckBatch(0, 4, (ACCEPT,)), AckBatch(5, 5, (REJECT,))], renew_allowed=False) == {
+        ACCEPT: [(0, 4)], REJECT: [(5, 5)]}
