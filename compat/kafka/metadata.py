@@ -42,6 +42,10 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     if requested is None or (context.api_version == 0 and not requested):
         wanted: list[tuple[str | None, TopicState | None]] = [(state.name, state) for state in broker.topics()]
     else:
+        if context.api_version in (10, 11) and any(
+                entry.name is None or (_names_topic_id(entry) and entry.topic_id is not None and entry.topic_id.int != 0)
+                for entry in requested):
+            return _ids_refused(module, requested)
         wanted = []
         for entry in requested:
             name: str | None = entry.name
@@ -90,6 +94,17 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
         error_code=ErrorCode.NONE,
     )
+
+
+def _ids_refused(module: Any, requested: Any) -> Any:
+    """Versions 10 and 11 carry a topic id field but Kafka serves ids from v12 on: a topic named by id (or not named)
+    makes Kafka's InvalidRequestException answer, every requested topic INVALID_REQUEST, a null name as ""."""
+    return make(
+        module.MetadataResponse, throttle_time=datetime.timedelta(0), brokers=(), cluster_id=None, controller_id=-1,
+        topics=tuple(make(module.MetadataResponseTopic, error_code=ErrorCode.INVALID_REQUEST, name=entry.name or "",
+                          topic_id=entry.topic_id, partitions=(), is_internal=False,
+                          topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS) for entry in requested),
+        cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS, error_code=ErrorCode.NONE)
 
 
 _ENCODED_TOPICS: dict[tuple[str, int, str], tuple[TopicState, Encoded]] = {}
