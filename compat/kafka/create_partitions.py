@@ -12,8 +12,10 @@ import datetime
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
+from logwright.compat.kafka.create_topics import MAX_PARTITIONS_PER_REQUEST
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.log.catalog import COUNTER_KEY, PartitionIdCounter, create_partitions
@@ -29,12 +31,28 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
+def _partitions_added(broker: Broker, topics: Any) -> int:
+    """What the request would add, counted as Kafka's controller does before it checks anything else: each
+    existing topic's count over what it has."""
+    total = 0
+    for topic in topics:
+        state = broker.topic(topic.name)
+        if state is not None:
+            total += max(0, int(topic.count) - len(state.partition_ids))
+    return total
+
+
 @handler(37, "CreatePartitions", 0, 3)
 async def handle(context: RequestContext, request: CreatePartitionsRequest) -> Any:
     broker = context.broker
     module = response_module("create_partitions", context.api_version)
     validate_only = bool(request.validate_only)
     counts = Counter(topic.name for topic in request.topics)
+    if _partitions_added(broker, request.topics) > MAX_PARTITIONS_PER_REQUEST:
+        return make(module.CreatePartitionsResponse, throttle_time=datetime.timedelta(0), results=tuple(
+            make(module.CreatePartitionsTopicResult, name=topic.name, error_code=ErrorCode.POLICY_VIOLATION,
+                 error_message="Excessively large number of additional partitions per request.")
+            for topic in request.topics))
     results, staged = [], False
     for topic in request.topics:
         code, message = ErrorCode.NONE, None

@@ -46,6 +46,11 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     module = response_module("create_topics", context.api_version)
     validate_only = bool(request.validate_only)
     counts = Counter(topic.name for topic in request.topics)
+    if _partitions_asked(request.topics, int(broker.broker_config("num.partitions"))) > MAX_PARTITIONS_PER_REQUEST:
+        return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(
+            make(module.CreatableTopicResult, name=name, topic_id=ZERO_UUID, error_code=ErrorCode.POLICY_VIOLATION,
+                 error_message="Excessively large number of partitions per request.", num_partitions=-1,
+                 replication_factor=-1, configs=None) for name in counts))
     results, answered, staged = [], set(), False
     for topic in request.topics:
         if topic.name in answered:
@@ -66,6 +71,19 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     if staged:
         await broker.durable()
     return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(results))
+
+
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Kafka's controller refuses a CreateTopics whose topics add up to more partitions (every topic POLICY_VIOLATION):
+one request of 50 topics of 10,000 partitions each made 500,000 partitions here in 0.25 s."""
+
+
+def _partitions_asked(topics: Any, default: int) -> int:
+    """Partitions the request's topics ask for, counted as Kafka does: the assignments when given, else the count
+    (-1: the broker's ``num.partitions``); a count that is not valid adds nothing (it is refused on its own)."""
+    return sum(len(topic.assignments) if topic.assignments else
+               (default if int(topic.num_partitions) == -1 else max(0, int(topic.num_partitions)))
+               for topic in topics)
 
 
 def _create(broker: Broker, topic: CreatableTopic, validate_only: bool) -> TopicCreated:
