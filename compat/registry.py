@@ -139,16 +139,26 @@ def kio_source_fields(api_name: str, kind: str) -> dict[str, list[frozenset[str]
     return classes
 
 
+ERROR_MESSAGE_CHARS = 4096
+"""Longest error message answered: messages quote names (a topic name of 32,767 characters made a message too long
+for a non-flexible version's int16 string length, and the answer could not be encoded); 4,096 characters are at
+most 16 KiB of UTF-8."""
+
+
 def make(cls: type[Any], **values: Any) -> Any:
     """Build a kio entity of any version from the fields it has, ignoring fields that version lacks.
 
     Handlers describe a response once, with the fields of the newest version; older versions simply
     do not carry what they cannot say. A keyword no version of the message has is a mistake
-    (``error_mesage=``): `TypeError` naming it, never a silently dropped field.
+    (``error_mesage=``): `TypeError` naming it, never a silently dropped field. An ``error_message`` longer than
+    `ERROR_MESSAGE_CHARS` is cut there.
     """
     own = _OWN_FIELDS.get(cls)
     if own is None:
         own = _own_fields(cls)
+    message = values.get("error_message")
+    if message is not None and len(message) > ERROR_MESSAGE_CHARS:
+        values["error_message"] = message[:ERROR_MESSAGE_CHARS - 3] + "..."
     names = values.keys()
     if names <= own:
         return cls(**values)

@@ -61,3 +61,16 @@ def test_reading_kio_source_finds_the_fields_of_every_class_of_every_version() -
                         assert fields in from_source[name], (module.__name__, name)
                         checked += 1
     assert checked > 1000
+
+
+def test_a_long_error_message_is_cut_to_fit_any_version() -> None:
+    """A message quoting a 32,767-character topic name no longer fits a non-flexible version's string."""
+    from kio.schema.create_partitions.v0.response import CreatePartitionsTopicResult
+    from logwright.compat.registry import ERROR_MESSAGE_CHARS
+    from logwright.compat.wire.encoder import encode_entity
+
+    result = make(CreatePartitionsTopicResult, name="x" * 32_767, error_code=3,
+                  error_message=f"topic {'x' * 32_767!r} does not exist")
+    assert len(result.error_message) == ERROR_MESSAGE_CHARS and result.error_message.endswith("...")
+    assert encode_entity(result)
+    assert make(CreatePartitionsTopicResult, name="t", error_code=3, error_message="short").error_message == "short"
