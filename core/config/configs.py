@@ -17,11 +17,27 @@ Validator = Callable[[str], str | None]
 """Returns ``None`` when the value is valid, otherwise why it is not."""
 
 
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def java_long(value: str) -> int | None:
+    """``value`` as Kafka's ConfigDef reads a LONG (trimmed, ``Long.parseLong``), or ``None``: Python's ``int``
+    also takes ``1_0`` and numbers past 64 bits, which Kafka refuses and which then reach timers as deadlines."""
+    text = value.strip()
+    if "_" in text:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        return None
+    return number if _LONG_MIN <= number <= _LONG_MAX else None
+
+
 def long_at_least(minimum: int) -> Validator:
     def check(value: str) -> str | None:
-        try:
-            number = int(value)
-        except ValueError:
+        number = java_long(value)
+        if number is None:
             return "must be an integer"
         return None if number >= minimum else f"must be at least {minimum}"
 
@@ -30,9 +46,8 @@ def long_at_least(minimum: int) -> Validator:
 
 def long_between(minimum: int, maximum: int) -> Validator:
     def check(value: str) -> str | None:
-        try:
-            number = int(value)
-        except ValueError:
+        number = java_long(value)
+        if number is None:
             return "must be an integer"
         return None if minimum <= number <= maximum else f"must be between {minimum} and {maximum}"
 
@@ -145,7 +160,8 @@ class ConfigRegistry:
         return self.keys.get((resource_type, name))
 
     def validate(self, resource_type: str, entries: Iterable[tuple[str, str | None]]) -> None:
-        """Refuse unknown keys, read-only keys and invalid values; ``None`` (reset) is always valid."""
+        """Refuse unknown keys, read-only keys and invalid values; ``None`` (reset) is always valid. An INT key's
+        value must fit 32 bits, as Kafka's ``Integer.parseInt`` reads it."""
         for name, value in entries:
             key = self.keys.get((resource_type, name))
             if key is None:
@@ -154,7 +170,9 @@ class ConfigRegistry:
                 raise InvalidConfig(f"{resource_type} config {name!r} is read-only")
             if value is None:
                 continue
-            problem = key.validate(value)
+            number = java_long(value) if key.value_type == "INT" else None
+            problem = ("must be an integer (32 bits)" if key.value_type == "INT" and (
+                number is None or not _INT_MIN <= number <= _INT_MAX) else key.validate(value))
             if problem is not None:
                 raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {name!r}: {problem}")
 

@@ -101,3 +101,19 @@ def test_group_defaults_are_kafkas() -> None:
     assert defaults["share.record.lock.duration.ms"] == "30000"
     assert defaults["share.delivery.count.limit"] == "5"
     assert defaults["share.auto.offset.reset"] == "latest"
+
+
+@pytest.mark.parametrize(("key", "value", "valid"), [
+    ("retention.ms", " 7 ", True),  # Kafka's ConfigDef trims
+    ("retention.ms", "1_0", False),  # Python's int takes it, Long.parseLong does not
+    ("retention.ms", str(2**63 - 1), True),
+    ("retention.ms", "9" * 30, False),  # past 64 bits: it would reach the retention timer as a deadline
+    ("max.message.bytes", str(2**31 - 1), True),
+    ("max.message.bytes", str(2**31), False),  # an INT key: 32 bits, as Integer.parseInt
+])
+def test_numbers_are_read_as_kafka_reads_them(key: str, value: str, valid: bool) -> None:
+    if valid:
+        REGISTRY.validate("topic", [(key, value)])
+    else:
+        with pytest.raises(InvalidConfig, match="must be an integer"):
+            REGISTRY.validate("topic", [(key, value)])
