@@ -42,9 +42,7 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     if requested is None or (context.api_version == 0 and not requested):
         wanted: list[tuple[str | None, TopicState | None]] = [(state.name, state) for state in broker.topics()]
     else:
-        if context.api_version in (10, 11) and any(
-                entry.name is None or (_names_topic_id(entry) and entry.topic_id is not None and entry.topic_id.int != 0)
-                for entry in requested):
+        if context.api_version in (10, 11) and any(_named_by_id(entry) for entry in requested):
             return _ids_refused(module, requested)
         wanted = []
         for entry in requested:
@@ -94,6 +92,11 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
         error_code=ErrorCode.NONE,
     )
+
+
+def _named_by_id(entry: Any) -> bool:
+    """A requested topic without a name, or with a topic id (not all zeros)."""
+    return entry.name is None or (_names_topic_id(entry) and entry.topic_id is not None and entry.topic_id.int != 0)
 
 
 def _ids_refused(module: Any, requested: Any) -> Any:
