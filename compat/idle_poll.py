@@ -4,8 +4,8 @@ On this machine's guest (Firecracker, ``haltpoll.guest_halt_poll_ns=0``) a vCPU 
 and the request that wakes it pays for it: in process, one produce after a 200 us sleep cost 112-152 us of CPU
 against 66-69 after a 200 us spin (bench/results/probes-s32.md). So when the event loop would block, this
 selector first polls ``epoll_wait(0)`` for up to a window, as Seastar's reactor (Redpanda's
-``--idle-poll-time-us``, 200 us by default) and the kernel's own haltpoll do. Four alternated pairs of brokers,
-one client at a time: a one-record produce 227-289 us a round trip against 295-384, a 10-partition librdkafka
+``--idle-poll-time-us``) and the kernel's own haltpoll do; off unless asked for (`DEFAULT_IDLE_POLL_US`).
+Four alternated pairs of brokers, one client at a time: a one-record produce 227-289 us a round trip against 295-384, a 10-partition librdkafka
 commit 0.32-0.41 ms against 0.42-0.48, and no more broker CPU per request (226-286 us against 248-320).
 
 The window adapts as haltpoll's: an event that came soon after the poll gave up (within the longest window) doubles
@@ -21,8 +21,12 @@ import selectors
 import time
 from collections.abc import Callable
 
-DEFAULT_IDLE_POLL_US = 200
-"""The longest poll before sleeping (``logwright serve --idle-poll-us``; 0 never polls)."""
+DEFAULT_IDLE_POLL_US = 0
+"""The longest poll before sleeping (``logwright serve --idle-poll-us``; 0 never polls). Off by default: one client
+at a time gains ~20% of a round trip, but in the whole comparison of session 32 (compare-s32.md), with the poll at
+200 us, the rows where several busy processes share the two vCPUs went the other way (1,000 groups' commit p99
+2.39x Kafka's against 1.05 the run before, the share consumer under load 0.92 against 1.34, the 10-partition commit
+beside a pinger 2.72 against 2.00): a polling broker takes time its clients need."""
 SMALLEST_WINDOW_S = 10e-6
 """A window below this is none; a grown window starts here."""
 
