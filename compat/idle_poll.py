@@ -5,8 +5,9 @@ and the request that wakes it pays for it: in process, one produce after a 200 u
 against 66-69 after a 200 us spin (bench/results/probes-s32.md). So when the event loop would block, this
 selector first polls ``epoll_wait(0)`` for up to a window, as Seastar's reactor (Redpanda's
 ``--idle-poll-time-us``) and the kernel's own haltpoll do; off unless asked for (`DEFAULT_IDLE_POLL_US`).
-Four alternated pairs of brokers, one client at a time: a one-record produce 227-289 us a round trip against 295-384, a 10-partition librdkafka
-commit 0.32-0.41 ms against 0.42-0.48, and no more broker CPU per request (226-286 us against 248-320).
+Four alternated pairs of brokers, one client at a time: a one-record produce 227-289 us a round trip against
+295-384, a 10-partition librdkafka commit 0.32-0.41 ms against 0.42-0.48, and no more broker CPU per request
+(226-286 us against 248-320).
 
 The window adapts as haltpoll's: an event that came soon after the poll gave up (within the longest window) doubles
 it; a long sleep, or a wake-up with no event (a timer of the loop's own), halves it, down to none. An idle broker
