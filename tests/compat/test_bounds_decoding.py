@@ -20,7 +20,7 @@ from kio.serial import entity_reader
 from kio.static.primitive import Records
 from logwright.compat.wire import produce_request
 from logwright.compat.wire.bounds import OutOfBounds, check_body, min_size
-from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress
+from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress, inflate
 from logwright.compat.wire.encoder import encode_entity
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
@@ -171,6 +171,18 @@ def test_a_batch_that_decompresses_past_the_limit_is_refused(codec: Compression)
     assert decompress(codec, bomb) == b"\x00" * (4 * 1024 * 1024)
     with pytest.raises(CompressionError):
         decompress(codec, bomb, max_size=1024 * 1024)
+
+
+@pytest.mark.parametrize("codec", [Compression.LZ4, Compression.ZSTD])
+def test_the_first_buffer_sized_from_the_last_batch_never_changes_a_result(codec: Compression) -> None:
+    """lz4 and zstd size their first buffer from the codec's last expansion: after a bomb (x16,000) and after a
+    batch that barely shrinks, every result is whole, and one over the limit is still refused."""
+    zeros, text = b"\x00" * (4 * 1024 * 1024), bytes(range(256)) * 4096
+    for data in (zeros, text, zeros, b"x", text, zeros[:1000], text):
+        assert inflate(codec, compress(codec, data)) == data
+    with pytest.raises(CompressionError):
+        decompress(codec, compress(codec, zeros), max_size=len(zeros) - 1)
+    assert inflate(codec, compress(codec, text)) == text
 
 
 def test_a_raw_snappy_block_claiming_four_gigabytes_is_refused_before_allocating() -> None:
