@@ -10,11 +10,7 @@ minute inside ``make test``; ``make fuzz`` runs thousands.
 from __future__ import annotations
 
 import os
-import socket
-import struct
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,13 +18,12 @@ from hypothesis import strategies as st
 
 from tests.integration.broker_process import BrokerProcess
 
+from .broker_checks import assert_served_within_a_second, assert_within_budget, send_alone
 from .capture import RecordingProxy, run_clients
 from .frames import framed, mutated_payloads, smallest_seeds
 
 EXAMPLES = int(os.environ.get("LOGWRIGHT_FUZZ_EXAMPLES", "300"))
 FRAMES_PER_BATCH = 6
-RSS_BUDGET_BYTES = 256 * 1024 * 1024
-"""How far above its size after the seed round the broker may grow while fuzzed."""
 
 
 @pytest.fixture(scope="module")
@@ -54,54 +49,13 @@ def client_frames(fuzzed_broker: BrokerProcess) -> list[bytes]:
     return sorted(set(proxy.frames))
 
 
-def resident_bytes(broker: BrokerProcess) -> int:
-    assert broker.process is not None
-    for line in Path(f"/proc/{broker.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS line")
-
-
-def send_alone(broker: BrokerProcess, frame: bytes) -> None:
-    """One frame on a connection of its own; whatever comes back (an answer, a close, nothing) is fine."""
-    try:
-        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=2)
-    except ConnectionRefusedError:
-        assert broker.alive(), f"the broker died before frame {frame[:40].hex()}...: {broker.log_tail(8)}"
-        raise
-    with sock:
-        try:
-            sock.sendall(frame)
-            sock.settimeout(0.05)
-            sock.recv(65536)
-        except (TimeoutError, ConnectionError):
-            pass
-
-
-def assert_served_within_a_second(broker: BrokerProcess, context: str) -> None:
-    assert broker.alive(), f"the broker died after {context}: {broker.log_tail()}"
-    started = time.monotonic()
-    client = b"well-behaved"
-    request = struct.pack(">hhih", 18, 0, 424242, len(client)) + client
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=1.0) as sock:
-        sock.sendall(framed(request))
-        answer = b""
-        while len(answer) < 10:
-            chunk = sock.recv(4096)
-            assert chunk, f"ApiVersions got no answer after {context}"
-            answer += chunk
-    assert struct.unpack_from(">iih", answer)[1:] == (424242, 0)
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.0, f"a well-behaved client waited {elapsed:.2f} s after {context}"
-
-
 @pytest.fixture(scope="module")
 def baseline_rss(fuzzed_broker: BrokerProcess, client_frames: list[bytes]) -> int:
     """The broker's size once every served (key, version) has been seen well-formed (its caches warm)."""
     for payload in smallest_seeds():
         send_alone(fuzzed_broker, framed(payload))
     assert_served_within_a_second(fuzzed_broker, "the seed frames")
-    return resident_bytes(fuzzed_broker)
+    return fuzzed_broker.resident_bytes()
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -114,5 +68,4 @@ def test_mutated_frames_neither_crash_freeze_nor_balloon_the_broker(
         send_alone(fuzzed_broker, framed(payload))
     context = "frames " + ", ".join(payload[:4].hex() + f"+{len(payload) - 4}" for payload in payloads)
     assert_served_within_a_second(fuzzed_broker, context)
-    grown = resident_bytes(fuzzed_broker) - baseline_rss
-    assert grown < RSS_BUDGET_BYTES, f"the broker grew by {grown // 2**20} MiB after {context}"
+    assert_within_budget(fuzzed_broker, baseline_rss, context)
