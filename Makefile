@@ -51,7 +51,7 @@ compat-kafka-fast: $(STAMP)
 
 # Fuzzing, opt-in (15-20 min): FUZZ_EXAMPLES batches of 6 mutated frames of every served API key and version
 # against a broker process (tests/fuzz; `make test` runs 300), HOSTILE_EXAMPLES examples of well-formed requests with
-# hostile values and stateful sequences (`make test` runs 300; FUZZ_SEED fixes their seed, random otherwise), then
+# hostile values and stateful sequences (`make test` runs 250; FUZZ_SEED fixes their seed, random otherwise), then
 # atheris (coverage-guided, in-process) over the decoding path for FUZZ_RUNS inputs; findings land in .fuzz/.
 # atheris is installed here, not by `make test`.
 FUZZ_EXAMPLES ?= 4000

@@ -26,7 +26,7 @@ from .broker_checks import BrokerLog, Conversation, assert_served_within_a_secon
 from .hostile_sequences import SEQUENCES
 from .hostile_values import SERVED, HostileValues
 
-EXAMPLES = int(os.environ.get("LOGWRIGHT_HOSTILE_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("LOGWRIGHT_HOSTILE_EXAMPLES", "250"))
 SEED = int(os.environ.get("LOGWRIGHT_FUZZ_SEED", str(random.randrange(2**32))))
 REQUESTS_ALONE = 4
 CANARY = "acknowledged-canary"
