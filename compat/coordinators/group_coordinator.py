@@ -101,8 +101,19 @@ class _BrokerGroupStore:
         self._broker.stage(events)
 
 
+MEMBER_ID_BYTES = 32_767
+"""The longest member id: non-flexible answers (JoinGroup v0-5, DescribeGroups v0-4) carry it as an int16-length
+string of UTF-8 bytes. The prefix is a client's instance or client id, up to 32,767 bytes itself."""
+
+
 def _new_member_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4()}"
+    """Kafka's classic member id, the group instance id (else the client id), a dash and a UUID; a prefix too long
+    for the id to fit `MEMBER_ID_BYTES` is cut (a whole character at a time), so every version can answer it."""
+    suffix = f"-{uuid.uuid4()}"
+    room = MEMBER_ID_BYTES - len(suffix)
+    if len(prefix) * 4 > room and len(encoded := prefix.encode()) > room:
+        prefix = encoded[:room].decode(errors="ignore")
+    return prefix + suffix
 
 
 class GroupCoordinator:

@@ -49,6 +49,8 @@ def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
             subscription, _ = _read_subscription(member.metadata(state.protocol_name), 2)
         except Exception:
             return None
+        if subscription.topics is None:  # a null array where the schema has none: a subscription that does not read
+            return None
         topics.update(subscription.topics)
     return frozenset(topics)
 

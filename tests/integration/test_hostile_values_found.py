@@ -1,0 +1,92 @@
+"""What the hostile-values fuzz test (tests/fuzz/test_hostile_values.py) found in session 33, each answered now as
+one request that fails or succeeds alone, with no ERROR logged: a member id too long for the answers that carry it,
+a subscription whose topic array is null, an extension body too large to decode on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+import msgpack
+import pytest
+from kio.schema.describe_groups.v4 import request as describe_groups_v4
+from kio.schema.join_group.v5 import request as join_group_v5
+from kio.schema.join_group.v9 import request as join_group_v9
+from kio.schema.offset_delete.v0 import request as offset_delete_v0
+from kio.static.primitive import i32Timedelta
+from logwright.client.connection import BrokerError, Connection
+from logwright.compat.coordinators.group_coordinator import MEMBER_ID_BYTES
+from logwright.compat.wire.extension_body import MAX_BODY_BYTES
+
+from .broker_process import BrokerProcess
+from .consumer_protocol_wire import request
+
+INVALID_REQUEST = 42
+UNKNOWN_SERVER_ERROR = -1
+
+
+def _millis(value: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
+
+
+def _no_error_logged(broker: BrokerProcess) -> None:
+    tail = broker.log_tail(400)
+    assert "ERROR" not in tail and "Traceback" not in tail, tail
+
+
+def test_a_32767_character_instance_id_joins_and_is_described(broker: BrokerProcess) -> None:
+    """The member id (instance id, '-', a UUID) is cut to fit the int16 strings of JoinGroup v5 and DescribeGroups
+    v4; it used to be 37 characters too long to encode: no answer, an ERROR logged."""
+    instance = "i" * 32_767
+    joined = request(broker.bootstrap, join_group_v5.JoinGroupRequest(
+        group_id="long-instance", session_timeout=_millis(30_000), rebalance_timeout=_millis(1_000), member_id="",
+        group_instance_id=instance, protocol_type="consumer",
+        protocols=(join_group_v5.JoinGroupRequestProtocol(name="range", metadata=b""),)))
+    assert int(joined.error_code) == 0
+    assert len(joined.member_id.encode()) == MEMBER_ID_BYTES and joined.member_id.startswith("i" * 32_000)
+    described = request(broker.bootstrap, describe_groups_v4.DescribeGroupsRequest(
+        groups=("long-instance",), include_authorized_operations=False))
+    [group] = described.groups
+    assert int(group.error_code) == 0
+    assert [(member.member_id, member.group_instance_id) for member in group.members] == [(joined.member_id, instance)]
+    _no_error_logged(broker)
+
+
+def test_offset_delete_of_a_group_whose_subscription_has_a_null_topic_array(broker: BrokerProcess) -> None:
+    """A consumer's protocol metadata of 0xff bytes reads as a null topic array: the group's subscription is
+    unreadable, not a TypeError (which was answered UNKNOWN_SERVER_ERROR, with an ERROR logged)."""
+
+    def join(member_id: str) -> Any:
+        return join_group_v9.JoinGroupRequest(
+            group_id="null-subscription", session_timeout=_millis(30_000), rebalance_timeout=_millis(500),
+            member_id=member_id, group_instance_id=None, protocol_type="consumer", reason=None,
+            protocols=(join_group_v9.JoinGroupRequestProtocol(name="range", metadata=b"\xff" * 10),))
+
+    first = request(broker.bootstrap, join(""))
+    assert int(request(broker.bootstrap, join(first.member_id)).error_code) == 0
+    answer = request(broker.bootstrap, offset_delete_v0.OffsetDeleteRequest(group_id="null-subscription", topics=(
+        offset_delete_v0.OffsetDeleteRequestTopic(name="t", partitions=(
+            offset_delete_v0.OffsetDeleteRequestPartition(partition_index=0),)),)))
+    assert int(answer.error_code) != UNKNOWN_SERVER_ERROR
+    _no_error_logged(broker)
+
+
+def test_an_extension_body_over_the_limit_is_refused_unread(broker: BrokerProcess) -> None:
+    """95 MiB of small msgpack items held every other client 1.5 s while it was decoded; a body over
+    `MAX_BODY_BYTES` is now answered INVALID_REQUEST without being read, and the connection goes on."""
+
+    async def scenario() -> None:
+        connection = await Connection.open(broker.bootstrap, "big-body")
+        try:
+            items = (MAX_BODY_BYTES // 1000) + 1
+            with pytest.raises(BrokerError) as refused:
+                await connection.extension(32007, {"padding": [[1] * 1000] * items}, "broker stats")
+            assert refused.value.code == INVALID_REQUEST and "over the" in str(refused.value)
+            assert (await connection.extension(32007, {}, "broker stats"))["error_code"] == 0
+        finally:
+            await connection.close()
+
+    assert len(msgpack.packb({"padding": [[1] * 1000] * ((MAX_BODY_BYTES // 1000) + 1)})) > MAX_BODY_BYTES
+    asyncio.run(scenario())
+    _no_error_logged(broker)
