@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-share-dlq bench-startup bench-soak clean compat-peers compat-franz \
 	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz spark-kafka
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml compat/wire/_record_walk.c
 	test -d $(VENV) || $(or $(PYTHON),$$(python3 tools/fastest_python.py || echo python3)) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,spark]'
