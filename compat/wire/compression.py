@@ -113,6 +113,7 @@ def _bounded(codec: int, decompress_into: Any, data: bytes | memoryview, max_siz
         try:
             written = decompress_into(data, output)
         except cramjam.DecompressionError:
+            del output  # before the next, larger one: a bomb's last two buffers were 16 + 64 MiB at once
             if size > max_size:
                 raise
             size = min(size * 4, max_size + 1)
