@@ -10,7 +10,7 @@ read, or a count that is off, is INVALID_RECORD; a timestamp outside ``message.t
 tells a client nothing: compressed records that do not inflate are CORRUPT_MESSAGE, inner offsets of a compressed
 batch that do not run 0, 1, 2... INVALID_RECORD.
 
-Each record is walked, not built (`record_walk`: in C where a compiler built it, 2-3 ns a record against the
+Each record is walked, not built (`record_walk`: in C where a compiler built it, 9-11 ns a record against the
 95-135 ns of aiokafka's reader that did this before), over exactly the batch's records after our own header, size
 and CRC checks; a compressed batch's records are inflated first by `compression.inflate` (bounded).
 """
