@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logwright.compat.wire.compression import decompress
+from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import BatchHeader, build_batch, decode_records, parse_header
 from logwright.core.errors import CorruptRecords
 from logwright.core.events import Event
@@ -109,9 +109,9 @@ def dedup_keys(data: memoryview | bytes, deduplication: Deduplication) -> list[b
     the full one. Raises `CorruptRecords` when the records do not parse."""
     try:
         if deduplication.source == RECORD_KEY:
-            return record_keys(data, decompress)
+            return record_keys(data, inflate)
         key_of = deduplication.key_of
-        return [key_of(record) for record in keyed_records(data, decompress)]
+        return [key_of(record) for record in keyed_records(data, inflate)]
     except UnreadableRecords as error:
         raise CorruptRecords(f"the records' {deduplication.source} dedup keys cannot be read: {error}") from error
 

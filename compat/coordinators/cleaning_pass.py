@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from logwright.compat.wire.compacted_batch import delete_horizon_ms, rebuild
-from logwright.compat.wire.compression import decompress
+from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import RecordBatchError, decode_records, parse_header
 from logwright.core.compaction.cleanable import CleaningChoice
 from logwright.core.compaction.offset_map import OffsetMap
@@ -85,7 +85,7 @@ class _Rewrite:
 def _facts(data: bytes) -> BatchFacts:
     header = parse_header(data)
     return BatchFacts(header.base_offset, header.last_offset, header.producer_id, header.is_transactional,
-                      header.is_control, delete_horizon_ms(header), *record_key_columns(data, decompress))
+                      header.is_control, delete_horizon_ms(header), *record_key_columns(data, inflate))
 
 
 def _partition(store: RocksEventStore, partition_id: int) -> PartitionState | None:

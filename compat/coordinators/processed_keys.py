@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from logwright.compat.broker import Broker
-from logwright.compat.wire.compression import decompress
+from logwright.compat.wire.compression import inflate
 from logwright.core.events import Event
 from logwright.core.events.cursors import RecordsAcked
 from logwright.core.events.keys import ProcessedDuplicateAcked
@@ -39,7 +39,7 @@ def settle_processed(broker: Broker, settings: Mapping[str, str], group_id: str,
     records: list[KeyedRecord] = []
     for batch in batches:
         try:
-            records.extend(record for record in keyed_records(batch, decompress) if record.offset in chosen)
+            records.extend(record for record in keyed_records(batch, inflate) if record.offset in chosen)
         except UnreadableRecords:
             continue
 

@@ -30,7 +30,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.compression import decompress
+from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -286,7 +286,7 @@ def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: 
     keys = []
     for data, _ in batches:
         try:
-            keys.append(record_keys(data, decompress))
+            keys.append(record_keys(data, inflate))
         except UnreadableRecords as error:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
         if None in keys[-1]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import stringzilla
-from logwright.compat.wire.compression import Compression, decompress
+from logwright.compat.wire.compression import Compression, inflate
 from logwright.compat.wire.record_batch import HEADER_SIZE, CorruptBatch
 from logwright.core.log.index_hooks import AppendedBatch
 from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, headers_contain, keyed_records
@@ -53,7 +53,7 @@ def appended_batch(data: bytes, topic: str, partition_index: int, partition_id: 
         if compressed and not open_compressed:
             return ()
         try:
-            return keyed_records(data, decompress)
+            return keyed_records(data, inflate)
         except UnreadableRecords:
             return ()
 

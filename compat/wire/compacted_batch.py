@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from crc32c import crc32c
-from logwright.compat.wire.compression import compress, decompress
+from logwright.compat.wire.compression import compress, inflate
 from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader, parse_header
 from logwright.compat.wire.records import Record, encode_records
 from logwright.core.log.record_keys import record_keys
@@ -59,5 +59,5 @@ def rebuild(original: bytes | memoryview, kept: Sequence[Record], horizon_ms: in
 def keyless_record(batch: bytes | memoryview) -> int | None:
     """The index of the batch's first record without a key (a compacted topic refuses it), ``None`` if all have
     one; raises `UnreadableRecords` when the records do not parse."""
-    keys = record_keys(batch, decompress)
+    keys = record_keys(batch, inflate)
     return keys.index(None) if None in keys else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from collections.abc import Iterator
 from enum import IntEnum
 from typing import Any, Final
 
@@ -125,27 +126,38 @@ def _bounded(codec: int, decompress_into: Any, data: bytes | memoryview, max_siz
         return output
 
 
-def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
-    parts = []
-    total = 0
+_GZIP_CHUNK: Final = 1024 * 1024
+
+
+def _gunzip(data: bytes | memoryview, max_size: int) -> bytearray:
+    """Every gzip member, one after another (Kafka clients write one; the format allows more), into one growing
+    buffer a megabyte at a time: collecting the pieces and joining them held the result twice."""
+    output = bytearray()
     remaining = bytes(data)
     while remaining:
         member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        parts.append(member.decompress(remaining, max_size + 1 - total))
-        total += len(parts[-1])
-        if total > max_size or member.unconsumed_tail:
-            raise CompressionError(f"the gzip records decompress to more than {max_size} bytes")
+        tail = remaining
+        while not member.eof:
+            piece = member.decompress(tail, min(_GZIP_CHUNK, max_size + 1 - len(output)))
+            output += piece
+            if len(output) > max_size:
+                raise CompressionError(f"the gzip records decompress to more than {max_size} bytes")
+            if not piece and len(member.unconsumed_tail) == len(tail):
+                break  # no progress: the input ended inside the member
+            tail = member.unconsumed_tail
         if not member.eof:
             raise CompressionError("the gzip data ends early")
         remaining = member.unused_data.lstrip(b"\x00")
-    return b"".join(parts)
+    return output
 
 
-def _unsnappy_raw(data: bytes | memoryview, max_size: int) -> bytes:
+def _unsnappy_raw(data: bytes | memoryview, max_size: int) -> bytearray:
     claimed = cramjam.snappy.decompress_raw_len(data)
     if claimed > max_size:
         raise CompressionError(f"a snappy block claims {claimed} bytes, over the {max_size}-byte limit")
-    return bytes(cramjam.snappy.decompress_raw(data))
+    output = bytearray(claimed)
+    cramjam.snappy.decompress_raw_into(data, output)
+    return output
 
 
 def _name(codec: int) -> str:
@@ -161,8 +173,22 @@ def _xerial_snappy(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _unxerial_snappy(data: memoryview, max_size: int) -> bytes:
-    parts = []
+def _unxerial_snappy(data: memoryview, max_size: int) -> bytearray:
+    """Two passes over the blocks: the first checks their lengths and adds up the sizes they claim, the second
+    decompresses each into its place in one buffer. The result is allocated once, only after the claims add up to
+    at most ``max_size``, and nothing is kept per block (a forged batch can hold millions of empty ones)."""
+    total = sum(claimed for _, claimed in _xerial_blocks(data, max_size))
+    output = bytearray(total)
+    with memoryview(output) as view:
+        start = 0
+        for block, claimed in _xerial_blocks(data, max_size):
+            cramjam.snappy.decompress_raw_into(block, view[start : start + claimed])
+            start += claimed
+    return output
+
+
+def _xerial_blocks(data: memoryview, max_size: int) -> Iterator[tuple[memoryview, int]]:
+    """Each xerial block and the size it claims; `CompressionError` once the claims pass ``max_size``."""
     total = 0
     position = len(_XERIAL_HEADER)
     while position < len(data):
@@ -172,7 +198,10 @@ def _unxerial_snappy(data: memoryview, max_size: int) -> bytes:
         position += 4
         if size < 0 or position + size > len(data):
             raise CompressionError(f"a xerial snappy block of {size} bytes runs past the data end")
-        parts.append(_unsnappy_raw(data[position : position + size], max_size - total))
-        total += len(parts[-1])
+        block = data[position : position + size]
+        claimed = cramjam.snappy.decompress_raw_len(block)
+        total += claimed
+        if total > max_size:
+            raise CompressionError(f"the xerial snappy blocks claim more than {max_size} bytes")
+        yield block, claimed
         position += size
-    return b"".join(parts)

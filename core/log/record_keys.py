@@ -4,7 +4,8 @@ Produce stores batches without decoding records; business-key deduplication and 
 exception, and only on topics that ask for them. This module reads one RecordBatch v2 into
 `KeyedRecord`s: offset, timestamp, key, whether the value is null (a tombstone) and the headers, never
 copying values. It is pure: a compressed batch is opened by the ``decompress`` function the caller passes
-(``logwright.compat.wire.compression.decompress``, which bounds what a forged batch may expand to).
+(``logwright.compat.wire.compression.inflate``, which bounds what a forged batch may expand to), and its result is
+read where it lies: a copy would hold a batch inflated to the 64 MiB bound twice.
 
 Hostile input is refused with `UnreadableRecords`, never trusted: every count is checked against the bytes
 that remain before a loop runs over it, every length before a slice, and varints stop at ten bytes. The
@@ -22,7 +23,7 @@ from typing import Final
 __all__ = ["Decompress", "KeyedRecord", "UnreadableRecords", "headers_contain", "keyed_records", "record_key_columns",
            "record_keys"]
 
-Decompress = Callable[[int, memoryview], bytes]
+Decompress = Callable[[int, memoryview], bytes | bytearray]
 """``decompress(codec, data)``: the records of a compressed batch; raises ``ValueError`` when they do not open."""
 
 _HEADER_SIZE: Final = 61
@@ -66,7 +67,7 @@ class KeyedRecord:
 def keyed_records(batch: bytes | bytearray | memoryview, decompress: Decompress) -> tuple[KeyedRecord, ...]:
     """Every record of the batch at the start of ``batch``, numbered from the base offset in its header."""
     payload, count, base_offset, base_timestamp, append_time = _open(batch, decompress)
-    return _Reader(payload).records(count, base_offset, base_timestamp, append_time)
+    return _Reader(memoryview(payload)).records(count, base_offset, base_timestamp, append_time)
 
 
 def record_keys(batch: bytes | bytearray | memoryview, decompress: Decompress) -> list[bytes | None]:
@@ -75,7 +76,7 @@ def record_keys(batch: bytes | bytearray | memoryview, decompress: Decompress) -
     left and its fields against its length, headers parsed when there are any) at a third of its cost: no
     record objects, varints read inline."""
     payload, count, _, _, _ = _open(batch, decompress)
-    return _keys_of(bytes(payload), count)
+    return _keys_of(payload, count)
 
 
 def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decompress
@@ -85,7 +86,7 @@ def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decomp
     payload, count, base_offset, _, _ = _open(batch, decompress)
     offsets: list[int] = []
     tombstones: list[bool] = []
-    keys = _keys_of(bytes(payload), count, (base_offset, offsets, tombstones))
+    keys = _keys_of(payload, count, (base_offset, offsets, tombstones))
     return offsets, keys, tombstones
 
 
@@ -125,8 +126,9 @@ def headers_contain(batch: bytes, needle: bytes) -> bool:
 
 
 def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
-          ) -> tuple[memoryview, int, int, int, int | None]:
-    """The batch's record bytes (decompressed), record count, base offset, base timestamp and append time."""
+          ) -> tuple[bytes | bytearray, int, int, int, int | None]:
+    """The batch's record bytes (decompressed, or copied out of the batch: at most a request's size), record
+    count, base offset, base timestamp and append time."""
     view = memoryview(batch)
     if len(view) < _HEADER_SIZE:
         raise UnreadableRecords(f"a record batch needs {_HEADER_SIZE} header bytes, got {len(view)}")
@@ -139,29 +141,31 @@ def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
     (attributes,) = _ATTRIBUTES.unpack_from(view, _ATTRIBUTES_AT)
     base_timestamp, max_timestamp = _BASE_TIMESTAMP.unpack_from(view, _BASE_TIMESTAMP_AT)
     (count,) = _RECORD_COUNT.unpack_from(view, _RECORD_COUNT_AT)
-    payload = view[_HEADER_SIZE:end]
     codec = attributes & _CODEC_MASK
     if codec:
         try:
-            payload = memoryview(decompress(codec, payload))
+            payload = decompress(codec, view[_HEADER_SIZE:end])
         except ValueError as error:
             raise UnreadableRecords(f"batch at offset {base_offset}: {error}") from error
+    else:
+        payload = bytes(view[_HEADER_SIZE:end])
     if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
         raise UnreadableRecords(f"{count} records cannot fit in {len(payload)} bytes")
     append_time = max_timestamp if attributes & _LOG_APPEND_TIME_FLAG else None
     return payload, count, base_offset, base_timestamp, append_time
 
 
-def _keys_of(data: bytes, count: int, columns: tuple[int, list[int], list[bool]] | None = None
+def _keys_of(data: bytes | bytearray, count: int, columns: tuple[int, list[int], list[bool]] | None = None
              ) -> list[bytes | None]:
     """The keys of ``count`` records in ``data``; varints of one or two bytes inline, longer ones through
     `_varint_at`. With ``columns`` = (base offset, offsets, tombstones) each record's offset and whether its
     value is null are appended to those lists too.
 
     A read past the data's end is an ``IndexError``, turned into `UnreadableRecords`; a field running past its
-    record's end into the next one is caught by the check that each record ends exactly at its length.
+    record's end into the next one is caught by the check that each record ends exactly at its length. Keys cut
+    from a ``bytearray`` (an inflated batch) are made ``bytes`` at the end.
     """
-    keys: list[bytes | None] = []
+    keys: list[bytes | bytearray | None] = []
     append = keys.append
     size, position = len(data), 0
     base_offset, offsets, tombstones = columns if columns is not None else (0, None, None)
@@ -236,10 +240,12 @@ def _keys_of(data: bytes, count: int, columns: tuple[int, list[int], list[bool]]
         raise UnreadableRecords(f"the records end inside a record of the {count} announced") from None
     if position != size:
         raise UnreadableRecords(f"{size - position} bytes follow the last of {count} records")
-    return keys
+    if isinstance(data, bytearray):
+        return [None if key is None else bytes(key) for key in keys]
+    return keys  # type: ignore[return-value]  # slices of bytes are bytes
 
 
-def _varint_at(data: bytes, position: int) -> tuple[int, int]:
+def _varint_at(data: bytes | bytearray, position: int) -> tuple[int, int]:
     """The zigzag varint at ``position`` (at most ten bytes) and the position after it."""
     value = 0
     for shift in range(0, 70, 7):

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime
 import importlib
 import timeit
+import tracemalloc
 from typing import Any
 
+import cramjam
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
@@ -20,7 +22,14 @@ from kio.serial import entity_reader
 from kio.static.primitive import Records
 from logwright.compat.wire import produce_request
 from logwright.compat.wire.bounds import OutOfBounds, check_body, min_size
-from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress, inflate
+from logwright.compat.wire.compression import (
+    MAX_DECOMPRESSED_BYTES,
+    Compression,
+    CompressionError,
+    compress,
+    decompress,
+    inflate,
+)
 from logwright.compat.wire.encoder import encode_entity
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
@@ -31,7 +40,9 @@ from logwright.compat.wire.messages import (
     request_type,
     response_type,
 )
-from logwright.compat.wire.record_batch import Record, build_batch
+from logwright.compat.wire.record_batch import Record, build_batch, parse_header
+from logwright.compat.wire.record_check import check_records
+from logwright.core.log.record_keys import record_keys
 
 st.register_type_strategy(Records, st.binary(max_size=40).map(Records))
 
@@ -183,6 +194,56 @@ def test_the_first_buffer_sized_from_the_last_batch_never_changes_a_result(codec
     with pytest.raises(CompressionError):
         decompress(codec, compress(codec, zeros), max_size=len(zeros) - 1)
     assert inflate(codec, compress(codec, text)) == text
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_an_inflated_batch_is_held_once_while_checked_and_while_its_keys_are_read(codec: Compression) -> None:
+    """A batch inflating to the bound must not be held twice: session 33's hostile-input run found two 64 MiB
+    buffers alive at once (a copy into ``bytes`` after lz4/zstd, pieces joined after gzip and xerial snappy, and
+    the record-key reader copying the result again). At 40 MiB a second copy would take the peak past 80 MiB;
+    one buffer, however the codec guessed its size, is at most the 64 MiB bound."""
+    size = 40 * 1024 * 1024
+    batch = build_batch([Record(0, 1000, b"key", bytes(size))], compression=codec)
+    view = memoryview(batch)
+    tracemalloc.start()
+    try:
+        check_records(view, parse_header(view), None)
+        checking = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert record_keys(view, inflate) == [b"key"]
+        reading_keys = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    bound = MAX_DECOMPRESSED_BYTES + 1024 * 1024
+    assert checking < bound and reading_keys < bound, (checking, reading_keys)
+
+
+def test_gzip_members_one_after_another_and_zero_padding_inflate_in_order() -> None:
+    first, second = b"a" * (3 * 1024 * 1024), b"b" * 1000
+    packed = compress(Compression.GZIP, first) + b"\x00" * 7 + compress(Compression.GZIP, second)
+    assert inflate(Compression.GZIP, packed) == first + second
+    with pytest.raises(CompressionError, match="ends early"):
+        inflate(Compression.GZIP, packed[:-20])
+    with pytest.raises(CompressionError, match="more than"):
+        inflate(Compression.GZIP, packed, max_size=len(first))
+
+
+def test_xerial_snappy_blocks_claiming_past_the_limit_are_refused_before_any_is_inflated() -> None:
+    """Each block is under the limit, their sum is not: refused from the claims, before the result is allocated."""
+    block = bytes(cramjam.snappy.compress_raw(bytes(600 * 1024)))
+    framed = b"\x82SNAPPY\x00" + bytes.fromhex("0000000100000001") + (len(block).to_bytes(4, "big") + block) * 2
+    assert inflate(Compression.SNAPPY, framed) == bytes(1200 * 1024)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompressionError, match="claim more than"):
+            inflate(Compression.SNAPPY, framed, max_size=1024 * 1024)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+    empty = bytes(cramjam.snappy.compress_raw(b""))
+    many = b"\x82SNAPPY\x00" + bytes.fromhex("0000000100000001") + (len(empty).to_bytes(4, "big") + empty) * 100_000
+    assert inflate(Compression.SNAPPY, many) == b""
 
 
 def test_a_raw_snappy_block_claiming_four_gigabytes_is_refused_before_allocating() -> None:
