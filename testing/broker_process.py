@@ -100,13 +100,20 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def resident_bytes(self) -> int:
-        """The running broker's resident memory (VmRSS), for tests that bound what clients make it hold."""
+    def resident_bytes(self, field: str = "VmRSS") -> int:
+        """The running broker's resident memory (VmRSS), for tests that bound what clients make it hold; ``VmHWM``:
+        its peak since `reset_peak_resident`."""
         assert self.process is not None, "the broker was not started"
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS")
+        raise AssertionError(f"no {field}")
+
+    def reset_peak_resident(self) -> None:
+        """Start the peak (``VmHWM``) over from the current size: a request whose memory is freed by the time it is
+        answered shows only in the peak."""
+        assert self.process is not None, "the broker was not started"
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
 
     def advance_clock(self, milliseconds: int) -> int:
         """Move a ``manual_clock`` broker's time on; returns the new time once everything due has run."""

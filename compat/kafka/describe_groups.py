@@ -6,7 +6,8 @@ v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). A share group is not a classic gr
 in v0-v5 and GROUP_ID_NOT_FOUND ("... is not a classic group") in v6, as Kafka 4.4 answers; it is
 described by ShareGroupDescribe. A KIP-848 consumer group is answered the same way (ConsumerGroupDescribe
 describes it). v4+ add members' ``group.instance.id``; authorized
-operations are not computed (there are no ACLs).
+operations are not computed (there are no ACLs). A group named more than once is answered each time, as in Kafka,
+from one encoded description (`answered_once`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from logwright.compat.coordinators.group_coordinator import committed_offsets, c
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.encoder import answered_once
 from logwright.core.groups.groups import GroupPhase
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 async def handle(context: RequestContext, request: DescribeGroupsRequest) -> Any:
     module = response_module("describe_groups", context.api_version)
     coordinator(context.broker)
-    groups = tuple(_describe(context, module, group_id) for group_id in request.groups)
+    groups = answered_once(request.groups, lambda group_id: _describe(context, module, group_id))
     return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 

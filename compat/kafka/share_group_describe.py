@@ -11,9 +11,10 @@ import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.coordinators.share_coordinator import ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.encoder import answered_once
 
 if TYPE_CHECKING:
     from kio.schema.share_group_describe import v1
@@ -29,27 +30,28 @@ ASSIGNOR = "simple"
 async def handle(context: RequestContext, request: ShareGroupDescribeRequest) -> Any:
     module = response_module("share_group_describe", context.api_version)
     coordinator = share_coordinator(context.broker)
-    groups = []
-    for group_id in request.group_ids:
-        state = coordinator.group(group_id)
-        if state is None:
-            groups.append(make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                               error_message=f"share group {group_id!r} does not exist", group_id=group_id,
-                               group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                               members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
-            continue
-        members = tuple(
-            make(module.Member, member_id=member.member_id, rack_id=member.rack_id, member_epoch=member.member_epoch,
-                 client_id=member.client_id, client_host=member.client_host,
-                 subscribed_topic_names=member.subscribed_topics,
-                 assignment=make(module.Assignment, topic_partitions=tuple(
-                     make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic_id), topic_name=name,
-                          partitions=partitions)
-                     for name, topic_id, partitions in member.assignment)))
-            for member in state.members
-        )
-        groups.append(make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
-                           group_state=state.phase, group_epoch=state.group_epoch,
-                           assignment_epoch=state.group_epoch, assignor_name=ASSIGNOR, members=members,
-                           authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
-    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=tuple(groups))
+    groups = answered_once(request.group_ids, lambda group_id: _describe(module, coordinator, group_id))
+    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
+
+
+def _describe(module: Any, coordinator: ShareCoordinator, group_id: str) -> Any:
+    state = coordinator.group(group_id)
+    if state is None:
+        return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    error_message=f"share group {group_id!r} does not exist", group_id=group_id,
+                    group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                    members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+    members = tuple(
+        make(module.Member, member_id=member.member_id, rack_id=member.rack_id, member_epoch=member.member_epoch,
+             client_id=member.client_id, client_host=member.client_host,
+             subscribed_topic_names=member.subscribed_topics,
+             assignment=make(module.Assignment, topic_partitions=tuple(
+                 make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic_id), topic_name=name,
+                      partitions=partitions)
+                 for name, topic_id, partitions in member.assignment)))
+        for member in state.members
+    )
+    return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+                group_state=state.phase, group_epoch=state.group_epoch,
+                assignment_epoch=state.group_epoch, assignor_name=ASSIGNOR, members=members,
+                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)

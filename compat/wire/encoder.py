@@ -15,8 +15,8 @@ import dataclasses
 import datetime
 import struct
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
@@ -63,9 +63,32 @@ def _records_size(records: bytes | list[bytes]) -> int:
     return sum(map(len, records)) if records.__class__ is list else len(records)
 
 
+_Name = TypeVar("_Name", bound=Hashable)
+
+
 class Encoded(bytes):
     """An entity of an array already written by `encode_entity` (for the same class and version): written as
     it is. A handler that answers the same entity again and again (a big topic's Metadata) keeps its bytes."""
+
+
+def answered_once(names: Iterable[_Name], describe: Callable[[_Name], Any]) -> tuple[Any, ...]:
+    """``describe(name)`` for each name, described once however often the request names it: a name named again is
+    answered again, as Kafka does, with the first answer's bytes, encoded once (`Encoded`), which
+    `framing.frame_pieces` hands the socket by reference. The describe APIs (DescribeGroups, ConsumerGroupDescribe,
+    ShareGroupDescribe) list names a client may repeat: a 30 KB DescribeGroups naming one group of a 32 KB member id
+    3,000 times was a 200 MB answer, every copy built and encoded. A name's first answer stays an entity."""
+    described: dict[_Name, Any] = {}
+    again: dict[_Name, Encoded] = {}
+    answers = []
+    for name in names:
+        if name not in described:
+            answer = described[name] = describe(name)
+        else:
+            answer = again.get(name)
+            if answer is None:
+                answer = again[name] = Encoded(encode_entity(described[name]))
+        answers.append(answer)
+    return tuple(answers)
 
 
 def encode_entity(entity: Any) -> bytes:

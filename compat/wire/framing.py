@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from logwright.compat.wire.encoder import Encoded
+
 DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
 """Kafka's default ``socket.request.max.bytes`` (100 MiB)."""
 
@@ -218,7 +220,9 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
 
     Runs of small parts are joined (one socket write each, not one per field); parts of 16 KiB or
     more, the record batches of a Fetch answer, are passed on as they are, so Python never copies them, and so
-    is a part that is not bytes at all (a range of a batch file, sent with sendfile by the server).
+    is a part that is not bytes at all (a range of a batch file, sent with sendfile by the server), and an
+    `Encoded` entity met before in this answer (`encoder.answered_once`): an answer that repeats one is as large as
+    a client asks, its distinct bytes are not.
     """
     size = sum(map(len, parts))
     prefix = size.to_bytes(_PREFIX, "big")
@@ -231,8 +235,13 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
             pass
     pieces: list[bytes] = []
     small: list[bytes] = [prefix]
+    encoded: set[int] = set()
     for part in parts:
-        if len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
+        if part.__class__ is Encoded and id(part) in encoded:
+            pass  # an entity answered again (a group a DescribeGroups names twice): by reference, never copied
+        elif len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
+            if part.__class__ is Encoded:
+                encoded.add(id(part))
             small.append(part)
             continue
         if small:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from logwright.compat.wire.encoder import Encoded, answered_once, encode_entity
 from logwright.compat.wire.framing import (
     OWN_BUFFER_FROM,
     OWN_BUFFER_UP_TO,
@@ -122,6 +124,32 @@ def test_frame_pieces_of_small_bytes_only_are_one_piece_and_a_small_part_of_anot
     pieces = frame_pieces([*small, sent, memoryview(b"\x05"), b"\x06"])
     assert pieces[1] is sent and len(pieces) == 3
     assert pieces[0] == (106 + 10 + 2).to_bytes(4, "big") + b"".join(small) and pieces[2] == b"\x05\x06"
+
+
+def test_an_encoded_entity_met_again_in_an_answer_is_passed_on_by_reference() -> None:
+    """DescribeGroups naming groups again and again (`answered_once`): the first copy of each is joined with its
+    neighbours, every later one is the same object, whatever the order; unrelated small parts are still joined."""
+    first, second = Encoded(b"g" * 10_000), Encoded(b"h" * 3_000)  # 32 KB in all: not joined at once
+    parts = [b"\x00\x00\x00\x07", first, second, first, b"\x01", second, second, Encoded(b"h" * 3_000)]
+    pieces = frame_pieces(parts)
+    assert b"".join(pieces) == encode_frame(b"".join(parts))
+    assert [piece is first for piece in pieces].count(True) == 1
+    assert [piece is second for piece in pieces].count(True) == 2
+    assert len(pieces) == 6  # joined, first, b"\x01" (joined), second, second, the last (a distinct object) joined
+
+
+def test_answered_once_describes_each_name_once_and_repeats_its_bytes() -> None:
+    described: list[str] = []
+
+    def describe(name: str) -> ApiVersionsRequest:
+        described.append(name)
+        return ApiVersionsRequest(client_software_name=name, client_software_version="1")
+
+    answers = answered_once(["a", "b", "a", "a", "b", "c"], describe)
+    assert described == ["a", "b", "c"]
+    assert answers[0] == describe("a") and answers[1] == describe("b") and answers[5] == describe("c")
+    assert isinstance(answers[2], Encoded) and answers[2] is answers[3]
+    assert answers[2] == encode_entity(answers[0]) and answers[4] == encode_entity(answers[1])
 
 
 @given(st.lists(st.binary(max_size=20_000), max_size=6))

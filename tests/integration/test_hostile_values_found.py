@@ -1,23 +1,30 @@
-"""What the hostile-values fuzz test (tests/fuzz/test_hostile_values.py) found in session 33, each answered now as
-one request that fails or succeeds alone, with no ERROR logged: a member id too long for the answers that carry it,
-a subscription whose topic array is null, an extension body too large to decode on the event loop."""
+"""What the hostile-values fuzz test (tests/fuzz/test_hostile_values.py) found in sessions 33 and 34, each answered
+now as one request that fails or succeeds alone, with no ERROR logged: a member id too long for the answers that
+carry it, a subscription whose topic array is null, an extension body too large to decode on the event loop, a
+DescribeGroups naming one large group thousands of times."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import socket
+import struct
 from typing import Any
 
 import msgpack
 import pytest
 from kio.schema.describe_groups.v4 import request as describe_groups_v4
+from kio.schema.describe_groups.v5 import request as describe_groups_v5
 from kio.schema.join_group.v5 import request as join_group_v5
 from kio.schema.join_group.v9 import request as join_group_v9
 from kio.schema.offset_delete.v0 import request as offset_delete_v0
+from kio.schema.sync_group.v3 import request as sync_group_v3
 from kio.static.primitive import i32Timedelta
 from logwright.client.connection import BrokerError, Connection
 from logwright.compat.coordinators.group_coordinator import MEMBER_ID_BYTES
 from logwright.compat.wire.extension_body import MAX_BODY_BYTES
+from logwright.compat.wire.framing import encode_frame
+from logwright.compat.wire.messages import encode_request
 
 from .broker_process import BrokerProcess
 from .consumer_protocol_wire import request
@@ -89,4 +96,62 @@ def test_an_extension_body_over_the_limit_is_refused_unread(broker: BrokerProces
 
     assert len(msgpack.packb({"padding": [[1] * 1000] * ((MAX_BODY_BYTES // 1000) + 1)})) > MAX_BODY_BYTES
     asyncio.run(scenario())
+    _no_error_logged(broker)
+
+
+def _describe_payloads(broker: BrokerProcess, group: str, times: int) -> tuple[int, socket.socket]:
+    """A DescribeGroups v5 naming ``group`` ``times`` times, sent raw: the answer's size and the socket to read it
+    from (the test streams it rather than hold it whole)."""
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    body = describe_groups_v5.DescribeGroupsRequest(groups=(group,) * times, include_authorized_operations=False)
+    sock.sendall(encode_frame(encode_request(body, 7, "describer")))
+    (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+    return size, sock
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        assert chunk, "the broker closed the connection"
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def test_a_large_group_described_thousands_of_times_is_answered_without_growing_the_broker(
+        broker: BrokerProcess) -> None:
+    """One static member whose instance id (and so member id) is 32,767 characters, named 3,000 times in one 30 KB
+    DescribeGroups: Kafka's answer, 3,000 identical descriptions (200 MB), streamed from one encoded description.
+    It used to be built whole, every string encoded again: the broker grew by the answer's size and kept much of it
+    (seed 201 of the fuzz test, a group named 10,000 times: +300 MiB)."""
+    instance = "i" * 32_767
+    joined = request(broker.bootstrap, join_group_v5.JoinGroupRequest(
+        group_id="described-often", session_timeout=_millis(30_000), rebalance_timeout=_millis(1_000), member_id="",
+        group_instance_id=instance, protocol_type="consumer",
+        protocols=(join_group_v5.JoinGroupRequestProtocol(name="range", metadata=b"m" * 100),)))
+    assert int(joined.error_code) == 0
+    synced = request(broker.bootstrap, sync_group_v3.SyncGroupRequest(
+        group_id="described-often", generation_id=joined.generation_id, member_id=joined.member_id,
+        group_instance_id=instance, assignments=(sync_group_v3.SyncGroupRequestAssignment(
+            member_id=joined.member_id, assignment=b"a" * 100),)))
+    assert int(synced.error_code) == 0 and synced.assignment == b"a" * 100
+    size, sock = _describe_payloads(broker, "described-often", 1)
+    with sock:
+        once = _read_exactly(sock, size)
+    head, description, tail = once[:9], once[10:-1], once[-1:]  # correlation id, header tags, throttle; count 2
+    assert once[9] == 2 and len(description) > 65_000
+    broker.reset_peak_resident()
+    before = broker.resident_bytes()
+    times = 3_000
+    size, sock = _describe_payloads(broker, "described-often", times)
+    with sock:
+        expected_head = head + bytes([(times + 1) & 0x7F | 0x80, (times + 1) >> 7])
+        assert size == len(expected_head) + times * len(description) + len(tail)
+        assert _read_exactly(sock, len(expected_head)) == expected_head
+        for _ in range(times):
+            assert _read_exactly(sock, len(description)) == description
+        assert _read_exactly(sock, len(tail)) == tail
+    grown = broker.resident_bytes("VmHWM") - before
+    assert grown < 64 * 2**20, f"the broker grew by {grown // 2**20} MiB answering a {size // 2**20} MiB answer"
     _no_error_logged(broker)
