@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.share_offsets import LEADER_EPOCH, cursors_of
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.encoder import answered_once
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
 
@@ -34,8 +36,13 @@ if TYPE_CHECKING:
 @handler(90, "DescribeShareGroupOffsets", 0, 1)
 async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequest) -> Any:
     module = response_module("describe_share_group_offsets", context.api_version)
+
+    def describe(group: DescribeShareGroupOffsetsRequestGroup) -> Any:
+        return _group(context.broker, module, group)
+
+    groups: Sequence[DescribeShareGroupOffsetsRequestGroup] = request.groups
     return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
-                groups=tuple(_group(context.broker, module, group) for group in request.groups))
+                groups=answered_once(groups, describe))  # a group asked for again: the same bytes
 
 
 def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup) -> Any:

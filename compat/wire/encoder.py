@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import struct
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from kio.serial._implicit_defaults import get_tagged_field_default
@@ -63,7 +63,7 @@ def _records_size(records: bytes | list[bytes]) -> int:
     return sum(map(len, records)) if records.__class__ is list else len(records)
 
 
-_Name = TypeVar("_Name", bound=Hashable)
+_Name = TypeVar("_Name")
 
 
 class Encoded(bytes):

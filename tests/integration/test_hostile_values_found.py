@@ -17,7 +17,9 @@ from kio.schema.describe_groups.v4 import request as describe_groups_v4
 from kio.schema.describe_groups.v5 import request as describe_groups_v5
 from kio.schema.join_group.v5 import request as join_group_v5
 from kio.schema.join_group.v9 import request as join_group_v9
+from kio.schema.offset_commit.v2 import request as offset_commit_v2
 from kio.schema.offset_delete.v0 import request as offset_delete_v0
+from kio.schema.offset_fetch.v5 import request as offset_fetch_v5
 from kio.schema.sync_group.v3 import request as sync_group_v3
 from kio.static.primitive import i32Timedelta
 from logwright.client.connection import BrokerError, Connection
@@ -99,14 +101,19 @@ def test_an_extension_body_over_the_limit_is_refused_unread(broker: BrokerProces
     _no_error_logged(broker)
 
 
-def _describe_payloads(broker: BrokerProcess, group: str, times: int) -> tuple[int, socket.socket]:
-    """A DescribeGroups v5 naming ``group`` ``times`` times, sent raw: the answer's size and the socket to read it
-    from (the test streams it rather than hold it whole)."""
+def _send_raw(broker: BrokerProcess, body: Any) -> tuple[int, socket.socket]:
+    """``body`` sent raw: the answer's size and the socket to read it from (the test streams a large answer rather
+    than hold it whole)."""
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
-    body = describe_groups_v5.DescribeGroupsRequest(groups=(group,) * times, include_authorized_operations=False)
     sock.sendall(encode_frame(encode_request(body, 7, "describer")))
     (size,) = struct.unpack(">i", _read_exactly(sock, 4))
     return size, sock
+
+
+def _describe_payloads(broker: BrokerProcess, group: str, times: int) -> tuple[int, socket.socket]:
+    """A DescribeGroups v5 naming ``group`` ``times`` times."""
+    return _send_raw(broker, describe_groups_v5.DescribeGroupsRequest(groups=(group,) * times,
+                                                                     include_authorized_operations=False))
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
@@ -152,6 +159,47 @@ def test_a_large_group_described_thousands_of_times_is_answered_without_growing_
         for _ in range(times):
             assert _read_exactly(sock, len(description)) == description
         assert _read_exactly(sock, len(tail)) == tail
+    grown = broker.resident_bytes("VmHWM") - before
+    assert grown < 64 * 2**20, f"the broker grew by {grown // 2**20} MiB answering a {size // 2**20} MiB answer"
+    _no_error_logged(broker)
+
+
+def test_a_partition_fetched_thousands_of_times_is_answered_without_growing_the_broker(broker: BrokerProcess) -> None:
+    """A commit with 4,000 bytes of metadata, fetched 50,000 times in one 200 KB OffsetFetch: Kafka's answer, 50,000
+    identical partition answers (200 MB), streamed from one encoded answer."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("fetched-often", 1, 1)]).values():
+        future.result(10)
+    metadata = "x" * 4_000
+    committed = request(broker.bootstrap, offset_commit_v2.OffsetCommitRequest(
+        group_id="fetched-often", generation_id_or_member_epoch=-1, member_id="",
+        retention_time=datetime.timedelta(milliseconds=-1), topics=(offset_commit_v2.OffsetCommitRequestTopic(
+            name="fetched-often", partitions=(offset_commit_v2.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=42, committed_metadata=metadata),)),)))
+    assert int(committed.topics[0].partitions[0].error_code) == 0
+
+    def fetch(times: int) -> tuple[int, socket.socket]:
+        return _send_raw(broker, offset_fetch_v5.OffsetFetchRequest(group_id="fetched-often", topics=(
+            offset_fetch_v5.OffsetFetchRequestTopic(name="fetched-often", partition_indexes=(0,) * times),)))
+
+    size, sock = fetch(1)
+    with sock:
+        once = _read_exactly(sock, size)
+    count_at = 4 + 4 + 4 + 2 + len("fetched-often")  # correlation id, throttle, topic count, topic name
+    head, answer, tail = once[:count_at], once[count_at + 4:-2], once[-2:]
+    assert once[count_at:count_at + 4] == struct.pack(">i", 1) and metadata.encode() in answer
+    broker.reset_peak_resident()
+    before = broker.resident_bytes()
+    times = 50_000
+    size, sock = fetch(times)
+    with sock:
+        assert size == count_at + 4 + times * len(answer) + 2
+        assert _read_exactly(sock, count_at + 4) == head + struct.pack(">i", times)
+        for _ in range(times):
+            assert _read_exactly(sock, len(answer)) == answer
+        assert _read_exactly(sock, 2) == tail
     grown = broker.resident_bytes("VmHWM") - before
     assert grown < 64 * 2**20, f"the broker grew by {grown // 2**20} MiB answering a {size // 2**20} MiB answer"
     _no_error_logged(broker)
