@@ -11,11 +11,13 @@ needs it.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, KafkaError
 from logwright.compat.kafka.config_resources import DescribedConfig, describe, failure, resolve
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.wire.encoder import answered_once
 from logwright.core.errors import DomainError
 
 if TYPE_CHECKING:
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
         v1.DescribeConfigsRequest | v2.DescribeConfigsRequest | v3.DescribeConfigsRequest | v4.DescribeConfigsRequest
     )
     """Every version served: mypy checks each field read against all of them."""
+    DescribeConfigsResource: TypeAlias = (
+        v1.request.DescribeConfigsResource | v2.request.DescribeConfigsResource | v3.request.DescribeConfigsResource
+        | v4.request.DescribeConfigsResource
+    )
 
 
 @handler(32, "DescribeConfigs", 1, 4)
@@ -33,8 +39,8 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
     module = response_module("describe_configs", context.api_version)
     include_synonyms = bool(request.include_synonyms)
     include_documentation = bool(request.include_documentation) if _may_ask_documentation(request) else False
-    results = []
-    for resource in request.resources:
+
+    def described(resource: DescribeConfigsResource) -> Any:
         code, message, entries = ErrorCode.NONE, None, []
         try:
             target = resolve(context.broker, int(resource.resource_type), resource.resource_name)
@@ -42,12 +48,15 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
             entries = describe(context.broker, target, frozenset(keys) if keys else None)
         except (KafkaError, DomainError) as error:
             code, message = failure(error)
-        results.append(make(
+        return make(
             module.DescribeConfigsResult, error_code=code, error_message=message,
             resource_type=resource.resource_type, resource_name=resource.resource_name,
             configs=tuple(_entry(module, entry, include_synonyms, include_documentation) for entry in entries),
-        ))
-    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+        )
+
+    resources: Sequence[DescribeConfigsResource] = request.resources
+    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0),
+                results=answered_once(resources, described))  # asked again (as Kafka, answered again): same bytes
 
 
 def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_documentation: bool) -> Any:
