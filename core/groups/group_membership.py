@@ -20,6 +20,7 @@ from logwright.core.errors import (
     MemberIdRequired,
     RebalanceInProgress,
     UnknownMember,
+    quoted,
 )
 from logwright.core.events import (
     AssignmentsSynced,
@@ -110,11 +111,11 @@ def current_member(state: GroupState | None, member_id: str, group_instance_id: 
     if state is not None and group_instance_id is not None:
         owner = state.static_member(group_instance_id)
         if owner is not None and owner.member_id != member_id:
-            raise FencedInstanceId(f"group.instance.id {group_instance_id!r} now belongs to another member id")
+            raise FencedInstanceId(f"group.instance.id {quoted(group_instance_id)} now belongs to another member id")
     member = state.member(member_id) if state is not None else None
     if state is None or member is None:
-        group = state.group_id if state is not None else "the group"
-        raise UnknownMember(f"member {member_id!r} is not in {group}; rejoin without a member id")
+        group = f"group {quoted(state.group_id)}" if state is not None else "the group"
+        raise UnknownMember(f"member {quoted(member_id)} is not in {group}; rejoin without a member id")
     return member
 
 
@@ -266,9 +267,9 @@ def leaving_member(state: GroupState | None, member_id: str, group_instance_id: 
         return current_member(state, member_id, None).member_id
     owner = state.static_member(group_instance_id) if state is not None else None
     if owner is None:
-        raise UnknownMember(f"no member has group.instance.id {group_instance_id!r}")
+        raise UnknownMember(f"no member has group.instance.id {quoted(group_instance_id)}")
     if member_id and owner.member_id != member_id:
-        raise FencedInstanceId(f"group.instance.id {group_instance_id!r} belongs to another member id")
+        raise FencedInstanceId(f"group.instance.id {quoted(group_instance_id)} belongs to another member id")
     return owner.member_id
 
 
