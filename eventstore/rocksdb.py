@@ -744,6 +744,10 @@ class RocksEventStore:
             self._files.seal()  # a file may end in bytes of this commit: no pointer names them, append elsewhere
             log.error("writing to %s failed (%s): dropping %d staged events and reloading state from disk",
                       self.path, error, len(pending))
+            # The failed calls' frames hold column family handles in their locals (a value the codec could not
+            # write failed inside `_put_changed_rows`), and a handle keeps the database and its LOCK open: reopening
+            # then failed ("lock hold by current process") and the store stayed read-only for good.
+            traceback.clear_frames(error.__traceback__)
             self.reopen()
             raise StoreFailed(f"writing to {self.path} failed: {error}; nothing it carried was kept") from error
         self._pending_events = []

@@ -13,7 +13,7 @@ import pytest
 from logwright.compat.broker import STORE_RETRY_MS, Broker
 from logwright.core.clock import ManualClock
 from logwright.core.errors import StorageUnavailable
-from logwright.core.events import OffsetCommitted, RecordsAppended
+from logwright.core.events import OffsetCommitted, RecordsAppended, ShareGroupCreated, SubscriptionCreated
 from logwright.core.groups.group_offsets import GROUP_OFFSETS, group_key
 from logwright.core.log.partition_log import append_batch
 from logwright.eventstore.interface import StoredBatch
@@ -79,3 +79,27 @@ async def _scenario(broker: Broker, clock: ManualClock, disk: Path) -> None:
 
     with pytest.raises(StorageUnavailable, match="a commit failed after this request staged"):
         await early
+
+
+def test_a_value_the_codec_cannot_write_fails_one_commit_and_the_store_stays_writable(tmp_path: Path) -> None:
+    """A cursor starting at -2**63 makes a projection row holding -2**63 - 1, which msgpack cannot write (a hostile
+    AlterShareGroupOffsets reached this in the fuzz test, seed 202). The commit fails alone; the store reopens for
+    writing at once. It used to stay read-only for good: the failed call's frames held a column family handle,
+    which kept the database's LOCK while the store tried to open it again."""
+    store = RocksEventStore(tmp_path / "store")
+    try:
+        asyncio.run(_unwritable_value(Broker(store, clock=ManualClock())))
+    finally:
+        store.close()
+
+
+async def _unwritable_value(broker: Broker) -> None:
+    [partition_id] = broker.create_topic("t", 1).partition_ids
+    await broker.durable()
+    broker.stage([ShareGroupCreated("g", ""), SubscriptionCreated("g", partition_id, "t", -(2**63))])
+    with pytest.raises(StorageUnavailable, match="the codec does not know int"):
+        await broker.durable()
+    assert broker.store.failed is None, f"the store stayed read-only: {broker.store.failed}"
+    stage_records(broker, partition_id, 100)
+    await broker.durable()
+    assert broker.high_watermark(partition_id) == 10
