@@ -13,11 +13,11 @@ class DomainError(Exception):
 QUOTED_CHARACTERS = 100
 
 
-def quoted(text: str, limit: int = QUOTED_CHARACTERS) -> str:
+def quoted(text: str | None, limit: int = QUOTED_CHARACTERS) -> str:
     """``repr(text)``, cut after ``limit`` characters: a message naming what a client sent stays short however long
     the client made it (a 32,767-character group id named in each error of a LeaveGroup of 10,000 members held
     320 MB)."""
-    if len(text) <= limit:
+    if text is None or len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text):,} characters)"
 

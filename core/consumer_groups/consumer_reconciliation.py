@@ -37,6 +37,7 @@ from logwright.core.errors import (
     UnknownMember,
     UnreleasedInstanceId,
     UnsupportedAssignor,
+    quoted,
 )
 from logwright.core.events import Event
 from logwright.core.events.consumer_groups import (
@@ -136,7 +137,8 @@ def _check_epoch(group_id: str, member: ConsumerMember, command: ConsumerHeartbe
     if (received < member.member_epoch and received == member.previous_member_epoch and command.owned is not None
             and as_set(command.owned) <= as_set(member.assigned)):
         return
-    raise FencedMemberEpoch(f"member {member.member_id!r} of consumer group {group_id!r} sent epoch {received}, "
+    raise FencedMemberEpoch(f"member {quoted(member.member_id)} of consumer group {quoted(group_id)} sent epoch "
+                            f"{received}, "
                             f"its epoch is {member.member_epoch}; rejoin with epoch 0")
 
 
@@ -189,7 +191,8 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
         static = current.static_member(command.instance_id) if command.instance_id else None
         if static is not None and static.member_id != member_id:
             if static.member_epoch != STATIC_LEAVE_EPOCH:
-                raise UnreleasedInstanceId(f"instance id {command.instance_id!r} of consumer group {group_id!r} is "
+                raise UnreleasedInstanceId(f"instance id {quoted(command.instance_id)} of consumer group "
+                                           f"{quoted(group_id)} is "
                                            f"still held by member {static.member_id!r}")
             events.append(ConsumerStaticMemberReplaced(group_id, member_id, static.member_id))
             existing = static
@@ -197,7 +200,8 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
             events.append(ConsumerMemberReconciled(group_id, member_id, 0, -1, MemberState.STABLE, (), ()))
     else:
         if existing is None:
-            raise UnknownMember(f"member {member_id!r} is not in consumer group {group_id!r}; rejoin with epoch 0")
+            raise UnknownMember(f"member {quoted(member_id)} is not in consumer group {quoted(group_id)}; rejoin "
+                                "with epoch 0")
         _check_epoch(group_id, existing, command)
     subscribed = _subscribed_event(group_id, member_id, existing, command)
     if existing is None or _changes_subscription(existing, subscribed) or (
@@ -274,7 +278,7 @@ def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, ep
     if member is None and instance_id:
         member = state.static_member(instance_id)
     if member is None:
-        raise UnknownMember(f"member {member_id!r} is not in consumer group {state.group_id!r}")
+        raise UnknownMember(f"member {quoted(member_id)} is not in consumer group {quoted(state.group_id)}")
     if epoch == STATIC_LEAVE_EPOCH and member.instance_id:
         return [ConsumerMemberReconciled(state.group_id, member.member_id, STATIC_LEAVE_EPOCH, member.member_epoch,
                                          member.state, member.assigned, member.revoking)]
@@ -302,8 +306,8 @@ def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_
         return None
     member = state.member(member_id or "")
     if member is None:
-        raise UnknownMember(f"member {member_id!r} is not in consumer group {state.group_id!r}")
+        raise UnknownMember(f"member {quoted(member_id)} is not in consumer group {quoted(state.group_id)}")
     if member_epoch != member.member_epoch:
-        raise StaleMemberEpoch(f"member {member_id!r} of consumer group {state.group_id!r} sent epoch "
+        raise StaleMemberEpoch(f"member {quoted(member_id)} of consumer group {quoted(state.group_id)} sent epoch "
                                f"{member_epoch}, its epoch is {member.member_epoch}")
     return member

@@ -18,6 +18,7 @@ from logwright.core.errors import (
     RebalanceInProgress,
     UnknownGroup,
     UnknownMember,
+    quoted,
 )
 from logwright.core.events import GroupDeleted, OffsetDeleted
 from logwright.core.groups.group_membership import current_member
@@ -44,12 +45,12 @@ def check_offset_commit(
     if generation >= 0 or member_id or group_instance_id is not None:
         member = current_member(state, member_id, group_instance_id)
         if generation != state.generation:
-            raise IllegalGeneration(f"generation {generation} is not group {state.group_id!r}'s "
+            raise IllegalGeneration(f"generation {generation} is not group {quoted(state.group_id)}'s "
                                     f"current generation {state.generation}")
     elif state.members:
-        raise UnknownMember(f"group {state.group_id!r} has members; only they may commit offsets")
+        raise UnknownMember(f"group {quoted(state.group_id)} has members; only they may commit offsets")
     if state.phase == GroupPhase.COMPLETING_REBALANCE:
-        raise RebalanceInProgress(f"group {state.group_id!r} is completing a rebalance; sync first")
+        raise RebalanceInProgress(f"group {quoted(state.group_id)} is completing a rebalance; sync first")
     return member
 
 
@@ -60,9 +61,9 @@ def check_offset_metadata(metadata: str | None) -> None:
 
 def decide_delete_group(group_id: str, state: GroupState | None, offsets: GroupOffsets | None) -> GroupDeleted:
     if state is not None and state.members:
-        raise NonEmptyGroup(f"group {group_id!r} still has {len(state.members)} members")
+        raise NonEmptyGroup(f"group {quoted(group_id)} still has {len(state.members)} members")
     if state is None and offsets is None:
-        raise UnknownGroup(f"group {group_id!r} does not exist")
+        raise UnknownGroup(f"group {quoted(group_id)} does not exist")
     return deletion(group_id, offsets)
 
 
@@ -86,16 +87,17 @@ def decide_offset_delete(
     protocol type is not ``consumer``): such a group's offsets can be deleted only once it is empty.
     """
     if state is None and offsets is None:
-        raise UnknownGroup(f"group {group_id!r} does not exist")
+        raise UnknownGroup(f"group {quoted(group_id)} does not exist")
     has_members = state is not None and bool(state.members)
     if has_members and subscribed_topics is None:
-        raise NonEmptyGroup(f"group {group_id!r} has members and its subscriptions are unknown")
+        raise NonEmptyGroup(f"group {quoted(group_id)} has members and its subscriptions are unknown")
     subscribed = subscribed_topics if has_members and subscribed_topics is not None else frozenset()
     events: list[OffsetDeleted] = []
     errors: dict[tuple[str, int], DomainError] = {}
     for topic, partition in partitions:
         if topic in subscribed:
-            errors[(topic, partition)] = GroupSubscribedToTopic(f"a member of {group_id!r} subscribes to {topic!r}")
+            errors[(topic, partition)] = GroupSubscribedToTopic(f"a member of {quoted(group_id)} subscribes to "
+                                                                f"{topic!r}")
         elif offsets is not None and offsets.get(topic, partition) is not None:
             events.append(OffsetDeleted(group_id, topic, partition))
     return OffsetDeletion(tuple(events), errors)

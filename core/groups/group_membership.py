@@ -144,7 +144,7 @@ def decide_join(
     names = [name for name, _ in command.protocols]
     if not supports_protocols(state, command.protocol_type, names):
         raise InconsistentGroupProtocol(
-            f"protocol type {command.protocol_type!r} with protocols {names} does not match group {group!r}"
+            f"protocol type {command.protocol_type!r} with protocols {names} does not match group {quoted(group)}"
         )
     if not command.member_id:
         if command.group_instance_id is not None and state is not None:
@@ -152,7 +152,8 @@ def decide_join(
             if existing is not None:
                 return _replace_static(state, existing, command, new_member_id)
         elif command.group_instance_id is None and command.require_known_member_id:
-            raise MemberIdRequired(f"rejoin group {group!r} with the member id {new_member_id!r}", new_member_id)
+            raise MemberIdRequired(f"rejoin group {quoted(group)} with the member id {quoted(new_member_id)}",
+                                   new_member_id)
         return _add(state, command, new_member_id, limits)
     if command.member_id in pending:
         return _add(state, command, command.member_id, limits)
@@ -164,14 +165,15 @@ def decide_join(
     unchanged = member.protocols == command.protocols
     if unchanged and (state.phase == GroupPhase.COMPLETING_REBALANCE or state.leader != member.member_id):
         return JoinDecision((), member.member_id, wait=False)
-    reason = "the leader rejoined" if unchanged else f"member {member.member_id!r} changed its protocols"
+    reason = "the leader rejoined" if unchanged else f"member {quoted(member.member_id)} changed its protocols"
     return JoinDecision((*_rebalance(state.group_id, state, reason), joined), member.member_id, wait=True)
 
 
 def _add(state: GroupState | None, command: JoinGroup, member_id: str, limits: GroupLimits) -> JoinDecision:
     if state is not None and len(state.members) >= limits.max_size:
-        raise GroupMaxSizeReached(f"group {command.group_id!r} already has {limits.max_size} members (group.max.size)")
-    rebalance = _rebalance(command.group_id, state, f"member {member_id!r} joined")
+        raise GroupMaxSizeReached(f"group {quoted(command.group_id)} already has {limits.max_size} members "
+                                  "(group.max.size)")
+    rebalance = _rebalance(command.group_id, state, f"member {quoted(member_id)} joined")
     return JoinDecision((*rebalance, _joined(command, member_id)), member_id, wait=True)
 
 
@@ -223,14 +225,14 @@ def decide_sync(state: GroupState | None, command: SyncGroup) -> SyncDecision:
     member = current_member(state, command.member_id, command.group_instance_id)
     assert state is not None
     if command.generation != state.generation:
-        raise IllegalGeneration(f"generation {command.generation} is not group {state.group_id!r}'s "
+        raise IllegalGeneration(f"generation {command.generation} is not group {quoted(state.group_id)}'s "
                                 f"current generation {state.generation}")
     if command.protocol_type is not None and command.protocol_type != state.protocol_type:
-        raise InconsistentGroupProtocol(f"group {state.group_id!r} has protocol type {state.protocol_type!r}")
+        raise InconsistentGroupProtocol(f"group {quoted(state.group_id)} has protocol type {state.protocol_type!r}")
     if command.protocol_name is not None and command.protocol_name != state.protocol_name:
-        raise InconsistentGroupProtocol(f"group {state.group_id!r} selected protocol {state.protocol_name!r}")
+        raise InconsistentGroupProtocol(f"group {quoted(state.group_id)} selected protocol {state.protocol_name!r}")
     if state.phase == GroupPhase.PREPARING_REBALANCE:
-        raise RebalanceInProgress(f"group {state.group_id!r} is rebalancing; rejoin")
+        raise RebalanceInProgress(f"group {quoted(state.group_id)} is rebalancing; rejoin")
     if state.phase == GroupPhase.STABLE:
         return SyncDecision((), member.assignment)
     if state.leader != member.member_id:
@@ -251,14 +253,14 @@ def decide_heartbeat(state: GroupState | None, command: Heartbeat) -> GroupMembe
     member = current_member(state, command.member_id, command.group_instance_id)
     assert state is not None
     if command.generation != state.generation:
-        raise IllegalGeneration(f"generation {command.generation} is not group {state.group_id!r}'s "
+        raise IllegalGeneration(f"generation {command.generation} is not group {quoted(state.group_id)}'s "
                                 f"current generation {state.generation}")
     return member
 
 
 def check_not_rebalancing(state: GroupState) -> None:
     if state.phase == GroupPhase.PREPARING_REBALANCE:
-        raise RebalanceInProgress(f"group {state.group_id!r} is rebalancing; rejoin")
+        raise RebalanceInProgress(f"group {quoted(state.group_id)} is rebalancing; rejoin")
 
 
 def leaving_member(state: GroupState | None, member_id: str, group_instance_id: str | None) -> str:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from logwright.core.errors import DomainError, FencedInstanceId, MemberIdRequired, RebalanceInProgress, UnknownMember
+from logwright.core.errors import (
+    DomainError,
+    FencedInstanceId,
+    MemberIdRequired,
+    RebalanceInProgress,
+    UnknownMember,
+    quoted,
+)
 from logwright.core.events import (
     AssignmentsSynced,
     Event,
@@ -306,11 +313,11 @@ class GroupSessions:
 
     def _fail_sync(self, group: str, replies: list[Reply]) -> None:
         for member_id in sorted(self._awaiting_sync.pop(group, set())):
-            error = RebalanceInProgress(f"group {group!r} started rebalancing; rejoin")
+            error = RebalanceInProgress(f"group {quoted(group)} started rebalancing; rejoin")
             replies.append(SyncReply(group, member_id, error=error))
 
     def _fence(self, group: str, member_id: str, replies: list[Reply]) -> None:
-        error = FencedInstanceId(f"a new member took over the group.instance.id of {member_id!r}")
+        error = FencedInstanceId(f"a new member took over the group.instance.id of {quoted(member_id)}")
         if member_id in self._awaiting_join.get(group, set()):
             self._awaiting_join[group].discard(member_id)
             replies.append(JoinReply(group, member_id, error=error))
@@ -327,4 +334,5 @@ class GroupSessions:
             for member_id in sorted(waiting):
                 if state is None or state.member(member_id) is None:
                     waiting.discard(member_id)
-                    replies.append(kind(group, member_id, error=UnknownMember(f"member {member_id!r} left {group!r}")))
+                    replies.append(kind(group, member_id, error=UnknownMember(f"member {quoted(member_id)} left "
+                                                                              f"{quoted(group)}")))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import singledispatch
 
-from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence
+from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, quoted
 from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
 from logwright.core.events.keys import DuplicateDropped
 from logwright.core.projection import Projection
@@ -161,7 +161,7 @@ def init_producer_id(
     `core.transactions.init_transactional`'s.
     """
     if transactional_id is not None:
-        raise InvalidRequest(f"transactional id {transactional_id!r}: use init_transactional")
+        raise InvalidRequest(f"transactional id {quoted(transactional_id)}: use init_transactional")
     if (producer_id < 0) != (producer_epoch < 0):
         raise InvalidRequest(
             f"producer id {producer_id} and epoch {producer_epoch}: give both (to bump the epoch) or neither"

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
-from logwright.core.errors import InvalidRecordState, InvalidRequest
+from logwright.core.errors import InvalidRecordState, InvalidRequest, quoted
 
 VERSION = "1"
 MAX_HANDLE_LENGTH = 512
@@ -78,7 +78,8 @@ class ReceiptHandle:
     def owned_by(self, group: str) -> ReceiptHandle:
         """This handle, if it is ``group``'s; `ForeignReceiptHandle` otherwise."""
         if self.group != group:
-            raise ForeignReceiptHandle(f"receipt handle of group {self.group!r} used by group {group!r}: a group "
+            raise ForeignReceiptHandle(f"receipt handle of group {quoted(self.group)} used by group "
+                                       f"{quoted(group)}: a group "
                                        "settles only what it popped")
         return self
 

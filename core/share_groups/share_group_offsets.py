@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from logwright.core.cursors.cursor import CursorState
-from logwright.core.errors import InvalidGroupId, NonEmptyGroup, UnknownGroup, UnknownPartition, UnknownTopic
+from logwright.core.errors import InvalidGroupId, NonEmptyGroup, UnknownGroup, UnknownPartition, UnknownTopic, quoted
 from logwright.core.events import Event
 from logwright.core.events.cursors import SubscriptionCreated, SubscriptionDeleted
 from logwright.core.events.share_groups import ShareGroupCreated
@@ -52,20 +52,20 @@ def check_admin(group_id: str, group: ShareGroupState | None, classic_group: boo
     if not group_id:
         raise InvalidGroupId("the group id must not be empty")
     if group is None and classic_group:
-        raise UnknownGroup(f"group {group_id!r} is not a share group")
+        raise UnknownGroup(f"group {quoted(group_id)} is not a share group")
     if group is None and must_exist:
-        raise UnknownGroup(f"share group {group_id!r} does not exist")
+        raise UnknownGroup(f"share group {quoted(group_id)} does not exist")
     if group is not None and group.members:
-        raise NonEmptyGroup(f"share group {group_id!r} has {len(group.members)} members; its offsets can change "
+        raise NonEmptyGroup(f"share group {quoted(group_id)} has {len(group.members)} members; its offsets can change "
                             "only while it is empty")
 
 
 def partition_id_of(topic_name: str, topic: TopicState | None, index: int) -> int:
     """The partition id of partition ``index``; `UnknownTopic`/`UnknownPartition` if there is none."""
     if topic is None:
-        raise UnknownTopic(f"topic {topic_name!r} does not exist")
+        raise UnknownTopic(f"topic {quoted(topic_name)} does not exist")
     if not 0 <= index < len(topic.partition_ids):
-        raise UnknownPartition(f"topic {topic_name!r} has no partition {index}")
+        raise UnknownPartition(f"topic {quoted(topic_name)} has no partition {index}")
     return topic.partition_ids[index]
 
 
@@ -83,9 +83,9 @@ def delete(group_id: str, topic_name: str, topic: TopicState | None,
            cursor_of: Callable[[int], CursorState | None]) -> list[SubscriptionDeleted]:
     """Events that delete the group's state on every partition of the topic; refused if it has none."""
     if topic is None:
-        raise UnknownTopic(f"topic {topic_name!r} does not exist")
+        raise UnknownTopic(f"topic {quoted(topic_name)} does not exist")
     events = [SubscriptionDeleted(group_id, partition_id) for partition_id in topic.partition_ids
               if cursor_of(partition_id) is not None]
     if not events:
-        raise UnknownPartition(f"share group {group_id!r} has no offsets on topic {topic_name!r} to delete")
+        raise UnknownPartition(f"share group {quoted(group_id)} has no offsets on topic {quoted(topic_name)} to delete")
     return events

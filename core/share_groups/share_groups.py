@@ -28,6 +28,7 @@ from logwright.core.errors import (
     NonEmptyGroup,
     UnknownGroup,
     UnknownMember,
+    quoted,
 )
 from logwright.core.events import Event
 from logwright.core.events.cursors import SubscriptionDeleted
@@ -222,7 +223,7 @@ def heartbeat(
     member = state.member(command.member_id) if state is not None and command.member_id else None
     if command.member_epoch == LEAVE_EPOCH:
         if member is None:
-            raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}")
+            raise UnknownMember(f"member {quoted(command.member_id)} is not in share group {quoted(group_id)}")
         return command.member_id, leave(state, command.member_id, "left the group", mode)
     events: list[Event] = []
     if command.member_epoch == JOIN_EPOCH:
@@ -237,11 +238,12 @@ def heartbeat(
         events.append(ShareMembershipChanged(group_id, member_id, membership))
     else:
         if member is None:
-            raise UnknownMember(f"member {command.member_id!r} is not in share group {group_id!r}; rejoin with epoch 0")
+            raise UnknownMember(f"member {quoted(command.member_id)} is not in share group {quoted(group_id)}; "
+                                "rejoin with epoch 0")
         if command.member_epoch != member.member_epoch:
             raise FencedMemberEpoch(
-                f"member {member.member_id!r} of share group {group_id!r} sent epoch {command.member_epoch}, its "
-                f"current epoch is {member.member_epoch}; rejoin with epoch 0"
+                f"member {quoted(member.member_id)} of share group {quoted(group_id)} sent epoch "
+                f"{command.member_epoch}, its current epoch is {member.member_epoch}; rejoin with epoch 0"
             )
         member_id = member.member_id
         wanted = tuple(sorted(set(command.subscribed_topics))) if command.subscribed_topics is not None else None
@@ -273,9 +275,9 @@ def delete(state: ShareGroupState | None, group_id: str, cursor_partitions: Iter
     config overrides stay, as Kafka 4.4 keeps them: a group of the same name made later finds them.
     """
     if state is None:
-        raise UnknownGroup(f"share group {group_id!r} does not exist")
+        raise UnknownGroup(f"share group {quoted(group_id)} does not exist")
     if state.members:
-        raise NonEmptyGroup(f"share group {group_id!r} still has {len(state.members)} members; they must leave "
+        raise NonEmptyGroup(f"share group {quoted(group_id)} still has {len(state.members)} members; they must leave "
                             "(or their sessions time out) before it can be deleted")
     return [*(SubscriptionDeleted(group_id, partition_id) for partition_id in sorted(cursor_partitions)),
             ShareGroupDeleted(group_id, "")]
@@ -291,5 +293,5 @@ def check_mode_change(state: ShareGroupState | None, group_id: str, before: str,
     if before == after or state is None or not state.members:
         return
     raise InvalidConfig(
-        f"logwright.subscription.mode of share group {group_id!r} is {before!r} and it has {len(state.members)} "
+        f"logwright.subscription.mode of share group {quoted(group_id)} is {before!r} and it has {len(state.members)} "
         f"members: it cannot become {after!r} until they leave (or their sessions time out)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from logwright.core.errors import InvalidShareSessionEpoch, ShareSessionNotFound
+from logwright.core.errors import InvalidShareSessionEpoch, ShareSessionNotFound, quoted
 
 OPEN_EPOCH = 0
 CLOSE_EPOCH = -1
@@ -55,12 +55,13 @@ def advance(
         partitions = tuple(dict.fromkeys(added))
         return ShareSession(group_id, member_id, 1, partitions), partitions
     if existing is None:
-        raise ShareSessionNotFound(f"member {member_id!r} of share group {group_id!r} has no share session; "
-                                   "open one with epoch 0")
+        raise ShareSessionNotFound(f"member {quoted(member_id)} of share group {quoted(group_id)} has no share "
+                                   "session; open one with epoch 0")
     if epoch == CLOSE_EPOCH:
         return None, tuple(dict.fromkeys((*existing.partitions, *added)))
     if epoch != existing.next_epoch:
-        raise InvalidShareSessionEpoch(f"share session of member {member_id!r} expects epoch {existing.next_epoch}, "
+        raise InvalidShareSessionEpoch(f"share session of member {quoted(member_id)} expects epoch "
+                                       f"{existing.next_epoch}, "
                                        f"got {epoch}")
     dropped = set(forgotten)
     partitions = tuple(ref for ref in dict.fromkeys((*existing.partitions, *added)) if ref not in dropped)

@@ -22,6 +22,7 @@ from logwright.core.errors import (
     InvalidTransactionTimeout,
     InvalidTxnState,
     ProducerFenced,
+    quoted,
 )
 from logwright.core.events import Event, OffsetCommitted
 from logwright.core.events.transactions import (
@@ -198,16 +199,16 @@ def init_transactional(
         raise InvalidRequest(f"producer id {producer_id} and epoch {producer_epoch}: give both or neither")
     if state is None:
         if producer_id >= 0:
-            raise InvalidProducerIdMapping(f"transactional id {transactional_id!r} has no producer id yet")
+            raise InvalidProducerIdMapping(f"transactional id {quoted(transactional_id)} has no producer id yet")
         allocated = allocate_producer_id(counter, transactional_id)
         return None, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id, 0,
                                                                   timeout_ms))
     if producer_id >= 0:
         if producer_id != state.producer_id:
             raise InvalidProducerIdMapping(
-                f"producer id {producer_id} is not the one of transactional id {transactional_id!r}")
+                f"producer id {producer_id} is not the one of transactional id {quoted(transactional_id)}")
         if producer_epoch not in (state.producer_epoch, state.previous_epoch):
-            raise ProducerFenced(f"producer epoch {producer_epoch} of transactional id {transactional_id!r} "
+            raise ProducerFenced(f"producer epoch {producer_epoch} of transactional id {quoted(transactional_id)} "
                                  f"is older than the current {state.producer_epoch}")
     exhausted = state.producer_epoch >= MAX_EPOCH
     epoch = state.producer_epoch if exhausted else state.producer_epoch + 1
@@ -245,7 +246,7 @@ def check_offset_commit(state: TransactionState | None, producer_id: int, produc
     """TxnOffsetCommit is allowed for a group added to the ongoing transaction (AddOffsetsToTxn)."""
     current = check_producer(state, producer_id, producer_epoch)
     if current.status != ONGOING or group not in current.groups:
-        raise InvalidTxnState(f"group {group!r} is not in an ongoing transaction of transactional id "
+        raise InvalidTxnState(f"group {quoted(group)} is not in an ongoing transaction of transactional id "
                               f"{current.transactional_id!r}: call AddOffsetsToTxn first")
     return current
 
