@@ -1,4 +1,4 @@
-"""The event and state codec: msgpack with one extension type for tagged, versioned dataclasses.
+"""The event and state codec: msgpack with an extension type for tagged, versioned dataclasses.
 
 A dataclass is written as ``[tag, version, field values...]`` inside msgpack extension 1, so nested
 states (a RangeSet inside a cursor) need no schema of their own. Each class carries a stable tag;
@@ -6,7 +6,9 @@ events use their ``TAG``, state types are registered here with tags from 1000 up
 when a store opens, from `ALL_EVENT_TYPES` and the plugins' classes, and refuses there a tag two classes
 claim (naming both), a plugin event outside `PLUGIN_EVENT_TAGS` and a core event or any state type inside
 it: a clash found later would be a log nobody can read. A class whose ``VERSION`` grew may define
-``upgrade_fields(version, fields) -> fields`` to read older values.
+``upgrade_fields(version, fields) -> fields`` to read older values. An integer outside msgpack's range (-2**63 to
+2**64 - 1) is extension 2, its two's-complement bytes: Kafka's int64 fields take any value, and a state derived from
+one can step past it (a share group started at offset -2**63 settles everything up to -2**63 - 1).
 msgpack is used rather than a hand-written format because its C extension packs a RecordsAppended in
 about a microsecond and keeps the log compact.
 """
@@ -45,6 +47,7 @@ from logwright.core.transactions.partition_transactions import (
 from logwright.core.transactions.transactions import TransactionalIdOwner, TransactionState
 
 _DATACLASS_EXT = 1
+_BIG_INT_EXT = 2
 
 
 class TypeRegistry:
@@ -113,6 +116,8 @@ class TypeRegistry:
         return [tag, getattr(cls, "VERSION", 1), *self._fields[cls](obj)]
 
     def _default(self, obj: Any) -> Any:
+        if type(obj) is int:  # msgpack passes on the integers it cannot write
+            return msgpack.ExtType(_BIG_INT_EXT, obj.to_bytes((obj.bit_length() + 8) // 8, "big", signed=True))
         plain = getattr(obj, "codec_plain", None)
         if plain is not None:  # a value type a state holds, stored as plain msgpack (`CommittedPartitions`)
             return plain()
@@ -120,6 +125,8 @@ class TypeRegistry:
         return msgpack.ExtType(_DATACLASS_EXT, nested)
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
+        if code == _BIG_INT_EXT:
+            return int.from_bytes(data, "big", signed=True)
         if code != _DATACLASS_EXT:
             raise ValueError(f"unknown msgpack extension {code}")
         return self._from_list(msgpack.unpackb(data, ext_hook=self._ext_hook, use_list=False, raw=False))

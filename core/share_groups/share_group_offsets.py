@@ -43,8 +43,16 @@ def describe(cursor: CursorState | None, high_watermark: int) -> PartitionOffset
     if cursor is None:
         return PartitionOffsets(UNINITIALIZED, UNINITIALIZED)
     start = cursor.mark_delete_position + 1
+    if start == UNINITIALIZED:  # AlterShareGroupOffsets to -1: Kafka 4.4 reads it back as uninitialized, lag too
+        return PartitionOffsets(UNINITIALIZED, UNINITIALIZED)
     complete = sum(last - first + 1 for first, last in cursor.settled.ranges)
-    return PartitionOffsets(start, high_watermark - start - complete)
+    return PartitionOffsets(start, _as_long(high_watermark - start - complete))
+
+
+def _as_long(value: int) -> int:
+    """``value`` wrapped into a Java long, as Kafka's lag arithmetic wraps: a start offset AlterShareGroupOffsets
+    set to -2**63 gives, at high watermark 20, lag -2**63 + 20 in Kafka 4.4 (a Python int would not fit the field)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 def check_admin(group_id: str, group: ShareGroupState | None, classic_group: bool, must_exist: bool) -> None:

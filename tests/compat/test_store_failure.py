@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from logwright.compat.broker import STORE_RETRY_MS, Broker
 from logwright.core.clock import ManualClock
+from logwright.core.cursors.cursor import CursorState
 from logwright.core.errors import StorageUnavailable
 from logwright.core.events import OffsetCommitted, RecordsAppended, ShareGroupCreated, SubscriptionCreated
 from logwright.core.groups.group_offsets import GROUP_OFFSETS, group_key
@@ -81,23 +82,32 @@ async def _scenario(broker: Broker, clock: ManualClock, disk: Path) -> None:
         await early
 
 
-def test_a_value_the_codec_cannot_write_fails_one_commit_and_the_store_stays_writable(tmp_path: Path) -> None:
-    """A cursor starting at -2**63 makes a projection row holding -2**63 - 1, which msgpack cannot write (a hostile
-    AlterShareGroupOffsets reached this in the fuzz test, seed 202). The commit fails alone; the store reopens for
-    writing at once. It used to stay read-only for good: the failed call's frames held a column family handle,
-    which kept the database's LOCK while the store tried to open it again."""
+def test_a_state_row_that_fails_to_encode_fails_one_commit_and_the_store_stays_writable(tmp_path: Path) -> None:
+    """A projection row the codec refuses inside the commit (a hostile AlterShareGroupOffsets made one in the fuzz
+    test, seed 202: a cursor at -2**63 - 1, which msgpack could not write before the codec learnt big integers; here
+    the codec is made to refuse a cursor). The commit fails alone and the store reopens for writing at once. It used
+    to stay read-only for good: the failed call's frames held a column family handle, which kept the database's LOCK
+    while the store opened it again."""
     store = RocksEventStore(tmp_path / "store")
+    encode = store._types.encode
+
+    def refusing_cursors(value: object) -> bytes:
+        if isinstance(value, CursorState):
+            raise TypeError("the codec refuses this cursor")
+        return encode(value)
+
+    store._types.encode = refusing_cursors  # type: ignore[method-assign]
     try:
-        asyncio.run(_unwritable_value(Broker(store, clock=ManualClock())))
+        asyncio.run(_unwritable_row(Broker(store, clock=ManualClock())))
     finally:
         store.close()
 
 
-async def _unwritable_value(broker: Broker) -> None:
+async def _unwritable_row(broker: Broker) -> None:
     [partition_id] = broker.create_topic("t", 1).partition_ids
     await broker.durable()
-    broker.stage([ShareGroupCreated("g", ""), SubscriptionCreated("g", partition_id, "t", -(2**63))])
-    with pytest.raises(StorageUnavailable, match="the codec does not know int"):
+    broker.stage([ShareGroupCreated("g", ""), SubscriptionCreated("g", partition_id, "t", 0)])
+    with pytest.raises(StorageUnavailable, match="the codec refuses this cursor"):
         await broker.durable()
     assert broker.store.failed is None, f"the store stayed read-only: {broker.store.failed}"
     stage_records(broker, partition_id, 100)

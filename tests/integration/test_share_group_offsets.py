@@ -136,6 +136,20 @@ def test_alter_describe_delete_round_trip(bootstrap: str, topic: str) -> None:
     assert delete(bootstrap, group, [topic]) == (NONE, {topic: UNKNOWN_TOPIC_OR_PARTITION})
 
 
+@pytest.mark.parametrize(("start", "lag"), [(-1, -1), (-5, 25), (-(2**63), -(2**63) + 20), (2**63 - 1, 21 - 2**63)])
+def test_any_int64_start_offset_is_taken_and_its_lag_wraps_as_kafkas(bootstrap: str, topic: str, start: int,
+                                                                      lag: int) -> None:
+    """Kafka 4.4 takes any start offset: -1 reads back as uninitialized (lag -1), others as given, with the lag
+    ``20 - start`` wrapped into a long. -2**63 used to fail the commit (a cursor at -2**63 - 1 msgpack could not
+    write) and leave the store read-only; the fuzz test (seed 202) found it."""
+    group = f"share-offsets-{uuid.uuid4().hex[:8]}"
+    coordinator_ready(bootstrap, group)
+    assert alter(bootstrap, group, {topic: {0: start}}) == (NONE, {(topic, 0): NONE})
+    assert describe(bootstrap, group, {topic: [0]}) == {(topic, 0): (start, lag)}
+    assert alter(bootstrap, group, {topic: {0: 3}}) == (NONE, {(topic, 0): NONE}), "and the broker writes on"
+    assert describe(bootstrap, group, {topic: [0]}) == {(topic, 0): (3, 17)}
+
+
 def test_refusals_of_the_whole_request(bootstrap: str, topic: str) -> None:
     group = f"share-offsets-{uuid.uuid4().hex[:8]}"
     classic = f"classic-{uuid.uuid4().hex[:8]}"
