@@ -23,6 +23,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import give_way
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
 from logwright.eventstore.keys import time_index_key
@@ -44,6 +45,10 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 _SCAN_BYTES = 1 << 20
 """Stored bytes read at a time when the batch the time index names no longer holds the answer (compaction)."""
+SEARCHES_PER_TURN = 16
+"""Searches by time (each seeks the time index and decodes a batch: up to ~0.5 ms) before the handler lets other
+connections' requests run. A partition searched again for the same time in one request is answered from the first
+search: 10,000 copies of one search held every other client over 4 s (hostile-values fuzzing, seed 203)."""
 
 
 @handler(2, "ListOffsets", 1, 11, at_once=True)
@@ -52,16 +57,27 @@ async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
     module = response_module("list_offsets", context.api_version)
     read_committed = (int(request.isolation_level) if _names_isolation_level(request) else 0) == 1
     topics = []
+    found: dict[tuple[int, int], tuple[int, int]] = {}
+    searches = 0
     for topic in request.topics:
         state = broker.topic(topic.name)
         partitions = []
         for partition in topic.partitions:
-            index = int(partition.partition_index)
+            index, target = int(partition.partition_index), int(partition.timestamp)
+            if target >= 0 or target == MAX_TIMESTAMP:  # a search of the log, not an offset the broker holds
+                searches += 1
+                if searches % SEARCHES_PER_TURN == 0:
+                    await give_way()
+                    state = broker.topic(topic.name)  # deleted meanwhile?
             if state is None or not 0 <= index < len(state.partition_ids):
                 partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
                                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1))
                 continue
-            timestamp, offset = lookup(broker, state.partition_ids[index], int(partition.timestamp), read_committed)
+            key = (state.partition_ids[index], target)
+            answer = found.get(key)
+            if answer is None:
+                answer = found[key] = lookup(broker, key[0], target, read_committed)
+            timestamp, offset = answer
             partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
                                    error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0))
         topics.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions)))

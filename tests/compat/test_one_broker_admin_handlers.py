@@ -156,6 +156,43 @@ def test_tiered_storage_offsets_are_not_found_without_tiers(broker: Broker) -> N
         (ErrorCode.NONE, 0), (ErrorCode.NONE, 0), (ErrorCode.NONE, -1), (ErrorCode.NONE, -1)]
 
 
+def test_a_time_search_asked_again_is_answered_once_and_searches_let_others_run(broker: Broker) -> None:
+    """10,000 copies of one search by time held every other client over 4 s (hostile-values fuzzing, seed 203):
+    copies are answered from the first search, and distinct searches yield every `SEARCHES_PER_TURN`."""
+    seeks = 0
+    seek_index = broker.store.seek_index
+
+    def counted(*args: Any) -> Any:
+        nonlocal seeks
+        seeks += 1
+        return seek_index(*args)
+
+    broker.store.seek_index = counted  # type: ignore[method-assign]
+
+    def searches(timestamps: list[int]) -> ListOffsetsRequest:
+        return ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout=TIMEOUT, topics=(ListOffsetsTopic(
+            name="c-one", partitions=tuple(ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
+                                                                timestamp=t) for t in timestamps)),))
+
+    answer = call(broker, list_offsets.handle, 11, searches([0] * 10_000))
+    assert seeks == 1 and len(answer.topics[0].partitions) == 10_000
+    assert {(p.error_code, p.timestamp, p.offset) for p in answer.topics[0].partitions} == {(ErrorCode.NONE, -1, -1)}
+
+    async def with_others_running() -> int:
+        turns = 0
+        task = asyncio.ensure_future(list_offsets.handle(
+            RequestContext(broker, 0, 11, 1, "tester", 1, "127.0.0.1"), searches(list(range(160)))))
+        while not task.done():
+            turns += 1
+            await asyncio.sleep(0)
+        await task
+        return turns
+
+    seeks = 0
+    assert asyncio.run(with_others_running()) >= 160 // list_offsets.SEARCHES_PER_TURN
+    assert seeks == 160
+
+
 def test_the_data_directory_is_the_one_log_dir(broker: Broker, tmp_path: Path) -> None:
     every = call(broker, describe_log_dirs.handle, 4, DescribeLogDirsRequest(topics=None)).results
     assert [(r.error_code, r.log_dir) for r in every] == [(ErrorCode.NONE, str((tmp_path / "data").resolve()))]
