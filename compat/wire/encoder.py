@@ -77,16 +77,14 @@ def answered_once(names: Iterable[_Name], describe: Callable[[_Name], Any]) -> t
     `framing.frame_pieces` hands the socket by reference. The describe APIs (DescribeGroups, ConsumerGroupDescribe,
     ShareGroupDescribe) list names a client may repeat: a 30 KB DescribeGroups naming one group of a 32 KB member id
     3,000 times was a 200 MB answer, every copy built and encoded. A name's first answer stays an entity."""
-    described: dict[_Name, Any] = {}
-    again: dict[_Name, Encoded] = {}
+    answered: dict[_Name, Any] = {}
     answers = []
     for name in names:
-        if name not in described:
-            answer = described[name] = describe(name)
-        else:
-            answer = again.get(name)
-            if answer is None:
-                answer = again[name] = Encoded(encode_entity(described[name]))
+        answer = answered.get(name)
+        if answer is None:
+            answer = answered[name] = describe(name)
+        elif answer.__class__ is not Encoded:  # named a second time: its bytes from now on
+            answer = answered[name] = Encoded(encode_entity(answer))
         answers.append(answer)
     return tuple(answers)
 
