@@ -76,7 +76,7 @@ def record_keys(batch: bytes | bytearray | memoryview, decompress: Decompress) -
     left and its fields against its length, headers parsed when there are any) at a third of its cost: no
     record objects, varints read inline."""
     payload, count, _, _, _ = _open(batch, decompress)
-    return _keys_of(payload, count)
+    return _keys_of(_indexable(payload), count)
 
 
 def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decompress
@@ -86,7 +86,7 @@ def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decomp
     payload, count, base_offset, _, _ = _open(batch, decompress)
     offsets: list[int] = []
     tombstones: list[bool] = []
-    keys = _keys_of(payload, count, (base_offset, offsets, tombstones))
+    keys = _keys_of(_indexable(payload), count, (base_offset, offsets, tombstones))
     return offsets, keys, tombstones
 
 
@@ -126,9 +126,9 @@ def headers_contain(batch: bytes, needle: bytes) -> bool:
 
 
 def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
-          ) -> tuple[bytes | bytearray, int, int, int, int | None]:
-    """The batch's record bytes (decompressed, or copied out of the batch: at most a request's size), record
-    count, base offset, base timestamp and append time."""
+          ) -> tuple[bytes | bytearray | memoryview, int, int, int, int | None]:
+    """The batch's record bytes (decompressed, or a view of the batch's), record count, base offset, base timestamp
+    and append time."""
     view = memoryview(batch)
     if len(view) < _HEADER_SIZE:
         raise UnreadableRecords(f"a record batch needs {_HEADER_SIZE} header bytes, got {len(view)}")
@@ -142,17 +142,24 @@ def _open(batch: bytes | bytearray | memoryview, decompress: Decompress
     base_timestamp, max_timestamp = _BASE_TIMESTAMP.unpack_from(view, _BASE_TIMESTAMP_AT)
     (count,) = _RECORD_COUNT.unpack_from(view, _RECORD_COUNT_AT)
     codec = attributes & _CODEC_MASK
+    payload: bytes | bytearray | memoryview
     if codec:
         try:
             payload = decompress(codec, view[_HEADER_SIZE:end])
         except ValueError as error:
             raise UnreadableRecords(f"batch at offset {base_offset}: {error}") from error
     else:
-        payload = bytes(view[_HEADER_SIZE:end])
+        payload = view[_HEADER_SIZE:end]
     if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
         raise UnreadableRecords(f"{count} records cannot fit in {len(payload)} bytes")
     append_time = max_timestamp if attributes & _LOG_APPEND_TIME_FLAG else None
     return payload, count, base_offset, base_timestamp, append_time
+
+
+def _indexable(payload: bytes | bytearray | memoryview) -> bytes | bytearray:
+    """What `_keys_of` reads: an uncompressed batch's records copied (indexing a memoryview is slower, and its slices
+    are views, not keys), an inflated one as it is."""
+    return bytes(payload) if isinstance(payload, memoryview) else payload
 
 
 def _keys_of(data: bytes | bytearray, count: int, columns: tuple[int, list[int], list[bool]] | None = None
