@@ -86,13 +86,21 @@ def _unlimited(broker: Broker, tracker: BacklogTracker, topic: TopicState, parti
     return listed
 
 
-def backlog_report(broker: Broker, topic: TopicState, partition_index: int, partition_id: int) -> dict[str, Any]:
+def report_tracker(broker: Broker) -> BacklogTracker:
+    """A tracker for the reports of one question: it locates the subscriptions once per topic, so share it between
+    the partitions asked about (a tracker per partition went over every subscription's state for each one)."""
+    return BacklogTracker(BrokerBacklogReads(broker))
+
+
+def backlog_report(broker: Broker, topic: TopicState, partition_index: int, partition_id: int,
+                   tracker: BacklogTracker | None = None) -> dict[str, Any]:
     """``{quota: {bytes, records, age_ms, policy}, subscriptions: [{subscription, kind, records, bytes, age_ms,
     over, evicted}], slowest}`` for one partition; ``over`` names the limit a subscription is past (else null).
 
     Without a limit on the topic only records are counted (``bytes`` and ``age_ms`` null): bytes would mean
-    reading every batch header of an unbounded backlog."""
-    tracker = BacklogTracker(BrokerBacklogReads(broker))
+    reading every batch header of an unbounded backlog. ``tracker``: a `report_tracker` shared by the
+    partitions of one question."""
+    tracker = tracker or report_tracker(broker)
     quota = tracker.quota(topic.name)
     report = {"bytes": quota.bytes, "records": quota.records, "age_ms": quota.age_ms, "policy": quota.policy}
     if not quota.limited:

@@ -21,6 +21,12 @@ since (acknowledged on redelivery) are left out. ``backlog_quota`` is the partit
 for every subscription: ``{quota: {bytes, records, age_ms, policy}, subscriptions: [{subscription, kind,
 records, bytes, age_ms, over, evicted}], slowest}`` (`backlog_report`): every group and cursor with a
 position on the partition, its exact backlog, the limit it is past, and what eviction took from it.
+
+A topic of many partitions is answered in slices of `PARTITIONS_PER_TURN`, other clients served between them.
+The partitions are those the topic had when the request arrived, and a topic deleted meanwhile is answered
+``UNKNOWN_TOPIC_OR_PARTITION``. The quota reports share one tracker (`report_tracker`), which locates the
+subscriptions of the whole topic once: each partition's positions are read when it is reported, and a
+subscription that starts while a later slice waits is left out, as if it had started after the answer.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from logwright.compat.backlog_report import backlog_report
+from logwright.compat.backlog_report import backlog_report, report_tracker
 from logwright.compat.broker import Broker
 from logwright.compat.registry import RequestContext
+from logwright.compat.turns import give_way
 from logwright.compat.wire.extension_body import Body, extension, text
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState, cursor_key
@@ -39,10 +46,13 @@ from logwright.core.cursors.dead_letter_history import (
     DeadLetterHistory,
     dead_letter_history,
 )
-from logwright.core.errors import UnknownTopic
+from logwright.core.errors import UnknownTopic, quoted
 from logwright.core.log.catalog import TopicState
 
 API_KEY = 32006
+
+PARTITIONS_PER_TURN = 256
+"""Partitions reported between two turns given way to other clients: a topic has up to 10,000."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +112,13 @@ async def handle(context: RequestContext, body: Body) -> Body:
     request = InspectCursorRequest.parse(body, broker)
     group_id, topic = request.group_id, request.topic
     partitions: list[dict[str, Any]] = []
+    tracker = report_tracker(broker)
     for index, partition_id in enumerate(topic.partition_ids):
+        if index and index % PARTITIONS_PER_TURN == 0:
+            await give_way()
+            current = broker.topic(topic.name)
+            if current is None or current.topic_id != topic.topic_id:
+                raise UnknownTopic(f"topic {quoted(topic.name)} was deleted while it was inspected")
         log_start = broker.partition(partition_id).log_start_offset
         log_end = broker.high_watermark(partition_id)
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
@@ -113,7 +129,7 @@ async def handle(context: RequestContext, body: Body) -> Body:
                                  "dead_lettered": _dead_lettered(history, broker),
                                  "dead_letter_deferred": _deferred(history, state if isinstance(state, CursorState)
                                                                    else None),
-                                 "backlog_quota": backlog_report(broker, topic, index, partition_id)}
+                                 "backlog_quota": backlog_report(broker, topic, index, partition_id, tracker)}
         if isinstance(state, CursorState):
             entry.update(
                 mark_delete_position=state.mark_delete_position,

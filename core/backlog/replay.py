@@ -16,7 +16,7 @@ backlogs are compared, both over the stored batches. Pure: the stored batches co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from logwright.core.projection import Projection
 
 from .backlog import Backlog, Position, backlog_of
 from .batch_index import BatchExtent, BatchIndex
-from .positions import POSITION_SOURCES
+from .positions import POSITION_SOURCES, scan_topic
 from .quota import HOLD, POLICY_KEY, TOPIC_KEYS, broker_default_key, quota_of
 
 States = Mapping[str, Mapping[str, Any]]
@@ -69,12 +69,14 @@ def _broker_default(catalog: Mapping[str, Any]) -> Callable[[str], str]:
     return value
 
 
-def positions(states: States, topic: str, partition_index: int, partition_id: int) -> list[Position]:
-    """Every subscription's position on the partition in ``states`` (as the tracker scans them)."""
-    found: list[Position] = []
+def positions(states: States, topic: str, partition_ids: Sequence[int]) -> dict[int, list[Position]]:
+    """Every subscription's position on each of ``topic``'s partitions in ``states`` (as the tracker scans them:
+    one pass over each source's states for the whole topic), by partition id."""
+    found: dict[int, list[Position]] = {}
     for source in POSITION_SOURCES:
-        found.extend(position for _, position in source.scan(states.get(source.projection, {}), topic,
-                                                             partition_index, partition_id))
+        for partition_id, by_key in scan_topic(source, states.get(source.projection, {}), topic,
+                                               partition_ids).items():
+            found.setdefault(partition_id, []).extend(by_key.values())
     return found
 
 
@@ -90,11 +92,11 @@ def watched_partitions(stored: States) -> dict[int, Watched]:
         configs = {key: value for key in TOPIC_KEYS if (value := state.config(key)) is not None}
         if not quota_of(configs, default).limited:
             continue
+        on_topic = positions(stored, state.name, state.partition_ids)
         for index, partition_id in enumerate(state.partition_ids):
             partition = partitions.get(partition_key(partition_id))
             log_start = partition.log_start_offset if isinstance(partition, PartitionState) else 0
-            lowest = min((p.first_unsettled for p in positions(stored, state.name, index, partition_id)),
-                         default=log_start)
+            lowest = min((p.first_unsettled for p in on_topic.get(partition_id, ())), default=log_start)
             watched[partition_id] = Watched(state.name, index, partition_id, max(lowest, log_start))
     return watched
 
@@ -124,6 +126,13 @@ def differences(watched: Mapping[int, Watched], appended: Mapping[str, Appended]
                 stored_batches: StoredBatches) -> list[str]:
     """What differs, said as `check` says it for projections (``backlog/<topic>-<partition>...``)."""
     found: list[str] = []
+    partition_ids: dict[str, list[int]] = {}
+    for where in watched.values():  # every partition of a watched topic is watched
+        ids = partition_ids.setdefault(where.topic, [])
+        ids.extend([-1] * (where.partition_index + 1 - len(ids)))
+        ids[where.partition_index] = where.partition_id
+    rebuilt_positions = {topic: positions(rebuilt, topic, ids) for topic, ids in partition_ids.items()}
+    stored_positions = {topic: positions(stored, topic, ids) for topic, ids in partition_ids.items()}
     for partition_id, where in sorted(watched.items()):
         partition = stored.get("partitions", {}).get(partition_key(partition_id))
         log_start = partition.log_start_offset if isinstance(partition, PartitionState) else 0
@@ -137,8 +146,9 @@ def differences(watched: Mapping[int, Watched], appended: Mapping[str, Appended]
             refolded = [extent for extent in replayed.extents if extent.end_offset > start]
             if refolded != on_disk:
                 found.append(_first_batch_difference(name, refolded, on_disk))
-        found.extend(_backlog_differences(name, where, _index(partition_id, start, refolded), rebuilt,
-                                          _index(partition_id, start, on_disk), stored, log_start))
+        found.extend(_backlog_differences(
+            name, _index(partition_id, start, refolded), rebuilt_positions[where.topic].get(partition_id, []),
+            _index(partition_id, start, on_disk), stored_positions[where.topic].get(partition_id, []), log_start))
     return found
 
 
@@ -157,11 +167,11 @@ def _first_batch_difference(name: str, refolded: list[BatchExtent], on_disk: lis
             f"{len(on_disk)} are stored")
 
 
-def _backlog_differences(name: str, where: Watched, refolded_index: BatchIndex, rebuilt: States,
-                         stored_index: BatchIndex, stored: States, log_start: int) -> list[str]:
-    def by_subscription(states: States, index: BatchIndex) -> dict[tuple[str, str], Backlog]:
+def _backlog_differences(name: str, refolded_index: BatchIndex, rebuilt: list[Position],
+                         stored_index: BatchIndex, stored: list[Position], log_start: int) -> list[str]:
+    def by_subscription(found: list[Position], index: BatchIndex) -> dict[tuple[str, str], Backlog]:
         return {(position.kind, position.subscription): backlog_of(index, position, log_start)
-                for position in positions(states, where.topic, where.partition_index, where.partition_id)}
+                for position in found}
 
     expected, found = by_subscription(rebuilt, refolded_index), by_subscription(stored, stored_index)
     return [f"{name}/{kind} {subscription}: replay gives {expected.get((kind, subscription))!r}, "

@@ -31,6 +31,10 @@ _LOG_EVENTS: frozenset[type[Event]] = frozenset({RecordsAppended, PartitionCompa
 """The events `BacklogTracker.on_commit` follows as changes to the logs and quotas; every other one may start a
 position. By exact type: six ``isinstance`` checks per event were most of a 5,000-commit OffsetCommit's fold."""
 
+NONE_LOCATED: tuple[set[str], ...] = ()
+"""The keys of a partition where no source located an entity (most partitions of a topic of many): shared, and
+replaced by a partition's own sets when a commit starts a position there."""
+
 DROP_AFTER_RECORDS = 4096
 """Settled offsets at the front of an index before its batches there are dropped (not at every admission)."""
 
@@ -102,8 +106,9 @@ class BacklogTracker:
         self._tracked: dict[int, _Tracked] = {}
         self._quotas: dict[str, Quota] = {}
         self._quota_topics: list[str] | None = None
-        self._keys: dict[int, list[set[str]]] = {}
-        """Per partition, per position source: the entity keys holding a position there."""
+        self._keys: dict[int, Sequence[set[str]]] = {}
+        """Per partition located, per position source: the entity keys holding a position there (`NONE_LOCATED`
+        for a partition where none was; no entry for a partition not located yet)."""
 
     # -- what a topic's quota is ------------------------------------------------------------------
 
@@ -137,7 +142,7 @@ class BacklogTracker:
             each.pending_records = each.pending_bytes = 0
         for event in events:
             if type(event) not in _LOG_EVENTS:  # most of a big commit: checked once, not against each kind below
-                if self._keys:  # no partition's positions were scanned yet: a scan will find what this started
+                if self._keys:  # no partition was located yet: locating will find what this started
                     self._started(event, ids_by_topic)
                 changed = True
             elif isinstance(event, RecordsAppended):
@@ -189,19 +194,14 @@ class BacklogTracker:
         return tracked
 
     def positions(self, topic: str, partition_index: int, partition_id: int) -> list[Position]:
-        """Every subscription's position on the partition: the sources' states are scanned once per partition,
-        then only the entities found and those a commit started (`PositionSource.started_by`) are read."""
+        """Every subscription's position on the partition: the sources' entities are located once per topic (for
+        all its partitions), then only the entities found and those a commit started (`PositionSource.started_by`)
+        are read."""
         keys = self._keys.get(partition_id)
-        found: list[Position] = []
         if keys is None:
-            keys = self._keys[partition_id] = []
-            for source in POSITION_SOURCES:
-                scanned = list(source.scan(self._states(source.projection), topic, partition_index,
-                                           partition_id))
-                keys.append({key for key, _ in scanned})
-                found.extend(position for _, position in scanned)
-            return found
-        for source, known in zip(POSITION_SOURCES, keys, strict=True):
+            keys = self._locate(topic, partition_index, partition_id)
+        found: list[Position] = []
+        for source, known in zip(POSITION_SOURCES, keys, strict=False):  # none when nothing was found there
             states = self._states(source.projection)
             for key in list(known):
                 position = source.read(key, states.get(key), topic, partition_index, partition_id, states)
@@ -210,6 +210,26 @@ class BacklogTracker:
                 else:
                     found.append(position)
         return found
+
+    def _locate(self, topic: str, partition_index: int, partition_id: int) -> Sequence[set[str]]:
+        """Locate every source's entities on all of ``topic``'s partitions in one pass over its states, noting each
+        partition's keys; the keys on ``partition_id``. Only the partitions asked about are read later: reading a
+        position may be dear (a pop table is assembled from its pages)."""
+        partition_ids = self._reads.partition_ids(topic) or ()
+        remember = partition_index < len(partition_ids) and partition_ids[partition_index] == partition_id
+        if not remember:  # not the topic's partition as the broker knows it (gone in this turn): note nothing
+            partition_ids = (*((-1,) * partition_index), partition_id)
+        located: dict[int, list[set[str]]] = {}
+        for number, source in enumerate(POSITION_SOURCES):
+            for located_id, key in source.locate(self._states(source.projection), topic, partition_ids):
+                keys = located.get(located_id)
+                if keys is None:
+                    keys = located[located_id] = [set() for _ in POSITION_SOURCES]
+                keys[number].add(key)
+        if remember:
+            for each in partition_ids:
+                self._keys[each] = located.get(each, NONE_LOCATED)
+        return located.get(partition_id, NONE_LOCATED)
 
     def _states(self, projection: str) -> Mapping[str, Any]:
         """A source's projection states; none when its plugin is disabled (the ``pop`` plugin's, say)."""
@@ -233,6 +253,8 @@ class BacklogTracker:
                     ids = ids_by_topic[topic] = self._reads.partition_ids(topic) or ()
                 partition = ids[int(partition)] if 0 <= int(partition) < len(ids) else -1
             keys = self._keys.get(int(partition))
+            if keys is NONE_LOCATED:
+                keys = self._keys[int(partition)] = [set() for _ in POSITION_SOURCES]
             if keys is not None:
                 keys[number].add(key)
 

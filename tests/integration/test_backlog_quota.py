@@ -323,3 +323,38 @@ def test_a_pop_group_holding_popped_records_counts_them_until_acknowledged(clock
             await client.close()
 
     asyncio.run(scenario())
+
+
+def test_an_inspection_of_many_partitions_reports_every_one_across_its_slices(clock_broker: BrokerProcess) -> None:
+    """InspectCursor answers a topic of many partitions in slices (`cursor_inspection.PARTITIONS_PER_TURN`), each
+    reading the subscriptions afresh: every partition lists its own groups and backlogs, none another's."""
+    bootstrap = clock_broker.bootstrap
+    topic = f"backlog-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 600, config={"logwright.backlog.quota.records": "1000"})])[topic].result(30)
+    producer = _producer(bootstrap)
+    for partition in (0, 255, 256, 300, 599):
+        producer.produce(topic, value=b"v", partition=partition)
+    assert producer.flush(30) == 0
+    everywhere = Consumer({"bootstrap.servers": bootstrap, "group.id": "everywhere", "enable.auto.commit": False})
+    everywhere.commit(offsets=[TopicPartition(topic, partition, 1 if partition == 300 else 0)
+                               for partition in range(600)], asynchronous=False)
+    everywhere.close()
+    _commit(bootstrap, "first-only", topic, 0)
+
+    async def inspect() -> list[dict[str, Any]]:
+        client = await Client.connect(bootstrap)
+        try:
+            return await client.inspect("everywhere", topic)
+        finally:
+            await client.close()
+
+    partitions = asyncio.run(inspect())
+    assert [entry["partition"] for entry in partitions] == list(range(600))
+    backlogs = {entry["partition"]: {each["subscription"]: each["records"]
+                                     for each in entry["backlog_quota"]["subscriptions"]} for entry in partitions}
+    assert backlogs[0] == {"everywhere": 1, "first-only": 1}
+    assert backlogs[1] == {"everywhere": 0}
+    assert [backlogs[partition] for partition in (255, 256, 300, 599)] == [{"everywhere": 1}, {"everywhere": 1},
+                                                                           {"everywhere": 0}, {"everywhere": 1}]
+    assert {partitions[599]["backlog_quota"]["slowest"], partitions[1]["backlog_quota"]["slowest"]} == {"everywhere"}

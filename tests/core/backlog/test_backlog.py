@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
 from logwright.core.backlog.backlog import Backlog, Position, backlog_of, slowest
 from logwright.core.backlog.batch_index import BatchExtent, BatchIndex
-from logwright.core.backlog.positions import CursorPositions, GroupPositions, PopPositions
+from logwright.core.backlog.positions import CursorPositions, GroupPositions, PopPositions, scan_topic
+from logwright.core.backlog.tracker import BacklogTracker
 from logwright.core.cursors.cursor import CURSORS, cursor_key
 from logwright.core.events import OffsetCommitted, RecordsAcked, RecordsAcquired, SubscriptionCreated
 from logwright.core.events.pop import CheckpointAcked, CheckpointCreated, PopCursorCreated
@@ -59,8 +63,8 @@ def test_positions_of_groups_and_of_share_cursors_holding_acquired_records() -> 
     ])
     groups = fold(GROUP_OFFSETS, [OffsetCommitted("classic", "t", 0, 6)])
     index = index_of(*[(1, 100, i) for i in range(10)])
-    [(share_key, share)] = CursorPositions().scan(cursors, "t", 0, 7)
-    [(classic_key, classic)] = GroupPositions().scan(groups, "t", 0, 7)
+    [(share_key, share)] = scan_topic(CursorPositions(), cursors, "t", (7,))[7].items()
+    [(classic_key, classic)] = scan_topic(GroupPositions(), groups, "t", (7,))[7].items()
     assert (share_key, classic_key) == (cursor_key("share", 7), "t/0/classic")
     assert CursorPositions().read(share_key, cursors[share_key], "t", 0, 7) == share
     assert GroupPositions().read(classic_key, groups[classic_key], "t", 0, 7, groups) == classic
@@ -71,7 +75,8 @@ def test_positions_of_groups_and_of_share_cursors_holding_acquired_records() -> 
     assert backlog_of(index, classic) == Backlog(4, 400, 6)
     worst = slowest([(share, backlog_of(index, share)), (classic, backlog_of(index, classic))])
     assert worst is not None and worst[0] == share
-    assert list(CursorPositions().scan(cursors, "t", 0, 8)) == []
+    assert scan_topic(CursorPositions(), cursors, "t", (8,)) == {}
+    assert scan_topic(GroupPositions(), groups, "t", (8, 7)).keys() == {8}, "partition index 0 is id 8 there"
 
 
 def test_compaction_of_the_index_keeps_answers() -> None:
@@ -90,7 +95,7 @@ def test_a_pop_group_counts_what_it_holds_and_what_it_has_not_popped() -> None:
         CheckpointCreated("pop", 7, "c1", (0, 1, 2, 3, 5), 6, 1000, 30_000, 1),
         CheckpointAcked("pop", 7, "c1", ((0, 1), (2, 1), (5, 1))),
     ])
-    [(key, position)] = PopPositions().scan(tables, "t", 0, 7)
+    [(key, position)] = scan_topic(PopPositions(), tables, "t", (7,))[7].items()
     assert key == "7/pop" and position.describe() == "pop group 'pop'"
     assert (position.first_unsettled, position.settled) == (1, RangeSet.from_ranges([(2, 2), (4, 5)]))
     index = index_of(*[(1, 100, i) for i in range(10)])
@@ -106,3 +111,79 @@ def test_an_index_read_from_inside_a_batch_counts_that_batch_whole() -> None:
     assert index.bytes_from(5) == 1300, "the batch holding the slowest position is pinned whole"
     assert index.timestamp_at(5) == 1
     assert backlog_of(index, Position("g", "group", 7, 5)) == Backlog(10, 1300, 1)
+
+
+class CountedStates(dict[str, object]):
+    """A projection's states that count the passes made over them."""
+
+    passes = 0
+
+    def items(self) -> Any:
+        self.passes += 1
+        return super().items()
+
+    def __iter__(self) -> Iterator[str]:
+        self.passes += 1
+        return super().__iter__()
+
+
+class TopicReads:
+    """The tracker's reads of one topic ``t`` of 1,000 partitions (ids 100 on) and the states given."""
+
+    PARTITION_IDS = tuple(range(100, 1100))
+
+    def __init__(self, states: dict[str, CountedStates]) -> None:
+        self.states = states
+
+    def now_ms(self) -> int:
+        return 0
+
+    def broker_config(self, name: str) -> str:
+        return "-1"
+
+    def topic_names(self) -> tuple[str, ...]:
+        return ("t",)
+
+    def topic_configs(self, topic: str) -> Mapping[str, str]:
+        return {}
+
+    def partition_ids(self, topic: str) -> tuple[int, ...] | None:
+        return self.PARTITION_IDS if topic == "t" else None
+
+    def log_range(self, partition_id: int) -> tuple[int, int]:
+        return 0, 0
+
+    def entities(self, projection: str) -> Mapping[str, Any]:
+        return self.states[projection]
+
+    def batch_extents(self, partition_id: int, from_offset: int) -> Iterable[BatchExtent]:
+        return ()
+
+
+def test_the_positions_of_every_partition_of_a_topic_take_one_pass_over_each_projection() -> None:
+    """A pass per partition held every client of a broker for seconds while an operator inspected a topic of
+    many partitions beside 10,000 pop tables (hostile-values campaign, seed 204)."""
+    ids = TopicReads.PARTITION_IDS
+    pops = fold(POP_INFLIGHT, [PopCursorCreated(f"pop-{n}", ids[n % 1000], "t", 0) for n in range(3000)])
+    cursors = fold(CURSORS, [SubscriptionCreated(f"share-{n}", ids[n], "t", n) for n in range(0, 1000, 2)])
+    groups = fold(GROUP_OFFSETS, [OffsetCommitted("classic", "t", n, n) for n in range(0, 1000, 3)])
+    reads = TopicReads({name: CountedStates(states) for name, states in
+                        (("cursors", cursors), (GROUP_OFFSETS.name, groups), (POP_INFLIGHT.name, pops))})
+    tracker = BacklogTracker(reads)
+    found = {index: tracker.positions("t", index, partition_id) for index, partition_id in enumerate(ids)}
+    assert [states.passes for states in reads.states.values()] == [1, 1, 1]
+    assert sorted(position.subscription for position in found[6]) == ["classic", "pop-1006", "pop-2006", "pop-6",
+                                                                        "share-6"]
+    assert sorted(position.subscription for position in found[7]) == ["pop-1007", "pop-2007", "pop-7"]
+    assert {position.partition_id for position in found[999]} == {ids[999]}
+    assert sum(len(positions) for positions in found.values()) == 3000 + 500 + 334
+    again = {index: tracker.positions("t", index, partition_id) for index, partition_id in enumerate(ids)}
+    assert [sorted(again[index], key=repr) for index in again] == [sorted(found[index], key=repr) for index in found]
+    assert [states.passes for states in reads.states.values()] == [1, 1, 1], \
+        "then the entities found are read, no state scanned"
+    late = PopCursorCreated("late", ids[7], "t", 0)
+    reads.states[POP_INFLIGHT.name].update(fold(POP_INFLIGHT, [late]))
+    tracker.on_commit([late])
+    assert "late" in {position.subscription for position in tracker.positions("t", 7, ids[7])}, \
+        "a pop group starting on a partition where nothing was located is read from its commit on"
+    assert reads.states[POP_INFLIGHT.name].passes == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -206,11 +206,12 @@ class Unmovable:
 
     projection = "unmovable"
 
-    def scan(self, states: Mapping[str, Any], topic: str, partition_index: int,
-             partition_id: int) -> Iterable[tuple[str, Position]]:
-        yield "stuck", Position("stuck", "unmovable", partition_id, 0)
+    def locate(self, states: Mapping[str, Any], topic: str,
+               partition_ids: Sequence[int]) -> Iterable[tuple[int, str]]:
+        return ((partition_id, "stuck") for partition_id in partition_ids)
 
-    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int) -> Position | None:
+    def read(self, key: str, state: Any, topic: str, partition_index: int, partition_id: int,
+             states: Mapping[str, Any] = positions.NO_STATES) -> Position | None:
         return Position("stuck", "unmovable", partition_id, 0)
 
     def started_by(self, event: Event) -> tuple[str, int | str, str] | None:
