@@ -6,6 +6,7 @@ first batch is always returned whole even above ``max_bytes`` (KIP-74), so a lar
 stalls a consumer; ``max_bytes`` is capped by the broker's ``fetch.max.bytes``. Long polls wait for a
 commit that appends records to a partition they asked for, up to ``max_wait``. v13+ name
 topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
+A partition named more than once is read and answered once, as Kafka 4.4 does (`_asked`).
 
 Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
 `core.partition_transactions`). READ_COMMITTED (isolation level 1) reads only below it and gets the
@@ -18,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
+from logwright.core.log.catalog import TopicState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.eventstore.batch_files import FileRange
 
@@ -107,64 +109,94 @@ def last_stable_offset(broker: Broker, partition_id: int) -> int:
     return broker.partition_positions(partition_id)[1]
 
 
+class _Topic(NamedTuple):
+    """A topic as the answer names it; ``state`` is ``None`` for one the broker does not have."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    state: TopicState | None
+    missing_code: ErrorCode
+
+
+def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tuple[_Topic, Any]]:
+    """Every partition asked for, as Kafka 4.4 takes a request: once, where it was first named, with the fetch
+    position it was last given (a map by topic and partition), so a partition named 10,000 times is read once."""
+    topics: dict[object, _Topic] = {}
+    asked: dict[tuple[object, int], tuple[_Topic, Any]] = {}
+    for fetch_topic in request.topics:
+        if _named_by_id(fetch_topic):
+            named: object = fetch_topic.topic_id
+            topic = topics.get(named)
+            if topic is None:
+                state = broker.topic_by_id(fetch_topic.topic_id) if fetch_topic.topic_id is not None else None
+                topic = topics[named] = (
+                    _Topic(state.name, uuid.UUID(bytes=state.topic_id), state, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    if state is not None else _Topic(None, fetch_topic.topic_id, None, ErrorCode.UNKNOWN_TOPIC_ID))
+        else:
+            named = fetch_topic.topic
+            topic = topics.get(named)
+            if topic is None:
+                state = broker.topic(fetch_topic.topic)
+                topic = topics[named] = _Topic(fetch_topic.topic if state is None else state.name,
+                                               uuid.UUID(bytes=state.topic_id) if state is not None else None,
+                                               state, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        for partition in fetch_topic.partitions:
+            asked[named, int(partition.partition)] = topic, partition
+    return asked
+
+
 def _read(broker: Broker, version: int, request: FetchRequest
           ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int]]:
     """The answer per topic, the bytes of records in it, whether a partition erred, and the partitions read
-    (those a long poll waits on)."""
+    (those a long poll waits on).
+
+    As Kafka 4.4 answers: the partitions the broker has first, read in the order asked, then those of topic ids it
+    does not know, then the other partitions it does not have (their offsets -1, aborted transactions empty), a
+    topic's consecutive partitions under one entry."""
     budget = min(max(int(request.max_bytes), 0), int(broker.broker_config("fetch.max.bytes")))
     read_committed = int(request.isolation_level) == 1
     total = 0
-    had_error = False
     partition_ids: list[int] = []
-    topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
+    answered: list[tuple[_Topic, PartitionAnswer]] = []
+    unknown_ids: list[tuple[_Topic, PartitionAnswer]] = []
+    unknown: list[tuple[_Topic, PartitionAnswer]] = []
     positions = broker.partition_positions
-    for fetch_topic in request.topics:
-        if _named_by_id(fetch_topic):
-            wanted_id = fetch_topic.topic_id
-            state = broker.topic_by_id(wanted_id) if wanted_id is not None else None
-            missing_code = ErrorCode.UNKNOWN_TOPIC_ID
-        else:
-            state = broker.topic(fetch_topic.topic)
-            missing_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        answers: list[PartitionAnswer] = []
-        for partition in fetch_topic.partitions:
-            index = int(partition.partition)
-            if state is None or not 0 <= index < len(state.partition_ids):
-                answers.append((index, missing_code, -1, -1, -1, None, None))
-                had_error = True
-                continue
-            partition_id = state.partition_ids[index]
-            partition_ids.append(partition_id)
-            high_watermark, stable, log_start = positions(partition_id)
-            offset = int(partition.fetch_offset)
-            if offset < log_start or offset > high_watermark:
-                answers.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, stable, log_start, None, None))
-                had_error = True
-                continue
-            end = stable if read_committed else high_watermark
-            batches: list[bytes | FileRange] = []
-            if offset < end and (limit := min(int(partition.partition_max_bytes),
-                                              budget if total else max(budget, 1))) > 0:
-                batches = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
-                if total and batches and len(batches[0]) > budget:
-                    for piece in batches:
-                        if isinstance(piece, FileRange):
-                            piece.close()
-                    batches = []
-                size = sum(map(len, batches))
-                total += size
-                budget = max(budget - size, 0)
-            aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
-            answers.append((index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches))
-        name: str | None
-        topic_id: uuid.UUID | None
-        if state is not None:
-            name, topic_id = state.name, uuid.UUID(bytes=state.topic_id)
-        elif _named_by_id(fetch_topic):
-            name, topic_id = None, fetch_topic.topic_id
-        else:
-            name, topic_id = fetch_topic.topic, None
-        topics.append((name, topic_id, answers))
+    for (_, index), (topic, partition) in _asked(broker, request).items():
+        state = topic.state
+        if state is None or not 0 <= index < len(state.partition_ids):
+            (unknown_ids if topic.missing_code == ErrorCode.UNKNOWN_TOPIC_ID else unknown).append(
+                (topic, (index, topic.missing_code, -1, -1, -1, [], None)))
+            continue
+        partition_id = state.partition_ids[index]
+        partition_ids.append(partition_id)
+        high_watermark, stable, log_start = positions(partition_id)
+        offset = int(partition.fetch_offset)
+        if offset < log_start or offset > high_watermark:
+            answered.append((topic, (index, ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1, None, None)))
+            continue
+        end = stable if read_committed else high_watermark
+        batches: list[bytes | FileRange] = []
+        if offset < end and (limit := min(int(partition.partition_max_bytes),
+                                          budget if total else max(budget, 1))) > 0:
+            batches = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
+            if total and batches and len(batches[0]) > budget:
+                for piece in batches:
+                    if isinstance(piece, FileRange):
+                        piece.close()
+                batches = []
+            size = sum(map(len, batches))
+            total += size
+            budget = max(budget - size, 0)
+        aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
+        answered.append((topic, (index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches)))
+    had_error = bool(unknown_ids or unknown) or any(answer[1] != ErrorCode.NONE for _, answer in answered)
+    topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []
+    last: _Topic | None = None
+    for topic, answer in (*answered, *unknown_ids, *unknown):
+        if topic is not last:
+            topics.append((topic.name, topic.topic_id, []))
+            last = topic
+        topics[-1][2].append(answer)
     return topics, total, had_error, partition_ids
 
 
