@@ -25,6 +25,19 @@ from logwright.compat.wire.records import Record
 TIMEOUT = datetime.timedelta(seconds=30)
 
 
+def one_request(bootstrap: str, message: Any, client_id: str = "logwright-testing") -> Any:
+    """The answer to ``message`` (a kio request) sent on a connection of its own, closed after it."""
+
+    async def exchange() -> Any:
+        connection = await Connection.open(bootstrap, client_id)
+        try:
+            return await connection.request(message)
+        finally:
+            await connection.close()
+
+    return asyncio.run(exchange())
+
+
 def advance_clock(bootstrap: str, milliseconds: int) -> int:
     """Move a ``--manual-clock`` broker's time on by ``milliseconds``; its new time, once everything that came
     due (lock expiry, session timeouts, plugin tasks' sleeps) has run and is durable."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import time
 import uuid
@@ -11,22 +10,15 @@ from typing import Any
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_request
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.testing.clients import one_request
 
 NOT_READY = (14, 15, 16)
 """COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: Kafka's group partition is loading."""
 
 
 def request(bootstrap: str, message: Any) -> Any:
-    async def exchange() -> Any:
-        connection = await Connection.open(bootstrap, "kip848-test")
-        try:
-            return await connection.request(message)
-        finally:
-            await connection.close()
-
-    return asyncio.run(exchange())
+    return one_request(bootstrap, message, "kip848-test")
 
 
 def find_coordinator(bootstrap: str, group: str) -> None:

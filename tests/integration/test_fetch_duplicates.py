@@ -10,7 +10,6 @@ copies of a partition repeat its records' read and its aborted transactions 10,0
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import struct
 import uuid
@@ -22,8 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.fetch.v12 import request as fetch12
 from kio.schema.fetch.v13 import request as fetch13
 from kio.schema.metadata.v12 import request as metadata12
-from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.testing.clients import one_request
 
 pytestmark = pytest.mark.differential
 
@@ -31,14 +30,7 @@ NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 0, 1, 
 
 
 def request(bootstrap: str, message: Any) -> Any:
-    async def exchange() -> Any:
-        connection = await Connection.open(bootstrap, "fetch-duplicates")
-        try:
-            return await connection.request(message)
-        finally:
-            await connection.close()
-
-    return asyncio.run(exchange())
+    return one_request(bootstrap, message, "fetch-duplicates")
 
 
 def base_offsets(records: Any) -> list[int]:

@@ -8,7 +8,6 @@ background, so those two waits poll.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from typing import Any
@@ -21,8 +20,8 @@ from kio.schema.delete_share_group_offsets.v0 import request as delete_request
 from kio.schema.describe_share_group_offsets.v1 import request as describe_request
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.testing.clients import one_request
 
 pytestmark = pytest.mark.differential
 
@@ -32,14 +31,7 @@ NOT_READY = (14, 15, 16)
 
 
 def request(bootstrap: str, message: Any) -> Any:
-    async def exchange() -> Any:
-        connection = await Connection.open(bootstrap, "share-offsets-test")
-        try:
-            return await connection.request(message)
-        finally:
-            await connection.close()
-
-    return asyncio.run(exchange())
+    return one_request(bootstrap, message, "share-offsets-test")
 
 
 Offsets = dict[tuple[str, int], tuple[int, int]]
