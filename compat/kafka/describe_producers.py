@@ -3,7 +3,8 @@
 Each idempotent or transactional producer that appended to the partition is listed with its epoch and
 last sequence (the ``producers`` projection) and, when its transaction is open on the partition, the
 transaction's first offset (``partition_transactions``), as ``kafka-transactions.sh find-hanging`` reads
-it. The last timestamp is not kept (-1); the coordinator epoch is 0, this broker's only one.
+it. The last timestamp is not kept (-1); the coordinator epoch is 0, this broker's only one. A partition named
+again is described again, as Kafka does, from the first answer's bytes (`answered_once`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.wire.encoder import answered_once
 from logwright.core.log.producers import ProducerState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 
@@ -24,41 +26,55 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+"""Kafka's message for UNKNOWN_TOPIC_OR_PARTITION, which it sends for a topic it does not have."""
+
+
 @handler(61, "DescribeProducers", 0, 0)
 async def handle(context: RequestContext, request: DescribeProducersRequest) -> Any:
     broker = context.broker
     module = response_module("describe_producers", context.api_version)
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for index in topic.partition_indexes:
-            partition_id = broker.partition_id(topic.name, int(index))
-            if partition_id is None:
-                partitions.append(make(module.PartitionResponse, partition_index=index,
-                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                       error_message=f"unknown topic or partition {topic.name}-{index}",
-                                       active_producers=()))
-                continue
-            partitions.append(make(module.PartitionResponse, partition_index=index, error_code=ErrorCode.NONE,
-                                   error_message=None, active_producers=tuple(
-                                       make(module.ProducerState, producer_id=producer_id, producer_epoch=epoch,
-                                            last_sequence=sequence, last_timestamp=-1, coordinator_epoch=0,
-                                            current_txn_start_offset=start)
-                                       for producer_id, epoch, sequence, start in _producers(broker, partition_id))))
-        topics.append(make(module.TopicResponse, name=topic.name, partitions=tuple(partitions)))
-    return make(module.DescribeProducersResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    asked = [(str(topic.name), int(index)) for topic in request.topics for index in topic.partition_indexes]
+    partition_ids = {name: broker.partition_id(*name) for name in asked}
+    producers = _producers(broker, {each for each in partition_ids.values() if each is not None})
+
+    def describe(name: tuple[str, int]) -> Any:
+        partition_id = partition_ids[name]
+        if partition_id is None:  # Kafka 4.4 gives a message for an unknown topic, none for an unknown partition
+            return make(module.PartitionResponse, partition_index=name[1],
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, active_producers=(),
+                        error_message=None if broker.topic(name[0]) is not None else UNKNOWN_TOPIC_MESSAGE)
+        return make(module.PartitionResponse, partition_index=name[1], error_code=ErrorCode.NONE,
+                    error_message=None, active_producers=tuple(
+                        make(module.ProducerState, producer_id=producer_id, producer_epoch=epoch,
+                             last_sequence=sequence, last_timestamp=-1, coordinator_epoch=0,
+                             current_txn_start_offset=start)
+                        for producer_id, epoch, sequence, start in producers.get(partition_id, ())))
+
+    answers = iter(answered_once(asked, describe))
+    return make(module.DescribeProducersResponse, throttle_time=datetime.timedelta(0), topics=tuple(
+        make(module.TopicResponse, name=topic.name,
+             partitions=tuple(next(answers) for _ in topic.partition_indexes))
+        for topic in request.topics))
 
 
-def _producers(broker: Broker, partition_id: int) -> list[tuple[int, int, int, int]]:
-    """``(producer id, epoch, last sequence, open transaction's first offset or -1)``, by producer id."""
-    transactions = broker.store.state("partition_transactions", str(partition_id))
-    open_at = {entry.producer_id: entry.first_offset for entry in transactions.open} \
-        if isinstance(transactions, PartitionTransactions) else {}
-    prefix = f"{partition_id}/"
-    found = []
+def _producers(broker: Broker, partition_ids: set[int]) -> dict[int, list[tuple[int, int, int, int]]]:
+    """Per partition of ``partition_ids``: ``(producer id, epoch, last sequence, open transaction's first offset or
+    -1)``, by producer id. One pass over the producers for the whole request (a pass per partition named made a
+    request of 10,000 partitions beside 10,000 producers hold every client for seconds)."""
+    found: dict[int, list[tuple[int, int, int, int]]] = {}
+    if not partition_ids:
+        return found
     for key, state in broker.store.entities("producers").items():
-        if key.startswith(prefix) and isinstance(state, ProducerState):
-            producer_id = int(key[len(prefix):])
+        partition, _, producer = key.partition("/")
+        if isinstance(state, ProducerState) and partition.isdecimal() and int(partition) in partition_ids:
             last_sequence = state.recent[-1].last_sequence if state.recent else -1
-            found.append((producer_id, state.producer_epoch, last_sequence, open_at.get(producer_id, -1)))
-    return sorted(found)
+            found.setdefault(int(partition), []).append((int(producer), state.producer_epoch, last_sequence, -1))
+    for partition_id, listed in found.items():
+        transactions = broker.store.state("partition_transactions", str(partition_id))
+        if isinstance(transactions, PartitionTransactions):
+            open_at = {entry.producer_id: entry.first_offset for entry in transactions.open}
+            listed[:] = [(producer_id, epoch, sequence, open_at.get(producer_id, -1))
+                         for producer_id, epoch, sequence, _ in listed]
+        listed.sort()
+    return found

@@ -23,6 +23,8 @@ from kio.schema.alter_replica_log_dirs.v2.request import (
 )
 from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kio.schema.describe_log_dirs.v4.request import DescribableLogDirTopic, DescribeLogDirsRequest
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
 from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as DescribeQuorumV0
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
@@ -43,6 +45,7 @@ from logwright.compat.kafka import (
     alter_replica_log_dirs,
     create_topics,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
     elect_leaders,
@@ -52,6 +55,7 @@ from logwright.compat.kafka import (
     list_partition_reassignments,
 )
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.encoder import Encoded
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -240,3 +244,26 @@ def test_the_quorum_is_this_node_leading_the_event_log(broker: Broker) -> None:
     old = call(broker, describe_quorum.handle, 0, DescribeQuorumV0(topics=(
         TopicData(topic_name="__cluster_metadata", partitions=(PartitionData(partition_index=0),)),)))
     assert old.topics[0].partitions[0].current_voters[0].log_end_offset == events
+
+
+def test_describe_producers_reads_the_producers_once_for_the_whole_request(broker: Broker) -> None:
+    """A pass over every producer state per partition named let one request of many partitions beside many
+    producers hold every other client: the producers are now grouped by partition in one pass."""
+    passes = 0
+    entities = broker.store.entities
+
+    def counted(projection: str) -> Any:
+        nonlocal passes
+        passes += projection == "producers"
+        return entities(projection)
+
+    broker.store.entities = counted  # type: ignore[method-assign]
+    answer = call(broker, describe_producers.handle, 0, DescribeProducersRequest(topics=(
+        DescribeProducersTopic(name="b-three", partition_indexes=(0, 1, 2, 3) * 2_500),
+        DescribeProducersTopic(name="a-two", partition_indexes=(1, 0)))))
+    assert passes == 1
+    assert [len(topic.partitions) for topic in answer.topics] == [10_000, 2]
+    first = answer.topics[0].partitions[:4]
+    assert [p.error_code for p in first] == [ErrorCode.NONE] * 3 + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert first[3].error_message is None, "the topic exists: Kafka 4.4 sends no message"
+    assert {type(p) for p in answer.topics[0].partitions[4:]} == {Encoded}, "copies: the first answer's bytes"

@@ -13,6 +13,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.describe_producers.v0 import request as describe_producers
+from logwright.compat.registry import make
+from logwright.testing.clients import one_request
 
 from .broker_process import BrokerProcess
 from .test_share_groups import advance_clock, check_consistent
@@ -275,3 +278,33 @@ def test_describe_and_list_transactions_and_producers_with_kafka_python_admin(bo
     assert "Ongoing" in text and topic in text and "45000" in text, text
     assert transactional_id in repr(listed) and transactional_id not in repr(after), (listed, after)
     assert [p.current_transaction_start_offset for p in producers.active_producers] == [0], producers
+
+
+@pytest.mark.differential
+def test_describe_producers_answers_every_partition_named_and_unknown_topics_with_kafkas_message(
+        bootstrap: str) -> None:
+    """A partition named again is described again (Kafka 4.4 does; logwright encodes the answer once); an unknown
+    partition answers UNKNOWN_TOPIC_OR_PARTITION, with a null message on a topic that exists. The producers are
+    read in one pass for the whole request: a pass per partition named made 10,000 copies beside many producers
+    hold every client."""
+    topic = new_topic(bootstrap)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer.produce(topic, value=b"x", partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    asked = (make(describe_producers.TopicRequest, name=topic, partition_indexes=(0, 0, 5, 1)),
+             make(describe_producers.TopicRequest, name=topic, partition_indexes=(0,)),
+             make(describe_producers.TopicRequest, name="tx-nowhere", partition_indexes=(0, 0)))
+    answer = one_request(bootstrap, make(describe_producers.DescribeProducersRequest, topics=asked))
+    described = [(entry.name, [(partition.partition_index, int(partition.error_code), partition.error_message,
+                                [(state.producer_epoch, state.last_sequence, state.current_txn_start_offset)
+                                 for state in partition.active_producers]) for partition in entry.partitions])
+                 for entry in answer.topics]
+    one = (0, 0, None, [(0, 0, -1)])
+    unknown_topic = "This server does not host this topic-partition."
+    assert described == [(topic, [one, one, (5, 3, None, []), (1, 0, None, [])]), (topic, [one]),
+                         ("tx-nowhere", [(0, 3, unknown_topic, []), (0, 3, unknown_topic, [])])]
+    copies = make(describe_producers.DescribeProducersRequest, topics=(
+        make(describe_producers.TopicRequest, name=topic, partition_indexes=(0,) * 10_000),))
+    [entry] = one_request(bootstrap, copies).topics
+    assert len(entry.partitions) == 10_000 and {len(partition.active_producers) for partition in entry.partitions} \
+        == {1}
