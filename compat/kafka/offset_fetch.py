@@ -20,6 +20,7 @@ import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -52,26 +53,41 @@ async def handle(context: RequestContext, request: OffsetFetchRequest) -> Any:
     module = response_module("offset_fetch", context.api_version)
     known: dict[tuple[str, str, int], Encoded] = {}
     if _batched(request):
+        pending = _Pending(context.broker) if request.require_stable else None
         groups: list[Any] = []
         every_partition: dict[tuple[str, str, int], Any] = {}
         for group in request.groups:
             if group.topics is not None:
-                groups.append(await _group(context, module, group, bool(request.require_stable), known))
+                groups.append(await _group(context, module, group, pending, known))
                 continue
             key = (group.group_id, *_member(group))
             answer = every_partition.get(key)
             if answer is None:
-                answer = every_partition[key] = await _group(context, module, group, bool(request.require_stable),
-                                                             known)
+                answer = every_partition[key] = await _group(context, module, group, pending, known)
             elif answer.__class__ is not Encoded:  # the same group's every partition, asked again: the same bytes
                 answer = every_partition[key] = Encoded(encode_entity(answer))
             groups.append(answer)
         return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), groups=tuple(groups))
+    stable = _may_require_stable(request) and request.require_stable
     topics = await _topics(context, module, request.group_id, request.topics, batched=False,
-                           require_stable=bool(request.require_stable) if _may_require_stable(request) else False,
-                           known=known)
+                           pending=_Pending(context.broker) if stable else None, known=known)
     return make(module.OffsetFetchResponse, throttle_time=datetime.timedelta(0), topics=topics,
                 error_code=ErrorCode.NONE)
+
+
+class _Pending:
+    """The partitions each group has a transactional offset pending on, read in one pass over the transactions when
+    the request first asks (a pass per group grew with the groups asked times the transactional ids), then kept
+    for the request: an offset that settles while a long request yields is answered as it stood."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._by_group: dict[str, set[tuple[str, int]]] | None = None
+
+    def of(self, group: str) -> set[tuple[str, int]]:
+        if self._by_group is None:
+            self._by_group = pending_offsets(self._broker.store.entities("transactions").values())
+        return self._by_group.get(group, set())
 
 
 def _member(group: OffsetFetchRequestGroup) -> tuple[str, int]:
@@ -79,7 +95,7 @@ def _member(group: OffsetFetchRequestGroup) -> tuple[str, int]:
     return (group.member_id or "", int(group.member_epoch)) if _names_member(group) else ("", -1)
 
 
-async def _group(context: RequestContext, module: Any, group: OffsetFetchRequestGroup, require_stable: bool,
+async def _group(context: RequestContext, module: Any, group: OffsetFetchRequestGroup, pending: _Pending | None,
                  known: dict[tuple[str, str, int], Encoded]) -> Any:
     """One group of a batched fetch; v9 members of a consumer group must send their current epoch."""
     consumer = consumer_group(context.broker, group.group_id)
@@ -92,19 +108,19 @@ async def _group(context: RequestContext, module: Any, group: OffsetFetchRequest
                         topics=())
     return make(module.OffsetFetchResponseGroup, group_id=group.group_id, error_code=ErrorCode.NONE,
                 topics=await _topics(context, module, group.group_id, group.topics, batched=True,
-                                     require_stable=require_stable, known=known))
+                                     pending=pending, known=known))
 
 
 async def _topics(context: RequestContext, module: Any, group_id: str, requested: Sequence[Any] | None,
-                  batched: bool, require_stable: bool, known: dict[tuple[str, str, int], Encoded]
+                  batched: bool, pending: _Pending | None, known: dict[tuple[str, str, int], Encoded]
                   ) -> tuple[Any, ...]:
     """``known``: the request's partition answers so far, by group, topic and partition; a partition asked for
-    again is answered with the same bytes (passed to the socket by reference, `framing.frame_pieces`)."""
+    again is answered with the same bytes (passed to the socket by reference, `framing.frame_pieces`).
+    ``pending``: the transactional offsets not yet settled, when the request requires stable offsets."""
     topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
     partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
     offsets = committed_offsets(context.broker, group_id)
-    unstable = pending_offsets(context.broker.store.entities("transactions").values(), group_id) \
-        if require_stable else set()
+    unstable = pending.of(group_id) if pending is not None else set()
     wanted: dict[str, list[int]] = {}
     if requested is None:
         for topic, partition in offsets.partitions() if offsets is not None else ():

@@ -284,8 +284,12 @@ def check_transactional_append(state: TransactionState | None, producer_id: int,
                               f"(AddPartitionsToTxn must come first)")
 
 
-def pending_offsets(states: Iterable[object], group: str) -> set[tuple[str, int]]:
-    """Partitions of ``group`` with a transactional offset not yet committed or aborted."""
-    return {(entry.topic, entry.partition) for state in states
-            if isinstance(state, TransactionState) and state.status == ONGOING
-            for entry in state.pending_offsets if entry.group == group}
+def pending_offsets(states: Iterable[object]) -> dict[str, set[tuple[str, int]]]:
+    """Per group, the partitions with a transactional offset not yet committed or aborted: one pass over the
+    transactions answers every group of a request (a pass per group grew with groups times transactional ids)."""
+    pending: dict[str, set[tuple[str, int]]] = {}
+    for state in states:
+        if isinstance(state, TransactionState) and state.status == ONGOING:
+            for entry in state.pending_offsets:
+                pending.setdefault(entry.group, set()).add((entry.topic, entry.partition))
+    return pending

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as BatchedOffsetFetchRequest
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.txn_offset_commit.v3.request import (
     TxnOffsetCommitRequest,
@@ -95,6 +98,29 @@ def offset_of(harness: Harness, require_stable: bool) -> tuple[int, int]:
     return int(partition.error_code), int(partition.committed_offset)
 
 
+def stable_codes(harness: Harness, groups: list[str]) -> dict[int, int]:
+    """How many of ``groups`` answer each error on partition t-0 of a batched (v8) fetch of stable offsets; the
+    transactions are read once for the whole request (a pass per group grew with groups times transactional ids)."""
+    passes = 0
+    entities = harness.store.entities
+
+    def counted(projection: str) -> Any:
+        nonlocal passes
+        passes += projection == "transactions"
+        return entities(projection)
+
+    harness.store.entities = counted  # type: ignore[method-assign]
+    try:
+        partition = OffsetFetchRequestTopics(name="t", partition_indexes=(0,))
+        request = BatchedOffsetFetchRequest(require_stable=True, groups=tuple(
+            OffsetFetchRequestGroup(group_id=group, topics=(partition,)) for group in groups))
+        answer = as_read(harness.call(offset_fetch.handle, 8, request))
+    finally:
+        del harness.store.entities
+    assert passes == 1
+    return dict(Counter(int(group.topics[0].partitions[0].error_code) for group in answer.groups))
+
+
 def test_partitions_must_be_added_and_unknown_ones_spoil_the_request(harness: Harness) -> None:
     granted = init(harness)
     pid, epoch = granted.producer_id, granted.producer_epoch
@@ -127,6 +153,8 @@ def test_offsets_are_unstable_until_the_commit_and_zombies_are_fenced(harness: H
     response = as_read(harness.call(txn_offset_commit.handle, 3, commit))
     assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert offset_of(harness, require_stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+    assert stable_codes(harness, [f"other-{n}" for n in range(500)] + ["g"]) == {ErrorCode.NONE: 500,
+                                                                                 ErrorCode.UNSTABLE_OFFSET_COMMIT: 1}
     assert offset_of(harness, require_stable=False) == (ErrorCode.NONE, -1)
     assert end(harness, pid, epoch, committed=True) == ErrorCode.NONE
     assert offset_of(harness, require_stable=True) == (ErrorCode.NONE, 5)

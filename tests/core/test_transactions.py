@@ -111,14 +111,14 @@ def test_commit_ends_the_transaction_with_its_partitions_and_offsets() -> None:
     with pytest.raises(InvalidTxnState):
         check_transactional_append(state, 0, 0, 2)
     log.add(TransactionalOffsetCommitted("tx", 0, 0, OffsetCommitted("g", "t", 0, 42, commit_time_ms=12)))
-    assert pending_offsets([log.state()], "g") == {("t", 0)}
+    assert pending_offsets([log.state()]) == {"g": {("t", 0)}}
     completion = end_transaction(log.state(), 0, 0, True, now_ms=20)
     assert completion is not None and completion.partition_ids == (1, 3) and completion.committed
     assert completion.offsets == (OffsetCommitted("g", "t", 0, 42, -1, None, 12),)
     log.complete(completion)
     state = log.state()
     assert state is not None and (state.status, state.partition_ids, state.producer_epoch) == (COMPLETE_COMMIT, (), 0)
-    assert pending_offsets([state], "g") == set()
+    assert pending_offsets([state]) == {}
     assert end_transaction(state, 0, 0, True, now_ms=21) is None, "a retried commit is answered again"
     with pytest.raises(InvalidTxnState):
         end_transaction(state, 0, 0, False, now_ms=21)
