@@ -300,11 +300,20 @@ class ShareCoordinator:
             self.broker.stage([SwitchDelayStarted(group_id, before.mode_membership(), now + delay)])
             self.timer.schedule(now + delay)
 
-    def delete_group(self, group_id: str) -> None:
+    def cursors_by_group(self) -> dict[str, dict[str, CursorState]]:
+        """Every cursor by subscription then key, in one pass: what `delete_group` needs for each of many groups
+        (a pass per group deleted grew with the groups named times the cursors)."""
+        found: dict[str, dict[str, CursorState]] = {}
+        for key, state in self.broker.store.entities("cursors").items():
+            if isinstance(state, CursorState):
+                found.setdefault(state.subscription, {})[key] = state
+        return found
+
+    def delete_group(self, group_id: str, cursors_by_group: dict[str, dict[str, CursorState]] | None = None) -> None:
         """Stage an empty share group's deletion with its cursors (`core.share_groups.delete` refuses with a
-        `DomainError`) and forget what is kept of it in memory; the caller awaits durability."""
-        cursors = {key: state for key, state in self.broker.store.entities("cursors").items()
-                   if isinstance(state, CursorState) and state.subscription == group_id}
+        `DomainError`) and forget what is kept of it in memory; the caller awaits durability. ``cursors_by_group``:
+        `cursors_by_group` read in this turn, for a caller deleting several groups."""
+        cursors = (cursors_by_group if cursors_by_group is not None else self.cursors_by_group()).get(group_id, {})
         self.broker.stage(delete_share_group(self.group(group_id), group_id,
                                              (state.partition_id for state in cursors.values())))
         for key in cursors:

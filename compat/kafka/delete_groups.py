@@ -18,6 +18,7 @@ from logwright.compat.coordinators.group_coordinator import committed_offsets, c
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.cursors.cursor import CursorState
 from logwright.core.errors import DomainError, NonEmptyGroup
 from logwright.core.groups.group_admin import decide_delete_group
 from logwright.core.groups.group_offsets import deletion
@@ -36,10 +37,12 @@ async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
     results = []
     deleted = False
     shares = share_coordinator(broker)
+    cursors: dict[str, dict[str, CursorState]] | None = None  # read once, when a share group is first named
     for group_id in request.groups_names:
         try:
             if shares.group(group_id) is not None:
-                shares.delete_group(group_id)
+                cursors = shares.cursors_by_group() if cursors is None else cursors
+                shares.delete_group(group_id, cursors)
             elif consumer_group(broker, group_id) is not None:
                 _delete_consumer_group(broker, group_id)
             else:

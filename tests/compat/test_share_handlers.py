@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.share_acknowledge.v1.request import AcknowledgementBatch as AckBatchV1
 from kio.schema.share_acknowledge.v1.request import AcknowledgePartition, AcknowledgeTopic, ShareAcknowledgeRequest
@@ -23,6 +24,7 @@ from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatReque
 from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control
 from logwright.compat.kafka import (
+    delete_groups,
     produce,
     share_acknowledge,
     share_fetch,
@@ -249,5 +251,47 @@ def test_the_delivery_count_limit_archives_a_record(tmp_path: Path) -> None:
         released = await h.fetch("m1", 2, topic_id, acks=((0, 0, 2),))
         assert released.responses[0].partitions[0].acknowledge_error_code == ErrorCode.NONE
         assert acquired(released) == []  # the second release reached the limit: archived, never again
+
+    run(tmp_path, scenario)
+
+
+def test_deleting_many_share_groups_reads_the_cursors_once(tmp_path: Path) -> None:
+    """Each empty share group named goes with its cursors; the cursors are read in one pass for the request (a pass
+    per group deleted grew with the groups named times every cursor of the broker)."""
+    groups = [f"share-{n}" for n in range(5)]
+
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(3)
+        for group in groups:
+            h.broker.stage([ConfigChanged("group", group, (("share.auto.offset.reset", "earliest"),))])
+            joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                group_id=group, member_id="m", member_epoch=0, rack_id=None, subscribed_topic_names=(TOPIC,)))
+            fetched = await h.call(share_fetch.handle, 1, make(
+                share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m", share_session_epoch=0,
+                max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=10, batch_size=10,
+                share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(), topics=(make(
+                    share_fetch_v1.FetchTopic, topic_id=topic_id, partitions=(make(
+                        share_fetch_v1.FetchPartition, partition_index=0, acknowledgement_batches=()),)),)))
+            assert acquired(fetched) == [(0, 2, 1)]
+            left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                group_id=group, member_id="m", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
+            assert joined.error_code == left.error_code == ErrorCode.NONE
+        subscriptions = {state.subscription for state in h.store.entities("cursors").values()}
+        assert set(groups) <= subscriptions
+        passes = 0
+        entities = h.store.entities
+
+        def counted(projection: str) -> Any:
+            nonlocal passes
+            passes += projection == "cursors"
+            return entities(projection)
+
+        h.store.entities = counted  # type: ignore[method-assign]
+        answer = await h.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*groups, groups[0])))
+        del h.store.entities
+        assert [result.error_code for result in answer.results] == [ErrorCode.NONE] * 5 + [
+            ErrorCode.GROUP_ID_NOT_FOUND]
+        assert passes == 1
+        assert not set(groups) & {state.subscription for state in h.store.entities("cursors").values()}
 
     run(tmp_path, scenario)
