@@ -28,3 +28,24 @@ def as_read(response: Any) -> Any:
         return None
     api_key, version = type(response).__api_key__, type(response).__version__
     return decode_response(api_key, version, encode_response(api_key, version, 1, response))[1]
+
+
+class ProjectionReads:
+    """Counts the times ``store.entities(projection)`` is asked for while it is entered: how many passes a handler
+    makes over a projection's states (a pass per item asked for made requests of many items hold every client)."""
+
+    def __init__(self, store: RocksEventStore, projection: str) -> None:
+        self.store, self.projection, self.count = store, projection, 0
+
+    def __enter__(self) -> ProjectionReads:
+        entities = self.store.entities
+
+        def counted(projection: str) -> Any:
+            self.count += projection == self.projection
+            return entities(projection)
+
+        self.store.entities = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        del self.store.entities

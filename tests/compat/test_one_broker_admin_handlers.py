@@ -58,7 +58,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import in_process_broker
+from tests.compat.brokers import ProjectionReads, in_process_broker
 
 TIMEOUT = datetime.timedelta(seconds=5)
 
@@ -249,19 +249,12 @@ def test_the_quorum_is_this_node_leading_the_event_log(broker: Broker) -> None:
 def test_describe_producers_reads_the_producers_once_for_the_whole_request(broker: Broker) -> None:
     """A pass over every producer state per partition named let one request of many partitions beside many
     producers hold every other client: the producers are now grouped by partition in one pass."""
-    passes = 0
-    entities = broker.store.entities
-
-    def counted(projection: str) -> Any:
-        nonlocal passes
-        passes += projection == "producers"
-        return entities(projection)
-
-    broker.store.entities = counted  # type: ignore[method-assign]
-    answer = call(broker, describe_producers.handle, 0, DescribeProducersRequest(topics=(
-        DescribeProducersTopic(name="b-three", partition_indexes=(0, 1, 2, 3) * 2_500),
-        DescribeProducersTopic(name="a-two", partition_indexes=(1, 0)))))
-    assert passes == 1
+    assert isinstance(broker.store, RocksEventStore)
+    with ProjectionReads(broker.store, "producers") as reads:
+        answer = call(broker, describe_producers.handle, 0, DescribeProducersRequest(topics=(
+            DescribeProducersTopic(name="b-three", partition_indexes=(0, 1, 2, 3) * 2_500),
+            DescribeProducersTopic(name="a-two", partition_indexes=(1, 0)))))
+    assert reads.count == 1
     assert [len(topic.partitions) for topic in answer.topics] == [10_000, 2]
     first = answer.topics[0].partitions[:4]
     assert [p.error_code for p in first] == [ErrorCode.NONE] * 3 + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]

@@ -39,7 +39,7 @@ from logwright.core.events import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
 
-from tests.compat.brokers import in_process_broker
+from tests.compat.brokers import ProjectionReads, in_process_broker
 
 GROUP, TOPIC = "g", "orders"
 
@@ -278,20 +278,11 @@ def test_deleting_many_share_groups_reads_the_cursors_once(tmp_path: Path) -> No
             assert joined.error_code == left.error_code == ErrorCode.NONE
         subscriptions = {state.subscription for state in h.store.entities("cursors").values()}
         assert set(groups) <= subscriptions
-        passes = 0
-        entities = h.store.entities
-
-        def counted(projection: str) -> Any:
-            nonlocal passes
-            passes += projection == "cursors"
-            return entities(projection)
-
-        h.store.entities = counted  # type: ignore[method-assign]
-        answer = await h.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*groups, groups[0])))
-        del h.store.entities
+        with ProjectionReads(h.store, "cursors") as reads:
+            answer = await h.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*groups, groups[0])))
         assert [result.error_code for result in answer.results] == [ErrorCode.NONE] * 5 + [
             ErrorCode.GROUP_ID_NOT_FOUND]
-        assert passes == 1
+        assert reads.count == 1
         assert not set(groups) & {state.subscription for state in h.store.entities("cursors").values()}
 
     run(tmp_path, scenario)

@@ -38,7 +38,7 @@ from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
 
-from tests.compat.brokers import as_read
+from tests.compat.brokers import ProjectionReads, as_read
 
 TIMEOUT = datetime.timedelta(seconds=30)
 
@@ -101,23 +101,12 @@ def offset_of(harness: Harness, require_stable: bool) -> tuple[int, int]:
 def stable_codes(harness: Harness, groups: list[str]) -> dict[int, int]:
     """How many of ``groups`` answer each error on partition t-0 of a batched (v8) fetch of stable offsets; the
     transactions are read once for the whole request (a pass per group grew with groups times transactional ids)."""
-    passes = 0
-    entities = harness.store.entities
-
-    def counted(projection: str) -> Any:
-        nonlocal passes
-        passes += projection == "transactions"
-        return entities(projection)
-
-    harness.store.entities = counted  # type: ignore[method-assign]
-    try:
-        partition = OffsetFetchRequestTopics(name="t", partition_indexes=(0,))
-        request = BatchedOffsetFetchRequest(require_stable=True, groups=tuple(
-            OffsetFetchRequestGroup(group_id=group, topics=(partition,)) for group in groups))
+    partition = OffsetFetchRequestTopics(name="t", partition_indexes=(0,))
+    request = BatchedOffsetFetchRequest(require_stable=True, groups=tuple(
+        OffsetFetchRequestGroup(group_id=group, topics=(partition,)) for group in groups))
+    with ProjectionReads(harness.store, "transactions") as reads:
         answer = as_read(harness.call(offset_fetch.handle, 8, request))
-    finally:
-        del harness.store.entities
-    assert passes == 1
+    assert reads.count == 1
     return dict(Counter(int(group.topics[0].partitions[0].error_code) for group in answer.groups))
 
 
