@@ -4,15 +4,18 @@ v0 treats an empty topic list as "all topics"; v1+ use null for that. v10+ carry
 topic may be named by id alone. Auto-creation needs both the request's permission (v4+) and the
 broker's ``auto.create.topics.enable``; a name Kafka would refuse gets INVALID_TOPIC_EXCEPTION.
 ``__consumer_offsets`` is reported with ``is_internal`` (even while it does not exist, as Kafka does) and
-created with Kafka's partition count whenever the request allows auto-creation.
+created with Kafka's partition count whenever the request allows auto-creation. A topic named more than once
+is answered once, as Kafka takes the names into a set (`_wanted`).
 """
 
 from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
@@ -40,27 +43,22 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     module = response_module("metadata", context.api_version)
     requested = request.topics
     if requested is None or (context.api_version == 0 and not requested):
-        wanted: list[tuple[str | None, TopicState | None]] = [(state.name, state) for state in broker.topics()]
+        wanted: list[tuple[str | uuid.UUID | None, TopicState | None]] = [(state.name, state)
+                                                                          for state in broker.topics()]
     else:
         if context.api_version in (10, 11) and any(_named_by_id(entry) for entry in requested):
             return _ids_refused(module, requested)
-        wanted = []
-        for entry in requested:
-            name: str | None = entry.name
-            topic_id = entry.topic_id if _names_topic_id(entry) else None
-            if name is None and topic_id is not None and topic_id.int != 0:
-                state = broker.topic_by_id(topic_id)
-                wanted.append((state.name if state else None, state))
-            else:
-                wanted.append((name, broker.topic(name) if name is not None else None))
+        wanted = _wanted(broker, requested)
     may_create = bool(request.allow_auto_topic_creation) if _may_create(request) else True
     allow_auto_create = may_create and broker.auto_create_enabled()
     errors: dict[str, ErrorCode] = {}
     created = False
     for name, state in wanted:
-        if state is None and name is not None and may_create and is_internal_topic(name):
+        if state is not None or not isinstance(name, str):
+            continue
+        if may_create and is_internal_topic(name):
             created = broker.ensure_consumer_offsets_topic() or created
-        elif state is None and name is not None and allow_auto_create:
+        elif allow_auto_create:
             try:
                 broker.create_topic(name, int(broker.broker_config("num.partitions")))
                 created = True
@@ -70,11 +68,15 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         await broker.durable()
     topics = []
     for name, state in wanted:
+        if isinstance(name, uuid.UUID):  # a topic id the broker does not know: Kafka answers it with the id
+            topics.append(make(module.MetadataResponseTopic, error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                               topic_id=name, partitions=(), is_internal=False,
+                               topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+            continue
         state = broker.topic(name) if name is not None else state
         if state is None:
-            code = errors.get(name or "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            if name is None:
-                code = ErrorCode.UNKNOWN_TOPIC_ID
+            code = errors.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) if name is not None \
+                else ErrorCode.UNKNOWN_TOPIC_ID  # neither a name nor an id
             topics.append(make(module.MetadataResponseTopic, error_code=code, name=name,
                                topic_id=uuid.UUID(int=0), partitions=(), is_internal=is_internal_topic(name),
                                topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
@@ -92,6 +94,29 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
         error_code=ErrorCode.NONE,
     )
+
+
+def _wanted(broker: Broker, requested: Sequence[Any]) -> list[tuple[str | uuid.UUID | None, TopicState | None]]:
+    """The topics named, as Kafka 4.4 takes them (a set): each once, unknown topic ids (given as their id) first,
+    then the topics the broker has, then the names it does not (which auto-creation may create), each group in the
+    order first named. (Kafka's set keeps that order up to four topics; past four it answers in hash order.)"""
+    unknown_ids: dict[uuid.UUID, None] = {}
+    known: dict[str, TopicState] = {}
+    missing: dict[str | None, None] = {}
+    for entry in requested:
+        name: str | None = entry.name
+        topic_id = entry.topic_id if _names_topic_id(entry) else None
+        if name is None and topic_id is not None and topic_id.int != 0:
+            state = broker.topic_by_id(topic_id)
+            if state is None:
+                unknown_ids[topic_id] = None
+            else:
+                known.setdefault(state.name, state)
+        elif name is not None and (state := broker.topic(name)) is not None:
+            known.setdefault(name, state)
+        else:
+            missing[name] = None
+    return [*((topic_id, None) for topic_id in unknown_ids), *known.items(), *((name, None) for name in missing)]
 
 
 def _named_by_id(entry: Any) -> bool:

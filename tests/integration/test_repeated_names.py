@@ -1,11 +1,13 @@
-"""Fetch naming a partition more than once, or partitions the broker does not have, answered as Kafka 4.4 answers.
+"""Requests naming a partition or topic more than once, or ones the broker does not have, answered as Kafka 4.4.
 
-Kafka takes a Fetch's partitions into a map by topic and partition: each is answered once, where it was first
-named, from the fetch offset it was last given; the partitions it has come first, then those of unknown topic ids,
-then the other partitions it does not have (offsets -1, an empty list of aborted transactions), a topic's
-consecutive partitions under one entry. An offset out of
-range is answered with -1 for the offsets too. Answering every copy (as logwright did) let one request of 10,000
-copies of a partition repeat its records' read and its aborted transactions 10,000 times.
+Fetch: Kafka takes a Fetch's partitions into a map by topic and partition: each is answered once, where it was
+first named, from the fetch offset it was last given; the partitions it has come first, then those of unknown
+topic ids, then the other partitions it does not have (offsets -1, an empty list of aborted transactions), a
+topic's consecutive partitions under one entry. An offset out of range is answered with -1 for the offsets too.
+Answering every copy (as logwright did) let one request of 10,000 copies of a partition repeat its records' read
+and its aborted transactions 10,000 times.
+
+Metadata: Kafka takes the topics named into a set: each is answered once.
 """
 
 from __future__ import annotations
@@ -124,3 +126,23 @@ def test_by_topic_id_too_and_a_partition_named_ten_thousand_times_is_read_once(
     copies = (make(fetch13.FetchTopic, topic_id=ids[b], partitions=(asking(fetch13, 0, 0),) * 10_000),)
     assert shape(request(bootstrap, fetch(fetch13, copies, isolation_level=1)), named_by_id=True) == [
         (ids[b], [(0, NONE, [0, 1, 2, 3, 4], (), 5, 5, 0)])]
+
+
+def test_metadata_answers_each_topic_named_once_unknown_ids_first_unknown_names_last(
+        bootstrap: str, topics: tuple[str, str]) -> None:
+    """Up to four distinct topics, where Kafka's set keeps the order they were first named in."""
+    a, b = topics
+    by_name = request(bootstrap, make(metadata12.MetadataRequest, topics=tuple(
+        make(metadata12.MetadataRequestTopic, name=name, topic_id=None)
+        for name in (a, "dup-nowhere", a, b, "dup-nowhere", a)),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    assert [(topic.name, topic.error_code, len(topic.partitions)) for topic in by_name.topics] == [
+        (a, NONE, 2), (b, NONE, 2), ("dup-nowhere", UNKNOWN_TOPIC_OR_PARTITION, 0)]
+    ids = {topic.name: topic.topic_id for topic in by_name.topics}
+    nowhere = uuid.uuid4()
+    by_id = request(bootstrap, make(metadata12.MetadataRequest, topics=tuple(
+        make(metadata12.MetadataRequestTopic, name=None, topic_id=topic_id)
+        for topic_id in (ids[b], ids[a], ids[b], nowhere, nowhere)),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    assert [(topic.name, topic.topic_id, topic.error_code, len(topic.partitions)) for topic in by_id.topics] == [
+        (None, nowhere, UNKNOWN_TOPIC_ID, 0), (b, ids[b], NONE, 2), (a, ids[a], NONE, 2)]
