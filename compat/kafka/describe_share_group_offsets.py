@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
@@ -18,6 +18,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.share_offsets import LEADER_EPOCH, cursors_of
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.wire.encoder import answered_once
+from logwright.core.cursors.cursor import CursorState
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
 
@@ -37,26 +38,43 @@ if TYPE_CHECKING:
 async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequest) -> Any:
     module = response_module("describe_share_group_offsets", context.api_version)
 
+    held: dict[str, list[int]] | None = None
+
+    def held_by(group_id: str) -> list[int]:
+        """The partitions the group has a cursor on, from one pass over the cursors for the request (a search of
+        every topic's partitions per group grew with the groups named times the broker's partitions)."""
+        nonlocal held
+        if held is None:
+            held = {}
+            for state in context.broker.store.entities("cursors").values():
+                if isinstance(state, CursorState):
+                    held.setdefault(state.subscription, []).append(state.partition_id)
+        return held.get(group_id, [])
+
     def describe(group: DescribeShareGroupOffsetsRequestGroup) -> Any:
-        return _group(context.broker, module, group)
+        return _group(context.broker, module, group, held_by)
 
     groups: Sequence[DescribeShareGroupOffsetsRequestGroup] = request.groups
     return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
                 groups=answered_once(groups, describe))  # a group asked for again: the same bytes
 
 
-def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup) -> Any:
+def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup,
+           held_by: Callable[[str], list[int]]) -> Any:
+    """``held_by``: the partition ids a group has a cursor on, for a group asking for all of them."""
     group_id = request.group_id
     if not group_id:
         return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, topics=(),
                     error_code=ErrorCode.INVALID_GROUP_ID, error_message="the group id must not be empty")
     cursor_of = cursors_of(broker, group_id)
     wanted: list[tuple[str, TopicState | None, list[int]]] = []
-    if request.topics is None:
-        for state in broker.topics():
-            held = [index for index, partition_id in enumerate(state.partition_ids) if cursor_of(partition_id)]
-            if held:
-                wanted.append((state.name, state, held))
+    if request.topics is None:  # by topic name, indexes ascending
+        by_topic: dict[str, tuple[TopicState, list[int]]] = {}
+        for partition_id in held_by(group_id):
+            located = broker.topic_of_partition(partition_id)
+            if located is not None:
+                by_topic.setdefault(located[0].name, (located[0], []))[1].append(located[1])
+        wanted = [(name, state, sorted(indexes)) for name, (state, indexes) in sorted(by_topic.items())]
     else:
         wanted = [(entry.topic_name, broker.topic(entry.topic_name), [int(p) for p in entry.partitions])
                   for entry in request.topics]

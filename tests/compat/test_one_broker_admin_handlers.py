@@ -27,6 +27,10 @@ from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
 from kio.schema.describe_quorum.v0.request import DescribeQuorumRequest as DescribeQuorumV0
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
+from kio.schema.describe_share_group_offsets.v1.request import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+)
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
 from kio.schema.incremental_alter_configs.v1.request import (
@@ -47,6 +51,7 @@ from logwright.compat.kafka import (
     describe_log_dirs,
     describe_producers,
     describe_quorum,
+    describe_share_group_offsets,
     describe_topic_partitions,
     elect_leaders,
     incremental_alter_configs,
@@ -260,3 +265,25 @@ def test_describe_producers_reads_the_producers_once_for_the_whole_request(broke
     assert [p.error_code for p in first] == [ErrorCode.NONE] * 3 + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert first[3].error_message is None, "the topic exists: Kafka 4.4 sends no message"
     assert {type(p) for p in answer.topics[0].partitions[4:]} == {Encoded}, "copies: the first answer's bytes"
+
+
+def test_share_group_offsets_of_every_partition_look_up_the_groups_cursors_not_every_partition(
+        broker: Broker) -> None:
+    """A group asking for all its partitions (null topics) is answered from its cursors, found in one pass for the
+    request: a search of every topic's partitions for each group named grew with the groups times the partitions."""
+    assert isinstance(broker.store, RocksEventStore)
+    lookups = 0
+    state = broker.store.state
+
+    def counted(projection: str, entity: str) -> Any:
+        nonlocal lookups
+        lookups += projection == "cursors"
+        return state(projection, entity)
+
+    broker.store.state = counted  # type: ignore[method-assign]
+    with ProjectionReads(broker.store, "cursors") as reads:
+        answer = call(broker, describe_share_group_offsets.handle, 1, DescribeShareGroupOffsetsRequest(groups=tuple(
+            DescribeShareGroupOffsetsRequestGroup(group_id=f"share-{n}", topics=None) for n in range(200))))
+    del broker.store.state
+    assert (reads.count, lookups) == (1, 0)
+    assert {(group.error_code, group.topics) for group in answer.groups} == {(ErrorCode.NONE, ())}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -27,6 +28,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    describe_transactions,
     end_txn,
     fetch,
     init_producer_id,
@@ -34,6 +36,7 @@ from logwright.compat.kafka import (
     produce,
     txn_offset_commit,
 )
+from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
@@ -173,3 +176,28 @@ def test_a_partitions_positions_are_read_together_as_fetch_reports_them(harness:
     broker.commit_now()
     assert broker.partition_positions(first) == (2, 2, 1)
     assert fetch.last_stable_offset(broker, first) == 2
+
+
+def test_describe_transactions_looks_each_partition_up_and_answers_an_id_again_from_its_bytes(
+        harness: Harness) -> None:
+    granted = init(harness)
+    assert add_partitions(harness, granted.producer_id, granted.producer_epoch, ("t", 1), ("t", 0)) == [
+        ErrorCode.NONE, ErrorCode.NONE]
+    listed = 0
+    topics = harness.broker.topics
+
+    def counted() -> Any:
+        nonlocal listed
+        listed += 1
+        return topics()
+
+    harness.broker.topics = counted  # type: ignore[method-assign]
+    answer = harness.call(describe_transactions.handle, 0, DescribeTransactionsRequest(
+        transactional_ids=("tx", "nope", "tx", "tx")))
+    del harness.broker.topics
+    assert listed <= 1, "the partition map built once at most, no search of every topic per transaction"
+    first, unknown, *copies = answer.transaction_states
+    assert [(topic.topic, topic.partitions) for topic in first.topics] == [("t", (0, 1))]
+    assert unknown.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    assert [type(copy) for copy in copies] == [Encoded, Encoded]
+    assert copies[0] is copies[1] and copies[0] == encode_entity(first), "the first answer's bytes, encoded once"
