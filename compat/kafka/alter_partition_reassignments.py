@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, quoted
 from logwright.core.log.placement import check_replicas
 
 if TYPE_CHECKING:
@@ -38,10 +38,11 @@ async def handle(context: RequestContext, request: AlterPartitionReassignmentsRe
             index = int(partition.partition_index)
             code, message = ErrorCode.NONE, None
             if state is None or not 0 <= index < len(state.partition_ids):
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic.name!r} has no partition {index}"
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                message = f"topic {quoted(topic.name)} has no partition {index}"
             elif partition.replicas is None:
                 code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, \
-                    f"partition {index} of {topic.name!r} has no reassignment to cancel"
+                    f"partition {index} of {quoted(topic.name)} has no reassignment to cancel"
             else:
                 try:
                     check_replicas(index, [int(replica) for replica in partition.replicas], broker.node_id)

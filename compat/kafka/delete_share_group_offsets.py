@@ -37,16 +37,23 @@ async def handle(context: RequestContext, request: DeleteShareGroupOffsetsReques
     cursor_of = cursors_of(broker, group_id)
     events: list[Event] = []
     topics = []
+    decided: dict[str, Any] = {}
+    """A topic named again gets its first answer, and its deletions are staged once: each naming went over the
+    topic's partitions and staged their deletions again."""
     for entry in request.topics:
-        topic = broker.topic(entry.topic_name)
-        code, message, topic_id = ErrorCode.NONE, None, None
-        try:
-            events.extend(share_group_offsets.delete(group_id, entry.topic_name, topic, cursor_of))
-            topic_id = uuid.UUID(bytes=topic.topic_id) if topic is not None else None
-        except DomainError as error:
-            code, message = error_code_for(error), str(error)
-        topics.append(make(module.DeleteShareGroupOffsetsResponseTopic, topic_name=entry.topic_name,
-                           topic_id=topic_id, error_code=code, error_message=message))
+        answered = decided.get(entry.topic_name)
+        if answered is None:
+            topic = broker.topic(entry.topic_name)
+            code, message, topic_id = ErrorCode.NONE, None, None
+            try:
+                events.extend(share_group_offsets.delete(group_id, entry.topic_name, topic, cursor_of))
+                topic_id = uuid.UUID(bytes=topic.topic_id) if topic is not None else None
+            except DomainError as error:
+                code, message = error_code_for(error), str(error)
+            answered = decided[entry.topic_name] = make(
+                module.DeleteShareGroupOffsetsResponseTopic, topic_name=entry.topic_name, topic_id=topic_id,
+                error_code=code, error_message=message)
+        topics.append(answered)
     if events:
         broker.stage(events)
         await broker.durable()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.errors import quoted
 
 if TYPE_CHECKING:
     from kio.schema.elect_leaders import v0, v1, v2
@@ -40,7 +41,7 @@ async def handle(context: RequestContext, request: ElectLeadersRequest) -> Any:
                                                            f"0 is preferred, 1 is unclean"
             elif state is None or not 0 <= int(index) < len(state.partition_ids):
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, \
-                    f"topic {entry.topic!r} has no partition {int(index)}"
+                    f"topic {quoted(entry.topic)} has no partition {int(index)}"
             else:
                 code, message = ErrorCode.ELECTION_NOT_NEEDED, \
                     f"partition {int(index)} has one replica, node {broker.node_id}, which already leads it"

@@ -23,7 +23,7 @@ from logwright.core.cursors.plugin_decisions import (
     ReleaseDecision,
     ReleaseReason,
 )
-from logwright.core.errors import InvalidRecordState, InvalidRequest
+from logwright.core.errors import InvalidRecordState, InvalidRequest, quoted
 from logwright.core.events import Event
 from logwright.core.events.cursors import (
     LockExpired,
@@ -116,8 +116,8 @@ def _held_by(state: CursorState, consumer: str, ranges: OffsetRanges, accept_exp
     missing = wanted.difference(held)
     if missing:
         raise InvalidRecordState(
-            f"offsets {list(missing.ranges)} of {state.topic} (subscription {state.subscription!r}) are not "
-            f"acquired by {consumer!r}: they were never delivered to it, are already settled, or are held by "
+            f"offsets {list(missing.ranges)} of {state.topic} (subscription {quoted(state.subscription)}) are not "
+            f"acquired by {quoted(consumer)}: they were never delivered to it, are already settled, or are held by "
             "another consumer"
         )
 

@@ -164,7 +164,7 @@ def check_producer(state: TransactionState | None, producer_id: int, producer_ep
         )
     if producer_epoch != state.producer_epoch:
         raise ProducerFenced(f"producer epoch {producer_epoch} is not the current epoch {state.producer_epoch} of "
-                             f"transactional id {state.transactional_id!r}: a newer producer (or a transaction "
+                             f"transactional id {quoted(state.transactional_id)}: a newer producer (or a transaction "
                              f"timeout) fenced this one")
     return state
 
@@ -247,7 +247,7 @@ def check_offset_commit(state: TransactionState | None, producer_id: int, produc
     current = check_producer(state, producer_id, producer_epoch)
     if current.status != ONGOING or group not in current.groups:
         raise InvalidTxnState(f"group {quoted(group)} is not in an ongoing transaction of transactional id "
-                              f"{current.transactional_id!r}: call AddOffsetsToTxn first")
+                              f"{quoted(current.transactional_id)}: call AddOffsetsToTxn first")
     return current
 
 
@@ -260,7 +260,7 @@ def end_transaction(state: TransactionState | None, producer_id: int, producer_e
     if current.status == (COMPLETE_COMMIT if committed else COMPLETE_ABORT):
         return None
     outcome = "commit" if committed else "abort"
-    raise InvalidTxnState(f"cannot {outcome}: transactional id {current.transactional_id!r} is {current.status}")
+    raise InvalidTxnState(f"cannot {outcome}: transactional id {quoted(current.transactional_id)} is {current.status}")
 
 
 def expire(state: TransactionState, now_ms: int) -> Completion | None:
@@ -278,9 +278,9 @@ def check_transactional_append(state: TransactionState | None, producer_id: int,
         raise InvalidProducerIdMapping(f"producer id {producer_id} belongs to no transactional id")
     if producer_epoch != state.producer_epoch:
         raise InvalidProducerEpoch(f"producer epoch {producer_epoch} is not the current epoch "
-                                   f"{state.producer_epoch} of transactional id {state.transactional_id!r}")
+                                   f"{state.producer_epoch} of transactional id {quoted(state.transactional_id)}")
     if state.status != ONGOING or partition_id not in state.partition_ids:
-        raise InvalidTxnState(f"the partition was not added to the transaction of {state.transactional_id!r} "
+        raise InvalidTxnState(f"the partition was not added to the transaction of {quoted(state.transactional_id)} "
                               f"(AddPartitionsToTxn must come first)")
 
 

@@ -49,3 +49,24 @@ class ProjectionReads:
 
     def __exit__(self, *_: object) -> None:
         del self.store.entities
+
+
+class StateLookups:
+    """Counts ``store.state(projection, ...)`` lookups while it is entered: one per item is fine, one per item times
+    every partition is not."""
+
+    def __init__(self, store: RocksEventStore, projection: str) -> None:
+        self.store, self.projection, self.count = store, projection, 0
+
+    def __enter__(self) -> StateLookups:
+        state = self.store.state
+
+        def counted(projection: str, entity: str) -> Any:
+            self.count += projection == self.projection
+            return state(projection, entity)
+
+        self.store.state = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        del self.store.state

@@ -21,7 +21,16 @@ from kio.schema.alter_replica_log_dirs.v2.request import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirTopic,
 )
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.delete_share_group_offsets.v0.request import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from kio.schema.describe_log_dirs.v4.request import DescribableLogDirTopic, DescribeLogDirsRequest
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
@@ -47,7 +56,9 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     create_topics,
+    delete_share_group_offsets,
     describe_log_dirs,
     describe_producers,
     describe_quorum,
@@ -63,7 +74,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import ProjectionReads, in_process_broker
+from tests.compat.brokers import ProjectionReads, StateLookups, in_process_broker
 
 TIMEOUT = datetime.timedelta(seconds=5)
 
@@ -272,18 +283,37 @@ def test_share_group_offsets_of_every_partition_look_up_the_groups_cursors_not_e
     """A group asking for all its partitions (null topics) is answered from its cursors, found in one pass for the
     request: a search of every topic's partitions for each group named grew with the groups times the partitions."""
     assert isinstance(broker.store, RocksEventStore)
-    lookups = 0
-    state = broker.store.state
-
-    def counted(projection: str, entity: str) -> Any:
-        nonlocal lookups
-        lookups += projection == "cursors"
-        return state(projection, entity)
-
-    broker.store.state = counted  # type: ignore[method-assign]
-    with ProjectionReads(broker.store, "cursors") as reads:
+    with ProjectionReads(broker.store, "cursors") as reads, StateLookups(broker.store, "cursors") as lookups:
         answer = call(broker, describe_share_group_offsets.handle, 1, DescribeShareGroupOffsetsRequest(groups=tuple(
             DescribeShareGroupOffsetsRequestGroup(group_id=f"share-{n}", topics=None) for n in range(200))))
-    del broker.store.state
-    assert (reads.count, lookups) == (1, 0)
+    assert (reads.count, lookups.count) == (1, 0)
     assert {(group.error_code, group.topics) for group in answer.groups} == {(ErrorCode.NONE, ())}
+
+
+def test_a_topic_named_again_in_delete_share_group_offsets_is_decided_once(broker: Broker) -> None:
+    """Each naming went over the topic's partitions and staged their deletions again: a 100 KB request was about
+    30 s of work on a 10,000-partition topic. A repeat now gets the first answer."""
+    assert isinstance(broker.store, RocksEventStore)
+    altered = call(broker, alter_share_group_offsets.handle, 0, AlterShareGroupOffsetsRequest(
+        group_id="share-deleting", topics=(AlterShareGroupOffsetsRequestTopic(topic_name="b-three", partitions=tuple(
+            AlterShareGroupOffsetsRequestPartition(partition_index=index, start_offset=0) for index in range(3))),)))
+    assert altered.error_code == ErrorCode.NONE
+    with StateLookups(broker.store, "cursors") as lookups:
+        answer = call(broker, delete_share_group_offsets.handle, 0, DeleteShareGroupOffsetsRequest(
+            group_id="share-deleting", topics=tuple(DeleteShareGroupOffsetsRequestTopic(topic_name=name)
+                                                    for name in ["b-three", "nowhere"] * 1_000)))
+    assert lookups.count == 3, "the topic's three partitions, once"
+    assert [topic.error_code for topic in answer.responses[:2]] == [ErrorCode.NONE,
+                                                                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert answer.responses[2] is answer.responses[0] and len(answer.responses) == 2_000
+
+
+def test_errors_quote_a_topic_name_however_long(broker: Broker) -> None:
+    """An error per partition named the whole topic name, cut only at `make`'s 4,096 characters: 10,000 partitions
+    of a made-up 32 KB name made a 40 MB answer."""
+    answer = call(broker, elect_leaders.handle, 2, ElectLeadersRequest(election_type=0, timeout=TIMEOUT,
+                                                                       topic_partitions=(TopicPartitions(
+                                                                           topic="x" * 32_000,
+                                                                           partitions=tuple(range(100))),)))
+    messages = [partition.error_message for partition in answer.replica_election_results[0].partition_result]
+    assert len(messages) == 100 and max(map(len, messages)) < 200
