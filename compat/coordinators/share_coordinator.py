@@ -204,8 +204,8 @@ class ShareCoordinator:
             if self._backoff_decider is None or not self._needs_builtin_release(group_id):
                 return None
             decide = self._backoff_decider
-        topic_state = self.broker.topic(topic)
-        index = topic_state.partition_ids.index(partition_id) if topic_state is not None else 0
+        located = self.broker.topic_of_partition(partition_id)
+        index = located[1] if located is not None and located[0].name == topic else 0
         return ReleaseContext(decide, index, self.group_settings(group_id))
 
     def _needs_builtin_release(self, group_id: str) -> bool:
@@ -445,16 +445,17 @@ class ShareCoordinator:
         their hand-out ``order`` (`cursor_commands.available`'s spans and the offsets still delayed), Shared
         modes choose due redeliveries earliest-due first (`acquisition_order`)."""
         group = self.group(group_id)
-        topic_state = self.broker.topic(topic)
-        if group is None or topic_state is None:
+        located = self.broker.topic_of_partition(partition_id)  # looked up: a search per partition served was
+        if group is None or located is None or located[0].name != topic:  # quadratic in a big topic's rounds
             return RangeSet()
+        topic_state, partition_index = located
         mode = self.mode(group_id)
         holders: dict[str, list[tuple[int, int]]] = {}
         for delivery in state.in_flight:
             holders.setdefault(delivery.consumer, []).append((delivery.first, delivery.last))
         view = DispatchView(
             membership=group.mode_membership(),
-            partition_index=topic_state.partition_ids.index(partition_id),
+            partition_index=partition_index,
             partition_count=len(topic_state.partition_ids),
             in_flight={consumer: RangeSet.from_ranges(ranges) for consumer, ranges in holders.items()},
             key_hash_of=self._key_hashes(partition_id) if mode.uses_key_hashes else None,

@@ -135,6 +135,7 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
                    errors: dict[PartitionRef, tuple[ErrorCode, str]]) -> dict[PartitionRef, Acquired]:
     """One pass over the session's partitions, starting after the last one served so none is starved."""
     acquired: dict[PartitionRef, Acquired] = {}
+    last: PartitionRef | None = None
     for ref in coordinator.round_order(group_id, member_id, partitions):
         resolved = resolve(context.broker, ref)
         if resolved is None:
@@ -145,9 +146,11 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
         if got is None:
             continue
         acquired[ref] = got
-        coordinator.served(group_id, member_id, ref)
+        last = ref
         if budget.exhausted:
             break
+    if last is not None:  # once a round: each call searches the session's partitions for the one served
+        coordinator.served(group_id, member_id, last)
     return acquired
 
 

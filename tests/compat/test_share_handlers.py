@@ -21,6 +21,7 @@ from kio.schema.share_fetch.v1 import request as share_fetch_v1
 from kio.schema.share_fetch.v2 import request as share_fetch_v2
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.extensions import clock_control
 from logwright.compat.kafka import (
@@ -284,5 +285,41 @@ def test_deleting_many_share_groups_reads_the_cursors_once(tmp_path: Path) -> No
             ErrorCode.GROUP_ID_NOT_FOUND]
         assert reads.count == 1
         assert not set(groups) & {state.subscription for state in h.store.entities("cursors").values()}
+
+    run(tmp_path, scenario)
+
+
+def test_a_round_over_many_partitions_notes_where_it_stopped_once(tmp_path: Path) -> None:
+    """A round noted each partition it acquired from, and each note searched the session's partitions: quadratic
+    in a big topic. The next round still starts after the last partition served."""
+    async def scenario(h: Harness) -> None:
+        h.broker.create_topic("many", 50)
+        h.broker.stage([ConfigChanged("group", GROUP, (("share.auto.offset.reset", "earliest"),))])
+        for index in range(50):
+            data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
+            answer = await h.call(produce.handle, 9, ProduceRequest(
+                acks=-1, timeout=datetime.timedelta(seconds=5),
+                topic_data=(TopicProduceData(name="many", partition_data=(data,)),)))
+            assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        topic = h.broker.topic("many")
+        assert topic is not None
+        joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=GROUP, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
+        assert joined.error_code == ErrorCode.NONE
+        coordinator = share_coordinator(h.broker)
+        notes: list[Any] = []
+        served = coordinator.served
+        coordinator.served = lambda group, member, ref: (notes.append(ref), served(group, member, ref))[1]
+        request = make(share_fetch_v1.ShareFetchRequest, group_id=GROUP, member_id="m1", share_session_epoch=0,
+                       max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=40,
+                       batch_size=40, share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+                       topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
+                                    partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
+                                                          acknowledgement_batches=()) for index in range(50))),))
+        fetched = await h.call(share_fetch.handle, 1, request)
+        assert len(acquired(fetched)) == 40, "the record budget stops the round at the 40th partition"
+        assert len(notes) == 1 and notes[0] == (topic.topic_id, 39)
+        session = coordinator.sessions[(GROUP, "m1")]
+        assert session.next_start == 40
 
     run(tmp_path, scenario)
