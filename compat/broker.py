@@ -166,6 +166,9 @@ class Broker:
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
         self._partition_ids: set[int] = set()
+        self.catalog_version = 0
+        """Moves whenever a topic or partition is created or deleted (staged or reloaded): what a reader keeping
+        something derived from the topics (the consumer coordinator's `TopicCatalog`) checks."""
         """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
         row for an empty partition, so it cannot say which exist)."""
         self._failed_commits = 0
@@ -193,6 +196,7 @@ class Broker:
         topics = [state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)]
         self._topic_names_by_id = {state.topic_id: state.name for state in topics}
         self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
+        self.catalog_version += 1
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -389,10 +393,13 @@ class Broker:
             if isinstance(event, TopicCreated):
                 self._topic_names_by_id[event.topic_id] = event.topic
                 self._partition_ids.update(event.partition_ids)
+                self.catalog_version += 1
             elif isinstance(event, PartitionsCreated):
                 self._partition_ids.update(event.partition_ids)
+                self.catalog_version += 1
             elif isinstance(event, TopicDeleted):
                 self._partition_ids.difference_update(event.partition_ids)
+                self.catalog_version += 1
         self._schedule_commit()
         return sequence
 

@@ -19,7 +19,12 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import group_state
 from logwright.compat.topic_regex import compile_pattern
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
-from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat, Topics, heartbeat, remove
+from logwright.core.consumer_groups.consumer_reconciliation import (
+    ConsumerHeartbeat,
+    TopicCatalog,
+    heartbeat,
+    remove,
+)
 from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
 from logwright.core.events import Event
 from logwright.core.log.catalog import ResourceConfig, resource_key
@@ -45,6 +50,8 @@ class ConsumerCoordinator:
         self.broker = broker
         self._last_seen: dict[tuple[str, str], int] = {}
         self._revoke_by: dict[tuple[str, str], int] = {}
+        self._topics: tuple[int, TopicCatalog] | None = None
+        """The topics as of a catalog version (`Broker.catalog_version`)."""
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-consumer-groups")
         now = broker.clock.now_ms()
         for group in self.groups():
@@ -56,8 +63,13 @@ class ConsumerCoordinator:
         return [s for s in self.broker.store.entities("consumer_groups").values()
                 if isinstance(s, ConsumerGroupState)]
 
-    def topics(self) -> Topics:
-        return {topic.name: (topic.topic_id, len(topic.partition_ids)) for topic in self.broker.topics()}
+    def topics(self) -> TopicCatalog:
+        """Every topic, kept while the broker's catalog stays as it is: each heartbeat asks, with the regex matches
+        of its group's members (`TopicCatalog`)."""
+        if self._topics is None or self._topics[0] != self.broker.catalog_version:
+            self._topics = (self.broker.catalog_version, TopicCatalog(
+                {topic.name: (topic.topic_id, len(topic.partition_ids)) for topic in self.broker.topics()}))
+        return self._topics[1]
 
     def _group_setting(self, group_id: str, group_key: str, broker_key: str) -> int:
         stored = self.broker.store.state("catalog", resource_key("group", group_id))

@@ -29,6 +29,7 @@ from logwright.core.consumer_groups.consumer_groups import (
 )
 from logwright.core.consumer_groups.consumer_reconciliation import (
     ConsumerHeartbeat,
+    TopicCatalog,
     check_member_epoch,
     heartbeat,
     remove,
@@ -237,6 +238,34 @@ def test_leaving_frees_partitions_and_a_regex_follows_new_topics() -> None:
     group.beat("a", -1)
     group.beat("b", group.member("b").member_epoch)
     assert as_set(group.member("b").assigned) == {("orders", 0), ("orders", 1)}
+
+
+def test_a_topic_catalog_matches_each_regex_once_for_every_heartbeat_of_the_group() -> None:
+    """Every heartbeat matched every regex member against every topic (members x topics each time); a
+    `TopicCatalog` keeps the matches until the topics change, and decides as a plain mapping does."""
+    matched = 0
+
+    class Counted:
+        def __init__(self, pattern: str) -> None:
+            self.pattern = re.compile(pattern)
+
+        def fullmatch(self, text: str) -> object | None:
+            nonlocal matched
+            matched += 1
+            return self.pattern.fullmatch(text)
+
+    names = {f"orders-{n}": (n.to_bytes(16, "big"), 1) for n in range(300)} | {"audit": (b"a" * 16, 1)}
+    group, plain = Group(), Group(names)
+    group.topics = TopicCatalog(names)  # type: ignore[assignment]
+    for member in ("a", "b", "c"):
+        for each in (group, plain):
+            each.beat(member, 0, names=(), subscribed_topic_regex="orders-.*")
+    assert [group.member(m).assigned for m in "abc"] == [plain.member(m).assigned for m in "abc"]
+    beat = ConsumerHeartbeat(GROUP, "a", group.member("a").member_epoch)
+    heartbeat(group.state, beat, group.topics, group._new_id, Counted)
+    assert matched == 0, "the matches made when the members joined serve every later heartbeat"
+    heartbeat(group.state, beat, TopicCatalog(names), group._new_id, Counted)
+    assert matched == len(names), "a new catalog (the topics changed) matches the regex once for all three members"
 
 
 def test_offset_commits_need_the_current_member_epoch() -> None:

@@ -17,7 +17,7 @@ from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest as ListTransactionsV1
 from logwright.compat.registry import make
 
-from .consumer_protocol_wire import heartbeat, request
+from .consumer_protocol_wire import assigned, heartbeat, request
 
 NONE, INVALID_REGULAR_EXPRESSION = 0, 128
 RUN = 40
@@ -81,3 +81,21 @@ def test_a_catastrophic_transactional_id_pattern_is_answered(bootstrap: str) -> 
     refused = request(bootstrap, make(ListTransactionsV2, state_filters=(), producer_id_filters=(),
                                       duration_filter=-1, transactional_id_pattern="(?<=a)b"))
     assert refused.error_code == INVALID_REGULAR_EXPRESSION
+
+
+def test_a_regex_member_is_given_a_topic_created_after_it_joined(bootstrap: str) -> None:
+    """The matches of a regex are kept while the topics stay as they are (each heartbeat matched every regex
+    member against every topic); a topic created later is matched at the next heartbeat. (Kafka 4.4 refreshes
+    regex subscriptions on a timer of its own, so this is checked on logwright only.)"""
+    suffix = uuid.uuid4().hex[:6]
+    _create(bootstrap, f"later-{suffix}-a")
+    group, member = f"later-{suffix}", str(uuid.uuid4())
+    joined = heartbeat(bootstrap, group, member, 0, regex=f"later-{suffix}-.*", rebalance_timeout_ms=60_000)
+    assert joined.error_code == NONE and len(assigned(joined) or {}) == 1, joined
+    owned = assigned(joined) or {}
+    steady = heartbeat(bootstrap, group, member, joined.member_epoch, owned=owned)
+    assert steady.error_code == NONE and steady.assignment is None, "nothing changed: no new assignment"
+    _create(bootstrap, f"later-{suffix}-b")
+    grown = heartbeat(bootstrap, group, member, steady.member_epoch, owned=owned)
+    assert grown.error_code == NONE and len(assigned(grown) or {}) == 2, grown
+    heartbeat(bootstrap, group, member, -1)
