@@ -351,8 +351,8 @@ class PopCoordinator:
         budget = limits.max_messages
         chosen: dict[int, list[int]] = {}
         if not limits.orderly:
-            for due_state, due_offsets in pop_commands.due_revivals(states, budget):
-                chosen[states.index(due_state)] = list(due_offsets)
+            for position, due_offsets in pop_commands.due_revivals(states, budget):
+                chosen[position] = list(due_offsets)
                 budget -= len(due_offsets)
         cap = self.max_in_flight(group)
         rotation_key = (group, topic.name)

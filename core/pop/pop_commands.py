@@ -122,15 +122,16 @@ def rotated(count: int, start: int) -> list[int]:
     return [(start + step) % count for step in range(count)] if count else []
 
 
-def due_revivals(states: Sequence[PopPartition], limit: int) -> list[tuple[PopPartition, tuple[int, ...]]]:
+def due_revivals(states: Sequence[PopPartition], limit: int) -> list[tuple[int, tuple[int, ...]]]:
     """Up to ``limit`` revived records across ``states``, the longest waiting first (by the deadline that revived
-    them, then partition order, then offset), grouped by partition in first-served order."""
+    them, then partition order, then offset), grouped by partition in first-served order: ``(position in
+    states, offsets)`` (the caller searched ``states`` for each, comparing whole tables)."""
     waiting = sorted(((entry.invisible_until_ms, position, entry.offset)
                       for position, state in enumerate(states) for entry in state.revived()))[:limit]
     chosen: dict[int, list[int]] = {}
     for _, position, offset in waiting:
         chosen.setdefault(position, []).append(offset)
-    return [(states[position], tuple(sorted(offsets))) for position, offsets in chosen.items()]
+    return [(position, tuple(sorted(offsets))) for position, offsets in chosen.items()]
 
 
 def orderly_blocked(state: PopPartition) -> bool:
