@@ -445,8 +445,9 @@ class ShareCoordinator:
         their hand-out ``order`` (`cursor_commands.available`'s spans and the offsets still delayed), Shared
         modes choose due redeliveries earliest-due first (`acquisition_order`)."""
         group = self.group(group_id)
-        located = self.broker.topic_of_partition(partition_id)  # looked up: a search per partition served was
-        if group is None or located is None or located[0].name != topic:  # quadratic in a big topic's rounds
+        # looked up, not searched in the topic's partition list: a search per partition served was quadratic
+        located = self.broker.topic_of_partition(partition_id)
+        if group is None or located is None or located[0].name != topic:
             return RangeSet()
         topic_state, partition_index = located
         mode = self.mode(group_id)

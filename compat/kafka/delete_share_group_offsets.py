@@ -37,9 +37,9 @@ async def handle(context: RequestContext, request: DeleteShareGroupOffsetsReques
     cursor_of = cursors_of(broker, group_id)
     events: list[Event] = []
     topics = []
+    # a topic named again gets its first answer and its deletions are staged once (each naming went over the
+    # topic's partitions and staged their deletions again)
     decided: dict[str, Any] = {}
-    """A topic named again gets its first answer, and its deletions are staged once: each naming went over the
-    topic's partitions and staged their deletions again."""
     for entry in request.topics:
         answered = decided.get(entry.topic_name)
         if answered is None:
