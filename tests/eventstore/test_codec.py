@@ -26,6 +26,8 @@ from logwright.core.events import (
 )
 from logwright.core.groups.group_offsets import CommittedPartitions, OffsetsHead
 from logwright.core.rangeset import RangeSet
+from logwright.core.transactions.pending_offsets import PendingOffsets
+from logwright.core.transactions.transactions import TransactionState
 from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry, event_tag
 
 CODEC = default_registry()
@@ -49,7 +51,7 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         if len(args) == 2 and args[1] is Ellipsis:
             return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
         return st.tuples(*(strategy_for(arg) for arg in args))
-    if dataclasses.is_dataclass(hint) or hint is CommittedPartitions:
+    if dataclasses.is_dataclass(hint) or hint in (CommittedPartitions, PendingOffsets):
         return instances(hint)
     raise AssertionError(f"no strategy for {hint!r}: teach strategy_for about it")
 
@@ -57,6 +59,8 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
 def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
     if cls is CommittedPartitions:  # stored as its sorted pairs: build it from any (topic, partition)
         return st.lists(st.tuples(st.text(max_size=5), st.integers(0, 2**31 - 1)), max_size=4).map(CommittedPartitions)
+    if cls is PendingOffsets:  # stored as its sorted commits: build it from any commits
+        return st.lists(instances(OffsetCommitted), max_size=4).map(PendingOffsets)
     if cls is RangeSet:
         return st.lists(st.tuples(I64, st.integers(0, 5)), max_size=4).map(
             lambda spans: RangeSet.of(n for start, width in spans for n in range(start, min(start + width, 2**63))))
@@ -272,6 +276,23 @@ def test_a_group_offsets_head_is_stored_as_its_sorted_partitions() -> None:
     assert registry.encode(head) == msgpack.packb([1012, 1, pairs])
     decoded = registry.decode(registry.encode(head), "test")
     assert decoded == head and tuple(decoded.partitions) == pairs
+
+
+def test_a_transactions_pending_offsets_are_stored_sorted_and_read_in_the_order_stored_before() -> None:
+    """The latest commit per group and partition, sorted by them whatever order they came in, so equal states store
+    equal bytes; a store written before kept the commits as a tuple in commit order, and reads as the same state."""
+    registry = default_registry()
+    late, early = OffsetCommitted("g", "t", 1, 5), OffsetCommitted("g", "t", 0, 7)
+    state = TransactionState("tx", 0, 0, 60_000, pending_offsets=PendingOffsets((late, early)))
+    encoded = registry.encode(state)
+    decoded = registry.decode(encoded, "test")
+    assert decoded == state and tuple(decoded.pending_offsets) == (early, late)
+    assert registry.encode(TransactionState("tx", 0, 0, 60_000, pending_offsets=PendingOffsets((early, late)))) == (
+        encoded)
+    stored_before = dataclasses.replace(state)
+    object.__setattr__(stored_before, "pending_offsets", (late, early))  # what the state held: a tuple
+    before = registry.decode(registry.encode(stored_before), "test")
+    assert before == state and isinstance(before.pending_offsets, PendingOffsets)
 
 
 def test_a_group_deleted_event_of_version_1_names_no_partitions() -> None:
