@@ -15,7 +15,7 @@ import functools
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -159,6 +159,10 @@ class Broker:
         self._row_slices_left: int | None = None
         """Slices of changed rows the scheduled commit may still put before it commits (`ROWS_PUT_PER_TURN`)."""
         self._staging_over_turns: asyncio.Lock | None = None
+        self.ending_transactions: dict[str, int] = {}
+        """Transactional ids whose end is staged over several turns, with their producer ids
+        (`transaction_coordinator.complete`): their requests are answered CONCURRENT_TRANSACTIONS meanwhile, and
+        their producers' transactional batches are refused."""
         self._high_watermarks: dict[int, int] = {}
         self._data_arrived: asyncio.Event | None = None
         self._partition_waiters: dict[int, set[asyncio.Future[None]]] = {}
@@ -166,11 +170,11 @@ class Broker:
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
         self._partition_ids: set[int] = set()
+        """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
+        row for an empty partition, so it cannot say which exist)."""
         self.catalog_version = 0
         """Moves whenever a topic or partition is created or deleted (staged or reloaded): what a reader keeping
         something derived from the topics (the consumer coordinator's `TopicCatalog`) checks."""
-        """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
-        row for an empty partition, so it cannot say which exist)."""
         self._failed_commits = 0
         self._store_retry_at_ms = 0
         self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
@@ -546,16 +550,23 @@ class Broker:
         if len(events) <= EVENTS_STAGED_PER_TURN:
             self.stage(events)
             return
+        await self.stage_in_parts(functools.partial(self.stage, events[start : start + EVENTS_STAGED_PER_TURN])
+                                  for start in range(0, len(events), EVENTS_STAGED_PER_TURN))
+
+    async def stage_in_parts(self, parts: Iterable[Callable[[], object]]) -> None:
+        """Run each of ``parts`` (each stages something, synchronously) in a turn of its own, and commit all they
+        staged in one WriteBatch, as `stage_over_turns` does with a list of events: a transaction's end stages its
+        markers this way."""
         if self._staging_over_turns is None:
             self._staging_over_turns = asyncio.Lock()
         async with self._staging_over_turns:
             self._commits_held = True
             failures_before = self._failed_commits
             try:
-                for start in range(0, len(events), EVENTS_STAGED_PER_TURN):
-                    if start:
+                for number, part in enumerate(parts):
+                    if number:
                         await self._give_way_staging(failures_before)
-                    self.stage(events[start : start + EVENTS_STAGED_PER_TURN])
+                    part()
                     self.store.put_changed_rows(defer_rows_changed_again=True)
                 if self.store.changed_rows:
                     await self._give_way_staging(failures_before)

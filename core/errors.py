@@ -185,6 +185,11 @@ class InvalidTxnState(DomainError):
     that contradicts the transaction's completed outcome."""
 
 
+class ConcurrentTransactions(DomainError):
+    """The transactional id's transaction is being ended (its markers staged over several turns): ask again once it
+    has ended, as Kafka answers while a transaction is in PrepareCommit or PrepareAbort."""
+
+
 class InvalidTransactionTimeout(DomainError):
     """``transaction.timeout.ms`` is not positive or exceeds the broker's ``transaction.max.timeout.ms``."""
 

@@ -10,7 +10,7 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.transaction_coordinator import wire_failure
+from logwright.compat.coordinators.transaction_coordinator import check_not_ending, wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
@@ -34,6 +34,7 @@ async def handle(context: RequestContext, request: AddOffsetsToTxnRequest) -> An
     module = response_module("add_offsets_to_txn", context.api_version)
     code = ErrorCode.NONE
     try:
+        check_not_ending(broker, request.transactional_id)
         event = add_group(broker.transaction(request.transactional_id), int(request.producer_id),
                           int(request.producer_epoch), request.group_id, broker.clock.now_ms())
     except DomainError as error:

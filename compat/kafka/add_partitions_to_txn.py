@@ -13,7 +13,7 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.transaction_coordinator import wire_failure
+from logwright.compat.coordinators.transaction_coordinator import check_not_ending, wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
@@ -50,6 +50,7 @@ async def handle(context: RequestContext, request: AddPartitionsToTxnRequest) ->
         code = ErrorCode.OPERATION_NOT_ATTEMPTED
     else:
         try:
+            check_not_ending(broker, request.v3_and_below_transactional_id)
             event = add_partitions(broker.transaction(request.v3_and_below_transactional_id),
                                    int(request.v3_and_below_producer_id), int(request.v3_and_below_producer_epoch),
                                    partition_ids, broker.clock.now_ms())

@@ -12,7 +12,7 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.transaction_coordinator import stage_completion, wire_failure
+from logwright.compat.coordinators.transaction_coordinator import check_not_ending, complete, wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
@@ -35,13 +35,14 @@ async def handle(context: RequestContext, request: EndTxnRequest) -> Any:
     module = response_module("end_txn", context.api_version)
     code = ErrorCode.NONE
     try:
+        check_not_ending(broker, request.transactional_id)
         completion = end_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
                                      int(request.producer_epoch), bool(request.committed), broker.clock.now_ms())
+        if completion is not None:
+            await complete(broker, completion)
     except DomainError as error:
         code, message = wire_failure(error, context.api_version, fenced_from_version=2)
         log.info("EndTxn of %r refused with %s: %s", request.transactional_id, code.name, message)
     else:
-        if completion is not None:
-            stage_completion(broker, completion)
         await broker.durable()
     return make(module.EndTxnResponse, throttle_time=datetime.timedelta(0), error_code=code)

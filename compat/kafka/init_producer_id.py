@@ -18,14 +18,21 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.transaction_coordinator import stage_completion, transaction_timer, wire_failure
+from logwright.compat.coordinators.transaction_coordinator import (
+    MARKERS_PER_TURN,
+    check_not_ending,
+    complete,
+    stage_completion,
+    transaction_timer,
+    wire_failure,
+)
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.events.transactions import TransactionalProducerInitialized
 from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
-from logwright.core.transactions.transactions import init_transactional
+from logwright.core.transactions.transactions import Completion, init_transactional
 
 if TYPE_CHECKING:
     from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
@@ -59,15 +66,25 @@ async def handle(context: RequestContext, request: InitProducerIdRequest) -> Any
             if not transactional_id:
                 raise InvalidRequest("the transactional id is empty")
             transaction_timer(broker)
+            check_not_ending(broker, transactional_id)
             timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
-            completion, events = init_transactional(
-                broker.transaction(transactional_id), counter, transactional_id, timeout_ms,
-                int(broker.broker_config("transaction.max.timeout.ms")), broker.clock.now_ms(), producer_id,
-                producer_epoch)
+
+            def decide() -> tuple[Completion | None, tuple[Event, ...]]:
+                counter = broker.store.state("producers", COUNTER_KEY)
+                return init_transactional(
+                    broker.transaction(transactional_id), counter if isinstance(counter, ProducerIdCounter) else None,
+                    transactional_id, timeout_ms, int(broker.broker_config("transaction.max.timeout.ms")),
+                    broker.clock.now_ms(), producer_id, producer_epoch)
+
+            completion, events = decide()
             if completion is not None:
                 log.info("InitProducerId for %r aborts the transaction its previous instance left open",
                          transactional_id)
-                stage_completion(broker, completion)
+                if len(completion.partition_ids) <= MARKERS_PER_TURN:
+                    stage_completion(broker, completion)
+                else:  # ended over turns: other requests ran meanwhile (a producer id allocated), so decide again
+                    await complete(broker, completion)
+                    completion, events = decide()
     except DomainError as error:
         code, message = wire_failure(error, context.api_version, fenced_from_version=4)
         log.warning("InitProducerId from %s (client id %r) refused with %s: %s", context.client_host,

@@ -51,7 +51,7 @@ from logwright.compat.wire.record_check import (
 )
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
-from logwright.core.errors import DomainError, StorageUnavailable
+from logwright.core.errors import DomainError, InvalidTxnState, StorageUnavailable
 from logwright.core.events import RecordsAppended
 from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
 from logwright.core.log.catalog import TopicState
@@ -349,6 +349,9 @@ def stage_batch(
         if isinstance(verdict, Duplicate):
             return verdict.base_offset
     if header.is_transactional and not header.is_control:
+        if broker.ending_transactions and header.producer_id in broker.ending_transactions.values():
+            raise InvalidTxnState(f"the transaction of producer id {header.producer_id} is being ended: a batch "
+                                  f"may not join it between its markers")
         check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
                                    header.producer_epoch, partition_id)
     plan = None

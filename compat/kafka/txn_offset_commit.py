@@ -14,7 +14,7 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.coordinators.transaction_coordinator import wire_failure
+from logwright.compat.coordinators.transaction_coordinator import check_not_ending, wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.offset_commit import check_committer, commit_partitions
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
@@ -45,6 +45,7 @@ async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> An
     def refusal() -> ErrorCode | None:
         nonlocal transaction
         try:
+            check_not_ending(broker, request.transactional_id)
             transaction = check_transaction(broker.transaction(request.transactional_id), int(request.producer_id),
                                             int(request.producer_epoch), group_id)
             generation = int(request.generation_id) if _names_member(request) else -1
