@@ -50,13 +50,15 @@ class ConsumerCoordinator:
         self.broker = broker
         self._last_seen: dict[tuple[str, str], int] = {}
         self._revoke_by: dict[tuple[str, str], int] = {}
+        self._members_of: dict[str, set[str]] = {}
+        """Each group's members with an entry in either table, so forgetting a group reads only its own."""
         self._topics: tuple[int, TopicCatalog] | None = None
         """The topics as of a catalog version (`Broker.catalog_version`)."""
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-consumer-groups")
         now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
-                self._last_seen[(group.group_id, member.member_id)] = now
+                self._seen(group.group_id, member.member_id, now)
             self._track(group, now)
 
     def groups(self) -> list[ConsumerGroupState]:
@@ -97,12 +99,11 @@ class ConsumerCoordinator:
         before = consumer_group(self.broker, command.group_id)
         member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)
         now = self.broker.clock.now_ms()
-        key = (command.group_id, member_id)
         if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
                                           and not _is_static(before, member_id)):
             self._forget(command.group_id, member_id)
         else:
-            self._last_seen[key] = now
+            self._seen(command.group_id, member_id, now)
             self.timer.schedule(now + self.session_timeout_ms(command.group_id))
         if events:
             self.broker.stage(events)
@@ -113,14 +114,24 @@ class ConsumerCoordinator:
         return member_id, state
 
     def forget_group(self, group_id: str) -> None:
-        """Forget the liveness of a deleted group's members."""
-        for table in (self._last_seen, self._revoke_by):
-            for entry in [entry for entry in table if entry[0] == group_id]:
-                del table[entry]
+        """Forget the liveness of a deleted group's members (its own entries: a DeleteGroups of many groups went
+        over every member of every group for each)."""
+        for member_id in self._members_of.pop(group_id, ()):
+            self._last_seen.pop((group_id, member_id), None)
+            self._revoke_by.pop((group_id, member_id), None)
+
+    def _seen(self, group_id: str, member_id: str, now: int) -> None:
+        self._last_seen[(group_id, member_id)] = now
+        self._members_of.setdefault(group_id, set()).add(member_id)
 
     def _forget(self, group_id: str, member_id: str) -> None:
         self._last_seen.pop((group_id, member_id), None)
         self._revoke_by.pop((group_id, member_id), None)
+        members = self._members_of.get(group_id)
+        if members is not None:
+            members.discard(member_id)
+            if not members:
+                del self._members_of[group_id]
 
     def _track(self, state: ConsumerGroupState, now: int) -> None:
         """Start a member's rebalance timeout when it starts revoking; stop it once it has."""
@@ -129,6 +140,7 @@ class ConsumerCoordinator:
             if member.state == MemberState.UNREVOKED_PARTITIONS:
                 if key not in self._revoke_by:
                     self._revoke_by[key] = now + member.rebalance_timeout_ms
+                    self._members_of.setdefault(state.group_id, set()).add(member.member_id)
                     self.timer.schedule(self._revoke_by[key])
             else:
                 self._revoke_by.pop(key, None)
