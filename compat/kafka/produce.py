@@ -4,8 +4,10 @@ Older versions (the v0/v1 message formats) close the connection (`fallback`), as
 partition's batches are validated together (magic, CRC32C, size, every record read: `record_check`, producer
 sequence) and appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
-(there is one replica, so both mean the same). Topics with ``message.timestamp.type=LogAppendTime``
-get the broker's time written into the batch header, with the CRC recomputed. Internal topics
+(there is one replica, so both mean the same); a request of more than `PARTITIONS_PER_TURN` partitions is
+validated, then staged and committed, that many at a time, other requests running in between. Topics with
+``message.timestamp.type=LogAppendTime`` get the broker's time written into the batch header, with the CRC
+recomputed. Internal topics
 (``__consumer_offsets``) refuse records with INVALID_TOPIC_EXCEPTION, as Kafka does.
 
 Plugins may refuse partitions before anything is written (``logwright_admit_append``, resolved once
@@ -30,6 +32,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.turns import give_way
 from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import (
     BatchHeader,
@@ -74,6 +77,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PARTITIONS_PER_TURN = 250
+"""Partitions a Produce request validates, then stages and commits, before it lets other connections' requests run:
+a request of 10,000 one-batch partitions held every client for its whole length. Kafka does not write a request's
+partitions as one either; each partition's batches are appended whole, and a part whose commit failed is answered
+so."""
+
 
 class PartitionResult(NamedTuple):
     """One partition's answer (a named tuple: one is built per partition of every request)."""
@@ -90,11 +99,17 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     broker = context.broker
     acks = int(request.acks)
     outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
+    checked = 0
     for topic_data in request.topic_data:
         topic = broker.topic(topic_data.name)
         limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
+            checked += 1
+            if checked % PARTITIONS_PER_TURN == 0:
+                await give_way()
+                topic = broker.topic(topic_data.name)  # looked up again: it may be gone (staging checks each)
+                limits = topic_limits(broker, topic) if topic is not None else None
             index = int(partition_data.index)
             if acks not in (0, 1, -1):
                 message = f"acks={acks} is not 0, 1 or -1"
@@ -113,26 +128,28 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     hold: Hold[Prepared, PartitionResult] = Hold()
     refused = await hold.settle(broker, prepared, lambda item: item.partition_id, refused, lambda r: r.error_code,
                                 ask_again, _milliseconds(request.timeout))
-    appended = False
-    results: list[tuple[str, list[tuple[int, PartitionResult]]]] = []
-    with broker.staging_together():
-        for name, partitions in outcomes:
-            staged = []
-            for index, item in partitions:
+    every = [item for _, partitions in outcomes for _, item in partitions]
+    answered: list[PartitionResult] = []
+    for start in range(0, len(every), PARTITIONS_PER_TURN):
+        appended = False
+        with broker.staging_together():
+            for item in every[start : start + PARTITIONS_PER_TURN]:
                 if isinstance(item, Prepared):
-                    item = refused.get(item.partition_id) or stage_partition(broker, item,
+                    item = refused.get(item.partition_id) or _stage_if_there(broker, item,
                                                                              deduplicated.get(item.partition_id))
                     appended = appended or item.error_code == ErrorCode.NONE
-                staged.append((index, item))
-            results.append((name, staged))
+                answered.append(item)
+        if appended and acks != 0:  # each part's commit lets other requests run, and says what it wrote
+            try:
+                await broker.durable()
+            except StorageUnavailable as error:  # the commit failed and dropped this part's appends
+                answered[start:] = [_storage_failed(result, error) for result in answered[start:]]
+        elif start + PARTITIONS_PER_TURN < len(every):
+            await give_way()
     if acks == 0:
         return None
-    if appended:
-        try:
-            await broker.durable()
-        except StorageUnavailable as error:  # the commit failed and dropped these appends: none was written
-            results = [(name, [(index, _storage_failed(result, error)) for index, result in partitions])
-                       for name, partitions in results]
+    answers = iter(answered)
+    results = [(name, [(index, next(answers)) for index, _ in partitions]) for name, partitions in outcomes]
     module = response_module("produce", context.api_version)
     return make(
         module.ProduceResponse,
@@ -144,6 +161,13 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
         ),
         throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
     )
+
+
+def _stage_if_there(broker: Broker, prepared: Prepared, deduplication: Deduplication | None) -> PartitionResult:
+    """`stage_partition`, unless the partition went while a request of many partitions gave way (its topic deleted)."""
+    if not broker.partition_exists(prepared.partition_id):
+        return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
+    return stage_partition(broker, prepared, deduplication)
 
 
 def _milliseconds(timeout: datetime.timedelta | int) -> int:

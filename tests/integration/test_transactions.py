@@ -308,3 +308,30 @@ def test_describe_producers_answers_every_partition_named_and_unknown_topics_wit
     [entry] = one_request(bootstrap, copies).topics
     assert len(entry.partitions) == 10_000 and {len(partition.active_producers) for partition in entry.partitions} \
         == {1}
+
+
+@pytest.mark.differential
+def test_a_transaction_over_1200_partitions_commits_aborts_and_is_fenced_whole(bootstrap: str) -> None:
+    """Past 500 partitions logwright stages a transaction's end over several turns (one WriteBatch all the same,
+    the transactional id answered CONCURRENT_TRANSACTIONS meanwhile): librdkafka's commit, abort and a new
+    instance's fencing of an open transaction each reach every partition, as on Kafka."""
+    partitions = 1_200
+    topic = new_topic(bootstrap, partitions)
+    transactional_id = f"tx-{uuid.uuid4().hex[:6]}"
+    producer = transactional_producer(bootstrap, transactional_id)
+    producer.begin_transaction()
+    send(producer, topic, "committed", partitions, partitions)
+    producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    send(producer, topic, "aborted", partitions, partitions)
+    producer.flush(TIMEOUT_S)
+    producer.abort_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    send(producer, topic, "fenced", partitions, partitions)
+    producer.flush(TIMEOUT_S)
+    successor = transactional_producer(bootstrap, transactional_id)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"successor", partition=7)
+    successor.commit_transaction(TIMEOUT_S)
+    values = read_all(bootstrap, topic, partitions, "read_committed", partitions + 1)
+    assert sorted(values) == sorted([*(f"committed{i}" for i in range(partitions)), "successor"])
