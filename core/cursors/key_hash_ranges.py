@@ -19,7 +19,8 @@ Two policies, as in Pulsar's ``KeySharedPolicy``:
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import itertools
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from logwright.core.cursors.key_hash import HASH_RANGE_SIZE
@@ -113,24 +114,31 @@ def auto_split_leave(ownership: KeyHashOwnership, consumer_id: str) -> KeyHashOw
 
 
 def sticky_join(ownership: KeyHashOwnership, consumer_id: str, declared: tuple[HashRange, ...]) -> KeyHashOwnership:
-    """Add ``consumer_id``'s declared ranges; refuse ranges outside the space or overlapping anyone's."""
+    """Add ``consumer_id``'s declared ranges; refuse ranges outside the space or overlapping anyone's.
+
+    The declared ranges are compared sorted, each with the next only, and each is looked up among the owned ones by
+    bisection: comparing every pair made a join declaring 65,536 one-hash ranges hold the event loop for minutes."""
     if not declared:
         raise InvalidRequest(f"consumer {consumer_id!r} of a STICKY Key_Shared subscription must declare key-hash "
                              "ranges")
-    for position, wanted in enumerate(declared):
+    for wanted in declared:
         if not 0 <= wanted.start <= wanted.end <= ownership.top:
             raise InvalidRequest(f"key-hash range [{wanted.start}, {wanted.end}] of consumer {consumer_id!r} is not "
                                  f"an inclusive range within 0..{ownership.top}")
-        for other in declared[position + 1:]:
-            if wanted.overlaps(other):
-                raise InvalidRequest(f"consumer {consumer_id!r} declares overlapping key-hash ranges "
-                                     f"[{wanted.start}, {wanted.end}] and [{other.start}, {other.end}]")
+    ordered = sorted(declared, key=lambda wanted: (wanted.start, wanted.end))
+    for lower, upper in itertools.pairwise(ordered):
+        if lower.overlaps(upper):
+            raise InvalidRequest(f"consumer {consumer_id!r} declares overlapping key-hash ranges "
+                                 f"[{lower.start}, {lower.end}] and [{upper.start}, {upper.end}]")
     kept = tuple(r for r in ownership.ranges if r.consumer_id != consumer_id)
     for wanted in declared:
-        for owned in kept:
-            if wanted.overlaps(HashRange(owned.start, owned.end)):
-                raise ConsumerBusy(f"key-hash range [{wanted.start}, {wanted.end}] of consumer {consumer_id!r} "
-                                   f"overlaps [{owned.start}, {owned.end}] owned by {owned.consumer_id!r}")
+        # kept ranges are disjoint and sorted, so their ends rise too: the first that ends at or after this range's
+        # start is the only one that can overlap it first
+        index = bisect_left(kept, wanted.start, key=lambda owned: owned.end)
+        if index < len(kept) and kept[index].start <= wanted.end:
+            owned = kept[index]
+            raise ConsumerBusy(f"key-hash range [{wanted.start}, {wanted.end}] of consumer {consumer_id!r} "
+                               f"overlaps [{owned.start}, {owned.end}] owned by {owned.consumer_id!r}")
     added = tuple(OwnedRange(r.start, r.end, consumer_id) for r in declared)
     return KeyHashOwnership(tuple(sorted((*kept, *added), key=lambda r: r.start)), ownership.top)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -135,3 +137,61 @@ def test_sticky_never_overlaps(wanted: list[tuple[int, int]]) -> None:
             continue
     for lower, upper in zip(ownership.ranges, ownership.ranges[1:], strict=False):
         assert lower.end < upper.start
+
+
+def _verdict(ownership: KeyHashOwnership, consumer_id: str, declared: tuple[HashRange, ...]) -> str:
+    """What a brute-force check of every pair says of a STICKY join: the reference `sticky_join` must agree with."""
+    if any(not 0 <= r.start <= r.end <= ownership.top for r in declared):
+        return "invalid"
+    if any(a.overlaps(b) for i, a in enumerate(declared) for b in declared[i + 1:]):
+        return "invalid"
+    others = [HashRange(r.start, r.end) for r in ownership.ranges if r.consumer_id != consumer_id]
+    return "busy" if any(w.overlaps(o) for w in declared for o in others) else "joined"
+
+
+_small_ranges = st.lists(st.tuples(st.integers(0, 70), st.integers(0, 12)), max_size=6).map(
+    lambda spans: tuple(HashRange(start, start + width) for start, width in spans))
+
+
+@given(owned=_small_ranges, declared=_small_ranges)
+def test_a_sticky_join_refuses_exactly_what_a_check_of_every_pair_refuses(
+        owned: tuple[HashRange, ...], declared: tuple[HashRange, ...]) -> None:
+    ownership = KeyHashOwnership(top=64)
+    for number, wanted in enumerate(owned):  # whatever joins, one consumer a range
+        try:
+            ownership = sticky_join(ownership, f"o{number}", (wanted,))
+        except (InvalidRequest, ConsumerBusy):
+            pass
+    expected = _verdict(ownership, "o1", declared) if declared else "invalid"
+    try:
+        joined = sticky_join(ownership, "o1", declared)
+    except InvalidRequest:
+        assert expected == "invalid"
+    except ConsumerBusy:
+        assert expected == "busy"
+    else:
+        assert expected == "joined"
+        assert joined.ranges_of("o1") == tuple(sorted(declared, key=lambda r: r.start))
+        assert_partition_free_of_overlaps(joined)
+
+
+def assert_partition_free_of_overlaps(ownership: KeyHashOwnership) -> None:
+    ranges = ownership.ranges
+    assert all(a.end < b.start for a, b in itertools.pairwise(ranges))
+
+
+def test_a_sticky_join_of_every_hash_compares_neighbours_not_every_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """65,536 one-hash ranges, declared in reverse: comparing every pair held the event loop for minutes."""
+    compared = 0
+    overlaps = HashRange.overlaps
+
+    def counted(self: HashRange, other: HashRange) -> bool:
+        nonlocal compared
+        compared += 1
+        return overlaps(self, other)
+
+    monkeypatch.setattr(HashRange, "overlaps", counted)
+    declared = tuple(HashRange(h, h) for h in reversed(range(65_536)))
+    ownership = sticky_join(KeyHashOwnership(), "c1", declared)
+    assert len(ownership.ranges) == 65_536 and ownership.owner_of(40_000) == "c1"
+    assert compared < 65_536
