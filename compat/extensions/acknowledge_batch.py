@@ -7,7 +7,8 @@ nothing, as in ShareAcknowledge; the answer is durable when it arrives.
 Request (msgpack map): ``group_id, member_id, acks: [{topic: str, partition: int, ranges: [[first,
 last], ...]}, ...]``. Response: ``error_code, error_message, results: [{topic, partition, error_code,
 error_message}, ...]`` in request order (INVALID_RECORD_STATE for a partition whose ranges the member
-does not hold, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist).
+does not hold, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist). Other requests run every
+`ACKS_PER_TURN` entries; each entry is decided in its own turn against the group as it is then.
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from dataclasses import dataclass
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext
+from logwright.compat.turns import give_way
 from logwright.compat.wire.extension_body import MAX_RANGES, Body, extension, member_of, partition_of, ranges, text
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.share_groups.share_acks import AckBatch
 
 API_KEY = 32004
 ACCEPT = 1
+ACKS_PER_TURN = 200
+"""Partition entries acknowledged before the handler lets other requests run: each is a whole acknowledgement (its
+checks, decision and staging, tens of microseconds), and a request may carry up to `MAX_RANGES` of them, seconds of
+event loop in one stretch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +59,9 @@ async def handle(context: RequestContext, body: Body) -> Body:
     group_id, member_id = request.group_id, request.member_id
     member_of(coordinator, group_id, member_id)
     results = []
-    for entry in request.acks:
+    for position, entry in enumerate(request.acks):
+        if position and position % ACKS_PER_TURN == 0:
+            await give_way()
         result = {"topic": entry.get("topic"), "partition": entry.get("partition"),
                   "error_code": int(ErrorCode.NONE), "error_message": None}
         try:

@@ -23,7 +23,7 @@ from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.extensions import clock_control
+from logwright.compat.extensions import acknowledge_batch, clock_control
 from logwright.compat.kafka import (
     delete_groups,
     produce,
@@ -33,6 +33,7 @@ from logwright.compat.kafka import (
     share_group_heartbeat,
 )
 from logwright.compat.registry import RequestContext, make
+from logwright.compat.turns import TURNS_GIVEN_WAY
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.clock import ManualClock
@@ -321,5 +322,27 @@ def test_a_round_over_many_partitions_notes_where_it_stopped_once(tmp_path: Path
         assert len(notes) == 1 and notes[0] == (topic.topic_id, 39)
         session = coordinator.sessions[(GROUP, "m1")]
         assert session.next_start == 40
+
+    run(tmp_path, scenario)
+
+
+def test_an_acknowledge_batch_of_many_entries_lets_other_requests_run(tmp_path: Path) -> None:
+    """LogwrightAcknowledgeBatch takes up to 100,000 partition entries, each a whole acknowledgement: it gives way
+    every `ACKS_PER_TURN` of them instead of holding every client for seconds."""
+    async def scenario(h: Harness) -> None:
+        await h.produce(3)
+        joined = await h.join("m1")
+        entries = [{"topic": TOPIC, "partition": 0, "ranges": [[0, 0]]}] * (2 * acknowledge_batch.ACKS_PER_TURN + 50)
+        context = RequestContext(h.broker, 32004, 0, 1, "tester", 1, "127.0.0.1")
+        acknowledging = asyncio.get_running_loop().create_task(acknowledge_batch.handle(
+            context, {"group_id": GROUP, "member_id": joined.member_id, "acks": entries}))
+        turns = 0
+        while not acknowledging.done():
+            await asyncio.sleep(0)
+            turns += 1
+        results = acknowledging.result()["results"]
+        assert len(results) == len(entries)
+        assert {result["error_code"] for result in results} == {ErrorCode.INVALID_RECORD_STATE}, "none acquired"
+        assert turns >= 2 * TURNS_GIVEN_WAY, turns
 
     run(tmp_path, scenario)
