@@ -1,6 +1,7 @@
 """The KIP-848 coordinator's liveness tables (last heartbeat, revocation deadline per member): deleting a group
 forgets its own members and reads no other group's (a DeleteGroups of many empty groups beside many live members
-went over every member of every group for each group deleted). Real RocksDB, no sockets."""
+went over every member of every group for each group deleted), and members expiring together leave in one
+rebalance. Real RocksDB, no sockets."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
+from logwright.core.clock import ManualClock
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat
+from logwright.core.events.consumer_groups import ConsumerMemberLeft, ConsumerTargetAssignmentComputed
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -45,6 +48,44 @@ def test_forgetting_a_group_reads_only_its_own_members(tmp_path: Path) -> None:
         member_id, state = await coordinator.heartbeat(ConsumerHeartbeat(
             "b", "", 0, rebalance_timeout_ms=60_000, subscribed_topic_names=("t",), owned=()))
         assert ("b", member_id) in last_seen, "a group deleted and joined again is followed again"
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.close()
+
+
+def test_members_timing_out_together_leave_in_one_rebalance(tmp_path: Path) -> None:
+    """One timer pass removes a group's expired members together: a rebalance (an assignment) for each member made
+    1,000 members timing out at once cost 1,000 assignments of the whole group."""
+    store = RocksEventStore(tmp_path / "data")
+
+    async def run() -> None:
+        clock = ManualClock()
+        broker = in_process_broker(store, clock=clock)
+        broker.create_topic("t", 12)
+        coordinator = consumer_coordinator(broker)
+        joined = []
+        for _ in range(5):
+            member_id, state = await coordinator.heartbeat(ConsumerHeartbeat(
+                "g", "", 0, rebalance_timeout_ms=60_000, subscribed_topic_names=("t",), owned=()))
+            joined.append(member_id)
+        clock.advance(coordinator.session_timeout_ms("g") - 1)
+        survivor = joined[0]
+        state = consumer_group(broker, "g")
+        assert state is not None
+        member = state.member(survivor)
+        assert member is not None
+        await coordinator.heartbeat(ConsumerHeartbeat("g", survivor, member.member_epoch))
+        clock.advance(1)
+        events = coordinator.tick()
+        left = [event for event in events if isinstance(event, ConsumerMemberLeft)]
+        assert sorted(event.member_id for event in left) == sorted(joined[1:])
+        assert sum(isinstance(event, ConsumerTargetAssignmentComputed) for event in events) == 1, "one rebalance"
+        broker.commit_now()
+        state = consumer_group(broker, "g")
+        assert state is not None and [m.member_id for m in state.members] == [survivor]
+        assert state.target(survivor) == (("t", tuple(range(12))),)
 
     try:
         asyncio.run(run())
