@@ -205,10 +205,11 @@ def decide_complete_join(state: GroupState | None, *, force: bool, pending_membe
     rejoined = [member for member in staying if member.rejoined]
     if staying and not rejoined:
         return None
+    staying_ids = {member.member_id for member in staying}  # a list search per member was quadratic
     events: list[Event] = [
         MemberLeft(state.group_id, member.member_id, "did not rejoin before the rebalance timeout")
         for member in state.members
-        if member not in staying
+        if member.member_id not in staying_ids
     ]
     generation = state.generation + 1
     if not staying:
