@@ -7,6 +7,7 @@ reconciled to so far with its member epoch. The decisions are in `consumer_recon
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -94,9 +95,11 @@ class ConsumerGroupState:
         return None
 
     def target(self, member_id: str) -> TopicPartitions:
-        for owner, partitions in self.targets:
-            if owner == member_id:
-                return partitions
+        """A member's target, by bisection: ``targets`` is sorted by owner (a scan per member made describing a
+        5,000-member group quadratic)."""
+        index = bisect_left(self.targets, member_id, key=lambda target: target[0])
+        if index < len(self.targets) and self.targets[index][0] == member_id:
+            return self.targets[index][1]
         return ()
 
     @property

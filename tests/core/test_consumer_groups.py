@@ -414,3 +414,11 @@ def test_the_projection_folds_what_the_decisions_saw() -> None:
     group.beat("b", 0)
     incremental = fold(None, group.log, GROUP)
     assert incremental == group.state
+
+
+def test_a_members_target_is_found_by_bisection_of_the_sorted_targets() -> None:
+    targets = tuple((f"m{i:04}", (("t", (i,)),)) for i in range(0, 2_000, 2))
+    state = ConsumerGroupState("g", targets=targets)
+    assert state.target("m0000") == (("t", (0,)),) and state.target("m1998") == (("t", (1998,)),)
+    assert state.target("m0001") == () and state.target("m9999") == () and state.target("") == ()
+    assert all(state.target(owner) == partitions for owner, partitions in targets)
