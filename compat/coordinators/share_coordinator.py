@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import with_dead_letters
@@ -94,6 +95,15 @@ def _first(candidates: RangeSet, count: int) -> list[tuple[int, int]]:
         if count <= 0:
             break
     return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionIndex:
+    """What deleting share groups reads, by group (`ShareCoordinator.deletion_index`)."""
+
+    cursors: dict[str, dict[str, CursorState]]
+    kept: dict[str, list[tuple[dict[Any, Any], tuple[str, str]]]]
+    """The in-memory tables' entries of each group: sessions, last heartbeats, consumer options."""
 
 
 class ShareCoordinator:
@@ -300,27 +310,33 @@ class ShareCoordinator:
             self.broker.stage([SwitchDelayStarted(group_id, before.mode_membership(), now + delay)])
             self.timer.schedule(now + delay)
 
-    def cursors_by_group(self) -> dict[str, dict[str, CursorState]]:
-        """Every cursor by subscription then key, in one pass: what `delete_group` needs for each of many groups
-        (a pass per group deleted grew with the groups named times the cursors)."""
-        found: dict[str, dict[str, CursorState]] = {}
+    def deletion_index(self) -> DeletionIndex:
+        """Every cursor by subscription, and every member entry kept in memory by group, in one pass each: what
+        `delete_group` needs for each of many groups (a pass per group deleted grew with the groups named times the
+        cursors, and times the consumer options any client may fill)."""
+        cursors: dict[str, dict[str, CursorState]] = {}
         for key, state in self.broker.store.entities("cursors").items():
             if isinstance(state, CursorState):
-                found.setdefault(state.subscription, {})[key] = state
-        return found
+                cursors.setdefault(state.subscription, {})[key] = state
+        kept: dict[str, list[tuple[dict[Any, Any], tuple[str, str]]]] = {}
+        tables: tuple[dict[Any, Any], ...] = (self.sessions, self._last_seen, self.consumer_options)
+        for table in tables:
+            for entry in table:
+                kept.setdefault(entry[0], []).append((table, entry))
+        return DeletionIndex(cursors, kept)
 
-    def delete_group(self, group_id: str, cursors_by_group: dict[str, dict[str, CursorState]] | None = None) -> None:
+    def delete_group(self, group_id: str, index: DeletionIndex | None = None) -> None:
         """Stage an empty share group's deletion with its cursors (`core.share_groups.delete` refuses with a
-        `DomainError`) and forget what is kept of it in memory; the caller awaits durability. ``cursors_by_group``:
-        `cursors_by_group` read in this turn, for a caller deleting several groups."""
-        cursors = (cursors_by_group if cursors_by_group is not None else self.cursors_by_group()).get(group_id, {})
+        `DomainError`) and forget what is kept of it in memory; the caller awaits durability. ``index``:
+        `deletion_index` taken in this turn, for a caller deleting several groups."""
+        index = index if index is not None else self.deletion_index()
+        cursors = index.cursors.get(group_id, {})
         self.broker.stage(delete_share_group(self.group(group_id), group_id,
                                              (state.partition_id for state in cursors.values())))
         for key in cursors:
             self._locks.pop(key, None)
-        for table in (self.sessions, self._last_seen, self.consumer_options):
-            for entry in [entry for entry in table if entry[0] == group_id]:
-                del table[entry]
+        for table, entry in index.kept.pop(group_id, ()):
+            table.pop(entry, None)
         self._handovers.pop(group_id, None)
 
     def session_timeout_ms(self, group_id: str) -> int:

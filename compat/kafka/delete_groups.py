@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
-from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.coordinators.share_coordinator import DeletionIndex, share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.cursors.cursor import CursorState
 from logwright.core.errors import DomainError, NonEmptyGroup
 from logwright.core.groups.group_admin import decide_delete_group
 from logwright.core.groups.group_offsets import deletion
@@ -37,12 +36,12 @@ async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
     results = []
     deleted = False
     shares = share_coordinator(broker)
-    cursors: dict[str, dict[str, CursorState]] | None = None  # read once, when a share group is first named
+    index: DeletionIndex | None = None  # read once, when a share group is first named
     for group_id in request.groups_names:
         try:
             if shares.group(group_id) is not None:
-                cursors = shares.cursors_by_group() if cursors is None else cursors
-                shares.delete_group(group_id, cursors)
+                index = shares.deletion_index() if index is None else index
+                shares.delete_group(group_id, index)
             elif consumer_group(broker, group_id) is not None:
                 _delete_consumer_group(broker, group_id)
             else:

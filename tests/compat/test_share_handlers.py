@@ -38,6 +38,7 @@ from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.clock import ManualClock
 from logwright.core.events import ConfigChanged
+from logwright.core.share_groups.share_groups import ConsumerOptions
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
 
@@ -117,6 +118,16 @@ def run(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]], host: Pl
         harness.broker.commit_now()
         harness.store.close()
     return harness
+
+
+class WalkCounted(dict[Any, Any]):
+    """A coordinator table whose whole walks are counted."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        self.walks += 1
+        return super().__iter__()
 
 
 def acquired(response: Any) -> list[tuple[int, int, int]]:
@@ -280,11 +291,19 @@ def test_deleting_many_share_groups_reads_the_cursors_once(tmp_path: Path) -> No
             assert joined.error_code == left.error_code == ErrorCode.NONE
         subscriptions = {state.subscription for state in h.store.entities("cursors").values()}
         assert set(groups) <= subscriptions
+        coordinator = share_coordinator(h.broker)
+        for number in range(100):  # options any client may set (LogwrightConsumerOptions), for other groups too
+            coordinator.consumer_options[(f"other-{number}", "m")] = ConsumerOptions()
+        coordinator.consumer_options[(groups[1], "m")] = ConsumerOptions()
+        options = WalkCounted(coordinator.consumer_options)
+        coordinator.consumer_options = options
         with ProjectionReads(h.store, "cursors") as reads:
             answer = await h.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*groups, groups[0])))
         assert [result.error_code for result in answer.results] == [ErrorCode.NONE] * 5 + [
             ErrorCode.GROUP_ID_NOT_FOUND]
         assert reads.count == 1
+        assert options.walks == 1, "the consumer options read once for the request, not once per group"
+        assert (groups[1], "m") not in options and len(options) == 100
         assert not set(groups) & {state.subscription for state in h.store.entities("cursors").values()}
 
     run(tmp_path, scenario)
