@@ -364,7 +364,7 @@ class PopCoordinator:
             if limits.orderly:
                 if pop_commands.orderly_blocked(state):
                     continue
-                offsets = [entry.offset for entry in state.revived()][:budget]
+                offsets = pop_commands.first_revived(state, budget)
                 budget -= len(offsets)
             room = max(0, cap - state.in_flight())
             new_budget = min(budget, room)  # revived ones add no entry

@@ -9,10 +9,12 @@ orderly pop serves a partition only when nothing of it is in flight, lowest offs
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 
 from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
 from logwright.core.cursors.redelivery_backoff import (
@@ -125,13 +127,29 @@ def rotated(count: int, start: int) -> list[int]:
 def due_revivals(states: Sequence[PopPartition], limit: int) -> list[tuple[int, tuple[int, ...]]]:
     """Up to ``limit`` revived records across ``states``, the longest waiting first (by the deadline that revived
     them, then partition order, then offset), grouped by partition in first-served order: ``(position in
-    states, offsets)`` (the caller searched ``states`` for each, comparing whole tables)."""
-    waiting = sorted(((entry.invisible_until_ms, position, entry.offset)
-                      for position, state in enumerate(states) for entry in state.revived()))[:limit]
+    states, offsets)`` (the caller searched ``states`` for each, comparing whole tables).
+
+    Chosen by run: a run's offsets share its deadline and partition, and a partition's runs never overlap, so the
+    ``limit`` first runs in (deadline, position, first offset) order hold the answer. Expanding and sorting every
+    revived record of the topic for each pop cost seconds once consumers left tens of thousands unacknowledged."""
+    waiting = heapq.nsmallest(limit, ((run.invisible_until_ms, position, run.first, run.last)
+                                      for position, state in enumerate(states) for run in state.runs if run.visible))
     chosen: dict[int, list[int]] = {}
-    for _, position, offset in waiting:
-        chosen.setdefault(position, []).append(offset)
+    left = limit
+    for _, position, first, last in waiting:
+        taken = min(last - first + 1, left)
+        chosen.setdefault(position, []).extend(range(first, first + taken))
+        left -= taken
+        if not left:
+            break
     return [(position, tuple(sorted(offsets))) for position, offsets in chosen.items()]
+
+
+def first_revived(state: PopPartition, limit: int) -> list[int]:
+    """The first ``limit`` revived offsets of a partition, in offset order (an orderly pop serves them first), read
+    from its runs without expanding the rest."""
+    return list(islice(chain.from_iterable(range(run.first, run.last + 1) for run in state.runs if run.visible),
+                       limit))
 
 
 def orderly_blocked(state: PopPartition) -> bool:

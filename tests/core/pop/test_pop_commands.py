@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given as for_all
+from hypothesis import settings
+from hypothesis import strategies as st
 from logwright.core.errors import InvalidRequest
 from logwright.core.events import Event
 from logwright.core.events.pop import (
@@ -216,3 +219,35 @@ def test_a_reset_drops_everything_in_flight_and_an_eviction_only_what_is_below()
         "g", 7, ((0, 255), (256, 300)), "evicted", 9), "page 1 keeps 301: dropped below the cut only"
     assert (given(checkpoint, *far).entries, given(checkpoint, *far).next_offset) == ((), 400)
     assert pop_commands.evict(given(), 0, 9, "evicted") == []
+
+
+def _due_by_expanding(states: list[PopPartition], limit: int) -> list[tuple[int, tuple[int, ...]]]:
+    """`due_revivals` as first written: every revived record expanded and sorted. The runs must choose the same."""
+    waiting = sorted(((entry.invisible_until_ms, position, entry.offset)
+                      for position, state in enumerate(states) for entry in state.revived()))[:limit]
+    chosen: dict[int, list[int]] = {}
+    for _, position, offset in waiting:
+        chosen.setdefault(position, []).append(offset)
+    return [(position, tuple(sorted(offsets))) for position, offsets in chosen.items()]
+
+
+_entries = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans()), max_size=40).map(
+    lambda drawn: tuple(PopEntry(offset, deliveries, 1, 100 * deadline, visible)
+                        for offset, (deliveries, deadline, visible) in enumerate(drawn) if deliveries or not visible))
+
+
+@settings(max_examples=300)
+@for_all(tables=st.lists(_entries, max_size=4), limit=st.integers(1, 50))
+def test_due_revivals_chosen_by_run_are_those_chosen_by_record(tables: list[tuple[PopEntry, ...]], limit: int) -> None:
+    states = [PopPartition.of_entries("g", n, "t", 100, 3, entries) for n, entries in enumerate(tables)]
+    assert pop_commands.due_revivals(states, limit) == _due_by_expanding(states, limit)
+    for state in states:
+        assert pop_commands.first_revived(state, limit) == [entry.offset for entry in state.revived()][:limit]
+
+
+def test_due_revivals_read_runs_not_records() -> None:
+    """20,000 revived records in one run: choosing 32 of them expands 32, not all (seconds for a topic of them)."""
+    state = PopPartition.of_entries("g", 1, "t", 30_000, 3, (PopEntry(n, 1, 1, 500, True) for n in range(20_000)))
+    assert len(state.runs) == 1
+    assert pop_commands.due_revivals([state], 32) == [(0, tuple(range(32)))]
+    assert pop_commands.first_revived(state, 3) == [0, 1, 2]
