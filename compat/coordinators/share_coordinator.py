@@ -128,6 +128,8 @@ class ShareCoordinator:
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
         """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
+        self._locked_of: dict[str, set[str]] = {}
+        """Each group's keys in `_locks`: a member leaving or timing out reads its own group's cursors only."""
         now = broker.clock.now_ms()
         self._handovers: dict[str, Handover] = {
             group_id: handover for group_id, handover in broker.store.entities(SWITCH_DELAYS.name).items()
@@ -334,7 +336,7 @@ class ShareCoordinator:
         self.broker.stage(delete_share_group(self.group(group_id), group_id,
                                              (state.partition_id for state in cursors.values())))
         for key in cursors:
-            self._locks.pop(key, None)
+            self._unlock(key)
         for table, entry in index.kept.pop(group_id, ()):
             table.pop(entry, None)
         self._handovers.pop(group_id, None)
@@ -348,12 +350,10 @@ class ShareCoordinator:
     def _release_member(self, group_id: str, member_id: str, failed: bool) -> list[Event]:
         events: list[Event] = []
         now = self.broker.clock.now_ms()
-        for key in list(self._locks):
-            state = self.broker.store.state("cursors", key)
-            if isinstance(state, CursorState) and state.subscription == group_id:
-                context = self.release_context(group_id, state.topic, state.partition_id) if failed else None
-                events.extend(self._dead_letters(state, cursor_commands.release_consumer(
-                    state, member_id, now, failed, self.delivery_count_limit(group_id), context)))
+        for _key, state in self._locked_cursors(group_id):
+            context = self.release_context(group_id, state.topic, state.partition_id) if failed else None
+            events.extend(self._dead_letters(state, cursor_commands.release_consumer(
+                state, member_id, now, failed, self.delivery_count_limit(group_id), context)))
         return events
 
     # -- cursors --------------------------------------------------------------------------------
@@ -573,17 +573,34 @@ class ShareCoordinator:
     def _track(self, key: str, state: CursorState) -> None:
         deadline = cursor_commands.next_deadline(state, self.broker.clock.now_ms())
         if deadline is None:
-            self._locks.pop(key, None)
+            self._unlock(key)
         else:
             self._locks[key] = deadline
+            self._locked_of.setdefault(state.subscription, set()).add(key)
             self.timer.schedule(deadline)
+
+    def _unlock(self, key: str) -> None:
+        if self._locks.pop(key, None) is not None:
+            group_id = key.split("/", 1)[1]  # `cursor_key`: partition, then the subscription
+            keys = self._locked_of.get(group_id)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._locked_of[group_id]
+
+    def _locked_cursors(self, group_id: str) -> list[tuple[str, CursorState]]:
+        """The group's cursors with records in flight."""
+        found = []
+        for key in sorted(self._locked_of.get(group_id, ())):
+            state = self.broker.store.state("cursors", key)
+            if isinstance(state, CursorState) and state.subscription == group_id:
+                found.append((key, state))
+        return found
 
     def _retrack(self, group_id: str) -> None:
         """Deadlines of the group's cursors after a member's records were released (some may come due sooner)."""
-        for key in list(self._locks):
-            state = self.broker.store.state("cursors", key)
-            if isinstance(state, CursorState) and state.subscription == group_id:
-                self._track(key, state)
+        for key, state in self._locked_cursors(group_id):
+            self._track(key, state)
 
     def next_deadline(self) -> int | None:
         """The earliest time `tick` has something to do: a session, a lock or delayed record, a switch delay."""
@@ -603,8 +620,12 @@ class ShareCoordinator:
         now = self.broker.clock.now_ms()
         events: list[Event] = []
         due = False
+        timeouts: dict[str, int] = {}
         for (group_id, member_id), seen in list(self._last_seen.items()):
-            if now - seen < self.session_timeout_ms(group_id):
+            timeout = timeouts.get(group_id)
+            if timeout is None:  # a config lookup per group, not per member
+                timeout = timeouts[group_id] = self.session_timeout_ms(group_id)
+            if now - seen < timeout:
                 continue
             self._last_seen.pop((group_id, member_id), None)
             self.sessions.pop((group_id, member_id), None)
@@ -626,7 +647,7 @@ class ShareCoordinator:
             due = True
             state = self.broker.store.state("cursors", key)
             if not isinstance(state, CursorState):
-                self._locks.pop(key, None)
+                self._unlock(key)
                 continue
             expired = self._dead_letters(state, cursor_commands.expire_locks(
                 state, now, self.delivery_count_limit(state.subscription),
@@ -638,7 +659,7 @@ class ShareCoordinator:
             if isinstance(after, CursorState):
                 self._track(key, after)
             else:
-                self._locks.pop(key, None)
+                self._unlock(key)
         for group_id, handover in list(self._handovers.items()):
             if handover.until_ms <= now:
                 del self._handovers[group_id]

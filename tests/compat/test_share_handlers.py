@@ -37,12 +37,13 @@ from logwright.compat.turns import TURNS_GIVEN_WAY
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.clock import ManualClock
+from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.events import ConfigChanged
 from logwright.core.share_groups.share_groups import ConsumerOptions
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
 
-from tests.compat.brokers import ProjectionReads, in_process_broker
+from tests.compat.brokers import ProjectionReads, StateLookups, in_process_broker
 
 GROUP, TOPIC = "g", "orders"
 
@@ -363,5 +364,42 @@ def test_an_acknowledge_batch_of_many_entries_lets_other_requests_run(tmp_path: 
         assert len(results) == len(entries)
         assert {result["error_code"] for result in results} == {ErrorCode.INVALID_RECORD_STATE}, "none acquired"
         assert turns >= 2 * TURNS_GIVEN_WAY, turns
+
+    run(tmp_path, scenario)
+
+
+def test_a_member_leaving_reads_its_own_groups_locked_cursors_only(tmp_path: Path) -> None:
+    """Releasing a leaver's records went over every locked cursor of every share group, reading each: a join or
+    leave cost the whole broker's in-flight cursors."""
+    async def scenario(h: Harness) -> None:
+        h.broker.create_topic("many", 60)
+        for index in range(60):
+            data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
+            await h.call(produce.handle, 9, ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
+                                                           topic_data=(TopicProduceData(name="many",
+                                                                                        partition_data=(data,)),)))
+        topic = h.broker.topic("many")
+        assert topic is not None
+        for group in ("busy", GROUP):
+            h.broker.stage([ConfigChanged("group", group, (("share.auto.offset.reset", "earliest"),))])
+            joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                group_id=group, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
+            assert joined.error_code == ErrorCode.NONE
+            partitions = range(60) if group == "busy" else range(2)
+            fetched = await h.call(share_fetch.handle, 1, make(
+                share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m1", share_session_epoch=0,
+                max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=100, batch_size=100,
+                share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+                topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
+                             partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
+                                                   acknowledgement_batches=()) for index in partitions)),)))
+            assert len(acquired(fetched)) == len(partitions)
+        with StateLookups(h.store, "cursors") as lookups:
+            left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                group_id=GROUP, member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
+        assert left.error_code == ErrorCode.NONE
+        assert lookups.count < 20, f"{lookups.count} cursor reads for a leaver holding 2 of 62 locked cursors"
+        released = [h.store.state("cursors", cursor_key(GROUP, topic.partition_ids[index])) for index in range(2)]
+        assert all(isinstance(state, CursorState) and not state.in_flight for state in released)
 
     run(tmp_path, scenario)
