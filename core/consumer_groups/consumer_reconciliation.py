@@ -111,8 +111,32 @@ def subscribed_topics(member: ConsumerMember, topics: Topics, patterns: PatternC
 
 def subscription_metadata(state: ConsumerGroupState, topics: Topics,
                           patterns: PatternCompiler) -> SubscriptionMetadata:
+    """The topics the group subscribes to, with their ids and partition counts. Every heartbeat asks, and a stable
+    group's members and its `TopicCatalog` are the same objects from one heartbeat to the next: the answer is kept
+    for the last `METADATA_KEPT` (members, catalog) pairs asked about (a pass over 1,000 members' subscriptions at
+    each of their heartbeats was the group's main cost)."""
+    if not isinstance(topics, TopicCatalog):  # a plain mapping may change in place: nothing kept
+        return _metadata(state, topics, patterns)
+    key = (id(state.members), id(topics), id(patterns))
+    kept = _METADATA.get(key)
+    if kept is not None and kept[0] is state.members and kept[1] is topics and kept[2] is patterns:
+        return kept[3]
+    metadata = _metadata(state, topics, patterns)
+    if len(_METADATA) >= METADATA_KEPT:
+        _METADATA.clear()
+    _METADATA[key] = (state.members, topics, patterns, metadata)
+    return metadata
+
+
+def _metadata(state: ConsumerGroupState, topics: Topics, patterns: PatternCompiler) -> SubscriptionMetadata:
     names = set().union(*(subscribed_topics(member, topics, patterns) for member in state.members))
     return tuple((name, topics[name][0], topics[name][1]) for name in sorted(names))
+
+
+METADATA_KEPT = 64
+_METADATA: dict[tuple[int, int, int], tuple[object, object, object, SubscriptionMetadata]] = {}
+"""Answers of `subscription_metadata` by the identities of what they were computed from, kept with them (so no id is
+reused while kept): a state's members tuple and a `TopicCatalog` never change."""
 
 
 def choose_assignor(state: ConsumerGroupState) -> str:
@@ -258,10 +282,6 @@ def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions 
     member = state.member(member_id)
     if member is None or member.member_epoch == STATIC_LEAVE_EPOCH:
         return []
-    owned_by_others: set[tuple[str, int]] = set()
-    for other in state.members:
-        if other.member_id != member_id:
-            owned_by_others |= as_set(other.assigned) | as_set(other.revoking)
     target = as_set(state.target(member_id))
     epoch = state.assignment_epoch
     assigned = as_set(member.assigned)
@@ -275,7 +295,7 @@ def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions 
         step = (member.member_epoch, member.previous_member_epoch, MemberState.UNREVOKED_PARTITIONS, keep, revoke)
     else:
         pending = target - assigned
-        free = pending - owned_by_others
+        free = pending - _owned_by_others(state, member_id) if pending else pending
         previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
         unreleased = bool(pending - free)
         step = (epoch, previous, MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
@@ -286,6 +306,16 @@ def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions 
         return []
     return [ConsumerMemberReconciled(state.group_id, member_id, new_epoch, previous_epoch, new_state,
                                      as_tuple(new_assigned), as_tuple(new_revoking))]
+
+
+def _owned_by_others(state: ConsumerGroupState, member_id: str) -> set[tuple[str, int]]:
+    """Every partition another member holds or is revoking: built only for a member waiting for partitions (every
+    heartbeat of a stable member built it, the whole group's partitions each time)."""
+    owned: set[tuple[str, int]] = set()
+    for other in state.members:
+        if other.member_id != member_id:
+            owned |= as_set(other.assigned) | as_set(other.revoking)
+    return owned
 
 
 def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, epoch: int,
