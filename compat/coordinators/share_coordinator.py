@@ -604,7 +604,8 @@ class ShareCoordinator:
 
     def next_deadline(self) -> int | None:
         """The earliest time `tick` has something to do: a session, a lock or delayed record, a switch delay."""
-        timeouts = {group_id: self.session_timeout_ms(group_id) for group_id, _member in self._last_seen}
+        timeouts = {group_id: self.session_timeout_ms(group_id)  # a config lookup per group, not per member
+                    for group_id in {group_id for group_id, _member in self._last_seen}}
         times = [seen + timeouts[group_id] for (group_id, _member), seen in self._last_seen.items()]
         times.extend(self._locks.values())
         times.extend(handover.until_ms for handover in self._handovers.values())
