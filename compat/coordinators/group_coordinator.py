@@ -156,14 +156,14 @@ class GroupCoordinator:
         try:
             member_id, replies = self.sessions.join(command, self._now())
         finally:
-            self._reschedule()
+            self._reschedule(command.group_id)
         reply = await self._settle(replies, "join", command.group_id, member_id)
         assert isinstance(reply, JoinReply)
         return reply
 
     async def sync(self, command: SyncGroup) -> SyncReply:
         replies = self.sessions.sync(command, self._now())
-        self._reschedule()
+        self._reschedule(command.group_id)
         reply = await self._settle(replies, "sync", command.group_id, command.member_id)
         assert isinstance(reply, SyncReply)
         return reply
@@ -174,7 +174,7 @@ class GroupCoordinator:
     async def leave(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> list[DomainError | None]:
         outcomes: list[DomainError | None]
         outcomes, replies = self.sessions.leave(group_id, members, self._now())
-        self._reschedule()
+        self._reschedule(group_id)
         await self._deliver(replies)
         return outcomes
 
@@ -214,9 +214,10 @@ class GroupCoordinator:
 
     # -- time -------------------------------------------------------------------------------------
 
-    def _reschedule(self) -> None:
-        """A request may have set an earlier deadline (a pending member id, a rebalance): tell the timer."""
-        deadline = self.sessions.next_deadline_ms()
+    def _reschedule(self, group_id: str) -> None:
+        """A request to ``group_id`` may have set an earlier deadline of that group (a pending member id, a
+        rebalance): tell the timer, which looks at every group only if that one comes before what it sleeps for."""
+        deadline = self.sessions.next_deadline_ms(group_id)
         if deadline is not None:
             self.timer.schedule(deadline)
 

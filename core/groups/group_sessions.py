@@ -233,16 +233,22 @@ class GroupSessions:
                 self._settle(group, replies)
         return replies
 
-    def next_deadline_ms(self) -> int | None:
+    def next_deadline_ms(self, group: str | None = None) -> int | None:
         """The earliest moment `tick` has something to do (the coordinator's timer sleeps until then); members
-        blocked in JoinGroup or SyncGroup do not time out while they wait, so their sessions do not count."""
+        blocked in JoinGroup or SyncGroup do not time out while they wait, so their sessions do not count.
+        ``group``: that group's only, what a request to it may have moved (the whole broker's members for each
+        JoinGroup, SyncGroup and LeaveGroup grew with every classic member)."""
+        groups = list(self._sessions) if group is None else [group]
         deadlines: list[int] = []
-        for group, sessions in self._sessions.items():
-            waiting = self._awaiting_join.get(group, set()) | self._awaiting_sync.get(group, set())
+        for name in groups:
+            sessions = self._sessions.get(name, {})
+            waiting = self._awaiting_join.get(name, set()) | self._awaiting_sync.get(name, set())
             deadlines += [deadline for member_id, deadline in sessions.items() if member_id not in waiting]
-        deadlines += [d for pending in self._pending.values() for d in pending.values()]
-        deadlines += [r.not_before_ms if r.not_before_ms is not None else r.deadline_ms
-                      for r in self._rebalances.values()]
+        pending = self._pending.values() if group is None else [self._pending.get(group, {})]
+        deadlines += [d for deadlines_of in pending for d in deadlines_of.values()]
+        rebalances = self._rebalances.values() if group is None else (
+            [self._rebalances[group]] if group in self._rebalances else [])
+        deadlines += [r.not_before_ms if r.not_before_ms is not None else r.deadline_ms for r in rebalances]
         return min(deadlines, default=None)
 
     # -- internals --------------------------------------------------------------------------------

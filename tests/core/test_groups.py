@@ -285,3 +285,30 @@ def test_restart_refolds_the_same_state_and_restarts_sessions() -> None:
     kinds = [type(event) for event in restarted.store.events[len(coordinator.store.events):]]
     assert kinds == [MemberLeft, RebalanceStarted]
     assert not any(isinstance(event, GenerationStarted) for event in kinds)
+
+
+def test_a_groups_next_deadline_is_its_own_and_the_earliest_of_all_is_the_earliest_of_each() -> None:
+    """A JoinGroup, SyncGroup or LeaveGroup asks only for its own group's next deadline (asking for every classic
+    member of the broker at each grew with all of them); the timer still sleeps until the earliest of every group."""
+    coordinator = Coordinator()
+    for number, group in enumerate(("a", "b", "c")):
+        coordinator.clock.advance(1_000)
+        with pytest.raises(MemberIdRequired) as required:
+            coordinator.join(group=group, session_ms=10_000 + number)
+        member_id = required.value.member_id
+        coordinator.join(member_id, group=group, session_ms=10_000 + number)
+        coordinator.sessions.sync(SyncGroup(group, 1, member_id, assignments=((member_id, b"x"),)),
+                                  coordinator.clock.now_ms())
+    sessions = coordinator.sessions
+    each = {group: sessions.next_deadline_ms(group) for group in ("a", "b", "c", "nobody")}
+    assert each["nobody"] is None
+    assert each["a"] is not None and each["b"] is not None and each["c"] is not None
+    assert each["a"] < each["b"] < each["c"], each
+    assert sessions.next_deadline_ms() == each["a"]
+
+    class Unwalkable(dict):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            raise AssertionError("every group's sessions were walked for one group's deadline")
+
+    sessions._sessions = Unwalkable(sessions._sessions)
+    assert sessions.next_deadline_ms("b") == each["b"]
