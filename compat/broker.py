@@ -15,7 +15,7 @@ import functools
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -159,6 +159,9 @@ class Broker:
         self._row_slices_left: int | None = None
         """Slices of changed rows the scheduled commit may still put before it commits (`ROWS_PUT_PER_TURN`)."""
         self._staging_over_turns: asyncio.Lock | None = None
+        self._commits_released: asyncio.Event | None = None
+        """Set when a staging over turns lets commits go again (`commits_free`)."""
+        self._started_work: set[asyncio.Task[None]] = set()
         self.ending_transactions: dict[str, int] = {}
         """Transactional ids whose end is staged over several turns, with their producer ids
         (`transaction_coordinator.complete`): their requests are answered CONCURRENT_TRANSACTIONS meanwhile, and
@@ -542,9 +545,10 @@ class Broker:
         part: encoded after each part it grew from 2.4 to 10 ms a turn, and with the last part it made that turn 10-12
         ms. The commit comes `TURNS_GIVEN_WAY` turns after that, as each part after the one before.
         One such staging runs at a time, so commits wait for at most one of them; what others stage meanwhile joins
-        the same WriteBatch. Their state is visible part by part, as any staged event is. A store commit forced in
-        between (`RocksEventStore.truncate` of a partition with staged records, a compaction slice) writes the parts
-        staged so far: each event is still written whole, never torn. Should the store fail in between, the parts
+        the same WriteBatch. Their state is visible part by part, as any staged event is. What would force a store
+        commit in between (a compaction slice, a retention or DeleteRecords truncation of a partition with staged
+        records) waits for the end first (`commits_free`); were one forced anyway, it would write the parts staged so
+        far, each event whole, never torn. Should the store fail in between, the parts
         staged so far are dropped with the rest of their WriteBatch and the later ones are not staged (`StoreFailed`).
         """
         if len(events) <= EVENTS_STAGED_PER_TURN:
@@ -577,7 +581,38 @@ class Broker:
                 await self._give_way_staging(failures_before)
             finally:
                 self._commits_held = False
+                if self._commits_released is not None:
+                    self._commits_released.set()
                 self._schedule_commit()
+
+    @property
+    def commits_held(self) -> bool:
+        """A staging over turns is between two of its parts (`stage_in_parts`): its commit waits for its end."""
+        return self._commits_held
+
+    async def commits_free(self) -> None:
+        """Wait until no staging over turns holds commits back. Whatever forces a store commit (a compaction slice,
+        a retention or DeleteRecords truncation of a partition with staged records) waits here first: a commit
+        between two parts would write only some of them, and a crash then would leave a transaction's end half
+        written."""
+        while self._commits_held:
+            if self._commits_released is None or self._commits_released.is_set():
+                self._commits_released = asyncio.Event()
+            await self._commits_released.wait()
+
+    def run_to_the_end(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Run ``work`` as a task of its own, kept until it ends: what must finish once started (a transaction's end
+        staged over turns) does not go with the request that started it when its client disconnects; the broker
+        waits for these before its last commit (`finish_started_work`)."""
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._started_work.add(task)
+        task.add_done_callback(self._started_work.discard)
+        return task
+
+    async def finish_started_work(self) -> None:
+        """Wait for what `run_to_the_end` started (a shutdown commits after it)."""
+        while self._started_work:
+            await asyncio.gather(*self._started_work, return_exceptions=True)
 
     async def _give_way_staging(self, failures_before: int) -> None:
         await give_way()

@@ -78,6 +78,7 @@ async def run_broker(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.stop()
+        await broker.finish_started_work()  # a transaction's end under way is committed whole, not cut
         broker.coordinators.close()
         broker.commit_now()
         store.close()

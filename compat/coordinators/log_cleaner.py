@@ -25,6 +25,7 @@ from logwright.core.compaction.offset_map import capacity_for
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
+_DONE = object()
 
 FAILURE_BACKOFF_MS = 15_000
 """After a pass fails, the partition waits this long (broker clock) before it is tried again (Kafka's
@@ -125,7 +126,11 @@ class LogCleaner:
 
     async def _run(self, partition_id: int, slices: Iterable[None]) -> None:
         try:
-            for _ in slices:
+            pending = iter(slices)
+            while True:
+                await self.broker.commits_free()  # each slice commits: never between a staging's parts
+                if next(pending, _DONE) is _DONE:
+                    break
                 await asyncio.sleep(0)
         except Exception:
             self._failed(partition_id)

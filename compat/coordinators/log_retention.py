@@ -41,6 +41,7 @@ from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
+_DONE = object()
 _LOG_END = 2**63 - 1
 
 
@@ -200,9 +201,12 @@ class LogRetention:
     async def _run(self, partition_ids: list[int], now: int) -> None:
         try:
             for partition_id in partition_ids:
-                for _ in self._scan_partition(partition_id, now):
+                slices = self._scan_partition(partition_id, now)
+                while True:
+                    await self.broker.commits_free()  # each slice may commit: never between a staging's parts
+                    if next(slices, _DONE) is _DONE:
+                        break
                     await asyncio.sleep(0)
-                await asyncio.sleep(0)
         finally:
             self.timer.wake()
 

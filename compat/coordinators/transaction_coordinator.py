@@ -74,7 +74,9 @@ async def complete(broker: Broker, completion: Completion) -> None:
         stage_completion(broker, completion)
         return
     broker.ending_transactions[completion.ended.transactional_id] = completion.producer_id  # in the deciding turn
-    await _end_over_turns(broker, completion)
+    # a task of its own, shielded: a client disconnecting cancels its request, and an end cut between two parts
+    # would commit some partitions' markers and leave the transaction open (then aborted over them)
+    await asyncio.shield(broker.run_to_the_end(_end_over_turns(broker, completion), "transaction-end"))
 
 
 async def _end_over_turns(broker: Broker, completion: Completion) -> None:
@@ -140,8 +142,6 @@ class TransactionTimer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._deadlines: dict[str, int] = {}
-        self._aborting: set[asyncio.Task[None]] = set()
-        """Aborts of timed-out transactions of more than `MARKERS_PER_TURN` partitions, staged over turns."""
         """Transactional id → when its open transaction times out (ms on the broker clock)."""
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-transactions")
         for state in broker.store.entities("transactions").values():
@@ -185,9 +185,7 @@ class TransactionTimer:
                 stage_completion(self.broker, completion)
             elif transactional_id not in self.broker.ending_transactions:  # else its client's EndTxn ends it
                 self.broker.ending_transactions[transactional_id] = completion.producer_id  # before the task starts
-                task = asyncio.get_running_loop().create_task(self._abort_over_turns(completion))
-                self._aborting.add(task)
-                task.add_done_callback(self._aborting.discard)
+                self.broker.run_to_the_end(self._abort_over_turns(completion), "transaction-timeout-abort")
             aborted += 1
         return aborted
 

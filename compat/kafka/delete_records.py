@@ -50,6 +50,8 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
             done += 1
             if done % PARTITIONS_PER_TURN == 0:
                 await (broker.durable() if truncated and done % COMMITTED_EVERY == 0 else give_way())
+            if broker.commits_held:  # a truncation may commit: never between a staging's parts
+                await broker.commits_free()
             index = int(partition.partition_index)
             partition_id = broker.partition_id(topic.name, index)
             code, low_watermark = ErrorCode.NONE, -1

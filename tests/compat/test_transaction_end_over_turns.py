@@ -17,15 +17,24 @@ from typing import Any
 import pytest
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.transaction_coordinator import MARKERS_PER_TURN, transaction_timer
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka import add_offsets_to_txn, add_partitions_to_txn, end_txn, init_producer_id, produce
+from logwright.compat.kafka import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    delete_records,
+    end_txn,
+    init_producer_id,
+    produce,
+)
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.registry import RequestContext
+from logwright.compat.turns import TURNS_GIVEN_WAY
 from logwright.compat.wire.record_batch import Record, build_batch
 from logwright.core.clock import ManualClock
 from logwright.core.events import Event
@@ -174,5 +183,58 @@ def test_a_wide_transaction_that_times_out_is_aborted_over_turns(store: RocksEve
         state = broker.transaction("tx")
         assert state is not None and (state.status, state.producer_epoch) == (COMPLETE_ABORT, 1)
         assert int((await client.end(committed=True)).error_code) == ErrorCode.PRODUCER_FENCED
+
+    asyncio.run(run())
+
+
+def test_an_end_txn_cancelled_with_its_connection_still_ends_the_transaction_whole(store: RocksEventStore) -> None:
+    """A client disconnecting cancels its request. Cut between two parts, an end would commit some partitions'
+    markers and leave the transaction open, to be aborted over them later: it runs to its end in a task of its own."""
+    async def run() -> None:
+        client = await _open_transaction(store)
+        broker = client.broker
+        commits = _committed(store)
+        ending = asyncio.get_running_loop().create_task(client.end(committed=True))
+        await asyncio.sleep(0)
+        assert "tx" in broker.ending_transactions
+        ending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ending
+        await broker.finish_started_work()
+        for _ in range(2 * TURNS_GIVEN_WAY):
+            await asyncio.sleep(0)
+        assert not broker.ending_transactions
+        ends = [commit for commit in commits if any(isinstance(event, TransactionEnded) for event in commit)]
+        assert len(ends) == 1
+        markers = [event for event in ends[0] if isinstance(event, TransactionMarkerWritten)]
+        assert len(markers) == PARTITIONS, "every marker in the commit of the end"
+        state = broker.transaction("tx")
+        assert state is not None and state.status == COMPLETE_COMMIT
+
+    asyncio.run(run())
+
+
+def test_a_delete_records_during_a_wide_end_waits_rather_than_committing_part_of_it(store: RocksEventStore) -> None:
+    """DeleteRecords of a partition holding a staged marker would commit what the end had staged so far (the store
+    commits staged records before it truncates their partition): it waits for the end's last part."""
+    async def run() -> None:
+        client = await _open_transaction(store)
+        broker = client.broker
+        commits = _committed(store)
+        ending = asyncio.get_running_loop().create_task(client.end(committed=True))
+        for _ in range(3):  # the request's first step, then the end's own task
+            await asyncio.sleep(0)
+        assert broker.commits_held
+        deleting = asyncio.get_running_loop().create_task(client.call(delete_records.handle, 2, DeleteRecordsRequest(
+            topics=(DeleteRecordsTopic(name="wide", partitions=(
+                DeleteRecordsPartition(partition_index=0, offset=1),)),), timeout=TIMEOUT)))
+        await asyncio.gather(ending, deleting)
+        ends = [commit for commit in commits if any(isinstance(event, TransactionEnded) for event in commit)]
+        assert len(ends) == 1
+        assert sum(isinstance(event, TransactionMarkerWritten) for event in ends[0]) == PARTITIONS
+        assert all(not isinstance(event, TransactionMarkerWritten) for commit in commits if commit is not ends[0]
+                   for event in commit), "no marker committed apart from the end"
+        answer = deleting.result()
+        assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
 
     asyncio.run(run())
