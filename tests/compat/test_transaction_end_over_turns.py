@@ -116,15 +116,22 @@ def _committed(store: RocksEventStore) -> list[list[Event]]:
     return commits
 
 
+async def _start_ending(store: RocksEventStore) -> tuple[Transactional, list[list[Event]], asyncio.Task[Any]]:
+    """An open transaction over every partition, and its EndTxn (commit) started: the client, the commits from
+    then on, the request's task."""
+    client = await _open_transaction(store)
+    commits = _committed(store)
+    ending = asyncio.get_running_loop().create_task(client.end(committed=True))
+    await asyncio.sleep(0)
+    assert "tx" in client.broker.ending_transactions, "marked ending in the turn that decided it"
+    return client, commits, ending
+
+
 def test_an_end_txn_over_many_partitions_lets_others_run_and_refuses_what_would_join_it(
         store: RocksEventStore) -> None:
     async def run() -> None:
-        client = await _open_transaction(store)
+        client, commits, ending = await _start_ending(store)
         broker = client.broker
-        commits = _committed(store)
-        ending = asyncio.get_running_loop().create_task(client.end(committed=True))
-        await asyncio.sleep(0)
-        assert "tx" in broker.ending_transactions, "marked ending in the turn that decided it"
         assert await client.add_group() == ErrorCode.CONCURRENT_TRANSACTIONS
         assert int((await client.end(committed=True)).error_code) == ErrorCode.CONCURRENT_TRANSACTIONS
         assert await client.init() == ErrorCode.CONCURRENT_TRANSACTIONS
@@ -191,12 +198,8 @@ def test_an_end_txn_cancelled_with_its_connection_still_ends_the_transaction_who
     """A client disconnecting cancels its request. Cut between two parts, an end would commit some partitions'
     markers and leave the transaction open, to be aborted over them later: it runs to its end in a task of its own."""
     async def run() -> None:
-        client = await _open_transaction(store)
+        client, commits, ending = await _start_ending(store)
         broker = client.broker
-        commits = _committed(store)
-        ending = asyncio.get_running_loop().create_task(client.end(committed=True))
-        await asyncio.sleep(0)
-        assert "tx" in broker.ending_transactions
         ending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await ending
@@ -218,11 +221,9 @@ def test_a_delete_records_during_a_wide_end_waits_rather_than_committing_part_of
     """DeleteRecords of a partition holding a staged marker would commit what the end had staged so far (the store
     commits staged records before it truncates their partition): it waits for the end's last part."""
     async def run() -> None:
-        client = await _open_transaction(store)
+        client, commits, ending = await _start_ending(store)
         broker = client.broker
-        commits = _committed(store)
-        ending = asyncio.get_running_loop().create_task(client.end(committed=True))
-        for _ in range(3):  # the request's first step, then the end's own task
+        for _ in range(2):  # the end's own task starts
             await asyncio.sleep(0)
         assert broker.commits_held
         deleting = asyncio.get_running_loop().create_task(client.call(delete_records.handle, 2, DeleteRecordsRequest(
