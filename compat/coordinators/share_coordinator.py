@@ -14,6 +14,7 @@ A share group is the Shared subscription named after the group: cursor ``(group 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -128,6 +129,9 @@ class ShareCoordinator:
         self._last_seen: dict[tuple[str, str], int] = {}
         self._locks: dict[str, int] = {}
         """Cursor key → earliest lock deadline or delayed redelivery of a cursor with records in flight."""
+        self._lock_order: list[tuple[int, str]] = []
+        """(deadline, key) of `_locks`, a heap: an entry whose deadline is no longer the key's is dropped when met.
+        A timer pass walked every locked cursor of the broker, and a pass comes at each deadline."""
         self._locked_of: dict[str, set[str]] = {}
         """Each group's keys in `_locks`: a member leaving or timing out reads its own group's cursors only."""
         now = broker.clock.now_ms()
@@ -570,11 +574,19 @@ class ShareCoordinator:
 
     # -- time -----------------------------------------------------------------------------------
 
-    def _track(self, key: str, state: CursorState) -> None:
+    def _track(self, key: str, state: CursorState, taken_off: bool = False) -> None:
+        """Keep the cursor's next deadline; ``taken_off``: its heap entry was popped (`_due_locks`), so it goes back
+        even when the deadline did not move."""
         deadline = cursor_commands.next_deadline(state, self.broker.clock.now_ms())
         if deadline is None:
             self._unlock(key)
         else:
+            if taken_off or self._locks.get(key) != deadline:
+                heapq.heappush(self._lock_order, (deadline, key))
+                if len(self._lock_order) > 4 * len(self._locks) + 1_024:  # stale entries: rebuilt, kept bounded
+                    self._lock_order = [(at, locked) for locked, at in self._locks.items() if locked != key]
+                    self._lock_order.append((deadline, key))
+                    heapq.heapify(self._lock_order)
             self._locks[key] = deadline
             self._locked_of.setdefault(state.subscription, set()).add(key)
             self.timer.schedule(deadline)
@@ -587,6 +599,24 @@ class ShareCoordinator:
                 keys.discard(key)
                 if not keys:
                     del self._locked_of[group_id]
+
+    def _earliest_lock(self) -> int | None:
+        """The earliest lock deadline or delayed redelivery, the heap's stale tops dropped."""
+        order, locks = self._lock_order, self._locks
+        while order and locks.get(order[0][1]) != order[0][0]:
+            heapq.heappop(order)
+        return order[0][0] if order else None
+
+    def _due_locks(self, now: int) -> list[tuple[int, str]]:
+        """The (deadline, key) entries that have come, each once, taken off the heap: each goes back when its cursor
+        is tracked again (`_track` with ``taken_off``), or as it was if handling it failed."""
+        due: list[tuple[int, str]] = []
+        order, locks = self._lock_order, self._locks
+        while order and order[0][0] <= now:
+            deadline, key = heapq.heappop(order)
+            if locks.get(key) == deadline:
+                due.append((deadline, key))
+        return due
 
     def _locked_cursors(self, group_id: str) -> list[tuple[str, CursorState]]:
         """The group's cursors with records in flight."""
@@ -607,7 +637,9 @@ class ShareCoordinator:
         timeouts = {group_id: self.session_timeout_ms(group_id)  # a config lookup per group, not per member
                     for group_id in {group_id for group_id, _member in self._last_seen}}
         times = [seen + timeouts[group_id] for (group_id, _member), seen in self._last_seen.items()]
-        times.extend(self._locks.values())
+        earliest_lock = self._earliest_lock()
+        if earliest_lock is not None:
+            times.append(earliest_lock)
         times.extend(handover.until_ms for handover in self._handovers.values())
         times.extend(self._delayed_due.values())
         return min(times, default=None)
@@ -642,25 +674,15 @@ class ShareCoordinator:
                     self.broker.stage(released)
                     self._retrack(group_id)
                     events.extend(released)
-        for key, deadline in list(self._locks.items()):
-            if deadline > now:
-                continue
+        due_locks = self._due_locks(now)
+        for position, (_deadline, key) in enumerate(due_locks):
             due = True
-            state = self.broker.store.state("cursors", key)
-            if not isinstance(state, CursorState):
-                self._unlock(key)
-                continue
-            expired = self._dead_letters(state, cursor_commands.expire_locks(
-                state, now, self.delivery_count_limit(state.subscription),
-                self.release_context(state.subscription, state.topic, state.partition_id)))
-            if expired:
-                self.broker.stage(expired)
-                events.extend(expired)
-            after = self.broker.store.state("cursors", key)
-            if isinstance(after, CursorState):
-                self._track(key, after)
-            else:
-                self._unlock(key)
+            try:
+                events.extend(self._expire_locks(key, now))
+            except BaseException:  # the entries not handled go back as they were: the next pass tries again
+                for entry in due_locks[position:]:
+                    heapq.heappush(self._lock_order, entry)
+                raise
         for group_id, handover in list(self._handovers.items()):
             if handover.until_ms <= now:
                 del self._handovers[group_id]
@@ -672,6 +694,24 @@ class ShareCoordinator:
         # look again.
         self._wake_if_released(bool(events) or due)
         return events
+
+    def _expire_locks(self, key: str, now: int) -> list[Event]:
+        """Release or archive what ran out on one cursor; stage it and track the cursor's next deadline."""
+        state = self.broker.store.state("cursors", key)
+        if not isinstance(state, CursorState):
+            self._unlock(key)
+            return []
+        expired = self._dead_letters(state, cursor_commands.expire_locks(
+            state, now, self.delivery_count_limit(state.subscription),
+            self.release_context(state.subscription, state.topic, state.partition_id)))
+        if expired:
+            self.broker.stage(expired)
+        after = self.broker.store.state("cursors", key)
+        if isinstance(after, CursorState):
+            self._track(key, after, taken_off=True)
+        else:
+            self._unlock(key)
+        return expired
 
     def close(self) -> None:
         self.timer.close()

@@ -130,6 +130,14 @@ class WalkCounted(dict[Any, Any]):
         self.walks += 1
         return super().__iter__()
 
+    def items(self) -> Any:
+        self.walks += 1
+        return super().items()
+
+    def values(self) -> Any:
+        self.walks += 1
+        return super().values()
+
 
 def acquired(response: Any) -> list[tuple[int, int, int]]:
     return [(r.first_offset, r.last_offset, r.delivery_count)
@@ -401,5 +409,55 @@ def test_a_member_leaving_reads_its_own_groups_locked_cursors_only(tmp_path: Pat
         assert lookups.count < 20, f"{lookups.count} cursor reads for a leaver holding 2 of 62 locked cursors"
         released = [h.store.state("cursors", cursor_key(GROUP, topic.partition_ids[index])) for index in range(2)]
         assert all(isinstance(state, CursorState) and not state.in_flight for state in released)
+
+    run(tmp_path, scenario)
+
+
+def test_a_lock_timer_pass_reads_only_the_cursors_whose_locks_ran_out(tmp_path: Path) -> None:
+    """The share timer passes at each lock deadline, and each pass walked every locked cursor of the broker: with
+    thousands of cursors in flight, deadlines spread over the lock duration made that quadratic. Now a heap of the
+    deadlines hands a pass only the cursors that are due."""
+    async def scenario(h: Harness) -> None:
+        h.broker.create_topic("many", 60)
+        for index in range(60):
+            data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
+            await h.call(produce.handle, 9, ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
+                                                           topic_data=(TopicProduceData(name="many",
+                                                                                        partition_data=(data,)),)))
+        topic = h.broker.topic("many")
+        assert topic is not None
+        h.broker.stage([ConfigChanged("group", "slow", (("share.auto.offset.reset", "earliest"),
+                                                        ("share.record.lock.duration.ms", "60000")))])
+        h.broker.stage([ConfigChanged("group", GROUP, (("share.auto.offset.reset", "earliest"),))])
+        for group, partitions in (("slow", range(60)), (GROUP, range(2))):
+            joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                group_id=group, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
+            assert joined.error_code == ErrorCode.NONE
+            fetched = await h.call(share_fetch.handle, 1, make(
+                share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m1", share_session_epoch=0,
+                max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=100, batch_size=100,
+                share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+                topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
+                             partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
+                                                   acknowledgement_batches=()) for index in partitions)),)))
+            assert len(acquired(fetched)) == len(partitions)
+        coordinator = share_coordinator(h.broker)
+        for _ in range(2):  # heartbeats keep both members in; only the 30-second locks run out
+            h.clock.advance(15_000)
+            for group in ("slow", GROUP):
+                await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+                    group_id=group, member_id="m1", member_epoch=1, rack_id=None, subscribed_topic_names=None))
+        locks = WalkCounted(coordinator._locks)
+        coordinator._locks = locks
+        assert coordinator.next_deadline() == h.clock.now_ms()
+        with StateLookups(h.store, "cursors") as lookups:
+            events = coordinator.tick()
+        assert events, "the two short locks ran out"
+        assert lookups.count < 20, f"{lookups.count} cursor reads for 2 due of 62 locked cursors"
+        assert locks.walks == 0, "neither the deadline nor the pass walked every locked cursor"
+        released = [h.store.state("cursors", cursor_key(GROUP, topic.partition_ids[index])) for index in range(2)]
+        assert all(isinstance(state, CursorState) and not state.in_flight for state in released)
+        slow = h.store.state("cursors", cursor_key("slow", topic.partition_ids[5]))
+        assert isinstance(slow, CursorState) and slow.in_flight, "the longer locks still held"
 
     run(tmp_path, scenario)
