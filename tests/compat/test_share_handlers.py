@@ -376,32 +376,39 @@ def test_an_acknowledge_batch_of_many_entries_lets_other_requests_run(tmp_path: 
     run(tmp_path, scenario)
 
 
+async def _locked_on_many(h: Harness, groups: dict[str, int]) -> Any:
+    """A topic "many" of 60 one-record partitions, and in each of ``groups`` a member m1 holding the records of
+    that many partitions (from the first); the topic's state."""
+    h.broker.create_topic("many", 60)
+    for index in range(60):
+        data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
+        await h.call(produce.handle, 9, ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
+                                                       topic_data=(TopicProduceData(name="many",
+                                                                                    partition_data=(data,)),)))
+    topic = h.broker.topic("many")
+    assert topic is not None
+    for group, count in groups.items():
+        joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
+            group_id=group, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
+        assert joined.error_code == ErrorCode.NONE
+        fetched = await h.call(share_fetch.handle, 1, make(
+            share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m1", share_session_epoch=0,
+            max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=100, batch_size=100,
+            share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
+            topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
+                         partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
+                                               acknowledgement_batches=()) for index in range(count))),)))
+        assert len(acquired(fetched)) == count
+    return topic
+
+
 def test_a_member_leaving_reads_its_own_groups_locked_cursors_only(tmp_path: Path) -> None:
     """Releasing a leaver's records went over every locked cursor of every share group, reading each: a join or
     leave cost the whole broker's in-flight cursors."""
     async def scenario(h: Harness) -> None:
-        h.broker.create_topic("many", 60)
-        for index in range(60):
-            data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
-            await h.call(produce.handle, 9, ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
-                                                           topic_data=(TopicProduceData(name="many",
-                                                                                        partition_data=(data,)),)))
-        topic = h.broker.topic("many")
-        assert topic is not None
         for group in ("busy", GROUP):
             h.broker.stage([ConfigChanged("group", group, (("share.auto.offset.reset", "earliest"),))])
-            joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
-                group_id=group, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
-            assert joined.error_code == ErrorCode.NONE
-            partitions = range(60) if group == "busy" else range(2)
-            fetched = await h.call(share_fetch.handle, 1, make(
-                share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m1", share_session_epoch=0,
-                max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=100, batch_size=100,
-                share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
-                topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
-                             partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
-                                                   acknowledgement_batches=()) for index in partitions)),)))
-            assert len(acquired(fetched)) == len(partitions)
+        topic = await _locked_on_many(h, {"busy": 60, GROUP: 2})
         with StateLookups(h.store, "cursors") as lookups:
             left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
                 group_id=GROUP, member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
@@ -418,29 +425,10 @@ def test_a_lock_timer_pass_reads_only_the_cursors_whose_locks_ran_out(tmp_path: 
     thousands of cursors in flight, deadlines spread over the lock duration made that quadratic. Now a heap of the
     deadlines hands a pass only the cursors that are due."""
     async def scenario(h: Harness) -> None:
-        h.broker.create_topic("many", 60)
-        for index in range(60):
-            data = PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, None, b"v")]))
-            await h.call(produce.handle, 9, ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5),
-                                                           topic_data=(TopicProduceData(name="many",
-                                                                                        partition_data=(data,)),)))
-        topic = h.broker.topic("many")
-        assert topic is not None
         h.broker.stage([ConfigChanged("group", "slow", (("share.auto.offset.reset", "earliest"),
                                                         ("share.record.lock.duration.ms", "60000")))])
         h.broker.stage([ConfigChanged("group", GROUP, (("share.auto.offset.reset", "earliest"),))])
-        for group, partitions in (("slow", range(60)), (GROUP, range(2))):
-            joined = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
-                group_id=group, member_id="m1", member_epoch=0, rack_id=None, subscribed_topic_names=("many",)))
-            assert joined.error_code == ErrorCode.NONE
-            fetched = await h.call(share_fetch.handle, 1, make(
-                share_fetch_v1.ShareFetchRequest, group_id=group, member_id="m1", share_session_epoch=0,
-                max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=2**31 - 1, max_records=100, batch_size=100,
-                share_acquire_mode=1, is_renew_ack=False, forgotten_topics_data=(),
-                topics=(make(share_fetch_v1.FetchTopic, topic_id=uuid.UUID(bytes=topic.topic_id),
-                             partitions=tuple(make(share_fetch_v1.FetchPartition, partition_index=index,
-                                                   acknowledgement_batches=()) for index in partitions)),)))
-            assert len(acquired(fetched)) == len(partitions)
+        topic = await _locked_on_many(h, {"slow": 60, GROUP: 2})
         coordinator = share_coordinator(h.broker)
         for _ in range(2):  # heartbeats keep both members in; only the 30-second locks run out
             h.clock.advance(15_000)
