@@ -162,10 +162,10 @@ class Broker:
         self._commits_released: asyncio.Event | None = None
         """Set when a staging over turns lets commits go again (`commits_free`)."""
         self._started_work: set[asyncio.Task[None]] = set()
-        self.ending_transactions: dict[str, int] = {}
-        """Transactional ids whose end is staged over several turns, with their producer ids
-        (`transaction_coordinator.complete`): their requests are answered CONCURRENT_TRANSACTIONS meanwhile, and
-        their producers' transactional batches are refused."""
+        self.ending_transactions: dict[str, tuple[int, int]] = {}
+        """Transactional ids whose end is staged over several turns, with their producer id and the epoch of their
+        markers (`transaction_coordinator.complete`): their requests are answered CONCURRENT_TRANSACTIONS meanwhile,
+        and their producers' transactional batches are refused."""
         self._high_watermarks: dict[int, int] = {}
         self._data_arrived: asyncio.Event | None = None
         self._partition_waiters: dict[int, set[asyncio.Future[None]]] = {}
@@ -567,14 +567,15 @@ class Broker:
             self._commits_held = True
             failures_before = self._failed_commits
             try:
+                encoding = True  # rows encoded ahead, a part at a time, until one fails to encode
                 for number, part in enumerate(parts):
                     if number:
                         await self._give_way_staging(failures_before)
                     part()
-                    self.store.put_changed_rows(defer_rows_changed_again=True)
-                if self.store.changed_rows:
+                    encoding = encoding and self._put_rows_ahead(defer_rows_changed_again=True)
+                if encoding and self.store.changed_rows:
                     await self._give_way_staging(failures_before)
-                    self.store.put_changed_rows()
+                    self._put_rows_ahead()
                 # The commit is a stretch of its own too: right after the last part, a request read meanwhile waited
                 # for both (a ping during a 5,000-partition OffsetCommit: 22 ms). Still inside the lock, so the next
                 # long staging cannot hold this one's commit back.
@@ -584,6 +585,15 @@ class Broker:
                 if self._commits_released is not None:
                     self._commits_released.set()
                 self._schedule_commit()
+
+    def _put_rows_ahead(self, defer_rows_changed_again: bool = False) -> bool:
+        """Encode changed rows into the WriteBatch ahead of the commit; ``False`` if a row would not encode. The
+        commit meets that row again and fails, with its waiters told (`StoreFailed`), as any failed commit."""
+        try:
+            self.store.put_changed_rows(defer_rows_changed_again=defer_rows_changed_again)
+        except Exception:  # noqa: BLE001 - not raised here, to a request that did not stage the row: at the commit
+            return False
+        return True
 
     @property
     def commits_held(self) -> bool:

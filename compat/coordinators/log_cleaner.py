@@ -81,10 +81,11 @@ class LogCleaner:
     # -- cleaning -------------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Start the due pass, if any and none runs; on a manual clock run due passes to the end at once."""
+        """Start the due pass, if any and none runs; on a manual clock run due passes to the end at once (in slices
+        while a staging over turns holds commits: a slice commits)."""
         if self._pass is not None and not self._pass.done():
             return
-        if isinstance(self.broker.clock, ManualClock):
+        if isinstance(self.broker.clock, ManualClock) and not self.broker.commits_held:  # else in slices, waiting
             for _ in range(len(self.models.models) + 1):
                 started = self._start()
                 if started is None:

@@ -184,14 +184,15 @@ class LogRetention:
         return min(self._due.values()) if self._due else None
 
     def tick(self) -> None:
-        """Scan every due partition: whole at once on a manual clock, else as a task in slices."""
+        """Scan every due partition: whole at once on a manual clock (unless a staging over turns holds commits: a
+        truncation commits), else as a task in slices."""
         if self._scan is not None and not self._scan.done():
             return
         now = self.broker.clock.now_ms()
         due = [partition_id for partition_id, at in self._due.items() if at <= now]
         if not due:
             return
-        if isinstance(self.broker.clock, ManualClock):
+        if isinstance(self.broker.clock, ManualClock) and not self.broker.commits_held:  # else in slices, waiting
             for partition_id in due:
                 for _ in self._scan_partition(partition_id, now):
                     pass

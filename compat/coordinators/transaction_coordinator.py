@@ -73,7 +73,8 @@ async def complete(broker: Broker, completion: Completion) -> None:
     if len(partition_ids) <= MARKERS_PER_TURN:
         stage_completion(broker, completion)
         return
-    broker.ending_transactions[completion.ended.transactional_id] = completion.producer_id  # in the deciding turn
+    broker.ending_transactions[completion.ended.transactional_id] = (  # in the deciding turn
+        completion.producer_id, completion.marker_epoch)
     # a task of its own, shielded: a client disconnecting cancels its request, and an end cut between two parts
     # would commit some partitions' markers and leave the transaction open (then aborted over them)
     await asyncio.shield(broker.run_to_the_end(_end_over_turns(broker, completion), "transaction-end"))
@@ -90,6 +91,7 @@ async def _end_over_turns(broker: Broker, completion: Completion) -> None:
             for start in range(0, len(partition_ids), MARKERS_PER_TURN)]
         parts.append(functools.partial(broker.stage, [*completion.offsets, completion.ended]))
         await broker.stage_in_parts(parts)
+        await broker.durable()  # in this task, which staged the parts: a failed commit is raised here, not lost
     finally:
         del broker.ending_transactions[completion.ended.transactional_id]
 
@@ -183,9 +185,13 @@ class TransactionTimer:
                      state.transactional_id, state.producer_id, state.timeout_ms, completion.marker_epoch)
             if len(completion.partition_ids) <= MARKERS_PER_TURN:
                 stage_completion(self.broker, completion)
-            elif transactional_id not in self.broker.ending_transactions:  # else its client's EndTxn ends it
-                self.broker.ending_transactions[transactional_id] = completion.producer_id  # before the task starts
+            elif transactional_id not in self.broker.ending_transactions:
+                self.broker.ending_transactions[transactional_id] = (  # before the task starts
+                    completion.producer_id, completion.marker_epoch)
                 self.broker.run_to_the_end(self._abort_over_turns(completion), "transaction-timeout-abort")
+            else:  # its client is ending it: should that end fail, the transaction times out again
+                self._retry_later(transactional_id)
+                continue
             aborted += 1
         return aborted
 
@@ -195,10 +201,14 @@ class TransactionTimer:
             await _end_over_turns(self.broker, completion)
         except Exception:  # noqa: BLE001 - the store failed meanwhile: the transaction stays open; try again later
             log.exception("the abort of the timed-out transaction of %r failed", transactional_id)
-            state = self.broker.transaction(transactional_id)
-            if state is not None and state.status == ONGOING:
-                self._deadlines[transactional_id] = retry_at = self.broker.clock.now_ms() + STORE_RETRY_MS
-                self.timer.schedule(retry_at)
+            self._retry_later(transactional_id)
+
+    def _retry_later(self, transactional_id: str) -> None:
+        """Look at an open transaction's timeout again in `STORE_RETRY_MS` (an end under way, or one that failed)."""
+        state = self.broker.transaction(transactional_id)
+        if state is not None and state.status == ONGOING:
+            self._deadlines[transactional_id] = retry_at = self.broker.clock.now_ms() + STORE_RETRY_MS
+            self.timer.schedule(retry_at)
 
 
 def transaction_timer(broker: Broker) -> TransactionTimer:

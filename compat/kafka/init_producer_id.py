@@ -28,7 +28,7 @@ from logwright.compat.coordinators.transaction_coordinator import (
 )
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
-from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.errors import ConcurrentTransactions, DomainError, InvalidRequest, quoted
 from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.events.transactions import TransactionalProducerInitialized
 from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
@@ -85,6 +85,9 @@ async def handle(context: RequestContext, request: InitProducerIdRequest) -> Any
                 else:  # ended over turns: other requests ran meanwhile (a producer id allocated), so decide again
                     await complete(broker, completion)
                     completion, events = decide()
+                    if completion is not None:  # not ended after all: never drop an abort for the events after it
+                        raise ConcurrentTransactions(f"the transaction of {quoted(transactional_id)} is still being "
+                                                     "ended; retry")
     except DomainError as error:
         code, message = wire_failure(error, context.api_version, fenced_from_version=4)
         log.warning("InitProducerId from %s (client id %r) refused with %s: %s", context.client_host,

@@ -54,7 +54,7 @@ from logwright.compat.wire.record_check import (
 )
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
-from logwright.core.errors import DomainError, InvalidTxnState, StorageUnavailable
+from logwright.core.errors import DomainError, InvalidProducerEpoch, InvalidTxnState, StorageUnavailable
 from logwright.core.events import RecordsAppended
 from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
 from logwright.core.log.catalog import TopicState
@@ -128,12 +128,14 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     hold: Hold[Prepared, PartitionResult] = Hold()
     refused = await hold.settle(broker, prepared, lambda item: item.partition_id, refused, lambda r: r.error_code,
                                 ask_again, _milliseconds(request.timeout))
-    every = [item for _, partitions in outcomes for _, item in partitions]
+    every = [item for _, partitions in outcomes for _, item in partitions] if checked > PARTITIONS_PER_TURN else None
     answered: list[PartitionResult] = []
-    for start in range(0, len(every), PARTITIONS_PER_TURN):
+    for start in range(0, len(every) if every is not None else 1, PARTITIONS_PER_TURN):
         appended = False
         with broker.staging_together():
-            for item in every[start : start + PARTITIONS_PER_TURN]:
+            part = every[start : start + PARTITIONS_PER_TURN] if every is not None else (
+                item for _, partitions in outcomes for _, item in partitions)  # one part: no list built
+            for item in part:
                 if isinstance(item, Prepared):
                     item = refused.get(item.partition_id) or _stage_if_there(broker, item,
                                                                              deduplicated.get(item.partition_id))
@@ -144,7 +146,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 await broker.durable()
             except StorageUnavailable as error:  # the commit failed and dropped this part's appends
                 answered[start:] = [_storage_failed(result, error) for result in answered[start:]]
-        elif start + PARTITIONS_PER_TURN < len(every):
+        elif every is not None and start + PARTITIONS_PER_TURN < len(every):
             await give_way()
     if acks == 0:
         return None
@@ -161,6 +163,20 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
         ),
         throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
     )
+
+
+def _refuse_while_ending(broker: Broker, header: BatchHeader) -> None:
+    """A transactional batch of a producer whose transaction is being ended over turns may not join it between its
+    markers: INVALID_PRODUCER_EPOCH when the end bumps the epoch (a timeout or a new instance fenced the producer, as
+    the end staged at once answered), INVALID_TXN_STATE for the producer's own EndTxn under way."""
+    for producer_id, marker_epoch in broker.ending_transactions.values():
+        if producer_id != header.producer_id:
+            continue
+        if header.producer_epoch < marker_epoch:
+            raise InvalidProducerEpoch(f"producer id {producer_id} was fenced: its transaction is being aborted at "
+                                       f"epoch {marker_epoch}")
+        raise InvalidTxnState(f"the transaction of producer id {producer_id} is being ended: a batch may not join it "
+                              "between its markers")
 
 
 def _stage_if_there(broker: Broker, prepared: Prepared, deduplication: Deduplication | None) -> PartitionResult:
@@ -373,9 +389,8 @@ def stage_batch(
         if isinstance(verdict, Duplicate):
             return verdict.base_offset
     if header.is_transactional and not header.is_control:
-        if broker.ending_transactions and header.producer_id in broker.ending_transactions.values():
-            raise InvalidTxnState(f"the transaction of producer id {header.producer_id} is being ended: a batch "
-                                  f"may not join it between its markers")
+        if broker.ending_transactions:
+            _refuse_while_ending(broker, header)
         check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
                                    header.producer_epoch, partition_id)
     plan = None

@@ -58,13 +58,15 @@ class _LeastLoaded:
 
     def __init__(self, owned: Mapping[str, set[TopicPartition]]) -> None:
         self._owned = owned
-        self._heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+        self._heaps: dict[int, list[tuple[int, str]]] = {}
+        """By the ``id`` of the candidates tuple `_eligible` shares among a topic's partitions (hashing a tuple of a
+        thousand ids for every partition cost most of an assignment)."""
         self._heaps_of: dict[str, list[list[tuple[int, str]]]] = {}
 
     def best(self, candidates: tuple[str, ...]) -> str:
-        heap = self._heaps.get(candidates)
+        heap = self._heaps.get(id(candidates))
         if heap is None:
-            heap = self._heaps[candidates] = [(len(self._owned[member]), member) for member in candidates]
+            heap = self._heaps[id(candidates)] = [(len(self._owned[member]), member) for member in candidates]
             heapq.heapify(heap)
             for member in candidates:
                 self._heaps_of.setdefault(member, []).append(heap)
@@ -91,13 +93,14 @@ class UniformAssignor:
         eligible = _eligible(members, partition_counts)
         owned: dict[str, set[TopicPartition]] = {m.member_id: set() for m in members}
         owner: dict[TopicPartition, str] = {}
-        subscribed = {candidates: frozenset(candidates) for candidates in set(eligible.values())}
+        distinct = {id(candidates): candidates for candidates in eligible.values()}  # shared tuples, by identity
+        subscribed = {key: frozenset(candidates) for key, candidates in distinct.items()}
         for member_id in sorted(previous):
             if member_id not in owned:
                 continue
             for partition in sorted(previous[member_id]):
                 candidates = eligible.get(partition)
-                if candidates is not None and member_id in subscribed[candidates] and partition not in owner:
+                if candidates is not None and member_id in subscribed[id(candidates)] and partition not in owner:
                     owner[partition] = member_id
                     owned[member_id].add(partition)
         least = _LeastLoaded(owned)

@@ -9,6 +9,7 @@ answered CONCURRENT_TRANSACTIONS and its producer's transactional batches are re
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ from logwright.compat.wire.record_batch import Record, build_batch
 from logwright.core.clock import ManualClock
 from logwright.core.events import Event
 from logwright.core.events.transactions import TransactionEnded, TransactionMarkerWritten
-from logwright.core.transactions.transactions import COMPLETE_ABORT, COMPLETE_COMMIT
+from logwright.core.transactions.transactions import COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, TransactionState
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -182,7 +183,7 @@ def test_a_wide_transaction_that_times_out_is_aborted_over_turns(store: RocksEve
         clock.advance(60_001)
         assert transaction_timer(broker).tick() == 1
         assert "tx" in broker.ending_transactions, "marked before its task first runs"
-        assert await client.produce(7, 0) == ErrorCode.INVALID_TXN_STATE
+        assert await client.produce(7, 0) == ErrorCode.INVALID_PRODUCER_EPOCH, "fenced, as the abort at once said"
         while broker.ending_transactions:
             await asyncio.sleep(0)
         await asyncio.sleep(0)
@@ -237,5 +238,35 @@ def test_a_delete_records_during_a_wide_end_waits_rather_than_committing_part_of
                    for event in commit), "no marker committed apart from the end"
         answer = deleting.result()
         assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
+
+    asyncio.run(run())
+
+
+def test_a_wide_end_whose_commit_fails_is_answered_with_the_storage_error(store: RocksEventStore) -> None:
+    """The end's commit runs right after its last part, before the request asks for durability: it must hear of a
+    failed commit from the task that staged the parts, not answer NONE for a transaction the store still has open."""
+    async def run() -> None:
+        client = await _open_transaction(store)
+        encode = store._types.encode
+        refused = []
+
+        def refusing_the_end(value: object) -> bytes:
+            if isinstance(value, TransactionState) and value.status == COMPLETE_COMMIT:
+                refused.append(value)
+                raise TypeError("the codec refuses this end")
+            return encode(value)
+
+        store._types.encode = refusing_the_end  # type: ignore[method-assign]
+        answer = await client.end(committed=True)
+        assert refused and int(answer.error_code) == ErrorCode.KAFKA_STORAGE_ERROR
+        del store._types.encode
+        assert not client.broker.ending_transactions
+        state = client.broker.transaction("tx")
+        assert state is not None and state.status == ONGOING, "the store reloaded what was written: still open"
+        retry = asyncio.get_running_loop().create_task(  # a request of its own, as the server runs each
+            client.end(committed=True), context=contextvars.Context())
+        assert int((await retry).error_code) == ErrorCode.NONE, "a retry ends it"
+        state = client.broker.transaction("tx")
+        assert state is not None and state.status == COMPLETE_COMMIT
 
     asyncio.run(run())

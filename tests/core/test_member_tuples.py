@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from logwright.core import member_tuples
 from logwright.core.member_tuples import INDEXED_FROM, member_by_id, with_member
 
 
@@ -30,7 +31,11 @@ def test_every_member_of_a_big_group_is_found_by_one_pass_over_it() -> None:
 
 
 def test_a_new_tuple_is_never_answered_from_another_ones_index() -> None:
+    """The index is kept by the tuple's ``id``, with the tuple: an entry left under the same id by another tuple (ids
+    are reused once an object is gone) is never taken for this one's."""
     members = tuple(Member(f"m{i:03}") for i in range(INDEXED_FROM + 5))
+    other = tuple(Member(f"m{i:03}", "other") for i in range(INDEXED_FROM + 5))
+    member_tuples._INDEXES[id(members)] = (other, {member._member_id: member for member in other})
     assert member_by_id(members, "m001") is members[1]
     replaced = with_member(members, Member("m001", "again"))
     found = member_by_id(replaced, "m001")

@@ -223,9 +223,10 @@ def test_a_transactional_commit_of_thousands_of_partitions_folds_without_walking
     assert pending_offsets([state]) == {"g": {("t", partition) for partition in range(2_000)}}
 
 
-def test_a_transactions_partitions_are_searched_not_scanned_for_each_batch_it_appends() -> None:
-    """A binary search of the sorted partition ids: a scan for each batch of a 10,000-partition transaction grew with
-    partitions times batches."""
+def test_a_transactions_partitions_are_found_at_every_edge_of_their_bisection() -> None:
+    """Each batch a transaction appends looks its partition up by bisection of the sorted ids (a scan for each batch
+    of a 10,000-partition transaction grew with partitions times batches): the first, the last, and ids between and
+    outside them."""
     log = Log()
     log.init()
     log.add(add_partitions(log.state(), 0, 0, range(0, 20_000, 2), now_ms=1))  # type: ignore[arg-type]
