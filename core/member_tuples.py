@@ -1,7 +1,8 @@
 """Members of a share group or a KIP-848 consumer group, kept as a tuple sorted by member id.
 
 Both projections store members this way so their states compare and encode deterministically; one helper
-replaces or adds a member for both. Finding a member by id serves classic groups too."""
+replaces or adds a member for both. Finding a member by id (or, in classic groups, by group instance id) serves
+classic groups too."""
 
 from __future__ import annotations
 
@@ -34,16 +35,37 @@ def member_by_id(members: tuple[MemberT, ...], member_id: str) -> MemberT | None
             if member.member_id == member_id:
                 return member
         return None
-    entry = _INDEXES.get(id(members))
+    return cast("MemberT | None", _index(members, _INDEXES, "member_id").get(member_id))
+
+
+def member_by_instance_id(members: tuple[Any, ...], group_instance_id: str) -> Any:
+    """The first member of ``members`` whose ``group_instance_id`` is this one, or ``None``: a LeaveGroup naming
+    static members by instance id asked once per entry, a scan of the tuple each (indexed as `member_by_id`)."""
+    if len(members) < INDEXED_FROM:
+        for member in members:
+            if member.group_instance_id == group_instance_id:
+                return member
+        return None
+    return _index(members, _INSTANCE_INDEXES, "group_instance_id").get(group_instance_id)
+
+
+def _index(members: tuple[Any, ...], indexes: dict[int, tuple[tuple[Any, ...], dict[Any, Any]]],
+           attribute: str) -> dict[Any, Any]:
+    """``members`` by ``attribute`` (the first member with a value wins), built once per tuple."""
+    entry = indexes.get(id(members))
     if entry is None or entry[0] is not members:
-        if len(_INDEXES) >= INDEXES_KEPT:
-            _INDEXES.clear()
-        entry = _INDEXES[id(members)] = (members, {member.member_id: member for member in members})
-    found = entry[1].get(member_id)
-    return cast("MemberT | None", found)
+        if len(indexes) >= INDEXES_KEPT:
+            indexes.clear()
+        by_value: dict[Any, Any] = {}
+        for member in members:
+            by_value.setdefault(getattr(member, attribute), member)
+        entry = indexes[id(members)] = (members, by_value)
+    return entry[1]
 
 
 INDEXED_FROM = 16
 INDEXES_KEPT = 256
-_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+_INDEXES: dict[int, tuple[tuple[Any, ...], dict[Any, Any]]] = {}
 """Member tuples by ``id``, each kept with its index: the tuple itself is held, so its id is not reused while kept."""
+_INSTANCE_INDEXES: dict[int, tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+"""The same, by group instance id (classic groups' static members)."""

@@ -72,11 +72,24 @@ class MemberJoined(Event):
 
 @dataclass(frozen=True, slots=True)
 class MemberLeft(Event):
-    """A member left, missed its session timeout or did not rejoin a rebalance in time."""
+    """A member left, missed its session timeout or did not rejoin a rebalance in time (logs written before
+    `MembersLeft`; still folded)."""
 
     TAG: ClassVar[int] = 22
     group: str
     member_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MembersLeft(Event):
+    """Members that left together: one LeaveGroup's entries, the members one timer pass expired, or those that
+    did not rejoin a rebalance in time. One event for all of them, so the fold rebuilds the member tuple once: a
+    `MemberLeft` each made a LeaveGroup of 10,000 members quadratic (1.1 s in the fold alone)."""
+
+    TAG: ClassVar[int] = 26
+    group: str
+    member_ids: tuple[str, ...]
     reason: str = ""
 
 
@@ -119,6 +132,7 @@ GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     RebalanceStarted,
     MemberJoined,
     MemberLeft,
+    MembersLeft,
     GenerationStarted,
     AssignmentsSynced,
     StaticMemberReplaced,

@@ -7,7 +7,7 @@ raises a `DomainError` having changed nothing. Timing and who is blocked waiting
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from logwright.core.errors import (
@@ -27,7 +27,7 @@ from logwright.core.events import (
     Event,
     GenerationStarted,
     MemberJoined,
-    MemberLeft,
+    MembersLeft,
     RebalanceStarted,
     StaticMemberReplaced,
 )
@@ -114,9 +114,13 @@ def current_member(state: GroupState | None, member_id: str, group_instance_id: 
             raise FencedInstanceId(f"group.instance.id {quoted(group_instance_id)} now belongs to another member id")
     member = state.member(member_id) if state is not None else None
     if state is None or member is None:
-        group = f"group {quoted(state.group_id)}" if state is not None else "the group"
-        raise UnknownMember(f"member {quoted(member_id)} is not in {group}; rejoin without a member id")
+        raise _unknown(state, member_id)
     return member
+
+
+def _unknown(state: GroupState | None, member_id: str) -> UnknownMember:
+    group = f"group {quoted(state.group_id)}" if state is not None else "the group"
+    return UnknownMember(f"member {quoted(member_id)} is not in {group}; rejoin without a member id")
 
 
 def _joined(command: JoinGroup, member_id: str) -> MemberJoined:
@@ -206,11 +210,9 @@ def decide_complete_join(state: GroupState | None, *, force: bool, pending_membe
     if staying and not rejoined:
         return None
     staying_ids = {member.member_id for member in staying}  # a list search per member was quadratic
-    events: list[Event] = [
-        MemberLeft(state.group_id, member.member_id, "did not rejoin before the rebalance timeout")
-        for member in state.members
-        if member.member_id not in staying_ids
-    ]
+    gone = tuple(member.member_id for member in state.members if member.member_id not in staying_ids)
+    events: list[Event] = (
+        [MembersLeft(state.group_id, gone, "did not rejoin before the rebalance timeout")] if gone else [])
     generation = state.generation + 1
     if not staying:
         events.append(GenerationStarted(state.group_id, generation, None, None))
@@ -264,21 +266,27 @@ def check_not_rebalancing(state: GroupState) -> None:
         raise RebalanceInProgress(f"group {quoted(state.group_id)} is rebalancing; rejoin")
 
 
-def leaving_member(state: GroupState | None, member_id: str, group_instance_id: str | None) -> str:
-    """The member id a LeaveGroup entry removes; a static member may leave by instance id alone."""
+def leaving_member(state: GroupState | None, member_id: str, group_instance_id: str | None,
+                   gone: Collection[str] = ()) -> str:
+    """The member id a LeaveGroup entry removes; a static member may leave by instance id alone. ``gone``: the
+    members earlier entries of the same request remove, answered as no longer in the group."""
     if group_instance_id is None:
+        if member_id in gone:
+            raise _unknown(state, member_id)
         return current_member(state, member_id, None).member_id
     owner = state.static_member(group_instance_id) if state is not None else None
-    if owner is None:
+    if owner is None or owner.member_id in gone:
         raise UnknownMember(f"no member has group.instance.id {quoted(group_instance_id)}")
     if member_id and owner.member_id != member_id:
         raise FencedInstanceId(f"group.instance.id {quoted(group_instance_id)} belongs to another member id")
     return owner.member_id
 
 
-def removal_events(state: GroupState, member_id: str, reason: str) -> tuple[Event, ...]:
-    """A member leaves (or expires): a Stable or CompletingRebalance group starts a rebalance."""
-    left = MemberLeft(state.group_id, member_id, reason)
+def removal_events(state: GroupState, member_ids: Sequence[str], reason: str) -> tuple[Event, ...]:
+    """Members leave (or expire) together: a Stable or CompletingRebalance group starts a rebalance."""
+    if not member_ids:
+        return ()
+    left = MembersLeft(state.group_id, tuple(member_ids), reason)
     if state.phase in (GroupPhase.STABLE, GroupPhase.COMPLETING_REBALANCE):
         return (left, RebalanceStarted(state.group_id, reason))
     return (left,)

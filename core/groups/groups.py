@@ -22,10 +22,11 @@ from logwright.core.events import (
     GroupDeleted,
     MemberJoined,
     MemberLeft,
+    MembersLeft,
     RebalanceStarted,
     StaticMemberReplaced,
 )
-from logwright.core.member_tuples import member_by_id
+from logwright.core.member_tuples import member_by_id, member_by_instance_id
 from logwright.core.projection import Projection
 
 Protocols = tuple[tuple[str, bytes], ...]
@@ -80,10 +81,8 @@ class GroupState:
         return member_by_id(self.members, member_id)
 
     def static_member(self, group_instance_id: str) -> GroupMember | None:
-        for member in self.members:
-            if member.group_instance_id == group_instance_id:
-                return member
-        return None
+        found: GroupMember | None = member_by_instance_id(self.members, group_instance_id)
+        return found
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((member.rebalance_timeout_ms for member in self.members), default=0)
@@ -117,14 +116,14 @@ def supports_protocols(state: GroupState | None, protocol_type: str, protocol_na
 
 
 _HANDLED: frozenset[type[Event]] = frozenset({
-    RebalanceStarted, MemberJoined, MemberLeft, GenerationStarted, AssignmentsSynced, StaticMemberReplaced,
-    GroupDeleted,
+    RebalanceStarted, MemberJoined, MemberLeft, MembersLeft, GenerationStarted, AssignmentsSynced,
+    StaticMemberReplaced, GroupDeleted,
 })
 
 
 def _keys(event: Event) -> tuple[str, ...]:
-    if isinstance(event, RebalanceStarted | MemberJoined | MemberLeft | GenerationStarted | AssignmentsSynced
-                  | StaticMemberReplaced | GroupDeleted):
+    if isinstance(event, RebalanceStarted | MemberJoined | MemberLeft | MembersLeft | GenerationStarted
+                  | AssignmentsSynced | StaticMemberReplaced | GroupDeleted):
         return (event.group,)
     return ()
 
@@ -161,6 +160,14 @@ def _(event: MemberLeft, state: GroupState | None, key: str) -> GroupState | Non
     if state is None:
         return None
     return replace(state, members=tuple(member for member in state.members if member.member_id != event.member_id))
+
+
+@_evolve.register
+def _(event: MembersLeft, state: GroupState | None, key: str) -> GroupState | None:
+    if state is None:
+        return None
+    leaving = set(event.member_ids)
+    return replace(state, members=tuple(member for member in state.members if member.member_id not in leaving))
 
 
 @_evolve.register

@@ -16,7 +16,15 @@ from logwright.core.errors import (
     RebalanceInProgress,
     UnknownMember,
 )
-from logwright.core.events import GenerationStarted, MemberLeft, RebalanceStarted
+from logwright.core.events import (
+    AssignmentsSynced,
+    Event,
+    GenerationStarted,
+    MemberJoined,
+    MemberLeft,
+    MembersLeft,
+    RebalanceStarted,
+)
 from logwright.core.groups.group_membership import GroupLimits, Heartbeat, JoinGroup, SyncGroup
 from logwright.core.groups.group_sessions import GroupSessions, JoinReply, MemoryGroupStore, Reply, SyncReply
 from logwright.core.groups.groups import GroupPhase, GroupState
@@ -138,7 +146,8 @@ def test_an_expired_session_removes_the_member_and_rebalances() -> None:
         assert coordinator.sessions.tick(coordinator.clock.now_ms()) == []
     assert coordinator.state().member(m2) is None
     assert coordinator.state().phase == GroupPhase.PREPARING_REBALANCE
-    assert any(isinstance(e, MemberLeft) and "session timeout" in e.reason for e in coordinator.store.events)
+    assert any(isinstance(e, MembersLeft) and e.member_ids == (m2,) and "session timeout of" in e.reason
+               for e in coordinator.store.events)
     _, replies = coordinator.join(m1)
     reply = only(replies, m1)
     assert isinstance(reply, JoinReply) and reply.generation == 3 and len(reply.members) == 1
@@ -283,7 +292,7 @@ def test_restart_refolds_the_same_state_and_restarts_sessions() -> None:
     restarted.sessions.tick(clock.now_ms())
     assert restarted.state().member(m2) is None and restarted.state().member(m1) is not None
     kinds = [type(event) for event in restarted.store.events[len(coordinator.store.events):]]
-    assert kinds == [MemberLeft, RebalanceStarted]
+    assert kinds == [MembersLeft, RebalanceStarted]
     assert not any(isinstance(event, GenerationStarted) for event in kinds)
 
 
@@ -312,3 +321,76 @@ def test_a_groups_next_deadline_is_its_own_and_the_earliest_of_all_is_the_earlie
 
     sessions._sessions = Unwalkable(sessions._sessions)
     assert sessions.next_deadline_ms("b") == each["b"]
+
+
+def big_stable_group(size: int, static_every: int = 0, session_ms=lambda number: 10_000) -> list[Event]:
+    """The events of a Stable group of ``size`` members (``m-0``...), every ``static_every``-th one static."""
+    joined = [MemberJoined("g", f"m-{number}", f"i-{number}" if static_every and number % static_every == 0 else None,
+                           "c", "h", session_ms(number), 30_000, "consumer", RANGE) for number in range(size)]
+    return [*joined, GenerationStarted("g", 1, "range", "m-0"),
+            AssignmentsSynced("g", 1, tuple((f"m-{number}", b"") for number in range(size)))]
+
+
+def test_a_leave_group_of_many_members_is_one_event_each_entry_decided_after_the_ones_before() -> None:
+    """10,000 entries of a 10,000-member group were a removal each, each rebuilding the member tuple: quadratic
+    (1.1 s in the fold alone). They leave in one event now, each entry answered as if the earlier ones had left."""
+    size = 2_000
+    events = big_stable_group(size, static_every=10)
+    coordinator = Coordinator(store=MemoryGroupStore(events))
+    entries: list[tuple[str, str | None]] = [(f"m-{number}", None) for number in range(1, size) if number % 10]
+    plain = len(entries)
+    entries += [("m-1", None), ("", "i-10"), ("m-10", None), ("", "i-10"), ("m-20", "i-30"), ("m-40", "i-40")]
+    outcomes, _ = coordinator.sessions.leave("g", entries, coordinator.clock.now_ms())
+    assert outcomes[:plain] == [None] * plain
+    tail = outcomes[plain:]
+    assert isinstance(tail[0], UnknownMember) and "m-1" in str(tail[0])
+    assert tail[1] is None
+    assert isinstance(tail[2], UnknownMember) and "m-10" in str(tail[2])
+    assert isinstance(tail[3], UnknownMember) and "i-10" in str(tail[3])
+    assert isinstance(tail[4], FencedInstanceId)
+    assert tail[5] is None
+    staged = coordinator.store.events[len(events):]
+    assert [type(event) for event in staged] == [MembersLeft, RebalanceStarted]
+    left = staged[0]
+    assert isinstance(left, MembersLeft) and len(left.member_ids) == plain + 2
+    staying = {member.member_id for member in coordinator.state().members}
+    assert staying == {"m-0"} | {f"m-{number}" for number in range(20, size, 10) if number != 40}
+
+
+def test_members_timing_out_together_leave_in_one_event() -> None:
+    """A timer pass removed expired members one event (and one member tuple) each."""
+    events = big_stable_group(1_000, session_ms=lambda number: 10_000 + number % 3 * 1_000)
+    coordinator = Coordinator(store=MemoryGroupStore(events))
+    coordinator.clock.advance(10_500)
+    coordinator.sessions.tick(coordinator.clock.now_ms())
+    first = coordinator.store.events[len(events):]
+    assert [type(event) for event in first] == [MembersLeft, RebalanceStarted]
+    assert isinstance(first[0], MembersLeft) and len(first[0].member_ids) == 334
+    assert first[0].reason == "session timeout of 10000 ms expired"
+    coordinator.clock.advance(5_000)
+    coordinator.sessions.tick(coordinator.clock.now_ms())
+    second = coordinator.store.events[len(events) + 2:]
+    assert isinstance(second[0], MembersLeft) and len(second[0].member_ids) == 666
+    assert second[0].reason == "session timeout of 11000-12000 ms expired"
+    assert coordinator.state().members == ()
+
+
+def test_members_that_do_not_rejoin_leave_in_one_event() -> None:
+    events = big_stable_group(500)
+    coordinator = Coordinator(store=MemoryGroupStore(events))
+    coordinator.sessions.leave("g", [("m-499", None)], coordinator.clock.now_ms())
+    _, replies = coordinator.join("m-0")
+    assert replies == []
+    coordinator.clock.advance(30_000)
+    coordinator.sessions.tick(coordinator.clock.now_ms())
+    left = [event for event in coordinator.store.events if isinstance(event, MembersLeft)]
+    assert [len(event.member_ids) for event in left] == [1, 498]
+    assert left[1].reason == "did not rejoin before the rebalance timeout"
+    assert [member.member_id for member in coordinator.state().members] == ["m-0"]
+
+
+def test_a_member_left_of_an_older_log_still_folds() -> None:
+    """Logs written before `MembersLeft` hold one `MemberLeft` per member."""
+    store = MemoryGroupStore([*big_stable_group(3), MemberLeft("g", "m-1", "the member left the group")])
+    state = store.group("g")
+    assert state is not None and [member.member_id for member in state.members] == ["m-0", "m-2"]
