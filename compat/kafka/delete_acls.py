@@ -3,17 +3,27 @@
 Each filter's result lists the bindings it removed; one that two filters match is listed under both and
 removed once, as Kafka does. A filter with an UNKNOWN element gets INVALID_REQUEST alone. The answer
 comes once the event is durable.
+
+Filters are matched through an `AclIndex` (a filter naming a resource, principal or host reads only the bindings
+sharing it; a filter named again is decided once and answered with the first answer's bytes), and the request
+gives way every `BINDINGS_PER_TURN` bindings read. DeleteAcls requests take turns (`_deleting`), so one giving way
+never decides from bindings another has removed meanwhile; a CreateAcls between two turns only adds bindings this
+one's snapshot does not hold, as if it came after.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import weakref
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.describe_acls import acl_filter, stored_acls
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.acls.acls import AclBinding, AclFilter, check_filter, decide_delete
+from logwright.compat.turns import give_way
+from logwright.compat.wire.encoder import answered_once
+from logwright.core.acls.acls import AclBinding, AclFilter, AclIndex, check_filter, deletion
 from logwright.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -36,20 +46,45 @@ async def handle(context: RequestContext, request: DeleteAclsRequest) -> Any:
             refusals[position] = str(error)
             continue
         filters.append(wanted)
-    matched, event = decide_delete(stored_acls(context), filters)
+    async with _deleting(context.broker):
+        index = AclIndex(stored_acls(context).values())
+        matched: list[list[AclBinding]] = []
+        for wanted in filters:
+            matched.append(index.matching(wanted))
+            if index.read >= BINDINGS_PER_TURN:
+                index.read = 0
+                await give_way()
+        event = deletion(matched)
+        if event is not None:
+            context.broker.stage([event])
     if event is not None:
-        context.broker.stage([event])
         await context.broker.durable()
-    answers = iter(matched)
+    answers = iter(answered_once(filters, lambda wanted: _answer(module, index.matching(wanted))))
     results = []
     for position in range(len(request.filters)):
         if position in refusals:
             results.append(make(module.DeleteAclsFilterResult, error_code=ErrorCode.INVALID_REQUEST,
                                 error_message=refusals[position], matching_acls=()))
             continue
-        results.append(make(module.DeleteAclsFilterResult, error_code=ErrorCode.NONE, error_message=None,
-                            matching_acls=tuple(_matching(module, binding) for binding in next(answers))))
+        results.append(next(answers))
     return make(module.DeleteAclsResponse, throttle_time=datetime.timedelta(0), filter_results=tuple(results))
+
+
+BINDINGS_PER_TURN = 4_096
+_LOCKS: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _deleting(broker: object) -> asyncio.Lock:
+    """The broker's DeleteAcls turn: one request decides and stages at a time."""
+    lock = _LOCKS.get(broker)
+    if lock is None:
+        lock = _LOCKS[broker] = asyncio.Lock()
+    return lock
+
+
+def _answer(module: Any, matches: list[AclBinding]) -> Any:
+    return make(module.DeleteAclsFilterResult, error_code=ErrorCode.NONE, error_message=None,
+                matching_acls=tuple(_matching(module, binding) for binding in matches))
 
 
 def _matching(module: Any, binding: AclBinding) -> Any:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
+from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import create_acls, delete_acls, describe_acls
 from logwright.compat.registry import RequestContext, make
+from logwright.compat.turns import TURNS_GIVEN_WAY
+from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.compat.wire.messages import encode_response
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -18,6 +22,14 @@ from tests.compat.brokers import in_process_broker
 
 TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1
 READ, ALLOW = 3, 3
+
+
+def run(broker: Broker, store: RocksEventStore, scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    try:
+        asyncio.run(scenario())
+    finally:
+        broker.commit_now()
+        store.close()
 
 
 def request_module(api: str, version: int) -> Any:
@@ -72,8 +84,61 @@ def test_create_describe_delete_at_each_version(tmp_path: Path, version: int) ->
         assert [(m.resource_name, m.pattern_type) for m in second.matching_acls] == [("orders", PREFIXED)]
         assert store.entities("acls") == {}
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        broker.commit_now()
-        store.close()
+    run(broker, store, scenario)
+
+
+def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeleteAcls matched every filter against every ACL in one stretch; it gives way every `BINDINGS_PER_TURN`
+    bindings read now, and a second DeleteAcls started meanwhile decides after it (it reports nothing the first
+    removed). A filter named again is answered with the first answer's bytes."""
+    monkeypatch.setattr(delete_acls, "BINDINGS_PER_TURN", 50)
+    gave_way = 0
+    give_way = delete_acls.give_way
+
+    async def counted() -> None:
+        nonlocal gave_way
+        gave_way += 1
+        await give_way()
+
+    monkeypatch.setattr(delete_acls, "give_way", counted)
+    store = RocksEventStore(tmp_path / "data")
+    broker = in_process_broker(store)
+    version = 3
+    create = request_module("create_acls", version)
+    delete = request_module("delete_acls", version)
+
+    def context(api_key: int) -> RequestContext:
+        return RequestContext(broker, api_key, version, 7, "tester", 1, "127.0.0.1")
+
+    def by_principal(principal: str | None) -> Any:
+        return make(delete.DeleteAclsFilter, resource_type_filter=ANY, resource_name_filter=None,
+                    pattern_type_filter=ANY, principal_filter=principal, host_filter=None, operation=ANY,
+                    permission_type=ANY)
+
+    async def scenario() -> None:
+        await create_acls.handle(context(30), make(create.CreateAclsRequest, creations=tuple(
+            make(create.AclCreation, resource_type=TOPIC, resource_name=f"t-{n}", resource_pattern_type=LITERAL,
+                 principal=f"User:{n % 40}", host="*", operation=READ, permission_type=ALLOW) for n in range(400))))
+        filters = tuple(by_principal(f"User:{n}") for n in range(40)) + (by_principal("User:3"),) * 3
+        first = asyncio.get_running_loop().create_task(
+            delete_acls.handle(context(31), make(delete.DeleteAclsRequest, filters=filters)))
+        await asyncio.sleep(0)
+        second = asyncio.get_running_loop().create_task(delete_acls.handle(
+            context(31), make(delete.DeleteAclsRequest, filters=(by_principal(None),))))
+        turns = 0
+        while not first.done():
+            await asyncio.sleep(0)
+            turns += 1
+        assert gave_way == 400 // 50 and turns >= gave_way * TURNS_GIVEN_WAY // 2, (gave_way, turns)
+        answered = first.result()
+        assert encode_response(31, version, 7, answered)
+        results = answered.filter_results
+        assert [len(result.matching_acls) for result in results[:40]] == [10] * 40
+        again = results[40:]
+        assert len(again) == 3 and all(isinstance(result, Encoded) for result in again)
+        assert again[0] is again[1] is again[2] and again[0] == encode_entity(results[3])
+        assert (await second).filter_results[0].matching_acls == ()
+        assert store.entities("acls") == {}
+
+    run(broker, store, scenario)
