@@ -16,7 +16,7 @@ import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
@@ -223,18 +223,6 @@ class PopCoordinator:
         head = pop_head(self.broker.store.state(PROJECTION_NAME, key))
         return self.table(head.group, head.partition_id) if head is not None else None
 
-    def _table_or_create(self, group: str, topic: str, partition_id: int) -> PopPartition:
-        state = self.table(group, partition_id)
-        if state is not None:
-            return state
-        mode = self.settings(group).get(INIT_MODE_KEY, "latest")
-        start = (self.broker.partition(partition_id).log_start_offset if mode == "earliest"
-                 else self.broker.high_watermark(partition_id))
-        self.broker.stage([PopCursorCreated(group, partition_id, topic, start)])
-        created = self.table(group, partition_id)
-        assert created is not None
-        return created
-
     def _stage(self, state: PopPartition, events: Sequence[Event]) -> None:
         if not events:
             return
@@ -346,20 +334,36 @@ class PopCoordinator:
     def _pass(self, group: str, topic: TopicState, limits: PopLimits,
               take: Callable[[int, PopPartition, Sequence[int], int, int], int]) -> None:
         """Visit the partitions (due revivals first, then from the rotating start), calling ``take(index, state,
-        revived offsets, budget for new records, room for held-back ones)``, which returns the new records taken."""
-        states = [self._table_or_create(group, topic.name, pid) for pid in topic.partition_ids]
+        revived offsets, budget for new records, room for held-back ones)``, which returns the new records taken.
+
+        A partition with nothing in flight is read from its head alone, and one with nothing due is passed over
+        while its position is at the high watermark: a pop assembled and read every partition's table, 16-36 ms a
+        pop of an empty 10,000-partition topic, each long poll's wake-up as much again."""
+        heads = self._heads_or_create(group, topic)
+        tables: dict[int, PopPartition] = {}
+        for index, head in enumerate(heads):
+            if head.pages:
+                table = self.table(group, head.partition_id)
+                assert table is not None
+                tables[index] = table
+        busy = list(tables)
         budget = limits.max_messages
         chosen: dict[int, list[int]] = {}
         if not limits.orderly:
-            for position, due_offsets in pop_commands.due_revivals(states, budget):
-                chosen[position] = list(due_offsets)
+            for position, due_offsets in pop_commands.due_revivals([tables[index] for index in busy], budget):
+                chosen[busy[position]] = list(due_offsets)
                 budget -= len(due_offsets)
         cap = self.max_in_flight(group)
         rotation_key = (group, topic.name)
         start = self._rotation.get(rotation_key, 0)
         self._rotation[rotation_key] = start + 1
-        for index in pop_commands.rotated(len(states), start):
-            state = states[index]
+        for index in pop_commands.rotated(len(heads), start):
+            state = tables.get(index)
+            if state is None:
+                head = heads[index]
+                if budget <= 0 or head.next_offset >= self.broker.high_watermark(head.partition_id):
+                    continue
+                state = PopPartition(head.group, head.partition_id, head.topic, head.next_offset, head.last_epoch)
             offsets = chosen.get(index, [])
             if limits.orderly:
                 if pop_commands.orderly_blocked(state):
@@ -368,9 +372,26 @@ class PopCoordinator:
                 budget -= len(offsets)
             room = max(0, cap - state.in_flight())
             new_budget = min(budget, room)  # revived ones add no entry
-            if not offsets and new_budget <= 0:
+            if not offsets and (new_budget <= 0 or state.next_offset >= self.broker.high_watermark(state.partition_id)):
                 continue
             budget -= take(index, state, offsets, new_budget, min(room, DELAYED_PER_POP))
+
+    def _heads_or_create(self, group: str, topic: TopicState) -> list[PopHead]:
+        """The group's table heads on every partition of ``topic``, the missing ones created at once (a group's
+        first pop on a topic starts every partition where it is): staged together, the store folding them in
+        one call rather than one call and one table each."""
+        store = self.broker.store
+        heads = [pop_head(store.state(PROJECTION_NAME, pop_key(group, pid))) for pid in topic.partition_ids]
+        missing = [pid for pid, head in zip(topic.partition_ids, heads, strict=True) if head is None]
+        if not missing:
+            return cast("list[PopHead]", heads)
+        earliest = self.settings(group).get(INIT_MODE_KEY, "latest") == "earliest"
+        self.broker.stage([PopCursorCreated(group, pid, topic.name,
+                                            self.broker.partition(pid).log_start_offset if earliest
+                                            else self.broker.high_watermark(pid)) for pid in missing])
+        created = [pop_head(store.state(PROJECTION_NAME, pop_key(group, pid))) for pid in topic.partition_ids]
+        assert all(head is not None for head in created)
+        return cast("list[PopHead]", created)
 
     def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int
               ) -> tuple[dict[int, Record], int, list[tuple[int, int]]]:

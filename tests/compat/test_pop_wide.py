@@ -1,0 +1,75 @@
+"""A pop on a topic of many partitions reads only the partitions with something to hand out: a partition with
+nothing in flight is read from its table's head, and passed over while its position is at the high watermark
+(a pop assembled and read every partition's table: 16-36 ms a pop of an empty 10,000-partition topic)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from logwright.compat.coordinators.pop_coordinator import PopCoordinator, pop_coordinator
+from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka import produce
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.core.events import Event
+from logwright.core.events.pop import PopCursorCreated
+from logwright.core.pop.pop_commands import PopLimits
+
+from tests.compat.test_share_handlers import Harness, run
+
+PARTITIONS = 2_000
+LIMITS = PopLimits(max_messages=8, invisible_time_ms=60_000)
+
+
+def test_a_pop_reads_only_the_partitions_with_records_or_revivals(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+    reading = PopCoordinator._read
+
+    def counted(self: PopCoordinator, state, *args, **kwargs):  # type: ignore[no-untyped-def]
+        read.append(state.partition_id)
+        return reading(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(PopCoordinator, "_read", counted)
+
+    async def scenario(h: Harness) -> None:
+        h.broker.create_topic("wide", PARTITIONS)
+        topic = h.broker.topic("wide")
+        assert topic is not None
+        staged: list[list[Event]] = []
+        stage = h.broker.stage
+
+        def counted_stage(events: list[Event], *args, **kwargs):  # type: ignore[no-untyped-def]
+            staged.append(list(events))
+            return stage(events, *args, **kwargs)
+
+        monkeypatch.setattr(h.broker, "stage", counted_stage)
+        coordinator = pop_coordinator(h.broker)
+        assert await coordinator.pop("g", topic, "c1", LIMITS) == []
+        creations = [batch for batch in staged if any(isinstance(event, PopCursorCreated) for event in batch)]
+        assert len(creations) == 1 and len(creations[0]) == PARTITIONS, "every cursor created, in one call"
+        assert read == [], "no partition has records past its position"
+
+        busy = topic.partition_ids[1_500]
+        request = ProduceRequest(acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(TopicProduceData(
+            name="wide", partition_data=(PartitionProduceData(index=1_500, records=build_batch(
+                [Record(i, 1_000, None, b"v") for i in range(3)])),)),))
+        answer = await h.call(produce.handle, 9, request)
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        popped = await coordinator.pop("g", topic, "c1", LIMITS)
+        assert [(message.partition, message.record.offset) for message in popped] == [(1_500, i) for i in range(3)]
+        assert read == [busy]
+
+        read.clear()
+        assert await coordinator.pop("g", topic, "c1", LIMITS) == []
+        assert read == [], "the in-flight partition has nothing due and nothing new"
+        h.clock.advance(61_000)
+        pop_coordinator(h.broker).tick()
+        again = await coordinator.pop("g", topic, "c2", LIMITS)
+        assert [(message.partition, message.record.offset) for message in again] == [(1_500, i) for i in range(3)]
+        assert read == [busy]
+
+    run(tmp_path, scenario)
