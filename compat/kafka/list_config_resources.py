@@ -12,11 +12,10 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.groups.group_admin import list_groups
-from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
-from logwright.core.groups.group_offsets import groups_with_offsets
 from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import ResourceConfig, resource_key
 
@@ -53,7 +52,7 @@ def resources(broker: Broker) -> list[tuple[int, str]]:
     listed.append((BROKER, str(broker.node_id)))
     store = broker.store
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
-    with_offsets = groups_with_offsets(store.entities(OFFSETS_PROJECTION))
+    with_offsets = coordinator(broker).groups_with_offsets()
     groups = {listing.group_id for listing in list_groups(states, with_offsets)}
     for key, state in store.entities("catalog").items():
         if isinstance(state, ResourceConfig) and str(key).startswith(_GROUP_CONFIG_PREFIX):

@@ -18,8 +18,6 @@ from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.groups.group_admin import GroupListing, list_groups
-from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
-from logwright.core.groups.group_offsets import groups_with_offsets
 from logwright.core.groups.groups import GroupState
 
 if TYPE_CHECKING:
@@ -45,7 +43,7 @@ async def handle(context: RequestContext, request: ListGroupsRequest) -> Any:
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
     consumers = consumer_coordinator(context.broker).groups()
     consumer_ids = {group.group_id for group in consumers}
-    with_offsets = groups_with_offsets(store.entities(OFFSETS_PROJECTION))
+    with_offsets = coordinator(context.broker).groups_with_offsets()
     offsets_only = (group_id for group_id in with_offsets if group_id not in consumer_ids)
     listed = [(entry, GROUP_TYPE) for entry in list_groups(states, offsets_only)]
     listed.extend((GroupListing(group.group_id, CONSUMER_TYPE, group.phase), CONSUMER_TYPE) for group in consumers)

@@ -401,3 +401,51 @@ def test_a_start_deletes_the_offsets_left_on_topics_that_no_longer_exist(
 
     asyncio.run(stopped_after_the_deletion())
     asyncio.run(restarted())
+
+
+def test_the_groups_with_offsets_are_read_once_and_then_kept_by_the_commits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ListGroups searched every committed-offset row for the groups' heads (32 ms at 1 M rows); the classic
+    coordinator finds them once and the commits that write or delete a head keep the set."""
+    searches = 0
+    search = group_coordinator.groups_with_offsets
+
+    def counted(states: Any) -> Any:
+        nonlocal searches
+        searches += 1
+        return search(states)
+
+    monkeypatch.setattr(group_coordinator, "groups_with_offsets", counted)
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 3)
+        await harness.broker.durable()
+
+        async def listed() -> list[str]:
+            answer = await harness.call(list_groups.handle, 4, ListGroupsRequest(states_filter=()))
+            return [group.group_id for group in answer.groups]
+
+        async def commit_as(group: str, offsets: dict[tuple[str, int], int]) -> None:
+            request = dataclasses.replace(commit("", -1, offsets), group_id=group)
+            assert (await harness.call(offset_commit.handle, 2, request)).topics[0].partitions[0].error_code == 0
+
+        await commit_as("g1", {("t", 0): 5})
+        assert await listed() == ["g1"]
+        await commit_as("g2", {("t", 1): 6, ("t", 2): 7})
+        await commit_as("g3", {("t", 0): 1})
+        assert await listed() == ["g1", "g2", "g3"]
+        deleted = await harness.call(offset_delete.handle, 0, OffsetDeleteRequest(group_id="g3", topics=(
+            OffsetDeleteRequestTopic(name="t", partitions=(OffsetDeleteRequestPartition(partition_index=0),)),)))
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert await listed() == ["g1", "g2"], "its last partition's offset deleted"
+        gone = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=("g1",)))
+        assert gone.results[0].error_code == ErrorCode.NONE
+        assert await listed() == ["g2"]
+        assert searches == 1, "the rows were searched once, for the first listing"
+        assert harness.store.reopen()
+        assert await listed() == ["g2"]
+        assert searches == 2, "and once again after the store reloaded from disk"
+        harness.close()
+
+    asyncio.run(scenario())
