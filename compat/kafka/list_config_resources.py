@@ -9,6 +9,7 @@ metrics (16) are known types with nothing to list; any other type is INVALID_REQ
 from __future__ import annotations
 
 import datetime
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
@@ -35,21 +36,26 @@ _GROUP_CONFIG_PREFIX = resource_key("group", "")
 async def handle(context: RequestContext, request: ListConfigResourcesRequest) -> Any:
     module = response_module("list_config_resources", context.api_version)
     named = request.resource_types if _names_resource_types(request) else (CLIENT_METRICS,)
-    wanted = tuple(int(kind) for kind in named) or KNOWN_TYPES
-    unknown = sorted(set(wanted) - set(KNOWN_TYPES))
+    wanted = frozenset(int(kind) for kind in named) or frozenset(KNOWN_TYPES)  # asked once per resource below
+    unknown = sorted(wanted - set(KNOWN_TYPES))
     if unknown:
         return make(module.ListConfigResourcesResponse, throttle_time=datetime.timedelta(0),
                     error_code=ErrorCode.INVALID_REQUEST, config_resources=())
     listed = [make(module.ConfigResource, resource_name=name, resource_type=kind)
-              for kind, name in resources(context.broker) if kind in wanted]
+              for kind, name in resources(context.broker, wanted)]
     return make(module.ListConfigResourcesResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 config_resources=tuple(listed))
 
 
-def resources(broker: Broker) -> list[tuple[int, str]]:
-    """Every ``(resource type, name)`` this broker has configs for, topics first, each kind sorted."""
-    listed = [(TOPIC, state.name) for state in broker.topics()]
-    listed.append((BROKER, str(broker.node_id)))
+def resources(broker: Broker, kinds: Collection[int] = KNOWN_TYPES) -> list[tuple[int, str]]:
+    """Every ``(resource type, name)`` of ``kinds`` this broker has configs for, topics first, each kind sorted; a
+    kind not asked for is not looked at (a request naming one type 100,000 times was a search of that list per
+    topic and group: 2.2 s with 10,000 topics)."""
+    listed = [(TOPIC, state.name) for state in broker.topics()] if TOPIC in kinds else []
+    if BROKER in kinds:
+        listed.append((BROKER, str(broker.node_id)))
+    if GROUP not in kinds:
+        return listed
     store = broker.store
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
     with_offsets = coordinator(broker).groups_with_offsets()

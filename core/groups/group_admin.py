@@ -94,10 +94,15 @@ def decide_offset_delete(
     subscribed = subscribed_topics if has_members and subscribed_topics is not None else frozenset()
     events: list[OffsetDeleted] = []
     errors: dict[tuple[str, int], DomainError] = {}
+    refusals: dict[str, DomainError] = {}  # one error per topic, its name quoted cut: an error per partition, each
+    # naming a 32,767-character topic in full, was 951 MB for 30,000 partitions of a 153 KB request
     for topic, partition in partitions:
         if topic in subscribed:
-            errors[(topic, partition)] = GroupSubscribedToTopic(f"a member of {quoted(group_id)} subscribes to "
-                                                                f"{topic!r}")
+            refusal = refusals.get(topic)
+            if refusal is None:
+                refusal = refusals[topic] = GroupSubscribedToTopic(
+                    f"a member of {quoted(group_id)} subscribes to {quoted(topic)}")
+            errors[(topic, partition)] = refusal
         elif offsets is not None and offsets.get(topic, partition) is not None:
             events.append(OffsetDeleted(group_id, topic, partition))
     return OffsetDeletion(tuple(events), errors)

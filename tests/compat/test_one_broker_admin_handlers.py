@@ -167,6 +167,26 @@ def test_config_resources_are_topics_the_broker_and_groups_with_configs(broker: 
     assert unknown.error_code == ErrorCode.INVALID_REQUEST
 
 
+def test_config_resources_of_a_type_named_many_times_look_only_at_that_type(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The types asked for were a tuple searched for each topic and group: one type named 100,000 times in a 200 KB
+    request held the loop 2.2 s over 10,000 topics. They are a set now, and a type not asked for is not listed."""
+    listed_topics = 0
+    topics = broker.topics
+
+    def counted() -> Any:
+        nonlocal listed_topics
+        listed_topics += 1
+        return topics()
+
+    monkeypatch.setattr(broker, "topics", counted)
+    answer = call(broker, list_config_resources.handle, 1, ListConfigResourcesRequest(resource_types=(4,) * 100_000))
+    assert [(r.resource_type, r.resource_name) for r in answer.config_resources] == [(4, "1")]
+    assert listed_topics == 0
+    assert call(broker, list_config_resources.handle, 0, ListConfigResourcesV0()).config_resources == ()
+    assert listed_topics == 0
+
+
 def test_tiered_storage_offsets_are_not_found_without_tiers(broker: Broker) -> None:
     request = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout=TIMEOUT, topics=(ListOffsetsTopic(
         name="c-one", partitions=tuple(ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=t)

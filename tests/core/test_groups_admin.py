@@ -73,6 +73,16 @@ def test_offset_delete_spares_subscribed_topics() -> None:
     assert decide_offset_delete("g", None, OFFSETS, [("t", 0)], None).events == (OffsetDeleted("g", "t", 0),)
 
 
+def test_offset_delete_refuses_a_subscribed_topic_with_one_short_error_however_many_partitions() -> None:
+    """Each partition's error named the topic in full: 30,000 partitions of a 32,767-character topic that a member
+    subscribes to (a 153 KB request) held 951 MB."""
+    topic = "x" * 32_767
+    outcome = decide_offset_delete("g", STABLE, OFFSETS, [(topic, n) for n in range(30_000)], frozenset({topic}))
+    errors = list(outcome.errors.values())
+    assert len(errors) == 30_000 and all(error is errors[0] for error in errors)
+    assert isinstance(errors[0], GroupSubscribedToTopic) and len(str(errors[0])) < 300
+
+
 def test_listing_includes_offset_only_groups_as_empty() -> None:
     listed = list_groups([STABLE], ["g", "offsets-only"])
     assert [(entry.group_id, entry.protocol_type, entry.phase) for entry in listed] == [
