@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from immutables import Map
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted, TopicDeleted
 from logwright.core.events.backlog import BacklogEvicted, EvictedCommitRaised, EvictionPointLifted
+from logwright.core.persistent_sorted import SortedPersistent
 from logwright.core.projection import Projection
 
 EVICTION_POINTS_NAME = "eviction_points"
@@ -27,22 +29,52 @@ COMMIT_TYPES = frozenset({OffsetCommitted, OffsetDeleted, TopicDeleted})
 """The events `adjust_commits` answers: a staged change without one (an append, mostly) is not looked at."""
 
 
+Point = tuple[str, int, int]
+"""``(topic, partition id, evicted_to)``."""
+
+
+class PointSet(SortedPersistent[int, Point, Point]):
+    """A group's points, at most one per partition id, iterated sorted (the order they are stored in). They were a
+    sorted tuple, searched for each commit and rebuilt and sorted again for each point set or lifted, so an EndTxn
+    committing 10,000 offsets of a group with 10,000 points held the loop 2 s (`SortedPersistent`)."""
+
+    __slots__ = ()
+
+    def __init__(self, points: Iterable[Point] | Map[int, Point] = ()) -> None:
+        super().__init__(points if isinstance(points, Map)
+                         else Map((point[1], (point[0], point[1], point[2])) for point in points))
+
+    def offset(self, partition_id: int) -> int | None:
+        point = self._map.get(partition_id)
+        return point[2] if point is not None else None
+
+    def with_point(self, topic: str, partition_id: int, evicted_to: int | None) -> PointSet:
+        if evicted_to is None:
+            return PointSet(self._map.delete(partition_id)) if partition_id in self._map else self
+        return PointSet(self._map.set(partition_id, (topic, partition_id, evicted_to)))
+
+    def ordered(self) -> tuple[Point, ...]:
+        return tuple(sorted(self._map.values()))
+
+
 @dataclass(frozen=True, slots=True)
 class EvictionPoints:
     """One group's eviction points: ``(topic, partition id, evicted_to)``, sorted, at most one per partition."""
 
     group: str
-    points: tuple[tuple[str, int, int], ...] = ()
+    points: PointSet = PointSet()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.points, PointSet):  # decoded from a store (a sorted tuple), or written in a test
+            object.__setattr__(self, "points", PointSet(self.points))
 
     def point(self, partition_id: int) -> int | None:
         """The offset the group's commits are raised to on the partition, if any."""
-        return next((offset for _, pid, offset in self.points if pid == partition_id), None)
+        return self.points.offset(partition_id)
 
     def with_point(self, topic: str, partition_id: int, evicted_to: int | None) -> EvictionPoints | None:
-        kept = [entry for entry in self.points if entry[1] != partition_id]
-        if evicted_to is not None:
-            kept.append((topic, partition_id, evicted_to))
-        return replace(self, points=tuple(sorted(kept))) if kept else None
+        kept = self.points.with_point(topic, partition_id, evicted_to)
+        return replace(self, points=kept) if kept else None
 
 
 def _keys(event: Event) -> tuple[str, ...]:
@@ -95,11 +127,10 @@ def adjust_commits(events: Sequence[Event], view: GroupView) -> list[Event]:
         return []
     evicting = {(event.subscription, event.partition_id) for event in events
                 if isinstance(event, BacklogEvicted) and event.kind == "group"}
+    gone = {partition_id for event in events if isinstance(event, TopicDeleted) for partition_id in event.partition_ids}
+    derived: list[Event] = list(_topics_deleted(gone, view.points)) if gone else []
     lifted: set[tuple[str, int]] = set()
-    derived: list[Event] = []
     for event in events:
-        if isinstance(event, TopicDeleted):
-            derived.extend(_topic_deleted(event, view.points))
         if not isinstance(event, OffsetCommitted | OffsetDeleted):
             continue
         state = view.points.get(event.group)
@@ -107,14 +138,16 @@ def adjust_commits(events: Sequence[Event], view: GroupView) -> list[Event]:
             continue
         partition_id = view.partition_id(event.topic, event.partition)
         point = state.point(partition_id) if partition_id is not None else None
-        if point is None or partition_id is None or (event.group, partition_id) in evicting | lifted:
+        if point is None or partition_id is None:
             continue
+        if (event.group, partition_id) in evicting or (event.group, partition_id) in lifted:
+            continue  # each a set of its own: their union, built for each commit, grew with the points lifted
         derived.extend(_answer(event, partition_id, point, view, lifted))
     return derived
 
 
-def _topic_deleted(event: TopicDeleted, points: Mapping[str, Any]) -> Iterable[Event]:
-    gone = set(event.partition_ids)
+def _topics_deleted(gone: set[int], points: Mapping[str, Any]) -> Iterable[Event]:
+    """The points lifted on the deleted partitions ``gone``: one pass over the groups for a whole DeleteTopics."""
     for state in points.values():
         if isinstance(state, EvictionPoints):
             yield from (EvictionPointLifted(state.group, topic, partition_id, offset, "topic deleted")

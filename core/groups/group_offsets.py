@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from immutables import Map
 from logwright.core.events import Event, GroupDeleted, OffsetCommitted, OffsetDeleted
+from logwright.core.persistent_sorted import SortedPersistent
 from logwright.core.projection import Projection
 
 PROJECTION_NAME = "committed_offsets"
@@ -39,19 +40,15 @@ class CommittedOffset:
 Partition = tuple[str, int]
 
 
-class CommittedPartitions:
-    """An immutable set of ``(topic, partition)``, iterated sorted (the order it is stored in).
+class CommittedPartitions(SortedPersistent[Partition, None, Partition]):
+    """An immutable set of ``(topic, partition)``, iterated sorted (the order it is stored in); adding a partition
+    to a sorted tuple rebuilt and re-sorted it for every partition added (`SortedPersistent`)."""
 
-    A persistent map (`immutables.Map`, a hash array mapped trie) underneath: adding a partition shares all but a
-    few nodes with the set before, where a sorted tuple was rebuilt and re-sorted for every partition added."""
-
-    __slots__ = ("_map", "_sorted")
+    __slots__ = ()
 
     def __init__(self, partitions: Iterable[Partition] | Map[Partition, None] = ()) -> None:
-        self._map: Map[Partition, None] = (
-            partitions if isinstance(partitions, Map)
-            else Map(((topic, partition), None) for topic, partition in partitions))
-        self._sorted: tuple[Partition, ...] | None = None
+        super().__init__(partitions if isinstance(partitions, Map)
+                         else Map(((topic, partition), None) for topic, partition in partitions))
 
     def __contains__(self, partition: object) -> bool:
         return partition in self._map
@@ -62,30 +59,8 @@ class CommittedPartitions:
     def without(self, topic: str, partition: int) -> CommittedPartitions:
         return CommittedPartitions(self._map.delete((topic, partition))) if (topic, partition) in self._map else self
 
-    def sorted(self) -> tuple[Partition, ...]:
-        """Sorted once per set, when first asked (to encode it, or by a reader listing every partition)."""
-        if self._sorted is None:
-            self._sorted = tuple(sorted(self._map.keys()))
-        return self._sorted
-
-    def codec_plain(self) -> tuple[Partition, ...]:
-        """What the codec stores: the sorted pairs."""
-        return self.sorted()
-
-    def __iter__(self) -> Iterator[Partition]:
-        return iter(self.sorted())
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CommittedPartitions) and self._map == other._map
-
-    def __hash__(self) -> int:
-        return hash(self._map)
-
-    def __repr__(self) -> str:
-        return f"CommittedPartitions({self.sorted()!r})"
+    def ordered(self) -> tuple[Partition, ...]:
+        return tuple(sorted(self._map.keys()))
 
 
 @dataclass(frozen=True, slots=True)
