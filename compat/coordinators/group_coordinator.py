@@ -17,6 +17,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
@@ -56,6 +57,10 @@ OFFSETS_DELETED_PER_TURN = 200
 15-20 ms a slice after a 5,000-partition topic's deletion)."""
 
 
+ROWS_SEARCHED_PER_TURN = 20_000
+"""Committed-offset rows looked at for a deleted topic's before `forget_topic_offsets` yields (about 3 ms)."""
+
+
 async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
     """Delete every group's committed offsets on ``topics``, which were just deleted (Kafka's coordinator does the
     same: a topic created again under the name starts with no committed offsets).
@@ -63,7 +68,15 @@ async def forget_topic_offsets(broker: Broker, topics: Sequence[str]) -> None:
     In slices, letting other requests run between them; a row committed again meanwhile (a new topic of the same
     name) is kept. Each deletion is independent of the others, as in Kafka, which deletes them after the topic."""
     states = broker.store.entities(OFFSETS_PROJECTION)
-    rows = rows_on_topics(states, topics)
+    # looked at in slices (a 1 M-row pass was one stretch), as they were when the deletion began: a row committed
+    # anew meanwhile (a new topic of the same name) is another object, kept by the check below
+    keys, values = list(states), list(states.values())
+    rows: list[tuple[str, Any]] = []
+    for start in range(0, len(keys), ROWS_SEARCHED_PER_TURN):
+        if start:
+            await give_way()
+        end = start + ROWS_SEARCHED_PER_TURN
+        rows += rows_on_topics(zip(keys[start:end], values[start:end], strict=True), topics)
     for start in range(0, len(rows), OFFSETS_DELETED_PER_TURN):
         if start:
             await give_way()

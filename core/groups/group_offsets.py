@@ -135,12 +135,14 @@ def groups_with_offsets(states: Mapping[str, Any]) -> Iterator[str]:
     return (key[1:] for key in states if key.startswith(HEAD_PREFIX))
 
 
-def rows_on_topics(states: Mapping[str, Any], topics: Iterable[str]) -> list[tuple[str, Any]]:
-    """Every row (key, state) on the partitions of ``topics``, whichever group committed it: a deleted topic's
-    offsets go, as Kafka's coordinator deletes them (``onPartitionsDeleted``), so a topic created again under the
-    same name starts without them. A head's key never starts with a topic name (``#``)."""
-    prefixes = tuple(f"{topic}/" for topic in topics)
-    return [(key, state) for key, state in states.items() if key.startswith(prefixes)] if prefixes else []
+def rows_on_topics(rows: Iterable[tuple[str, Any]], topics: Iterable[str]) -> list[tuple[str, Any]]:
+    """The rows (key, state) of ``rows`` (the projection's items, or a slice of them) on the partitions of ``topics``,
+    whichever group committed them: a deleted topic's offsets go, as Kafka's coordinator deletes them
+    (``onPartitionsDeleted``), so a topic created again under the same name starts without them. Each row's topic is
+    looked up in a set: trying every topic's prefix on every row made a deletion of 5,000 topics beside 100,000
+    rows take 1.5 s. A head's key never gives a topic name (it starts with ``#``, which no topic name holds)."""
+    wanted = set(topics)
+    return [(key, state) for key, state in rows if key.partition("/")[0] in wanted] if wanted else []
 
 
 def topics_with_offsets(states: Mapping[str, Any]) -> set[str]:

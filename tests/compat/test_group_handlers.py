@@ -339,10 +339,13 @@ def test_deleting_a_topic_deletes_every_groups_offsets_on_it_and_keeps_the_other
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("sliced", ["searching", "deleting"])
 def test_an_offset_committed_again_while_a_deleted_topics_offsets_go_is_kept(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The deletions run in slices; a row committed anew between them (a new topic of the same name) stays."""
-    monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sliced: str) -> None:
+    """The rows are searched, then deleted, in slices; a row committed anew between two (a new topic of the same
+    name) stays."""
+    monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2 if sliced == "deleting" else 1_000)
+    monkeypatch.setattr(group_coordinator, "ROWS_SEARCHED_PER_TURN", 2 if sliced == "searching" else 1_000)
 
     async def scenario() -> None:
         harness = Harness(tmp_path, ManualClock())
@@ -350,7 +353,7 @@ def test_an_offset_committed_again_while_a_deleted_topics_offsets_go_is_kept(
         await harness.broker.durable()
         await harness.call(offset_commit.handle, 2, commit("", -1, {("t", p): 5 for p in range(4)}))
         forgetting = asyncio.create_task(group_coordinator.forget_topic_offsets(harness.broker, ["t"]))
-        await asyncio.sleep(0)  # the first slice (partitions 0 and 1) is staged
+        await asyncio.sleep(0)  # the first slice is searched, or staged
         await harness.call(offset_commit.handle, 2, commit("", -1, {("t", 3): 9}))
         await forgetting
         fetched = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=(
@@ -446,6 +449,42 @@ def test_the_groups_with_offsets_are_read_once_and_then_kept_by_the_commits(
         assert harness.store.reopen()
         assert await listed() == ["g2"]
         assert searches == 2, "and once again after the store reloaded from disk"
+        harness.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_deletion_of_many_topics_gives_way_between_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten 10,000-partition topics deleted in one stretch held every client 98 ms; and the committed-offset rows
+    are searched for theirs in slices."""
+    monkeypatch.setattr(delete_topics, "PARTITIONS_PER_TURN", 2)
+    monkeypatch.setattr(group_coordinator, "ROWS_SEARCHED_PER_TURN", 2)
+    gave_way = {"deleting": 0, "searching": 0}
+
+    def counting(where: str, give_way: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        async def counted() -> None:
+            gave_way[where] += 1
+            await give_way()
+        return counted
+
+    monkeypatch.setattr(delete_topics, "give_way", counting("deleting", delete_topics.give_way))
+    monkeypatch.setattr(group_coordinator, "give_way", counting("searching", group_coordinator.give_way))
+
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        for name in ("a", "b", "c", "d"):
+            harness.broker.create_topic(name, 2)
+        await harness.broker.durable()
+        await harness.call(offset_commit.handle, 2, commit("", -1, {(name, 0): 1 for name in ("a", "b", "c", "d")}))
+        deleted = await harness.call(delete_topics.handle, 6, DeleteTopicsRequest(
+            topics=tuple(DeleteTopicState(name=name, topic_id=None) for name in ("a", "b", "c")),
+            timeout=datetime.timedelta(seconds=5)))
+        assert [topic.error_code for topic in deleted.responses] == [ErrorCode.NONE] * 3
+        assert [harness.broker.topic(name) is None for name in ("a", "b", "c", "d")] == [True, True, True, False]
+        assert gave_way == {"deleting": 2, "searching": 2}, "five rows (four and the group's head), two a slice"
+        fetched = await harness.call(offset_fetch.handle, 1, OffsetFetchRequest(group_id=GROUP, topics=tuple(
+            OffsetFetchRequestTopic(name=name, partition_indexes=(0,)) for name in ("a", "d"))))
+        assert [topic.partitions[0].committed_offset for topic in fetched.topics] == [-1, 1]
         harness.close()
 
     asyncio.run(scenario())

@@ -157,11 +157,12 @@ def test_the_rows_on_deleted_topics_are_found_whatever_the_group_and_only_theirs
     commits = (OffsetCommitted("g", "t", 0, 1), OffsetCommitted("a/b", "t", 11, 2), OffsetCommitted("g", "t2", 0, 3),
                OffsetCommitted("t", "u", 0, 4))
     folded = states(*commits)
-    rows = rows_on_topics(folded, ["t"])
+    rows = rows_on_topics(folded.items(), ["t"])
     assert sorted(key for key, _ in rows) == ["t/0/g", "t/11/a/b"]
     assert sorted(map(row_deletion, (key for key, _ in rows)), key=str) == sorted(
         [OffsetDeleted("g", "t", 0), OffsetDeleted("a/b", "t", 11)], key=str)
-    assert rows_on_topics(folded, []) == []
+    assert rows_on_topics(folded.items(), []) == []
+    assert rows_on_topics(folded.items(), ["g", "a", "b"]) == [], "a group's name is no topic"
     after = states(*commits, *(row_deletion(key) for key, _ in rows))
     assert listed(group_offsets(after, "g")) == [("t2", 0, CommittedOffset(3))]
     assert group_offsets(after, "a/b") is None
