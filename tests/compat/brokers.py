@@ -70,3 +70,18 @@ class StateLookups:
 
     def __exit__(self, *_: object) -> None:
         del self.store.state
+
+
+class GivenWay:
+    """Counts the calls to ``module.give_way`` (replaced by ``monkeypatch`` for the test): how often a long request
+    let other requests run."""
+
+    def __init__(self, monkeypatch: Any, module: Any) -> None:
+        self.count = 0
+        give_way = module.give_way
+
+        async def counted() -> None:
+            self.count += 1
+            await give_way()
+
+        monkeypatch.setattr(module, "give_way", counted)

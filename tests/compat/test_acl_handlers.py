@@ -18,7 +18,7 @@ from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.compat.wire.messages import encode_response
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import in_process_broker
+from tests.compat.brokers import GivenWay, in_process_broker
 
 TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1
 READ, ALLOW = 3, 3
@@ -93,15 +93,7 @@ def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Pat
     bindings read now, and a second DeleteAcls started meanwhile decides after it (it reports nothing the first
     removed). A filter named again is answered with the first answer's bytes."""
     monkeypatch.setattr(delete_acls, "BINDINGS_PER_TURN", 50)
-    gave_way = 0
-    give_way = delete_acls.give_way
-
-    async def counted() -> None:
-        nonlocal gave_way
-        gave_way += 1
-        await give_way()
-
-    monkeypatch.setattr(delete_acls, "give_way", counted)
+    given_way = GivenWay(monkeypatch, delete_acls)
     store = RocksEventStore(tmp_path / "data")
     broker = in_process_broker(store)
     version = 3
@@ -130,7 +122,7 @@ def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Pat
         while not first.done():
             await asyncio.sleep(0)
             turns += 1
-        assert gave_way == 400 // 50 and turns >= gave_way * TURNS_GIVEN_WAY // 2, (gave_way, turns)
+        assert given_way.count == 400 // 50 and turns >= given_way.count * TURNS_GIVEN_WAY // 2, turns
         answered = first.result()
         assert encode_response(31, version, 7, answered)
         results = answered.filter_results
