@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import Slices
+from logwright.compat.wire.encoder import OnceAnswered
 from logwright.core.errors import DomainError, quoted
 from logwright.core.log.placement import check_replicas
 
@@ -30,26 +32,33 @@ if TYPE_CHECKING:
 async def handle(context: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
     broker = context.broker
     module = response_module("alter_partition_reassignments", context.api_version)
+
+    def result(wanted: tuple[str, int, tuple[int, ...] | None]) -> Any:
+        name, index, replicas = wanted
+        state = broker.topic(name)
+        code, message = ErrorCode.NONE, None
+        if state is None or not 0 <= index < len(state.partition_ids):
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            message = f"topic {quoted(name)} has no partition {index}"
+        elif replicas is None:
+            code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, \
+                f"partition {index} of {quoted(name)} has no reassignment to cancel"
+        else:
+            try:
+                check_replicas(index, list(replicas), broker.node_id)
+            except DomainError as error:
+                code, message = error_code_for(error), str(error)
+        return make(module.ReassignablePartitionResponse, partition_index=index, error_code=code,
+                    error_message=message)
+
+    answer, slices = OnceAnswered(result), Slices()  # a partition named again alike: the first answer's bytes
     responses = []
     for topic in request.topics:
-        state = broker.topic(topic.name)
         partitions = []
         for partition in topic.partitions:
-            index = int(partition.partition_index)
-            code, message = ErrorCode.NONE, None
-            if state is None or not 0 <= index < len(state.partition_ids):
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                message = f"topic {quoted(topic.name)} has no partition {index}"
-            elif partition.replicas is None:
-                code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, \
-                    f"partition {index} of {quoted(topic.name)} has no reassignment to cancel"
-            else:
-                try:
-                    check_replicas(index, [int(replica) for replica in partition.replicas], broker.node_id)
-                except DomainError as error:
-                    code, message = error_code_for(error), str(error)
-            partitions.append(make(module.ReassignablePartitionResponse, partition_index=index, error_code=code,
-                                   error_message=message))
+            replicas = None if partition.replicas is None else tuple(int(replica) for replica in partition.replicas)
+            partitions.append(answer((topic.name, int(partition.partition_index), replicas)))
+            await slices.done()
         responses.append(make(module.ReassignableTopicResponse, name=topic.name, partitions=tuple(partitions)))
     may_change = request.allow_replication_factor_change if _may_change_replication_factor(request) else True
     return make(module.AlterPartitionReassignmentsResponse, throttle_time=datetime.timedelta(0),

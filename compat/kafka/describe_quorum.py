@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.turns import Slices
+from logwright.compat.wire.encoder import OnceAnswered
 
 if TYPE_CHECKING:
     from kio.schema.describe_quorum import v0, v1, v2
@@ -35,20 +37,24 @@ async def handle(context: RequestContext, request: DescribeQuorumRequest) -> Any
     end_offset = broker.store.committed_sequence
     voter = make(module.ReplicaState, replica_id=broker.node_id, replica_directory_id=uuid.UUID(int=0),
                  log_end_offset=end_offset, last_fetch_timestamp=-1, last_caught_up_timestamp=broker.clock.now_ms())
+
+    def partition(wanted: tuple[str, int]) -> Any:
+        name, index = wanted
+        if name == METADATA_TOPIC and index == 0:
+            return make(module.PartitionData, partition_index=0, error_code=ErrorCode.NONE, error_message=None,
+                        leader_id=broker.node_id, leader_epoch=LEADER_EPOCH, high_watermark=end_offset,
+                        current_voters=(voter,), observers=())
+        return make(module.PartitionData, partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=f"only {METADATA_TOPIC} partition 0 has a quorum", leader_id=-1, leader_epoch=-1,
+                    high_watermark=-1, current_voters=(), observers=())
+
+    answer, slices = OnceAnswered(partition), Slices()  # a partition named again: the first answer's bytes
     topics = []
     for topic in request.topics:
         partitions = []
         for wanted in topic.partitions:
-            index = int(wanted.partition_index)
-            if topic.topic_name == METADATA_TOPIC and index == 0:
-                partitions.append(make(module.PartitionData, partition_index=0, error_code=ErrorCode.NONE,
-                                       error_message=None, leader_id=broker.node_id, leader_epoch=LEADER_EPOCH,
-                                       high_watermark=end_offset, current_voters=(voter,), observers=()))
-            else:
-                partitions.append(make(
-                    module.PartitionData, partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=f"only {METADATA_TOPIC} partition 0 has a quorum", leader_id=-1, leader_epoch=-1,
-                    high_watermark=-1, current_voters=(), observers=()))
+            partitions.append(answer((topic.topic_name, int(wanted.partition_index))))
+            await slices.done()
         topics.append(make(module.TopicData, topic_name=topic.topic_name, partitions=tuple(partitions)))
     nodes: tuple[Any, ...] = ()
     if context.api_version >= 2:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import Slices
+from logwright.compat.wire.encoder import OnceAnswered
 from logwright.core.errors import quoted
 
 if TYPE_CHECKING:
@@ -31,22 +33,26 @@ async def handle(context: RequestContext, request: ElectLeadersRequest) -> Any:
     broker = context.broker
     module = response_module("elect_leaders", context.api_version)
     election_type = int(request.election_type) if _names_election_type(request) else 0
+    def result(wanted: tuple[str, int]) -> Any:
+        topic, index = wanted
+        state = broker.topic(topic)
+        if election_type not in ELECTION_TYPES:
+            code, message = ErrorCode.INVALID_REQUEST, f"election type {election_type} is unknown: " \
+                                                       f"0 is preferred, 1 is unclean"
+        elif state is None or not 0 <= index < len(state.partition_ids):
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {quoted(topic)} has no partition {index}"
+        else:
+            code, message = ErrorCode.ELECTION_NOT_NEEDED, \
+                f"partition {index} has one replica, node {broker.node_id}, which already leads it"
+        return make(module.PartitionResult, partition_id=index, error_code=code, error_message=message)
+
+    answer, slices = OnceAnswered(result), Slices()  # a partition named again: the first answer's bytes
     results = []
     for entry in request.topic_partitions or ():
-        state = broker.topic(entry.topic)
         partitions = []
         for index in entry.partitions:
-            if election_type not in ELECTION_TYPES:
-                code, message = ErrorCode.INVALID_REQUEST, f"election type {election_type} is unknown: " \
-                                                           f"0 is preferred, 1 is unclean"
-            elif state is None or not 0 <= int(index) < len(state.partition_ids):
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, \
-                    f"topic {quoted(entry.topic)} has no partition {int(index)}"
-            else:
-                code, message = ErrorCode.ELECTION_NOT_NEEDED, \
-                    f"partition {int(index)} has one replica, node {broker.node_id}, which already leads it"
-            partitions.append(make(module.PartitionResult, partition_id=index, error_code=code,
-                                   error_message=message))
+            partitions.append(answer((entry.topic, int(index))))
+            await slices.done()
         results.append(make(module.ReplicaElectionResult, topic=entry.topic, partition_result=tuple(partitions)))
     return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 replica_election_results=tuple(results))

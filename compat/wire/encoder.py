@@ -16,7 +16,7 @@ import datetime
 import struct
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
@@ -77,16 +77,25 @@ def answered_once(names: Iterable[_Name], describe: Callable[[_Name], Any]) -> t
     `framing.frame_pieces` hands the socket by reference. The describe APIs (DescribeGroups, ConsumerGroupDescribe,
     ShareGroupDescribe) list names a client may repeat: a 30 KB DescribeGroups naming one group of a 32 KB member id
     3,000 times was a 200 MB answer, every copy built and encoded. A name's first answer stays an entity."""
-    answered: dict[_Name, Any] = {}
-    answers = []
-    for name in names:
-        answer = answered.get(name)
+    return tuple(map(OnceAnswered(describe), names))
+
+
+class OnceAnswered(Generic[_Name]):
+    """`answered_once` a name at a time, for a caller that gives way between names (`turns.Slices`)."""
+
+    __slots__ = ("_answered", "_describe")
+
+    def __init__(self, describe: Callable[[_Name], Any]) -> None:
+        self._describe = describe
+        self._answered: dict[_Name, Any] = {}
+
+    def __call__(self, name: _Name) -> Any:
+        answer = self._answered.get(name)
         if answer is None:
-            answer = answered[name] = describe(name)
+            answer = self._answered[name] = self._describe(name)
         elif answer.__class__ is not Encoded:  # named a second time: its bytes from now on
-            answer = answered[name] = Encoded(encode_entity(answer))
-        answers.append(answer)
-    return tuple(answers)
+            answer = self._answered[name] = Encoded(encode_entity(answer))
+        return answer
 
 
 def encode_entity(entity: Any) -> bytes:

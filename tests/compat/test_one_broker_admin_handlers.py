@@ -51,6 +51,7 @@ from kio.schema.list_config_resources.v0.request import ListConfigResourcesReque
 from kio.schema.list_config_resources.v1.request import ListConfigResourcesRequest
 from kio.schema.list_offsets.v11.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+from logwright.compat import turns
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
@@ -74,7 +75,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import ProjectionReads, StateLookups, in_process_broker
+from tests.compat.brokers import GivenWay, ProjectionReads, StateLookups, in_process_broker
 
 TIMEOUT = datetime.timedelta(seconds=5)
 
@@ -337,3 +338,42 @@ def test_errors_quote_a_topic_name_however_long(broker: Broker) -> None:
                                                                            partitions=tuple(range(100))),)))
     messages = [partition.error_message for partition in answer.replica_election_results[0].partition_result]
     assert len(messages) == 100 and max(map(len, messages)) < 200
+
+
+def test_partitions_named_by_the_thousand_are_answered_once_each_and_in_slices(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ElectLeaders, DescribeQuorum, AlterPartitionReassignments and AlterShareGroupOffsets built an answer (and a
+    message) for every entry, in one stretch: 250,000 partitions held every client 300-525 ms. A partition named
+    again gets the first answer's bytes, and each request gives way every `ANSWERS_PER_TURN` entries."""
+    monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 100)
+    given_way = GivenWay(monkeypatch, turns)
+    elected = call(broker, elect_leaders.handle, 2, ElectLeadersRequest(election_type=0, timeout=TIMEOUT,
+                                                                        topic_partitions=(TopicPartitions(
+                                                                            topic="a-two", partitions=(0, 7) * 250),)))
+    results = elected.replica_election_results[0].partition_result
+    assert [result.error_code for result in results[:2]] == [ErrorCode.ELECTION_NOT_NEEDED,
+                                                              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert isinstance(results[2], Encoded) and all(result is results[2] for result in results[2::2])
+    assert given_way.count == 5
+    quorum = call(broker, describe_quorum.handle, 2, DescribeQuorumRequest(topics=(TopicData(
+        topic_name="__cluster_metadata", partitions=tuple(PartitionData(partition_index=0) for _ in range(300))),)))
+    assert len(quorum.topics[0].partitions) == 300 and quorum.topics[0].partitions[1] is quorum.topics[0].partitions[2]
+    assert given_way.count == 5 + 3
+    reassigned = call(broker, alter_partition_reassignments.handle, 1, AlterPartitionReassignmentsRequest(
+        timeout=TIMEOUT, allow_replication_factor_change=False, topics=(ReassignableTopic(name="a-two", partitions=(
+            ReassignablePartition(partition_index=0, replicas=None),) * 200),)))
+    assert reassigned.responses[0].partitions[0].error_code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert given_way.count == 5 + 3 + 2
+    staged: list[Any] = []
+    stage = broker.stage
+    monkeypatch.setattr(broker, "stage", lambda events, *args: (staged.extend(events), stage(events, *args)))
+    altered = call(broker, alter_share_group_offsets.handle, 0, AlterShareGroupOffsetsRequest(
+        group_id="share-many", topics=(AlterShareGroupOffsetsRequestTopic(topic_name="b-three", partitions=tuple(
+            AlterShareGroupOffsetsRequestPartition(partition_index=index % 3, start_offset=index)
+            for index in range(300))),)))
+    assert altered.error_code == ErrorCode.NONE and len(altered.responses[0].partitions) == 300
+    assert given_way.count == 5 + 3 + 2 + 3
+    started = sorted((event.partition_id, event.start_offset) for event in staged if hasattr(event, "start_offset"))
+    topic = broker.topic("b-three")
+    assert topic is not None
+    assert started == [(topic.partition_ids[index], 297 + index) for index in range(3)], "once, at the last named"
