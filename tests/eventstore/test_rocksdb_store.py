@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -322,8 +323,12 @@ def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
         produce(store, created.partition_ids[0], record_count=1, payload_size=1_000_000)
         store.commit()
     # bounded, not exact: the files kept for reuse keep their size, and under load RocksDB's background flush
-    # lets the log run past the bound for a while (36 MB once, beside a CI run)
-    log_bytes = sum(path.stat().st_size for path in opener.path.glob("*.log"))
+    # lets the log run past the bound for a while (36 MB once beside a CI run, 63 MB beside another test run): the
+    # flushes it has scheduled are given up to 30 s to catch up (an unbounded log never comes back under)
+    give_up = time.monotonic() + 30
+    while (log_bytes := sum(path.stat().st_size for path in opener.path.glob("*.log"))) >= 50_000_000 \
+            and time.monotonic() < give_up:
+        time.sleep(0.1)
     assert log_bytes < 50_000_000, f"{log_bytes} bytes of write-ahead log for 120 MB written"
     assert "reusing log" in "".join(path.read_text(errors="replace") for path in opener.path.glob("LOG"))
 
