@@ -178,6 +178,17 @@ class _Appending:
     size: int
 
 
+class BatchPieces(list[bytes | FileRange]):
+    """What `BatchFiles.pieces` chose: the batches' bytes and file ranges, in order, and the offset after the last
+    batch (-1: none chosen)."""
+
+    __slots__ = ("next_offset",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_offset = -1
+
+
 class BatchFiles:
     """The batch files under ``root``. ``writable`` stores append and delete; ``sync`` fdatasyncs what a commit
     wrote before its WriteBatch; ``missing_ok`` (a read-only or secondary reader) answers ``None`` for a file the
@@ -427,17 +438,18 @@ class BatchFiles:
         return batches
 
     def pieces(self, partition_id: int, rows: Iterable[tuple[int, bytes, bytes | None]], max_bytes: int,
-               end_offset: int | None, ranges_from: int) -> list[bytes | FileRange]:
+               end_offset: int | None, ranges_from: int) -> BatchPieces:
         """The batches a read for a socket takes from ``rows`` (base offset, stored value: the batch or a pointer,
         and the batch's bytes when the caller has them already), the ones that follow the read's offset, chosen as
         `tail_cache.collect_batches` chooses (at least one, then more while they fit in ``max_bytes``, none based
         above ``end_offset``). A run of them adjacent in one file of at least ``ranges_from`` bytes becomes one
-        `FileRange`; a shorter run is the bytes given, or read with one pread.
+        `FileRange`; a shorter run is the bytes given, or read with one pread. The pieces say the offset after the
+        last batch chosen (`BatchPieces.next_offset`), which bounds the aborted transactions a Fetch lists.
 
         One loop, each pointer unpacked once: an object per pointed batch, a generator between them and a
         second pass to find the runs cost 1.7 us a batch, 100 us of a 1 MB Fetch of 16 KB batches.
         """
-        pieces: list[bytes | FileRange] = []
+        pieces = BatchPieces()
         run: list[bytes] = []
         run_bytes: list[bytes | None] = []
         run_size = run_file = run_end = -1
@@ -450,13 +462,15 @@ class BatchFiles:
             size = len(value)
             pointed = size <= shared_size
             if size == pointer_size:
-                file, position, length, _ = unpack(value)
+                file, position, length, last_delta = unpack(value)
             elif size == shared_size:
-                file, position, length, _ = unpack_shared(value)
+                file, position, length, last_delta = unpack_shared(value)
             else:
                 length = size
+                (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(value, 23)
             if chosen and total + length > max_bytes:
                 break
+            pieces.next_offset = base_offset + last_delta + 1
             chosen += 1
             total += length
             if run and not (pointed and size == run_size and file == run_file and position == run_end):

@@ -38,7 +38,7 @@ from . import keys, shared_refs
 from .batch_files import (
     SHARED,
     BatchFiles,
-    FileRange,
+    BatchPieces,
     Placement,
     file_of,
     follows,
@@ -960,7 +960,7 @@ class RocksEventStore:
     def read_batch_pieces(
         self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None,
         ranges_from: int = FILE_RANGES_FROM,
-    ) -> list[bytes | FileRange]:
+    ) -> BatchPieces:
         """`read_batches` for an answer to a socket: a run of batches adjacent in one batch file, of at least
         ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python), from the tail
         cache too (it knows where its batches' files hold them); the caller closes the ranges it does not send."""

@@ -176,18 +176,20 @@ def _read(broker: Broker, version: int, request: FetchRequest
             continue
         end = stable if read_committed else high_watermark
         batches: list[bytes | FileRange] = []
+        read_to = offset  # the aborted transactions listed are those overlapping what is read, as in Kafka
         if offset < end and (limit := min(int(partition.partition_max_bytes),
                                           budget if total else max(budget, 1))) > 0:
-            batches = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
-            if total and batches and len(batches[0]) > budget:
-                for piece in batches:
+            pieces = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
+            if total and pieces and len(pieces[0]) > budget:
+                for piece in pieces:
                     if isinstance(piece, FileRange):
                         piece.close()
-                batches = []
+            elif pieces:
+                batches, read_to = list(pieces), min(pieces.next_offset, end)  # the encoder takes a plain list
             size = sum(map(len, batches))
             total += size
             budget = max(budget - size, 0)
-        aborted = _aborted(broker, partition_id, offset, end) if read_committed else None
+        aborted = _aborted(broker, partition_id, offset, read_to) if read_committed else None
         answered.append((topic, (index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches)))
     had_error = bool(unknown_ids or unknown) or any(answer[1] != ErrorCode.NONE for _, answer in answered)
     topics: list[tuple[Any, Any, list[PartitionAnswer]]] = []

@@ -9,6 +9,7 @@ below the log start are forgotten when the log is truncated.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +44,17 @@ class PartitionTransactions:
         return min([high_watermark, *(entry.first_offset for entry in self.open)])
 
     def aborted_between(self, start_offset: int, end_offset: int) -> tuple[AbortedTransaction, ...]:
-        """The aborted transactions with records in ``start_offset..end_offset - 1`` (what a Fetch returns)."""
-        return tuple(entry for entry in self.aborted
-                     if entry.first_offset < end_offset and entry.last_offset >= start_offset)
+        """The aborted transactions with records in ``start_offset..end_offset - 1`` (what a Fetch returns). They are
+        kept in the order of their markers, so the first whose marker is at ``start_offset`` or later is found by
+        bisection; a transaction's records may start long before its marker, so the rest are looked at."""
+        if start_offset >= end_offset:
+            return ()
+        first = bisect_left(self.aborted, start_offset, key=_marker_offset)
+        return tuple(entry for entry in self.aborted[first:] if entry.first_offset < end_offset)
+
+
+def _marker_offset(entry: AbortedTransaction) -> int:
+    return entry.last_offset
 
 
 def _keys(event: Event) -> tuple[str, ...]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logwright.core.errors import (
     InvalidProducerEpoch,
     InvalidProducerIdMapping,
@@ -236,3 +238,18 @@ def test_a_transactions_partitions_are_found_at_every_edge_of_their_bisection() 
     for partition_id in (-1, 1, 9_999, 19_999, 20_000):
         with pytest.raises(InvalidTxnState):
             check_transactional_append(state, 0, 0, partition_id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8)), max_size=12), st.integers(0, 120),
+       st.integers(0, 120))
+def test_the_aborted_transactions_between_two_offsets_are_found_as_a_scan_of_all_finds_them(
+        spans: list[tuple[int, int]], start: int, end: int) -> None:
+    """Found from the first whose marker is at the start or later (bisection over markers in order)."""
+    aborted, marker = [], 0
+    for gap, length in spans:  # markers in the order written, each transaction's records before its marker
+        marker += gap + 1
+        aborted.append(AbortedTransaction(len(aborted), max(0, marker - length), marker))
+    state = PartitionTransactions((), tuple(aborted))
+    scanned = tuple(entry for entry in aborted if entry.first_offset < end and entry.last_offset >= start)
+    assert state.aborted_between(start, end) == (scanned if start < end else ()), "an empty range: none"
