@@ -222,6 +222,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.ConsumerBusy: ErrorCode.GROUP_MAX_SIZE_REACHED,
     domain.FencedMemberEpoch: ErrorCode.FENCED_MEMBER_EPOCH,
     domain.ShareSessionNotFound: ErrorCode.SHARE_SESSION_NOT_FOUND,
+    domain.ShareSessionLimitReached: ErrorCode.SHARE_SESSION_LIMIT_REACHED,
     domain.InvalidShareSessionEpoch: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     domain.PolicyViolation: ErrorCode.POLICY_VIOLATION,
     domain.AppendHeld: ErrorCode.THROTTLING_QUOTA_EXCEEDED,

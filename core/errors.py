@@ -167,6 +167,10 @@ class InvalidShareSessionEpoch(DomainError):
     """A share session request carries an epoch other than the one the broker expects next."""
 
 
+class ShareSessionLimitReached(DomainError):
+    """The broker holds ``group.share.max.share.sessions`` share sessions already: a new one is refused."""
+
+
 class PolicyViolation(DomainError):
     """A plugin's policy refuses the request (an admission wrapper over a produce, for example)."""
 

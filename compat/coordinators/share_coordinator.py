@@ -49,7 +49,7 @@ from logwright.core.cursors.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
-from logwright.core.errors import InvalidConfig
+from logwright.core.errors import InvalidConfig, ShareSessionLimitReached
 from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
@@ -67,7 +67,14 @@ from logwright.core.share_groups.share_groups import (
     leave,
 )
 from logwright.core.share_groups.share_groups import delete as delete_share_group
-from logwright.core.share_groups.share_sessions import PartitionRef, ShareSession, advance, round_order, served
+from logwright.core.share_groups.share_sessions import (
+    OPEN_EPOCH,
+    PartitionRef,
+    ShareSession,
+    advance,
+    round_order,
+    served,
+)
 from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
 from logwright.eventstore.interface import LoggedEvent
 
@@ -538,13 +545,35 @@ class ShareCoordinator:
 
     def advance_session(self, group_id: str, member_id: str, epoch: int, added: Sequence[PartitionRef],
                         forgotten: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
+        """The partitions a ShareFetch or ShareAcknowledge of ``epoch`` covers, its member's session moved on. A
+        session keeps only partitions that exist; the broker holds at most ``group.share.max.share.sessions``, as
+        Kafka does (any client could open sessions for made-up members, each kept until its member left)."""
         key = (group_id, member_id)
-        session, partitions = advance(self.sessions.get(key), group_id, member_id, epoch, added, forgotten)
+        if epoch == OPEN_EPOCH and key not in self.sessions:
+            self._make_room_for_a_session()
+        session, partitions = advance(self.sessions.get(key), group_id, member_id, epoch, added, forgotten,
+                                      self._exists)
         if session is None:
             self.sessions.pop(key, None)
         else:
             self.sessions[key] = session
         return partitions
+
+    def _exists(self, ref: PartitionRef) -> bool:
+        topic = self.broker.topic_by_id(ref[0])
+        return topic is not None and 0 <= ref[1] < len(topic.partition_ids)
+
+    def _make_room_for_a_session(self) -> None:
+        """Refuse a new session at the limit, once the sessions of ids that are not live members are dropped (a
+        member's session goes with it, but one opened for an id that never joined was kept for good)."""
+        limit = int(self.broker.broker_config("group.share.max.share.sessions"))
+        if len(self.sessions) < limit:
+            return
+        for stale in [key for key in self.sessions if key not in self._last_seen]:
+            del self.sessions[stale]
+        if len(self.sessions) >= limit:
+            raise ShareSessionLimitReached(f"the broker holds {len(self.sessions)} share sessions, "
+                                           f"group.share.max.share.sessions={limit}")
 
     def round_order(self, group_id: str, member_id: str, partitions: tuple[PartitionRef, ...]
                     ) -> tuple[PartitionRef, ...]:

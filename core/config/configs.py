@@ -352,6 +352,10 @@ _BROKER_KEYS = (
               "Records one share-partition may hold in flight (from its first unfinished record to the last "
               "acquired) for groups without share.partition.max.record.locks; at the limit a fetch acquires no "
               "new records there.", "INT", read_only=True),
+    ConfigKey("group.share.max.share.sessions", "broker", "2000", long_between(1, 2**31 - 1),
+              "Share sessions the broker holds at most; a ShareFetch opening one more is refused "
+              "(SHARE_SESSION_LIMIT_REACHED), once sessions of ids that are no longer members are dropped.", "INT",
+              read_only=True),
     ConfigKey("group.share.min.partition.max.record.locks", "broker", "100", long_between(100, 2000),
               "Smallest share.partition.max.record.locks a group may set.", "INT", read_only=True),
     ConfigKey("group.share.max.partition.max.record.locks", "broker", "4000", long_between(2000, 10000),

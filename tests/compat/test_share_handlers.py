@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.share_acknowledge.v1.request import AcknowledgementBatch as AckBatchV1
@@ -447,5 +448,29 @@ def test_a_lock_timer_pass_reads_only_the_cursors_whose_locks_ran_out(tmp_path: 
         assert all(isinstance(state, CursorState) and not state.in_flight for state in released)
         slow = h.store.state("cursors", cursor_key("slow", topic.partition_ids[5]))
         assert isinstance(slow, CursorState) and slow.in_flight, "the longer locks still held"
+
+    run(tmp_path, scenario)
+
+
+def test_the_broker_holds_at_most_its_share_session_limit_once_sessions_of_non_members_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any client could open sessions for made-up member ids, each kept for good. As Kafka, the broker holds at most
+    ``group.share.max.share.sessions`` (SHARE_SESSION_LIMIT_REACHED past it); at the limit the sessions of ids that
+    are not live members go first."""
+    async def scenario(h: Harness) -> None:
+        configured = h.broker.broker_config
+        monkeypatch.setattr(h.broker, "broker_config",
+                            lambda name: "2" if name == "group.share.max.share.sessions" else configured(name))
+        topic_id = await h.produce(1)
+        first = (await h.join("m1")).member_id
+        assert (await h.fetch(first, 0, topic_id)).error_code == ErrorCode.NONE
+        assert (await h.fetch("ghost-1", 0, topic_id)).error_code == ErrorCode.NONE
+        assert (await h.fetch("ghost-2", 0, topic_id)).error_code == ErrorCode.NONE, "ghost-1's session went"
+        second = (await h.join("m2")).member_id
+        assert (await h.fetch(second, 0, topic_id)).error_code == ErrorCode.NONE, "ghost-2's session went"
+        refused = await h.fetch("ghost-3", 0, topic_id)
+        assert refused.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+        assert (await h.fetch(first, 1, topic_id)).error_code == ErrorCode.NONE, "the members' sessions go on"
+        assert (await h.fetch(second, 1, topic_id)).error_code == ErrorCode.NONE
 
     run(tmp_path, scenario)
