@@ -11,13 +11,13 @@ needs it.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode, KafkaError
 from logwright.compat.kafka.config_resources import DescribedConfig, describe, failure, resolve
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import Slices
+from logwright.compat.wire.encoder import OnceAnswered
 from logwright.core.errors import DomainError
 
 if TYPE_CHECKING:
@@ -40,6 +40,10 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
     include_synonyms = bool(request.include_synonyms)
     include_documentation = bool(request.include_documentation) if _may_ask_documentation(request) else False
 
+    # a config's entry alike in many resources (every group without overrides): written once, its bytes shared
+    entry_of: OnceAnswered[DescribedConfig] = OnceAnswered(
+        lambda entry: _entry(module, entry, include_synonyms, include_documentation))
+
     def described(resource: DescribeConfigsResource) -> Any:
         code, message, entries = ErrorCode.NONE, None, []
         try:
@@ -51,12 +55,21 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
         return make(
             module.DescribeConfigsResult, error_code=code, error_message=message,
             resource_type=resource.resource_type, resource_name=resource.resource_name,
-            configs=tuple(_entry(module, entry, include_synonyms, include_documentation) for entry in entries),
+            configs=tuple(map(entry_of, entries)),
         )
 
-    resources: Sequence[DescribeConfigsResource] = request.resources
-    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0),
-                results=answered_once(resources, described))  # asked again (as Kafka, answered again): same bytes
+    answer, slices = OnceAnswered(described), Slices(RESOURCES_PER_TURN)
+    results = []
+    for resource in request.resources:  # asked again (as Kafka, answered again): the same bytes
+        results.append(answer(resource))
+        await slices.done()
+    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+
+
+RESOURCES_PER_TURN = 200
+"""Resources described before the request gives way: each is every config key of a topic or group (2,000 groups
+that need not exist, in a 17 KB request, held every client 313 ms and built a 15 MB answer; each config's entry
+alike in many resources is now written once and shared)."""
 
 
 def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_documentation: bool) -> Any:
