@@ -172,6 +172,7 @@ class Broker:
         """Long polls waiting for records on given partitions (`wait_for_data` with ``partition_ids``)."""
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
+        self._sorted_names: tuple[int, tuple[str, ...]] = (-1, ())
         self._partition_ids: set[int] = set()
         """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
         row for an empty partition, so it cannot say which exist)."""
@@ -285,10 +286,15 @@ class Broker:
         return self.topic(name) if name is not None else None
 
     def topics(self) -> list[TopicState]:
-        return sorted(
-            (state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)),
-            key=lambda state: state.name,
-        )
+        """Every topic, by name."""
+        return [state for name in self.topic_names() if (state := self.topic(name)) is not None]
+
+    def topic_names(self) -> Sequence[str]:
+        """Every topic's name, sorted: kept until a topic is created or deleted (`catalog_version`). Each call went
+        over the whole catalog and sorted it (a DescribeTopicPartitions page over 100,000 topics: 21-24 ms)."""
+        if self._sorted_names[0] != self.catalog_version:
+            self._sorted_names = (self.catalog_version, tuple(sorted(set(self._topic_names_by_id.values()))))
+        return self._sorted_names[1]
 
     def partition_id(self, topic: str, index: int) -> int | None:
         state = self.topic(topic)
@@ -406,6 +412,7 @@ class Broker:
                 self.catalog_version += 1
             elif isinstance(event, TopicDeleted):
                 self._partition_ids.difference_update(event.partition_ids)
+                self._topic_names_by_id.pop(event.topic_id, None)  # as its catalog row goes (`topic_names`)
                 self.catalog_version += 1
         self._schedule_commit()
         return sequence

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from bisect import bisect_left
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
@@ -35,13 +37,11 @@ ALL_TOPIC_OPERATIONS = sum(1 << operation for operation in TOPIC_OPERATIONS)
 async def handle(context: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_topic_partitions", context.api_version)
-    if request.topics:
-        names = sorted({str(topic.name) for topic in request.topics})
-    else:
-        names = [state.name for state in broker.topics()]
+    names: Sequence[str] = (sorted({str(topic.name) for topic in request.topics}) if request.topics
+                            else broker.topic_names())  # sorted, kept between pages
     first_partition = 0
     if request.cursor is not None:
-        names = [name for name in names if name >= request.cursor.topic_name]
+        names = names[bisect_left(names, request.cursor.topic_name):]
         first_partition = max(0, int(request.cursor.partition_index))
     limit = int(request.response_partition_limit)
     remaining = MAX_PARTITIONS if limit <= 0 else min(limit, MAX_PARTITIONS)

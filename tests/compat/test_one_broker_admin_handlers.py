@@ -73,6 +73,7 @@ from logwright.compat.kafka import (
 )
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
+from logwright.core.events import TopicDeleted
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import GivenWay, ProjectionReads, StateLookups, in_process_broker
@@ -152,6 +153,30 @@ def test_topic_partitions_come_in_name_order_a_page_at_a_time(broker: Broker) ->
     partition = whole.topics[0].partitions[0]
     assert (partition.leader_id, partition.replica_nodes, partition.isr_nodes) == (1, (1,), (1,))
     assert whole.next_cursor is None
+
+
+def test_the_topic_names_are_sorted_once_until_a_topic_comes_or_goes(broker: Broker) -> None:
+    """Every page of DescribeTopicPartitions (and every Metadata of all topics) went over the whole catalog and
+    sorted it: 21-24 ms a page over 100,000 topics."""
+    assert isinstance(broker.store, RocksEventStore)
+    assert broker.topic_names() == ("a-two", "b-three", "c-one")
+    with ProjectionReads(broker.store, "catalog") as reads:
+        first = describe(broker, (), 2)
+        describe(broker, (), 2, Cursor(topic_name=first.next_cursor.topic_name, partition_index=0))
+        assert [state.name for state in broker.topics()] == ["a-two", "b-three", "c-one"]
+    assert reads.count == 0
+
+    async def deleted_and_created_again() -> None:
+        gone = broker.topic("b-three")
+        assert gone is not None
+        broker.stage([TopicDeleted("b-three", gone.topic_id, gone.partition_ids)])
+        assert broker.topic_names() == ("a-two", "c-one"), "gone once staged, as its catalog row"
+        broker.create_topic("b-three", 1)
+        assert broker.topic_names() == ("a-two", "b-three", "c-one")
+        await broker.durable()
+        assert broker.topic_names() == ("a-two", "b-three", "c-one")
+
+    asyncio.run(deleted_and_created_again())
 
 
 def test_config_resources_are_topics_the_broker_and_groups_with_configs(broker: Broker) -> None:
@@ -252,6 +277,24 @@ def test_the_data_directory_is_the_one_log_dir(broker: Broker, tmp_path: Path) -
     assert [[(p.partition_index, p.error_code) for p in r.partitions] for r in answer.results] == [
         [(0, ErrorCode.NONE), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
         [(0, ErrorCode.LOG_DIR_NOT_FOUND), (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]]
+
+
+def test_log_dirs_take_the_partitions_named_as_a_set_and_give_way(broker: Broker,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Kafka takes them (a set): a partition or topic named again is answered once; and the request gives way
+    every `ANSWERS_PER_TURN` partitions (100,000 in one stretch held every client 160 ms)."""
+    monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 100)
+    given_way = GivenWay(monkeypatch, turns)
+    named = call(broker, describe_log_dirs.handle, 4, DescribeLogDirsRequest(topics=(
+        DescribableLogDirTopic(topic="b-three", partitions=(2, 0) * 150),
+        DescribableLogDirTopic(topic="a-two", partitions=(1,)),
+        DescribableLogDirTopic(topic="b-three", partitions=(1, 2)))))
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in named.results[0].topics] == [
+        ("b-three", [2, 0, 1]), ("a-two", [1])]
+    assert given_way.count == 0, "four partitions"
+    monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 2)
+    call(broker, describe_log_dirs.handle, 4, DescribeLogDirsRequest(topics=None))
+    assert given_way.count == 3, "six partitions"
 
 
 def test_the_quorum_is_this_node_leading_the_event_log(broker: Broker) -> None:
