@@ -15,6 +15,7 @@ from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequ
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as BatchedOffsetFetchRequest
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup, OffsetFetchRequestTopics
@@ -24,6 +25,7 @@ from kio.schema.txn_offset_commit.v3.request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from logwright.compat import turns
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
     add_offsets_to_txn,
@@ -32,6 +34,7 @@ from logwright.compat.kafka import (
     end_txn,
     fetch,
     init_producer_id,
+    list_transactions,
     offset_fetch,
     produce,
     txn_offset_commit,
@@ -41,7 +44,7 @@ from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wire.record_batch import Record, build_batch
 from test_admin_handlers import Harness, topic
 
-from tests.compat.brokers import ProjectionReads, as_read
+from tests.compat.brokers import GivenWay, ProjectionReads, as_read
 
 TIMEOUT = datetime.timedelta(seconds=30)
 
@@ -228,3 +231,18 @@ def test_a_fetch_lists_the_aborted_transactions_overlapping_what_it_read(harness
     assert fetched(3, 1) == [(pid, 2)], "a marker read: its transaction, as Kafka lists it"
     assert fetched(0, 1 << 20) == [(pid, 2 * n) for n in range(10)]
     assert fetched(20, 1 << 20) == [], "nothing read"
+
+
+def test_transactions_are_listed_in_slices(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every transactional id is read (and may be listed) by a ListTransactions with no filter: 100,000 held every
+    client 184 ms. The request gives way every `ANSWERS_PER_TURN` ids read and entries built."""
+    for name in ("tx-c", "tx-a", "tx-b"):
+        granted = harness.call(init_producer_id.handle, 4, InitProducerIdRequest(
+            transactional_id=name, producer_id=-1, producer_epoch=-1, transaction_timeout=TIMEOUT))
+        assert granted.error_code == ErrorCode.NONE
+    monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 2)
+    given_way = GivenWay(monkeypatch, turns)
+    listed = harness.call(list_transactions.handle, 2, ListTransactionsRequest(
+        state_filters=(), producer_id_filters=(), duration_filter=-1, transactional_id_pattern=None))
+    assert [state.transactional_id for state in listed.transaction_states] == ["tx-a", "tx-b", "tx-c"]
+    assert given_way.count >= 3, "three ids (and their rows) read, three entries built, two a turn"
