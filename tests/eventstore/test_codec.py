@@ -26,6 +26,11 @@ from logwright.core.events import (
 )
 from logwright.core.groups.group_offsets import CommittedPartitions, OffsetsHead
 from logwright.core.rangeset import RangeSet
+from logwright.core.transactions.partition_transactions import (
+    AbortedTransaction,
+    AbortedTransactions,
+    PartitionTransactions,
+)
 from logwright.core.transactions.pending_offsets import PendingOffsets
 from logwright.core.transactions.transactions import TransactionState
 from logwright.eventstore.codec import STATE_TYPES, TypeRegistry, default_registry, event_tag
@@ -51,7 +56,7 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         if len(args) == 2 and args[1] is Ellipsis:
             return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
         return st.tuples(*(strategy_for(arg) for arg in args))
-    if dataclasses.is_dataclass(hint) or hint in (CommittedPartitions, PendingOffsets):
+    if dataclasses.is_dataclass(hint) or hint in (CommittedPartitions, PendingOffsets, AbortedTransactions):
         return instances(hint)
     raise AssertionError(f"no strategy for {hint!r}: teach strategy_for about it")
 
@@ -61,6 +66,8 @@ def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
         return st.lists(st.tuples(st.text(max_size=5), st.integers(0, 2**31 - 1)), max_size=4).map(CommittedPartitions)
     if cls is PendingOffsets:  # stored as its sorted commits: build it from any commits
         return st.lists(instances(OffsetCommitted), max_size=4).map(PendingOffsets)
+    if cls is AbortedTransactions:  # stored as flat integers: build it from any entries
+        return st.lists(instances(AbortedTransaction), max_size=4).map(AbortedTransactions)
     if cls is RangeSet:
         return st.lists(st.tuples(I64, st.integers(0, 5)), max_size=4).map(
             lambda spans: RangeSet.of(n for start, width in spans for n in range(start, min(start + width, 2**63))))
@@ -302,3 +309,17 @@ def test_a_group_deleted_event_of_version_1_names_no_partitions() -> None:
     assert registry.decode_event(registry.encode_event(5, GroupDeleted("g", (("t", 1),))), "test") == (
         5, GroupDeleted("g", (("t", 1),)))
 
+
+def test_aborted_transactions_are_stored_as_flat_integers_and_read_as_stored_before() -> None:
+    """A dataclass per aborted transaction made a 50,000-entry row take 64 ms to encode, at every abort."""
+    registry = default_registry()
+    aborted = (AbortedTransaction(7, 0, 1), AbortedTransaction(2**40, 2, 9))
+    state = PartitionTransactions((), AbortedTransactions(aborted))
+    encoded = registry.encode(state)
+    assert msgpack.unpackb(encoded)[2:] == [[], [7, 0, 1, 2**40, 2, 9]]
+    decoded = registry.decode(encoded, "test")
+    assert decoded == state and tuple(decoded.aborted) == aborted
+    stored_before = PartitionTransactions()
+    object.__setattr__(stored_before, "aborted", aborted)  # what the state held: a tuple of dataclasses
+    before = registry.decode(registry.encode(stored_before), "test")
+    assert before == state and isinstance(before.aborted, AbortedTransactions)
