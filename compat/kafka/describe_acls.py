@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.acls.acls import AclBinding, AclFilter, check_filter, select
+from logwright.compat.turns import Slices
+from logwright.core.acls.acls import AclBinding, AclFilter, check_filter
 from logwright.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -43,17 +44,29 @@ async def handle(context: RequestContext, request: DescribeAclsRequest) -> Any:
     except InvalidRequest as error:
         return make(module.DescribeAclsResponse, throttle_time=datetime.timedelta(0),
                     error_code=ErrorCode.INVALID_REQUEST, error_message=str(error), resources=())
-    matches = select(stored_acls(context).values(), wanted)
+    slices = Slices()  # every ACL may be read and listed: 100,000 held every client 441 ms in one stretch
+    matches: list[AclBinding] = []
+    for binding in list(context.broker.store.entities("acls").values()):
+        if isinstance(binding, AclBinding) and wanted.matches(binding):
+            matches.append(binding)
+        await slices.done()
+    matches.sort(key=_pattern_then_key)
     resources = []
-    for (resource_type, name, pattern_type), group in groupby(
-            sorted(matches, key=_pattern), key=_pattern):
-        resources.append(make(
-            module.DescribeAclsResource, resource_type=resource_type, resource_name=name, pattern_type=pattern_type,
-            acls=tuple(make(module.AclDescription, principal=binding.principal, host=binding.host,
-                            operation=binding.operation, permission_type=binding.permission_type)
-                       for binding in group)))
+    for (resource_type, name, pattern_type), group in groupby(matches, key=_pattern):
+        acls = []
+        for binding in group:
+            acls.append(make(module.AclDescription, principal=binding.principal, host=binding.host,
+                             operation=binding.operation, permission_type=binding.permission_type))
+            await slices.done()
+        resources.append(make(module.DescribeAclsResource, resource_type=resource_type, resource_name=name,
+                              pattern_type=pattern_type, acls=tuple(acls)))
     return make(module.DescribeAclsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 error_message=None, resources=tuple(resources))
+
+
+def _pattern_then_key(binding: AclBinding) -> tuple[int, str, int, str]:
+    """By resource, then in the stable order `select` lists bindings in."""
+    return binding.resource_type, binding.resource_name, binding.pattern_type, binding.key
 
 
 def _pattern(binding: AclBinding) -> tuple[int, str, int]:

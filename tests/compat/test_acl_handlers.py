@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logwright.compat import turns
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import create_acls, delete_acls, describe_acls
@@ -132,5 +133,30 @@ def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Pat
         assert again[0] is again[1] is again[2] and again[0] == encode_entity(results[3])
         assert (await second).filter_results[0].matching_acls == ()
         assert store.entities("acls") == {}
+
+    run(broker, store, scenario)
+
+
+def test_a_describe_reads_and_lists_the_acls_in_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ACL may be read and listed by one DescribeAcls: 100,000 held every client 441 ms in one stretch."""
+    store = RocksEventStore(tmp_path / "data")
+    broker = in_process_broker(store)
+    create = request_module("create_acls", 3)
+    describe = request_module("describe_acls", 3)
+
+    async def scenario() -> None:
+        await create_acls.handle(RequestContext(broker, 30, 3, 7, "tester", 1, "127.0.0.1"), make(
+            create.CreateAclsRequest, creations=tuple(
+                make(create.AclCreation, resource_type=TOPIC, resource_name=f"t-{n % 2}",
+                     resource_pattern_type=LITERAL, principal=f"User:{n:02}", host="*", operation=READ,
+                     permission_type=ALLOW) for n in range(30))))
+        monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 10)
+        given_way = GivenWay(monkeypatch, turns)
+        described = await describe_acls.handle(RequestContext(broker, 29, 3, 7, "tester", 1, "127.0.0.1"), make(
+            describe.DescribeAclsRequest, resource_type_filter=ANY, resource_name_filter=None,
+            pattern_type_filter=ANY, principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY))
+        assert [(r.resource_name, [a.principal for a in r.acls]) for r in described.resources] == [
+            ("t-0", [f"User:{n:02}" for n in range(0, 30, 2)]), ("t-1", [f"User:{n:02}" for n in range(1, 30, 2)])]
+        assert given_way.count == 6, "30 read, 30 listed, 10 a turn"
 
     run(broker, store, scenario)
