@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
-from logwright.compat.wire.record_batch import build_batch, decode_records
+from logwright.compat.wire.record_batch import build_batch, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState
@@ -122,12 +122,13 @@ def _summary(deliveries: tuple[tuple[int, int, int], ...]) -> str:
 def _deliveries(state: CursorState, event: RecordsRejected) -> tuple[tuple[int, int, int], ...]:
     """``(first, last, delivery_count)`` for the rejected ranges, split where the count changes."""
     spans: list[tuple[int, int, int]] = []
+    delivery_count = cursor_commands.delivery_counter(state)
     for first, last in event.ranges:
         offset = first
         while offset <= last:
-            count = cursor_commands.delivery_count(state, offset)
+            count = delivery_count(offset)
             end = offset
-            while end < last and cursor_commands.delivery_count(state, end + 1) == count:
+            while end < last and delivery_count(end + 1) == count:
                 end += 1
             spans.append((offset, end, count))
             offset = end + 1
@@ -279,12 +280,19 @@ def _refusal(broker: Broker, state: CursorState, target: TopicState, decision: D
 
 
 def _originals(broker: Broker, partition_id: int, deliveries: tuple[tuple[int, int, int], ...]) -> dict[int, Record]:
-    """The stored records at the archived offsets (read batch by batch, bounded by the spans)."""
+    """The stored records at the archived offsets, read batch by batch, bounded by the spans. Each batch is decoded
+    once: read again for each span it holds, a 2,000-record batch rejected every other offset (1,000 spans) was
+    decoded 1,000 times, 4.9 s in one stretch."""
     wanted = {offset for first, last, _ in deliveries for offset in range(first, last + 1)}
     found: dict[int, Record] = {}
-    for first, last, _ in deliveries:
-        for batch in broker.store.read_batches(partition_id, first, 2**31 - 1, end_offset=last):
+    decoded_to = -1  # the last offset of the batches decoded so far
+    for first, last in sorted((first, last) for first, last, _ in deliveries):
+        if last <= decoded_to:
+            continue
+        for batch in broker.store.read_batches(partition_id, max(first, decoded_to + 1), 2**31 - 1,
+                                               end_offset=last):
             for record in decode_records(batch):
                 if record.offset in wanted:
                     found[record.offset] = record
+            decoded_to = max(decoded_to, parse_header(batch).last_offset)
     return found

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.core.cursors import cursor_commands as commands
-from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursors.cursor import CURSORS, CursorState, Delivery, Redelivery, cursor_key
 from logwright.core.cursors.plugin_decisions import (
     Redeliver,
     Reject,
@@ -323,3 +323,22 @@ def test_a_plugin_decision_sees_each_consumer_and_count_once_and_sets_the_fate()
     events = cursor.apply(commands.release_consumer(cursor.state, "c3", LOCK + 600, True, LIMIT, context))
     assert events == [RecordsRejected(SUB, PID, "c3", ((3, 3),), "poison")]
     assert seen[-1].reason is ReleaseReason.CONSUMER_LEFT and seen[-1].requested_delay_ms is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(1, 6), st.booleans()), max_size=12))
+def test_the_delivery_counter_answers_as_the_scan_of_both_tables(spans: list[tuple[int, int, int, bool]]) -> None:
+    """Sorted, disjoint tables: a bisection each (a scan per rejected offset took 160-175 ms for 4,000)."""
+    in_flight: list[Delivery] = []
+    redeliveries: list[Redelivery] = []
+    offset = 0
+    for gap, width, count, locked in spans:
+        first, last = offset + gap, offset + gap + width
+        if locked:
+            in_flight.append(Delivery(first, last, "c", 1_000, count))
+        else:
+            redeliveries.append(Redelivery(first, last, count, 0, "c"))
+        offset = last + 1
+    state = CursorState("g", "t", 0, -1, in_flight=tuple(in_flight), redeliveries=tuple(redeliveries))
+    count = commands.delivery_counter(state)
+    assert [count(n) for n in range(offset + 3)] == [commands.delivery_count(state, n) for n in range(offset + 3)]
