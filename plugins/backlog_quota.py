@@ -57,6 +57,7 @@ from .api import (
     BrokerFacade,
     ConfigKey,
     ConfigKeyRegister,
+    DomainError,
     Event,
     PolicyViolation,
     ProjectionRegister,
@@ -164,6 +165,7 @@ class BacklogQuotaPlugin:
         tracker, facade = self.tracker, self._facade
         if tracker is None or facade is None:
             return admission
+        refusals: list[tuple[int, DomainError]] = []  # given at once: one admission a refusal was quadratic
         for append in request.appends:
             if admission.error_for(append.partition_id) is not None:
                 continue
@@ -173,10 +175,10 @@ class BacklogQuotaPlugin:
                 if verdict.events:
                     facade.stage(verdict.events)
             elif isinstance(verdict, Hold):
-                admission = admission.refuse(append.partition_id, AppendHeld(verdict.message))
+                refusals.append((append.partition_id, AppendHeld(verdict.message)))
             elif isinstance(verdict, Refuse):
-                admission = admission.refuse(append.partition_id, PolicyViolation(verdict.message))
-        return admission
+                refusals.append((append.partition_id, PolicyViolation(verdict.message)))
+        return admission.refusing(refusals)
 
     async def run(self, facade: BrokerFacade) -> None:
         """Follow commits, and evict records past an age limit when the earliest one comes due: one deadline on

@@ -75,13 +75,13 @@ def _deduplicates(topic_configs: Mapping[str, str], broker_config: Callable[[str
 @acts_on_topics(_deduplicates)
 def logwright_admit_append(request: AppendRequest) -> Generator[None, Admission, Admission]:
     admission = yield
+    deduplications = []  # given at once: one admission a partition was quadratic in a Produce's partitions
     for append in request.appends:
         source = append.topic_configs.get(DEDUP_KEY, "")
         if source and admission.error_for(append.partition_id) is None:
             window_ms = int(append.topic_configs.get(DEDUP_WINDOW_MS, DEFAULT_WINDOW_MS))
-            admission = admission.deduplicate(append.partition_id,
-                                              Deduplication(dedup_key_reader(source), window_ms, source))
-    return admission
+            deduplications.append((append.partition_id, Deduplication(dedup_key_reader(source), window_ms, source)))
+    return admission.deduplicating(deduplications)
 
 
 async def sweep(facade: BrokerFacade) -> None:
