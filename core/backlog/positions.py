@@ -141,13 +141,15 @@ class PopPositions:
 
 
 def from_pop(state: PopPartition) -> Position:
+    """The offsets between the in-flight runs are settled. Read from the runs, not their entries: a run of 1,000,000
+    records in flight (the per-partition limit a group may set) took a second to expand at every admission."""
     first = state.consumed_offset()
     settled: list[tuple[int, int]] = []
     position = first
-    for entry in state.entries:
-        if entry.offset > position:
-            settled.append((position, entry.offset - 1))
-        position = max(position, entry.offset + 1)
+    for run in state.runs:
+        if run.first > position:
+            settled.append((position, run.first - 1))
+        position = max(position, run.last + 1)
     if position < state.next_offset:
         settled.append((position, state.next_offset - 1))
     return Position(state.group, "pop", state.partition_id, first, RangeSet.from_ranges(settled))

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from logwright.core.backlog.backlog import Backlog, Position, backlog_of, slowest
 from logwright.core.backlog.batch_index import BatchExtent, BatchIndex
-from logwright.core.backlog.positions import CursorPositions, GroupPositions, PopPositions, scan_topic
+from logwright.core.backlog.positions import CursorPositions, GroupPositions, PopPositions, from_pop, scan_topic
 from logwright.core.backlog.tracker import BacklogTracker
 from logwright.core.cursors.cursor import CURSORS, cursor_key
 from logwright.core.events import OffsetCommitted, RecordsAcked, RecordsAcquired, SubscriptionCreated
 from logwright.core.events.pop import CheckpointAcked, CheckpointCreated, PopCursorCreated
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
-from logwright.core.pop.inflight import POP_INFLIGHT
+from logwright.core.pop.inflight import POP_INFLIGHT, PopPartition, PopRun
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
 
@@ -187,3 +189,25 @@ def test_the_positions_of_every_partition_of_a_topic_take_one_pass_over_each_pro
     assert "late" in {position.subscription for position in tracker.positions("t", 7, ids[7])}, \
         "a pop group starting on a partition where nothing was located is read from its commit on"
     assert reads.states[POP_INFLIGHT.name].passes == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), max_size=10), st.integers(0, 6))
+def test_a_pop_position_read_from_runs_is_the_one_read_from_every_entry(spans: list[tuple[int, int]],
+                                                                       beyond: int) -> None:
+    """A run of 1,000,000 records in flight took a second to expand at every admission."""
+    runs, offset = [], 3
+    for gap, width in spans:
+        runs.append(PopRun(offset + gap, offset + gap + width, 1, 1, 10_000))
+        offset += gap + width + 1
+    state = PopPartition("g", 7, "t", offset + beyond, 1, tuple(runs))
+    position = from_pop(state)
+    first = state.consumed_offset()
+    settled, at = [], first
+    for entry in state.entries:
+        if entry.offset > at:
+            settled.append((at, entry.offset - 1))
+        at = max(at, entry.offset + 1)
+    if at < state.next_offset:
+        settled.append((at, state.next_offset - 1))
+    assert (position.first_unsettled, position.settled) == (first, RangeSet.from_ranges(settled))
