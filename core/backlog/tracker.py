@@ -17,7 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from logwright.core.events import ConfigChanged, Event, LogTruncated, RecordsAppended, TopicCreated, TopicDeleted
+from logwright.core.events import (
+    ConfigChanged,
+    Event,
+    LogTruncated,
+    PartitionsCreated,
+    RecordsAppended,
+    TopicCreated,
+    TopicDeleted,
+)
 from logwright.core.events.compaction import PartitionCompacted
 
 from . import eviction
@@ -106,6 +114,8 @@ class BacklogTracker:
         self._tracked: dict[int, _Tracked] = {}
         self._quotas: dict[str, Quota] = {}
         self._quota_topics: list[str] | None = None
+        self._age_scope: tuple[frozenset[str], frozenset[int]] | None = None
+        """The age-evicting topics and their partition ids, found again when quotas or topics change."""
         self._keys: dict[int, Sequence[set[str]]] = {}
         """Per partition located, per position source: the entity keys holding a position there (`NONE_LOCATED`
         for a partition where none was; no entry for a partition not located yet)."""
@@ -140,11 +150,15 @@ class BacklogTracker:
         ids_by_topic: dict[str, tuple[int, ...]] = {}
         for each in self._tracked.values():
             each.pending_records = each.pending_bytes = 0
+        age_topics, age_partitions = self._age_evicting_scope()
         for event in events:
             if type(event) not in _LOG_EVENTS:  # most of a big commit: checked once, not against each kind below
                 if self._keys:  # no partition was located yet: locating will find what this started
                     self._started(event, ids_by_topic)
-                changed = True
+                if isinstance(event, PartitionsCreated):
+                    self._age_scope = None  # found again at the next commit
+                if not changed and age_topics:
+                    changed = _may_move(event, age_topics, age_partitions)
             elif isinstance(event, RecordsAppended):
                 tracked = self._tracked.get(event.partition_id)
                 if tracked is not None:
@@ -176,7 +190,16 @@ class BacklogTracker:
                 else:
                     self._quotas.pop(event.resource_name, None)
                 reconfigured = True
+        if reconfigured:
+            self._age_scope = None
         return reconfigured or (changed and bool(self.age_evicting_topics()))
+
+    def _age_evicting_scope(self) -> tuple[frozenset[str], frozenset[int]]:
+        if self._age_scope is None:
+            topics = frozenset(self.age_evicting_topics())
+            self._age_scope = (topics, frozenset(partition_id for topic in topics
+                                                 for partition_id in self._reads.partition_ids(topic) or ()))
+        return self._age_scope
 
     # -- backlogs -----------------------------------------------------------------------------------
 
@@ -356,3 +379,15 @@ class BacklogTracker:
     def describe(self, topic: str, partition_index: int, partition_id: int) -> list[tuple[Position, Backlog]]:
         """Each subscription's backlog for inspection, with the topic's quota state."""
         return self.backlogs(topic, partition_index, partition_id)
+
+
+def _may_move(event: Event, age_topics: frozenset[str], age_partitions: frozenset[int]) -> bool:
+    """Whether a commit's event may move a backlog on an age-evicting topic, so the age deadline must be found again:
+    every group, share or pop event woke the timer, which then read every partition of those topics (11-67 ms a
+    commit at 2,000-5,000 partitions, an unrelated one-partition OffsetCommit included). An event that names
+    neither a partition nor a topic (a group's deletion) is taken as one that may."""
+    partition_id = getattr(event, "partition_id", None)
+    if isinstance(partition_id, int):
+        return partition_id in age_partitions
+    topic = getattr(event, "topic", None)
+    return topic in age_topics if isinstance(topic, str) else True

@@ -18,6 +18,7 @@ from logwright.core.events import (
     BacklogEvicted,
     ConfigChanged,
     Event,
+    GroupDeleted,
     OffsetCommitted,
     RecordsAcked,
     RecordsAppended,
@@ -258,3 +259,16 @@ def test_a_group_that_starts_after_the_scan_counts_and_a_commit_looks_its_topic_
     verdict = tracker.admit("t", 0, PARTITION, 6, 60)
     assert isinstance(verdict, Refuse), "the groups that started after the scan hold the 5 records too"
     assert "late-" in verdict.message
+
+
+def test_only_a_change_on_an_age_evicting_topic_wakes_the_age_timer() -> None:
+    """Every group, share or pop event woke the timer, which then read every partition of every age-evicting topic:
+    11-67 ms a commit at 2,000-5,000 partitions, for an unrelated one-partition OffsetCommit too."""
+    broker, tracker = setup("consumer_backlog_eviction", age_ms="10000")
+    assert not tracker.on_commit([OffsetCommitted("other", "elsewhere", 0, 5)])
+    assert not tracker.on_commit([RecordsAcked("fast", PARTITION + 1, "c", ((0, 0),))])
+    assert tracker.on_commit([OffsetCommitted("slow", "t", 0, 1)])
+    assert tracker.on_commit([RecordsAcked("fast", PARTITION, "c", ((0, 0),))])
+    assert tracker.on_commit([GroupDeleted("slow")]), "no partition named: it may move one"
+    quiet, quiet_tracker = setup("producer_request_hold", records="10")
+    assert not quiet_tracker.on_commit([OffsetCommitted("slow", "t", 0, 1)]), "no topic evicts by age"
