@@ -127,10 +127,7 @@ def _settle(state: CursorState, ranges: OffsetRanges) -> CursorState:
     _, in_flight = carve_all(state.in_flight, ranges)
     _, redeliveries = carve_all(state.redeliveries, ranges)
     floor = state.mark_delete_position + 1
-    settled = RangeSet.from_ranges((
-        *state.settled.ranges,
-        *((max(first, floor), last) for first, last in ranges if last >= floor),
-    ))
+    settled = state.settled.with_ranges((max(first, floor), last) for first, last in ranges if last >= floor)
     mark_delete = state.mark_delete_position
     if settled.ranges and settled.ranges[0][0] == mark_delete + 1:
         mark_delete = settled.ranges[0][1]

@@ -27,9 +27,11 @@ def intervals(draw: Any) -> tuple[int, int]:
 @st.composite
 def operations(draw: Any) -> tuple[Any, ...]:
     kind = draw(st.sampled_from(["add", "add-one", "remove", "remove-one", "union", "difference", "below",
-                                 "at_or_above"]))
+                                 "at_or_above", "with_ranges"]))
     if kind in ("add", "remove"):
         return (kind, *interval(draw))
+    if kind == "with_ranges":  # a few ranges in any order, overlapping or touching, as acknowledgements come
+        return (kind, draw(st.lists(intervals(), max_size=4)))
     if kind in ("add-one", "remove-one", "below", "at_or_above"):
         return (kind, draw(st.integers(LOW - 5, HIGH + 5)))
     return (kind, draw(offsets))
@@ -49,6 +51,8 @@ def apply(ranges: RangeSet, model: set[int], operation: tuple[Any, ...]) -> tupl
         return ranges.union(RangeSet.of(args[0])), model | args[0]
     if kind == "difference":
         return ranges.difference(RangeSet.of(args[0])), model - args[0]
+    if kind == "with_ranges":
+        return ranges.with_ranges(args[0]), model.union(*(set(range(first, last + 1)) for first, last in args[0]))
     if kind == "below":
         return ranges.below(args[0]), {n for n in model if n < args[0]}
     return ranges.at_or_above(args[0]), {n for n in model if n >= args[0]}
@@ -73,7 +77,7 @@ def assert_agrees(ranges: RangeSet, model: set[int]) -> None:
     assert ranges == RangeSet.of(model), "the representation is canonical"
 
 
-@settings(max_examples=300)
+@settings(max_examples=1_000)
 @given(st.lists(operations(), max_size=25))
 def test_every_operation_agrees_with_a_set_model(steps: list[tuple[Any, ...]]) -> None:
     ranges, model = RangeSet(), set()
@@ -116,6 +120,8 @@ def shifted(operation: tuple[Any, ...], shift: int) -> tuple[Any, ...]:
     kind, *args = operation
     if kind in ("union", "difference"):
         return (kind, {n + shift for n in args[0]})
+    if kind == "with_ranges":
+        return (kind, [(first + shift, last + shift) for first, last in args[0]])
     return (kind, *(n + shift for n in args))
 
 
@@ -133,6 +139,7 @@ def test_operations_far_from_zero_behave_like_shifted_small_ones(steps: list[tup
 def test_extremes_of_the_i64_range() -> None:
     low, high = -(2**63), 2**63 - 1
     ranges = RangeSet().add(low, low + 2).add(high - 2, high)
+    assert RangeSet().with_ranges([(high - 2, high), (low, low + 2)]) == ranges
     assert low in ranges and high in ranges and 0 not in ranges
     assert len(ranges) == 6
     assert ranges.below(high) == RangeSet(((low, low + 2), (high - 2, high - 1)))
