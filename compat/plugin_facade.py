@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from logwright.compat import turns
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
@@ -38,6 +39,9 @@ class PluginFacade:
 
     async def sleep_until(self, time_ms: int) -> None:
         await self._broker.sleep_until(time_ms)
+
+    async def give_way(self) -> None:
+        await turns.give_way()
 
     def deadline_timer(self, name: str, next_deadline: Callable[[], int | None],
                        tick: Callable[[], object]) -> BrokerTimer:

@@ -13,6 +13,7 @@ from logwright.core.keys.dedup import SeenKey, key_digest
 from logwright.core.keys.dedup import entity_key as window_row
 from logwright.core.keys.processed import ProcessedKey
 from logwright.core.keys.processed import entity_key as processed_row
+from logwright.plugins import facade as facade_module
 from logwright.plugins import key_dedup, processed_keys
 
 
@@ -27,6 +28,7 @@ class FakeFacade:
         self.rows = rows
         self.staged: list[Event] = []
         self.slept: list[int] = []
+        self.given_way = 0
 
     def now_ms(self) -> int:
         return 1_000
@@ -39,6 +41,9 @@ class FakeFacade:
 
     async def durable(self) -> None:
         return None
+
+    async def give_way(self) -> None:
+        self.given_way += 1
 
     async def sleep(self, milliseconds: int) -> None:
         self.slept.append(milliseconds)
@@ -68,3 +73,15 @@ def test_a_large_backlog_of_ended_windows_goes_in_bounded_events(monkeypatch: py
     with pytest.raises(Stop):
         asyncio.run(key_dedup.sweep(facade))  # type: ignore[arg-type]
     assert [len(event.expired) for event in facade.staged if isinstance(event, DedupKeysExpired)] == [2, 2, 1]
+    assert facade.given_way == 2, "between the three events"
+
+
+def test_the_rows_are_looked_at_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """100,000 expired keys were read and staged in one stretch (167 ms)."""
+    monkeypatch.setattr(facade_module, "SWEEP_ROWS_PER_TURN", 3)
+    facade = FakeFacade({window_row(1, key_digest(bytes([n]))): SeenKey(n, 0 if n % 2 else 5_000)
+                         for n in range(10)})
+    with pytest.raises(Stop):
+        asyncio.run(key_dedup.sweep(facade))  # type: ignore[arg-type]
+    assert [len(event.expired) for event in facade.staged if isinstance(event, DedupKeysExpired)] == [5]
+    assert facade.given_way == 3, "ten rows, three a slice"
