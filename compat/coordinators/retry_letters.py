@@ -24,6 +24,7 @@ from logwright.compat.coordinators.dead_letters import DeadLetterRefused
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
+from logwright.compat.wire.batch_slices import BatchSlicer
 from logwright.compat.wire.record_batch import build_batch, decode_records
 from logwright.compat.wire.records import Record
 from logwright.core.errors import InvalidRecordState, UnknownTopic
@@ -131,9 +132,15 @@ def _copy(original: Record, now: int, times: int, delay_ms: int, real_topic: str
     return Record(0, now, original.key, original.value, (*kept, *added))
 
 
+_SLICER = BatchSlicer()
+"""Cuts a stored batch to the one record a retry copies (its walk kept for the next record of the batch)."""
+
+
 def _record(broker: Broker, partition_id: int, offset: int) -> Record | None:
+    """The stored record at ``offset``, its batch cut to it before decoding: each LogwrightReconsumeLater decoded
+    the whole batch holding its record (7 ms for 4,000 records; a 1 MB batch of tiny records, about 100 ms)."""
     for batch in broker.store.read_batches(partition_id, offset, 2**31 - 1, end_offset=offset):
-        for record in decode_records(batch):
+        for record in decode_records(_SLICER.cut(partition_id, batch, offset, offset)):
             if record.offset == offset:
                 return record
     return None

@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from logwright.compat.coordinators import retry_letters
 from logwright.compat.coordinators.retry_letters import reconsume_later
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.wire.record_batch import decode_records
+from logwright.compat.wire.records import Record
 from logwright.core.errors import InvalidRecordState, UnknownTopic
 from logwright.core.events import (
     ConfigChanged,
@@ -155,5 +157,34 @@ def test_past_the_limit_a_dead_letter_copy_that_cannot_be_written_refuses_the_mo
         assert len(commits) == before  # not archived, not deferred: the client was told, the record is still held
         h.broker.create_topic("parked", 1)
         assert _move(h, 0) == {"topic": "parked", "times": 1, "dead": True}
+
+    run(tmp_path, scenario)
+
+
+def test_the_record_a_retry_copies_is_decoded_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each LogwrightReconsumeLater decoded the whole batch holding its record (a 1 MB batch of tiny records: about
+    100 ms a request); the batch is cut to the record first."""
+    decoded: list[int] = []
+    decode = retry_letters.decode_records
+
+    def counted(batch: bytes) -> list[Record]:
+        records = decode(batch)
+        decoded.append(len(records))
+        return records
+
+    monkeypatch.setattr(retry_letters, "decode_records", counted)
+
+    async def scenario(h: Harness) -> None:
+        topic_id = await h.produce(40)
+        h.broker.create_topic(RETRY, 1)
+        _prepare(h)
+        await h.join("m1")
+        assert acquired(await h.fetch("m1", 0, topic_id)) == [(0, 39, 1)]
+        assert _move(h, 17) == {"topic": RETRY, "times": 1, "dead": False}
+        assert _move(h, 30) == {"topic": RETRY, "times": 1, "dead": False}
+        await h.broker.durable()
+        assert decoded == [1, 1]
+        assert [headers["ORIGIN_MESSAGE_ID"] for headers in _records(h, RETRY)] == [
+            f"{TOPIC}-0@17".encode(), f"{TOPIC}-0@30".encode()]
 
     run(tmp_path, scenario)
