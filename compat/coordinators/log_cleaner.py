@@ -22,10 +22,17 @@ from logwright.compat.coordinators.segment_models import FOLLOWED_EVENTS, Segmen
 from logwright.core.clock import ManualClock
 from logwright.core.compaction.cleanable import CleaningChoice, choose, due_at
 from logwright.core.compaction.offset_map import capacity_for
+from logwright.core.compaction.segments import SegmentModel
+from logwright.core.events import LogTruncated, RecordsAppended
+from logwright.core.events.compaction import PartitionCompacted
+from logwright.core.events.transactions import TransactionMarkerWritten
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
 _DONE = object()
+_CHANGING = (RecordsAppended, TransactionMarkerWritten, PartitionCompacted, LogTruncated)
+"""Committed events that change a partition's cleanability (its segments, high watermark, last stable offset,
+cleaned point): its deadline is decided again."""
 
 FAILURE_BACKOFF_MS = 15_000
 """After a pass fails, the partition waits this long (broker clock) before it is tried again (Kafka's
@@ -39,6 +46,10 @@ class LogCleaner:
         self.broker = broker
         self._pass: asyncio.Task[None] | None = None
         self._backoff_until: dict[int, int] = {}
+        self._deadlines: dict[int, tuple[SegmentModel, int | None]] = {}
+        """Per partition, for its model: when it is next due (``None``: not until something changes it). Kept until
+        a commit changes the partition or the time comes: each wake re-decided every compacted partition, 6-8
+        passes over its segments each (31 ms a wake at 10,000 partitions, 22 ms for one of 100,000 segments)."""
         self.last_report: PassReport | None = None
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "log-cleaner")
         self.models = SegmentModels(broker, self.timer.wake)
@@ -47,33 +58,52 @@ class LogCleaner:
         self.models.load()
 
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
-        if self.models.on_commit(events):
+        woken = self.models.on_commit(events)
+        for logged in events:
+            if isinstance(logged.event, _CHANGING):
+                self._deadlines.pop(logged.event.partition_id, None)
+        if woken:
             self.timer.wake()
 
     # -- deciding -------------------------------------------------------------------------------
 
-    def _choices(self, now_ms: int) -> Iterator[tuple[int, CleaningChoice | None, int | None]]:
-        """(partition id, the range to clean now or ``None``, when to look again) per compacted partition."""
-        for partition_id, model in self.models.models.items():
-            if self._backoff_until.get(partition_id, now_ms) > now_ms:
-                yield partition_id, None, self._backoff_until[partition_id]
-                continue
-            settings = self.models.settings(self.models.topics[partition_id])
-            view = partition_view(self.broker, partition_id)
-            choice = choose(view, model, settings, now_ms)
-            yield partition_id, choice, None if choice is not None else due_at(view, model, settings, now_ms)
+    def _choice(self, partition_id: int, model: SegmentModel, now_ms: int) -> tuple[CleaningChoice | None, int | None]:
+        """The range of the partition to clean now or ``None``, and when to look again."""
+        if self._backoff_until.get(partition_id, now_ms) > now_ms:
+            return None, self._backoff_until[partition_id]
+        settings = self.models.settings(self.models.topics[partition_id])
+        view = partition_view(self.broker, partition_id)
+        choice = choose(view, model, settings, now_ms)
+        return choice, None if choice is not None else due_at(view, model, settings, now_ms)
+
+    def _deadline(self, partition_id: int, model: SegmentModel, now_ms: int) -> int | None:
+        """When the partition is next due (``now_ms``: now), decided again only if it changed or the time came."""
+        cached = self._deadlines.get(partition_id)
+        if cached is not None and cached[0] is model and (cached[1] is None or cached[1] > now_ms):
+            return cached[1]
+        choice, due = self._choice(partition_id, model, now_ms)
+        deadline = now_ms if choice is not None else due
+        self._deadlines[partition_id] = (model, deadline)
+        return deadline
 
     def next_deadline(self) -> int | None:
         if self._pass is not None and not self._pass.done():
             return None
         now = self.broker.clock.now_ms()
-        deadlines = [now if choice is not None else due for _, choice, due in self._choices(now)]
-        present = [deadline for deadline in deadlines if deadline is not None]
+        present = [deadline for partition_id, model in self.models.models.items()
+                   if (deadline := self._deadline(partition_id, model, now)) is not None]
         return min(present) if present else None
 
     def filthiest(self, now_ms: int) -> tuple[int, CleaningChoice] | None:
-        """The due partition with the highest dirty ratio (Kafka's pick), forced ones first."""
-        due = [(partition_id, choice) for partition_id, choice, _ in self._choices(now_ms) if choice is not None]
+        """The due partition with the highest dirty ratio (Kafka's pick), forced ones first: among those whose
+        deadline has come, decided again."""
+        due: list[tuple[int, CleaningChoice]] = []
+        for partition_id, model in self.models.models.items():
+            deadline = self._deadline(partition_id, model, now_ms)
+            if deadline is not None and deadline <= now_ms:
+                choice, _ = self._choice(partition_id, model, now_ms)
+                if choice is not None:
+                    due.append((partition_id, choice))
         if not due:
             return None
         return max(due, key=lambda item: (item[1].forced, item[1].dirty_ratio))
@@ -142,6 +172,7 @@ class LogCleaner:
         log.exception("a compaction pass over partition id %d failed; it is tried again in %d ms", partition_id,
                       FAILURE_BACKOFF_MS)
         self._backoff_until[partition_id] = self.broker.clock.now_ms() + FAILURE_BACKOFF_MS
+        self._deadlines.pop(partition_id, None)
 
     def close(self) -> None:
         self.timer.close()
