@@ -124,13 +124,22 @@ class RangeSet:
         return _trusted(ranges[cut + 1:])
 
     def within(self, first: int, last: int) -> RangeSet:
-        """Only the offsets inside ``first..last``."""
-        clipped = tuple(
-            (max(range_first, first), min(range_last, last))
-            for range_first, range_last in self.ranges
-            if range_last >= first and range_first <= last
-        )
-        return RangeSet(clipped)
+        """Only the offsets inside ``first..last``: the ranges concerned found by bisection (every share fetch asks
+        it of a partition's held offsets, and backlogs of the ack holes)."""
+        ranges = self.ranges
+        if first > last or not ranges:
+            return _EMPTY
+        start = bisect_right(ranges, (first, _MAX)) - 1  # the last range starting at or before ``first``
+        if start < 0 or ranges[start][1] < first:
+            start += 1
+        end = bisect_right(ranges, (last, _MAX))  # past the last range starting at or before ``last``
+        if start >= end:
+            return _EMPTY
+        clipped = ranges[start:end]
+        if clipped[0][0] < first or clipped[-1][1] > last:
+            clipped = ((max(clipped[0][0], first), clipped[0][1]), *clipped[1:])
+            clipped = (*clipped[:-1], (clipped[-1][0], min(clipped[-1][1], last)))
+        return _trusted(clipped)
 
     def union(self, other: RangeSet) -> RangeSet:
         return RangeSet.from_ranges((*self.ranges, *other.ranges))
@@ -193,3 +202,6 @@ def _trusted(ranges: tuple[tuple[int, int], ...]) -> RangeSet:
     made = object.__new__(RangeSet)
     object.__setattr__(made, "ranges", ranges)
     return made
+
+
+_EMPTY = RangeSet()

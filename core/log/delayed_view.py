@@ -67,10 +67,7 @@ class _Partition:
         pending = [entry for entry in entries if entry[1] > computed_at]
         if not pending:
             return
-        added = _offsets(sorted(pending))
-        last = offsets.last
-        merged = RangeSet(offsets.ranges + added.ranges) if last is None or added.ranges[0][0] > last + 1 \
-            else offsets.union(added)
+        merged = offsets.with_ranges(_offsets(sorted(pending)).ranges)  # spliced in: a union sorted them all
         first_due = min(at for _, at in pending)
         self.held = (computed_at, merged, first_due if due is None else min(due, first_due))
 

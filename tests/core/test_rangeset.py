@@ -27,11 +27,13 @@ def intervals(draw: Any) -> tuple[int, int]:
 @st.composite
 def operations(draw: Any) -> tuple[Any, ...]:
     kind = draw(st.sampled_from(["add", "add-one", "remove", "remove-one", "union", "difference", "below",
-                                 "at_or_above", "with_ranges"]))
+                                 "at_or_above", "with_ranges", "within"]))
     if kind in ("add", "remove"):
         return (kind, *interval(draw))
     if kind == "with_ranges":  # a few ranges in any order, overlapping or touching, as acknowledgements come
         return (kind, draw(st.lists(intervals(), max_size=4)))
+    if kind == "within":
+        return (kind, draw(st.integers(LOW - 5, HIGH + 5)), draw(st.integers(LOW - 5, HIGH + 5)))
     if kind in ("add-one", "remove-one", "below", "at_or_above"):
         return (kind, draw(st.integers(LOW - 5, HIGH + 5)))
     return (kind, draw(offsets))
@@ -53,6 +55,8 @@ def apply(ranges: RangeSet, model: set[int], operation: tuple[Any, ...]) -> tupl
         return ranges.difference(RangeSet.of(args[0])), model - args[0]
     if kind == "with_ranges":
         return ranges.with_ranges(args[0]), model.union(*(set(range(first, last + 1)) for first, last in args[0]))
+    if kind == "within":
+        return ranges.within(*args), {n for n in model if args[0] <= n <= args[1]}
     if kind == "below":
         return ranges.below(args[0]), {n for n in model if n < args[0]}
     return ranges.at_or_above(args[0]), {n for n in model if n >= args[0]}
