@@ -58,6 +58,12 @@ def _compressed_with_an_offset_gap() -> bytes:
     return _recrc(batch)
 
 
+def _two_batches() -> bytes:
+    """Two good batches for one partition: Kafka takes exactly one per partition (v3+); a request could carry
+    hundreds of small compressed batches of 64 MiB of zeros each, every one inflated to be checked."""
+    return build_batch([Record(0, _now(), None, b"one", ())]) + build_batch([Record(0, _now(), None, b"two", ())])
+
+
 def _produce(bootstrap: str, topic: str, batch: bytes) -> Any:
     message = produce_v9.ProduceRequest(
         transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=10), topic_data=(
@@ -73,6 +79,7 @@ def _produce(bootstrap: str, topic: str, batch: bytes) -> Any:
     (_record_length_past_its_bytes, INVALID_RECORD, INVALID_RECORD),
     (_two_hours_ahead, INVALID_TIMESTAMP, INVALID_TIMESTAMP),
     (_compressed_with_an_offset_gap, INVALID_RECORD, UNKNOWN_SERVER_ERROR),
+    (_two_batches, INVALID_RECORD, INVALID_RECORD),
 ])
 def test_a_lying_batch_is_refused_and_the_partition_reads_on(bootstrap: str, target: str, make_batch: Any,
                                                              expected: int, kafkas: int) -> None:
