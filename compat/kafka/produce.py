@@ -33,6 +33,7 @@ from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
+from logwright.compat.wire import record_check
 from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import (
     BatchHeader,
@@ -100,13 +101,15 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     acks = int(request.acks)
     outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
     checked = 0
+    inflated_at = record_check.inflated_bytes
     for topic_data in request.topic_data:
         topic = broker.topic(topic_data.name)
         limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
             checked += 1
-            if checked % PARTITIONS_PER_TURN == 0:
+            if checked % PARTITIONS_PER_TURN == 0 or record_check.inflated_bytes - inflated_at >= INFLATED_PER_TURN:
+                inflated_at = record_check.inflated_bytes
                 await give_way()
                 topic = broker.topic(topic_data.name)  # looked up again: it may be gone (staging checks each)
                 limits = topic_limits(broker, topic) if topic is not None else None
@@ -253,6 +256,9 @@ class Prepared(NamedTuple):
                                topic_configs)
 
 
+INFLATED_PER_TURN = 64 * 1024 * 1024
+"""Bytes of compressed records inflated to be checked before the request gives way, whatever the partitions
+counted: a batch may inflate to 64 MiB (40 ms of zstd), and 250 partitions of one each were 10 s in one stretch."""
 ONE_BATCH_MESSAGE = "Produce requests with version 3 and above are only allowed to contain exactly one record batch"
 """What Kafka's ProduceRequest.validateRecords says (its version number left out)."""
 

@@ -19,9 +19,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from logwright.compat.wire.compression import Compression, CompressionError, inflate
+from logwright.compat.wire.compression import MAX_DECOMPRESSED_BYTES, Compression, CompressionError, inflate
 from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader
 from logwright.compat.wire.record_walk import walk
+
+inflated_bytes = 0
+"""Bytes of compressed records inflated by `check_records` since the process started: Produce gives way by it
+(`produce.INFLATED_PER_TURN`), since what a batch inflates to is known only once inflated."""
 
 __all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordsRefused", "TimestampBounds", "check_records"]
 
@@ -57,13 +61,16 @@ class TimestampBounds:
 def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBounds | None) -> None:
     """Read every record of the produced batch ``data`` (its header, size and CRC already checked); raise
     `RecordsRefused` if one does not read, if the count is off, or if a rule Kafka enforces per record fails."""
+    global inflated_bytes  # noqa: PLW0603 - a process-wide count, read by Produce to give way
     records: bytes | bytearray | memoryview = data[HEADER_SIZE:header.size]
     compressed = header.compression is not Compression.NONE
     if compressed:
         try:
             records = inflate(header.compression, data[HEADER_SIZE:header.size])
         except CompressionError as error:
+            inflated_bytes += MAX_DECOMPRESSED_BYTES  # refused at the bound, or corrupt: counted as the most
             raise RecordsRefused(CORRUPT, f"batch of {header.record_count} records: {error}") from error
+        inflated_bytes += len(records)
     earliest, latest = (timestamps.earliest, timestamps.latest) if timestamps is not None else (0, 0)
     try:
         walked = walk(records, header.record_count, header.base_timestamp, earliest, latest, timestamps is not None,

@@ -10,16 +10,18 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import produce
 from logwright.compat.registry import RequestContext
+from logwright.compat.wire.compression import Compression
 from logwright.compat.wire.record_batch import Record, build_batch
 from logwright.core.events import Event, RecordsAppended
 from logwright.core.log.catalog import delete_topic
 from logwright.eventstore.rocksdb import RocksEventStore
 
-from tests.compat.brokers import in_process_broker
+from tests.compat.brokers import GivenWay, in_process_broker
 
 PARTITIONS = 2 * produce.PARTITIONS_PER_TURN + 100
 
@@ -84,6 +86,33 @@ def test_a_topic_deleted_while_a_wide_request_gives_way_answers_its_later_partit
         assert broker.topic("gone") is None and all(
             broker.high_watermark(partition_id) == 1
             for partition_id in broker.topic("kept").partition_ids)  # type: ignore[union-attr]
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.close()
+
+
+def test_partitions_of_big_inflated_batches_give_way_by_the_bytes_inflated(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed batch may inflate to 64 MiB (40 ms of zstd to check): 250 partitions of one each were 10 s in one
+    stretch, however few the partitions counted. The request gives way every `INFLATED_PER_TURN` bytes inflated."""
+    monkeypatch.setattr(produce, "INFLATED_PER_TURN", 1024 * 1024)
+    given_way = GivenWay(monkeypatch, produce)
+    store = RocksEventStore(tmp_path / "data")
+
+    async def run() -> None:
+        broker = in_process_broker(store)
+        broker.create_topic("z", 6)
+        broker.commit_now()
+        batch = build_batch([Record(0, 1_000, b"k", b"\0" * 700_000)], compression=Compression.ZSTD)
+        assert len(batch) < 1_000
+        request = ProduceRequest(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=5), topic_data=(
+            TopicProduceData(name="z", partition_data=tuple(PartitionProduceData(index=index, records=batch)
+                                                            for index in range(6))),))
+        answer = await produce.handle(RequestContext(broker, 0, 9, 1, "tester", 1, "127.0.0.1"), request)
+        assert _codes(answer) == {"z": [ErrorCode.NONE] * 6}
+        assert given_way.count == 2, "4.2 MB inflated, a give-way after each 1 MiB past the last"
 
     try:
         asyncio.run(run())
