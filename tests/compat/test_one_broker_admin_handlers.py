@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ from logwright.compat.kafka import (
 )
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
-from logwright.core.events import TopicDeleted
+from logwright.core.events import PartitionsCreated, TopicDeleted
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import GivenWay, ProjectionReads, StateLookups, in_process_broker
@@ -93,6 +93,20 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     yield opened
     opened.commit_now()
     store.close()
+
+
+def calls_to(monkeypatch: pytest.MonkeyPatch, target: object, name: str) -> Callable[[], int]:
+    """``target.name`` replaced by itself counting its calls; how many so far."""
+    calls = 0
+    original = getattr(target, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, counted)
+    return lambda: calls
 
 
 def call(broker: Broker, handle: Any, version: int, request: Any) -> Any:
@@ -179,6 +193,25 @@ def test_the_topic_names_are_sorted_once_until_a_topic_comes_or_goes(broker: Bro
     asyncio.run(deleted_and_created_again())
 
 
+def test_partitions_are_mapped_to_their_topics_as_they_are_created(broker: Broker,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first append to a new topic rebuilt the map of every partition to its topic (44-48 ms at 200,000)."""
+    rebuilt = calls_to(monkeypatch, broker, "topics")
+
+    async def created() -> None:
+        broker.create_topic("new", 3)
+        state = broker.topic("new")
+        assert state is not None
+        assert [broker.topic_of_partition(pid) for pid in state.partition_ids] == [(state, n) for n in range(3)]
+        broker.stage([PartitionsCreated("new", (max(state.partition_ids) + 10,))])
+        grown = broker.topic("new")
+        assert grown is not None and broker.topic_of_partition(grown.partition_ids[3]) == (grown, 3)
+        await broker.durable()
+
+    asyncio.run(created())
+    assert rebuilt() == 0
+
+
 def test_config_resources_are_topics_the_broker_and_groups_with_configs(broker: Broker) -> None:
     call(broker, incremental_alter_configs.handle, 1, IncrementalAlterConfigsRequest(validate_only=False, resources=(
         AlterConfigsResource(resource_type=32, resource_name="billing", configs=(
@@ -197,20 +230,12 @@ def test_config_resources_of_a_type_named_many_times_look_only_at_that_type(
         broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
     """The types asked for were a tuple searched for each topic and group: one type named 100,000 times in a 200 KB
     request held the loop 2.2 s over 10,000 topics. They are a set now, and a type not asked for is not listed."""
-    listed_topics = 0
-    topics = broker.topics
-
-    def counted() -> Any:
-        nonlocal listed_topics
-        listed_topics += 1
-        return topics()
-
-    monkeypatch.setattr(broker, "topics", counted)
+    listed_topics = calls_to(monkeypatch, broker, "topics")
     answer = call(broker, list_config_resources.handle, 1, ListConfigResourcesRequest(resource_types=(4,) * 100_000))
     assert [(r.resource_type, r.resource_name) for r in answer.config_resources] == [(4, "1")]
-    assert listed_topics == 0
+    assert listed_topics() == 0
     assert call(broker, list_config_resources.handle, 0, ListConfigResourcesV0()).config_resources == ()
-    assert listed_topics == 0
+    assert listed_topics() == 0
 
 
 def test_tiered_storage_offsets_are_not_found_without_tiers(broker: Broker) -> None:
