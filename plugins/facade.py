@@ -167,27 +167,30 @@ async def sweep_expired(facade: BrokerFacade, projection: str,
                         event_of: Callable[[tuple[Row, ...]], Event], interval_ms: int = 60_000,
                         per_event: int = 10_000) -> None:
     """Forever, every ``interval_ms`` of broker time: stage ``event_of(rows)`` for the rows of ``projection`` that
-    ``expired_of(rows, now)`` names (asked of slices of the rows, giving way between), at most ``per_event`` per
-    event, and wait until they are durable. For a
+    ``expired_of(rows, now)`` names (asked of slices of the rows as they are then, each staged before the sweep
+    gives way), at most ``per_event`` per event, and wait until they are durable. For a
     plugin keeping rows with a time-to-live in its projection (the key index's ``key_dedup`` and
     ``processed_keys``); run it from a background task."""
     while True:
         now = facade.now_ms()
-        rows = list(facade.entities(projection).items())
-        expired: list[Row] = []
-        for start in range(0, len(rows), SWEEP_ROWS_PER_TURN):  # 100,000 expired keys were 167 ms in one stretch
+        keys = list(facade.entities(projection))
+        staged = False
+        for start in range(0, len(keys), SWEEP_ROWS_PER_TURN):  # 100,000 expired keys were 167 ms in one stretch
             if start:
                 await facade.give_way()
-            expired.extend(expired_of(rows[start:start + SWEEP_ROWS_PER_TURN], now))
-        for start in range(0, len(expired), per_event):
-            if start:
-                await facade.give_way()
-            facade.stage([event_of(tuple(expired[start:start + per_event]))])
-        if expired:
+            # each slice decided from the rows as they are now and staged in the same turn: a row refreshed while
+            # the sweep gave way (a key recorded again) must not go on an expiry read before
+            states = facade.entities(projection)
+            rows = [(key, states[key]) for key in keys[start:start + SWEEP_ROWS_PER_TURN] if key in states]
+            expired = expired_of(rows, now)
+            for first in range(0, len(expired), per_event):
+                facade.stage([event_of(tuple(expired[first:first + per_event]))])
+                staged = True
+        if staged:
             await facade.durable()
         await facade.sleep(interval_ms)
 
 
 SWEEP_ROWS_PER_TURN = 10_000
-"""Rows `sweep_expired` asks ``expired_of`` about at a time, giving way between (``expired_of`` is asked of each
-slice: it must name a row by the row alone)."""
+"""Rows `sweep_expired` asks ``expired_of`` about at a time, staging what it names before giving way (``expired_of``
+is asked of each slice: it must name a row by the row alone)."""

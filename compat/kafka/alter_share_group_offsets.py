@@ -69,8 +69,15 @@ async def handle(context: RequestContext, request: AlterShareGroupOffsetsRequest
         group = admin_group(broker, request.group_id, must_exist=False)
     except DomainError as error:
         return answer(module.AlterShareGroupOffsetsResponse, error_code_for(error), str(error))
-    events = share_group_offsets.alter(request.group_id, group, list(starts.values()))
+    still = [start for start in starts.values() if _exists(broker, start[0], start[1])]  # a topic deleted meanwhile
+    events = share_group_offsets.alter(request.group_id, group, still)
     if events:
         broker.stage(events)
         await broker.durable()
     return answer(module.AlterShareGroupOffsetsResponse, ErrorCode.NONE, None, tuple(topics))
+
+
+def _exists(broker: Any, topic_name: str, partition_id: int) -> bool:
+    """Whether the partition is still there (partition ids are never reused: a start on a deleted one would stay)."""
+    topic = broker.topic(topic_name)
+    return topic is not None and partition_id in topic.partition_ids

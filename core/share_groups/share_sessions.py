@@ -71,7 +71,8 @@ def advance(
     partitions = existing.partitions
     if kept or dropped:
         partitions = tuple(ref for ref in dict.fromkeys((*partitions, *kept)) if ref not in dropped)
-    covered = partitions if len(kept) == len(added) else tuple(dict.fromkeys((*partitions, *added)))
+    covered = partitions if len(kept) == len(added) else tuple(dict.fromkeys(
+        (*partitions, *(ref for ref in added if not exists(ref) and ref not in dropped))))
     return ShareSession(group_id, member_id, next_epoch(epoch), partitions, existing.next_start), covered
 
 

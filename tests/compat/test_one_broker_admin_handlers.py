@@ -445,3 +445,27 @@ def test_partitions_named_by_the_thousand_are_answered_once_each_and_in_slices(
     topic = broker.topic("b-three")
     assert topic is not None
     assert started == [(topic.partition_ids[index], 297 + index) for index in range(3)], "once, at the last named"
+
+
+def test_offsets_altered_on_a_topic_deleted_while_the_request_gave_way_start_nothing(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start staged on a partition deleted meanwhile would stay for good (partition ids are never reused)."""
+    monkeypatch.setattr(turns, "ANSWERS_PER_TURN", 2)
+    doomed = broker.topic("b-three")
+    assert doomed is not None
+    give_way = turns.give_way
+
+    async def deleting() -> None:
+        if broker.topic("b-three") is not None:
+            broker.stage([TopicDeleted("b-three", doomed.topic_id, doomed.partition_ids)])
+        await give_way()
+
+    monkeypatch.setattr(turns, "give_way", deleting)
+    staged: list[Any] = []
+    stage = broker.stage
+    monkeypatch.setattr(broker, "stage", lambda events, *args: (staged.extend(events), stage(events, *args)))
+    altered = call(broker, alter_share_group_offsets.handle, 0, AlterShareGroupOffsetsRequest(
+        group_id="share-racing", topics=(AlterShareGroupOffsetsRequestTopic(topic_name="b-three", partitions=tuple(
+            AlterShareGroupOffsetsRequestPartition(partition_index=index, start_offset=0) for index in range(3))),)))
+    assert altered.error_code == ErrorCode.NONE
+    assert not [event for event in staged if hasattr(event, "start_offset")], "nothing started on the deleted topic"

@@ -210,6 +210,8 @@ def test_a_session_keeps_only_partitions_that_exist_and_answers_the_others_once(
     assert again is not None and covered == ((b"t", 0),) and again.partitions is session.partitions
     added, covered = advance(again, "g", "m", 2, [(b"t", 1), (b"y", 0)], [(b"t", 0)], real.__contains__)
     assert added is not None and added.partitions == ((b"t", 1),) and covered == ((b"t", 1), (b"y", 0))
+    forgot, covered = advance(added, "g", "m", 3, [(b"t", 0), (b"z", 0)], [(b"t", 0), (b"t", 1)], real.__contains__)
+    assert forgot is not None and forgot.partitions == () and covered == ((b"z", 0),), "a partition forgotten: not"
 
 
 def test_acquisition_rounds_start_after_the_last_partition_served() -> None:
