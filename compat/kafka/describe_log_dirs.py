@@ -53,6 +53,9 @@ async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> An
     slices = Slices()
     topics = []
     for state, indexes in wanted.values():
+        current = broker.topic(state.name)
+        if current is None or current.topic_id != state.topic_id:
+            continue  # deleted (or created again) while the request gave way
         partitions = []
         for index in indexes:
             if 0 <= index < len(state.partition_ids):
