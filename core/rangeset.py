@@ -166,6 +166,47 @@ class RangeSet:
             merged[start:end] = [(first, last)]
         return _trusted(tuple(merged))
 
+    def without_ranges(self, ranges: Iterable[tuple[int, int]]) -> RangeSet:
+        """The set with ``ranges`` (any order, overlapping or touching) taken out: each found by bisection and the
+        untouched ranges between copied as slices, so taking a few offsets that came due out of 500,000 held
+        ranges costs one copy, not a sweep of every range in Python (`difference`: ~100 ms there)."""
+        removing = RangeSet.from_ranges(ranges).ranges
+        held = self.ranges
+        if not removing or not held:
+            return self
+        kept: list[tuple[int, int]] = []
+        copied = 0  # the ranges of ``held`` before this index are handled
+        carry: tuple[int, int] | None = None  # what is left of a range above the last removal, not yet kept
+        for first, last in removing:
+            if carry is not None:
+                if carry[1] < first:
+                    kept.append(carry)
+                else:
+                    if carry[0] < first:
+                        kept.append((carry[0], first - 1))
+                    if carry[1] > last:
+                        carry = (last + 1, carry[1])
+                        continue
+                carry = None
+            start = bisect_right(held, (first, _MAX), lo=copied) - 1  # the range starting at or before ``first``
+            if start < copied or held[start][1] < first:
+                start += 1
+            kept.extend(held[copied:start])
+            end = start
+            while end < len(held) and held[end][0] <= last:
+                range_first, range_last = held[end]
+                if range_first < first:
+                    kept.append((range_first, first - 1))
+                end += 1
+                if range_last > last:
+                    carry = (last + 1, range_last)
+                    break
+            copied = end
+        if carry is not None:
+            kept.append(carry)
+        kept.extend(held[copied:])
+        return _trusted(tuple(kept))
+
     def missing(self, first: int, last: int) -> RangeSet:
         """The offsets of ``first..last`` that are not in the set (the holes)."""
         if first > last:

@@ -27,10 +27,10 @@ def intervals(draw: Any) -> tuple[int, int]:
 @st.composite
 def operations(draw: Any) -> tuple[Any, ...]:
     kind = draw(st.sampled_from(["add", "add-one", "remove", "remove-one", "union", "difference", "below",
-                                 "at_or_above", "with_ranges", "within"]))
+                                 "at_or_above", "with_ranges", "without_ranges", "within"]))
     if kind in ("add", "remove"):
         return (kind, *interval(draw))
-    if kind == "with_ranges":  # a few ranges in any order, overlapping or touching, as acknowledgements come
+    if kind in ("with_ranges", "without_ranges"):  # a few ranges in any order, overlapping or touching
         return (kind, draw(st.lists(intervals(), max_size=4)))
     if kind == "within":
         return (kind, draw(st.integers(LOW - 5, HIGH + 5)), draw(st.integers(LOW - 5, HIGH + 5)))
@@ -55,6 +55,9 @@ def apply(ranges: RangeSet, model: set[int], operation: tuple[Any, ...]) -> tupl
         return ranges.difference(RangeSet.of(args[0])), model - args[0]
     if kind == "with_ranges":
         return ranges.with_ranges(args[0]), model.union(*(set(range(first, last + 1)) for first, last in args[0]))
+    if kind == "without_ranges":
+        taken = (set(range(first, last + 1)) for first, last in args[0])
+        return ranges.without_ranges(args[0]), model.difference(*taken)
     if kind == "within":
         return ranges.within(*args), {n for n in model if args[0] <= n <= args[1]}
     if kind == "below":
@@ -124,7 +127,7 @@ def shifted(operation: tuple[Any, ...], shift: int) -> tuple[Any, ...]:
     kind, *args = operation
     if kind in ("union", "difference"):
         return (kind, {n + shift for n in args[0]})
-    if kind == "with_ranges":
+    if kind in ("with_ranges", "without_ranges"):
         return (kind, [(first + shift, last + shift) for first, last in args[0]])
     return (kind, *(n + shift for n in args))
 
