@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
@@ -21,6 +21,7 @@ from typing import TypeVar, cast
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
+from logwright.compat.coordinators.pop_held import HeldDueTimes
 from logwright.compat.kafka.fetch import last_stable_offset
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.batch_slices import BatchSlicer
@@ -41,8 +42,6 @@ from logwright.core.events.pop import (
     PopNacked,
 )
 from logwright.core.log.catalog import ResourceConfig, TopicState, resource_key
-from logwright.core.log.delayed_view import HeldSpan
-from logwright.core.log.index_hooks import HeldBack
 from logwright.core.pop import pop_commands
 from logwright.core.pop.inflight import (
     PAGE_OFFSETS,
@@ -419,7 +418,7 @@ class PopCoordinator:
                 next_offset = max(next_offset, last + 1)
                 continue
             for record in records[bisect_left(records, next_offset, key=_offset_of):]:
-                due = _due(hold, record.offset) if hold is not None else None
+                due = hold.due(record.offset) if hold is not None else None
                 if due is not None and taken + len(held) >= held_room:
                     break
                 if taken >= budget:
@@ -435,7 +434,7 @@ class PopCoordinator:
         return found, next_offset, held
 
     def _window(self, state: PopPartition, log_start: int
-                ) -> tuple[int, int, Sequence[AbortedTransaction], HeldBack | None]:
+                ) -> tuple[int, int, Sequence[AbortedTransaction], HeldDueTimes | None]:
         """Where a read of ``state`` starts (not before ``log_start``), the last stable offset it stays below,
         the partition's aborted transactions and what plugins hold back in between: `_read` and
         `_read_offsets` read the same records, in their two forms."""
@@ -443,14 +442,9 @@ class PopCoordinator:
         stable = last_stable_offset(self.broker, state.partition_id)
         transactions = self.broker.store.state("partition_transactions", str(state.partition_id))
         aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
-        return next_offset, stable, aborted, self._held_back(state.partition_id, next_offset, stable - 1)
-
-    def _held_back(self, partition_id: int, first: int, last: int) -> HeldBack | None:
-        """What the plugins hold back in ``first..last`` with each offset's due time (``logwright_hold_back``, as
-        share groups ask before acquiring); ``None``, after one cached query, when nothing is delayed."""
-        if first > last or not self.broker.held_back(partition_id, first, last).offsets:
-            return None
-        return self.broker.held_back(partition_id, first, last, detailed=True)
+        # what the plugins hold back (``logwright_hold_back``, as share groups ask before acquiring), each offset's
+        # due time asked only for the stretch the read meets; None, after one plain question, when nothing is
+        return next_offset, stable, aborted, HeldDueTimes.of(self.broker, state.partition_id, next_offset, stable - 1)
 
     def _delay(self, state: PopPartition, held: Sequence[tuple[int, int]]) -> PopPartition:
         """Park held-back records in the table until their due time (`PopDelayed`): the revive timer turns
@@ -525,7 +519,7 @@ class PopCoordinator:
                     next_offset = chunk[-1] + 1
             else:
                 for offset in offsets[start:]:
-                    due = _due(hold, offset)
+                    due = hold.due(offset)
                     if (due is not None and taken + len(held) >= held_room) or taken >= budget:
                         break
                     next_offset = offset + 1
@@ -864,15 +858,3 @@ def _aborted(aborted: Sequence[AbortedTransaction], producer_id: int, last: int)
 
 def _offset_of(record: Record) -> int:
     return record.offset
-
-
-def _due(hold: HeldBack, offset: int) -> int | None:
-    """The due time of ``offset`` if it is held back (two plugins may both hold it: the later time counts)."""
-    if offset not in hold.offsets:
-        return None
-    spans = hold.spans[:bisect_right(hold.spans, offset, key=_first_of)]
-    return max((span.until_ms for span in spans if span.last >= offset), default=None)
-
-
-def _first_of(span: HeldSpan) -> int:
-    return span.first
