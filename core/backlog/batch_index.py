@@ -15,6 +15,7 @@ In memory and mutable (the backlog plugin keeps one per partition with a quota, 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from logwright.core.rangeset import RangeSet
@@ -46,7 +47,8 @@ class BatchIndex:
         self._ends: list[int] = []
         self._times: list[int] = []
         self._before: list[int] = [0]
-        """``_before[i]``: bytes of the batches before batch ``i``; the last entry is the total ever indexed."""
+        """``_before[i]``: bytes of the batches before batch ``i``, from an arbitrary origin (`extend_down` counts down
+        from it): only differences are asked."""
         self._first = 0
         self._start = start_offset
 
@@ -77,6 +79,33 @@ class BatchIndex:
         self._ends.append(base_offset + record_count)
         self._times.append(max_timestamp)
         self._before.append(self._before[-1] + byte_size)
+
+    def extend_down(self, start_offset: int, extents: Iterable[BatchExtent]) -> None:
+        """Index from ``start_offset``, below the start, given the stored batches from the one holding it: only those
+        before the first batch indexed are read (a position moving back re-read every header from it: 33 ms at
+        20,000 batches, a second at 1,000,000). The prefix sums of the new batches are counted down from the first
+        one kept, so the batches kept are not touched (only differences of them are ever asked)."""
+        if start_offset >= self._start:
+            return
+        stop = self._bases[self._first] if len(self) else self._start
+        found: list[BatchExtent] = []
+        for extent in extents:
+            if extent.base_offset >= stop:
+                break
+            if extent.record_count >= 1 and (not found or extent.base_offset >= found[-1].end_offset):
+                found.append(extent)
+        first = self._first
+        before = self._before[first] - sum(extent.byte_size for extent in found)
+        sums: list[int] = []
+        for extent in found:
+            sums.append(before)
+            before += extent.byte_size
+        self._bases = [extent.base_offset for extent in found] + self._bases[first:]
+        self._ends = [extent.end_offset for extent in found] + self._ends[first:]
+        self._times = [extent.max_timestamp for extent in found] + self._times[first:]
+        self._before = sums + self._before[first:]
+        self._first = 0
+        self._start = start_offset
 
     def drop_below(self, offset: int) -> None:
         """Forget batches wholly below ``offset`` (settled by every subscription, or truncated away)."""

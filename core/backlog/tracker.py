@@ -207,11 +207,13 @@ class BacklogTracker:
                log_start: int) -> _Tracked:
         tracked = self._tracked.get(partition_id)
         lowest = max(min((p.first_unsettled for p in positions), default=log_start), log_start)
-        if tracked is None or tracked.index.start_offset > lowest:
+        if tracked is None:
             index = BatchIndex(partition_id, lowest)
             for extent in self._reads.batch_extents(partition_id, lowest):
                 index.append(extent)
             tracked = self._tracked[partition_id] = _Tracked(topic, partition_index, index)
+        elif tracked.index.start_offset > lowest:  # a position moved back: only the batches below are read
+            tracked.index.extend_down(lowest, self._reads.batch_extents(partition_id, lowest))
         elif positions and lowest - tracked.index.start_offset >= DROP_AFTER_RECORDS:
             tracked.index.drop_below(lowest)
         return tracked

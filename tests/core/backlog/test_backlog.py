@@ -211,3 +211,54 @@ def test_a_pop_position_read_from_runs_is_the_one_read_from_every_entry(spans: l
     if at < state.next_offset:
         settled.append((at, state.next_offset - 1))
     assert (position.first_unsettled, position.settled) == (first, RangeSet.from_ranges(settled))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 100), st.integers(0, 50)), min_size=1, max_size=30),
+       st.data())
+def test_an_index_extended_down_answers_as_one_read_from_the_lower_start(batches: list[tuple[int, int, int]],
+                                                                        data: st.DataObject) -> None:
+    extents: list[BatchExtent] = []
+    offset = 0
+    for count, size, timestamp in batches:
+        extents.append(BatchExtent(offset, count, size, timestamp))
+        offset += count
+    end = offset
+
+    def read_from(start: int) -> Iterator[BatchExtent]:  # as the store reads: from the batch holding ``start``
+        return (extent for extent in extents if extent.end_offset > start)
+
+    def built(start: int) -> BatchIndex:
+        index = BatchIndex(7, start)
+        for extent in read_from(start):
+            index.append(extent)
+        return index
+
+    low = data.draw(st.integers(0, end))
+    high = data.draw(st.integers(low, end))
+    extended = built(high)
+    dropped_to = data.draw(st.integers(high, end))  # a position that moved up first, then back down
+    extended.drop_below(dropped_to)
+    read: list[BatchExtent] = []
+
+    def recorded(extents: Iterable[BatchExtent]) -> Iterator[BatchExtent]:
+        for extent in extents:
+            read.append(extent)
+            yield extent
+
+    extended.extend_down(low, recorded(read_from(low)))
+    above = [extent for extent in read if extent.end_offset > dropped_to]
+    assert len(above) <= 1, "only the batches below the kept ones are read (and the one that says where to stop)"
+    fresh = built(low)
+    assert (extended.start_offset, extended.end_offset, len(extended)) == (fresh.start_offset, fresh.end_offset,
+                                                                            len(fresh))
+    for offset in range(low, end + 2):
+        assert extended.bytes_from(offset) == fresh.bytes_from(offset), offset
+        assert extended.timestamp_at(offset) == fresh.timestamp_at(offset), offset
+        assert extended.batch_end_after(offset) == fresh.batch_end_after(offset), offset
+        assert extended.first_newer_than(offset, 25) == fresh.first_newer_than(offset, 25), offset
+        for last in range(offset, end + 1):
+            assert extended.bytes_within(offset, last) == fresh.bytes_within(offset, last), (offset, last)
+    extended.append(BatchExtent(end, 3, 40, 60))
+    fresh.append(BatchExtent(end, 3, 40, 60))
+    assert extended.bytes_from(low) == fresh.bytes_from(low)
