@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -86,6 +88,24 @@ def test_large_frame_in_small_pieces() -> None:
     decoder = FrameDecoder()
     frames = [frame for start in range(0, len(stream), 4093) for frame in decoder.feed(stream[start : start + 4093])]
     assert frames == [payload]
+
+
+def test_a_frame_arriving_a_byte_a_read_holds_about_its_bytes() -> None:
+    """Each read was kept as a piece: 43 bytes of objects per byte the partial-frame budget counted."""
+    payload = bytes(range(256)) * 400  # under OWN_BUFFER_FROM: joined from the reads, not read into its own buffer
+    stream = encode_frame(payload)
+    decoder = FrameDecoder()
+    tracemalloc.start()
+    try:
+        for index in range(len(stream) - 1):
+            assert decoder.feed(stream[index : index + 1]) == []
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert decoder.buffered == len(stream) - 1
+    assert held < 2 * len(stream), f"{held} bytes held for {len(stream)} buffered"
+    assert decoder.feed(stream[-1:]) == [payload]
+    assert decoder.feed(stream[:3]) == [] and decoder.feed(stream[3:]) == [payload], "and the next frame reads as ever"
 
 
 @given(
