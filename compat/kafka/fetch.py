@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.log.catalog import TopicState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
@@ -48,7 +49,7 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     while True:
-        topics, total_bytes, had_error, partition_ids = _read(broker, context.api_version, request)
+        topics, total_bytes, had_error, partition_ids = await _read(broker, context.api_version, request)
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
@@ -66,6 +67,11 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         ),
     )
 
+
+READ_SLICE_BYTES = 4 * 1024 * 1024
+"""A partition read stops here and reads on after giving way (`_read_on`): a consumer asking 55 MiB of one partition
+of 78-byte batches (700,000 stored rows) held every other client about 0.4 s. Clients' default per-partition
+limits (1 MiB) never reach it."""
 
 _OFFSETS_ONLY: dict[tuple[str, int, ErrorCode, int, int, int, bool], Encoded] = {}
 OFFSETS_ONLY_KEPT = 50_000
@@ -145,8 +151,8 @@ def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tu
     return asked
 
 
-def _read(broker: Broker, version: int, request: FetchRequest
-          ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int]]:
+async def _read(broker: Broker, version: int, request: FetchRequest
+                ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int]]:
     """The answer per topic, the bytes of records in it, whether a partition erred, and the partitions read
     (those a long poll waits on).
 
@@ -179,13 +185,14 @@ def _read(broker: Broker, version: int, request: FetchRequest
         read_to = offset  # the aborted transactions listed are those overlapping what is read, as in Kafka
         if offset < end and (limit := min(int(partition.partition_max_bytes),
                                           budget if total else max(budget, 1))) > 0:
-            pieces = broker.store.read_batch_pieces(partition_id, offset, limit, end_offset=end - 1)
+            pieces = broker.store.read_batch_pieces(partition_id, offset, min(limit, READ_SLICE_BYTES),
+                                                    end_offset=end - 1)
             if total and pieces and len(pieces[0]) > budget:
-                for piece in pieces:
-                    if isinstance(piece, FileRange):
-                        piece.close()
+                _close(pieces)
             elif pieces:
                 batches, read_to = list(pieces), min(pieces.next_offset, end)  # the encoder takes a plain list
+                if limit > READ_SLICE_BYTES:
+                    read_to = await _read_on(broker, partition_id, batches, read_to, end, limit)
             size = sum(map(len, batches))
             total += size
             budget = max(budget - size, 0)
@@ -200,6 +207,31 @@ def _read(broker: Broker, version: int, request: FetchRequest
             last = topic
         topics[-1][2].append(answer)
     return topics, total, had_error, partition_ids
+
+
+async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | FileRange], read_to: int, end: int,
+                   limit: int) -> int:
+    """Read on after a first slice into ``batches``, a slice at a time up to ``limit`` bytes in all, giving way
+    between slices; where the read stopped. The batches taken are those one read of ``limit`` would take (each
+    while the total fits; only the answer's very first may be larger, and that was the first slice's)."""
+    left = limit - sum(map(len, batches))
+    while read_to < end and left > 0:
+        await give_way()
+        pieces = broker.store.read_batch_pieces(partition_id, read_to, min(left, READ_SLICE_BYTES), end_offset=end - 1)
+        if not pieces or len(pieces[0]) > left:
+            _close(pieces)
+            break
+        batches.extend(pieces)
+        left -= sum(map(len, pieces))
+        read_to = min(pieces.next_offset, end)
+    return read_to
+
+
+def _close(pieces: list[bytes | FileRange]) -> None:
+    """Close the file ranges of pieces not sent."""
+    for piece in pieces:
+        if isinstance(piece, FileRange):
+            piece.close()
 
 
 def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tuple[int, int]]:

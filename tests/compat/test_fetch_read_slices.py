@@ -1,0 +1,68 @@
+"""A partition asked for more than `fetch.READ_SLICE_BYTES` is read a slice at a time, giving way between slices,
+and answers the batches one read would (a consumer asking 55 MiB of one partition of 78-byte batches held every other
+client about 0.4 s in one stretch)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logwright.compat.kafka import fetch
+from logwright.compat.registry import make
+from logwright.compat.wire.messages import encode_response, request_type
+from test_admin_handlers import Harness, topic
+from test_fetch_encoded_answers import produce_one
+
+BATCHES = 60
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(tmp_path / "store")
+    harness.create(topic("t", 3))
+    for _ in range(BATCHES):
+        produce_one(harness, 0)
+    produce_one(harness, 1)
+    yield harness
+    harness.close()
+
+
+def request(partition_max_bytes: int, max_bytes: int, offset: int = 0) -> Any:
+    module = request_type(1, 12).__module__
+    classes = __import__(module, fromlist=["FetchTopic", "FetchPartition"])
+    partitions = tuple(make(classes.FetchPartition, partition=index, current_leader_epoch=-1, fetch_offset=start,
+                            last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=partition_max_bytes)
+                       for index, start in ((1, 0), (0, offset)))
+    return make(request_type(1, 12), replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
+                max_bytes=max_bytes, isolation_level=1, session_id=0, session_epoch=-1,
+                topics=(make(classes.FetchTopic, topic="t", partitions=partitions),), forgotten_topics_data=(),
+                rack_id="")
+
+
+@pytest.mark.parametrize(("partition_max_bytes", "max_bytes", "offset"), [
+    (1 << 20, 1 << 20, 0),  # every batch
+    (2_500, 1 << 20, 0),  # the partition's limit falls inside a slice
+    (1 << 20, 3_000, 5),  # the request's limit does, from an offset inside
+    (1, 1 << 20, 0),  # only the answer's first batch may be larger than the limit
+])
+def test_a_partition_read_in_slices_answers_as_one_read(harness: Harness, monkeypatch: pytest.MonkeyPatch,
+                                                         partition_max_bytes: int, max_bytes: int,
+                                                         offset: int) -> None:
+    asked = request(partition_max_bytes, max_bytes, offset)
+    whole = encode_response(1, 12, 7, harness.call(fetch.handle, 12, asked))
+    turns: list[None] = []
+    giving_way = fetch.give_way
+
+    async def counted() -> None:
+        turns.append(None)
+        await giving_way()
+
+    monkeypatch.setattr(fetch, "READ_SLICE_BYTES", 200)  # two or three of these batches
+    monkeypatch.setattr(fetch, "give_way", counted)
+    sliced = encode_response(1, 12, 7, harness.call(fetch.handle, 12, asked))
+    assert sliced == whole
+    if partition_max_bytes > 200 and max_bytes > 200 * 4:
+        assert len(turns) >= 4, "gave way between slices"
