@@ -66,3 +66,20 @@ def test_a_partition_read_in_slices_answers_as_one_read(harness: Harness, monkey
     assert sliced == whole
     if partition_max_bytes > 200 and max_bytes > 200 * 4:
         assert len(turns) >= 4, "gave way between slices"
+
+
+def test_a_fetch_gives_way_between_partitions_once_it_read_a_slice_of_them(harness: Harness,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    turns: list[None] = []
+    giving_way = fetch.give_way
+
+    async def counted() -> None:
+        turns.append(None)
+        await giving_way()
+
+    asked = request(100, 1 << 20)  # one batch (~80 bytes) of each partition: no read stops inside a partition
+    whole = encode_response(1, 12, 7, harness.call(fetch.handle, 12, asked))
+    monkeypatch.setattr(fetch, "give_way", counted)
+    monkeypatch.setattr(fetch, "READ_SLICE_BYTES", 101)  # over the partition limit, under two batches
+    assert encode_response(1, 12, 7, harness.call(fetch.handle, 12, asked)) == whole
+    assert len(turns) == 1, "once the two partitions' batches added up to a slice"
