@@ -15,6 +15,7 @@ import functools
 import logging
 import struct
 import uuid
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NODE_ID = 1
+CATALOG_CHANGES_KEPT = 4_096
+"""Changes of the topic catalog `Broker.catalog_changes_since` can tell (a reader further behind reads every topic)."""
 _OFFSET = struct.Struct(">Q")
 STORE_RETRY_MS = 1000
 """After a failed commit, how long (broker clock) writes are refused before the store is reopened again."""
@@ -179,6 +182,9 @@ class Broker:
         self.catalog_version = 0
         """Moves whenever a topic or partition is created or deleted (staged or reloaded): what a reader keeping
         something derived from the topics (the consumer coordinator's `TopicCatalog`) checks."""
+        self._catalog_changes: list[tuple[int, str | None]] = []
+        """``(version, topic)`` of the latest moves of `catalog_version` (``None``: a reload), for
+        `catalog_changes_since`."""
         self._failed_commits = 0
         self._store_retry_at_ms = 0
         self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
@@ -204,7 +210,29 @@ class Broker:
         topics = [state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)]
         self._topic_names_by_id = {state.topic_id: state.name for state in topics}
         self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
+        self._catalog_changed(None)
+
+    def _catalog_changed(self, topic: str | None) -> None:
         self.catalog_version += 1
+        changes = self._catalog_changes
+        changes.append((self.catalog_version, topic))
+        if len(changes) > 2 * CATALOG_CHANGES_KEPT:
+            del changes[:-CATALOG_CHANGES_KEPT]
+
+    def catalog_changes_since(self, version: int) -> set[str] | None:
+        """The topics created, deleted or given partitions since `catalog_version` was ``version``; ``None`` when that
+        is not known (a reload since, or more changes than are kept): then read every topic again."""
+        changes = self._catalog_changes
+        if version == self.catalog_version:
+            return set()
+        if version > self.catalog_version or not changes or changes[0][0] > version + 1:
+            return None
+        names: set[str] = set()
+        for _, topic in changes[bisect_right(changes, version, key=_version_of):]:
+            if topic is None:
+                return None
+            names.add(topic)
+        return names
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -408,7 +436,7 @@ class Broker:
                 self._partition_ids.update(event.partition_ids)
                 self._partition_topics.update(  # mapped as created: a miss rebuilt the map over every partition
                     (partition_id, (event.topic, index)) for index, partition_id in enumerate(event.partition_ids))
-                self.catalog_version += 1
+                self._catalog_changed(event.topic)
             elif isinstance(event, PartitionsCreated):
                 self._partition_ids.update(event.partition_ids)
                 created, state = set(event.partition_ids), self.topic(event.topic)
@@ -416,11 +444,11 @@ class Broker:
                     self._partition_topics.update((partition_id, (state.name, index))
                                                   for index, partition_id in enumerate(state.partition_ids)
                                                   if partition_id in created)
-                self.catalog_version += 1
+                self._catalog_changed(event.topic)
             elif isinstance(event, TopicDeleted):
                 self._partition_ids.difference_update(event.partition_ids)
                 self._topic_names_by_id.pop(event.topic_id, None)  # as its catalog row goes (`topic_names`)
-                self.catalog_version += 1
+                self._catalog_changed(event.topic)
         self._schedule_commit()
         return sequence
 
@@ -833,3 +861,7 @@ _NO_ROWS: Mapping[str, Any] = MappingProxyType({})
 
 def _no_config(name: str) -> str | None:
     return None
+
+
+def _version_of(change: tuple[int, str | None]) -> int:
+    return change[0]

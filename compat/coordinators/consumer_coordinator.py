@@ -70,10 +70,20 @@ class ConsumerCoordinator:
     def topics(self) -> TopicCatalog:
         """Every topic, kept while the broker's catalog stays as it is: each heartbeat asks, with the regex matches
         of its group's members (`TopicCatalog`)."""
-        if self._topics is None or self._topics[0] != self.broker.catalog_version:
-            self._topics = (self.broker.catalog_version, TopicCatalog(
-                {topic.name: (topic.topic_id, len(topic.partition_ids)) for topic in self.broker.topics()}))
-        return self._topics[1]
+        version = self.broker.catalog_version
+        if self._topics is not None and self._topics[0] == version:
+            return self._topics[1]
+        changed = self.broker.catalog_changes_since(self._topics[0]) if self._topics is not None else None
+        if self._topics is None or changed is None:
+            catalog = TopicCatalog({topic.name: (topic.topic_id, len(topic.partition_ids))
+                                    for topic in self.broker.topics()})
+        else:  # the topics created, deleted or grown since: read again, the rest carried over
+            states = {name: self.broker.topic(name) for name in changed}
+            catalog = self._topics[1].with_changes({
+                name: None if state is None else (state.topic_id, len(state.partition_ids))
+                for name, state in states.items()})
+        self._topics = (version, catalog)
+        return catalog
 
     def _group_setting(self, group_id: str, group_key: str, broker_key: str) -> int:
         stored = self.broker.store.state("catalog", resource_key("group", group_id))

@@ -65,14 +65,30 @@ class TopicCatalog(dict[str, tuple[bytes, int]]):
 
     def __init__(self, topics: Mapping[str, tuple[bytes, int]]) -> None:
         super().__init__(topics)
-        self._matches: dict[str, frozenset[str]] = {}
+        self._matches: dict[str, tuple[CompiledPattern, frozenset[str]]] = {}
 
     def matching(self, regex: str, pattern: CompiledPattern) -> frozenset[str]:
         """The topics ``pattern`` (compiled from ``regex``) matches in full."""
         found = self._matches.get(regex)
         if found is None:
-            found = self._matches[regex] = frozenset(name for name in self if pattern.fullmatch(name))
-        return found
+            found = self._matches[regex] = (pattern, frozenset(name for name in self if pattern.fullmatch(name)))
+        return found[1]
+
+    def with_changes(self, changes: Mapping[str, tuple[bytes, int] | None]) -> TopicCatalog:
+        """A new catalog: this one with the topics in ``changes`` set (``None``: gone), the regexes' matches carried
+        over and only the changed names tried against them (each topic created beside 50,000 rebuilt the catalog and
+        matched every regex against every name again: about 16 ms, and as much per regex)."""
+        changed = TopicCatalog(self)
+        for name, entry in changes.items():
+            if entry is None:
+                changed.pop(name, None)
+            else:
+                changed[name] = entry
+        for regex, (pattern, found) in self._matches.items():
+            gone = {name for name in changes if name in found and name not in changed}
+            new = {name for name in changes if name in changed and name not in found and pattern.fullmatch(name)}
+            changed._matches[regex] = (pattern, found.difference(gone).union(new) if gone or new else found)
+        return changed
 
 
 @dataclass(frozen=True, slots=True)

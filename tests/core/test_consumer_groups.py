@@ -346,6 +346,38 @@ def test_a_topic_catalog_matches_each_regex_once_for_every_heartbeat_of_the_grou
     assert matched == len(names), "a new catalog (the topics changed) matches the regex once for all three members"
 
 
+NAMES = st.sampled_from([f"{prefix}-{n}" for prefix in ("orders", "audit", "logs") for n in range(6)])
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(NAMES, st.integers(1, 3)), st.lists(st.dictionaries(NAMES, st.none() | st.integers(1, 3)),
+                                                         max_size=5))
+def test_a_catalog_with_changes_matches_as_a_catalog_built_afresh(
+        start: dict[str, int], steps: list[dict[str, int | None]]) -> None:
+    regexes = ("orders-.*", ".*-[0-2]", "audit-5")
+    catalog = TopicCatalog({name: (name.encode(), count) for name, count in start.items()})
+    for regex in regexes[:2]:  # one regex never asked before the changes: matched on the new catalog
+        catalog.matching(regex, re.compile(regex))
+    for step in steps:
+        older, snapshot = catalog, dict(catalog)
+        matched_before = {regex: catalog.matching(regex, re.compile(regex)) for regex in regexes[:2]}
+        catalog = catalog.with_changes({name: None if count is None else (name.encode(), count)
+                                        for name, count in step.items()})
+        assert dict(older) == snapshot, "a catalog never changes (answers are kept by its identity)"
+        assert {regex: older.matching(regex, re.compile(regex)) for regex in regexes[:2]} == matched_before
+        fresh = TopicCatalog(dict(catalog))
+        for regex in regexes:
+            assert catalog.matching(regex, re.compile(regex)) == fresh.matching(regex, re.compile(regex)), regex
+    expected = dict(start)
+    for step in steps:
+        for name, count in step.items():
+            if count is None:
+                expected.pop(name, None)
+            else:
+                expected[name] = count
+    assert dict(catalog) == {name: (name.encode(), count) for name, count in expected.items()}
+
+
 def test_offset_commits_need_the_current_member_epoch() -> None:
     group = Group()
     group.beat("a", 0)
