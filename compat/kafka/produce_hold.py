@@ -3,9 +3,12 @@
 Pulsar's ``producer_request_hold`` disconnects the producer, which retries until its send timeout
 (apache/pulsar PR #17320). Here the request itself waits, its connection open (requests on other
 connections carry on; Kafka answers one connection's requests in order, so that connection's later
-requests queue behind it), and the admission plugins are asked again after every commit, since a commit
-is what settles records (an acknowledgement, an offset commit, an eviction): a held producer proceeds
-in the turn after the commit that drains the backlog, never at a poll. At the request's ``timeout_ms``
+requests queue behind it), and the admission plugins are asked again after every commit that holds more than
+appends, since such a commit is what settles records (an acknowledgement, an offset commit, an eviction, a
+truncation, a config change): a held producer proceeds in the turn after the commit that drains the backlog, never
+at a poll. A commit of appends alone (what the producers not held write) settles nothing: asking again after each
+cost every held request's partitions at every produce (100 held requests of 1,000 partitions: 100,000 admissions
+a commit). At the request's ``timeout_ms``
 on the broker clock the partitions still held are answered THROTTLING_QUOTA_EXCEEDED (retriable) with
 the plugin's message and `HOLD_THROTTLE_MS` as ``throttle_time_ms``.
 
@@ -17,11 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
+from logwright.core.events import Event, RecordsAppended
+from logwright.core.events.keys import DedupKeysIndexed, DuplicateDropped
+from logwright.core.events.log import DelayedRecordsDropped, DelayedRecordsIndexed
+from logwright.eventstore.interface import LoggedEvent
+
+APPENDS_ONLY: frozenset[type[Event]] = frozenset({
+    RecordsAppended, DelayedRecordsIndexed, DelayedRecordsDropped, DedupKeysIndexed, DuplicateDropped})
+"""What a produce commits: a commit of these alone settles nothing, and wakes no held request."""
 
 HOLD_THROTTLE_MS = 1000
 """The ``throttle_time_ms`` a request held to its timeout is answered with: how long the client should wait."""
@@ -35,10 +46,10 @@ class _Commits:
 
     def __init__(self, broker: Broker) -> None:
         self._event: asyncio.Event | None = None
-        broker.store.add_commit_listener(lambda events: self._fire())
+        broker.store.add_commit_listener(self._on_commit)
 
-    def _fire(self) -> None:
-        if self._event is not None:
+    def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
+        if self._event is not None and not all(type(logged.event) in APPENDS_ONLY for logged in events):
             self._event.set()
             self._event = None
 

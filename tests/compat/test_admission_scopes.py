@@ -17,7 +17,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest
-from logwright.core.errors import PolicyViolation
+from logwright.core.errors import AppendHeld, PolicyViolation
 from logwright.core.events.log import ConfigChanged
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.api import ConfigKey, ConfigKeyRegister, boolean
@@ -157,3 +157,49 @@ async def _builtin_scopes(tmp_path: Path) -> None:
         assert PluginHost.load(installed=False, extra=[("unscoped", UnscopedCounter())]).admission_scope() is None
     finally:
         store.close()
+
+
+class Holder:
+    """A third-party admission that holds appends to "held" until ``open``, counting how often it is asked."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.asked_held = 0
+
+    @hookimpl(wrapper=True)
+    def logwright_admit_append(self, request: AppendRequest) -> Generator[None, Admission, Admission]:
+        admission = yield
+        for append in request.appends:
+            if append.topic == "held":
+                self.asked_held += 1
+                if not self.open:
+                    admission = admission.refuse(append.partition_id, AppendHeld("closed"))
+        return admission
+
+
+def test_a_held_request_is_asked_again_after_commits_that_may_settle_records_not_after_appends(
+        tmp_path: Path) -> None:
+    holder = Holder()
+    store = RocksEventStore(tmp_path / "data", projections=PluginHost.load(installed=False).projections())
+    host = PluginHost.load(installed=False, extra=[("holder", holder)])
+
+    async def run() -> None:
+        broker = in_process_broker(store, host=host)
+        broker.create_topic("held", 1)
+        broker.create_topic("other", 1)
+        await broker.durable()
+        waiting = asyncio.ensure_future(_produce(broker, _request(("held", 1))))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert holder.asked_held == 1 and not waiting.done()
+        for _ in range(5):  # other producers' appends: each a commit of appends alone
+            assert await _produce(broker, _request(("other", 1))) == {"other": [ErrorCode.NONE]}
+            await broker.durable()
+        assert holder.asked_held == 1, "not asked again after commits of appends alone"
+        holder.open = True
+        broker.stage([ConfigChanged("topic", "other", (("retention.ms", "60000"),))])  # a commit that may settle
+        assert await asyncio.wait_for(waiting, 5) == {"held": [ErrorCode.NONE]}
+        assert holder.asked_held == 2
+
+    asyncio.run(run())
+    store.close()
