@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeVar, cast
 
+import immutables
 from logwright.core.errors import DomainError
 from logwright.core.events.cursors import OffsetRanges
 from logwright.core.keys.dedup import Deduplication
@@ -213,8 +214,9 @@ class Admission:
 
     refused: tuple[tuple[int, DomainError], ...] = ()
     deduplicated: tuple[tuple[int, Deduplication], ...] = ()
-    _errors: dict[int, DomainError] | None = field(default=None, init=False, repr=False, compare=False)
-    _deduplications: dict[int, Deduplication] | None = field(default=None, init=False, repr=False, compare=False)
+    _errors: immutables.Map[int, DomainError] | None = field(default=None, init=False, repr=False, compare=False)
+    _deduplications: immutables.Map[int, Deduplication] | None = field(default=None, init=False, repr=False,
+                                                                        compare=False)
 
     def refuse(self, partition_id: int, error: DomainError) -> Admission:
         """This admission with ``partition_id`` refused (the first refusal of a partition wins)."""
@@ -222,12 +224,10 @@ class Admission:
 
     def refusing(self, refusals: Iterable[tuple[int, DomainError]]) -> Admission:
         """This admission with each ``(partition id, error)`` refused, the first refusal of a partition winning."""
-        errors = dict(self._error_index())
-        added = [(partition_id, errors.setdefault(partition_id, error)) for partition_id, error in refusals
-                 if partition_id not in errors]
+        errors, added = _with_first(self._error_index(), refusals)
         if not added:
             return self
-        admitted = Admission((*self.refused, *added), self.deduplicated)
+        admitted = Admission(self.refused + tuple(added), self.deduplicated)
         object.__setattr__(admitted, "_errors", errors)
         return admitted
 
@@ -238,12 +238,10 @@ class Admission:
 
     def deduplicating(self, deduplications: Iterable[tuple[int, Deduplication]]) -> Admission:
         """This admission with each ``(partition id, deduplication)`` asked for, the first for a partition winning."""
-        chosen = dict(self._deduplication_index())
-        added = [(partition_id, chosen.setdefault(partition_id, deduplication))
-                 for partition_id, deduplication in deduplications if partition_id not in chosen]
+        chosen, added = _with_first(self._deduplication_index(), deduplications)
         if not added:
             return self
-        admitted = Admission(self.refused, (*self.deduplicated, *added))
+        admitted = Admission(self.refused, self.deduplicated + tuple(added))
         object.__setattr__(admitted, "_deduplications", chosen)
         return admitted
 
@@ -253,26 +251,33 @@ class Admission:
     def error_for(self, partition_id: int) -> DomainError | None:
         return self._error_index().get(partition_id)
 
-    def _error_index(self) -> dict[int, DomainError]:
+    def _error_index(self) -> immutables.Map[int, DomainError]:
         if self._errors is None:
-            object.__setattr__(self, "_errors", _first_for_each(self.refused))
-        return cast("dict[int, DomainError]", self._errors)
+            object.__setattr__(self, "_errors", _with_first(immutables.Map(), self.refused)[0])
+        return cast("immutables.Map[int, DomainError]", self._errors)
 
-    def _deduplication_index(self) -> dict[int, Deduplication]:
+    def _deduplication_index(self) -> immutables.Map[int, Deduplication]:
         if self._deduplications is None:
-            object.__setattr__(self, "_deduplications", _first_for_each(self.deduplicated))
-        return cast("dict[int, Deduplication]", self._deduplications)
+            object.__setattr__(self, "_deduplications", _with_first(immutables.Map(), self.deduplicated)[0])
+        return cast("immutables.Map[int, Deduplication]", self._deduplications)
 
 
 _Decision = TypeVar("_Decision")
 
 
-def _first_for_each(decisions: Iterable[tuple[int, _Decision]]) -> dict[int, _Decision]:
-    """Each partition's first decision."""
-    first: dict[int, _Decision] = {}
-    for partition_id, decision in decisions:
-        first.setdefault(partition_id, decision)
-    return first
+def _with_first(index: immutables.Map[int, _Decision], decisions: Iterable[tuple[int, _Decision]]
+                ) -> tuple[immutables.Map[int, _Decision], list[tuple[int, _Decision]]]:
+    """The index with each partition's first decision added (one already there wins), and the decisions added. A
+    persistent map: a third-party plugin refusing one partition at a time (`refuse`) copied a dict of every earlier
+    refusal each time (10,000 refusals: 215 ms)."""
+    added: list[tuple[int, _Decision]] = []
+    with index.mutate() as building:
+        for partition_id, decision in decisions:
+            if partition_id not in building:
+                building[partition_id] = decision
+                added.append((partition_id, decision))
+        finished = building.finish()
+    return finished, added
 
 
 ADMIT_ALL = Admission()
