@@ -7,10 +7,11 @@ Request (msgpack map): ``group_id: str, topic: str``. Response: ``error_code, er
 partitions: [{partition, exists, log_start_offset, log_end_offset, mark_delete_position, settled:
 [[first, last], ...], in_flight: [{first, last, consumer, lock_deadline_ms, delivery_count}, ...],
 redeliveries: [{first, last, delivery_count, available_at_ms, previous_consumer}, ...], backlog, delayed:
-[{offset, deliver_at_ms}, ...], dead_lettered: [{first, last, delivery_count, reason, consumer, time_ms,
-dead_letter_topic, dead_letter_partition, dead_letter_offset}, ...]}, ...]``. ``delayed`` lists the
+[{offset, deliver_at_ms}, ...], delayed_total, dead_lettered: [{first, last, delivery_count, reason, consumer,
+time_ms, dead_letter_topic, dead_letter_partition, dead_letter_offset}, ...]}, ...]``. ``delayed`` lists the
 partition's records whose delivery delay has not run out (for every subscription alike; Exclusive and
-Failover ignore it), present with or without a cursor. ``dead_lettered`` lists the subscription's spans
+Failover ignore it), present with or without a cursor: the first `MAX_DELAYED_LISTED` (10,000) in offset order,
+``delayed_total`` counting them all. ``dead_lettered`` lists the subscription's spans
 of records archived with a dead-letter copy, oldest first, only the last 100
 (`dead_letter_history.MAX_SPANS`), each with where its first copy went (``dead_letter_partition`` is -1
 once that topic is gone). ``dead_letter_deferred`` lists the records kept, not archived, because their
@@ -51,6 +52,9 @@ from logwright.core.log.catalog import TopicState
 
 API_KEY = 32006
 
+MAX_DELAYED_LISTED = 10_000
+"""Delayed offsets listed per partition (the earliest; ``delayed_total`` counts them all): 500,000 waiting in one
+partition were 500,000 entries built in one stretch, each inspection."""
 PARTITIONS_PER_TURN = 256
 """Partitions reported between two turns given way to other clients: a topic has up to 10,000."""
 
@@ -71,11 +75,24 @@ class InspectCursorRequest:
         return cls(group_id, topic)
 
 
-def _delayed(broker: Broker, partition_id: int, log_start: int, log_end: int) -> list[dict[str, int]]:
-    """What the plugins hold back (``logwright_hold_back``: delayed delivery), offset by offset."""
-    held = broker.held_back(partition_id, log_start, log_end - 1, detailed=True)
-    return [{"offset": offset, "deliver_at_ms": span.until_ms}
-            for span in held.spans for offset in range(span.first, span.last + 1)]
+def _delayed(broker: Broker, partition_id: int, log_start: int, log_end: int) -> tuple[list[dict[str, int]], int]:
+    """What the plugins hold back (``logwright_hold_back``: delayed delivery), offset by offset, the first
+    `MAX_DELAYED_LISTED` of them, and how many there are."""
+    now_ms = broker.clock.now_ms()
+    offsets = broker.held_back(partition_id, log_start, log_end - 1, now_ms=now_ms).offsets
+    total = len(offsets)
+    if not total:
+        return [], 0
+    last, counted = log_end - 1, 0
+    for first, end in offsets.ranges:  # where the first MAX_DELAYED_LISTED end: only those are asked in detail
+        if counted + end - first + 1 >= MAX_DELAYED_LISTED:
+            last = first + MAX_DELAYED_LISTED - counted - 1
+            break
+        counted += end - first + 1
+    held = broker.held_back(partition_id, log_start, last, now_ms=now_ms, detailed=True)
+    listed = [{"offset": offset, "deliver_at_ms": span.until_ms}
+              for span in held.spans for offset in range(span.first, span.last + 1)]
+    return listed[:MAX_DELAYED_LISTED], total
 
 
 def _dead_lettered(history: DeadLetterHistory | None, broker: Broker) -> list[dict[str, Any]]:
@@ -123,9 +140,10 @@ async def handle(context: RequestContext, body: Body) -> Body:
         log_end = broker.high_watermark(partition_id)
         state = broker.store.state("cursors", cursor_key(group_id, partition_id))
         history = dead_letter_history(broker.store.state(DEAD_LETTER_HISTORY.name, cursor_key(group_id, partition_id)))
+        delayed, delayed_total = _delayed(broker, partition_id, log_start, log_end)
         entry: dict[str, Any] = {"partition": index, "exists": isinstance(state, CursorState),
                                  "log_start_offset": log_start, "log_end_offset": log_end,
-                                 "delayed": _delayed(broker, partition_id, log_start, log_end),
+                                 "delayed": delayed, "delayed_total": delayed_total,
                                  "dead_lettered": _dead_lettered(history, broker),
                                  "dead_letter_deferred": _deferred(history, state if isinstance(state, CursorState)
                                                                    else None),

@@ -98,3 +98,21 @@ def test_a_fetch_waiting_before_the_delayed_record_arrives_is_answered_when_it_i
         assert dict(h.store.entities("delayed_records")) == {}, "its row went with the acquisition that delivered it"
 
     run(tmp_path, scenario)
+
+
+def test_inspection_lists_the_earliest_delayed_offsets_and_counts_them_all(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cursor_inspection, "MAX_DELAYED_LISTED", 3)
+
+    async def scenario(h: Harness) -> None:
+        now = h.clock.now_ms()
+        records = [Record(i, 1_000, None, b"v", () if i in (2, 5) else
+                          (("logwright.deliver.after.ms", str(10_000 + i).encode()),)) for i in range(10)]
+        await h.produce_records(*records)
+        inspected = await h.call(cursor_inspection.handle, 0, {"group_id": GROUP, "topic": TOPIC})
+        partition = inspected["partitions"][0]
+        assert partition["delayed"] == [{"offset": offset, "deliver_at_ms": now + 10_000 + offset}
+                                        for offset in (0, 1, 3)], "the earliest three, offsets 2 and 5 not delayed"
+        assert partition["delayed_total"] == 8
+
+    run(tmp_path, scenario)
