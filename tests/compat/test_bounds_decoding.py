@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import struct
 import timeit
 import tracemalloc
 from typing import Any
@@ -21,7 +22,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_reader
 from kio.static.primitive import Records
 from logwright.compat.wire import produce_request
-from logwright.compat.wire.bounds import OutOfBounds, check_body, min_size
+from logwright.compat.wire.bounds import MAX_ELEMENTS, OutOfBounds, check_body, min_size
 from logwright.compat.wire.compression import (
     MAX_DECOMPRESSED_BYTES,
     Compression,
@@ -143,6 +144,50 @@ def test_a_count_needs_its_elements_minimum_bytes() -> None:
     frame[at:at + 4] = (1000).to_bytes(4, "big")  # 1000 topics, each at least 2 + 4 bytes: more than is left
     with pytest.raises(OutOfBounds, match="an array of 1000"):
         check_body(request_type(0, 3), frame, parse_request_header(frame).header_length)
+
+
+def _describe_groups(names: int) -> bytes:
+    """DescribeGroups v0 naming ``names`` empty groups (two bytes each)."""
+    return struct.pack(">hhih", 15, 0, 7, 1) + b"x" + struct.pack(">i", names) + b"\x00\x00" * names
+
+
+def _offset_fetch(partitions: tuple[int, ...]) -> bytes:
+    """OffsetFetch v1 of one group, one topic per entry of ``partitions`` with that many partitions (nested arrays)."""
+    topics = b"".join(struct.pack(">h", 1) + b"t" + struct.pack(">i", count) + bytes(4 * count) for count in partitions)
+    return struct.pack(">hhih", 9, 1, 7, 1) + b"x" + struct.pack(">h", 1) + b"g" + struct.pack(">i", len(partitions)) \
+        + topics
+
+
+def test_a_body_holding_more_than_a_million_array_elements_is_refused_before_kio() -> None:
+    """Kafka has no such limit; past it a request costs the loop and memory no byte limit bounds (a 2 MB DescribeGroups
+    of a million empty names: 80 ms to decode)."""
+    assert len(decode_request(_describe_groups(MAX_ELEMENTS))[1].groups) == MAX_ELEMENTS
+    with pytest.raises(MalformedRequest, match="more than 1,000,000 elements"):
+        decode_request(_describe_groups(MAX_ELEMENTS + 1))
+    half = MAX_ELEMENTS // 2 - 1  # two topics' partitions, and the two topics: counted across nested arrays
+    assert len(decode_request(_offset_fetch((half, half)))[1].topics) == 2
+    with pytest.raises(MalformedRequest, match="more than 1,000,000 elements"):
+        decode_request(_offset_fetch((half, half + 1)))
+
+
+@pytest.mark.parametrize("version", [3, 9])
+def test_the_hand_produce_reader_counts_its_elements_as_bounds_does(version: int,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 100 MB Produce of 6-byte partitions would be 16 million of them, read one by one in Python."""
+    cls = load_request_schema(0, version)
+    module = importlib.import_module(cls.__module__)
+
+    def frame(partitions: int) -> bytes:
+        request = cls(transactional_id=None, acks=1, timeout=datetime.timedelta(milliseconds=1000), topic_data=(
+            module.TopicProduceData(name="t", partition_data=tuple(
+                module.PartitionProduceData(index=index, records=None) for index in range(partitions))),))
+        return encode_request(request, 5, "rdkafka")
+
+    monkeypatch.setattr(produce_request, "MAX_ELEMENTS", 10)
+    start = parse_request_header(frame(9)).header_length
+    assert len(produce_request.read_produce_request(frame(9), start, version).topic_data[0].partition_data) == 9
+    with pytest.raises(produce_request.TruncatedProduceRequest, match="more than 10 elements"):
+        produce_request.read_produce_request(frame(10), start, version)  # the topic and its ten partitions
 
 
 @pytest.mark.parametrize("version", [3, 9, 12])
