@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import datetime
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.fetch.v12 import request as fetch_v12
+from logwright.compat import server as server_module
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext, make
-from logwright.compat.server import Connection, KafkaServer
+from logwright.compat.server import ENCODE_ELSEWHERE_FROM, Connection, KafkaServer
 from logwright.compat.turns import give_way
 from logwright.compat.wire.framing import encode_frame
 from logwright.compat.wire.messages import decode_response, encode_request
@@ -532,5 +534,41 @@ def test_slots_freed_by_answers_go_to_the_waiting_line_a_turn_later_and_a_newcom
         assert waiting_transport.correlation_ids() == [2] and newcomer_transport.correlation_ids() == [3]
         for connection in (first, waiting, newcomer):
             connection.abort()
+
+    asyncio.run(run())
+
+
+def test_the_answer_to_a_large_request_is_encoded_off_the_event_loop_and_keeps_its_place(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request may name a million entries, and a million partitions of ElectLeaders took 309 ms to encode on the
+    loop: the answer of a request of `ENCODE_ELSEWHERE_FROM` bytes or more is encoded in the server's thread."""
+    encoded_in: list[tuple[int, str]] = []
+    encoding = server_module.encode_response_frame
+
+    def recorded(api_key: int, api_version: int, correlation_id: int, response: Any) -> list[bytes]:
+        encoded_in.append((correlation_id, threading.current_thread().name))
+        return encoding(api_key, api_version, correlation_id, response)
+
+    monkeypatch.setattr(server_module, "encode_response_frame", recorded)
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        connection, transport = connect(server)
+        data = api_versions(1, padding=ENCODE_ELSEWHERE_FROM) + api_versions(2)
+        while data:  # as the socket hands it over: at most a read buffer at a time
+            buffer = connection.get_buffer(len(data))
+            taken = min(len(buffer), len(data))
+            buffer[:taken] = data[:taken]
+            data = data[taken:]
+            connection.buffer_updated(taken)
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if len(transport.correlation_ids()) == 2:
+                break
+        assert transport.correlation_ids() == [1, 2], "answered in request order"
+        assert [(correlation, name.startswith("logwright-encode")) for correlation, name in encoded_in] == [
+            (1, True), (2, False)]
+        connection.abort()
+        await server.stop()
 
     asyncio.run(run())
