@@ -18,7 +18,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
 from logwright.compat.kafka.describe_groups import UNKNOWN_AUTHORIZED_OPERATIONS
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ CONSUMER_MEMBER_TYPE = 1
 async def handle(context: RequestContext, request: ConsumerGroupDescribeRequest) -> Any:
     module = response_module("consumer_group_describe", context.api_version)
     consumer_coordinator(context.broker)
-    groups = answered_once(request.group_ids, lambda group_id: _describe(context, module, group_id))
+    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(context, module, group_id))
     return make(module.ConsumerGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 

@@ -20,7 +20,7 @@ from logwright.compat.coordinators.group_coordinator import committed_offsets, c
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.groups.groups import GroupPhase
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 async def handle(context: RequestContext, request: DescribeGroupsRequest) -> Any:
     module = response_module("describe_groups", context.api_version)
     coordinator(context.broker)
-    groups = answered_once(request.groups, lambda group_id: _describe(context, module, group_id))
+    groups = await answered_once_in_turns(request.groups, lambda group_id: _describe(context, module, group_id))
     return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 

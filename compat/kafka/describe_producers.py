@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.log.producers import ProducerState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 
@@ -51,7 +51,7 @@ async def handle(context: RequestContext, request: DescribeProducersRequest) -> 
                              current_txn_start_offset=start)
                         for producer_id, epoch, sequence, start in producers.get(partition_id, ())))
 
-    answers = iter(answered_once(asked, describe))
+    answers = iter(await answered_once_in_turns(asked, describe))
     return make(module.DescribeProducersResponse, throttle_time=datetime.timedelta(0), topics=tuple(
         make(module.TopicResponse, name=topic.name,
              partitions=tuple(next(answers) for _ in topic.partition_indexes))

@@ -17,7 +17,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.share_offsets import LEADER_EPOCH, cursors_of
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
@@ -56,7 +56,7 @@ async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequ
 
     groups: Sequence[DescribeShareGroupOffsetsRequestGroup] = request.groups
     return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
-                groups=answered_once(groups, describe))  # a group asked for again: the same bytes
+                groups=await answered_once_in_turns(groups, describe))  # a group asked for again: the same bytes
 
 
 def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.transactions.transactions import ONGOING, TransactionState
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ async def handle(context: RequestContext, request: DescribeTransactionsRequest) 
         )
 
     return make(module.DescribeTransactionsResponse, throttle_time=datetime.timedelta(0),
-                transaction_states=answered_once(request.transactional_ids, describe))  # an id again: same bytes
+                transaction_states=await answered_once_in_turns(request.transactional_ids, describe))
 
 
 def _partitions(broker: Broker, state: TransactionState) -> dict[str, list[int]]:

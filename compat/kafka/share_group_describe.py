@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.wire.encoder import answered_once
+from logwright.compat.turns import answered_once_in_turns
 
 if TYPE_CHECKING:
     from kio.schema.share_group_describe import v1
@@ -30,7 +30,7 @@ ASSIGNOR = "simple"
 async def handle(context: RequestContext, request: ShareGroupDescribeRequest) -> Any:
     module = response_module("share_group_describe", context.api_version)
     coordinator = share_coordinator(context.broker)
-    groups = answered_once(request.group_ids, lambda group_id: _describe(module, coordinator, group_id))
+    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(module, coordinator, group_id))
     return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 

@@ -226,6 +226,10 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
 
 
 _JOIN_BELOW: Final = 16 * 1024
+_REFERENCED_FROM: Final = 256
+"""An entity answered again is passed on by reference from this size; a smaller one is copied with its neighbours: a
+million repeats of an 18-byte unknown group were a million pieces for the server to walk (and 18 MB copied is less
+than they cost), while a million of a 32 KB member's description would be 32 GB."""
 _BYTES: Final = frozenset({bytes})
 
 
@@ -235,8 +239,8 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
     Runs of small parts are joined (one socket write each, not one per field); parts of 16 KiB or
     more, the record batches of a Fetch answer, are passed on as they are, so Python never copies them, and so
     is a part that is not bytes at all (a range of a batch file, sent with sendfile by the server), and an
-    `Encoded` entity met before in this answer (`encoder.answered_once`): an answer that repeats one is as large as
-    a client asks, its distinct bytes are not.
+    `Encoded` entity of `_REFERENCED_FROM` bytes or more met before in this answer (`encoder.answered_once`): an
+    answer that repeats one is as large as a client asks, its distinct bytes are not.
     """
     size = sum(map(len, parts))
     prefix = size.to_bytes(_PREFIX, "big")
@@ -251,7 +255,7 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
     small: list[bytes] = [prefix]
     encoded: set[int] = set()
     for part in parts:
-        if part.__class__ is Encoded and id(part) in encoded:
+        if part.__class__ is Encoded and id(part) in encoded and len(part) >= _REFERENCED_FROM:
             pass  # an entity answered again (a group a DescribeGroups names twice): by reference, never copied
         elif len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
             if part.__class__ is Encoded:

@@ -158,6 +158,16 @@ def test_an_encoded_entity_met_again_in_an_answer_is_passed_on_by_reference() ->
     assert len(pieces) == 6  # joined, first, b"\x01" (joined), second, second, the last (a distinct object) joined
 
 
+def test_a_small_entity_answered_again_is_copied_with_its_neighbours() -> None:
+    """A million repeats of an 18-byte unknown group were a million pieces for the server to walk one by one."""
+    small, large = Encoded(b"s" * 18), Encoded(b"l" * 300)
+    parts = [b"\x00\x00\x00\x07", small, large, *([small] * 2_000), large, b"x" * 20_000]
+    pieces = frame_pieces(parts)
+    assert b"".join(pieces) == encode_frame(b"".join(parts))
+    assert [piece is large for piece in pieces].count(True) == 1, "the 300-byte one again: by reference"
+    assert len(pieces) == 3  # the prefix, small, large and the 2,000 small repeats joined; large again; 20 KB part
+
+
 def test_answered_once_describes_each_name_once_and_repeats_its_bytes() -> None:
     described: list[str] = []
 

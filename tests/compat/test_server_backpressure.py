@@ -271,6 +271,28 @@ def test_a_large_answer_leaves_in_slices_uncopied_and_reading_waits_for_the_peer
     asyncio.run(run())
 
 
+def test_a_socket_that_takes_everything_is_handed_a_large_answer_over_several_turns(broker: Broker) -> None:
+    """Loopback takes whatever it is given: an 18 MB answer went to it in one 180 ms stretch, every other client
+    waiting. The pump hands it 16 slices (4 MiB) a turn."""
+    size = 10 * 1024 * 1024
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        serve_big_answers(server, size)
+        connection, transport = connect(server)
+        receive(connection, request(BIG_KEY, 1))
+        written: list[int] = []
+        for _ in range(10):
+            await asyncio.sleep(0)
+            written.append(len(transport.written))
+        steps = [after - before for before, after in zip([0, *written], written, strict=False) if after > before]
+        assert len(steps) == 3 and max(steps) <= 4 * 1024 * 1024, written
+        assert written[-1] == size + 8 and transport.correlation_ids() == [1]
+        connection.abort()
+
+    asyncio.run(run())
+
+
 def test_a_closed_connection_drops_its_unsent_answers_and_an_idle_one_that_does_not_read_is_dropped(
         broker: Broker) -> None:
     async def run() -> None:
