@@ -689,6 +689,10 @@ class Connection(asyncio.BufferedProtocol):
         except MalformedRequest as error:
             self._stop_reading()
             raise Unanswerable(f"malformed {entry.name} v{header.api_version} request: {error}") from error
+        except BaseException:  # anything else (the thread gone at shutdown): nothing after it starts, as on the loop
+            self._stop_reading()
+            raise
+        del frame  # held no longer than on the loop: the request is what the handler keeps
         self._decoded_elsewhere()
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)

@@ -49,10 +49,13 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     while True:
-        topics, total_bytes, had_error, partition_ids = await _read(broker, context.api_version, request)
+        topics, total_bytes, had_error, partition_ids, watermarks = await _read(broker, context.api_version, request)
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
+        if watermarks is not None and any(broker.high_watermark(partition_id) != seen
+                                          for partition_id, seen in zip(partition_ids, watermarks, strict=True)):
+            continue  # records came while the read gave way: a wait would only hear of later ones
         await broker.wait_for_data(remaining, partition_ids)
     module = response_module("fetch", context.api_version)
     return make(
@@ -152,9 +155,9 @@ def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tu
 
 
 async def _read(broker: Broker, version: int, request: FetchRequest
-                ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int]]:
-    """The answer per topic, the bytes of records in it, whether a partition erred, and the partitions read
-    (those a long poll waits on).
+                ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int], list[int] | None]:
+    """The answer per topic, the bytes of records in it, whether a partition erred, the partitions read (those a
+    long poll waits on) and, when the read gave way (`READ_SLICE_BYTES`), their high watermarks as it read them.
 
     As Kafka 4.4 answers: the partitions the broker has first, read in the order asked, then those of topic ids it
     does not know, then the other partitions it does not have (their offsets -1, aborted transactions empty), a
@@ -162,6 +165,8 @@ async def _read(broker: Broker, version: int, request: FetchRequest
     budget = min(max(int(request.max_bytes), 0), int(broker.broker_config("fetch.max.bytes")))
     read_committed = int(request.isolation_level) == 1
     total = given_way_at = 0
+    gave_way = False
+    watermarks: list[int] = []
     partition_ids: list[int] = []
     answered: list[tuple[_Topic, PartitionAnswer]] = []
     unknown_ids: list[tuple[_Topic, PartitionAnswer]] = []
@@ -176,6 +181,7 @@ async def _read(broker: Broker, version: int, request: FetchRequest
         partition_id = state.partition_ids[index]
         partition_ids.append(partition_id)
         high_watermark, stable, log_start = positions(partition_id)
+        watermarks.append(high_watermark)
         offset = int(partition.fetch_offset)
         if offset < log_start or offset > high_watermark:
             answered.append((topic, (index, ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1, None, None)))
@@ -193,12 +199,13 @@ async def _read(broker: Broker, version: int, request: FetchRequest
                 batches, read_to = list(pieces), min(pieces.next_offset, end)  # the encoder takes a plain list
                 if limit > READ_SLICE_BYTES:
                     read_to = await _read_on(broker, partition_id, batches, read_to, end, limit)
+                    gave_way = True
             size = sum(map(len, batches))
             total += size
             budget = max(budget - size, 0)
             if total - given_way_at >= READ_SLICE_BYTES:  # many partitions' reads add up as one partition's do
                 await give_way()
-                given_way_at = total
+                given_way_at, gave_way = total, True
         aborted = _aborted(broker, partition_id, offset, read_to) if read_committed else None
         answered.append((topic, (index, ErrorCode.NONE, high_watermark, stable, log_start, aborted, batches)))
     had_error = bool(unknown_ids or unknown) or any(answer[1] != ErrorCode.NONE for _, answer in answered)
@@ -209,7 +216,7 @@ async def _read(broker: Broker, version: int, request: FetchRequest
             topics.append((topic.name, topic.topic_id, []))
             last = topic
         topics[-1][2].append(answer)
-    return topics, total, had_error, partition_ids
+    return topics, total, had_error, partition_ids, watermarks if gave_way else None
 
 
 async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | FileRange], read_to: int, end: int,
@@ -220,6 +227,8 @@ async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | File
     left = limit - sum(map(len, batches))
     while read_to < end and left > 0:
         await give_way()
+        if not broker.partition_exists(partition_id) or broker.partition_positions(partition_id)[2] > read_to:
+            break  # deleted or truncated past what was read meanwhile: the answer ends at what it has
         pieces = broker.store.read_batch_pieces(partition_id, read_to, min(left, READ_SLICE_BYTES), end_offset=end - 1)
         if not pieces or len(pieces[0]) > left:
             _close(pieces)

@@ -43,6 +43,7 @@ from logwright.compat.wire.messages import (
 )
 from logwright.compat.wire.record_batch import Record, build_batch, parse_header
 from logwright.compat.wire.record_check import check_records
+from logwright.compat.wire.varints import uvarint
 from logwright.core.log.record_keys import record_keys
 
 st.register_type_strategy(Records, st.binary(max_size=40).map(Records))
@@ -168,6 +169,11 @@ def test_a_body_holding_more_than_a_million_array_elements_is_refused_before_kio
     assert len(decode_request(_offset_fetch((half, half)))[1].topics) == 2
     with pytest.raises(MalformedRequest, match="more than 1,000,000 elements"):
         decode_request(_offset_fetch((half, half + 1)))
+    # tagged fields count too: a million empty ones in a flexible body were walked one by one before kio refused them
+    flexible = struct.pack(">hhih", 15, 5, 7, 1) + b"x\x00" + b"\x01\x00" + uvarint(MAX_ELEMENTS + 1) \
+        + b"\x07\x00" * (MAX_ELEMENTS + 1)
+    with pytest.raises(MalformedRequest, match="more than 1,000,000 elements"):
+        decode_request(flexible)
 
 
 @pytest.mark.parametrize("version", [3, 9])

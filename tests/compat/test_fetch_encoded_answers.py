@@ -55,11 +55,15 @@ async def _fresh_handle(context: Any, request: Any) -> Any:
         fetch._partition_data = kept
 
 
-def produce_one(harness: Harness, index: int) -> None:
-    request = ProduceRequest(transactional_id=None, acks=-1, timeout=TIMEOUT, topic_data=(TopicProduceData(
+def produce_request(index: int) -> ProduceRequest:
+    """One record to partition ``index`` of "t"."""
+    return ProduceRequest(transactional_id=None, acks=-1, timeout=TIMEOUT, topic_data=(TopicProduceData(
         name="t", partition_data=(PartitionProduceData(index=index, records=build_batch([Record(0, 1_000, b"k",
                                                                                                  b"v")])),)),))
-    assert harness.call(produce.handle, 9, request).responses[0].partition_responses[0].error_code == 0
+
+
+def produce_one(harness: Harness, index: int) -> None:
+    assert harness.call(produce.handle, 9, produce_request(index)).responses[0].partition_responses[0].error_code == 0
 
 
 @pytest.mark.parametrize("version", [4, 7, 11, 12])
