@@ -15,9 +15,6 @@ are closed right after accept; one idle for ``connections.max.idle.ms`` on the b
 peer stopped reading is dropped with its unsent answers); past the partial-frame budget, the connection holding the
 largest partial frame is closed.
 
-A frame of `CODEC_ELSEWHERE_FROM` bytes or more (Produce aside) is decoded, and its answer encoded, in one codec
-thread beside the loop, the connection's later requests waiting for its decoding; everything else runs on the loop.
-
 A handler that raises is logged with its traceback and its request answered with an error where the
 response can carry one, as Kafka's ``getErrorResponse`` does; a request that cannot be answered (an
 unreadable frame, a response type without an error code, an extension key without an error answer)
@@ -40,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import itertools
 import logging
 import os
@@ -86,15 +82,6 @@ five 16 KB produce requests in flight: its answers were a quarter of the broker'
 of 16 KB batches is joined too: sending 64 pieces of 16.5 KB one by one cost the sender 0.42-0.46 CPU s/GB on
 loopback, joined into 256 KiB sends 0.28-0.29 (the copy included)."""
 _FETCH_KEY = (1).to_bytes(2, "big")
-_PRODUCE_API_KEY = 0
-CODEC_ELSEWHERE_FROM = 256 * 1024
-"""A request frame this large (Produce aside: read by hand, its records kept as views, its answer small) is decoded,
-and its answer encoded, in the server's one codec thread, not on the event loop: such a request may name up to a
-million entries (`bounds.MAX_ELEMENTS`); a million empty group names took 80 ms to decode and a million partitions of
-ElectLeaders 309 ms to encode, every client waiting. The codec is mostly Python, so the loop gets the interpreter
-back every switch interval (the longest waits: 21 and 82 ms). The connection starts none of its later requests until
-the frame is decoded, so they keep their order. Requests are small otherwise (a 10,000-partition OffsetCommit is
-~200 KB)."""
 _connection_ids = itertools.count(1)
 
 
@@ -117,8 +104,6 @@ class KafkaServer:
         self._idle_reaper: asyncio.Task[None] | None = None
         self.read_buffer = memoryview(bytearray(READ_BUFFER_BYTES))
         """Where every connection's reads go, one at a time (`FrameDecoder`): memory does not grow with connections."""
-        self.codec_thread = concurrent.futures.ThreadPoolExecutor(1, "logwright-codec")
-        """Decodes large requests and encodes their answers (`CODEC_ELSEWHERE_FROM`), one at a time."""
 
     async def start(self) -> None:
         settings = self.broker.settings
@@ -146,7 +131,6 @@ class KafkaServer:
             self._server.close()
         for connection in list(self.connections):
             connection.abort()
-        self.codec_thread.shutdown(wait=False, cancel_futures=True)
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -264,8 +248,6 @@ class Connection(asyncio.BufferedProtocol):
         clients send one Fetch per broker at a time anyway (ShareFetch is left free: the bundled client's
         consumers long-poll side by side on one connection)."""
         self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
-        self._decoding_elsewhere = False
-        """A large frame is being decoded in the codec thread: the frames after it wait (`_decode_elsewhere`)."""
         self._writable = True
         """While at most `_UNSENT_HIGH` bytes of answers are unsent (down to `_UNSENT_LOW` once over it)."""
         self._outbound: collections.deque[bytes | memoryview | FileRange] = collections.deque()
@@ -351,7 +333,7 @@ class Connection(asyncio.BufferedProtocol):
         """
         quotas = self.server.quotas
         try:
-            while self._unstarted and self._reading and self._writable and not self._decoding_elsewhere:
+            while self._unstarted and self._reading and self._writable:
                 frame = self._unstarted[0]
                 size, fetch = len(frame), frame[:2] == _FETCH_KEY
                 if self._in_flight >= quotas.limits.in_flight_per_connection or (
@@ -599,10 +581,6 @@ class Connection(asyncio.BufferedProtocol):
             body = bytes(frame[header.header_length:])
             self._start(entry, self._handle_raw(entry, context, body), just_read)
             return True
-        if len(frame) >= CODEC_ELSEWHERE_FROM and header.api_key != _PRODUCE_API_KEY:
-            self._decoding_elsewhere = True  # `start_requests` starts nothing after it until it is decoded
-            self._start(entry, self._decode_elsewhere(entry, header, frame), False)
-            return True
         try:
             _, request = decode_request(frame, header)
         except UnsupportedVersion:
@@ -669,52 +647,13 @@ class Connection(asyncio.BufferedProtocol):
             return None
         return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
 
-    async def _decode_elsewhere(self, entry: HandlerEntry, header: RequestHeader, frame: bytes | bytearray
-                                ) -> list[bytes] | None:
-        """A large frame decoded in the codec thread (`CODEC_ELSEWHERE_FROM`), then handled as `_dispatch` would have
-        handled it, the requests read after it started only then (an unreadable one closes the connection before
-        any of them starts, as on the loop)."""
-        try:
-            try:
-                _, request = await self._loop.run_in_executor(self.server.codec_thread, decode_request, frame, header)
-            finally:
-                self._decoding_elsewhere = False
-        except UnsupportedVersion:
-            fallback = unsupported_version_response(header, frame if isinstance(frame, bytes) else bytes(frame))
-            if fallback is None:
-                self._stop_reading()
-                raise Unanswerable(f"unsupported API key {header.api_key} version {header.api_version}") from None
-            self._decoded_elsewhere()
-            return [encode_frame(fallback)]
-        except MalformedRequest as error:
-            self._stop_reading()
-            raise Unanswerable(f"malformed {entry.name} v{header.api_version} request: {error}") from error
-        except BaseException:  # anything else (the thread gone at shutdown): nothing after it starts, as on the loop
-            self._stop_reading()
-            raise
-        del frame  # held no longer than on the loop: the request is what the handler keeps
-        self._decoded_elsewhere()
-        context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                 header.client_id, self.connection_id, self.client_host)
-        return await self._handle(entry, context, request, encode_elsewhere=True)
-
-    def _decoded_elsewhere(self) -> None:
-        if self._reading:
-            self.start_requests()
-
-    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any,
-                      encode_elsewhere: bool = False) -> list[bytes] | None:
+    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> list[bytes] | None:
         """A handler's response frame in pieces (`framing.frame_pieces`: stored record batches go out
-        uncopied); if the handler or the encoding fails, the error answer. ``encode_elsewhere``: encoded in the
-        server's codec thread (`CODEC_ELSEWHERE_FROM`)."""
+        uncopied); if the handler or the encoding fails, the error answer."""
         try:
             response = await entry.handle(context, request)
             if response is None:
                 return None
-            if encode_elsewhere:
-                return await self._loop.run_in_executor(self.server.codec_thread, encode_response_frame,
-                                                        context.api_key, context.api_version, context.correlation_id,
-                                                        response)
             return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except Exception as error:
             self._log_failure(entry, context)

@@ -13,8 +13,9 @@ The checker of each kio class is generated once, as Python source (like `encoder
 fixed-width fields become one addition, lengths are read inline. Where the walk could diverge from
 kio's (a nullable struct marker other than -1 or 1, a known tagged field whose value does not fill
 its announced size, a varint longer than five bytes or above 2^31) the body is refused rather than
-guessed at; so is null where the schema allows none (Kafka refuses it, kio would hand a handler ``None``). A body
-whose arrays and tagged fields hold more than `MAX_ELEMENTS` items in all is refused too (logwright's limit, not Kafka's).
+guessed at; so is null where the schema allows none (Kafka refuses it, kio would hand a handler ``None``). A
+body whose arrays and tagged fields hold more than `MAX_ELEMENTS` items in all is refused too (logwright's limit,
+not Kafka's).
 
 Measured (``pytest tests/compat/test_bounds_decoding.py -k timing -s``, 2 busy cores): a 1-partition
 Produce v9 or v7 with a 1 KiB batch costs 1.0-1.1 µs to check, beside 0.65-0.75 µs for kio's reader
@@ -52,11 +53,11 @@ _WIDTHS: Final = {
 _VARIABLE: Final = frozenset({"string", "bytes", "records"})
 _MAX_LENGTH: Final = 0x7FFF_FFFF
 MAX_ELEMENTS: Final = 1_000_000
-"""Array elements and tagged fields one request may hold in all (every array, nested ones included). Kafka has no such limit, but no
-client sends a request near it (the largest the broker otherwise accepts, a CreateTopics of 10,000 partitions,
-holds tens of thousands); past it, the elements cost the event loop and memory that no byte limit bounds: a 2 MB
-DescribeGroups of 1,000,000 empty names took 80 ms to decode, a 100 MB one of 2-byte names would take seconds and
-gigabytes. Refused like any unreadable body."""
+"""Array elements and tagged fields one request may hold in all (every array, nested ones included). Kafka has no
+such limit, but no client sends a request near it (the largest the broker otherwise accepts, a CreateTopics of
+10,000 partitions, holds tens of thousands); past it, the elements cost the event loop and memory that no byte limit
+bounds: a 2 MB DescribeGroups of 1,000,000 empty names took 80 ms to decode, a 100 MB one of 2-byte names would take
+seconds and gigabytes. Refused like any unreadable body."""
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
 

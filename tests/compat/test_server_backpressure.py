@@ -6,19 +6,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 import struct
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.fetch.v12 import request as fetch_v12
-from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
-from logwright.compat import server as server_module
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext, make
-from logwright.compat.server import CODEC_ELSEWHERE_FROM, Connection, KafkaServer
+from logwright.compat.server import Connection, KafkaServer
 from logwright.compat.turns import give_way
 from logwright.compat.wire.framing import encode_frame
 from logwright.compat.wire.messages import decode_response, encode_request
@@ -558,111 +554,5 @@ def test_slots_freed_by_answers_go_to_the_waiting_line_a_turn_later_and_a_newcom
         assert waiting_transport.correlation_ids() == [2] and newcomer_transport.correlation_ids() == [3]
         for connection in (first, waiting, newcomer):
             connection.abort()
-
-    asyncio.run(run())
-
-
-def feed(connection: Connection, data: bytes) -> None:
-    """``data`` read as the socket hands it over: at most a read buffer at a time."""
-    while data:
-        buffer = connection.get_buffer(len(data))
-        taken = min(len(buffer), len(data))
-        buffer[:taken] = data[:taken]
-        data = data[taken:]
-        connection.buffer_updated(taken)
-
-
-async def answered(transport: RecordingTransport, count: int) -> None:
-    for _ in range(300):
-        await asyncio.sleep(0.01)
-        if len(transport.correlation_ids()) >= count or transport.closed:
-            return
-
-
-def test_the_answer_to_a_large_request_is_encoded_off_the_event_loop_and_keeps_its_place(
-        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A request may name a million entries, and a million partitions of ElectLeaders took 309 ms to encode on the
-    loop: the answer of a request of `CODEC_ELSEWHERE_FROM` bytes or more is encoded in the server's thread."""
-    encoded_in: list[tuple[int, str]] = []
-    encoding = server_module.encode_response_frame
-
-    def recorded(api_key: int, api_version: int, correlation_id: int, response: Any) -> list[bytes]:
-        encoded_in.append((correlation_id, threading.current_thread().name))
-        return encoding(api_key, api_version, correlation_id, response)
-
-    monkeypatch.setattr(server_module, "encode_response_frame", recorded)
-
-    async def run() -> None:
-        server = KafkaServer(broker)
-        connection, transport = connect(server)
-        feed(connection, api_versions(1, padding=CODEC_ELSEWHERE_FROM) + api_versions(2))
-        await answered(transport, 2)
-        assert transport.correlation_ids() == [1, 2], "answered in request order"
-        assert {correlation: name.startswith("logwright-codec") for correlation, name in encoded_in} == {
-            1: True, 2: False}
-        connection.abort()
-        await server.stop()
-
-    asyncio.run(run())
-
-
-def _framed(request: Any, correlation_id: int, padding: int = 0) -> bytes:
-    payload = encode_request(request, correlation_id, "test") + bytes(padding)  # bytes after a body are ignored
-    return struct.pack(">i", len(payload)) + payload
-
-
-def test_a_large_request_decoded_off_the_loop_keeps_its_place_among_its_connections_requests(
-        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A million empty group names took 80 ms to decode on the loop: a frame of `CODEC_ELSEWHERE_FROM` bytes or more is
-    decoded in the codec thread, and the requests read after it start only once it is decoded, so a Metadata sent
-    after a (large) CreateTopics finds the topic, as Kafka answers one connection's requests in order."""
-    decoded_in: list[str] = []
-    decoding = server_module.decode_request
-
-    def recorded(frame: Any, header: Any = None) -> Any:
-        decoded_in.append(threading.current_thread().name)
-        return decoding(frame, header)
-
-    monkeypatch.setattr(server_module, "decode_request", recorded)
-
-    async def run() -> None:
-        server = KafkaServer(broker)
-        connection, transport = connect(server)
-        create = CreateTopicsRequest(topics=(CreatableTopic(name="late", num_partitions=1, replication_factor=1,
-                                                            assignments=(), configs=()),),
-                                     timeout=datetime.timedelta(seconds=5), validate_only=False)
-        metadata = MetadataRequest(topics=(MetadataRequestTopic(name="late"),), allow_auto_topic_creation=False,
-                                   include_cluster_authorized_operations=False,
-                                   include_topic_authorized_operations=False)
-        feed(connection, _framed(create, 1, padding=CODEC_ELSEWHERE_FROM) + _framed(metadata, 2))
-        await answered(transport, 2)
-        assert transport.correlation_ids() == [1, 2]
-        assert decoded_in[0].startswith("logwright-codec") and not decoded_in[1].startswith("logwright-codec")
-        answers = bytes(transport.written)
-        second = answers[4 + struct.unpack_from(">i", answers)[0]:]
-        _, found = decode_response(3, 8, second[4:])
-        assert [(topic.name, topic.error_code) for topic in found.topics] == [("late", 0)], "created before it ran"
-        connection.abort()
-        await server.stop()
-
-    asyncio.run(run())
-
-
-def test_a_large_unreadable_request_closes_its_connection_before_the_requests_after_it_start(
-        broker: Broker) -> None:
-    async def run() -> None:
-        server = KafkaServer(broker)
-        connection, transport = connect(server)
-        forged = struct.pack(">hhih", 15, 0, 1, 4) + b"test" + struct.pack(">i", 10**9) + bytes(CODEC_ELSEWHERE_FROM)
-        create = CreateTopicsRequest(topics=(CreatableTopic(name="never", num_partitions=1, replication_factor=1,
-                                                            assignments=(), configs=()),),
-                                     timeout=datetime.timedelta(seconds=5), validate_only=False)
-        feed(connection, struct.pack(">i", len(forged)) + forged + _framed(create, 2))
-        await answered(transport, 1)
-        await settle()
-        assert transport.correlation_ids() == [] and not connection.reading
-        assert broker.topic("never") is None, "the request after it never started"
-        assert server.quotas.requests_in_flight == 0
-        await server.stop()
 
     asyncio.run(run())
