@@ -49,6 +49,7 @@ from logwright.compat.errors import error_code_for
 from logwright.compat.handlers import load_handlers
 from logwright.compat.registry import HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
+from logwright.compat.turns import in_turns
 from logwright.compat.wire import record_walk
 from logwright.compat.wire.fallback import error_response, unsupported_version_response
 from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
@@ -59,6 +60,7 @@ from logwright.compat.wire.messages import (
     UnsupportedVersion,
     decode_request,
     encode_response_frame,
+    encode_response_frame_in_steps,
     parse_request_header,
 )
 from logwright.compat.wire.mirrored_errors import mirrored_error_response
@@ -81,6 +83,11 @@ syscall. On this machine a send that wakes an idle reader costs ~15 us, and Kafk
 five 16 KB produce requests in flight: its answers were a quarter of the broker's samples, one send each. A Fetch
 of 16 KB batches is joined too: sending 64 pieces of 16.5 KB one by one cost the sender 0.42-0.46 CPU s/GB on
 loopback, joined into 256 KiB sends 0.28-0.29 (the copy included)."""
+ANSWERED_IN_STEPS_FROM = 64 * 1024
+"""A request frame this large is answered in steps (`messages.encode_response_frame_in_steps`), giving way between
+them: it may name tens of thousands of entities, each answered with one of its own (a million partitions of an
+ElectLeaders, 4 MB, asked for a 41 MB answer that took 470 ms to write in one stretch). Smaller ones are written at
+once, a few microseconds less each (most Produce answers, every Fetch answer but a very wide one's)."""
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
 
@@ -592,7 +599,7 @@ class Connection(asyncio.BufferedProtocol):
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)
-        self._start(entry, self._handle(entry, context, request), just_read)
+        self._start(entry, self._handle(entry, context, request, len(frame) >= ANSWERED_IN_STEPS_FROM), just_read)
         return True
 
     def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
@@ -647,13 +654,18 @@ class Connection(asyncio.BufferedProtocol):
             return None
         return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
 
-    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any) -> list[bytes] | None:
+    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any,
+                      in_steps: bool = False) -> list[bytes] | None:
         """A handler's response frame in pieces (`framing.frame_pieces`: stored record batches go out
-        uncopied); if the handler or the encoding fails, the error answer."""
+        uncopied), written in steps between which the loop serves others if ``in_steps`` (a large request, see
+        `ANSWERED_IN_STEPS_FROM`); if the handler or the encoding fails, the error answer."""
         try:
             response = await entry.handle(context, request)
             if response is None:
                 return None
+            if in_steps:
+                return await in_turns(encode_response_frame_in_steps(
+                    context.api_key, context.api_version, context.correlation_id, response))
             return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except Exception as error:
             self._log_failure(entry, context)

@@ -16,12 +16,13 @@ four: OffsetCommit 27-35 against 18-30 ms (median 30 against 19), DeleteRecords 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
 from logwright.compat.wire.encoder import OnceAnswered
 
 _Name = TypeVar("_Name")
+_Result = TypeVar("_Result")
 
 TURNS_GIVEN_WAY = 4
 ANSWERS_PER_TURN = 2_000
@@ -63,3 +64,15 @@ async def answered_once_in_turns(names: Iterable[_Name], describe: Callable[[_Na
         answers.append(answer(name))
         await slices.done()
     return tuple(answers)
+
+
+async def in_turns(steps: Generator[None, None, _Result]) -> _Result:
+    """Run a sans-I/O piece of work written as steps (a generator that yields between them) to its end, giving way
+    after each step; its return value (`messages.encode_response_frame_in_steps`)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: _Result = done.value
+            return result
+        await give_way()

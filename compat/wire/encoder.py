@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import struct
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from kio.serial._implicit_defaults import get_tagged_field_default
@@ -33,6 +33,7 @@ from logwright.compat.wire.varints import uvarint
 
 Append = Callable[[Any], None]
 Writer = Callable[[Any, Append], None]
+SteppedWriter = Callable[[Any, Append], Iterator[None]]
 
 _FIXED = {
     "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H", "uint32": "I",
@@ -115,12 +116,48 @@ def entity_encoder(cls: type[Any]) -> Writer:
 
 _WRITERS: dict[type[Any], Writer] = {}
 
+STEP_ITEMS = 256
+"""Entities of an array a stepped writer writes between two of its steps (unless a nested array steps first)."""
+
+
+def entity_encoder_in_steps(cls: type[Any]) -> SteppedWriter | None:
+    """A writer for ``cls`` that pauses (yields) as it goes, every `STEP_ITEMS` entities of an array and after each
+    array, so that its caller can give way between steps: a 41 MB answer of a million entities took 210 ms to write
+    in one stretch. ``None`` when ``cls`` holds no array of entities at any depth (nothing worth stepping through:
+    the plain `entity_encoder` writes it). The bytes are `entity_encoder`'s."""
+    if not _has_entity_arrays(cls):
+        return None
+    writer = _STEPPED_WRITERS.get(cls)
+    if writer is None:
+        writer = _STEPPED_WRITERS[cls] = _Generator(cls, stepped=True).compile()  # type: ignore[assignment]
+    return writer
+
+
+_STEPPED_WRITERS: dict[type[Any], SteppedWriter] = {}
+
+
+def _has_entity_arrays(cls: type[Any]) -> bool:
+    known = _ENTITY_ARRAYS.get(cls)
+    if known is None:
+        known = False
+        for field in dataclasses.fields(cls):
+            kind = classify_field(field)
+            if isinstance(kind, EntityTupleField) or isinstance(kind, EntityField) and _has_entity_arrays(kind.type_):
+                known = True
+        _ENTITY_ARRAYS[cls] = known
+    return known
+
+
+_ENTITY_ARRAYS: dict[type[Any], bool] = {}
+
 
 class _Generator:
-    """Writes the source of one class's writer; nested classes get writers of their own."""
+    """Writes the source of one class's writer; nested classes get writers of their own. A stepped writer is a
+    generator function (`entity_encoder_in_steps`); its tagged fields are written without steps."""
 
-    def __init__(self, cls: type[Any]) -> None:
+    def __init__(self, cls: type[Any], stepped: bool = False) -> None:
         self.cls = cls
+        self.stepped = stepped
         self.flexible: bool = cls.__flexible__
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
@@ -146,7 +183,11 @@ class _Generator:
                 self.field(field, f"e.{field.name}", "append", "    ", optional=is_optional(field))
         self.flush("append", "    ")
         if self.flexible:
+            stepped, self.stepped = self.stepped, False  # a tagged field is written whole, then framed
             self.tagged_fields(sorted(tagged, key=lambda item: int(item[0] or 0)))
+            self.stepped = stepped
+        if self.stepped:
+            self.lines.append("    if False:\n        yield")  # a generator function even if no array steps
         source = "def write(e, append):\n" + ("\n".join(self.lines) or "    pass") + "\n"
         exec(compile(source, f"<encoder {self.cls.__module__}.{self.cls.__name__}>", "exec"), self.namespace)
         writer: Writer = self.namespace["write"]
@@ -182,13 +223,13 @@ class _Generator:
             return
         self.flush(append, indent)
         if isinstance(kind, EntityField):
-            writer = self.name("write", entity_encoder(kind.type_))
+            write = self.nested_writer(kind.type_)
             if optional:
                 self.lines += [f"{indent}if {value} is None:", f"{indent}    {append}(b'\\xff')",
                                f"{indent}else:", f"{indent}    {append}(b'\\x01')",
-                               f"{indent}    {writer}({value}, {append})"]
+                               f"{indent}    {write}({value}, {append})"]
             else:
-                self.lines.append(f"{indent}{writer}({value}, {append})")
+                self.lines.append(f"{indent}{write}({value}, {append})")
             return
         self.lines.append(f"{indent}items = {value}")
         inner = indent
@@ -199,10 +240,14 @@ class _Generator:
         length = "_uv(len(items) + 1)" if self.flexible else "_pack('>i', len(items))"
         self.lines.append(f"{inner}{append}({length})")
         if isinstance(kind, EntityTupleField):
-            writer = self.name("write", entity_encoder(kind.type_))
+            write = self.nested_writer(kind.type_)
             self.lines += [f"{inner}for item in items:", f"{inner}    if item.__class__ is _Encoded:",
                            f"{inner}        {append}(item)", f"{inner}    else:",
-                           f"{inner}        {writer}(item, {append})"]
+                           f"{inner}        {write}(item, {append})"]
+            if self.stepped:  # a step every STEP_ITEMS entities, and one after the array
+                self.lines[-5:-5] = [f"{inner}step = 0"]
+                self.lines += [f"{inner}    step += 1", f"{inner}    if step == {STEP_ITEMS}:",
+                               f"{inner}        step = 0", f"{inner}        yield", f"{inner}yield"]
         elif isinstance(kind, PrimitiveTupleField):
             kafka_type = get_schema_field_type(field)
             if kafka_type in _FIXED and kafka_type not in _CONVERT:
@@ -212,6 +257,14 @@ class _Generator:
                 self.lines.append(f"{inner}for item in items:")
                 self.primitive(kafka_type, "item", append, inner + "    ", False)
                 self.flush(append, inner + "    ")
+
+    def nested_writer(self, cls: type[Any]) -> str:
+        """How the generated code writes an entity of ``cls``: a call, or in a stepped writer through its steps."""
+        if self.stepped:
+            stepped = entity_encoder_in_steps(cls)
+            if stepped is not None:
+                return "yield from " + self.name("steps", stepped)
+        return self.name("write", entity_encoder(cls))
 
     def primitive(self, kafka_type: str, value: str, append: str, indent: str, optional: bool) -> None:
         if kafka_type in _FIXED:

@@ -251,21 +251,43 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
             return [prefix + b"".join(parts)]
         except TypeError:  # not bytes at all (a range of a batch file): sent on its own, below
             pass
-    pieces: list[bytes] = []
-    small: list[bytes] = [prefix]
-    encoded: set[int] = set()
-    for part in parts:
-        if part.__class__ is Encoded and id(part) in encoded and len(part) >= _REFERENCED_FROM:
-            pass  # an entity answered again (a group a DescribeGroups names twice): by reference, never copied
-        elif len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
-            if part.__class__ is Encoded:
-                encoded.add(id(part))
-            small.append(part)
-            continue
+    pieces = Pieces([prefix])
+    pieces.add(parts)
+    return pieces.pieces
+
+
+class Pieces:
+    """A payload's pieces gathered part by part as `frame_pieces` joins them, for a caller that writes a payload in
+    steps (`messages.encode_response_frame_in_steps`) and hands each step's parts on at once: a million entities
+    left three million parts to join, 260 ms in one stretch. `framed` puts the size prefix in front."""
+
+    __slots__ = ("_encoded", "_small", "pieces")
+
+    def __init__(self, small: list[bytes] | None = None) -> None:
+        self.pieces: list[bytes] = []
+        self._small: list[bytes] = small or []
+        self._encoded: set[int] = set()
+
+    def add(self, parts: Sequence[bytes]) -> None:
+        """Join ``parts`` after those added before (small runs joined, the rest by reference, as `frame_pieces`)."""
+        pieces, small, encoded = self.pieces, self._small, self._encoded
+        for part in parts:
+            if part.__class__ is Encoded and id(part) in encoded and len(part) >= _REFERENCED_FROM:
+                pass  # an entity answered again (a group a DescribeGroups names twice): by reference, never copied
+            elif len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
+                if part.__class__ is Encoded:
+                    encoded.add(id(part))
+                small.append(part)
+                continue
+            if small:
+                pieces.append(b"".join(small))
+                small.clear()
+            pieces.append(part)
         if small:
             pieces.append(b"".join(small))
-            small = []
-        pieces.append(part)
-    if small:
-        pieces.append(b"".join(small))
-    return pieces
+            small.clear()
+
+    def framed(self) -> list[bytes]:
+        """The pieces added, behind the size prefix of their payload."""
+        size = sum(map(len, self.pieces))
+        return [size.to_bytes(_PREFIX, "big"), *self.pieces]

@@ -24,7 +24,7 @@ here; `decode_request` refuses them with `UnsupportedVersion`.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
@@ -35,8 +35,8 @@ from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from logwright.compat.wire import produce_request
 from logwright.compat.wire.bounds import body_checker
-from logwright.compat.wire.encoder import entity_encoder
-from logwright.compat.wire.framing import frame_pieces
+from logwright.compat.wire.encoder import entity_encoder, entity_encoder_in_steps
+from logwright.compat.wire.framing import Pieces, frame_pieces
 from logwright.compat.wire.varints import VarintTooLong, read_uvarint, uvarint
 
 API_VERSIONS_KEY: Final = 18
@@ -238,21 +238,56 @@ def encode_response_frame(api_key: int, api_version: int, correlation_id: int, r
     return frame_pieces(_response_parts(api_key, api_version, correlation_id, response))
 
 
+PARTS_PER_STEP: Final = 8_192
+"""Parts (fields, or runs of fixed-width ones) an answer written in steps gathers before its caller may give way:
+about 2,500 entities, a millisecond or two of writing and joining."""
+
+
+def encode_response_frame_in_steps(api_key: int, api_version: int, correlation_id: int,
+                                   response: Any) -> Generator[None, None, list[bytes]]:
+    """`encode_response_frame`, pausing (yielding) every `PARTS_PER_STEP` parts or so for a caller that gives way
+    between steps: an answer of a million entities (a hostile ElectLeaders, a DescribeGroups of a million names)
+    was written and joined in one stretch of 470 ms (`encoder.entity_encoder_in_steps`). Returns the pieces."""
+    cls = type(response)
+    steps = entity_encoder_in_steps(cls)
+    if steps is None:
+        return encode_response_frame(api_key, api_version, correlation_id, response)
+    parts = _header_parts(cls, api_key, api_version, correlation_id)
+    pieces = Pieces()
+    try:
+        for _ in steps(response, parts.append):
+            if len(parts) >= PARTS_PER_STEP:
+                pieces.add(parts)
+                parts.clear()
+                yield
+    except Exception as error:
+        raise _encoding_error(cls, api_version, correlation_id, error) from error
+    pieces.add(parts)
+    return pieces.framed()
+
+
 def _response_parts(api_key: int, api_version: int, correlation_id: int, response: Any) -> list[Any]:
     cls = type(response)
+    parts = _header_parts(cls, api_key, api_version, correlation_id)
+    try:
+        entity_encoder(cls)(response, parts.append)
+    except Exception as error:
+        raise _encoding_error(cls, api_version, correlation_id, error) from error
+    return parts
+
+
+def _header_parts(cls: type[Any], api_key: int, api_version: int, correlation_id: int) -> list[Any]:
     if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != api_version:
         raise ResponseEncodingError(f"a {cls.__name__} cannot answer API key {api_key} version {api_version}")
     parts: list[Any] = [_CORRELATION.pack(correlation_id)]
     if response_header_version(api_key, api_version):
         parts.append(b"\x00")
-    try:
-        entity_encoder(cls)(response, parts.append)
-    except Exception as error:
-        raise ResponseEncodingError(
-            f"cannot encode {cls.__name__} v{api_version} (correlation id {correlation_id}): "
-            f"{type(error).__name__}: {error}"
-        ) from error
     return parts
+
+
+def _encoding_error(cls: type[Any], api_version: int, correlation_id: int, error: Exception) -> ResponseEncodingError:
+    return ResponseEncodingError(f"cannot encode {cls.__name__} v{api_version} (correlation id {correlation_id}): "
+                                 f"{type(error).__name__}: {error}")
 
 
 def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:
