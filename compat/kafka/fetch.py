@@ -42,8 +42,11 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
-@handler(1, "Fetch", 4, 17)
+@handler(1, "Fetch", 4, 17, at_once=True)
 async def handle(context: RequestContext, request: FetchRequest) -> Any:
+    """Started in the turn that read the request (`start_at_once`): a Fetch with records to return is answered a
+    turn sooner, and a consumer keeps one Fetch in flight, so under a busy loop each turn it waits is a turn its
+    reads stop. A long poll hands itself to a task before it waits (`asyncio.timeout` needs one)."""
     broker = context.broker
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
@@ -56,6 +59,8 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         if watermarks is not None and any(broker.high_watermark(partition_id) != seen
                                           for partition_id, seen in zip(partition_ids, watermarks, strict=True)):
             continue  # records came while the read gave way: a wait would only hear of later ones
+        if asyncio.current_task() is None:
+            await asyncio.sleep(0)  # started at once, outside a task: one takes the rest over from here
         await broker.wait_for_data(remaining, partition_ids)
     module = response_module("fetch", context.api_version)
     return make(

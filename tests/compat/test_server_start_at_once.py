@@ -5,14 +5,19 @@ Driven through the protocol callbacks with a recording transport, as the back-pr
 from __future__ import annotations
 
 import asyncio
+import datetime
 
+from kio.schema.fetch.v12 import request as fetch_v12
 from logwright.compat.broker import Broker
-from logwright.compat.registry import HandlerEntry, RequestContext
+from logwright.compat.registry import HandlerEntry, RequestContext, make
 from logwright.compat.server import Connection, KafkaServer
+from logwright.compat.wire.framing import encode_frame
+from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.core.events import OffsetCommitted
 
 from tests.compat import test_server_backpressure
-from tests.compat.test_server_backpressure import connect, receive, request, settle, with_limits
+from tests.compat.test_server_backpressure import connect, fetch_from_start, receive, request, settle, with_limits
+from tests.eventstore.support import new_topic, produce
 
 KEY = 32001
 broker = test_server_backpressure.broker  # the fixture
@@ -121,6 +126,43 @@ def test_an_answer_that_waits_for_the_commit_leaves_in_the_commits_own_turn(brok
         loop.call_soon(read)
         assert await after_commit == [1]
         assert asyncio.all_tasks() == {asyncio.current_task()}, "no task was made for the request"
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_fetch_with_records_is_answered_the_turn_after_its_read_and_a_long_poll_still_waits(broker: Broker) -> None:
+    """A consumer keeps one Fetch in flight: each turn the Fetch spends in the broker, its reads stop, and a busy loop's
+    turns are long (beside a share consumer and a producer, a librdkafka consumer read 0.58x Kafka's rate). A Fetch
+    with records to return is answered the turn after its read, not two turns after; a long poll started at once
+    (outside a task, where ``asyncio.timeout`` cannot run) hands itself to a task and waits for the append."""
+    store = broker.store
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10)
+    store.commit()
+    steps: list[str] = []
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        connection, transport = connect(server)
+        await read_in_a_callback(connection, encode_frame(encode_request(fetch_from_start("t"), 1, "test")), steps)
+        assert transport.correlation_ids() == [1], "the Fetch's answer waited another turn"
+        _, answer = decode_response(1, 12, bytes(transport.written[4:]))
+        assert answer.responses[0].partitions[0].high_watermark == 10
+        waiting = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(seconds=30), min_bytes=1, max_bytes=10**6,
+                       topics=(make(fetch_v12.FetchTopic, topic="t", partitions=(make(
+                           fetch_v12.FetchPartition, partition=0, fetch_offset=10, partition_max_bytes=10**6),)),),
+                       forgotten_topics_data=())
+        written = len(transport.written)
+        await read_in_a_callback(connection, encode_frame(encode_request(waiting, 2, "test")), steps)
+        await settle()
+        assert len(transport.written) == written, "the long poll answered before any record came"
+        produce(store, 0, record_count=5)
+        store.commit()
+        await settle()
+        assert transport.correlation_ids() == [1, 2]
+        _, answer = decode_response(1, 12, bytes(transport.written[written + 4:]))
+        assert answer.responses[0].partitions[0].high_watermark == 15 and answer.responses[0].partitions[0].records
         connection.abort()
 
     asyncio.run(run())
