@@ -55,13 +55,16 @@ from logwright.compat.wire.fallback import error_response, unsupported_version_r
 from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,
+    PRODUCE_KEY,
     MalformedRequest,
     RequestHeader,
     UnsupportedVersion,
     decode_request,
+    decode_request_in_steps,
     encode_response_frame,
     encode_response_frame_in_steps,
     parse_request_header,
+    request_type,
 )
 from logwright.compat.wire.mirrored_errors import mirrored_error_response
 from logwright.eventstore.batch_files import FileRange
@@ -251,6 +254,8 @@ class Connection(asyncio.BufferedProtocol):
         the sum: together they may hold ``socket.request.max.bytes`` (one larger request alone), as Kafka
         holds one request at a time."""
         self._fetches_in_flight = 0
+        self._decoding = False
+        """A large request is being decoded in steps: nothing after it starts until it is read (or refused)."""
         """At most one Fetch runs per connection, so its answers hold one ``fetch.max.bytes`` at a time; Kafka's
         clients send one Fetch per broker at a time anyway (ShareFetch is left free: the bundled client's
         consumers long-poll side by side on one connection)."""
@@ -340,7 +345,7 @@ class Connection(asyncio.BufferedProtocol):
         """
         quotas = self.server.quotas
         try:
-            while self._unstarted and self._reading and self._writable:
+            while self._unstarted and self._reading and self._writable and not self._decoding:
                 frame = self._unstarted[0]
                 size, fetch = len(frame), frame[:2] == _FETCH_KEY
                 if self._in_flight >= quotas.limits.in_flight_per_connection or (
@@ -588,6 +593,17 @@ class Connection(asyncio.BufferedProtocol):
             body = bytes(frame[header.header_length:])
             self._start(entry, self._handle_raw(entry, context, body), just_read)
             return True
+        large = len(frame) >= ANSWERED_IN_STEPS_FROM
+        if large and header.api_key != PRODUCE_KEY:
+            try:
+                request_type(header.api_key, header.api_version)
+            except UnsupportedVersion:
+                return self._dispatch_unsupported(header, frame)
+            context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
+                                     header.client_id, self.connection_id, self.client_host)
+            self._decoding = True
+            self._start(entry, self._decode_then_handle(entry, context, frame, header), just_read=False)
+            return True
         try:
             _, request = decode_request(frame, header)
         except UnsupportedVersion:
@@ -599,7 +615,7 @@ class Connection(asyncio.BufferedProtocol):
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host)
-        self._start(entry, self._handle(entry, context, request, len(frame) >= ANSWERED_IN_STEPS_FROM), just_read)
+        self._start(entry, self._handle(entry, context, request, large), just_read)
         return True
 
     def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
@@ -653,6 +669,20 @@ class Connection(asyncio.BufferedProtocol):
         if response is None:
             return None
         return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
+
+    async def _decode_then_handle(self, entry: HandlerEntry, context: RequestContext, frame: bytes | bytearray,
+                                  header: RequestHeader) -> list[bytes] | None:
+        """A large request (`ANSWERED_IN_STEPS_FROM`, not Produce: its own reader) decoded in steps, giving way
+        between them, then handled and answered in steps; the requests after it on this connection start once it
+        is read. Unreadable, it closes the connection as `_dispatch` does (after the answers before it), and
+        nothing after it starts."""
+        try:
+            request = await in_turns(decode_request_in_steps(frame, header))
+        except MalformedRequest as error:
+            raise Unanswerable(f"malformed {entry.name} v{header.api_version} request: {error}") from error
+        self._decoding = False
+        self.start_requests()
+        return await self._handle(entry, context, request, in_steps=True)
 
     async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any,
                       in_steps: bool = False) -> list[bytes] | None:

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Generator
+from typing import Any, Final, cast
 
 from kio.serial._introspect import (
     EntityField,
@@ -44,6 +44,9 @@ from kio.serial._introspect import (
 Buffer = bytes | bytearray | memoryview
 Checker = Callable[[Buffer, int, int], int]
 """``checker(data, position, end)``: the position after the entity at ``position``; raises `OutOfBounds`."""
+SteppedChecker = Callable[[Buffer, int, int], Generator[None, None, int]]
+"""A `Checker` pausing (yielding) every `STEP_ELEMENTS` elements, the position its return value
+(`body_checker_in_steps`)."""
 
 _WIDTHS: Final = {
     "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
@@ -106,6 +109,23 @@ def body_checker(cls: type[Any]) -> Checker:
 
 
 _CHECKERS: dict[type[Any], Checker] = {}
+
+STEP_ELEMENTS: Final = 4096
+"""Elements (of any array, tagged fields too) a stepped checker walks between two of its steps: a few hundred
+microseconds."""
+
+
+def body_checker_in_steps(cls: type[Any]) -> SteppedChecker:
+    """`body_checker` as a generator function that pauses every `STEP_ELEMENTS` elements, for a caller that gives
+    way between steps: walking the million names of a 2 MB DescribeGroups took 59 ms in one stretch. Same checks,
+    same result (the position after the body, as the generator's return value)."""
+    checker = _STEPPED_CHECKERS.get(cls)
+    if checker is None:
+        checker = _STEPPED_CHECKERS[cls] = cast("SteppedChecker", _Generator(cls, stepped=True).compile())
+    return checker
+
+
+_STEPPED_CHECKERS: dict[type[Any], SteppedChecker] = {}
 _MIN_SIZES: dict[type[Any], int] = {}
 
 
@@ -150,11 +170,13 @@ def _primitive_min_size(kafka_type: str, flexible: bool) -> int:
 class _Generator:
     """Writes the source of one class's checker, nested entities inlined (a call costs as much as a field).
 
-    Variables carry the nesting depth (``n1``, ``s2``) so that an inlined entity does not clobber its parent's.
+    Variables carry the nesting depth (``n1``, ``s2``) so that an inlined entity does not clobber its parent's. A
+    stepped checker counts the elements it walks in ``k`` and yields every `STEP_ELEMENTS`.
     """
 
-    def __init__(self, cls: type[Any]) -> None:
+    def __init__(self, cls: type[Any], stepped: bool = False) -> None:
         self.cls = cls
+        self.stepped = stepped
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {"_uv": _uvarint, "_i16": _I16, "_i32": _I32, "_short": _short,
                                           "_too_many": _too_many, "OutOfBounds": OutOfBounds}
@@ -164,6 +186,8 @@ class _Generator:
         self.entity(self.cls, "    ", "end", 0)
         self.flush("    ")
         self.lines += ["    if p > end:", "        raise _short('a fixed-width field of', 0, p, end)", "    return p"]
+        if self.stepped:
+            self.lines[:0] = ["    k = 0", "    if False:", "        yield"]  # a generator even with no array
         source = f"def check(b, p, end):\n    left = {MAX_ELEMENTS}\n" + "\n".join(self.lines) + "\n"
         exec(compile(source, f"<bounds {self.cls.__module__}.{self.cls.__name__}>", "exec"), self.namespace)
         checker: Checker = self.namespace["check"]
@@ -235,7 +259,7 @@ class _Generator:
                        f"{indent}if {count} > 0:", f"{indent}    left -= {count}",
                        f"{indent}    if left < 0:", f"{indent}        raise _too_many(p)"]
         if isinstance(kind, EntityTupleField):
-            self.lines.append(f"{indent}for _ in range({count}):")
+            self.loop(count, indent)
             self.entity(kind.type_, indent + "    ", end, depth + 1)
             self.flush(indent + "    ")
             return
@@ -244,8 +268,15 @@ class _Generator:
         if kafka_type in _WIDTHS:
             self.lines += [f"{indent}if {count} > 0:", f"{indent}    p += {count} * {_WIDTHS[kafka_type]}"]
             return
-        self.lines.append(f"{indent}for _ in range({count}):")
+        self.loop(count, indent)
         self.primitive(kafka_type, flexible, False, indent + "    ", end, depth + 1)
+
+    def loop(self, count: str, indent: str) -> None:
+        """``for`` each of ``count`` elements; in a stepped checker, a step every `STEP_ELEMENTS` of them."""
+        self.lines.append(f"{indent}for _ in range({count}):")
+        if self.stepped:
+            self.lines += [f"{indent}    k += 1", f"{indent}    if k == {STEP_ELEMENTS}:", f"{indent}        k = 0",
+                           f"{indent}        yield"]
 
     def primitive(self, kafka_type: str, flexible: bool, nullable: bool, indent: str, end: str, depth: int) -> None:
         if kafka_type in _WIDTHS:
@@ -269,8 +300,8 @@ class _Generator:
         self.uvarint(count, inner, end)
         self.lines += [f"{inner}if 2 * {count} > {end} - p:",
                        f"{inner}    raise _short('a tagged-field count of', {count}, p, {end})",
-                       f"{inner}left -= {count}", f"{inner}if left < 0:", f"{inner}    raise _too_many(p)",
-                       f"{inner}for _ in range({count}):"]
+                       f"{inner}left -= {count}", f"{inner}if left < 0:", f"{inner}    raise _too_many(p)"]
+        self.loop(count, inner)
         body = inner + "    "
         self.uvarint(tag, body, end)
         self.uvarint(size, body, end)

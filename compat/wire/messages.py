@@ -34,7 +34,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
 from logwright.compat.wire import produce_request
-from logwright.compat.wire.bounds import body_checker
+from logwright.compat.wire.bounds import body_checker, body_checker_in_steps
 from logwright.compat.wire.encoder import entity_encoder, entity_encoder_in_steps
 from logwright.compat.wire.framing import Pieces, frame_pieces
 from logwright.compat.wire.varints import VarintTooLong, read_uvarint, uvarint
@@ -186,6 +186,22 @@ def _skip_tagged_fields(frame: bytes | bytearray | memoryview, position: int) ->
     return position
 
 
+def decode_request_in_steps(frame: bytes | bytearray | memoryview, header: RequestHeader
+                            ) -> Generator[None, None, Any]:
+    """`decode_request`'s request, the `bounds` walk pausing (yielding) every `bounds.STEP_ELEMENTS` elements for a
+    caller that gives way between steps: it took 59 of the 75 ms a DescribeGroups of a million names took to decode
+    (kio's native reader, the rest, reads in one call). Raises as `decode_request` does."""
+    if header.api_key == PRODUCE_KEY:  # Produce's own reader (`produce_request`), a walk of its own
+        return decode_request(frame, header)[1]
+    cls = request_type(header.api_key, header.api_version)
+    try:
+        yield from body_checker_in_steps(cls)(frame, header.header_length, len(frame))
+        request, _size = _reader(cls)(frame if type(frame) is bytes else bytes(frame), header.header_length)
+    except Exception as error:
+        raise _unreadable(header, error) from error
+    return request
+
+
 def _reader(cls: type[Any]) -> Any:
     reader = _READERS.get(cls)
     if reader is None:
@@ -217,11 +233,13 @@ def decode_request(frame: bytes | bytearray | memoryview, header: RequestHeader 
             body_checker(cls)(frame, header.header_length, len(frame))
             request, _size = _reader(cls)(frame if type(frame) is bytes else bytes(frame), header.header_length)
     except Exception as error:
-        raise MalformedRequest(
-            f"{API_NAMES[header.api_key]} v{header.api_version} request (correlation id "
-            f"{header.correlation_id}) is unreadable: {type(error).__name__}: {error}"
-        ) from error
+        raise _unreadable(header, error) from error
     return header, request
+
+
+def _unreadable(header: RequestHeader, error: Exception) -> MalformedRequest:
+    return MalformedRequest(f"{API_NAMES[header.api_key]} v{header.api_version} request (correlation id "
+                            f"{header.correlation_id}) is unreadable: {type(error).__name__}: {error}")
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, response: Any) -> bytes:

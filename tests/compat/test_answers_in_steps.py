@@ -11,7 +11,7 @@ import asyncio
 import datetime
 import struct
 from collections.abc import Generator
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,9 +35,11 @@ __all__ = ["broker"]  # the fixture, used by name
 
 RESPONSES = [response_type(api_key, version) for api_key, versions in KNOWN_VERSIONS.items() for version in versions]
 ELECT_LEADERS = 43
+Result = TypeVar("Result")
 
 
-def run_steps(steps: Generator[None, None, list[bytes]]) -> tuple[int, list[bytes]]:
+def run_steps(steps: Generator[None, None, Result]) -> tuple[int, Result]:
+    """Run ``steps`` to its end: how many times it paused, and what it returned."""
     count = 0
     while True:
         try:
