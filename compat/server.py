@@ -89,8 +89,9 @@ loopback, joined into 256 KiB sends 0.28-0.29 (the copy included)."""
 ANSWERED_IN_STEPS_FROM = 64 * 1024
 """A request frame this large is answered in steps (`messages.encode_response_frame_in_steps`), giving way between
 them: it may name tens of thousands of entities, each answered with one of its own (a million partitions of an
-ElectLeaders, 4 MB, asked for a 41 MB answer that took 470 ms to write in one stretch). Smaller ones are written at
-once, a few microseconds less each (most Produce answers, every Fetch answer but a very wide one's)."""
+ElectLeaders, 4 MB, asked for a 41 MB answer that took 470 ms to write in one stretch). Its body is walked in steps
+too, in a task (`_decode_then_handle`), but a Produce's (its own reader). Smaller ones are written at once; a
+Produce of a 1 MB batch is answered in steps too, 2 us more (its answer never takes a step)."""
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
 
@@ -254,11 +255,11 @@ class Connection(asyncio.BufferedProtocol):
         the sum: together they may hold ``socket.request.max.bytes`` (one larger request alone), as Kafka
         holds one request at a time."""
         self._fetches_in_flight = 0
-        self._decoding = False
-        """A large request is being decoded in steps: nothing after it starts until it is read (or refused)."""
         """At most one Fetch runs per connection, so its answers hold one ``fetch.max.bytes`` at a time; Kafka's
         clients send one Fetch per broker at a time anyway (ShareFetch is left free: the bundled client's
         consumers long-poll side by side on one connection)."""
+        self._decoding = False
+        """A large request is being decoded in steps: nothing after it starts until it is read (or refused)."""
         self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
         self._writable = True
         """While at most `_UNSENT_HIGH` bytes of answers are unsent (down to `_UNSENT_LOW` once over it)."""
@@ -679,7 +680,9 @@ class Connection(asyncio.BufferedProtocol):
         try:
             request = await in_turns(decode_request_in_steps(frame, header))
         except MalformedRequest as error:
+            self._stop_reading()  # as a body refused in the read: nothing more is read
             raise Unanswerable(f"malformed {entry.name} v{header.api_version} request: {error}") from error
+        del frame  # the bytes are not kept while the request is handled and answered
         self._decoding = False
         self.start_requests()
         return await self._handle(entry, context, request, in_steps=True)

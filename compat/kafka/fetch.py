@@ -59,8 +59,9 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         if watermarks is not None and any(broker.high_watermark(partition_id) != seen
                                           for partition_id, seen in zip(partition_ids, watermarks, strict=True)):
             continue  # records came while the read gave way: a wait would only hear of later ones
-        if asyncio.current_task() is None:
-            await asyncio.sleep(0)  # started at once, outside a task: one takes the rest over from here
+        if asyncio.current_task() is None:  # started at once, outside a task: one takes the rest over from here
+            await asyncio.sleep(0)
+            continue  # read again: a commit in the turn it waited for its task woke no waiter of its own
         await broker.wait_for_data(remaining, partition_ids)
     module = response_module("fetch", context.api_version)
     return make(

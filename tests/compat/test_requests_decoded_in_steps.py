@@ -104,7 +104,8 @@ def serve_recording_describe(server: KafkaServer) -> list[int]:
 
 def test_a_ping_on_another_connection_is_answered_while_a_large_request_is_decoded(broker: Broker) -> None:
     """Decoded inside the read, the large request's walk ran before anything else; in steps, a ping read after it on
-    another connection is answered before its handler runs. Its own connection's next request waits for it."""
+    another connection is answered before its handler runs; its own connection's next request is answered after it
+(that it is not started before the body is read is the refusal test's)."""
     async def run() -> None:
         server = KafkaServer(broker)
         handled = serve_recording_describe(server)

@@ -131,6 +131,15 @@ def test_an_answer_that_waits_for_the_commit_leaves_in_the_commits_own_turn(brok
     asyncio.run(run())
 
 
+def long_poll_from(offset: int, correlation_id: int) -> bytes:
+    """A framed Fetch v12 of partition 0 of topic t from ``offset``, waiting up to 30 s for a byte."""
+    return encode_frame(encode_request(make(
+        fetch_v12.FetchRequest, max_wait=datetime.timedelta(seconds=30), min_bytes=1, max_bytes=10**6, topics=(make(
+            fetch_v12.FetchTopic, topic="t", partitions=(make(
+                fetch_v12.FetchPartition, partition=0, fetch_offset=offset, partition_max_bytes=10**6),)),),
+        forgotten_topics_data=()), correlation_id, "test"))
+
+
 def test_a_fetch_with_records_is_answered_the_turn_after_its_read_and_a_long_poll_still_waits(broker: Broker) -> None:
     """A consumer keeps one Fetch in flight: each turn the Fetch spends in the broker, its reads stop, and a busy loop's
     turns are long (beside a share consumer and a producer, a librdkafka consumer read 0.58x Kafka's rate). A Fetch
@@ -149,12 +158,8 @@ def test_a_fetch_with_records_is_answered_the_turn_after_its_read_and_a_long_pol
         assert transport.correlation_ids() == [1], "the Fetch's answer waited another turn"
         _, answer = decode_response(1, 12, bytes(transport.written[4:]))
         assert answer.responses[0].partitions[0].high_watermark == 10
-        waiting = make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(seconds=30), min_bytes=1, max_bytes=10**6,
-                       topics=(make(fetch_v12.FetchTopic, topic="t", partitions=(make(
-                           fetch_v12.FetchPartition, partition=0, fetch_offset=10, partition_max_bytes=10**6),)),),
-                       forgotten_topics_data=())
         written = len(transport.written)
-        await read_in_a_callback(connection, encode_frame(encode_request(waiting, 2, "test")), steps)
+        await read_in_a_callback(connection, long_poll_from(10, 2), steps)
         await settle()
         assert len(transport.written) == written, "the long poll answered before any record came"
         produce(store, 0, record_count=5)
@@ -163,6 +168,37 @@ def test_a_fetch_with_records_is_answered_the_turn_after_its_read_and_a_long_pol
         assert transport.correlation_ids() == [1, 2]
         _, answer = decode_response(1, 12, bytes(transport.written[written + 4:]))
         assert answer.responses[0].partitions[0].high_watermark == 15 and answer.responses[0].partitions[0].records
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_a_long_poll_started_at_once_hears_of_records_committed_before_its_task_takes_over(broker: Broker) -> None:
+    """The long poll's first step reads nothing and hands itself to a task, which registers its wait a turn later: a
+    commit in that turn wakes no waiter of its, so the task reads again before it waits (it waited 30 s)."""
+    store = broker.store
+    new_topic(store, "t", 1)
+    produce(store, 0, record_count=10)
+    store.commit()
+
+    async def run() -> None:
+        server = KafkaServer(broker)
+        connection, transport = connect(server)
+        loop = asyncio.get_running_loop()
+        read: asyncio.Future[None] = loop.create_future()
+
+        def read_then_commit() -> None:
+            receive(connection, long_poll_from(10, 1))
+            produce(store, 0, record_count=5)
+            store.commit()
+            read.set_result(None)
+
+        loop.call_soon(read_then_commit)
+        await read
+        await settle()
+        assert transport.correlation_ids() == [1], "the long poll slept through the records"
+        _, answer = decode_response(1, 12, bytes(transport.written[4:]))
+        assert answer.responses[0].partitions[0].high_watermark == 15
         connection.abort()
 
     asyncio.run(run())
