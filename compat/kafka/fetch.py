@@ -52,16 +52,17 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     while True:
-        topics, total_bytes, had_error, partition_ids, watermarks = await _read(broker, context.api_version, request)
+        topics, total_bytes, had_error, partition_ids, watermarks, gave_way = await _read(
+            broker, context.api_version, request)
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
-        if watermarks is not None and any(broker.high_watermark(partition_id) != seen
-                                          for partition_id, seen in zip(partition_ids, watermarks, strict=True)):
+        if gave_way and _moved(broker, partition_ids, watermarks):
             continue  # records came while the read gave way: a wait would only hear of later ones
         if asyncio.current_task() is None:  # started at once, outside a task: one takes the rest over from here
             await asyncio.sleep(0)
-            continue  # read again: a commit in the turn it waited for its task woke no waiter of its own
+            if _moved(broker, partition_ids, watermarks):
+                continue  # a commit in the turn it waited for its task woke no waiter of its own
         await broker.wait_for_data(remaining, partition_ids)
     module = response_module("fetch", context.api_version)
     return make(
@@ -161,9 +162,9 @@ def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tu
 
 
 async def _read(broker: Broker, version: int, request: FetchRequest
-                ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int], list[int] | None]:
+                ) -> tuple[list[tuple[Any, Any, list[PartitionAnswer]]], int, bool, list[int], list[int], bool]:
     """The answer per topic, the bytes of records in it, whether a partition erred, the partitions read (those a
-    long poll waits on) and, when the read gave way (`READ_SLICE_BYTES`), their high watermarks as it read them.
+    long poll waits on), their high watermarks as it read them, and whether the read gave way (`READ_SLICE_BYTES`).
 
     As Kafka 4.4 answers: the partitions the broker has first, read in the order asked, then those of topic ids it
     does not know, then the other partitions it does not have (their offsets -1, aborted transactions empty), a
@@ -222,7 +223,13 @@ async def _read(broker: Broker, version: int, request: FetchRequest
             topics.append((topic.name, topic.topic_id, []))
             last = topic
         topics[-1][2].append(answer)
-    return topics, total, had_error, partition_ids, watermarks if gave_way else None
+    return topics, total, had_error, partition_ids, watermarks, gave_way
+
+
+def _moved(broker: Broker, partition_ids: list[int], watermarks: list[int]) -> bool:
+    """Whether records came to any of the partitions read since their high watermarks were ``watermarks``."""
+    return any(broker.high_watermark(partition_id) != seen
+               for partition_id, seen in zip(partition_ids, watermarks, strict=True))
 
 
 async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | FileRange], read_to: int, end: int,
