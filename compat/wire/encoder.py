@@ -16,7 +16,7 @@ import datetime
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import (
@@ -129,7 +129,7 @@ def entity_encoder_in_steps(cls: type[Any]) -> SteppedWriter | None:
         return None
     writer = _STEPPED_WRITERS.get(cls)
     if writer is None:
-        writer = _STEPPED_WRITERS[cls] = _Generator(cls, stepped=True).compile()  # type: ignore[assignment]
+        writer = _STEPPED_WRITERS[cls] = cast("SteppedWriter", _Generator(cls, stepped=True).compile())
     return writer
 
 
@@ -139,12 +139,10 @@ _STEPPED_WRITERS: dict[type[Any], SteppedWriter] = {}
 def _has_entity_arrays(cls: type[Any]) -> bool:
     known = _ENTITY_ARRAYS.get(cls)
     if known is None:
-        known = False
-        for field in dataclasses.fields(cls):
-            kind = classify_field(field)
-            if isinstance(kind, EntityTupleField) or isinstance(kind, EntityField) and _has_entity_arrays(kind.type_):
-                known = True
-        _ENTITY_ARRAYS[cls] = known
+        kinds = [classify_field(field) for field in dataclasses.fields(cls)]
+        known = _ENTITY_ARRAYS[cls] = any(
+            isinstance(kind, EntityTupleField) or isinstance(kind, EntityField) and _has_entity_arrays(kind.type_)
+            for kind in kinds)
     return known
 
 
