@@ -43,6 +43,7 @@ from compare_api import (  # noqa: E402
     Context,
     NotApplicable,
     Workload,
+    release_page_cache,
 )
 from compare_report import Sample, markdown  # noqa: E402
 
@@ -65,18 +66,20 @@ def load_workloads(only: Sequence[str] = ()) -> list[Workload]:
 
 
 def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sample:
-    """One call of ``measure``, once the other shared brokers are quiet: a value per metric, or n/a, or the failure,
-    never an exception."""
+    """One call of ``measure``, once the other shared brokers are quiet and the page cache dropped
+    (`release_page_cache`): a value per metric, or n/a, or the failure, never an exception."""
     waited = ctx.quiesce(peer)
+    dropped = release_page_cache()
     load = os.getloadavg()[0]
     try:
         values = {key: float(value) for key, value in workload.measure(ctx, peer).items()}
     except NotApplicable as exc:
-        return Sample(workload.name, peer, repeat, not_applicable=str(exc), load=load, quiet_wait_s=waited)
+        return Sample(workload.name, peer, repeat, not_applicable=str(exc), load=load, quiet_wait_s=waited,
+                      page_cache_dropped=dropped)
     except Exception as exc:  # noqa: BLE001 - a failed repeat is reported, the session goes on
         return Sample(workload.name, peer, repeat, error=f"{type(exc).__name__}: {exc}"[:400], load=load,
-                      quiet_wait_s=waited)
-    return Sample(workload.name, peer, repeat, values, load=load, quiet_wait_s=waited)
+                      quiet_wait_s=waited, page_cache_dropped=dropped)
+    return Sample(workload.name, peer, repeat, values, load=load, quiet_wait_s=waited, page_cache_dropped=dropped)
 
 
 def run(workloads: Sequence[Workload], ctx: Context, repeats: int, names: Sequence[str],
@@ -126,6 +129,18 @@ def _quiet_summary(samples: Sequence[Sample], waited: bool = True) -> str:
             + (f", gave up waiting {gave_up} times ({QUIET_GIVE_UP_S:g} s each)" if gave_up else ""))
 
 
+def _page_cache_summary(samples: Sequence[Sample]) -> str:
+    """The report's line on `release_page_cache`: how many samples started with the page cache dropped."""
+    dropped = sum(s.page_cache_dropped for s in samples)
+    if not samples:
+        return "?"
+    how = ("written back and dropped before each measurement, so no peer pays for the page cache an earlier one "
+           "kept (the first write into memory the host took back costs kernel time: compare_api.release_page_cache)")
+    if dropped == len(samples):
+        return how
+    return f"{how}: only before {dropped} of {len(samples)} measurements (this process may not write drop_caches)"
+
+
 def _cpu_instrument() -> str:
     """How this machine lets the brokers' CPU be read (a group made and removed to find out)."""
     from cgroup_cpu import Meter, describe  # noqa: PLC0415
@@ -158,6 +173,7 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
         "quiet before each measurement": _quiet_summary(samples, waited=not args.quick),
+        "page cache": _page_cache_summary(samples),
         "broker CPU": _cpu_instrument(),
         "Python": platform.python_version(),
         "Java": _command([java(), "-version"]),

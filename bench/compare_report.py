@@ -29,6 +29,8 @@ class Sample:
     load: float = math.nan
     quiet_wait_s: float = 0.0
     """How long the other brokers took to go quiet before this measurement (`compare_api.wait_until_quiet`)."""
+    page_cache_dropped: bool = False
+    """Whether the page cache was dropped right before this measurement (`compare_api.release_page_cache`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ Wire throughput on this shared 2-core machine swings by 2x between identical run
 GB moves far less, and it is what the client loses on two cores. Each variant is a Python interpreter (a
 worktree's venv runs that worktree's code); every round starts each variant's broker fresh, in a rotating
 order, fills a fresh one-partition topic with a librdkafka producer (acks=all, the bench's producer settings;
-a warm-up of a fifth first) and reads the broker's per-thread CPU from /proc before and after.
+a warm-up of a fifth first), having dropped the page cache (`compare_api.release_page_cache`), and reads the
+broker's per-thread CPU from /proc before and after.
 
     .venv/bin/python bench/produce_cpu.py before=../main/.venv/bin/python after=.venv/bin/python \\
         [--rounds 8] [--records 300000] [--size 1024] [--json runs.json]
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 import brokers
+from compare_api import release_page_cache
 from confluent_kafka import Producer
 from wire_workload import PRODUCER_CONFIG, create_topic, delete_topic, produce
 
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                     produce(broker.bootstrap, warm_up, args.records // 5, args.size)
                     delete_topic(broker.bootstrap, warm_up)
                     topic = create_topic(broker.bootstrap, "cpu")
+                    release_page_cache()  # the earlier rounds' files kept: new pages would cost the host's faults
                     load = os.getloadavg()[0]
                     cpu_before, main_before = broker_cpu(broker.process.pid)
                     seconds, loop_s, client_cpu = timed_produce(broker.bootstrap, topic, args.records, args.size)

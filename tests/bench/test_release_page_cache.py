@@ -1,0 +1,38 @@
+"""bench/compare.py drops the page cache before each measurement (`compare_api.release_page_cache`): on this VM the
+page cache an earlier sample kept made the next peer's writes cost the host's first-touch faults (session 40)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from compare import _page_cache_summary  # noqa: E402
+from compare_api import release_page_cache  # noqa: E402
+from compare_report import Sample  # noqa: E402
+
+
+def test_writes_back_then_drops_clean_pages(tmp_path: Path) -> None:
+    control = tmp_path / "drop_caches"
+    control.write_text("0")
+    steps: list[str] = []
+
+    def sync() -> None:
+        steps.append(f"sync with the control at {control.read_text()}")
+
+    assert release_page_cache(control, sync)
+    assert steps == ["sync with the control at 0"]
+    assert control.read_text() == "1"
+
+
+def test_a_process_that_may_not_drop_carries_on(tmp_path: Path) -> None:
+    assert not release_page_cache(tmp_path / "no such dir" / "drop_caches", lambda: None)
+
+
+def test_the_report_says_when_some_samples_kept_the_cache() -> None:
+    dropped = Sample("w", "kafka", 0, page_cache_dropped=True)
+    kept = Sample("w", "logwright", 0)
+    assert "only before" not in _page_cache_summary([dropped, dropped])
+    assert "only before 1 of 2 measurements" in _page_cache_summary([dropped, kept])
+    assert _page_cache_summary([]) == "?"
