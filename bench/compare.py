@@ -69,7 +69,7 @@ def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sam
     """One call of ``measure``, once the other shared brokers are quiet and the page cache dropped
     (`release_page_cache`): a value per metric, or n/a, or the failure, never an exception."""
     waited = ctx.quiesce(peer)
-    dropped = release_page_cache()
+    dropped = workload.drop_page_cache and release_page_cache()
     load = os.getloadavg()[0]
     try:
         values = {key: float(value) for key, value in workload.measure(ctx, peer).items()}
@@ -129,16 +129,20 @@ def _quiet_summary(samples: Sequence[Sample], waited: bool = True) -> str:
             + (f", gave up waiting {gave_up} times ({QUIET_GIVE_UP_S:g} s each)" if gave_up else ""))
 
 
-def _page_cache_summary(samples: Sequence[Sample]) -> str:
-    """The report's line on `release_page_cache`: how many samples started with the page cache dropped."""
-    dropped = sum(s.page_cache_dropped for s in samples)
-    if not samples:
-        return "?"
+def _page_cache_summary(samples: Sequence[Sample], keeps: frozenset[str] = frozenset()) -> str:
+    """The report's line on `release_page_cache`: how many samples started with the page cache dropped; ``keeps``
+    names the workloads that keep it (``drop_page_cache`` false)."""
+    kept = {s.workload for s in samples if s.workload in keeps}
+    chosen = [s for s in samples if s.workload not in keeps]
+    dropped = sum(s.page_cache_dropped for s in chosen)
+    if not chosen:
+        return "kept" if samples else "?"
     how = ("written back and dropped before each measurement, so no peer pays for the page cache an earlier one "
            "kept (the first write into memory the host took back costs kernel time: compare_api.release_page_cache)")
-    if dropped == len(samples):
-        return how
-    return f"{how}: only before {dropped} of {len(samples)} measurements (this process may not write drop_caches)"
+    if dropped < len(chosen):
+        how += f": only before {dropped} of {len(chosen)} (this process may not write drop_caches)"
+    return how + (f"; kept for {', '.join(sorted(kept))} (reading stored files back: dropped, the disk is timed)"
+                  if kept else "")
 
 
 def _cpu_instrument() -> str:
@@ -151,7 +155,8 @@ def _cpu_instrument() -> str:
     return describe(meter)
 
 
-def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace) -> dict[str, str]:
+def machine(began: float, load_start: float, samples: Sequence[Sample], args: argparse.Namespace,
+            keeps_page_cache: frozenset[str] = frozenset()) -> dict[str, str]:
     """Where and how the figures were taken: hardware, versions, load, session settings."""
     import confluent_kafka  # noqa: PLC0415
     from brokers import tansu_binary  # noqa: PLC0415
@@ -173,7 +178,7 @@ def machine(began: float, load_start: float, samples: Sequence[Sample], args: ar
         "load average (1 min)": f"{load_start:.1f} at start, {during} during the measurements, "
                                 f"{os.getloadavg()[0]:.1f} at the end (other work shares these 2 cores)",
         "quiet before each measurement": _quiet_summary(samples, waited=not args.quick),
-        "page cache": _page_cache_summary(samples),
+        "page cache": _page_cache_summary(samples, keeps_page_cache),
         "broker CPU": _cpu_instrument(),
         "Python": platform.python_version(),
         "Java": _command([java(), "-version"]),
@@ -269,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             title += " (interrupted)"
         finally:
             ctx.close()
-    write(out, workloads, samples, machine(began, load_start, samples, args), title)
+    keeps = frozenset(w.name for w in workloads if not w.drop_page_cache)
+    write(out, workloads, samples, machine(began, load_start, samples, args, keeps), title)
     say(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.png')} in {(time.monotonic() - began) / 60:.1f} min")
     return 0
 

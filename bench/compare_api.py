@@ -180,7 +180,9 @@ class Workload:
     ``not_applicable`` maps a peer to the reason it is skipped. ``repeats`` caps the session's repeats for
     a slow workload. ``smoke`` puts it in ``compare.py --smoke``, the few points that show each curve's
     shape in under 3 minutes. ``warmup`` runs ``measure`` once per peer at ``warmup_scale`` of the size before the
-    first repeat and discards it (JIT, first-request schema loading, connection set-up).
+    first repeat and discards it (JIT, first-request schema loading, connection set-up). ``drop_page_cache`` false
+    keeps the page cache before each call (`release_page_cache`): a workload that times reading stored files back
+    (start-up) would time the disk instead.
     """
 
     name: str
@@ -192,6 +194,7 @@ class Workload:
     warmup: bool = False
     warmup_scale: float = 0.2
     smoke: bool = False
+    drop_page_cache: bool = True
 
     def peers(self, names: tuple[str, ...] = PEER_NAMES) -> list[str]:
         return [name for name in names if name not in self.not_applicable]

@@ -210,7 +210,8 @@ WORKLOADS = [
                      "client reads Metadata (ready) and until a consumer assigned to the last offset has that record "
                      "(first fetch); RSS is the broker's process group when Metadata answers. Kafka's storage "
                      "format happens before the launch, its heap is -Xmx512m. bench/startup.py runs it alone."),
-             not_applicable={"tansu": "Tansu runs on memory:// storage here and cannot restart with data"}),
+             not_applicable={"tansu": "Tansu runs on memory:// storage here and cannot restart with data"},
+             drop_page_cache=False),
 ]
 
 

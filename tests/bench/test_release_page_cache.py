@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from compare import _page_cache_summary  # noqa: E402
@@ -34,5 +36,25 @@ def test_the_report_says_when_some_samples_kept_the_cache() -> None:
     dropped = Sample("w", "kafka", 0, page_cache_dropped=True)
     kept = Sample("w", "logwright", 0)
     assert "only before" not in _page_cache_summary([dropped, dropped])
-    assert "only before 1 of 2 measurements" in _page_cache_summary([dropped, kept])
+    assert "only before 1 of 2 (" in _page_cache_summary([dropped, kept])
     assert _page_cache_summary([]) == "?"
+    start_up = Sample("start-up", "kafka", 0)
+    line = _page_cache_summary([dropped, start_up], frozenset({"start-up"}))
+    assert "only before" not in line and "kept for start-up" in line, "a workload that keeps it is not a failed drop"
+
+
+def test_start_up_is_timed_on_a_warm_page_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Restarting on stored files with the cache dropped would time the disk: start-up keeps it (and says so)."""
+    import compare  # noqa: PLC0415
+    from compare_api import Context, Metric, Workload  # noqa: PLC0415
+    from startup import WORKLOADS as START_UP  # noqa: PLC0415
+
+    assert [w.drop_page_cache for w in START_UP] == [False]
+    drops: list[str] = []
+    monkeypatch.setattr(compare, "release_page_cache", lambda: drops.append("dropped") or True)
+    ctx = Context(tmp_path, quick=True)
+    for keeps in (False, True):
+        workload = Workload("w", (Metric("x"),), lambda _ctx, _peer: {"x": 1.0}, "m", drop_page_cache=not keeps)
+        sample = compare.measure_one(workload, ctx, "kafka", 0)
+        assert sample.page_cache_dropped is (not keeps)
+    assert drops == ["dropped"]
