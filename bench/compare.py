@@ -135,14 +135,19 @@ def _page_cache_summary(samples: Sequence[Sample], keeps: frozenset[str] = froze
     kept = {s.workload for s in samples if s.workload in keeps}
     chosen = [s for s in samples if s.workload not in keeps]
     dropped = sum(s.page_cache_dropped for s in chosen)
-    if not chosen:
-        return "kept" if samples else "?"
-    how = ("written back and dropped before each measurement, so no peer pays for the page cache an earlier one "
-           "kept (the first write into memory the host took back costs kernel time: compare_api.release_page_cache)")
-    if dropped < len(chosen):
-        how += f": only before {dropped} of {len(chosen)} (this process may not write drop_caches)"
-    return how + (f"; kept for {', '.join(sorted(kept))} (reading stored files back: dropped, the disk is timed)"
-                  if kept else "")
+    if not samples:
+        return "?"
+    parts = []
+    if chosen:
+        how = ("written back and dropped before each measurement, so no peer pays for the page cache an earlier one "
+               "kept (the first write into memory the host took back costs kernel time: "
+               "compare_api.release_page_cache)")
+        if dropped < len(chosen):
+            how += f": only before {dropped} of {len(chosen)} (this process may not write drop_caches)"
+        parts.append(how)
+    if kept:
+        parts.append(f"kept for {', '.join(sorted(kept))} (it reads stored files back: dropped, the disk is timed)")
+    return "; ".join(parts)
 
 
 def _cpu_instrument() -> str:

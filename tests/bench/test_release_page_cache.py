@@ -41,6 +41,7 @@ def test_the_report_says_when_some_samples_kept_the_cache() -> None:
     start_up = Sample("start-up", "kafka", 0)
     line = _page_cache_summary([dropped, start_up], frozenset({"start-up"}))
     assert "only before" not in line and "kept for start-up" in line, "a workload that keeps it is not a failed drop"
+    assert _page_cache_summary([start_up], frozenset({"start-up"})).startswith("kept for start-up (")
 
 
 def test_start_up_is_timed_on_a_warm_page_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
