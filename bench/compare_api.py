@@ -158,12 +158,13 @@ def release_page_cache(control: Path = DROP_CACHES, sync: Callable[[], None] = o
     """Write dirty pages back and drop the clean page cache, so every sample starts with the same memory at hand;
     False where this process may not (not root, a container's read-only /proc).
 
-    Why: this VM's host takes back guest memory left unused, and the kernel's first write into such a page costs a
-    fault in the host. While the page cache kept from earlier samples (both brokers' files) fills the memory the host
-    still backs (3-4 GB here), every further GB a broker writes costs ~1.3 s more kernel time: logwright's 100 KiB
-    produce went from 0.7 to 1.6-2.0 CPU s/GB after five runs' files were kept, and stayed at 0.7 over ten such runs
-    with the cache dropped before each (session 40). Which peer paid followed the session's history, not the broker:
-    Kafka's 1 KiB produce in session 33 (0.98-2.59 s/GB), logwright's in session 39 (0.94-2.96).
+    Why: this VM's host takes back guest memory left unused, and the kernel's first write into such a page costs a fault
+    in the host. While the page cache kept from earlier samples (both brokers' files) fills the memory the host
+    still backs (what was freed lately: 1-4 GB here), every further GB a broker writes costs ~1.3 s more kernel
+    time: logwright's 100 KiB produce went from 0.7 to 1.6-2.0 CPU s/GB after five runs' files were kept, and stayed
+    at 0.7 over ten such runs with the cache dropped before each (session 40). Which peer paid followed the
+    session's history, not the broker: Kafka's 1 KiB produce in session 33 (0.98-2.59 s/GB), logwright's in session
+    39 (0.94-2.96).
     """
     try:
         sync()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from machine_effects import _leaf_share, write_file  # noqa: E402
+from machine_effects import _leaf_share, kept_page_cache, write_file  # noqa: E402
 
 
 def test_only_samples_whose_innermost_frame_is_the_line_count(tmp_path: Path) -> None:
@@ -33,3 +33,21 @@ def test_writing_a_file_reports_kernel_seconds_per_gb_and_leaves_the_bytes(tmp_p
     seconds_per_gb = write_file(path, 2)
     assert seconds_per_gb >= 0.0
     assert path.stat().st_size == 2 << 20
+
+
+def test_the_kept_page_cache_probe_writes_each_chunk_kept_then_one_after_the_drop(tmp_path: Path) -> None:
+    sizes: list[int] = []
+
+    def drop() -> bool:
+        sizes.append(sum(path.stat().st_size for path in tmp_path.iterdir()))
+        return True
+
+    figures = kept_page_cache(1, 3, tmp_path, drop)
+    assert list(figures) == ["0 GB kept s/GB", "0.000976562 GB kept s/GB", "0.00195312 GB kept s/GB", "dropped s/GB"]
+    assert sizes == [3 << 20], "the drop comes after every chunk was written and kept"
+    assert not list(tmp_path.iterdir()), "the probe removes its files"
+
+
+def test_without_leave_to_drop_the_probe_says_nothing_of_a_drop(tmp_path: Path) -> None:
+    figures = kept_page_cache(1, 2, tmp_path, lambda: False)
+    assert "dropped s/GB" not in figures and len(figures) == 2
