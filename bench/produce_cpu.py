@@ -10,9 +10,9 @@ broker's per-thread CPU from /proc before and after.
     .venv/bin/python bench/produce_cpu.py before=../main/.venv/bin/python after=.venv/bin/python \\
         [--rounds 8] [--records 300000] [--size 1024] [--json runs.json]
 
-Printed per run and as medians: MB/s, broker CPU s/GB (all threads, and the event-loop thread alone), the
-client's CPU s/GB, and the client loop share, the part of the run the client's produce() loop took (near 1:
-the client is the limit; lower: it waited for the broker's acknowledgements).
+Printed per run and as medians: MB/s, broker CPU s/GB (all threads, the event-loop thread alone, and the kernel's
+part of all threads), the client's CPU s/GB, and the client loop share, the part of the run the client's produce()
+loop took (near 1: the client is the limit; lower: it waited for the broker's acknowledgements).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ from wire_workload import PRODUCER_CONFIG, create_topic, delete_topic, produce
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def broker_cpu(pgid: int) -> tuple[float, float]:
-    """(all threads, the main thread) CPU seconds of the broker's process group so far."""
-    total = main = 0.0
+def broker_cpu(pgid: int) -> tuple[float, float, float]:
+    """(all threads, the main thread, the kernel's part of all threads) CPU seconds of the broker's process group so
+    far: the kernel's part is where the page cache's first-touch faults land (bench/results/session40.md)."""
+    total = main = system = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
@@ -46,10 +47,11 @@ def broker_cpu(pgid: int) -> tuple[float, float]:
                 fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
                 seconds = (int(fields[11]) + int(fields[12])) / _TICK
                 total += seconds
+                system += int(fields[12]) / _TICK
                 main += seconds if task.name == stat.parent.name else 0.0
         except (OSError, IndexError, ValueError):
             continue
-    return total, main
+    return total, main, system
 
 
 def timed_produce(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float, float]:
@@ -98,11 +100,12 @@ def main(argv: list[str] | None = None) -> int:
                     topic = create_topic(broker.bootstrap, "cpu")
                     release_page_cache()  # the earlier rounds' files kept: new pages would cost the host's faults
                     load = os.getloadavg()[0]
-                    cpu_before, main_before = broker_cpu(broker.process.pid)
+                    cpu_before, main_before, system_before = broker_cpu(broker.process.pid)
                     seconds, loop_s, client_cpu = timed_produce(broker.bootstrap, topic, args.records, args.size)
-                    cpu_after, main_after = broker_cpu(broker.process.pid)
+                    cpu_after, main_after, system_after = broker_cpu(broker.process.pid)
                 run = {"MB/s": args.records * args.size / seconds / 1e6, "broker s/GB": (cpu_after - cpu_before) / gb,
-                       "event loop s/GB": (main_after - main_before) / gb, "client s/GB": client_cpu / gb,
+                       "event loop s/GB": (main_after - main_before) / gb,
+                       "broker system s/GB": (system_after - system_before) / gb, "client s/GB": client_cpu / gb,
                        "client loop share": loop_s / seconds, "load": load}
                 runs[name].append(run)
                 print(f"#{round_number} {name:<12} " + "  ".join(f"{key} {value:.2f}" for key, value in run.items()),
