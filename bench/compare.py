@@ -132,11 +132,11 @@ def _quiet_summary(samples: Sequence[Sample], waited: bool = True) -> str:
 def _page_cache_summary(samples: Sequence[Sample], keeps: frozenset[str] = frozenset()) -> str:
     """The report's line on `release_page_cache`: how many samples started with the page cache dropped; ``keeps``
     names the workloads that keep it (``drop_page_cache`` false)."""
+    if not samples:
+        return "?"
     kept = {s.workload for s in samples if s.workload in keeps}
     chosen = [s for s in samples if s.workload not in keeps]
     dropped = sum(s.page_cache_dropped for s in chosen)
-    if not samples:
-        return "?"
     parts = []
     if chosen:
         how = ("written back and dropped before each measurement, so no peer pays for the page cache an earlier one "
