@@ -134,7 +134,7 @@ def first_touch(megabytes: int, idle_s: float, where: Path) -> dict[str, float]:
 def kept_page_cache(chunk_mb: int, chunks: int, where: Path,
                     drop: Callable[[], bool] = release_page_cache) -> dict[str, float]:
     """Kernel CPU per GB of each ``chunk_mb`` written while every earlier chunk stays cached, then of one more
-    written right after the page cache is written back and dropped (``drop``; skipped, and said, when it fails).
+    written right after the page cache is written back and dropped (``drop``; left out when it cannot drop).
 
     Why: in session 39 logwright's produce CPU doubled beside Kafka. Once the page cache kept by earlier work fills the
     memory the host still backs (what was freed lately: 1-4 GB here), each further GB costs the host's first-touch
