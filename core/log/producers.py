@@ -9,12 +9,14 @@ producer id counter and the epochs InitProducerId has bumped (`ProducerIdAllocat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import singledispatch
 
 from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, quoted
 from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
 from logwright.core.events.keys import DuplicateDropped
+from logwright.core.flat_sequence import FlatSequence
 from logwright.core.projection import Projection
 
 RECENT_BATCHES = 5
@@ -31,10 +33,25 @@ class BatchSequence:
     base_offset: int
 
 
+class RecentBatches(FlatSequence[BatchSequence]):
+    """A producer's last batches on a partition, stored flat: the row is written on every idempotent batch, and as
+    dataclasses it took 6 us to encode (0.5 flat) and 5 to decode."""
+
+    ENTRY = BatchSequence
+    __slots__ = ()
+
+
+NO_BATCHES = RecentBatches()
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerState:
     producer_epoch: int
-    recent: tuple[BatchSequence, ...] = ()
+    recent: RecentBatches = NO_BATCHES
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.recent, RecentBatches):  # decoded from a store, or built from a tuple
+            object.__setattr__(self, "recent", RecentBatches(self.recent))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +100,8 @@ def _(event: RecordsAppended, state: object, key: str) -> object:
         event.base_sequence, last_sequence_of(event.base_sequence, event.record_count), event.base_offset
     )
     if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch:
-        return ProducerState(event.producer_epoch, (*state.recent, batch)[-RECENT_BATCHES:])
-    return ProducerState(event.producer_epoch, (batch,))
+        return ProducerState(event.producer_epoch, RecentBatches((*state.recent, batch)[-RECENT_BATCHES:]))
+    return ProducerState(event.producer_epoch, RecentBatches((batch,)))
 
 
 @_evolve.register
@@ -92,10 +109,11 @@ def _(event: DuplicateDropped, state: object, key: str) -> object:
     """A batch business-key deduplication shortened (or dropped) still took its whole sequence range."""
     batch = BatchSequence(event.base_sequence, last_sequence_of(event.base_sequence, event.sent_record_count),
                           event.answered_offset)
-    recent = state.recent if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch else ()
+    recent: Sequence[BatchSequence] = (
+        state.recent if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch else ())
     if recent and recent[-1].first_sequence == event.base_sequence:
         recent = recent[:-1]
-    return ProducerState(event.producer_epoch, (*recent, batch)[-RECENT_BATCHES:])
+    return ProducerState(event.producer_epoch, RecentBatches((*recent, batch)[-RECENT_BATCHES:]))
 
 
 @_evolve.register

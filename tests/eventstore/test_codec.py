@@ -24,7 +24,9 @@ from logwright.core.events import (
     RecordsAppended,
     SubscriptionCreated,
 )
+from logwright.core.flat_sequence import FlatSequence
 from logwright.core.groups.group_offsets import CommittedPartitions, OffsetsHead
+from logwright.core.log.producers import BatchSequence, ProducerState, RecentBatches
 from logwright.core.rangeset import RangeSet
 from logwright.core.transactions.partition_transactions import (
     AbortedTransaction,
@@ -56,7 +58,8 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         if len(args) == 2 and args[1] is Ellipsis:
             return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
         return st.tuples(*(strategy_for(arg) for arg in args))
-    if dataclasses.is_dataclass(hint) or hint in (CommittedPartitions, PendingOffsets, AbortedTransactions):
+    if dataclasses.is_dataclass(hint) or hint in (CommittedPartitions, PendingOffsets) or (
+            isinstance(hint, type) and issubclass(hint, FlatSequence)):
         return instances(hint)
     raise AssertionError(f"no strategy for {hint!r}: teach strategy_for about it")
 
@@ -66,8 +69,8 @@ def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
         return st.lists(st.tuples(st.text(max_size=5), st.integers(0, 2**31 - 1)), max_size=4).map(CommittedPartitions)
     if cls is PendingOffsets:  # stored as its sorted commits: build it from any commits
         return st.lists(instances(OffsetCommitted), max_size=4).map(PendingOffsets)
-    if cls is AbortedTransactions:  # stored as flat integers: build it from any entries
-        return st.lists(instances(AbortedTransaction), max_size=4).map(AbortedTransactions)
+    if issubclass(cls, FlatSequence):  # stored as flat integers: build it from any entries
+        return st.lists(instances(cls.ENTRY), max_size=4).map(cls)
     if cls is RangeSet:
         return st.lists(st.tuples(I64, st.integers(0, 5)), max_size=4).map(
             lambda spans: RangeSet.of(n for start, width in spans for n in range(start, min(start + width, 2**63))))
@@ -323,3 +326,19 @@ def test_aborted_transactions_are_stored_as_flat_integers_and_read_as_stored_bef
     object.__setattr__(stored_before, "aborted", aborted)  # what the state held: a tuple of dataclasses
     before = registry.decode(registry.encode(stored_before), "test")
     assert before == state and isinstance(before.aborted, AbortedTransactions)
+
+
+def test_a_producers_recent_batches_are_stored_as_flat_integers_and_read_as_stored_before() -> None:
+    """The row is written on every idempotent batch: its five dataclasses took 6 us to encode, flat 0.5."""
+    registry = default_registry()
+    recent = (BatchSequence(0, 29, 100), BatchSequence(30, 2**31 - 1, 2**40))
+    state = ProducerState(3, RecentBatches(recent))
+    encoded = registry.encode(state)
+    assert msgpack.unpackb(encoded)[2:] == [3, [0, 29, 100, 30, 2**31 - 1, 2**40]]
+    decoded = registry.decode(encoded, "test")
+    assert decoded == state and tuple(decoded.recent) == recent and decoded.recent[-1].last_sequence == 2**31 - 1
+    stored_before = ProducerState(3)
+    object.__setattr__(stored_before, "recent", recent)  # what the state held: a tuple of dataclasses
+    before = registry.decode(registry.encode(stored_before), "test")
+    assert before == state and isinstance(before.recent, RecentBatches)
+    assert ProducerState(3, recent) == state, "built from a tuple, as from the row"  # type: ignore[arg-type]
