@@ -50,8 +50,8 @@ from compare_report import Sample, markdown  # noqa: E402
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
-WORKLOAD_MODULES = ("throughput", "curves", "perf_tools", "scale_curves", "idle_consumers", "latency", "memory",
-                    "share_consume", "share_under_load", "startup", "admin_pauses")
+WORKLOAD_MODULES = ("throughput", "curves", "perf_tools", "idempotent_produce", "scale_curves", "idle_consumers",
+                    "latency", "memory", "share_consume", "share_under_load", "startup", "admin_pauses")
 """Modules of bench/ that define ``WORKLOADS: list[Workload]``; the report follows this order."""
 
 
