@@ -4,18 +4,23 @@ nothing in flight is read from its table's head, and passed over while its posit
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from pathlib import Path
 
 import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from logwright.compat.broker import EVENTS_STAGED_PER_TURN
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator, pop_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import produce
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
+from logwright.core.errors import UnknownTopic
 from logwright.core.events import Event
 from logwright.core.events.pop import PopCursorCreated
+from logwright.core.log.catalog import delete_topic
+from logwright.core.pop.inflight import PROJECTION_NAME, pop_key
 from logwright.core.pop.pop_commands import PopLimits
 
 from tests.compat.test_share_handlers import Harness, run
@@ -47,10 +52,15 @@ def test_a_pop_reads_only_the_partitions_with_records_or_revivals(tmp_path: Path
             return stage(events, *args, **kwargs)
 
         monkeypatch.setattr(h.broker, "stage", counted_stage)
+        committed: list[int] = []
+        h.broker.store.add_commit_listener(lambda events: committed.append(
+            sum(isinstance(logged.event, PopCursorCreated) for logged in events)))
         coordinator = pop_coordinator(h.broker)
         assert await coordinator.pop("g", topic, "c1", LIMITS) == []
         creations = [batch for batch in staged if any(isinstance(event, PopCursorCreated) for event in batch)]
-        assert len(creations) == 1 and len(creations[0]) == PARTITIONS, "every cursor created, in one call"
+        parts = PARTITIONS // EVENTS_STAGED_PER_TURN
+        assert [len(batch) for batch in creations] == [EVENTS_STAGED_PER_TURN] * parts, "a part a turn, every cursor"
+        assert [count for count in committed if count] == [PARTITIONS], "in one WriteBatch"
         assert read == [], "no partition has records past its position"
 
         busy = topic.partition_ids[1_500]
@@ -71,5 +81,48 @@ def test_a_pop_reads_only_the_partitions_with_records_or_revivals(tmp_path: Path
         again = await coordinator.pop("g", topic, "c2", LIMITS)
         assert [(message.partition, message.record.offset) for message in again] == [(1_500, i) for i in range(3)]
         assert read == [busy]
+
+    run(tmp_path, scenario)
+
+
+def test_a_new_groups_cursors_on_a_wide_topic_are_created_over_turns_once_each(tmp_path: Path) -> None:
+    """Two consumers of a new group pop at once: the cursors are created a part a turn, so the second pop finds the
+    first's parts under way, and no partition gets two; a partition of a topic deleted meanwhile gets none."""
+    async def scenario(h: Harness) -> None:
+        h.broker.create_topic("wide", PARTITIONS)
+        h.broker.create_topic("gone", PARTITIONS)
+        wide, gone = h.broker.topic("wide"), h.broker.topic("gone")
+        assert wide is not None and gone is not None
+        created: list[PopCursorCreated] = []
+        h.broker.store.add_commit_listener(lambda events: created.extend(
+            logged.event for logged in events if isinstance(logged.event, PopCursorCreated)))
+        coordinator = pop_coordinator(h.broker)
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                await asyncio.sleep(0)
+                turns += 1
+
+        counting = asyncio.get_running_loop().create_task(count_turns())
+        first = asyncio.get_running_loop().create_task(coordinator.pop("g", wide, "c1", LIMITS))
+        second = asyncio.get_running_loop().create_task(coordinator.pop("g", wide, "c2", LIMITS))
+        assert await first == [] and await second == []
+        assert turns >= PARTITIONS // EVENTS_STAGED_PER_TURN, "the creation gave way between its parts"
+        assert sorted(event.partition_id for event in created) == sorted(wide.partition_ids), "one each"
+
+        created.clear()
+        popping = asyncio.get_running_loop().create_task(coordinator.pop("g", gone, "c1", LIMITS))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        h.broker.stage([delete_topic(gone, "gone")])
+        await h.broker.durable()
+        with pytest.raises(UnknownTopic):
+            await popping
+        assert 0 < len(created) < PARTITIONS and all(event.topic == "gone" for event in created)
+        assert not any(h.broker.store.state(PROJECTION_NAME, pop_key("g", pid)) for pid in gone.partition_ids), (
+            "what was created before the deletion went with it; nothing after")
+        counting.cancel()
 
     run(tmp_path, scenario)
