@@ -5,11 +5,13 @@ Used by `logwright check`; the Spark replay job does the same at scale with the 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from logwright.core.events import Event
+from logwright.core.events import Event, LogTruncated, TopicDeleted
+from logwright.core.events.transactions import TransactionMarkerWritten
 from logwright.core.projection import Projection
 
 from .rocksdb import RocksEventStore
@@ -48,9 +50,59 @@ class StoreCheck(Protocol):
         ...
 
 
+class AbortedIndexCheck:
+    """The store's index of aborted transactions (`RocksEventStore.aborted`) against the events it is written from:
+    each indexed ABORT marker's row, less those below a later log start and those of deleted topics."""
+
+    NAME = "check:aborted-index"
+
+    def projection(self, stored: Mapping[str, Mapping[str, Any]]) -> Projection[Any]:
+        return Projection(name=self.NAME, entity_keys=_aborted_keys, evolve=_evolve_aborted,
+                          handles=frozenset({TransactionMarkerWritten, LogTruncated, TopicDeleted}))
+
+    def differences(self, store: RocksEventStore, rebuilt: Mapping[str, Mapping[str, Any]],
+                    stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        found: dict[str, list[tuple[int, int, int, int]]] = {}
+        for partition_id, producer_id, first_offset, marker_offset, last_stable_offset in store.aborted_rows():
+            found.setdefault(str(partition_id), []).append((marker_offset, producer_id, first_offset,
+                                                            last_stable_offset))
+        expected = rebuilt[self.NAME]
+        return [f"aborted-transaction index of partition {partition}: the events give {expected.get(partition)!r}, "
+                f"the index holds {found.get(partition)!r}"
+                for partition in sorted(expected.keys() | found.keys())
+                if (expected.get(partition) or []) != found.get(partition, [])]
+
+
+def _aborted_keys(event: Event) -> tuple[str, ...]:
+    if isinstance(event, TransactionMarkerWritten):
+        return (str(event.partition_id),) if event.indexed_abort else ()
+    if isinstance(event, LogTruncated):
+        return (str(event.partition_id),)
+    if isinstance(event, TopicDeleted):
+        return tuple(str(partition_id) for partition_id in event.partition_ids)
+    return ()
+
+
+def _evolve_aborted(state: list[tuple[int, int, int, int]] | None, event: Event, key: str
+                    ) -> list[tuple[int, int, int, int]] | None:
+    """(marker, producer id, first offset, last stable offset) in marker order; a list grown in place (a scratch
+    fold, never written)."""
+    if isinstance(event, TransactionMarkerWritten):
+        rows = state if state is not None else []
+        rows.append((event.offset, event.producer_id, event.first_offset, event.last_stable_offset))
+        return rows
+    if isinstance(event, LogTruncated) and state is not None:
+        del state[:bisect_left(state, (event.log_start_offset,))]
+        return state or None
+    if isinstance(event, TopicDeleted):
+        return None
+    return state
+
+
 def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence[StoreCheck] = ()) -> CheckReport:
     """Compare every projection rebuilt from the committed log with what ``state`` holds on disk, then run
-    ``checks``."""
+    ``checks`` (the index of aborted transactions always)."""
+    checks = (AbortedIndexCheck(), *checks)
     stored: dict[str, dict[str, Any]] = {projection.name: {} for projection in store.projections}
     for projection_name, entity, _sequence, raw in store.stored_states():
         if projection_name not in stored:

@@ -6,6 +6,7 @@
 | events  | global sequence u64                   | encoded (time, event)                   |
 | state   | projection name, NUL, entity key      | sequence u64 + encoded entity state     |
 | index   | kind byte, partition id u32, ...      | small values (``T``: the time index)    |
+|         | ``A``, partition u32, marker u64      | an aborted transaction: producer id, first offset, LSO |
 |         | ``S``, shared file u64, partition u32 | first and last base offset it holds there (`shared_refs`) |
 | meta    | ascii name                            | small values                            |
 
@@ -24,6 +25,9 @@ _SEQUENCE = struct.Struct(">Q")
 _TIME_INDEX_KEY = struct.Struct(">cIQ")
 
 TIME_INDEX_KIND = b"T"
+ABORTED_KIND = b"A"
+ABORTED_KIND_END = b"B"
+_ABORTED = struct.Struct(">qqq")
 
 META_FORMAT_VERSION = b"format.version"
 META_STATE_SEQUENCE = b"state.sequence"
@@ -72,6 +76,22 @@ def parse_state_key(key: bytes) -> tuple[str, str]:
 def time_index_key(partition_id: int, max_timestamp: int) -> bytes:
     """Keyed by the running maximum timestamp, so a seek finds the first batch at or after a time."""
     return _TIME_INDEX_KEY.pack(TIME_INDEX_KIND, partition_id, max(max_timestamp, 0))
+
+
+def aborted_key(partition_id: int, marker_offset: int) -> bytes:
+    """An aborted transaction of the partition, by its ABORT marker's offset (Kafka's transaction index)."""
+    return _TIME_INDEX_KEY.pack(ABORTED_KIND, partition_id, marker_offset)
+
+
+def aborted_value(producer_id: int, first_offset: int, last_stable_offset: int) -> bytes:
+    return _ABORTED.pack(producer_id, first_offset, last_stable_offset)
+
+
+def parse_aborted(key: bytes, value: bytes) -> tuple[int, int, int, int]:
+    """(producer id, first offset, marker offset, last stable offset) of an aborted-transaction row."""
+    _, _, marker_offset = _TIME_INDEX_KEY.unpack(key)
+    producer_id, first_offset, last_stable_offset = _ABORTED.unpack(value)
+    return producer_id, first_offset, marker_offset, last_stable_offset
 
 
 def parse_time_index_key(key: bytes) -> tuple[int, int]:

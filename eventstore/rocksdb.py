@@ -30,6 +30,7 @@ from logwright.core.clock import Clock
 from logwright.core.errors import CorruptState, StorageUnavailable
 from logwright.core.events import Event, LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
+from logwright.core.events.transactions import TransactionMarkerWritten
 from logwright.core.log.partition_log import empty_partition, partition_key, truncate
 from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
@@ -252,7 +253,7 @@ class RocksEventStore:
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, Placement]] = []
         self._truncating: dict[int, tuple[int, list[bytes] | None]] = {}
-        """What `truncate` found for the `LogTruncated` it appends, for `_delete_physically`: the first batch kept and,
+        """What `truncate` found for the `LogTruncated` it appends, for `_physical_effects`: the first batch kept and,
         when there are few, the keys of those below it."""
         self._staged_partitions: set[int] = set()
         """Partitions whose stored batches this turn's WriteBatch changes (appended, truncated, rewritten, deleted):
@@ -486,7 +487,7 @@ class RocksEventStore:
             if folds is None:
                 folds = self._folds_by_type[type(event)] = self._folds_for(type(event))
             self._fold(folds, event, sequence)
-            self._delete_physically(event)
+            self._physical_effects(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
         placement = self._files.placement
         staged_partitions = self._staged_partitions
@@ -571,9 +572,16 @@ class RocksEventStore:
         iterator.seek(keys.record_key(partition_id, max(start_offset, 0)))
         yield from _stored_batches(iterator, self._files)
 
-    def _delete_physically(self, event: Event) -> None:
-        """Retention and topic deletion remove stored batches in the same WriteBatch as their event."""
+    def _physical_effects(self, event: Event) -> None:
+        """Retention and topic deletion remove stored batches in the same WriteBatch as their event, and the aborted
+        transactions whose markers they take (`aborted`); an indexed abort adds its row there."""
         records_cf, index_cf = self._cf["records"], self._cf["index"]
+        if isinstance(event, TransactionMarkerWritten):
+            if event.indexed_abort:
+                self._batch.put(keys.aborted_key(event.partition_id, event.offset),
+                                keys.aborted_value(event.producer_id, event.first_offset, event.last_stable_offset),
+                                index_cf)
+            return
         if isinstance(event, LogTruncated | TopicDeleted):
             self._put_staged_records()  # a range delete must follow the batches staged before it
         if isinstance(event, LogTruncated):
@@ -584,6 +592,8 @@ class RocksEventStore:
                                                  None))
             self._staged_partitions.add(event.partition_id)
             self._pending_tail.append((event.partition_id, 0, 0, None))
+            self._batch.delete_range(keys.aborted_key(event.partition_id, 0),  # markers below the new log start
+                                     keys.aborted_key(event.partition_id, max(event.log_start_offset, 0)), index_cf)
             state = self._states.get("partitions", {}).get(partition_key(event.partition_id))
             everything = state is not None and first_kept >= state.next_offset
             for key in self._files.plan_drop_below(event.partition_id, first_kept, everything):
@@ -607,6 +617,7 @@ class RocksEventStore:
                 self._batch.delete_range(
                     keys.time_index_key(first, 0), keys.time_index_key(last + 1, 0), index_cf
                 )
+                self._batch.delete_range(keys.aborted_key(first, 0), keys.aborted_key(last + 1, 0), index_cf)
 
     def _first_batch_to_keep(self, partition_id: int, log_start_offset: int,
                              iterator: _BoundedIterator | None = None) -> int:
@@ -1005,6 +1016,40 @@ class RocksEventStore:
         iterator = self._bounded_iterator("index", upper_bound)
         iterator.seek(start_key)
         return (iterator.key(), iterator.value()) if iterator.valid() else None
+
+    def aborted(self, partition_id: int, start_offset: int, end_offset: int) -> list[tuple[int, int, int]]:
+        """(producer id, first offset, marker offset) of the indexed aborted transactions with records in
+        ``start_offset..end_offset - 1``, in the order of their markers, committed ones only (as Fetch reads).
+
+        Kafka's `TransactionIndex.collectAbortedTxns`: from the first marker at ``start_offset`` or later, up to and
+        including the first whose last stable offset reaches ``end_offset`` (every transaction that started before
+        that had ended when its marker was written, so none past it can overlap the read). Aborts from markers
+        written before the index are in the partition's `PartitionTransactions.aborted` instead."""
+        found: list[tuple[int, int, int]] = []
+        if start_offset >= end_offset:
+            return found
+        iterator = self._bounded_iterator("index", keys.aborted_key(partition_id + 1, 0))
+        iterator.seek(keys.aborted_key(partition_id, max(start_offset, 0)))
+        while iterator.valid():
+            producer_id, first_offset, marker_offset, last_stable_offset = keys.parse_aborted(iterator.key(),
+                                                                                              iterator.value())
+            if first_offset < end_offset:
+                found.append((producer_id, first_offset, marker_offset))
+            if last_stable_offset >= end_offset:
+                break
+            iterator.next()
+        return found
+
+    def aborted_rows(self) -> Iterator[tuple[int, int, int, int, int]]:
+        """Every indexed aborted transaction, by partition and marker: (partition id, producer id, first offset,
+        marker offset, last stable offset); for `check`."""
+        iterator = self._bounded_iterator("index", keys.ABORTED_KIND_END)
+        iterator.seek(keys.ABORTED_KIND)
+        while iterator.valid():
+            key = iterator.key()
+            producer_id, first_offset, marker_offset, last_stable_offset = keys.parse_aborted(key, iterator.value())
+            yield keys.parse_time_index_key(key)[0], producer_id, first_offset, marker_offset, last_stable_offset
+            iterator.next()
 
     def broken_batch_pointers(self, max_reported: int = 50) -> list[str]:
         """Every stored batch a pointer names that its file does not hold (missing file, or a file ending before

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from logwright.compat.aborted_transactions import EVERY_OFFSET, aborted_between
 from logwright.compat.wire.compacted_batch import delete_horizon_ms, rebuild
 from logwright.compat.wire.compression import inflate
 from logwright.compat.wire.record_batch import RecordBatchError, decode_records, parse_header
@@ -28,7 +29,6 @@ from logwright.core.compaction.settings import CompactionSettings
 from logwright.core.events.compaction import PartitionCompacted
 from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.core.log.record_keys import UnreadableRecords, record_key_columns
-from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -94,10 +94,7 @@ def _partition(store: RocksEventStore, partition_id: int) -> PartitionState | No
 
 
 def _aborted(store: RocksEventStore, partition_id: int) -> tuple[tuple[int, int, int], ...]:
-    state = store.state("partition_transactions", str(partition_id))
-    if not isinstance(state, PartitionTransactions):
-        return ()
-    return tuple((entry.producer_id, entry.first_offset, entry.last_offset) for entry in state.aborted)
+    return tuple(aborted_between(store, partition_id, 0, EVERY_OFFSET))
 
 
 def run_pass(store: RocksEventStore, partition_id: int, choice: CleaningChoice, settings: CompactionSettings,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from logwright.compat.aborted_transactions import aborted_between
 from logwright.compat.broker import EVENTS_STAGED_PER_TURN, Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
@@ -68,7 +69,6 @@ from logwright.core.pop.pop_commands import (
     PopLimits,
 )
 from logwright.core.pop.receipt_handle import HANDLE_ERRORS, ReceiptHandle, UnknownReceiptHandle
-from logwright.core.transactions.partition_transactions import AbortedTransaction, PartitionTransactions
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
@@ -460,14 +460,13 @@ class PopCoordinator:
         return found, next_offset, held
 
     def _window(self, state: PopPartition, log_start: int
-                ) -> tuple[int, int, Sequence[AbortedTransaction], HeldDueTimes | None]:
+                ) -> tuple[int, int, Sequence[tuple[int, int, int]], HeldDueTimes | None]:
         """Where a read of ``state`` starts (not before ``log_start``), the last stable offset it stays below,
-        the partition's aborted transactions and what plugins hold back in between: `_read` and
-        `_read_offsets` read the same records, in their two forms."""
+        the aborted transactions with records in between (`aborted_between`) and what plugins hold back there:
+        `_read` and `_read_offsets` read the same records, in their two forms."""
         next_offset = max(state.next_offset, log_start)
         stable = last_stable_offset(self.broker, state.partition_id)
-        transactions = self.broker.store.state("partition_transactions", str(state.partition_id))
-        aborted = transactions.aborted if isinstance(transactions, PartitionTransactions) else ()
+        aborted = aborted_between(self.broker.store, state.partition_id, next_offset, stable)
         # what the plugins hold back (``logwright_hold_back``, as share groups ask before acquiring), each offset's
         # due time asked only for the stretch the read meets; None, after one plain question, when nothing is
         return next_offset, stable, aborted, HeldDueTimes.of(self.broker, state.partition_id, next_offset, stable - 1)
@@ -876,10 +875,10 @@ def _holds(offsets: Sequence[int], offset: int) -> bool:
     return index < len(offsets) and offsets[index] == offset
 
 
-def _aborted(aborted: Sequence[AbortedTransaction], producer_id: int, last: int) -> bool:
-    """Whether the transactional batch of ``producer_id`` ending at ``last`` belongs to an aborted transaction."""
-    return any(entry.producer_id == producer_id and entry.first_offset <= last <= entry.last_offset
-               for entry in aborted)
+def _aborted(aborted: Sequence[tuple[int, int, int]], producer_id: int, last: int) -> bool:
+    """Whether the transactional batch of ``producer_id`` ending at ``last`` belongs to an aborted transaction
+    (producer id, first offset, marker offset)."""
+    return any(aborted_by == producer_id and first <= last <= marker for aborted_by, first, marker in aborted)
 
 
 def _offset_of(record: Record) -> int:

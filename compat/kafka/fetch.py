@@ -21,13 +21,13 @@ import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from logwright.compat.aborted_transactions import aborted_between
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.log.catalog import TopicState
-from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.eventstore.batch_files import FileRange
 
 if TYPE_CHECKING:
@@ -260,10 +260,8 @@ def _close(pieces: list[bytes | FileRange]) -> None:
 
 
 def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tuple[int, int]]:
-    state = broker.store.state("partition_transactions", str(partition_id))
-    if not isinstance(state, PartitionTransactions):
-        return []
-    return [(entry.producer_id, entry.first_offset) for entry in state.aborted_between(start, end)]
+    return [(producer_id, first_offset)
+            for producer_id, first_offset, _ in aborted_between(broker.store, partition_id, start, end)]
 
 
 def _named_by_id(fetch_topic: object) -> TypeIs[

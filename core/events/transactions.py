@@ -10,7 +10,7 @@ transaction either open or complete, never half-marked.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from logwright.core.events.base import Event
 from logwright.core.events.groups import OffsetCommitted
@@ -67,14 +67,33 @@ class TransactionalOffsetCommitted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TransactionMarkerWritten(Event):
-    """A COMMIT or ABORT control batch stored at ``offset`` (its `RecordsAppended` precedes this event)."""
+    """A COMMIT or ABORT control batch stored at ``offset`` (its `RecordsAppended` precedes this event).
+
+    An ABORT names the aborted transaction's ``first_offset`` on the partition and the partition's
+    ``last_stable_offset`` once it ended (the first offset of the earliest transaction still open, else ``offset +
+    1``), as Kafka's transaction index keeps them: the store indexes it by its marker (`RocksEventStore.aborted`), and a
+    lookup stops at the first whose last stable offset reaches past the read. Both are -1 in markers written before
+    (and in commits): those aborts are in the partition's `PartitionTransactions.aborted` row instead."""
 
     TAG: ClassVar[int] = 64
+    VERSION: ClassVar[int] = 2
     partition_id: int
     offset: int
     producer_id: int
     producer_epoch: int
     committed: bool
+    first_offset: int = -1
+    last_stable_offset: int = -1
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 (before the store indexed aborts) named neither: its aborts are in the partition's row."""
+        return [*fields, -1, -1] if version == 1 else fields
+
+    @property
+    def indexed_abort(self) -> bool:
+        """An abort the store indexes (markers written since the index exist)."""
+        return not self.committed and self.first_offset >= 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from kio.schema.txn_offset_commit.v3.request import (
     TxnOffsetCommitRequestTopic,
 )
 from logwright.compat import turns
+from logwright.compat.coordinators import transaction_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
     add_offsets_to_txn,
@@ -206,6 +207,18 @@ def test_describe_transactions_looks_each_partition_up_and_answers_an_id_again_f
     assert copies[0] is copies[1] and copies[0] == encode_entity(first), "the first answer's bytes, encoded once"
 
 
+def fetched_aborts(harness: Harness, offset: int, max_bytes: int) -> list[tuple[int, int]]:
+    """The aborted transactions a READ_COMMITTED Fetch of t-0 from ``offset`` lists, as a client reads them."""
+    request = FetchRequest(replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+                           isolation_level=1, session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+                           topics=(FetchTopic(topic="t", partitions=(FetchPartition(
+                               partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+                               partition_max_bytes=max_bytes),)),))
+    answer = harness.call(fetch.handle, 12, request)
+    partition = decode_response(1, 12, encode_response(1, 12, 7, answer))[1].responses[0].partitions[0]
+    return [(entry.producer_id, entry.first_offset) for entry in partition.aborted_transactions]
+
+
 def test_a_fetch_lists_the_aborted_transactions_overlapping_what_it_read(harness: Harness) -> None:
     """Every aborted transaction from the fetch offset to the last stable offset was listed, whatever the Fetch
     read: with 50,000 aborts on a partition a 1 KB Fetch answered 0.8 MB. Kafka lists those up to what it read."""
@@ -216,21 +229,36 @@ def test_a_fetch_lists_the_aborted_transactions_overlapping_what_it_read(harness
         assert produce_to(harness, 0, pid, epoch, sequence) == ErrorCode.NONE
         assert end(harness, pid, epoch, committed=False) == ErrorCode.NONE
 
-    def fetched(offset: int, max_bytes: int) -> Any:
-        request = FetchRequest(replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
-                               isolation_level=1, session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
-                               topics=(FetchTopic(topic="t", partitions=(FetchPartition(
-                                   partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
-                                   partition_max_bytes=max_bytes),)),))
-        answer = harness.call(fetch.handle, 12, request)
-        partition = decode_response(1, 12, encode_response(1, 12, 7, answer))[1].responses[0].partitions[0]
-        return [(entry.producer_id, entry.first_offset) for entry in partition.aborted_transactions]
+    assert fetched_aborts(harness, 0, 1) == [(pid, 0)], "one batch read: the first transaction's"
+    assert fetched_aborts(harness, 4, 1) == [(pid, 4)]
+    assert fetched_aborts(harness, 3, 1) == [(pid, 2)], "a marker read: its transaction, as Kafka lists it"
+    assert fetched_aborts(harness, 0, 1 << 20) == [(pid, 2 * n) for n in range(10)]
+    assert fetched_aborts(harness, 20, 1 << 20) == [], "nothing read"
 
-    assert fetched(0, 1) == [(pid, 0)], "one batch read: the first transaction's"
-    assert fetched(4, 1) == [(pid, 4)]
-    assert fetched(3, 1) == [(pid, 2)], "a marker read: its transaction, as Kafka lists it"
-    assert fetched(0, 1 << 20) == [(pid, 2 * n) for n in range(10)]
-    assert fetched(20, 1 << 20) == [], "nothing read"
+
+def test_aborts_are_indexed_and_a_fetch_lists_them_with_those_the_row_kept_before(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An abort is a row of the store's index, written once (kept in the partition's transactions row, every
+    transaction rewrote all of them); one whose marker was written before the index stays in the row, and a Fetch
+    lists both."""
+    granted = init(harness)
+    pid, epoch = granted.producer_id, granted.producer_epoch
+    with monkeypatch.context() as before_the_index:
+        before_the_index.setattr(transaction_coordinator, "ending_abort", lambda *_: None)
+        assert add_partitions(harness, pid, epoch, ("t", 0)) == [ErrorCode.NONE]
+        assert produce_to(harness, 0, pid, epoch, 0) == ErrorCode.NONE
+        assert end(harness, pid, epoch, committed=False) == ErrorCode.NONE
+    for sequence in (1, 2):
+        assert add_partitions(harness, pid, epoch, ("t", 0)) == [ErrorCode.NONE]
+        assert produce_to(harness, 0, pid, epoch, sequence) == ErrorCode.NONE
+        assert end(harness, pid, epoch, committed=False) == ErrorCode.NONE
+    partition_id = harness.broker.topic("t").partition_ids[0]  # type: ignore[union-attr]
+    row = harness.store.state("partition_transactions", str(partition_id))
+    assert row is not None and [entry.first_offset for entry in row.aborted] == [0], "the one from before the index"
+    assert [(producer, first, marker) for _, producer, first, marker, _ in harness.store.aborted_rows()] == [
+        (pid, 2, 3), (pid, 4, 5)]
+    assert fetched_aborts(harness, 0, 1 << 20) == [(pid, 0), (pid, 2), (pid, 4)]
+    assert fetched_aborts(harness, 2, 1) == [(pid, 2)] and fetched_aborts(harness, 0, 1) == [(pid, 0)]
 
 
 def test_transactions_are_listed_in_slices(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:

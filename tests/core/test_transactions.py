@@ -28,6 +28,7 @@ from logwright.core.transactions.partition_transactions import (
     AbortedTransaction,
     OpenTransaction,
     PartitionTransactions,
+    ending_abort,
 )
 from logwright.core.transactions.pending_offsets import PendingOffsets
 from logwright.core.transactions.transactions import (
@@ -193,6 +194,23 @@ def test_partition_index_tracks_the_last_stable_offset_and_aborted_ranges() -> N
     assert state.open == () and state.last_stable_offset(13) == 13
     events.append(LogTruncated(7, 12))
     assert "7" not in fold(PARTITION_TRANSACTIONS, events), "aborted ranges below the log start are forgotten"
+
+
+def test_an_abort_the_store_indexes_is_not_kept_in_the_partitions_row() -> None:
+    """A marker carrying its transaction's first offset and the partition's last stable offset after it (what the
+    coordinator writes) ends the transaction; its abort is the store's index row, not an entry of this row."""
+    events: list[Event] = [RecordsAppended(7, 5, 2, 100, 0, 1, 0, 0, True), RecordsAppended(7, 7, 2, 100, 0, 2, 0, 0,
+                                                                                              True)]
+    state = fold(PARTITION_TRANSACTIONS, events)["7"]
+    assert ending_abort(state, 1, 9) == (5, 7), "producer 2, open from 7, holds the last stable offset"
+    assert ending_abort(state, 3, 9) is None, "nothing of producer 3's to abort here"
+    assert ending_abort(PartitionTransactions((OpenTransaction(2, 7),)), 2, 9) == (7, 10), "none left open: after it"
+    events += [RecordsAppended(7, 9, 1, 70, 0, 1, 0, -1, True), TransactionMarkerWritten(7, 9, 1, 0, False, 5, 7)]
+    state = fold(PARTITION_TRANSACTIONS, events)["7"]
+    assert state == PartitionTransactions((OpenTransaction(2, 7),)) and state.aborted == ()
+    assert TransactionMarkerWritten(7, 9, 1, 0, False, 5, 7).indexed_abort
+    assert not TransactionMarkerWritten(7, 9, 1, 0, False).indexed_abort, "written before the index: kept in the row"
+    assert not TransactionMarkerWritten(7, 9, 1, 0, True, 5, 7).indexed_abort
 
 
 def test_a_transactional_commit_of_thousands_of_partitions_folds_without_walking_the_pending_offsets(

@@ -20,6 +20,7 @@ from logwright.core.events import (
     SwitchDelayStarted,
     TopicCreated,
     TransactionalOffsetCommitted,
+    TransactionMarkerWritten,
 )
 from logwright.eventstore.codec import default_registry
 
@@ -73,7 +74,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     61: ("PartitionsAddedToTransaction", "transactional_id producer_id producer_epoch partition_ids now_ms"),
     62: ("GroupAddedToTransaction", "transactional_id producer_id producer_epoch group now_ms"),
     63: ("TransactionalOffsetCommitted", "transactional_id producer_id producer_epoch commit"),
-    64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed"),
+    64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed first_offset "
+                                     "last_stable_offset"),  # VERSION 2
     65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms"),
     70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
                                      "rebalance_timeout_ms server_assignor subscribed_topic_names "
@@ -142,7 +144,17 @@ GOLDEN: list[tuple[Event, str]] = [
      "94cf0000018bcfe56800500191c71d0199cd04380102a66f726465727303aa557365723a616c696365a12a0303"),
     (SwitchDelayStarted("g", Membership("g"), 5_000),
      "96cf0000018bcfe568005801a167c7140195cd041401a16790c7090194cd04120190cdffffcd1388"),
+    (TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995),
+     "9acf0000018bcfe56800400203cd03e80700c2cd03decd03e3"),
 ]
+
+
+def test_a_marker_written_before_the_index_of_aborts_reads_as_one_the_partitions_row_keeps() -> None:
+    """Version 1 of `TransactionMarkerWritten` (five fields) decodes with neither the first offset nor the last
+    stable offset, so the fold keeps its abort in the partition's row, as it did when it was written."""
+    time_ms, marker = CODEC.decode_event(bytes.fromhex("98cf0000018bcfe56800400103cd03e80700c2"), "golden")
+    assert (time_ms, marker) == (NOW, TransactionMarkerWritten(3, 1_000, 7, 0, False))
+    assert isinstance(marker, TransactionMarkerWritten) and not marker.indexed_abort
 
 
 @pytest.mark.parametrize(("event", "golden"), GOLDEN, ids=[type(event).__name__ for event, _ in GOLDEN])
