@@ -11,9 +11,6 @@ from __future__ import annotations
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.eventstore.rocksdb import RocksEventStore
 
-EVERY_OFFSET = 2**63 - 1
-"""An end past any offset: every aborted transaction from the start on (the log cleaner's question)."""
-
 
 def aborted_between(store: RocksEventStore, partition_id: int, start_offset: int, end_offset: int
                     ) -> list[tuple[int, int, int]]:
