@@ -280,6 +280,10 @@ class RocksEventStore:
         self._tail = TailCache(tail_cache_bytes)
         self._read_ahead = ReadAhead()
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
+        self._staged_aborts: dict[int, list[tuple[int, int, int, int]]] = {}
+        """Indexed aborts staged and not committed yet, by partition: (marker, producer id, first offset, last stable
+        offset). The partition's last stable offset moves past a transaction as its marker is staged, so a Fetch
+        reading up to it must list the abort before its row is written (`aborted`)."""
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._pointers_written: dict[tuple[int, int], bytes] = {}
         """(partition, base offset) -> pointer of each batch this commit writes to a file, for the tail cache."""
@@ -581,6 +585,8 @@ class RocksEventStore:
                 self._batch.put(keys.aborted_key(event.partition_id, event.offset),
                                 keys.aborted_value(event.producer_id, event.first_offset, event.last_stable_offset),
                                 index_cf)
+                self._staged_aborts.setdefault(event.partition_id, []).append(
+                    (event.offset, event.producer_id, event.first_offset, event.last_stable_offset))
             return
         if isinstance(event, LogTruncated | TopicDeleted):
             self._put_staged_records()  # a range delete must follow the batches staged before it
@@ -762,6 +768,7 @@ class RocksEventStore:
             self.reopen()
             raise StoreFailed(f"writing to {self.path} failed: {error}; nothing it carried was kept") from error
         self._pending_events = []
+        self._staged_aborts = {}
         self._batch = WriteBatch(raw_mode=True)
         self._dirty.clear()
         self._rows_put_early.clear()
@@ -902,6 +909,7 @@ class RocksEventStore:
         self._write_error = None
         self._pending_events = []
         self._pending_tail = []
+        self._staged_aborts = {}
         self._pointers_written = {}
         self._dirty.clear()
         self._rows_put_early.clear()
@@ -1019,7 +1027,8 @@ class RocksEventStore:
 
     def aborted(self, partition_id: int, start_offset: int, end_offset: int) -> list[tuple[int, int, int]]:
         """(producer id, first offset, marker offset) of the indexed aborted transactions with records in
-        ``start_offset..end_offset - 1``, in the order of their markers, committed ones only (as Fetch reads).
+        ``start_offset..end_offset - 1``, in the order of their markers, staged ones too (a transaction's records are
+        stable once its marker is staged: `_staged_aborts`).
 
         Kafka's `TransactionIndex.collectAbortedTxns`: from the first marker at ``start_offset`` or later, up to and
         including the first whose last stable offset reaches ``end_offset`` (every transaction that started before
@@ -1036,8 +1045,15 @@ class RocksEventStore:
             if first_offset < end_offset:
                 found.append((producer_id, first_offset, marker_offset))
             if last_stable_offset >= end_offset:
-                break
+                return found
             iterator.next()
+        for marker_offset, producer_id, first_offset, last_stable_offset in self._staged_aborts.get(partition_id, ()):
+            if marker_offset < start_offset:  # staged markers follow every committed one: the rest, in order
+                continue
+            if first_offset < end_offset:
+                found.append((producer_id, first_offset, marker_offset))
+            if last_stable_offset >= end_offset:
+                break
         return found
 
     def aborted_rows(self) -> Iterator[tuple[int, int, int, int, int]]:

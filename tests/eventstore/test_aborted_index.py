@@ -177,3 +177,25 @@ def test_check_finds_an_index_that_disagrees_with_the_events(tmp_path: Path) -> 
     assert not report.consistent and any("aborted-transaction index" in line for line in report.differences)
     for each in opened:
         each.close()
+
+
+def test_an_abort_is_listed_from_when_its_marker_is_staged(tmp_path: Path) -> None:
+    """The partition's last stable offset passes a transaction as soon as its marker is staged (a transaction's end
+    over many partitions stages its markers over several turns before one commit), so a Fetch may read its records
+    then: the lookup lists the staged abort before its row is written, and forgets it if the commit is dropped."""
+    opened: list[RocksEventStore] = []
+    store, partition = one_partition(opened, tmp_path / "data")
+    partition.data(1, 3)
+    store.commit()
+    marker = partition.end(1, committed=False)
+    assert store.aborted(partition.partition_id, 0, 1) == [(1, 0, marker)], "staged, not committed"
+    assert list(store.aborted_rows()) == []
+    store.commit()
+    assert store.aborted(partition.partition_id, 0, 1) == [(1, 0, marker)]
+    assert [row[3] for row in store.aborted_rows()] == [marker]
+    partition.data(2)
+    partition.end(2, committed=False)
+    store.reopen()  # what a failed commit does: the staged abort is gone with the rest
+    assert store.aborted(partition.partition_id, 0, EVERY) == [(1, 0, marker)]
+    for each in opened:
+        each.close()
