@@ -319,7 +319,8 @@ def logwright_admit_append(request: AppendRequest) -> Admission | None:
     written. The built-in ``admission`` plugin admits everything (while it is the only implementation the
     hook is not called at all); quota and dedup plugins wrap it (``@hookimpl(wrapper=True)``):
     ``admission = yield`` and return ``admission.refuse(partition_id, SomeDomainError("why"))`` for
-    partitions they refuse (``PolicyViolation`` answers POLICY_VIOLATION). A refused partition is answered
+    partitions they refuse (``PolicyViolation`` answers POLICY_VIOLATION; one call a partition costs what
+    ``admission.refusing(pairs)`` does per partition). A refused partition is answered
     with the error's Kafka code and message; the others are appended. A partition refused with
     ``AppendHeld`` is held: the request waits and the chain is asked again for it after every commit, until
     admitted, refused otherwise, or the request's timeout (THROTTLING_QUOTA_EXCEEDED, retriable); the

@@ -3,8 +3,6 @@ quadratic: each refusal copied the admission, each lookup searched it)."""
 
 from __future__ import annotations
 
-import pytest
-from logwright.core.cursors import plugin_decisions
 from logwright.core.cursors.plugin_decisions import Admission, Deduplication
 from logwright.core.errors import PolicyViolation
 
@@ -23,16 +21,26 @@ def test_decisions_given_at_once_keep_the_first_for_each_partition() -> None:
     assert admission.refusing([]) is admission
 
 
-def test_ten_thousand_refusals_copy_the_admission_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    built = 0
-    init = Admission.__init__
-
-    def counted(self: Admission, *args: object, **kwargs: object) -> None:
-        nonlocal built
-        built += 1
-        init(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(plugin_decisions.Admission, "__init__", counted)
+def test_ten_thousand_refusals_at_once_build_one_list() -> None:
     admission = Admission().refusing((partition, PolicyViolation("quota")) for partition in range(10_000))
     assert len(admission.refused) == 10_000 and all(admission.error_for(n) is not None for n in range(10_000))
-    assert built == 2
+
+
+def test_refusals_one_a_call_share_one_list_and_each_admission_keeps_its_own() -> None:
+    """A plugin refusing a 10,000-partition Produce one call at a time copied the tuple of every earlier refusal
+    each call (61 ms; 40,000: two seconds). Every admission along the way still reads as it was."""
+    errors = [PolicyViolation(f"quota {n}") for n in range(10_000)]
+    admissions = [Admission()]
+    for partition, error in enumerate(errors):
+        admissions.append(admissions[-1].refuse(partition, error))
+    shared = {id(admission._refused._items) for admission in admissions[1:]}
+    assert len(shared) == 1, "each refusal copied the ones before it"
+    for count in (0, 1, 2, 5_000, 9_999, 10_000):
+        assert admissions[count].refused == tuple(enumerate(errors[:count]))
+        assert admissions[count].error_for(count) is None
+        assert count == 0 or admissions[count].error_for(count - 1) is errors[count - 1]
+    branch = admissions[5].refuse(77_777, PolicyViolation("branch"))
+    assert [partition for partition, _ in branch.refused] == [0, 1, 2, 3, 4, 77_777]
+    assert admissions[6].refused[-1] == (5, errors[5]) and admissions[6].error_for(77_777) is None
+    assert admissions[10_000].refuse(3, PolicyViolation("again")) is admissions[10_000], "partition 3 was decided"
+    assert admissions[3] == Admission(((0, errors[0]), (1, errors[1]), (2, errors[2])))
