@@ -230,9 +230,12 @@ class FirstDecisions(Generic[_Decision]):
         if not added:
             return self
         items = self._items
-        if len(items) != self._length:  # another value extended this one first: copy this one's part
-            items = items[: self._length]
-        items.extend(added)
+        if not self._length:  # a fresh list: an empty admission (`ADMIT_ALL`) keeps no request's decisions alive
+            items = added
+        else:
+            if len(items) != self._length:  # another value extended this one first: copy this one's part
+                items = items[: self._length]
+            items.extend(added)
         extended: FirstDecisions[_Decision] = FirstDecisions.__new__(FirstDecisions)
         extended._items, extended._length, extended._index, extended._tuple = items, len(items), index, None
         return extended

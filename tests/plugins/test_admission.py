@@ -3,7 +3,7 @@ quadratic: each refusal copied the admission, each lookup searched it)."""
 
 from __future__ import annotations
 
-from logwright.core.cursors.plugin_decisions import Admission, Deduplication
+from logwright.core.cursors.plugin_decisions import ADMIT_ALL, Admission, Deduplication
 from logwright.core.errors import PolicyViolation
 
 
@@ -44,3 +44,8 @@ def test_refusals_one_a_call_share_one_list_and_each_admission_keeps_its_own() -
     assert admissions[6].refused[-1] == (5, errors[5]) and admissions[6].error_for(77_777) is None
     assert admissions[10_000].refuse(3, PolicyViolation("again")) is admissions[10_000], "partition 3 was decided"
     assert admissions[3] == Admission(((0, errors[0]), (1, errors[1]), (2, errors[2])))
+
+
+def test_the_empty_admission_keeps_no_request_s_refusals() -> None:
+    refused = ADMIT_ALL.refuse(1, PolicyViolation("one request"))
+    assert ADMIT_ALL.refused == () and ADMIT_ALL._refused._items == [] and refused.refused[0][0] == 1
