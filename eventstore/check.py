@@ -1,6 +1,7 @@
 """Replay is the proof: refold the whole log with the core fold functions and compare with ``state``.
 
-Used by `logwright check`; the Spark replay job does the same at scale with the same folds.
+Used by `logwright check`; the Spark replay job does the same at scale with the same folds, `ENTITY_CHECKS`
+included (the backlog quotas' check, which reads stored batches, runs in `check` only).
 """
 
 from __future__ import annotations
@@ -50,9 +51,29 @@ class StoreCheck(Protocol):
         ...
 
 
+class EntityCheck(Protocol):
+    """A check compared entity by entity, as a projection is: its fold's entities against what it reads of the
+    store. Spark replay runs these too (`ENTITY_CHECKS`): its tasks fold the entities and compare each with what
+    the driver read from the same secondary instance as the stored states."""
+
+    NAME: str
+
+    def projection(self, stored: Mapping[str, Mapping[str, Any]]) -> Projection[Any]:
+        ...
+
+    def stored_entities(self, store: RocksEventStore) -> dict[str, Any]:
+        """What the store holds of each entity the fold gives (the value the fold should give)."""
+        ...
+
+    def difference(self, entity: str, expected: Any, found: Any) -> str | None:
+        """How the folded ``expected`` differs from the stored ``found`` (either ``None`` when absent)."""
+        ...
+
+
 class AbortedIndexCheck:
     """The store's index of aborted transactions (`RocksEventStore.aborted`) against the events it is written from:
-    each indexed ABORT marker's row, less those below a later log start and those of deleted topics."""
+    each indexed ABORT marker's row, less those below a later log start and those of deleted topics. Entities are
+    partitions (their ids as text), each a list of (marker offset, producer id, first offset, last stable offset)."""
 
     NAME = "check:aborted-index"
 
@@ -60,17 +81,28 @@ class AbortedIndexCheck:
         return Projection(name=self.NAME, entity_keys=_aborted_keys, evolve=_evolve_aborted,
                           handles=frozenset({TransactionMarkerWritten, LogTruncated, TopicDeleted}))
 
-    def differences(self, store: RocksEventStore, rebuilt: Mapping[str, Mapping[str, Any]],
-                    stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    def stored_entities(self, store: RocksEventStore) -> dict[str, Any]:
         found: dict[str, list[tuple[int, int, int, int]]] = {}
         for partition_id, producer_id, first_offset, marker_offset, last_stable_offset in store.aborted_rows():
             found.setdefault(str(partition_id), []).append((marker_offset, producer_id, first_offset,
                                                             last_stable_offset))
-        expected = rebuilt[self.NAME]
-        return [f"aborted-transaction index of partition {partition}: the events give {expected.get(partition)!r}, "
-                f"the index holds {found.get(partition)!r}"
-                for partition in sorted(expected.keys() | found.keys())
-                if (expected.get(partition) or []) != found.get(partition, [])]
+        return found
+
+    def difference(self, entity: str, expected: Any, found: Any) -> str | None:
+        if (expected or []) == (found or []):
+            return None
+        return (f"aborted-transaction index of partition {entity}: the events give {expected!r}, "
+                f"the index holds {found!r}")
+
+
+ENTITY_CHECKS: tuple[EntityCheck, ...] = (AbortedIndexCheck(),)
+"""The checks `check_store` always runs and Spark replay runs too."""
+
+
+def entity_differences(check: EntityCheck, expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
+    """Every entity of either side that differs, in entity order."""
+    return [difference for entity in sorted(expected.keys() | found.keys())
+            if (difference := check.difference(entity, expected.get(entity), found.get(entity))) is not None]
 
 
 def _aborted_keys(event: Event) -> tuple[str, ...]:
@@ -101,8 +133,8 @@ def _evolve_aborted(state: list[tuple[int, int, int, int]] | None, event: Event,
 
 def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence[StoreCheck] = ()) -> CheckReport:
     """Compare every projection rebuilt from the committed log with what ``state`` holds on disk, then run
-    ``checks`` (the index of aborted transactions always)."""
-    checks = (AbortedIndexCheck(), *checks)
+    ``checks`` (`ENTITY_CHECKS` always)."""
+    checks = (*(_AsStoreCheck(check) for check in ENTITY_CHECKS), *checks)
     stored: dict[str, dict[str, Any]] = {projection.name: {} for projection in store.projections}
     for projection_name, entity, _sequence, raw in store.stored_states():
         if projection_name not in stored:
@@ -125,6 +157,20 @@ def check_store(store: RocksEventStore, max_reported: int = 50, checks: Sequence
     report.differences.extend(store.broken_batch_pointers(max_reported))
     del report.differences[max_reported:]
     return report
+
+
+class _AsStoreCheck:
+    """An `EntityCheck` run by `check_store` as its other checks are."""
+
+    def __init__(self, check: EntityCheck) -> None:
+        self._check = check
+
+    def projection(self, stored: Mapping[str, Mapping[str, Any]]) -> Projection[Any]:
+        return self._check.projection(stored)
+
+    def differences(self, store: RocksEventStore, rebuilt: Mapping[str, Mapping[str, Any]],
+                    stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        return entity_differences(self._check, rebuilt[self._check.NAME], self._check.stored_entities(store))
 
 
 _Fold = tuple[Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str], Any], dict[str, Any]]

@@ -16,7 +16,9 @@ directory at the same path, e.g. shared storage):
    with the stored row (broadcast) through `eventstore.check.describe_difference`;
 4. the driver adds the stored rows no entity of the log produced.
 
-Projections come from `registry.replay_setup` (the plugin host), so plugins' projections replay too.
+Projections come from `registry.replay_setup` (the plugin host), so plugins' projections replay too. The store's
+checks compared entity by entity (`check.ENTITY_CHECKS`: the index of aborted transactions) replay as projections
+do: their folds run in the same tasks, and each entity is compared with what the driver read of the store.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logwright.core.projection import fold_entity
-from logwright.eventstore.check import CheckReport, describe_difference
+from logwright.core.projection import Projection, fold_entity
+from logwright.eventstore.check import ENTITY_CHECKS, CheckReport, EntityCheck, describe_difference
 
 from .access import secondary_store, shared_reader
 from .registry import replay_setup
@@ -48,6 +50,8 @@ class ReplayPlan:
     ranges: tuple[tuple[int, int], ...]
     stored: tuple[tuple[EntityKey, bytes], ...]
     scratch_dir: str | None = None
+    checked: tuple[tuple[EntityKey, Any], ...] = ()
+    """What the store holds of each entity of `ENTITY_CHECKS` (keyed by the check's name)."""
 
 
 def plan(data_dir: str, events_per_task: int = 250_000, scratch_dir: str | None = None) -> ReplayPlan:
@@ -56,8 +60,18 @@ def plan(data_dir: str, events_per_task: int = 250_000, scratch_dir: str | None 
     with secondary_store(data_dir, scratch_dir) as store:
         last = store.last_sequence
         stored = tuple(((name, entity), raw) for name, entity, _, raw in store.stored_states() if name in names)
+        checked = tuple(((check.NAME, entity), found) for check in ENTITY_CHECKS
+                        for entity, found in check.stored_entities(store).items())
     ranges = tuple((first, min(first + events_per_task - 1, last)) for first in range(1, last + 1, events_per_task))
-    return ReplayPlan(data_dir, last, ranges, stored, scratch_dir)
+    return ReplayPlan(data_dir, last, ranges, stored, scratch_dir, checked)
+
+
+def _folded(projections: tuple[Projection[Any], ...]) -> tuple[Projection[Any], ...]:
+    """The projections, then the folds of `ENTITY_CHECKS`."""
+    return (*projections, *(check.projection({}) for check in ENTITY_CHECKS))
+
+
+_CHECKS: Mapping[str, EntityCheck] = {check.NAME: check for check in ENTITY_CHECKS}
 
 
 def entity_chunks(cut: ReplayPlan) -> Callable[[Iterable[tuple[int, int]]], Iterator[tuple[EntityKey, Chunk]]]:
@@ -68,6 +82,7 @@ def entity_chunks(cut: ReplayPlan) -> Callable[[Iterable[tuple[int, int]]], Iter
         setup = replay_setup()
         encode = setup.types.encode_event
         routes: dict[type, list[Any]] = {}
+        folded = _folded(setup.projections)
         store = shared_reader(data_dir, scratch_dir, last_sequence)
         for first, last in ranges:
             chunks: dict[EntityKey, list[bytes]] = {}
@@ -75,7 +90,7 @@ def entity_chunks(cut: ReplayPlan) -> Callable[[Iterable[tuple[int, int]]], Iter
                 event = logged.event
                 wanted = routes.get(type(event))
                 if wanted is None:
-                    wanted = routes[type(event)] = [p for p in setup.projections if p.may_fold(type(event))]
+                    wanted = routes[type(event)] = [p for p in folded if p.may_fold(type(event))]
                 encoded = None
                 for projection in wanted:
                     for entity in projection.entity_keys(event):
@@ -88,13 +103,16 @@ def entity_chunks(cut: ReplayPlan) -> Callable[[Iterable[tuple[int, int]]], Iter
     return run
 
 
-def refold_and_compare(stored: Any, max_reported: int) -> Callable[[Iterable[tuple[EntityKey, Iterable[Chunk]]]],
-                                                                    Iterator[Outcome]]:
-    """A reduce task: each entity's chunks in sequence order, folded, compared with its stored row."""
+def refold_and_compare(stored: Any, max_reported: int, checked: Any = None
+                       ) -> Callable[[Iterable[tuple[EntityKey, Iterable[Chunk]]]], Iterator[Outcome]]:
+    """A reduce task: each entity's chunks in sequence order, folded, compared with its stored row (``stored``, a
+    broadcast) or, for an entity of `ENTITY_CHECKS`, with what the store holds of it (``checked``, a broadcast)."""
 
     def run(items: Iterable[tuple[EntityKey, Iterable[Chunk]]]) -> Iterator[Outcome]:
         setup = replay_setup()
-        types, by_name, rows = setup.types, setup.by_name, stored.value
+        types, rows = setup.types, stored.value
+        by_name = {projection.name: projection for projection in _folded(setup.projections)}
+        held: Mapping[EntityKey, Any] = checked.value if checked is not None else {}
         entities = count = 0
         kept: list[str] = []
         folded: list[EntityKey] = []
@@ -103,10 +121,18 @@ def refold_and_compare(stored: Any, max_reported: int) -> Callable[[Iterable[tup
             events = (types.decode_event(raw, where)[1]
                       for _, encoded in sorted(chunks, key=lambda chunk: chunk[0]) for raw in encoded)
             rebuilt = fold_entity(by_name[name], entity, events)
+            folded.append((name, entity))
+            check = _CHECKS.get(name)
+            if check is not None:
+                difference = check.difference(entity, rebuilt, held.get((name, entity)))
+                if difference is not None:
+                    count += 1
+                    if len(kept) < max_reported:
+                        kept.append(difference)
+                continue
             raw = rows.get((name, entity))
             found = None if raw is None else types.decode(raw, f"column family 'state' key {name}/{entity}")
             entities += rebuilt is not None
-            folded.append((name, entity))
             difference = describe_difference(name, entity, rebuilt, found, by_name[name].empty)
             if difference is not None:
                 count += 1
@@ -134,11 +160,11 @@ def replay(spark: Any, data_dir: str, *, events_per_task: int = 250_000, scratch
     cut = plan(data_dir, events_per_task, scratch_dir)
     sc = spark.sparkContext
     setup = replay_setup()
-    stored = dict(cut.stored)
+    stored, checked = dict(cut.stored), dict(cut.checked)
     reduce_tasks = max(1, min(len(stored), 8 * sc.defaultParallelism))
     chunks = sc.parallelize(cut.ranges, max(1, len(cut.ranges))).mapPartitions(entity_chunks(cut))
     grouped = chunks.groupByKey(reduce_tasks, entity_partitioner(stored, reduce_tasks))
-    job = grouped.mapPartitions(refold_and_compare(sc.broadcast(stored), max_reported))
+    job = grouped.mapPartitions(refold_and_compare(sc.broadcast(stored), max_reported, sc.broadcast(checked)))
     results = _collect_with_progress(sc, job, on_progress)
     report = CheckReport(cut.last_sequence, len(setup.projections), sum(r[0] for r in results))
     differences = [d for r in results for d in r[2]]
@@ -152,6 +178,10 @@ def replay(spark: Any, data_dir: str, *, events_per_task: int = 250_000, scratch
             if difference is not None:
                 report.total_differences += 1
                 differences.append(difference)
+    for (name, entity), found in checked.items():  # in the store, but no event of the log gives it
+        if (name, entity) not in folded and (difference := _CHECKS[name].difference(entity, None, found)) is not None:
+            report.total_differences += 1
+            differences.append(difference)
     report.differences = sorted(differences)[:max_reported]
     if report.total_differences and not report.differences:  # max_reported == 0
         report.differences = [f"{report.total_differences} differences"]
