@@ -203,6 +203,8 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
         sent_in_window = 0
         rss_peak = 0
         failures: list[str] = []
+        cpu: list[float] = []
+        client_cpu: list[float] = []
 
         async def session() -> None:
             nonlocal delivered, rss_peak
@@ -260,9 +262,15 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                     rss_peak = max(rss_peak, broker.rss_bytes())
                     await asyncio.sleep(0.5)
 
+            async def sample_cpu() -> None:
+                for edge in (counted_from, until):
+                    await asyncio.sleep(max(0.0, edge - time.monotonic()))
+                    cpu.append(broker.cpu_seconds())
+                    client_cpu.append(time.thread_time())  # every producer and consumer runs in this loop's thread
+
             try:
                 await asyncio.gather(*(produce(i) for i in range(pairs)), *(consume(i) for i in range(pairs)),
-                                     watch_rss())
+                                     watch_rss(), sample_cpu())
             finally:
                 await asyncio.gather(*(p.stop() for p in producers), *(c.stop() for c in consumers),
                                      return_exceptions=True)
@@ -275,7 +283,9 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
             raise RuntimeError(f"{len(failures)} failed sends, first: {failures[0]}")
         return {"delivered rec/s": delivered / window, "sent rec/s": sent_in_window / window,
                 "produce p99 ms": _quantile(produce_lat, 0.99) * 1000,
-                "end-to-end p99 ms": _quantile(e2e_lat, 0.99) * 1000, "broker RSS MiB": rss_peak / 2**20}
+                "end-to-end p99 ms": _quantile(e2e_lat, 0.99) * 1000, "broker RSS MiB": rss_peak / 2**20,
+                "broker CPU %": (cpu[1] - cpu[0]) / window * 100,
+                "client CPU %": (client_cpu[1] - client_cpu[0]) / window * 100}
 
     return measure
 
@@ -294,7 +304,9 @@ _CONNECTION_METRICS = (Metric("delivered rec/s", "rec/s", target=1.0, decimals=0
                        Metric("sent rec/s", "rec/s", plot=False, decimals=0),
                        Metric("produce p99 ms", "ms", higher_is_better=False, target=1.0),
                        Metric("end-to-end p99 ms", "ms", higher_is_better=False, target=1.0),
-                       Metric("broker RSS MiB", "MiB", higher_is_better=False))
+                       Metric("broker RSS MiB", "MiB", higher_is_better=False),
+                       Metric("broker CPU %", "%", higher_is_better=False, plot=False),
+                       Metric("client CPU %", "%", higher_is_better=False, plot=False))
 
 WORKLOADS = [
     *(Workload(f"groups: {count:,} committing every 100 ms", _GROUP_METRICS, measure_groups(count),
@@ -313,7 +325,9 @@ WORKLOADS = [
                        f"aiokafka producer(s), each to its own partition of a {count}-partition topic, read by "
                        f"{count} assigned aiokafka consumer(s), all in one asyncio process; {WINDOW_S[0]:g} s "
                        f"counted ({WINDOW_S[1]:g} s quick) after 1 s unmeasured: records delivered end to end per "
-                       "second, produce and end-to-end p99, broker peak RSS (/proc, its process group)."),
+                       "second, produce and end-to-end p99, broker peak RSS (/proc, its process group), the "
+                       "broker's CPU share of one core over the window and the client loop's own (near 100%: the "
+                       "one client process, not the broker, sets the rate delivered)."),
                smoke=count == 50)
       for count in CONNECTION_CURVE),
 ]
