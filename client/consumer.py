@@ -269,9 +269,12 @@ class Consumer:
                     continue
                 self._buffer.append(Message(self.settings.topic, index, record.offset, record.key, record.value,
                                             record.timestamp, tuple(record.headers), count))
-        # offsets compaction emptied inside a returned batch are acquired but hold no record: settle them too
-        control.extend((index, offset) for offset in counts
-                       if any(first <= offset <= last for first, last in spans))
+        # Offsets acquired with no record up to the last returned batch's end are compaction's gaps (KIP-932's GAP):
+        # emptied inside a returned batch, or whole batches it removed before or between them. Settle them too: they
+        # stayed acquired until the lock ran out, again and again until archived.
+        if spans:
+            end = spans[-1][1]
+            control.extend((index, offset) for offset in counts if offset <= end)
         return control
 
     # -- acknowledging ------------------------------------------------------------------------
