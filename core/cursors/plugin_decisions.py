@@ -246,11 +246,8 @@ class FirstDecisions(Generic[_Decision]):
     def as_tuple(self) -> tuple[tuple[int, _Decision], ...]:
         """Made once per value, on the first call."""
         if self._tuple is None:
-            self._tuple = tuple(self._items[: self._length]) if len(self._items) != self._length else tuple(self._items)
+            self._tuple = tuple(self._items[: self._length])
         return self._tuple
-
-    def __len__(self) -> int:
-        return self._length
 
 
 class Admission:
