@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest
 from kio.schema.share_fetch.v2.request import FetchPartition, FetchTopic, ForgottenTopic, ShareFetchRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.client.acks import AckGroup, AckReceipt
@@ -37,6 +38,8 @@ CUMULATIVE_MODES = frozenset({"exclusive", "failover"})
 _REJOIN = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 _NEW_SESSION = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
 _MAX_EPOCH = 2**31 - 1
+_CLOSE_EPOCH = -1
+"""A share session request with this epoch closes the session."""
 RECORD_LIMIT = 1
 """ShareFetch v2 ``share_acquire_mode``: never more than ``max_records`` (the receiver queue)."""
 
@@ -367,7 +370,8 @@ class Consumer:
         return ReconsumedTo(str(answer["topic"]), int(answer["reconsume_times"]), bool(answer["dead_lettered"]))
 
     async def close(self) -> None:
-        """Send pending acknowledgements, then leave: records still held become available to the others at once."""
+        """Send pending acknowledgements, close the share session (records still held become available to the others
+        at once, as Kafka's ``releaseSession`` makes them), then leave."""
         if self.retry_consumer is not None:
             await self.retry_consumer.close()
         self._closing = True
@@ -379,6 +383,12 @@ class Consumer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._heartbeats
             self._heartbeats = None
+        if self._session_epoch > 0:
+            self._session_epoch, self._session = 0, frozenset()
+            with contextlib.suppress(ClientError):
+                await self._connection.request(make(
+                    ShareAcknowledgeRequest, group_id=self.settings.subscription, member_id=self.member_id,
+                    share_session_epoch=_CLOSE_EPOCH, topics=()))
         if self.member_epoch >= 0:
             self.member_epoch = -1
             with contextlib.suppress(ClientError):

@@ -151,6 +151,9 @@ class Broker:
         """Plugins' derived caches (`index_hooks`), emptied whenever the store reloads its state."""
         self.connections: Collection[object] = ()
         """The server's open connections (`compat.server.KafkaServer` sets it): what broker stats count."""
+        self.connection_closed_listeners: list[Callable[[int], None]] = []
+        """Told the id of each connection the server closed (`connection_closed`): state a client keeps on one
+        connection, such as a share session, ends with it."""
         self._partition_topics: dict[int, tuple[str, int]] = {}
         self._gathered: tuple[list[Event], list[StoredBatch]] | None = None
         """What `stage` took inside `staging_together`, for the plugins to derive from once at its end."""
@@ -400,6 +403,11 @@ class Broker:
         return self.broker_config("auto.create.topics.enable").lower() == "true"
 
     # -- group commit -------------------------------------------------------------------------
+
+    def connection_closed(self, connection_id: int) -> None:
+        """The server closed the connection ``connection_id``: tell whoever keeps state on it."""
+        for listener in self.connection_closed_listeners:
+            listener(connection_id)
 
     def stage(
         self,

@@ -181,6 +181,7 @@ class KafkaServer:
     def forget(self, connection: Connection) -> None:
         self.connections.discard(connection)
         self._waiting_for_slot.pop(connection, None)
+        self.broker.connection_closed(connection.connection_id)
 
     def partial_frames_grew(self) -> None:
         """Past the partial-frame budget, close the connection holding the largest partial frame."""

@@ -131,6 +131,11 @@ class ShareCoordinator:
         """The plugins' dead-letter decision for archived records (`dead_letters`); ``None``: archive only."""
         self._group_config_check = group_config_check
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._session_connections: dict[tuple[str, str], int] = {}
+        """The connection each session was opened on: its close ends the session (as Kafka's share session cache
+        does on a disconnect), releasing what the member still holds."""
+        self._closed = False
+        broker.connection_closed_listeners.append(self._connection_closed)
         self.consumer_options: dict[tuple[str, str], ConsumerOptions] = {}
         """Options a member declared before joining (``LogwrightConsumerOptions``); read when it joins."""
         self._last_seen: dict[tuple[str, str], int] = {}
@@ -155,9 +160,14 @@ class ShareCoordinator:
         self._delayed_due: dict[int, int] = {}
         """Partition id → when the first record the plugins hold back there may go (`_not_yet_due`)."""
         groups = {group.group_id for group in self.groups()}
+        self._left_holding: set[tuple[str, str]] = set()
+        """(group, consumer) holding records after it left, whose share session (in memory) a restart lost: no
+        closing request can release them now, so the first timer pass does."""
         for key, state in broker.store.entities("cursors").items():
             if isinstance(state, CursorState) and state.subscription in groups:
                 self._track(key, state)
+                self._left_holding.update((state.subscription, delivery.consumer) for delivery in state.in_flight
+                                          if (state.subscription, delivery.consumer) not in self._last_seen)
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -293,9 +303,9 @@ class ShareCoordinator:
                                       self.mode(command.group_id))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1:
-            events.extend(self._release_member(command.group_id, member_id, failed=False))
+            if (command.group_id, member_id) not in self.sessions:  # else its closing request releases them
+                events.extend(self._release_member(command.group_id, member_id, failed=False))
             self._last_seen.pop((command.group_id, member_id), None)
-            self.sessions.pop((command.group_id, member_id), None)
             self.consumer_options.pop((command.group_id, member_id), None)
         else:
             self._last_seen[(command.group_id, member_id)] = now
@@ -332,7 +342,8 @@ class ShareCoordinator:
             if isinstance(state, CursorState):
                 cursors.setdefault(state.subscription, {})[key] = state
         kept: dict[str, list[tuple[dict[Any, Any], tuple[str, str]]]] = {}
-        tables: tuple[dict[Any, Any], ...] = (self.sessions, self._last_seen, self.consumer_options)
+        tables: tuple[dict[Any, Any], ...] = (self.sessions, self._session_connections, self._last_seen,
+                                               self.consumer_options)
         for table in tables:
             for entry in table:
                 kept.setdefault(entry[0], []).append((table, entry))
@@ -544,10 +555,14 @@ class ShareCoordinator:
     # -- share sessions -------------------------------------------------------------------------
 
     def advance_session(self, group_id: str, member_id: str, epoch: int, added: Sequence[PartitionRef],
-                        forgotten: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
+                        forgotten: Sequence[PartitionRef], connection_id: int = 0) -> tuple[PartitionRef, ...]:
         """The partitions a ShareFetch or ShareAcknowledge of ``epoch`` covers, its member's session moved on. A
         session keeps only partitions that exist; the broker holds at most ``group.share.max.share.sessions``, as
-        Kafka does (any client could open sessions for made-up members, each kept until its member left)."""
+        Kafka does (any client could open sessions for made-up members, each kept until its member left).
+
+        A session outlives its member's leave heartbeat, as Kafka's does: a client's closing request (epoch -1)
+        races the leave on another connection, and must still find the session, its acknowledgements applied.
+        The request that closes it calls `release_closed_session` once its acknowledgements are applied."""
         key = (group_id, member_id)
         if epoch == OPEN_EPOCH and key not in self.sessions:
             self._make_room_for_a_session()
@@ -555,9 +570,31 @@ class ShareCoordinator:
                                       self._exists)
         if session is None:
             self.sessions.pop(key, None)
+            self._session_connections.pop(key, None)
         else:
             self.sessions[key] = session
+            if epoch == OPEN_EPOCH:
+                self._session_connections[key] = connection_id
         return partitions
+
+    def release_closed_session(self, group_id: str, member_id: str) -> None:
+        """A request closed the member's share session (epoch -1): what it still holds becomes available, as Kafka's
+        ``releaseSession`` releases it, after the request's own acknowledgements."""
+        events = self._release_member(group_id, member_id, failed=False)
+        if events:
+            self.broker.stage(events)
+            self._retrack(group_id)
+            self._wake_if_released(events)
+
+    def _connection_closed(self, connection_id: int) -> None:
+        """The sessions opened on a closed connection end, and their members' records are released (a client that
+        left and lost its connection before its closing request holds nothing until its locks ran out)."""
+        if self._closed:
+            return
+        for key in [key for key, opened_on in self._session_connections.items() if opened_on == connection_id]:
+            del self._session_connections[key]
+            if self.sessions.pop(key, None) is not None:
+                self.release_closed_session(*key)
 
     def _exists(self, ref: PartitionRef) -> bool:
         topic = self.broker.topic_by_id(ref[0])
@@ -571,6 +608,8 @@ class ShareCoordinator:
             return
         for stale in [key for key in self.sessions if key not in self._last_seen]:
             del self.sessions[stale]
+            self._session_connections.pop(stale, None)
+            self.release_closed_session(*stale)
         if len(self.sessions) >= limit:
             raise ShareSessionLimitReached(f"the broker holds {len(self.sessions)} share sessions, "
                                            f"group.share.max.share.sessions={limit}")
@@ -671,6 +710,8 @@ class ShareCoordinator:
             times.append(earliest_lock)
         times.extend(handover.until_ms for handover in self._handovers.values())
         times.extend(self._delayed_due.values())
+        if self._left_holding:
+            times.append(self.broker.clock.now_ms())
         return min(times, default=None)
 
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
@@ -682,6 +723,13 @@ class ShareCoordinator:
         now = self.broker.clock.now_ms()
         events: list[Event] = []
         due = False
+        while self._left_holding:
+            group_id, member_id = self._left_holding.pop()
+            released = self._release_member(group_id, member_id, failed=False)
+            if released:
+                self.broker.stage(released)
+                self._retrack(group_id)
+                events.extend(released)
         timeouts: dict[str, int] = {}
         for (group_id, member_id), seen in list(self._last_seen.items()):
             timeout = timeouts.get(group_id)
@@ -691,6 +739,7 @@ class ShareCoordinator:
                 continue
             self._last_seen.pop((group_id, member_id), None)
             self.sessions.pop((group_id, member_id), None)
+            self._session_connections.pop((group_id, member_id), None)
             before = self.group(group_id)
             left = leave(before, member_id, SESSION_TIMEOUT_REASON, self.mode(group_id))
             if left:
@@ -743,4 +792,5 @@ class ShareCoordinator:
         return expired
 
     def close(self) -> None:
+        self._closed = True
         self.timer.close()

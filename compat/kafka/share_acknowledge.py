@@ -1,8 +1,9 @@
 """ShareAcknowledge (key 79), versions 1-2: acknowledgements without fetching (and the closing request).
 
 librdkafka sends it for ``commit_sync``/``commit_async`` when no fetch is due and, with epoch -1, on
-close. The share session must exist (epoch 0 is refused: acknowledgements need an open session); the
-epoch moves as in ShareFetch. v2 allows RENEW (4) and reports the lock duration. An acknowledgement that
+close: its acknowledgements are applied, then what the member still holds is released (Kafka's
+``releaseSession``). The share session must exist (epoch 0 is refused: acknowledgements need an open session);
+the epoch moves as in ShareFetch. v2 allows RENEW (4) and reports the lock duration. An acknowledgement that
 names records the member does not hold gets INVALID_RECORD_STATE for that partition only.
 """
 
@@ -17,7 +18,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.share_wire import ack_batches, apply_acks, by_topic, leader, node_endpoints
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError, InvalidRequest
-from logwright.core.share_groups.share_sessions import OPEN_EPOCH
+from logwright.core.share_groups.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 
 if TYPE_CHECKING:
     from kio.schema.share_acknowledge import v1, v2
@@ -46,10 +47,12 @@ async def handle(context: RequestContext, request: ShareAcknowledgeRequest) -> A
             raise InvalidRequest("ShareAcknowledge needs a group id and a member id")
         if epoch == OPEN_EPOCH:
             raise InvalidRequest("ShareAcknowledge cannot open a share session (epoch 0)")
-        coordinator.advance_session(group_id, member_id, epoch, (), ())
+        coordinator.advance_session(group_id, member_id, epoch, (), (), context.connection_id)
     except DomainError as error:
         return response(error_code_for(error), str(error), ())
     outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2)
+    if epoch == CLOSE_EPOCH:
+        coordinator.release_closed_session(group_id, member_id)
     await broker.durable()
     responses = tuple(
         make(module.ShareAcknowledgeTopicResponse, topic_id=uuid.UUID(bytes=topic_id), partitions=tuple(

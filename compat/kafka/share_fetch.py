@@ -86,10 +86,12 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
             raise InvalidRequest("ShareFetch needs a group id and a member id")
         if epoch == OPEN_EPOCH and acks:
             raise InvalidRequest("a request opening a share session (epoch 0) cannot carry acknowledgements")
-        partitions = coordinator.advance_session(group_id, member_id, epoch, added, forgotten)
+        partitions = coordinator.advance_session(group_id, member_id, epoch, added, forgotten, context.connection_id)
     except DomainError as error:
         return refusal(error_code_for(error), str(error))
     ack_outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2)
+    if epoch == CLOSE_EPOCH:
+        coordinator.release_closed_session(group_id, member_id)
     errors: dict[PartitionRef, tuple[ErrorCode, str]] = {}
     acquired: dict[PartitionRef, Acquired] = {}
     max_records = int(request.max_records)

@@ -405,18 +405,27 @@ async def _locked_on_many(h: Harness, groups: dict[str, int]) -> Any:
 
 def test_a_member_leaving_reads_its_own_groups_locked_cursors_only(tmp_path: Path) -> None:
     """Releasing a leaver's records went over every locked cursor of every share group, reading each: a join or
-    leave cost the whole broker's in-flight cursors."""
+    leave cost the whole broker's in-flight cursors. The leave keeps them held while the member's share session
+    is open (its closing request may still acknowledge them, as on Kafka); the closing request releases them."""
     async def scenario(h: Harness) -> None:
         for group in ("busy", GROUP):
             h.broker.stage([ConfigChanged("group", group, (("share.auto.offset.reset", "earliest"),))])
         topic = await _locked_on_many(h, {"busy": 60, GROUP: 2})
+
+        def held() -> list[bool]:
+            states = [h.store.state("cursors", cursor_key(GROUP, topic.partition_ids[index])) for index in range(2)]
+            return [isinstance(state, CursorState) and bool(state.in_flight) for state in states]
+
         with StateLookups(h.store, "cursors") as lookups:
             left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
                 group_id=GROUP, member_id="m1", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
-        assert left.error_code == ErrorCode.NONE
+            assert left.error_code == ErrorCode.NONE
+            assert held() == [True, True], "its session is open: the closing request may acknowledge them"
+            closed = await h.call(share_acknowledge.handle, 1, ShareAcknowledgeRequest(
+                group_id=GROUP, member_id="m1", share_session_epoch=-1, topics=()))
+        assert closed.error_code == ErrorCode.NONE
         assert lookups.count < 20, f"{lookups.count} cursor reads for a leaver holding 2 of 62 locked cursors"
-        released = [h.store.state("cursors", cursor_key(GROUP, topic.partition_ids[index])) for index in range(2)]
-        assert all(isinstance(state, CursorState) and not state.in_flight for state in released)
+        assert held() == [False, False]
 
     run(tmp_path, scenario)
 

@@ -46,7 +46,9 @@ def test_a_running_switch_delay_survives_a_restart(tmp_path: Path) -> None:
         assert (await h.join("b")).error_code == ErrorCode.NONE  # b stands by
         left = await h.call(share_group_heartbeat.handle, 1, ShareGroupHeartbeatRequest(
             group_id=GROUP, member_id="a", member_epoch=-1, rack_id=None, subscribed_topic_names=None))
-        assert left.error_code == ErrorCode.NONE  # a's records go back; b is active after the delay
+        assert left.error_code == ErrorCode.NONE  # b is active after the delay; a's records stay held while its
+        # share session is open (no closing request comes here): the restart loses the session, and the first
+        # timer pass after it releases them (`ShareCoordinator._left_holding`)
         await advance(h, 400)
         assert acquired(await h.fetch("b", 0, topic["id"])) == []
 

@@ -11,6 +11,7 @@ the roll itself.
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -28,6 +29,10 @@ from .compacted_topics import (
     produce_max_then_replace,
     read_partition,
 )
+from .group_configs import set_group_configs
+from .test_share_group_offsets import describe as describe_share_offsets
+from .test_share_groups import consumer as share_consumer
+from .test_share_groups import take_all
 
 pytestmark = pytest.mark.differential
 
@@ -220,3 +225,37 @@ def test_list_offsets_max_timestamp_after_its_record_is_compacted_answers_the_la
         assert max_timestamp(bootstrap, topic, read_committed=True) == (-1, -1)
     finally:
         producer.abort_transaction(TIMEOUT_S)
+
+
+def test_a_share_group_settles_the_offsets_of_a_batch_the_cleaner_removed_whole(bootstrap: str, target: str) -> None:
+    """Two batches, every key of the first written again in the second: the cleaner removes the first batch whole
+    (offsets 0-13 hold no batch at all) and keeps the second's last three records. A share group reading from the
+    earliest offset gets those three and the head, and once it accepted them nothing is left behind, lag 0: the
+    offsets of the removed batch are acquired with the first batch returned (librdkafka's log: "Acquired Records
+    from offset 0 to 60", on both brokers), and KIP-932 clients acknowledge offsets without a record as gaps.
+
+    The start offset differs on purpose: Kafka's share coordinator persists the acknowledgement of the head (60)
+    with the start offset it had before it (60, lag 0) and moves it past the head only at the group's next write;
+    logwright's cursor moves with the acknowledgement (61)."""
+    group = f"compacted-share-{uuid.uuid4().hex[:8]}"
+    topic = create_compacted(bootstrap)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    now = int(time.time() * 1000)
+    records: list[tuple[bytes | None, bytes | None]] = [(b"key-%d" % (index % 3), b"%d" % index)
+                                                        for index in range(60)]
+    for part in (records[:14], records[14:]):
+        assert set(produce(bootstrap, topic, part, now, **{"linger.ms": 1000})) == {None}
+    close_head(bootstrap, topic, now + 10_000)
+    kept = [(57, b"key-0", b"57"), (58, b"key-1", b"58"), (59, b"key-2", b"59"), (60, b"head", b"roll")]
+    assert eventually(lambda: read_partition(bootstrap, topic), lambda found: found == kept, CLEANER_WAIT_S) == kept
+    share = share_consumer(bootstrap, group, topic)
+    try:
+        taken = take_all(share, len(kept))
+    finally:
+        share.close()
+    assert sorted((m.offset(), m.key(), m.value()) for m in taken) == kept
+    settled = {(topic, 0): (60 if target == "kafka" else 61, 0)}
+    deadline = time.monotonic() + TIMEOUT_S
+    while (found := describe_share_offsets(bootstrap, group)) != settled and time.monotonic() < deadline:
+        time.sleep(0.5)  # Kafka's share coordinator persists a moment after the acknowledgement
+    assert found == settled
