@@ -18,6 +18,7 @@ import uuid
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -443,7 +444,7 @@ class Broker:
                 self._topic_names_by_id[event.topic_id] = event.topic
                 self._partition_ids.update(event.partition_ids)
                 self._partition_topics.update(  # mapped as created: a miss rebuilt the map over every partition
-                    (partition_id, (event.topic, index)) for index, partition_id in enumerate(event.partition_ids))
+                    zip(event.partition_ids, zip(repeat(event.topic), range(len(event.partition_ids))), strict=True))
                 self._catalog_changed(event.topic)
             elif isinstance(event, PartitionsCreated):
                 self._partition_ids.update(event.partition_ids)

@@ -96,15 +96,19 @@ class LogRetention:
         except KeyError:
             return None
 
-    def _track(self, topic: TopicState) -> None:
+    def _track(self, topic: TopicState, appended_if_created: set[int] | None = None) -> None:
         """Every partition of ``topic`` holding records is due now, to find its deadline; an empty one gets its
         deadline from its first append (`_appended`). Scanning the 1,000 empty partitions of a topic just created
-        took a twentieth of the broker's time while its first 100 MB were produced."""
+        took a twentieth of the broker's time while its first 100 MB were produced.
+
+        ``appended_if_created``: the topic was created in the commit followed, and these partitions were appended
+        to in it; no other of its partitions can hold a record or be due yet (a 5,000-partition CreateTopics
+        looked up each partition's row in its commit's turn, a millisecond before a waiting client's answer)."""
         self._settings.pop(topic.name, None)
         settings = self.settings(topic.name)
         self._topic_of.update(dict.fromkeys(topic.partition_ids, topic.name))
         due, size_due = self._due, self._size_due
-        if due or size_due:
+        if (due or size_due) and appended_if_created is None:
             for partition_id in topic.partition_ids:
                 due.pop(partition_id, None)
                 size_due.pop(partition_id, None)
@@ -112,7 +116,10 @@ class LogRetention:
             return
         now = self.broker.clock.now_ms()
         rows = self.broker.store.entities("partitions")  # a partition without a row is empty
-        for partition_id in topic.partition_ids:
+        candidates = topic.partition_ids if appended_if_created is None else (
+            [partition_id for partition_id in topic.partition_ids if partition_id in appended_if_created]
+            if len(appended_if_created) < len(topic.partition_ids) else topic.partition_ids)
+        for partition_id in candidates:
             if not _empty(rows.get(partition_key(partition_id))):
                 due[partition_id] = now
 
@@ -121,9 +128,12 @@ class LogRetention:
     def _on_commit(self, events: Sequence[LoggedEvent]) -> None:
         earliest: int | None = None
         retrack: set[str] = set()
+        created: set[str] = set()
+        appended: set[int] = set()
         for logged in events:
             event = logged.event
             if isinstance(event, RecordsAppended):
+                appended.add(event.partition_id)
                 due = self._appended(event)
                 if due is not None and (earliest is None or due < earliest):
                     earliest = due
@@ -135,6 +145,8 @@ class LogRetention:
                     self._marks.pop(partition_id, None)
             elif isinstance(event, TopicCreated | PartitionsCreated):
                 retrack.add(event.topic)
+                if isinstance(event, TopicCreated):
+                    created.add(event.topic)
             elif isinstance(event, ConfigChanged) and event.resource_type == "topic":
                 retrack.add(event.resource_name)
             elif isinstance(event, ConfigChanged) and event.resource_type == "broker":
@@ -143,7 +155,7 @@ class LogRetention:
         for name in retrack:
             topic = self.broker.topic(name)
             if topic is not None:
-                self._track(topic)
+                self._track(topic, appended if name in created else None)
                 earliest = self.broker.clock.now_ms()
         if earliest is not None:
             self.timer.schedule(earliest)

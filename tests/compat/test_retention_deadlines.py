@@ -98,3 +98,27 @@ def test_a_partition_holding_records_is_scanned_when_its_limits_change(tmp_path:
             harness.close()
 
     asyncio.run(main())
+
+
+def test_a_partition_appended_to_in_the_commit_that_created_its_topic_is_scanned(tmp_path: Path) -> None:
+    """A topic created and written in one commit (a produce auto-creating it): its other partitions are not looked
+    at (nothing can be in them yet), the one written is scanned and gets its deadline from it."""
+    clock = ManualClock(1_000_000)
+
+    async def main() -> None:
+        harness = Harness(tmp_path, clock)
+        broker = harness.broker
+        retention = broker.coordinators.log_retention
+        scanned = scanned_partitions(harness)
+        try:
+            broker.create_topic("t", 1_000, (("retention.ms", str(RETENTION_MS)),))  # staged, not yet committed
+            await produce_to(harness, 3, clock.now_ms())  # the same commit
+            await harness.advance(0)
+            topic = broker.topic("t")
+            assert topic is not None
+            assert scanned == [topic.partition_ids[3]]
+            assert retention.next_deadline() == clock.now_ms() + max(RETENTION_MS + 1, CHECK_INTERVAL_MS)
+        finally:
+            harness.close()
+
+    asyncio.run(main())
