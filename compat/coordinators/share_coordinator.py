@@ -522,11 +522,12 @@ class ShareCoordinator:
         return key_hash_of
 
     def acknowledge(self, group_id: str, member_id: str, topic: str, partition_id: int,
-                    batches: Sequence[AckBatch], renew_allowed: bool) -> None:
-        """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed)."""
+                    batches: Sequence[AckBatch], renew_allowed: bool, kafka_offsets: bool = False) -> None:
+        """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed).
+        ``kafka_offsets``: Kafka's answer to offsets past the last one handed out (`share_acks`)."""
         state = self.cursor(group_id, topic, partition_id)
         limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id, member_id),
-                           renew_allowed, self.release_context(group_id, topic, partition_id))
+                           renew_allowed, self.release_context(group_id, topic, partition_id), kafka_offsets)
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
     def apply(self, group_id: str, partition_id: int, events: Sequence[Event], reconsume_times: int = 0,

@@ -57,7 +57,8 @@ def apply_acks(broker: Broker, coordinator: ShareCoordinator, group_id: str, mem
             continue
         topic, partition_id = resolved
         try:
-            coordinator.acknowledge(group_id, member_id, topic.name, partition_id, batches, renew_allowed)
+            coordinator.acknowledge(group_id, member_id, topic.name, partition_id, batches, renew_allowed,
+                                    kafka_offsets=True)
             outcomes[ref] = (ErrorCode.NONE, None)
         except DomainError as error:
             outcomes[ref] = (error_code_for(error), str(error))

@@ -5,6 +5,12 @@ offset. Types: 0 GAP (no record at that offset: settled like ACCEPT), 1 ACCEPT, 
 4 RENEW (ShareFetch/ShareAcknowledge v2). A partition's batches are decided together: if any offset is
 not held by the member, nothing of that partition changes and it gets INVALID_RECORD_STATE, while the
 other partitions of the request go ahead (Kafka's per-partition acknowledgement error).
+
+A batch reaching past the last offset the partition has handed out names records never acquired: the Kafka
+protocol answers INVALID_REQUEST there, as Kafka 4.4 does (`AckLimits.kafka_offsets`;
+tests/integration/test_share_ack_offsets.py). Offsets below the start offset stay INVALID_RECORD_STATE on purpose,
+where Kafka skips them and answers NONE: an acknowledgement of records already settled, perhaps by another
+consumer after this one's lock ran out, is not allowed to succeed silently (RocketMQ's stale receipt handle).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class AckLimits:
     renew_allowed: bool
     release_context: ReleaseContext | None = None
     """Set when a plugin decides the fate of released records (`cursor_commands.release`)."""
+    kafka_offsets: bool = False
+    """Kafka's answer to offsets past the last one handed out (INVALID_REQUEST, the module's docstring): for the
+    Kafka protocol; logwright's own keys answer INVALID_RECORD_STATE there, as before."""
 
 
 def by_type(batches: Sequence[AckBatch], renew_allowed: bool) -> dict[int, list[tuple[int, int]]]:
@@ -74,7 +83,14 @@ def decide(state: CursorState, member_id: str, batches: Sequence[AckBatch], now_
     Raises `InvalidRecordState` (an offset not held by ``member_id``) or `InvalidRequest`.
     """
     events: list[Event] = []
-    for kind, ranges in sorted(by_type(batches, limits.renew_allowed).items()):
+    typed = by_type(batches, limits.renew_allowed)
+    if limits.kafka_offsets:
+        end = last_handed_out(state)
+        past = [(batch.first_offset, batch.last_offset) for batch in batches if batch.last_offset > end]
+        if past:
+            raise InvalidRequest(f"acknowledgement batch {past[0]} of {state.topic} reaches past offset {end}, the "
+                                 "last one handed out: those records were never acquired")
+    for kind, ranges in sorted(typed.items()):
         spans = tuple(ranges)
         if kind in (GAP, ACCEPT):
             events.append(cursor_commands.acknowledge(state, member_id, spans))
@@ -86,3 +102,16 @@ def decide(state: CursorState, member_id: str, batches: Sequence[AckBatch], now_
         else:
             events.append(cursor_commands.renew(state, member_id, spans, now_ms, limits.lock_duration_ms))
     return events
+
+
+def last_handed_out(state: CursorState) -> int:
+    """The highest offset the cursor ever handed out (or moved its start past): every offset above it was never
+    acquired. The tables are sorted and disjoint, so each one's last entry ends highest."""
+    found = state.mark_delete_position
+    if state.settled.ranges:
+        found = max(found, state.settled.ranges[-1][1])
+    if state.in_flight:
+        found = max(found, state.in_flight[-1].last)
+    if state.redeliveries:
+        found = max(found, state.redeliveries[-1].last)
+    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CURSORS, CursorState, cursor_key
+from logwright.core.cursors.cursor import evolve as cursor_evolve
 from logwright.core.cursors.key_hash_ranges import HashRange
 from logwright.core.cursors.subscription_mode import ModeConsumer, SubscriptionMode
 from logwright.core.errors import (
@@ -44,6 +45,7 @@ from logwright.core.share_groups.share_acks import (
     AckLimits,
     by_type,
     decide,
+    last_handed_out,
 )
 from logwright.core.share_groups.share_groups import (
     SHARE_GROUPS,
@@ -271,6 +273,25 @@ def test_wrong_state_and_malformed_acks_are_refused_whole() -> None:
     renewed = decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000,
                      AckLimits(5, 30_000, renew_allowed=True))
     assert len(renewed) == 1 and renewed[0].lock_deadline_ms == 32_000  # type: ignore[attr-defined]
+
+
+def test_the_kafka_protocol_refuses_offsets_never_handed_out_as_an_invalid_request() -> None:
+    """Past the last offset handed out: INVALID_REQUEST on the Kafka protocol, as on Kafka 4.4
+    (tests/integration/test_share_ack_offsets.py); INVALID_RECORD_STATE on logwright's own keys. Settled offsets
+    below the start offset stay INVALID_RECORD_STATE on both (Kafka skips them: a stale ack must not succeed)."""
+    held = cursor_with_deliveries()  # 0-9 held by m
+    state = cursor_evolve(held, cursor_commands.acknowledge(held, "m", ((0, 3),)), cursor_key("g", 1))  # start 4
+    assert isinstance(state, CursorState) and state.mark_delete_position == 3
+    assert last_handed_out(state) == 9
+    kafka = AckLimits(5, 30_000, renew_allowed=False, kafka_offsets=True)
+    for limits in (kafka, LIMITS):
+        with pytest.raises(InvalidRecordState):
+            decide(state, "m", [AckBatch(2, 5, (ACCEPT,))], 2_000, limits)
+        assert decide(state, "m", [AckBatch(4, 9, (ACCEPT,))], 2_000, limits) != []
+    with pytest.raises(InvalidRequest, match="reaches past offset 9"):
+        decide(state, "m", [AckBatch(5, 6, (ACCEPT,)), AckBatch(8, 12, (ACCEPT,))], 2_000, kafka)
+    with pytest.raises(InvalidRecordState):
+        decide(state, "m", [AckBatch(8, 12, (ACCEPT,))], 2_000, LIMITS)
 
 
 def test_only_an_empty_share_group_is_deleted_and_its_cursors_with_it() -> None:

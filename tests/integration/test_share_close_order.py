@@ -36,7 +36,7 @@ ACCEPT = 1
 TIMEOUT_S = 30
 
 
-def _topic_with_records(bootstrap: str, group: str) -> str:
+def topic_with_records(bootstrap: str, group: str) -> str:
     topic = f"close-order-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
@@ -48,8 +48,10 @@ def _topic_with_records(bootstrap: str, group: str) -> str:
     return topic
 
 
-async def _member_holding_every_record(connection: Connection, group: str, topic: str) -> tuple[str, uuid.UUID]:
-    """Join, open a share session and acquire the topic's records: (member id, topic id)."""
+async def member_holding_every_record(connection: Connection, group: str, topic: str
+                                      ) -> tuple[str, uuid.UUID, int]:
+    """Join, open a share session and acquire the topic's records: (member id, topic id, the session's next
+    epoch)."""
     member, topic_id = await join(connection, group, topic)
     answer = await share_fetch(connection, group, member, topic_id, 0, 500)
     session = 1
@@ -57,7 +59,7 @@ async def _member_holding_every_record(connection: Connection, group: str, topic
         answer = await share_fetch(connection, group, member, topic_id, session, 500)
         session += 1
     assert acquired_records(answer) == [(0, RECORDS - 1, 1)]
-    return member, topic_id
+    return member, topic_id, session
 
 
 async def _leave(connection: Connection, group: str, member: str) -> None:
@@ -111,12 +113,12 @@ async def _next_member_acquires(bootstrap: str, group: str, topic: str) -> list[
 
 def test_acknowledgements_of_a_closing_request_that_follows_the_leave_are_applied(bootstrap: str) -> None:
     group = f"close-order-{uuid.uuid4().hex[:8]}"
-    topic = _topic_with_records(bootstrap, group)
+    topic = topic_with_records(bootstrap, group)
 
     async def scenario() -> tuple[int, list[int]]:
         connection = await Connection.open(bootstrap, "close-order")
         try:
-            member, topic_id = await _member_holding_every_record(connection, group, topic)
+            member, topic_id, _ = await member_holding_every_record(connection, group, topic)
             await _leave(connection, group, member)
             return await _close_acknowledging(connection, group, member, topic_id, ((0, RECORDS - 1, ACCEPT),))
         finally:
@@ -130,12 +132,12 @@ def test_a_closing_request_that_follows_the_leave_releases_what_the_member_held(
     """The next member acquires the records at once. Their delivery count differs on purpose: Kafka counts the
     closed member's attempt (2), logwright gives a clean leave's attempt back (1, docs/cursors.md)."""
     group = f"close-order-{uuid.uuid4().hex[:8]}"
-    topic = _topic_with_records(bootstrap, group)
+    topic = topic_with_records(bootstrap, group)
 
     async def scenario() -> tuple[int, list[tuple[int, int, int]]]:
         connection = await Connection.open(bootstrap, "close-order")
         try:
-            member, _ = await _member_holding_every_record(connection, group, topic)
+            member, _, _ = await member_holding_every_record(connection, group, topic)
             await _leave(connection, group, member)
             closed = await _close_fetching(connection, group, member)
             return closed, await _next_member_acquires(bootstrap, group, topic)
@@ -152,12 +154,12 @@ def test_a_connection_closed_after_the_leave_releases_what_the_member_held(boots
     """A client that left and lost its connection before its closing request: the session ends with the connection
     (Kafka's share session cache drops a disconnected client's session) and the records are released then."""
     group = f"close-order-{uuid.uuid4().hex[:8]}"
-    topic = _topic_with_records(bootstrap, group)
+    topic = topic_with_records(bootstrap, group)
 
     async def scenario() -> list[tuple[int, int, int]]:
         connection = await Connection.open(bootstrap, "close-order")
         try:
-            member, _ = await _member_holding_every_record(connection, group, topic)
+            member, _, _ = await member_holding_every_record(connection, group, topic)
             await _leave(connection, group, member)
         finally:
             await connection.close()
