@@ -35,7 +35,8 @@ from logwright.core.cursors.redelivery_backoff import RedeliveryBackoff
 log = logging.getLogger(__name__)
 
 CUMULATIVE_MODES = frozenset({"exclusive", "failover"})
-_REJOIN = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
+_REJOIN = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.GROUP_ID_NOT_FOUND})
+"""Heartbeat answers after which the member joins again with epoch 0 (the last: its group was deleted meanwhile)."""
 _NEW_SESSION = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
 _MAX_EPOCH = 2**31 - 1
 _CLOSE_EPOCH = -1

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,6 +27,7 @@ from logwright.compat.coordinators.processed_keys import settle_processed
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.core.config.configs import iso_duration_ms
+from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.acquisition_order import eligible_in_runs, in_due_order, increasing_runs
 from logwright.core.cursors.cursor import CursorState, cursor_key
@@ -49,10 +49,12 @@ from logwright.core.cursors.subscription_mode import (
     SubscriptionMode,
     handover_delay_ms,
 )
-from logwright.core.errors import InvalidConfig, ShareSessionLimitReached
+from logwright.core.errors import InvalidConfig, ShareSessionLimitReached, UnknownGroup, quoted
 from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
+from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
+from logwright.core.groups.group_offsets import group_key as offsets_group_key
 from logwright.core.log.catalog import ResourceConfig, resource_key
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
@@ -299,8 +301,9 @@ class ShareCoordinator:
         if command.member_epoch == 0 and command.member_id:
             command = replace(command, options=self.consumer_options.get((command.group_id, command.member_id)))
         before = self.group(command.group_id)
-        member_id, events = heartbeat(before, command, self._topic, lambda: str(uuid.uuid4()),
-                                      self.mode(command.group_id))
+        if before is None and command.member_epoch == 0 and command.group_id and self._other_kind(command.group_id):
+            raise UnknownGroup(f"group {quoted(command.group_id)} is not a share group")
+        member_id, events = heartbeat(before, command, self._topic, self.mode(command.group_id))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1:
             if (command.group_id, member_id) not in self.sessions:  # else its closing request releases them
@@ -319,6 +322,14 @@ class ShareCoordinator:
         state = self.group(command.group_id)
         assert state is not None
         return member_id, state
+
+    def _other_kind(self, group_id: str) -> bool:
+        """Whether a classic group (members, or committed offsets) or a KIP-848 consumer group has the id: group ids
+        are one namespace, and Kafka refuses a share member there (GROUP_ID_NOT_FOUND, "not a share group")."""
+        store = self.broker.store
+        return (store.state("groups", group_id) is not None
+                or store.state(OFFSETS_PROJECTION, offsets_group_key(group_id)) is not None
+                or store.state(CONSUMER_GROUPS.name, group_id) is not None)
 
     def _note_membership_change(self, group_id: str, before: ShareGroupState | None, events: Sequence[Event],
                                 now: int) -> None:

@@ -1,8 +1,10 @@
 """ShareGroupDescribe (key 77), version 1: a share group's epoch, state and members with their assignments.
 
-An unknown (or deleted) group answers GROUP_ID_NOT_FOUND with the fields Kafka 4.4 leaves at their
-defaults: state "", epochs 0, no assignor. A live group is Stable with members, Empty without. Authorized
-operations are not computed (there are no ACLs), so they are reported as Kafka's "not requested" value.
+An unknown (or deleted) group, or one of another kind, answers GROUP_ID_NOT_FOUND with the fields Kafka 4.4
+leaves at their defaults: state "", epochs 0, no assignor. An empty group id answers INVALID_GROUP_ID, ahead of
+the others as Kafka 4.4 lists them (the rest in request order: Kafka's follow its coordinator partitions). A
+live group is Stable with members, Empty without. Authorized operations are not computed (there are no ACLs),
+so they are reported as Kafka's "not requested" value.
 """
 
 from __future__ import annotations
@@ -30,17 +32,23 @@ ASSIGNOR = "simple"
 async def handle(context: RequestContext, request: ShareGroupDescribeRequest) -> Any:
     module = response_module("share_group_describe", context.api_version)
     coordinator = share_coordinator(context.broker)
-    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(module, coordinator, group_id))
-    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
+    named = tuple(group_id for group_id in request.group_ids if group_id)
+    empty = tuple(_refused(module, "", ErrorCode.INVALID_GROUP_ID, "the group id is empty")
+                  for group_id in request.group_ids if not group_id)
+    groups = await answered_once_in_turns(named, lambda group_id: _describe(module, coordinator, group_id))
+    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=(*empty, *groups))
+
+
+def _refused(module: Any, group_id: str, code: ErrorCode, message: str) -> Any:
+    return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
+                group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
 
 
 def _describe(module: Any, coordinator: ShareCoordinator, group_id: str) -> Any:
     state = coordinator.group(group_id)
     if state is None:
-        return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                    error_message=f"share group {group_id!r} does not exist", group_id=group_id,
-                    group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                    members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+        return _refused(module, group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id!r} does not exist")
     members = tuple(
         make(module.Member, member_id=member.member_id, rack_id=member.rack_id, member_epoch=member.member_epoch,
              client_id=member.client_id, client_host=member.client_host,

@@ -3,8 +3,10 @@
 librdkafka 2.16 sends only v1, generates its own member id, names its subscription on the first
 heartbeat (and again only when it changes) and acks a new assignment simply by heartbeating with the
 new epoch. The assignment is sent when it changes and on every join, never otherwise (null means
-"unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the client rejoins with
-epoch 0), INVALID_REQUEST for a first heartbeat without topics.
+"unchanged"). Refusals are Kafka 4.4's (tests/integration/test_share_group_heartbeat_errors.py runs on both):
+UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the client rejoins with epoch 0); GROUP_ID_NOT_FOUND for a heartbeat
+other than a join to a group that does not exist, and for a join under the id of a classic or consumer group
+(one namespace); INVALID_REQUEST for an empty group or member id, an epoch below -1, a join without topics.
 """
 
 from __future__ import annotations

@@ -209,18 +209,26 @@ def fold(state: ShareGroupState | None, events: Sequence[Event], group_id: str) 
 
 
 def heartbeat(
-    state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, new_member_id: Callable[[], str],
-    mode: SubscriptionMode,
+    state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, mode: SubscriptionMode,
 ) -> tuple[str, list[Event]]:
     """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append.
 
-    Raises `UnknownMember`, `FencedMemberEpoch`, `InvalidRequest` or the mode's `ConsumerBusy` without
-    changing anything.
+    Raises `UnknownGroup` (a heartbeat other than a join for a group that does not exist), `UnknownMember`,
+    `FencedMemberEpoch`, `InvalidRequest` (no group or member id, an epoch below -1, a join naming no topic) or
+    the mode's `ConsumerBusy` without changing anything; the refusals are Kafka 4.4's
+    (tests/integration/test_share_group_heartbeat_errors.py runs on both).
     """
     group_id = command.group_id
     if not group_id:
         raise InvalidRequest("a share group heartbeat needs a non-empty group id")
-    member = state.member(command.member_id) if state is not None and command.member_id else None
+    if not command.member_id:  # v1: the client names itself (Kafka: "MemberId can't be empty.")
+        raise InvalidRequest("a share group heartbeat needs a non-empty member id: the client generates it")
+    if command.member_epoch < LEAVE_EPOCH:
+        raise InvalidRequest(f"member epoch {command.member_epoch} is not valid: -1 leaves, 0 joins, above that "
+                             "is the member's epoch")
+    if state is None and command.member_epoch != JOIN_EPOCH:
+        raise UnknownGroup(f"share group {quoted(group_id)} does not exist; join with epoch 0")
+    member = state.member(command.member_id) if state is not None else None
     if command.member_epoch == LEAVE_EPOCH:
         if member is None:
             raise UnknownMember(f"member {quoted(command.member_id)} is not in share group {quoted(group_id)}")
@@ -229,7 +237,7 @@ def heartbeat(
     if command.member_epoch == JOIN_EPOCH:
         if not command.subscribed_topics:
             raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
-        member_id = command.member_id or new_member_id()
+        member_id = command.member_id
         current_membership = state.mode_membership() if state is not None else Membership(group_id)
         membership = mode.join(current_membership, mode_consumer(member_id, command))
         events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,

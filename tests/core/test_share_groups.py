@@ -83,7 +83,7 @@ class Group:
 
     def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = None) -> list[Event]:
         command = ShareHeartbeat("g", member, epoch, None, topics, "client", "/127.0.0.1")
-        _, events = heartbeat(self.state, command, lookup, lambda: "generated", self.mode)
+        _, events = heartbeat(self.state, command, lookup, self.mode)
         self.log.extend(events)
         return events
 
@@ -136,8 +136,22 @@ def test_leave_removes_the_member_and_rejoin_starts_over() -> None:
     assert state is not None and state.members == () and state.phase == "Empty"
     with pytest.raises(UnknownMember):
         group.beat("a", -1)
-    events = group.beat("", 0, ("audit",))
-    assert isinstance(events[0], ShareMemberJoined) and events[0].member_id == "generated"
+    events = group.beat("a", 0, ("audit",))
+    assert isinstance(events[0], ShareMemberJoined) and events[0].member_id == "a"
+
+
+def test_heartbeats_are_refused_as_kafka_refuses_them() -> None:
+    """v1 clients name themselves; an epoch below -1 means nothing; only a join may find no group (Kafka 4.4's
+    answers: tests/integration/test_share_group_heartbeat_errors.py)."""
+    group = Group()
+    with pytest.raises(InvalidRequest, match="non-empty member id"):
+        group.beat("", 0, ("orders",))
+    with pytest.raises(InvalidRequest, match="epoch -2 is not valid"):
+        group.beat("a", -2, ("orders",))
+    for epoch in (-1, 3):
+        with pytest.raises(UnknownGroup, match="does not exist; join with epoch 0"):
+            group.beat("a", epoch)
+    assert group.state is None
 
 
 def test_the_subscription_mode_decides_who_joins_and_what_each_member_is_assigned() -> None:
@@ -168,7 +182,7 @@ def test_declared_consumer_options_reach_the_mode_at_join_and_default_to_the_cli
     failover = Group(FailoverMode())
     options = ConsumerOptions(name="zeta", priority=1, hash_ranges=(HashRange(0, 99),), max_in_flight=7)
     command = ShareHeartbeat("g", "m1", 0, None, ("orders",), "client", "/127.0.0.1", options)
-    _, events = heartbeat(failover.state, command, lookup, lambda: "generated", failover.mode)
+    _, events = heartbeat(failover.state, command, lookup, failover.mode)
     failover.log.extend(events)
     failover.beat("m2", 0, ("orders",))
     state = failover.state
