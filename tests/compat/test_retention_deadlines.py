@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,76 +50,74 @@ def scanned_partitions(harness: Harness) -> list[int]:
     return scanned
 
 
-def test_a_new_topics_empty_partitions_are_not_scanned_and_the_first_append_sets_a_deadline(tmp_path: Path) -> None:
+Scenario = Callable[[Harness, Any, list[int], ManualClock], Awaitable[None]]
+"""(harness, its log retention coordinator, the partitions scanned from now on, the manual clock)"""
+
+
+def run(tmp_path: Path, scenario: Scenario) -> None:
+    """``scenario`` on an in-process broker whose manual clock starts at 1,000,000 ms, closed afterwards."""
     clock = ManualClock(1_000_000)
 
     async def main() -> None:
         harness = Harness(tmp_path, clock)
-        retention = harness.broker.coordinators.log_retention
-        scanned = scanned_partitions(harness)
         try:
-            harness.broker.create_topic("t", 1_000, (("retention.ms", str(RETENTION_MS)),))
-            await harness.broker.durable()
-            await harness.advance(0)  # runs every deadline due now
-            assert scanned == []
-            assert retention.next_deadline() is None  # nothing due: every partition is empty
-            await produce_to(harness, 7, clock.now_ms())
-            # the newest record expires after retention.ms, but no segment goes before the check interval
-            assert retention.next_deadline() == clock.now_ms() + max(RETENTION_MS + 1, CHECK_INTERVAL_MS)
+            await scenario(harness, harness.broker.coordinators.log_retention, scanned_partitions(harness), clock)
         finally:
             harness.close()
 
     asyncio.run(main())
+
+
+def expected_deadline(clock: ManualClock) -> int:
+    """The newest record expires after retention.ms, but no segment goes before the check interval."""
+    return clock.now_ms() + max(RETENTION_MS + 1, CHECK_INTERVAL_MS)
+
+
+def test_a_new_topics_empty_partitions_are_not_scanned_and_the_first_append_sets_a_deadline(tmp_path: Path) -> None:
+    async def scenario(harness: Harness, retention: Any, scanned: list[int], clock: ManualClock) -> None:
+        harness.broker.create_topic("t", 1_000, (("retention.ms", str(RETENTION_MS)),))
+        await harness.broker.durable()
+        await harness.advance(0)  # runs every deadline due now
+        assert scanned == []
+        assert retention.next_deadline() is None  # nothing due: every partition is empty
+        await produce_to(harness, 7, clock.now_ms())
+        assert retention.next_deadline() == expected_deadline(clock)
+
+    run(tmp_path, scenario)
 
 
 def test_a_partition_holding_records_is_scanned_when_its_limits_change(tmp_path: Path) -> None:
-    clock = ManualClock(1_000_000)
-
-    async def main() -> None:
-        harness = Harness(tmp_path, clock)
+    async def scenario(harness: Harness, retention: Any, scanned: list[int], clock: ManualClock) -> None:
         broker = harness.broker
-        retention = broker.coordinators.log_retention
-        scanned = scanned_partitions(harness)
-        try:
-            broker.create_topic("t", 2, (("retention.ms", "-1"),))
-            await broker.durable()
-            await produce_to(harness, 1, clock.now_ms())
-            assert retention.next_deadline() is None  # unlimited: nothing to look at
-            altered = await harness.call(incremental_alter_configs.handle, 1, IncrementalAlterConfigsRequest(
-                validate_only=False, resources=(AlterConfigsResource(resource_type=2, resource_name="t", configs=(
-                    AlterableConfig(name="retention.ms", config_operation=0, value=str(RETENTION_MS)),)),)))
-            assert altered.responses[0].error_code == 0
-            await harness.advance(0)
-            topic = broker.topic("t")
-            assert topic is not None
-            assert scanned == [topic.partition_ids[1]]  # the one holding a record; the empty one is not read
-            # the append found no limit and set no deadline: this one is the scan's, of the partition holding records
-            assert retention.next_deadline() == clock.now_ms() + max(RETENTION_MS + 1, CHECK_INTERVAL_MS)
-        finally:
-            harness.close()
+        broker.create_topic("t", 2, (("retention.ms", "-1"),))
+        await broker.durable()
+        await produce_to(harness, 1, clock.now_ms())
+        assert retention.next_deadline() is None  # unlimited: nothing to look at
+        altered = await harness.call(incremental_alter_configs.handle, 1, IncrementalAlterConfigsRequest(
+            validate_only=False, resources=(AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+                AlterableConfig(name="retention.ms", config_operation=0, value=str(RETENTION_MS)),)),)))
+        assert altered.responses[0].error_code == 0
+        await harness.advance(0)
+        topic = broker.topic("t")
+        assert topic is not None
+        assert scanned == [topic.partition_ids[1]]  # the one holding a record; the empty one is not read
+        # the append found no limit and set no deadline: this one is the scan's, of the partition holding records
+        assert retention.next_deadline() == expected_deadline(clock)
 
-    asyncio.run(main())
+    run(tmp_path, scenario)
 
 
 def test_a_partition_appended_to_in_the_commit_that_created_its_topic_is_scanned(tmp_path: Path) -> None:
     """A topic created and written in one commit (a produce auto-creating it): its other partitions are not looked
     at (nothing can be in them yet), the one written is scanned and gets its deadline from it."""
-    clock = ManualClock(1_000_000)
-
-    async def main() -> None:
-        harness = Harness(tmp_path, clock)
+    async def scenario(harness: Harness, retention: Any, scanned: list[int], clock: ManualClock) -> None:
         broker = harness.broker
-        retention = broker.coordinators.log_retention
-        scanned = scanned_partitions(harness)
-        try:
-            broker.create_topic("t", 1_000, (("retention.ms", str(RETENTION_MS)),))  # staged, not yet committed
-            await produce_to(harness, 3, clock.now_ms())  # the same commit
-            await harness.advance(0)
-            topic = broker.topic("t")
-            assert topic is not None
-            assert scanned == [topic.partition_ids[3]]
-            assert retention.next_deadline() == clock.now_ms() + max(RETENTION_MS + 1, CHECK_INTERVAL_MS)
-        finally:
-            harness.close()
+        broker.create_topic("t", 1_000, (("retention.ms", str(RETENTION_MS)),))  # staged, not yet committed
+        await produce_to(harness, 3, clock.now_ms())  # the same commit
+        await harness.advance(0)
+        topic = broker.topic("t")
+        assert topic is not None
+        assert scanned == [topic.partition_ids[3]]
+        assert retention.next_deadline() == expected_deadline(clock)
 
-    asyncio.run(main())
+    run(tmp_path, scenario)
