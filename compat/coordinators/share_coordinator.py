@@ -592,11 +592,15 @@ class ShareCoordinator:
     def release_closed_session(self, group_id: str, member_id: str) -> None:
         """A request closed the member's share session (epoch -1): what it still holds becomes available, as Kafka's
         ``releaseSession`` releases it, after the request's own acknowledgements."""
-        events = self._release_member(group_id, member_id, failed=False)
+        self._wake_if_released(self._stage_release(group_id, member_id, failed=False))
+
+    def _stage_release(self, group_id: str, member_id: str, failed: bool) -> list[Event]:
+        """Stage the release of what the member holds (`_release_member`) and track the cursors it changed."""
+        events = self._release_member(group_id, member_id, failed)
         if events:
             self.broker.stage(events)
             self._retrack(group_id)
-            self._wake_if_released(events)
+        return events
 
     def _connection_closed(self, connection_id: int) -> None:
         """The sessions opened on a closed connection end, and their members' records are released (a client that
@@ -736,12 +740,7 @@ class ShareCoordinator:
         events: list[Event] = []
         due = False
         while self._left_holding:
-            group_id, member_id = self._left_holding.pop()
-            released = self._release_member(group_id, member_id, failed=False)
-            if released:
-                self.broker.stage(released)
-                self._retrack(group_id)
-                events.extend(released)
+            events.extend(self._stage_release(*self._left_holding.pop(), failed=False))
         timeouts: dict[str, int] = {}
         for (group_id, member_id), seen in list(self._last_seen.items()):
             timeout = timeouts.get(group_id)
@@ -759,11 +758,7 @@ class ShareCoordinator:
                 self._note_membership_change(group_id, before, left, now)
                 self.broker.stage(left)
                 events.extend(left)
-                released = self._release_member(group_id, member_id, failed=True)
-                if released:
-                    self.broker.stage(released)
-                    self._retrack(group_id)
-                    events.extend(released)
+                events.extend(self._stage_release(group_id, member_id, failed=True))
         due_locks = self._due_locks(now)
         for position, (_deadline, key) in enumerate(due_locks):
             due = True
