@@ -27,9 +27,11 @@ from logwright.core.consumer_groups.consumer_reconciliation import (
     remove_all,
 )
 from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
-from logwright.core.events import Event
+from logwright.core.events import EmptyGroupConverted, Event
 from logwright.core.events.consumer_groups import ConsumerMemberLeft
+from logwright.core.events.groups import CONSUMER
 from logwright.core.log.catalog import ResourceConfig, resource_key
+from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +108,12 @@ class ConsumerCoordinator:
         if classic is not None and classic.members:
             raise InconsistentGroupProtocol(f"group {command.group_id!r} is a classic group with members; a "
                                             "consumer-protocol member cannot join it until they leave")
-        if self.broker.store.state("share_groups", command.group_id) is not None:
+        if self.broker.store.state(SHARE_GROUPS.name, command.group_id) is not None:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
         member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)
+        if classic is not None and events:  # an empty classic group: the joining member takes its id over
+            events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
                                           and not _is_static(before, member_id)):

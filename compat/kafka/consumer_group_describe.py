@@ -3,7 +3,8 @@
 Each member is reported with its subscription, its current assignment and its target assignment; the
 group with its epoch, the epoch of its target assignment and the assignor that computed it. v1 adds
 the member type (1: a consumer-protocol member; classic members cannot join these groups here). An
-unknown group is GROUP_ID_NOT_FOUND, as is a classic or share group ("... is not a consumer group").
+unknown group is GROUP_ID_NOT_FOUND, as is a classic or share group ("... is not a consumer group"), its other fields
+left at their defaults (no state, epochs 0) as Kafka 4.4 leaves them.
 Authorized operations are not computed (there are no ACLs).
 """
 
@@ -20,6 +21,7 @@ from logwright.compat.kafka.describe_groups import UNKNOWN_AUTHORIZED_OPERATIONS
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
+from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.consumer_group_describe import v0, v1
@@ -42,11 +44,12 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
     broker = context.broker
     state = consumer_group(broker, group_id)
     if state is None:
-        other = group_state(broker, group_id) is not None or broker.store.state("share_groups", group_id) is not None
+        other = (group_state(broker, group_id) is not None
+                 or broker.store.state(SHARE_GROUPS.name, group_id) is not None)
         message = (f"group {group_id!r} is not a consumer group" if other
                    else f"group {group_id!r} does not exist")
         return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message,
-                    group_id=group_id, group_state="Dead", group_epoch=-1, assignment_epoch=-1, assignor_name="",
+                    group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                     members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
     return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                 group_state=state.phase, group_epoch=state.group_epoch, assignment_epoch=state.assignment_epoch,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.kafka.heartbeat_answer import heartbeat_answer
+from logwright.compat.kafka.heartbeat_answer import heartbeat_answer, refusal
 from logwright.compat.kafka.join_group import milliseconds
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.consumer_groups.consumer_groups import as_tuple
@@ -85,7 +85,7 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
     try:
         member_id, state = await coordinator.heartbeat(command)
     except DomainError as error:
-        return answer(error_code_for(error), str(error), command.member_id or None, -1, None)
+        return refusal(answer, error_code_for(error), str(error))
     member = state.member(member_id)
     if member is None or command.member_epoch < 0:
         return answer(ErrorCode.NONE, None, member_id, command.member_epoch, None)

@@ -4,8 +4,11 @@ v0 has no rebalance timeout (the session timeout serves as both); v4+ first answ
 an id with MEMBER_ID_REQUIRED and a generated id (KIP-394); v5+ carry ``group.instance.id`` (static
 membership, KIP-345); v7+ name the protocol type in the answer; v9 tells a static leader rejoining a
 Stable group to skip the assignment (KIP-814), which older versions express by an empty member list.
-The request blocks until the join phase completes (`group_coordinator`). A KIP-848 consumer group with
-members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online migration is not served).
+The request blocks until the join phase completes (`group_coordinator`). Group ids are one namespace: a KIP-848
+consumer group with members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online migration of
+a group with members is not served), and so does a share group, with or without members; as in Kafka 4.4, the
+refusal names no member id. An empty consumer group becomes an Empty classic group at the first JoinGroup naming it,
+its committed offsets kept (`EmptyGroupConverted`), as Kafka converts it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError, MemberIdRequired
+from logwright.core.events import EmptyGroupConverted
+from logwright.core.events.groups import CLASSIC
 from logwright.core.groups.group_membership import JoinGroup
 
 if TYPE_CHECKING:
@@ -62,14 +68,23 @@ async def handle(context: RequestContext, request: JoinGroupRequest) -> Any:
                     generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
                     leader="", skip_assignment=False, member_id=member_id, members=())
 
+    if share_coordinator(context.broker).group(command.group_id) is not None:
+        return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
     consumer = consumer_group(context.broker, command.group_id)
     if consumer is not None and consumer.members:
-        return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+        return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+    converted = consumer is not None  # an empty one: a classic Empty group takes the id, with the join's events
+    if converted:  # staged in the join's own turn: no consumer member can join the old group in between
+        context.broker.stage([EmptyGroupConverted(command.group_id, CLASSIC)])
     try:
         reply = await coordinator(context.broker).join(command)
     except MemberIdRequired as required:
+        if converted:
+            await context.broker.durable()
         return refusal(ErrorCode.MEMBER_ID_REQUIRED, required.member_id)
     except DomainError as error:
+        if converted:
+            await context.broker.durable()
         return refusal(error_code_for(error), request.member_id)
     if reply.error is not None:
         return refusal(error_code_for(reply.error), reply.member_id)

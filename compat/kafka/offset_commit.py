@@ -30,11 +30,12 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, UnknownGroup
 from logwright.core.events import OffsetCommitted
 from logwright.core.groups.group_admin import check_offset_commit, check_offset_metadata
 from logwright.core.groups.groups import GroupMember
 from logwright.core.log.catalog import TopicState
+from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
@@ -87,11 +88,19 @@ def check_committer(broker: Broker, group_id: str, generation: int, member_id: s
 
     A KIP-848 consumer group checks the member epoch, a classic group the generation; the classic member
     is returned so its session can be touched."""
+    check_not_share_group(broker, group_id)
     consumer = consumer_group(broker, group_id)
     if consumer is not None:
         check_member_epoch(consumer, member_id, generation, commit=True)
         return None
     return check_offset_commit(group_state(broker, group_id), generation, member_id, group_instance_id)
+
+
+def check_not_share_group(broker: Broker, group_id: str) -> None:
+    """Refuses a commit under a share group's id, whoever sends it (GROUP_ID_NOT_FOUND, as Kafka 4.4): group ids are
+    one namespace, and a share group's positions are its share-partition states, not committed offsets."""
+    if broker.store.state(SHARE_GROUPS.name, group_id) is not None:
+        raise UnknownGroup(f"group {group_id!r} is a share group: it has no committed offsets")
 
 
 async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic], group_id: str,

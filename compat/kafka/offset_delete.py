@@ -4,7 +4,7 @@ Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes t
 from the members' ``consumer`` protocol subscriptions with kio's ConsumerProtocolSubscription
 schema), and for the whole group with NON_EMPTY_GROUP when it has members whose subscriptions
 cannot be read (another protocol type). A KIP-848 consumer group refuses the topics its members'
-subscriptions resolve to (names and regex matches).
+subscriptions resolve to (names and regex matches). A share group's id is GROUP_ID_NOT_FOUND, as in Kafka 4.4.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from logwright.compat.registry import RequestContext, handler, make, response_mo
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_admin import decide_offset_delete
 from logwright.core.groups.groups import GroupMember, GroupState
+from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.offset_delete import v0
@@ -59,6 +60,9 @@ def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
 async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     broker = context.broker
     module = response_module("offset_delete", context.api_version)
+    if broker.store.state(SHARE_GROUPS.name, request.group_id) is not None:  # one namespace: not a group of offsets
+        return make(module.OffsetDeleteResponse, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    throttle_time=datetime.timedelta(0), topics=())
     state = group_state(broker, request.group_id)
     offsets = committed_offsets(broker, request.group_id)
     requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions]

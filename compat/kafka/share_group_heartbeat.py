@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.kafka.heartbeat_answer import heartbeat_answer
+from logwright.compat.kafka.heartbeat_answer import heartbeat_answer, refusal
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.share_groups.share_groups import ShareHeartbeat
@@ -48,7 +48,7 @@ async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -
     try:
         member_id, state = await coordinator.heartbeat(command)
     except DomainError as error:
-        return answer(error_code_for(error), str(error), None, -1, None)
+        return refusal(answer, error_code_for(error), str(error))
     member = state.member(member_id)
     if member is None:
         return answer(ErrorCode.NONE, None, member_id, -1, None)

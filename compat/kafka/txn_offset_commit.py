@@ -5,7 +5,8 @@ The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE). Of
 transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort
 drops them. v3+ carry the member's generation (a KIP-848 member's epoch), checked as OffsetCommit
 checks it unless the producer sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED
-from v3. v5 (transaction version 2, no AddOffsetsToTxn) is not served.
+from v3. A share group's id is GROUP_ID_NOT_FOUND (as Kafka 4.4; group ids are one namespace). v5 (transaction
+version 2, no AddOffsetsToTxn) is not served.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.coordinators.transaction_coordinator import check_not_ending, wire_failure
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.offset_commit import check_committer, commit_partitions
+from logwright.compat.kafka.offset_commit import check_committer, check_not_share_group, commit_partitions
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.events.transactions import TransactionalOffsetCommitted
@@ -51,6 +52,7 @@ async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> An
             generation = int(request.generation_id) if _names_member(request) else -1
             member_id = request.member_id if _names_member(request) else ""
             instance_id = request.group_instance_id if _names_member(request) else None
+            check_not_share_group(broker, group_id)
             if generation >= 0 or member_id or instance_id is not None:
                 check_committer(broker, group_id, generation, member_id, instance_id)
         except DomainError as error:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import singledispatch
 
-from logwright.core.events import Event, GroupDeleted
+from logwright.core.events import EmptyGroupConverted, Event, GroupDeleted
 from logwright.core.events.consumer_groups import (
     CONSUMER_GROUP_EVENT_TYPES,
     ConsumerGroupEpochBumped,
@@ -26,6 +26,7 @@ from logwright.core.events.consumer_groups import (
     SubscriptionMetadata,
     TopicPartitions,
 )
+from logwright.core.events.groups import CONSUMER
 from logwright.core.member_tuples import member_by_id, with_member
 from logwright.core.projection import Projection
 
@@ -174,7 +175,7 @@ def _(event: ConsumerStaticMemberReplaced, state: ConsumerGroupState) -> Consume
 
 
 def evolve(state: ConsumerGroupState | None, event: Event, key: str) -> ConsumerGroupState | None:
-    if isinstance(event, GroupDeleted):
+    if isinstance(event, GroupDeleted) or isinstance(event, EmptyGroupConverted) and event.to != CONSUMER:
         return None
     if not isinstance(event, ConsumerGroupEvent):
         return state
@@ -184,13 +185,13 @@ def evolve(state: ConsumerGroupState | None, event: Event, key: str) -> Consumer
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, ConsumerGroupEvent):
         return (event.group_id,)
-    if isinstance(event, GroupDeleted):
+    if isinstance(event, GroupDeleted | EmptyGroupConverted):
         return (event.group,)
     return ()
 
 
 CONSUMER_GROUPS: Projection[ConsumerGroupState] = Projection(
-    "consumer_groups", _keys, evolve, frozenset((*CONSUMER_GROUP_EVENT_TYPES, GroupDeleted))
+    "consumer_groups", _keys, evolve, frozenset((*CONSUMER_GROUP_EVENT_TYPES, GroupDeleted, EmptyGroupConverted))
 )
 
 

@@ -46,6 +46,7 @@ from logwright.core.events.cursors import (
 from logwright.core.events.groups import (
     GROUP_EVENT_TYPES,
     AssignmentsSynced,
+    EmptyGroupConverted,
     GenerationStarted,
     GroupDeleted,
     MemberJoined,
@@ -151,6 +152,7 @@ __all__ = [
     "OffsetCommitted",
     "OffsetDeleted",
     "GroupDeleted",
+    "EmptyGroupConverted",
     "RebalanceStarted",
     "MemberJoined",
     "MemberLeft",

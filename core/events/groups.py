@@ -1,4 +1,5 @@
-"""Events of classic consumer groups (tags 20-25) and of committed offsets (7-9), which KIP-848 groups share."""
+"""Events of classic consumer groups (tags 20-26), of committed offsets (7-9), which KIP-848 groups share, and of an
+empty group changing protocol (27)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ class GroupDeleted(Event):
     def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
         """Version 1 named no partitions: offsets were one row per group, which the group's key named."""
         return [*fields, ()] if version == 1 else fields
+
+
+CLASSIC, CONSUMER = "classic", "consumer"
+"""The group types an `EmptyGroupConverted` names, as ListGroups (v5) names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmptyGroupConverted(Event):
+    """An empty group of one protocol gave its id to a joining member of the other, ``to`` ("classic" or
+    "consumer"): its membership state goes, its committed offsets stay. Group ids are one namespace; Kafka 4.4
+    converts an empty group the same way (a group with members is not converted: see docs/consumer-groups.md)."""
+
+    TAG: ClassVar[int] = 27
+    group: str
+    to: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +145,7 @@ GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     OffsetCommitted,
     OffsetDeleted,
     GroupDeleted,
+    EmptyGroupConverted,
     RebalanceStarted,
     MemberJoined,
     MemberLeft,

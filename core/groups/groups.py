@@ -17,6 +17,7 @@ from functools import singledispatch
 
 from logwright.core.events import (
     AssignmentsSynced,
+    EmptyGroupConverted,
     Event,
     GenerationStarted,
     GroupDeleted,
@@ -26,6 +27,7 @@ from logwright.core.events import (
     RebalanceStarted,
     StaticMemberReplaced,
 )
+from logwright.core.events.groups import CLASSIC
 from logwright.core.member_tuples import member_by_id, member_by_instance_id
 from logwright.core.projection import Projection
 
@@ -117,13 +119,13 @@ def supports_protocols(state: GroupState | None, protocol_type: str, protocol_na
 
 _HANDLED: frozenset[type[Event]] = frozenset({
     RebalanceStarted, MemberJoined, MemberLeft, MembersLeft, GenerationStarted, AssignmentsSynced,
-    StaticMemberReplaced, GroupDeleted,
+    StaticMemberReplaced, GroupDeleted, EmptyGroupConverted,
 })
 
 
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, RebalanceStarted | MemberJoined | MemberLeft | MembersLeft | GenerationStarted
-                  | AssignmentsSynced | StaticMemberReplaced | GroupDeleted):
+                  | AssignmentsSynced | StaticMemberReplaced | GroupDeleted | EmptyGroupConverted):
         return (event.group,)
     return ()
 
@@ -203,6 +205,15 @@ def _(event: StaticMemberReplaced, state: GroupState | None, key: str) -> GroupS
 @_evolve.register
 def _(event: GroupDeleted, state: GroupState | None, key: str) -> GroupState | None:
     return None
+
+
+@_evolve.register
+def _(event: EmptyGroupConverted, state: GroupState | None, key: str) -> GroupState | None:
+    """To a consumer group: the classic group goes. To a classic group: an Empty one holds the id from the first
+    join on, as in Kafka, even if that join is then refused (MEMBER_ID_REQUIRED)."""
+    if event.to != CLASSIC:
+        return None
+    return state if state is not None else GroupState(event.group)
 
 
 GROUPS: Projection[GroupState] = Projection(

@@ -46,6 +46,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
                          "rebalance_timeout_ms protocol_type protocols"),
     22: ("MemberLeft", "group member_id reason"),
     26: ("MembersLeft", "group member_ids reason"),
+    27: ("EmptyGroupConverted", "group to"),
     23: ("GenerationStarted", "group generation protocol_name leader"),
     24: ("AssignmentsSynced", "group generation assignments"),
     25: ("StaticMemberReplaced", "group group_instance_id old_member_id new_member_id"),
