@@ -301,7 +301,8 @@ class ShareCoordinator:
         if command.member_epoch == 0 and command.member_id:
             command = replace(command, options=self.consumer_options.get((command.group_id, command.member_id)))
         before = self.group(command.group_id)
-        if before is None and command.member_epoch == 0 and command.group_id and self._other_kind(command.group_id):
+        joins_new = before is None and command.member_epoch == 0 and command.group_id != ""
+        if joins_new and self.held_by_other_kind(command.group_id):
             raise UnknownGroup(f"group {quoted(command.group_id)} is not a share group")
         member_id, events = heartbeat(before, command, self._topic, self.mode(command.group_id))
         now = self.broker.clock.now_ms()
@@ -323,9 +324,10 @@ class ShareCoordinator:
         assert state is not None
         return member_id, state
 
-    def _other_kind(self, group_id: str) -> bool:
+    def held_by_other_kind(self, group_id: str) -> bool:
         """Whether a classic group (members, or committed offsets) or a KIP-848 consumer group has the id: group ids
-        are one namespace, and Kafka refuses a share member there (GROUP_ID_NOT_FOUND, "not a share group")."""
+        are one namespace, so Kafka refuses a share member's join there and the share offset admin APIs too
+        (GROUP_ID_NOT_FOUND, "not a share group")."""
         store = self.broker.store
         return (store.state("groups", group_id) is not None
                 or store.state(OFFSETS_PROJECTION, offsets_group_key(group_id)) is not None

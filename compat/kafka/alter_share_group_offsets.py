@@ -3,7 +3,7 @@
 Each partition's cursor is replaced by a new one starting at the offset (a `SubscriptionCreated`):
 settled holes, redeliveries and delivery counts are gone, as Kafka's InitializeShareGroupState resets
 them. A group that does not exist is created empty (`ShareGroupCreated`), as Kafka 4.4 does. Refusals
-of the whole request: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (a classic group has the id),
+of the whole request: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (a classic or consumer group has the id),
 NON_EMPTY_GROUP (members); of a partition: UNKNOWN_TOPIC_OR_PARTITION. A partition named again is answered with
 the first answer's bytes and started once, at the last offset named (100,000 entries on one partition were as many
 cursors staged and folded, 525 ms in one stretch); the request gives way every `turns.ANSWERS_PER_TURN` entries.

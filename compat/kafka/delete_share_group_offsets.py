@@ -2,7 +2,7 @@
 
 Every partition of a named topic that has a cursor loses it (`SubscriptionDeleted`); the next member
 to fetch starts at ``share.auto.offset.reset`` again. Refusals of the whole request: INVALID_GROUP_ID,
-GROUP_ID_NOT_FOUND (no such share group, or a classic group), NON_EMPTY_GROUP; of a topic:
+GROUP_ID_NOT_FOUND (no such share group, or a classic or consumer group), NON_EMPTY_GROUP; of a topic:
 UNKNOWN_TOPIC_OR_PARTITION when it does not exist or the group has no state on it.
 """
 

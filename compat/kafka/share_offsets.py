@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import make
@@ -24,9 +23,9 @@ LEADER_EPOCH = 0
 
 def admin_group(broker: Broker, group_id: str, must_exist: bool) -> ShareGroupState | None:
     """The share group whose offsets are to change, after `check_admin` (which raises the refusal)."""
-    group = share_coordinator(broker).group(group_id)
-    classic = group_state(broker, group_id) is not None or committed_offsets(broker, group_id) is not None
-    check_admin(group_id, group, classic, must_exist)
+    coordinator = share_coordinator(broker)
+    group = coordinator.group(group_id)
+    check_admin(group_id, group, group is None and coordinator.held_by_other_kind(group_id), must_exist)
     return group
 
 

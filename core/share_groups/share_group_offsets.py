@@ -55,11 +55,12 @@ def _as_long(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 
 
-def check_admin(group_id: str, group: ShareGroupState | None, classic_group: bool, must_exist: bool) -> None:
-    """Whether the group's offsets may be altered (``must_exist=False``) or deleted; raises the refusal."""
+def check_admin(group_id: str, group: ShareGroupState | None, other_group: bool, must_exist: bool) -> None:
+    """Whether the group's offsets may be altered (``must_exist=False``) or deleted; raises the refusal.
+    ``other_group``: a classic or consumer group holds the id (one namespace)."""
     if not group_id:
         raise InvalidGroupId("the group id must not be empty")
-    if group is None and classic_group:
+    if group is None and other_group:
         raise UnknownGroup(f"group {quoted(group_id)} is not a share group")
     if group is None and must_exist:
         raise UnknownGroup(f"share group {quoted(group_id)} does not exist")

@@ -51,15 +51,15 @@ def test_alter_starts_the_partition_afresh_and_creates_a_missing_group() -> None
 def test_only_an_empty_share_group_may_change_its_offsets() -> None:
     member = ShareMember("m", "client", "/127.0.0.1", None, ("orders",))
     with pytest.raises(InvalidGroupId):
-        offsets.check_admin("", None, classic_group=False, must_exist=False)
+        offsets.check_admin("", None, other_group=False, must_exist=False)
     with pytest.raises(UnknownGroup, match="not a share group"):
-        offsets.check_admin("g", None, classic_group=True, must_exist=False)
+        offsets.check_admin("g", None, other_group=True, must_exist=False)
     with pytest.raises(UnknownGroup, match="does not exist"):
-        offsets.check_admin("g", None, classic_group=False, must_exist=True)
+        offsets.check_admin("g", None, other_group=False, must_exist=True)
     with pytest.raises(NonEmptyGroup):
-        offsets.check_admin("g", ShareGroupState("g", members=(member,)), classic_group=False, must_exist=False)
-    offsets.check_admin("g", None, classic_group=False, must_exist=False)
-    offsets.check_admin("g", ShareGroupState("g"), classic_group=False, must_exist=True)
+        offsets.check_admin("g", ShareGroupState("g", members=(member,)), other_group=False, must_exist=False)
+    offsets.check_admin("g", None, other_group=False, must_exist=False)
+    offsets.check_admin("g", ShareGroupState("g"), other_group=False, must_exist=True)
 
 
 def test_delete_removes_every_partition_with_state_and_refuses_a_topic_without_any() -> None:

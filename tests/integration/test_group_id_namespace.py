@@ -4,9 +4,10 @@ groups never share an id.
 Raw requests on one connection. Under a share group's id (with a member, then empty) the classic and consumer
 APIs refuse: JoinGroup INCONSISTENT_GROUP_PROTOCOL naming no member, ConsumerGroupHeartbeat and the describes
 GROUP_ID_NOT_FOUND, OffsetCommit, TxnOffsetCommit and OffsetDelete GROUP_ID_NOT_FOUND (logwright used to create a
-classic group beside the share group and commit into it). An empty group changes protocol when a member of the
-other protocol joins, its committed offsets kept, and is listed once; a heartbeat's refusal carries its error
-alone (no member id, epoch 0, interval 0), as Kafka's does.
+classic group beside the share group and commit into it); the other way, Alter- and DeleteShareGroupOffsets refuse
+a classic or consumer group's id (logwright used to create a share group beside a consumer group). An empty group
+changes protocol when a member of the other protocol joins, its committed offsets kept, and is listed once; a
+heartbeat's refusal carries its error alone (no member id, epoch 0, interval 0), as Kafka's does.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kio.schema.alter_share_group_offsets.v0 import request as alter_share_offsets
 from kio.schema.consumer_group_describe.v1 import request as consumer_describe
 from kio.schema.consumer_group_heartbeat.v1 import request as consumer_heartbeat
 from kio.schema.delete_groups.v2 import request as delete_groups
+from kio.schema.delete_share_group_offsets.v0 import request as delete_share_offsets
 from kio.schema.describe_groups.v6 import request as describe_groups
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.join_group.v9 import request as join_group
@@ -241,3 +244,36 @@ def test_an_empty_group_changes_protocol_keeping_its_offsets(bootstrap: str) -> 
         "offsets only, now a consumer group": {"DescribeGroups": not_classic, "ConsumerGroupDescribe": (NONE, "Stable"),
                                                "ListGroups": [("consumer", "Stable", "consumer")], "committed": 9},
     }
+
+
+def test_share_offset_apis_refuse_a_classic_or_consumer_groups_id(bootstrap: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    classic, consumer, offsets_only, unknown = (f"namespace-{kind}-{tag}" for kind in ("classic", "consumer",
+                                                                                         "offsets", "unknown"))
+    topic = topic_with_records(bootstrap, unknown)
+    answers: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        connection = await _open(bootstrap, classic, consumer, offsets_only, unknown)
+        try:
+            first = await connection.request(_join(classic, ""))
+            assert (await connection.request(_join(classic, first.member_id))).error_code == NONE
+            assert (await connection.request(_consumer_heartbeat(consumer, str(uuid.uuid4()), 0, topic))
+                    ).error_code == NONE
+            assert _codes(await connection.request(_commit(offsets_only, topic, -1, "", 1))) == [NONE]
+            for group in (classic, consumer, offsets_only, unknown):
+                altered = await connection.request(make(
+                    alter_share_offsets.AlterShareGroupOffsetsRequest, group_id=group, topics=(
+                        alter_share_offsets.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=(
+                            alter_share_offsets.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                                       start_offset=0),)),)))
+                deleted = await connection.request(make(
+                    delete_share_offsets.DeleteShareGroupOffsetsRequest, group_id=group,
+                    topics=(delete_share_offsets.DeleteShareGroupOffsetsRequestTopic(topic_name=topic),)))
+                answers[group] = (int(altered.error_code), int(deleted.error_code))
+        finally:
+            await connection.close()
+
+    asyncio.run(scenario())
+    refused = (GROUP_ID_NOT_FOUND, GROUP_ID_NOT_FOUND)
+    assert answers == {classic: refused, consumer: refused, offsets_only: refused, unknown: (NONE, NONE)}
