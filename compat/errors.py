@@ -202,6 +202,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,
     domain.UnknownMember: ErrorCode.UNKNOWN_MEMBER_ID,
     domain.IllegalGeneration: ErrorCode.ILLEGAL_GENERATION,
+    domain.CommitToNoGroup: ErrorCode.ILLEGAL_GENERATION,  # GROUP_ID_NOT_FOUND from OffsetCommit v9 (its handler)
     domain.RebalanceInProgress: ErrorCode.REBALANCE_IN_PROGRESS,
     domain.InconsistentGroupProtocol: ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
     domain.InvalidSessionTimeout: ErrorCode.INVALID_SESSION_TIMEOUT,

@@ -82,6 +82,11 @@ class IllegalGeneration(DomainError):
     """The request names an old generation of the group: the client must rejoin."""
 
 
+class CommitToNoGroup(IllegalGeneration):
+    """A member's commit (a generation named) to a group that does not exist: ILLEGAL_GENERATION, as Kafka answers
+    TxnOffsetCommit and OffsetCommit before v9; OffsetCommit v9+ answers GROUP_ID_NOT_FOUND (Kafka 4.4)."""
+
+
 class RebalanceInProgress(DomainError):
     """The group is rebalancing: the member must rejoin before it can sync or commit."""
 

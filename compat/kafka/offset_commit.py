@@ -6,7 +6,8 @@ with their generation (v7+ also with ``group.instance.id``); generation -1 with 
 metadata string is round-tripped (null is stored as ""), and a commit counts as a member's heartbeat.
 As in Kafka, the empty group id is allowed here for backward compatibility. A KIP-848 consumer group's
 members commit with their member epoch as the generation: an unknown member is UNKNOWN_MEMBER_ID, another
-epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits only while it has no members.
+epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits only while it has no members. A
+generation named to a group that does not exist is GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before (Kafka 4.4).
 
 A request naming thousands of partitions lets other connections' requests run every `PARTITIONS_PER_TURN`
 partitions (one of 5,000 held the event loop 73 ms, Kafka's coordinator 22); the committer is then checked again in
@@ -24,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
-from logwright.compat.coordinators.group_coordinator import coordinator, group_state
+from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
-from logwright.core.errors import DomainError, UnknownGroup
+from logwright.core.errors import CommitToNoGroup, DomainError, UnknownGroup
 from logwright.core.events import OffsetCommitted
 from logwright.core.groups.group_admin import check_offset_commit, check_offset_metadata
 from logwright.core.groups.groups import GroupMember
@@ -64,6 +65,9 @@ async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
         nonlocal member
         try:
             member = check_committer(broker, group_id, generation, request.member_id, instance_id)
+        except CommitToNoGroup:
+            member = None
+            return ErrorCode.GROUP_ID_NOT_FOUND if context.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
         except DomainError as error:
             member = None
             return error_code_for(error)
@@ -93,7 +97,9 @@ def check_committer(broker: Broker, group_id: str, generation: int, member_id: s
     if consumer is not None:
         check_member_epoch(consumer, member_id, generation, commit=True)
         return None
-    return check_offset_commit(group_state(broker, group_id), generation, member_id, group_instance_id)
+    state = group_state(broker, group_id)
+    has_offsets = state is None and committed_offsets(broker, group_id) is not None
+    return check_offset_commit(group_id, state, has_offsets, generation, member_id, group_instance_id)
 
 
 def check_not_share_group(broker: Broker, group_id: str) -> None:

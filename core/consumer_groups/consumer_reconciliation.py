@@ -375,11 +375,11 @@ def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_
                        commit: bool) -> ConsumerMember | None:
     """OffsetCommit and OffsetFetch (v9+) of a consumer group: a member must send its current epoch.
 
-    Epoch -1 without a member is an admin or unmanaged consumer, allowed while the group has no members
-    (for a commit) or always (for a fetch, where the caller passes no member id). Raises `UnknownMember`
-    or `StaleMemberEpoch`.
+    Epoch -1 is an admin or unmanaged consumer: a commit is allowed while the group has no members (whatever member
+    id it names), a fetch when it names no member (a null id; an empty one is a member no group has). Otherwise
+    raises `UnknownMember` or `StaleMemberEpoch`. As Kafka 4.4's ``ConsumerGroup.validateOffsetCommit/Fetch``.
     """
-    if member_epoch < 0 and not member_id and not (commit and state.members):
+    if member_epoch < 0 and (not state.members if commit else member_id is None):
         return None
     member = state.member(member_id or "")
     if member is None:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from logwright.core.errors import (
+    CommitToNoGroup,
     DomainError,
     GroupSubscribedToTopic,
     IllegalGeneration,
@@ -30,16 +31,24 @@ MAX_OFFSET_METADATA_BYTES = 4096
 
 
 def check_offset_commit(
-    state: GroupState | None, generation: int, member_id: str, group_instance_id: str | None
+    group_id: str, state: GroupState | None, has_offsets: bool, generation: int, member_id: str,
+    group_instance_id: str | None,
 ) -> GroupMember | None:
-    """Whether an OffsetCommit may be applied; returns the committing member, if it is one.
+    """Whether an OffsetCommit may be applied; returns the committing member, if it is one. As Kafka 4.4 checks a
+    classic group's commits (answers compared in tests/integration/test_commit_checks.py):
 
-    Generation -1 with no member id is a "simple" commit: allowed only while the group has no
-    members. Otherwise the member must be current and name the current generation.
+    - a group that does not exist (no members, no committed offsets) takes only a "simple" commit (generation -1)
+      and then exists; a generation names no group there (`CommitToNoGroup`);
+    - generation -1 to a group without members is a simple commit, whatever member id it names;
+    - otherwise the member must be current (its ``group.instance.id`` too) and name the current generation;
+    - generation -1 with no member to a group with members is UNKNOWN_MEMBER_ID.
     """
     if state is None:
-        if generation >= 0:
-            raise IllegalGeneration(f"the group has no generation {generation}; it has no members")
+        if not has_offsets and generation >= 0:
+            raise CommitToNoGroup(f"group {quoted(group_id)} does not exist; only a commit of generation -1 "
+                                  "creates it")
+        state = GroupState(group_id)  # a group of committed offsets only is an Empty classic group
+    if generation < 0 and not state.members:
         return None
     member: GroupMember | None = None
     if generation >= 0 or member_id or group_instance_id is not None:
@@ -47,7 +56,7 @@ def check_offset_commit(
         if generation != state.generation:
             raise IllegalGeneration(f"generation {generation} is not group {quoted(state.group_id)}'s "
                                     f"current generation {state.generation}")
-    elif state.members:
+    else:
         raise UnknownMember(f"group {quoted(state.group_id)} has members; only they may commit offsets")
     if state.phase == GroupPhase.COMPLETING_REBALANCE:
         raise RebalanceInProgress(f"group {quoted(state.group_id)} is completing a rebalance; sync first")

@@ -107,10 +107,15 @@ def check_group_id(group_id: str | None) -> str:
 
 
 def current_member(state: GroupState | None, member_id: str, group_instance_id: str | None) -> GroupMember:
-    """The member a request speaks for, refusing fenced static members and unknown ids."""
+    """The member a request speaks for, refusing fenced static members and unknown ids. A request naming a
+    ``group.instance.id`` no member holds is refused as an unknown member, whatever its member id (as Kafka's
+    ``validateMember``)."""
     if state is not None and group_instance_id is not None:
         owner = state.static_member(group_instance_id)
-        if owner is not None and owner.member_id != member_id:
+        if owner is None:
+            raise UnknownMember(f"no member of group {quoted(state.group_id)} has group.instance.id "
+                                f"{quoted(group_instance_id)}")
+        if owner.member_id != member_id:
             raise FencedInstanceId(f"group.instance.id {quoted(group_instance_id)} now belongs to another member id")
     member = state.member(member_id) if state is not None else None
     if state is None or member is None:

@@ -388,7 +388,13 @@ def test_offset_commits_need_the_current_member_epoch() -> None:
         check_member_epoch(state, "a", 0, commit=True)
     with pytest.raises(UnknownMember):
         check_member_epoch(state, "", -1, commit=True)
-    assert check_member_epoch(state, None, -1, commit=False) is None
+    with pytest.raises(StaleMemberEpoch):
+        check_member_epoch(state, "a", -1, commit=True)
+    assert check_member_epoch(state, None, -1, commit=False) is None  # an admin read names no member
+    with pytest.raises(UnknownMember):  # an empty member id is a member, and not this group's (as Kafka 4.4)
+        check_member_epoch(state, "", -1, commit=False)
+    empty = ConsumerGroupState("g")
+    assert check_member_epoch(empty, "anyone", -1, commit=True) is None  # a simple commit to an empty group
 
 
 def test_group_deleted_removes_the_group() -> None:

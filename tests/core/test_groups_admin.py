@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from logwright.core.errors import (
+    CommitToNoGroup,
     GroupSubscribedToTopic,
     IllegalGeneration,
     NonEmptyGroup,
@@ -31,26 +32,41 @@ OFFSETS = group_offsets(fold(GROUP_OFFSETS, [OffsetCommitted("g", "t", 0, 5), Of
 
 
 def test_members_commit_with_their_current_generation() -> None:
-    assert check_offset_commit(STABLE, 3, "m1", None) == MEMBER
+    assert check_offset_commit("g", STABLE, False, 3, "m1", None) == MEMBER
     with pytest.raises(IllegalGeneration):
-        check_offset_commit(STABLE, 2, "m1", None)
+        check_offset_commit("g", STABLE, False, 2, "m1", None)
+    with pytest.raises(IllegalGeneration):
+        check_offset_commit("g", STABLE, False, -1, "m1", None)
     with pytest.raises(UnknownMember):
-        check_offset_commit(STABLE, 3, "m2", None)
+        check_offset_commit("g", STABLE, False, 3, "m2", None)
     with pytest.raises(UnknownMember):
-        check_offset_commit(STABLE, -1, "", None)
+        check_offset_commit("g", STABLE, False, -1, "", None)
+    with pytest.raises(UnknownMember):  # no member holds that group.instance.id
+        check_offset_commit("g", STABLE, False, 3, "m1", "instance-1")
     completing = GroupState("g", GroupPhase.COMPLETING_REBALANCE, 3, "consumer", "range", "m1", (MEMBER,))
     with pytest.raises(RebalanceInProgress):
-        check_offset_commit(completing, 3, "m1", None)
+        check_offset_commit("g", completing, False, 3, "m1", None)
 
 
 def test_simple_commits_need_a_group_without_members() -> None:
-    assert check_offset_commit(None, -1, "", None) is None
-    assert check_offset_commit(GroupState("g", GroupPhase.EMPTY, 4, "consumer"), -1, "", None) is None
-    with pytest.raises(IllegalGeneration):
-        check_offset_commit(None, 1, "m1", None)
+    assert check_offset_commit("g", None, False, -1, "", None) is None
+    assert check_offset_commit("g", None, False, -1, "any-member-id", None) is None
+    assert check_offset_commit("g", GroupState("g", GroupPhase.EMPTY, 4, "consumer"), False, -1, "x", None) is None
+    assert check_offset_commit("g", None, True, -1, "", None) is None
     check_offset_metadata("x" * 4096)
     with pytest.raises(OffsetMetadataTooLarge):
         check_offset_metadata("x" * 4097)
+
+
+def test_a_generation_names_no_group_that_does_not_exist() -> None:
+    """Unknown group: CommitToNoGroup (an IllegalGeneration); a group of offsets only is an Empty classic group,
+    where a named member is unknown (as Kafka 4.4 answers)."""
+    with pytest.raises(CommitToNoGroup):
+        check_offset_commit("g", None, False, 1, "m1", None)
+    with pytest.raises(UnknownMember):
+        check_offset_commit("g", None, True, 1, "m1", None)
+    with pytest.raises(UnknownMember):
+        check_offset_commit("g", None, True, 0, "", None)
 
 
 def test_delete_group() -> None:

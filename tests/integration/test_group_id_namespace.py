@@ -61,14 +61,14 @@ def _share_heartbeat(group: str, member: str, epoch: int, topic: str | None = No
                 subscribed_topic_names=(topic,) if topic is not None else None)
 
 
-def _consumer_heartbeat(group: str, member: str, epoch: int, topic: str | None = None) -> Any:
+def consumer_heartbeat_request(group: str, member: str, epoch: int, topic: str | None = None) -> Any:
     return make(consumer_heartbeat.ConsumerGroupHeartbeatRequest, group_id=group, member_id=member,
                 member_epoch=epoch, instance_id=None, rack_id=None, rebalance_timeout=TIMEOUT,
                 subscribed_topic_names=(topic,) if topic is not None else None, subscribed_topic_regex=None,
                 server_assignor=None, topic_partitions=() if topic is not None else None)
 
 
-def _join(group: str, member: str) -> Any:
+def join_request(group: str, member: str) -> Any:
     return make(join_group.JoinGroupRequest, group_id=group, session_timeout=TIMEOUT, rebalance_timeout=TIMEOUT,
                 member_id=member, group_instance_id=None, protocol_type="consumer", protocols=(RANGE,), reason=None)
 
@@ -130,9 +130,9 @@ def test_classic_and_consumer_apis_refuse_a_share_groups_id(bootstrap: str) -> N
 
     async def under_share_id(label: str, connection: Connection, share_member: str) -> None:
         for member in ("", "m-1"):
-            joined = await connection.request(_join(group, member))
+            joined = await connection.request(join_request(group, member))
             answers[f"{label}: JoinGroup {member!r}"] = (int(joined.error_code), joined.member_id)
-        refused = await connection.request(_consumer_heartbeat(group, str(uuid.uuid4()), 0, topic))
+        refused = await connection.request(consumer_heartbeat_request(group, str(uuid.uuid4()), 0, topic))
         answers[f"{label}: ConsumerGroupHeartbeat"] = (int(refused.error_code), refused.member_id,
                                                         int(refused.member_epoch), refused.heartbeat_interval)
         answers[f"{label}: OffsetCommit"] = (_codes(await connection.request(_commit(group, topic, -1, "", 3)))
@@ -194,15 +194,15 @@ def test_an_empty_group_changes_protocol_keeping_its_offsets(bootstrap: str) -> 
         connection = await _open(bootstrap, group, offsets_only)
         try:
             member = str(uuid.uuid4())
-            joined = await connection.request(_consumer_heartbeat(group, member, 0, topic))
+            joined = await connection.request(consumer_heartbeat_request(group, member, 0, topic))
             assert _codes(await connection.request(_commit(group, topic, int(joined.member_epoch), member, 4))) == [0]
-            assert (await connection.request(_consumer_heartbeat(group, member, -1))).error_code == NONE
+            assert (await connection.request(consumer_heartbeat_request(group, member, -1))).error_code == NONE
             seen["consumer group, emptied"] = await _seen_as(connection, group, topic)
 
-            first = await connection.request(_join(group, ""))
+            first = await connection.request(join_request(group, ""))
             seen["classic JoinGroup"] = int(first.error_code)
             seen["classic JoinGroup asked for a member id"] = await _seen_as(connection, group, topic)
-            joined = await connection.request(_join(group, first.member_id))
+            joined = await connection.request(join_request(group, first.member_id))
             synced = await connection.request(make(
                 sync_group.SyncGroupRequest, group_id=group, generation_id=joined.generation_id,
                 member_id=joined.member_id, group_instance_id=None, protocol_type="consumer", protocol_name="range",
@@ -212,13 +212,14 @@ def test_an_empty_group_changes_protocol_keeping_its_offsets(bootstrap: str) -> 
             await connection.request(make(leave_group.LeaveGroupRequest, group_id=group, members=(
                 leave_group.MemberIdentity(member_id=joined.member_id, group_instance_id=None, reason=None),)))
 
-            again = await connection.request(_consumer_heartbeat(group, str(uuid.uuid4()), 0, topic))
+            again = await connection.request(consumer_heartbeat_request(group, str(uuid.uuid4()), 0, topic))
             seen["consumer member joins the emptied classic group"] = int(again.error_code)
             seen["consumer group again"] = await _seen_as(connection, group, topic)
 
             assert _codes(await connection.request(_commit(offsets_only, topic, -1, "", 9))) == [0]
             seen["offsets only"] = await _seen_as(connection, offsets_only, topic)
-            joined_offsets = await connection.request(_consumer_heartbeat(offsets_only, str(uuid.uuid4()), 0, topic))
+            joined_offsets = await connection.request(consumer_heartbeat_request(offsets_only, str(uuid.uuid4()), 0,
+                                                                                 topic))
             seen["consumer member joins a group of offsets"] = int(joined_offsets.error_code)
             seen["offsets only, now a consumer group"] = await _seen_as(connection, offsets_only, topic)
         finally:
@@ -256,9 +257,9 @@ def test_share_offset_apis_refuse_a_classic_or_consumer_groups_id(bootstrap: str
     async def scenario() -> None:
         connection = await _open(bootstrap, classic, consumer, offsets_only, unknown)
         try:
-            first = await connection.request(_join(classic, ""))
-            assert (await connection.request(_join(classic, first.member_id))).error_code == NONE
-            assert (await connection.request(_consumer_heartbeat(consumer, str(uuid.uuid4()), 0, topic))
+            first = await connection.request(join_request(classic, ""))
+            assert (await connection.request(join_request(classic, first.member_id))).error_code == NONE
+            assert (await connection.request(consumer_heartbeat_request(consumer, str(uuid.uuid4()), 0, topic))
                     ).error_code == NONE
             assert _codes(await connection.request(_commit(offsets_only, topic, -1, "", 1))) == [NONE]
             for group in (classic, consumer, offsets_only, unknown):
