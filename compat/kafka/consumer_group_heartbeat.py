@@ -2,11 +2,13 @@
 
 v1 adds a subscribed topic regex (matched in full with Python ``re``; RE2J's syntax is close enough for
 the patterns clients send, but Python accepts lookarounds and backreferences RE2J refuses). A member
-joins with epoch 0 (librdkafka 2.16 and Java 4.x generate their member id; an empty one gets a UUID),
-heartbeats with its epoch, leaves with -1 (-2: a static member leaving temporarily). The assignment is
+joins with epoch 0 (librdkafka 2.16 and Java 4.x generate their member id, which v1 requires, KIP-1082; an
+empty one gets a UUID in v0), heartbeats with its epoch, leaves with -1 (-2: a static member leaving
+temporarily). The assignment is
 sent when it changes, on a join, and whenever the member's epoch differs from the one it sent (null
 otherwise: "unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
-UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST,
+UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST (also for an empty
+instance or rack id and for epoch -2 without an instance id, as Kafka 4.4),
 INCONSISTENT_GROUP_PROTOCOL (a classic group of that id has members), GROUP_ID_NOT_FOUND (a share group).
 """
 
@@ -77,6 +79,7 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
         owned=owned,
         client_id=context.client_id or "",
         client_host=f"/{context.client_host}",
+        member_id_required=context.api_version >= 1,
     )
 
     answer = heartbeat_answer(module.ConsumerGroupHeartbeatResponse, coordinator, command.group_id)

@@ -107,6 +107,8 @@ class ConsumerHeartbeat:
     owned: TopicPartitions | None = None
     client_id: str = ""
     client_host: str = ""
+    member_id_required: bool = False
+    """v1+ (KIP-1082): the client generates its member id, so an empty one is INVALID_REQUEST; v0 gets one."""
 
 
 def subscribed_topics(member: ConsumerMember, topics: Topics, patterns: PatternCompiler) -> frozenset[str]:
@@ -164,12 +166,21 @@ def choose_assignor(state: ConsumerGroupState) -> str:
 
 
 def _check(command: ConsumerHeartbeat, patterns: PatternCompiler) -> None:
+    """Kafka 4.4's checks of a heartbeat, in its order (``throwIfConsumerGroupHeartbeatRequestIsInvalid``)."""
     if not command.group_id:
         raise InvalidRequest("a consumer group heartbeat needs a non-empty group id")
+    if command.instance_id == "":
+        raise InvalidRequest("InstanceId can't be empty.")
+    if command.rack_id == "":
+        raise InvalidRequest("RackId can't be empty.")
+    if command.member_id_required and not command.member_id:
+        raise InvalidRequest("MemberId can't be empty: from version 1 the client generates it.")
     if command.member_epoch < STATIC_LEAVE_EPOCH:
         raise InvalidRequest(f"member epoch {command.member_epoch} is not valid (-2, -1, 0 or a member's epoch)")
     if command.member_epoch != JOIN_EPOCH and not command.member_id:
         raise InvalidRequest("a heartbeat with a non-zero epoch needs the member id")
+    if command.member_epoch == STATIC_LEAVE_EPOCH and command.instance_id is None:
+        raise InvalidRequest("InstanceId can't be null: epoch -2 is a static member's leave.")
     if command.member_epoch == JOIN_EPOCH:
         if command.rebalance_timeout_ms < 0:
             raise InvalidRequest("RebalanceTimeoutMs must be provided in first request.")
@@ -336,8 +347,8 @@ def _owned_by_others(state: ConsumerGroupState, member_id: str) -> set[tuple[str
 
 def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, epoch: int,
           topics: Topics, patterns: PatternCompiler) -> list[Event]:
-    """Epoch -1 (or -2 without an instance id): the member leaves and the group rebalances. Epoch -2 of a
-    static member: it keeps its partitions, at epoch -2, until it rejoins or its session times out."""
+    """Epoch -1 (or -2 of a member that joined without an instance id): the member leaves and the group rebalances.
+    Epoch -2 of a static member: it keeps its partitions, at epoch -2, until it rejoins or its session times out."""
     member = state.member(member_id)
     if member is None and instance_id:
         member = state.static_member(instance_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -279,7 +280,14 @@ def test_refusals_change_nothing() -> None:
         group.beat("d", 0, subscribed_topic_regex="orders(")
     with pytest.raises(InvalidRequest):
         heartbeat(group.state, ConsumerHeartbeat(GROUP, "e", 0), group.topics, group._new_id, compile_for_tests)
+    join = ConsumerHeartbeat(GROUP, "f", 0, rebalance_timeout_ms=60_000, subscribed_topic_names=("orders",), owned=())
+    for invalid in (replace(join, instance_id=""), replace(join, rack_id=""),
+                    replace(join, member_id="", member_id_required=True),
+                    replace(join, member_epoch=-2, subscribed_topic_names=None, owned=None)):
+        with pytest.raises(InvalidRequest):
+            heartbeat(group.state, invalid, group.topics, group._new_id, compile_for_tests)
     assert group.log == before
+    assert heartbeat(group.state, replace(join, member_id=""), group.topics, group._new_id, compile_for_tests)[0]
 
 
 def test_a_static_member_leaving_temporarily_keeps_its_partitions_for_its_successor() -> None:
@@ -291,7 +299,7 @@ def test_a_static_member_leaving_temporarily_keeps_its_partitions_for_its_succes
         group.beat("b", group.member("b").member_epoch, owned=group.member("b").assigned)
     held = group.member("a").assigned
     epoch = group.state.group_epoch if group.state else 0
-    assert group.beat("a", -2) == -2
+    assert group.beat("a", -2, instance_id="i1") == -2
     assert group.member("a").assigned == held
     group.beat("b", group.member("b").member_epoch)
     assert group.beat("a2", 0, instance_id="i1") >= 1
