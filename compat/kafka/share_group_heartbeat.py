@@ -6,7 +6,8 @@ new epoch. The assignment is sent when it changes and on every join, never other
 "unchanged"). Refusals are Kafka 4.4's (tests/integration/test_share_group_heartbeat_errors.py runs on both):
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the client rejoins with epoch 0); GROUP_ID_NOT_FOUND for a heartbeat
 other than a join to a group that does not exist, and for a join under the id of a classic or consumer group
-(one namespace); INVALID_REQUEST for an empty group or member id, an epoch below -1, a join without topics.
+(one namespace); INVALID_REQUEST for an empty group, member or rack id, a member id longer than 36 characters, an
+epoch below -1, a join without topics.
 """
 
 from __future__ import annotations

@@ -165,6 +165,10 @@ class ConsumerOptions:
     """The consumer's ack timeout: its acquisition locks last this long (0: the group's lock duration)."""
 
 
+MEMBER_ID_MAX_CHARS = 36
+"""A share member's id is the UUID string its client generates; Kafka 4.4 refuses a longer one."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShareHeartbeat:
     group_id: str
@@ -214,13 +218,18 @@ def heartbeat(
     """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append.
 
     Raises `UnknownGroup` (a heartbeat other than a join for a group that does not exist), `UnknownMember`,
-    `FencedMemberEpoch`, `InvalidRequest` (no group or member id, an epoch below -1, a join naming no topic) or
+    `FencedMemberEpoch`, `InvalidRequest` (a member id longer than a UUID's 36 characters, no group or member id, an
+    empty rack id, an epoch below -1, a join naming no topic) or
     the mode's `ConsumerBusy` without changing anything; the refusals are Kafka 4.4's
     (tests/integration/test_share_group_heartbeat_errors.py runs on both).
     """
     group_id = command.group_id
+    if len(command.member_id) > MEMBER_ID_MAX_CHARS:  # checked first, as Kafka 4.4 does
+        raise InvalidRequest(f"a share group member id has at most {MEMBER_ID_MAX_CHARS} characters (a UUID's)")
     if not group_id:
         raise InvalidRequest("a share group heartbeat needs a non-empty group id")
+    if command.rack_id == "":
+        raise InvalidRequest("RackId can't be empty.")
     if not command.member_id:  # v1: the client names itself (Kafka: "MemberId can't be empty.")
         raise InvalidRequest("a share group heartbeat needs a non-empty member id: the client generates it")
     if command.member_epoch < LEAVE_EPOCH:

@@ -1,7 +1,8 @@
 """ShareGroupHeartbeat and ShareGroupDescribe refusals as Apache Kafka 4.4 answers them (``--against kafka``).
 
 Raw v1 requests on one connection: a heartbeat other than a join for a group that does not exist, a member id
-left empty (v1 clients name themselves), an epoch below -1, a join naming no topic, a join of a member whose
+left empty (v1 clients name themselves) or longer than a UUID's 36 characters, an empty rack id, an epoch below -1,
+a join naming no topic, a join of a member whose
 epoch went wrong, and a share member joining under the id of a classic consumer group (group ids are one
 namespace: Kafka answers GROUP_ID_NOT_FOUND, "not a share group"). ShareGroupDescribe answers an empty group id
 with INVALID_GROUP_ID ahead of the others, and a classic group's id with GROUP_ID_NOT_FOUND.
@@ -30,10 +31,10 @@ NONE, INVALID_GROUP_ID, INVALID_REQUEST, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, 
 
 
 async def _heartbeat(connection: Connection, group: str, member: str, epoch: int,
-                     topics: tuple[str, ...] | None = None) -> tuple[int, int]:
+                     topics: tuple[str, ...] | None = None, rack: str | None = None) -> tuple[int, int]:
     """(error code, member epoch) of one ShareGroupHeartbeat."""
     answer = await connection.request(make(ShareGroupHeartbeatRequest, group_id=group, member_id=member,
-                                           member_epoch=epoch, rack_id=None, subscribed_topic_names=topics))
+                                           member_epoch=epoch, rack_id=rack, subscribed_topic_names=topics))
     return int(answer.error_code), int(answer.member_epoch)
 
 
@@ -55,6 +56,11 @@ def _answers(bootstrap: str, group: str, classic: str) -> dict[str, object]:
             answers["epoch -2"] = (await _heartbeat(connection, group, str(uuid.uuid4()), -2, (topic,)))[0]
             answers["empty group id"] = (await _heartbeat(connection, "", str(uuid.uuid4()), 0, (topic,)))[0]
             answers["join naming no topic"] = (await _heartbeat(connection, group, str(uuid.uuid4()), 0, ()))[0]
+            answers["empty rack id"] = (await _heartbeat(connection, group, str(uuid.uuid4()), 0, (topic,), ""))[0]
+            answers["member id of 37 characters"] = (await _heartbeat(connection, group, "m" * 37, 0, (topic,)))[0]
+            answers["member id of 37 characters, empty group id"] = (await _heartbeat(connection, "", "m" * 37, 0,
+                                                                                      (topic,)))[0]
+            answers["member id of 36 characters"] = (await _heartbeat(connection, group, "m" * 36, 0, (topic,)))[0]
             member = str(uuid.uuid4())
             code, epoch = await _heartbeat(connection, group, member, 0, (topic,))
             answers["join"] = code
@@ -86,6 +92,10 @@ def test_share_group_heartbeat_and_describe_refusals(bootstrap: str) -> None:
         "epoch -2": INVALID_REQUEST,
         "empty group id": INVALID_REQUEST,
         "join naming no topic": INVALID_REQUEST,
+        "empty rack id": INVALID_REQUEST,
+        "member id of 37 characters": INVALID_REQUEST,
+        "member id of 37 characters, empty group id": INVALID_REQUEST,
+        "member id of 36 characters": NONE,
         "join": NONE,
         "wrong epoch": FENCED_MEMBER_EPOCH,
         "leave, unknown member": UNKNOWN_MEMBER_ID,
