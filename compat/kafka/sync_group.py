@@ -1,7 +1,8 @@
 """SyncGroup (key 14), versions 0-5: the leader hands out assignments, followers wait for theirs.
 
 v3+ carry ``group.instance.id``; v5 names the protocol type and name in request and answer, and the
-coordinator refuses a mismatch with INCONSISTENT_GROUP_PROTOCOL.
+coordinator refuses a mismatch with INCONSISTENT_GROUP_PROTOCOL. In v5 both are mandatory: a null one is
+INCONSISTENT_GROUP_PROTOCOL before anything else is looked at, as Kafka 4.4 answers.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 @handler(14, "SyncGroup", 0, 5)
 async def handle(context: RequestContext, request: SyncGroupRequest) -> Any:
     module = response_module("sync_group", context.api_version)
+    if _names_protocol(request) and (request.protocol_type is None or request.protocol_name is None):
+        return make(module.SyncGroupResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, protocol_type=None, protocol_name=None,
+                    assignment=b"")
     command = SyncGroup(
         group_id=request.group_id,
         generation=int(request.generation_id),
