@@ -4,7 +4,8 @@ A group with members is refused with NON_EMPTY_GROUP, an unknown one with GROUP_
 group is deleted the same way, as Kafka 4.4 does: only while empty, with its cursors (its delivery
 state); its config overrides stay. Then ShareGroupDescribe says GROUP_ID_NOT_FOUND, DescribeGroups
 Dead, ListGroups leaves it out, and a member joining under the name starts a new group from
-``share.auto.offset.reset``. A KIP-848 consumer group is deleted with its offsets once it has no members.
+``share.auto.offset.reset``. A KIP-848 consumer group is deleted with its offsets once it has no members. A group
+named more than once is deleted and answered once (Kafka's results are keyed by group id).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
     shares = share_coordinator(broker)
     index: DeletionIndex | None = None  # read once, when a share group is first named (again after giving way)
     rows = 0
-    for group_id in request.groups_names:
+    for group_id in dict.fromkeys(request.groups_names):  # a group named again is answered once, as in Kafka
         if rows >= ROWS_PER_TURN:
             rows, index = 0, None
             await give_way()

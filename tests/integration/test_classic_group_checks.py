@@ -4,7 +4,7 @@ Raw JoinGroup, SyncGroup, LeaveGroup and Heartbeat requests: session timeouts ou
 (INVALID_SESSION_TIMEOUT), an empty protocol type or no protocol, an empty group id, a member id the group does
 not know, a join that shares no protocol type or name with the group (INCONSISTENT_GROUP_PROTOCOL); SyncGroup v5
 with a null protocol type or name (INCONSISTENT_GROUP_PROTOCOL: mandatory from v5), or naming other ones; leaves of
-unknown members, one member named twice.
+unknown members, one member named twice; DeleteGroups naming one group twice (one answer).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.delete_groups.v2 import request as delete_groups
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4 import request as heartbeat
 from kio.schema.join_group.v3 import request as join_group_v3
@@ -141,3 +142,22 @@ def test_classic_group_request_checks(bootstrap: str) -> None:
         "LeaveGroup v2, unknown group": UNKNOWN_MEMBER_ID,
         "LeaveGroup, one member twice": (NONE, [NONE, UNKNOWN_MEMBER_ID]),
     }
+
+
+def test_delete_groups_answers_a_group_named_twice_once(bootstrap: str) -> None:
+    group = f"classic-checks-delete-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> list[tuple[str, int]]:
+        connection = await Connection.open(bootstrap, "classic-checks")
+        try:
+            await _find(connection, group)
+            first = await connection.request(_join(group))
+            joined = await connection.request(_join(group, member_id=first.member_id))
+            await connection.request(make(leave_group.LeaveGroupRequest, group_id=group, members=(
+                leave_group.MemberIdentity(member_id=joined.member_id, group_instance_id=None, reason=None),)))
+            answer = await connection.request(make(delete_groups.DeleteGroupsRequest, groups_names=(group, group)))
+            return [(result.group_id, int(result.error_code)) for result in answer.results]
+        finally:
+            await connection.close()
+
+    assert asyncio.run(scenario()) == [(group, NONE)]
