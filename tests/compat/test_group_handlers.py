@@ -495,12 +495,25 @@ def test_a_deletion_of_many_groups_gives_way_between_them(tmp_path: Path, monkey
         for name in names:
             request = dataclasses.replace(commit("", -1, {("t", p): 5 for p in range(3)}), group_id=name)
             assert (await harness.call(offset_commit.handle, 2, request)).topics[0].partitions[0].error_code == 0
-        deleted = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*names, "g0")))
+        deleted = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=(*names, "gone")))
         assert [result.error_code for result in deleted.results] == [ErrorCode.NONE] * 4 + [
             ErrorCode.GROUP_ID_NOT_FOUND]
         assert given_way.count == 4, "after each group: three rows and its head"
         listed = await harness.call(list_groups.handle, 4, ListGroupsRequest(states_filter=()))
         assert listed.groups == ()
         harness.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_group_named_twice_is_deleted_and_answered_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        harness = Harness(tmp_path, ManualClock())
+        harness.broker.create_topic("t", 1)
+        await harness.broker.durable()
+        request = dataclasses.replace(commit("", -1, {("t", 0): 5}), group_id="g")
+        assert (await harness.call(offset_commit.handle, 2, request)).topics[0].partitions[0].error_code == 0
+        deleted = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=("g", "g")))
+        assert [(result.group_id, result.error_code) for result in deleted.results] == [("g", ErrorCode.NONE)]
 
     asyncio.run(scenario())
