@@ -197,6 +197,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.ProducerFenced: ErrorCode.PRODUCER_FENCED,
     domain.InvalidProducerIdMapping: ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     domain.InvalidTxnState: ErrorCode.INVALID_TXN_STATE,
+    domain.NotInTransaction: ErrorCode.INVALID_TXN_STATE,  # TRANSACTION_ABORTABLE in Produce v11+, TxnOffsetCommit v4+
     domain.ConcurrentTransactions: ErrorCode.CONCURRENT_TRANSACTIONS,
     domain.InvalidTransactionTimeout: ErrorCode.INVALID_TRANSACTION_TIMEOUT,
     domain.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,

@@ -194,6 +194,12 @@ class InvalidTxnState(DomainError):
     that contradicts the transaction's completed outcome."""
 
 
+class NotInTransaction(InvalidTxnState):
+    """A transactional write to a partition, or an offset commit for a group, that no ongoing transaction of the
+    producer added: INVALID_TXN_STATE, and TRANSACTION_ABORTABLE for the clients of KIP-890 (Produce v11+,
+    TxnOffsetCommit v4+), who abort and carry on, as Kafka 4.4 answers them."""
+
+
 class ConcurrentTransactions(DomainError):
     """The transactional id's transaction is being ended (its markers staged over several turns): ask again once it
     has ended, as Kafka answers while a transaction is in PrepareCommit or PrepareAbort."""

@@ -55,14 +55,21 @@ from logwright.compat.wire.record_check import (
 )
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
-from logwright.core.errors import DomainError, InvalidProducerEpoch, InvalidTxnState, StorageUnavailable
+from logwright.core.errors import (
+    DomainError,
+    InvalidProducerEpoch,
+    InvalidTxnState,
+    NotInTransaction,
+    StorageUnavailable,
+)
 from logwright.core.events import RecordsAppended
 from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import refuse_append
-from logwright.core.log.partition_log import append_batch
+from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.core.log.producers import Duplicate, ProducerState, check_sequence, producer_key
 from logwright.core.log.record_keys import UnreadableRecords, record_keys
+from logwright.core.transactions.partition_transactions import check_idempotent_append
 from logwright.core.transactions.transactions import check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
@@ -77,6 +84,10 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 log = logging.getLogger(__name__)
+
+ABORTABLE_FROM_VERSION = 11
+"""Produce v11+ clients (KIP-890) get TRANSACTION_ABORTABLE for a transactional write to a partition their
+transaction did not add, as Kafka 4.4 answers them; older ones INVALID_TXN_STATE."""
 
 PARTITIONS_PER_TURN = 250
 """Partitions a Produce request validates, then stages and commits, before it lets other connections' requests run:
@@ -93,6 +104,8 @@ class PartitionResult(NamedTuple):
     log_start_offset: int = -1
     log_append_time: int = -1
     error_message: str | None = None
+    abortable: bool = False
+    """Refused as `NotInTransaction`: TRANSACTION_ABORTABLE in Produce v11+ (KIP-890), INVALID_TXN_STATE before."""
 
 
 @handler(0, "Produce", 3, 12, at_once=True)
@@ -122,6 +135,11 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                                                             one_batch=True)))
         outcomes.append((topic_data.name, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
+    if request.transactional_id is None and any(header.is_transactional for item in prepared
+                                                for _, header in item.batches):
+        outcomes = [(name, [(index, _UNNAMED_TRANSACTION) for index, _ in partitions])
+                    for name, partitions in outcomes]
+        prepared = []
     refused, deduplicated = admit(broker, context, prepared)
 
     def ask_again(held: list[Prepared]) -> dict[int, PartitionResult]:
@@ -154,6 +172,9 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
             await give_way()
     if acks == 0:
         return None
+    if context.api_version >= ABORTABLE_FROM_VERSION:
+        answered = [result._replace(error_code=ErrorCode.TRANSACTION_ABORTABLE) if result.abortable else result
+                    for result in answered]
     answers = iter(answered)
     results = [(name, [(index, next(answers)) for index, _ in partitions]) for name, partitions in outcomes]
     module = response_module("produce", context.api_version)
@@ -167,6 +188,13 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
         ),
         throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
     )
+
+
+_UNNAMED_TRANSACTION = PartitionResult(
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    error_message="transactional records in a request naming no transactional id")
+"""Every partition's answer to a request carrying transactional batches but no transactional id: Kafka 4.4 refuses
+the whole request so (it cannot authorize a transaction it cannot name), and so nothing of it is written."""
 
 
 def _refuse_while_ending(broker: Broker, header: BatchHeader) -> None:
@@ -365,7 +393,8 @@ def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplica
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
-        return PartitionResult(error_code_for(error), error_message=str(error))
+        return PartitionResult(error_code_for(error), error_message=str(error),
+                               abortable=isinstance(error, NotInTransaction))
     state = broker.partition(partition_id)
     return PartitionResult(ErrorCode.NONE, first_offset if first_offset is not None else -1,
                            state.log_start_offset, now)
@@ -404,6 +433,9 @@ def stage_batch(
         )
         if isinstance(verdict, Duplicate):
             return verdict.base_offset
+    if header.producer_id >= 0 and not header.is_transactional:
+        check_idempotent_append(broker.store.state("partition_transactions", partition_key(partition_id)),
+                                header.producer_id)
     if header.is_transactional and not header.is_control:
         if broker.ending_transactions:
             _refuse_while_ending(broker, header)

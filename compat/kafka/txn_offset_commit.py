@@ -1,12 +1,12 @@
 """TxnOffsetCommit (key 28), versions 0-4: a transaction's consumer offsets, pending until it ends.
 
-The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE). Offsets are
-`TransactionalOffsetCommitted` events held by the transaction: OffsetFetch shows them only once the
-transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort
-drops them. v3+ carry the member's generation (a KIP-848 member's epoch), checked as OffsetCommit
-checks it unless the producer sent none (generation -1, no member id), as Kafka does. PRODUCER_FENCED
-from v3. A share group's id is GROUP_ID_NOT_FOUND (as Kafka 4.4; group ids are one namespace). v5 (transaction
-version 2, no AddOffsetsToTxn) is not served.
+The group must have been added with AddOffsetsToTxn (else INVALID_TXN_STATE; TRANSACTION_ABORTABLE from v4).
+Offsets are `TransactionalOffsetCommitted` events held by the transaction: OffsetFetch shows them only once the
+transaction commits (and answers UNSTABLE_OFFSET_COMMIT to ``require_stable`` meanwhile); an abort drops them. v3+
+carry the member's generation (a KIP-848 member's epoch), checked as OffsetCommit checks it unless the producer sent
+none (generation -1, no member id), as Kafka does. A producer epoch that is not the transaction's is
+INVALID_PRODUCER_EPOCH in every version, and a share group's id GROUP_ID_NOT_FOUND (group ids are one namespace), as
+Kafka 4.4 answers. v5 (transaction version 2, no AddOffsetsToTxn) is not served.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from logwright.compat.coordinators.transaction_coordinator import check_not_endi
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.offset_commit import check_committer, check_not_share_group, commit_partitions
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, NotInTransaction
 from logwright.core.events.transactions import TransactionalOffsetCommitted
 from logwright.core.transactions.transactions import check_offset_commit as check_transaction
 
@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 log = logging.getLogger(__name__)
+
+
+ABORTABLE_FROM_VERSION = 4
+"""v4+ clients (KIP-890) get TRANSACTION_ABORTABLE for a group their transaction did not add (Kafka 4.4)."""
+
+FENCED_FROM_VERSION = 5
+"""Kafka 4.4 answers a stale or wrong producer epoch with INVALID_PRODUCER_EPOCH in every version served here (0-4),
+never PRODUCER_FENCED; clients take either as fenced."""
 
 
 @handler(28, "TxnOffsetCommit", 0, 4)
@@ -56,7 +64,9 @@ async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> An
             if generation >= 0 or member_id or instance_id is not None:
                 check_committer(broker, group_id, generation, member_id, instance_id)
         except DomainError as error:
-            code, message = wire_failure(error, context.api_version, fenced_from_version=3)
+            code, message = wire_failure(error, context.api_version, fenced_from_version=FENCED_FROM_VERSION)
+            if isinstance(error, NotInTransaction) and context.api_version >= ABORTABLE_FROM_VERSION:
+                code = ErrorCode.TRANSACTION_ABORTABLE
             log.info("TxnOffsetCommit of %r for group %r refused with %s: %s", request.transactional_id, group_id,
                      code.name, message)
             return code

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from logwright.core.errors import InvalidTxnState
 from logwright.core.events import Event, LogTruncated, RecordsAppended, TopicDeleted
 from logwright.core.events.transactions import TransactionMarkerWritten
 from logwright.core.flat_sequence import FlatSequence
@@ -77,6 +78,17 @@ class PartitionTransactions:
             return ()
         first = bisect_left(self.aborted, start_offset, key=_marker_offset)
         return tuple(entry for entry in self.aborted[first:] if entry.first_offset < end_offset)
+
+
+def check_idempotent_append(transactions: object, producer_id: int) -> None:
+    """A batch that is not transactional may not come from a producer whose transaction is open on the partition
+    (``transactions``: the partition's `PartitionTransactions` row, if any): Kafka 4.4 refuses it with
+    INVALID_TXN_STATE ("expected a transactional write"), which keeps a transaction's records all of one kind."""
+    if isinstance(transactions, PartitionTransactions) and any(
+            entry.producer_id == producer_id for entry in transactions.open):
+        raise InvalidTxnState(f"producer id {producer_id} has a transaction open on the partition: its batches "
+                              "there must be transactional")
+
 
 
 def _marker_offset(entry: AbortedTransaction) -> int:

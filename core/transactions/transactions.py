@@ -22,6 +22,7 @@ from logwright.core.errors import (
     InvalidRequest,
     InvalidTransactionTimeout,
     InvalidTxnState,
+    NotInTransaction,
     ProducerFenced,
     quoted,
 )
@@ -192,7 +193,9 @@ def init_transactional(
     """InitProducerId with a transactional id: the abort of a transaction left open (if any), then the events.
 
     The producer id stays; the epoch goes up by one (a fresh id at epoch 0 once the epoch is exhausted).
-    From v3 a producer may name its id and its current or previous epoch to be bumped (KIP-360).
+    From v3 a producer may name its id and its current or previous epoch to be bumped (KIP-360); naming another id
+    or epoch is `ProducerFenced`. A producer naming an id for a transactional id the broker does not know starts
+    afresh, as in Kafka 4.4 (its transactional id may have expired).
     """
     if not 0 < timeout_ms <= max_timeout_ms:
         raise InvalidTransactionTimeout(
@@ -202,15 +205,13 @@ def init_transactional(
     if (producer_id < 0) != (producer_epoch < 0):
         raise InvalidRequest(f"producer id {producer_id} and epoch {producer_epoch}: give both or neither")
     if state is None:
-        if producer_id >= 0:
-            raise InvalidProducerIdMapping(f"transactional id {quoted(transactional_id)} has no producer id yet")
         allocated = allocate_producer_id(counter, transactional_id)
         return None, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id, 0,
                                                                   timeout_ms))
     if producer_id >= 0:
         if producer_id != state.producer_id:
-            raise InvalidProducerIdMapping(
-                f"producer id {producer_id} is not the one of transactional id {quoted(transactional_id)}")
+            raise ProducerFenced(f"producer id {producer_id} is not the one of transactional id "
+                                 f"{quoted(transactional_id)}: another producer took it over")
         if producer_epoch not in (state.producer_epoch, state.previous_epoch):
             raise ProducerFenced(f"producer epoch {producer_epoch} of transactional id {quoted(transactional_id)} "
                                  f"is older than the current {state.producer_epoch}")
@@ -250,7 +251,7 @@ def check_offset_commit(state: TransactionState | None, producer_id: int, produc
     """TxnOffsetCommit is allowed for a group added to the ongoing transaction (AddOffsetsToTxn)."""
     current = check_producer(state, producer_id, producer_epoch)
     if current.status != ONGOING or group not in current.groups:
-        raise InvalidTxnState(f"group {quoted(group)} is not in an ongoing transaction of transactional id "
+        raise NotInTransaction(f"group {quoted(group)} is not in an ongoing transaction of transactional id "
                               f"{quoted(current.transactional_id)}: call AddOffsetsToTxn first")
     return current
 
@@ -284,7 +285,7 @@ def check_transactional_append(state: TransactionState | None, producer_id: int,
         raise InvalidProducerEpoch(f"producer epoch {producer_epoch} is not the current epoch "
                                    f"{state.producer_epoch} of transactional id {quoted(state.transactional_id)}")
     if state.status != ONGOING or not _holds(state.partition_ids, partition_id):
-        raise InvalidTxnState(f"the partition was not added to the transaction of {quoted(state.transactional_id)} "
+        raise NotInTransaction(f"the partition was not added to the transaction of {quoted(state.transactional_id)} "
                               f"(AddPartitionsToTxn must come first)")
 
 

@@ -271,3 +271,16 @@ def test_the_aborted_transactions_between_two_offsets_are_found_as_a_scan_of_all
     state = PartitionTransactions((), tuple(aborted))
     scanned = tuple(entry for entry in aborted if entry.first_offset < end and entry.last_offset >= start)
     assert state.aborted_between(start, end) == (scanned if start < end else ()), "an empty range: none"
+
+
+def test_init_naming_another_producer_id_is_fenced_and_an_unknown_transactional_id_starts_afresh() -> None:
+    """As Kafka 4.4 (tests/integration/test_transaction_checks.py): a producer naming an id that is not its
+    transactional id's was taken over; one naming an id for a transactional id the broker does not know (expired,
+    say) gets a fresh producer id at epoch 0."""
+    log = Log()
+    log.init()
+    with pytest.raises(ProducerFenced):
+        log.init(producer_id=7, producer_epoch=0)
+    log.init("other", producer_id=42, producer_epoch=3)
+    state = log.state("other")
+    assert state is not None and state.producer_epoch == 0 and state.producer_id != 42
