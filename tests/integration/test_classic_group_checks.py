@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from kio.schema.delete_groups.v2 import request as delete_groups
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4 import request as heartbeat
 from kio.schema.join_group.v3 import request as join_group_v3
 from kio.schema.join_group.v9 import request as join_group
@@ -26,7 +25,7 @@ from kio.schema.sync_group.v5 import request as sync_group
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
-from .test_share_fetch_limits import until
+from .coordinator_ready import coordinator_ready
 
 pytestmark = pytest.mark.differential
 
@@ -64,11 +63,6 @@ JOINS: dict[str, tuple[dict[str, Any], int]] = {
 }
 
 
-async def _find(connection: Connection, group: str) -> None:
-    find = FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))
-    await until(lambda: connection.request(find), lambda answer: answer.coordinators[0].error_code == 0)
-
-
 def test_classic_group_request_checks(bootstrap: str) -> None:
     tag = uuid.uuid4().hex[:8]
     answers: dict[str, Any] = {}
@@ -78,15 +72,15 @@ def test_classic_group_request_checks(bootstrap: str) -> None:
         try:
             for index, (case, (fields, _)) in enumerate(JOINS.items()):
                 group = f"classic-checks-{index}-{tag}"
-                await _find(connection, group)
+                await coordinator_ready(connection, group)
                 answers[case] = int((await connection.request(_join(group, **fields))).error_code)
             answers["an empty group id"] = int((await connection.request(_join(""))).error_code)
             old = f"classic-checks-v3-{tag}"
-            await _find(connection, old)
+            await coordinator_ready(connection, old)
             answers["v3, no member id"] = int((await connection.request(_join(old, join_group_v3))).error_code)
 
             group = f"classic-checks-group-{tag}"
-            await _find(connection, group)
+            await coordinator_ready(connection, group)
             first = await connection.request(_join(group))
             joined = await connection.request(_join(group, member_id=first.member_id))
             member, generation = joined.member_id, int(joined.generation_id)
@@ -150,7 +144,7 @@ def test_delete_groups_answers_a_group_named_twice_once(bootstrap: str) -> None:
     async def scenario() -> list[tuple[str, int]]:
         connection = await Connection.open(bootstrap, "classic-checks")
         try:
-            await _find(connection, group)
+            await coordinator_ready(connection, group)
             first = await connection.request(_join(group))
             joined = await connection.request(_join(group, member_id=first.member_id))
             await connection.request(make(leave_group.LeaveGroupRequest, group_id=group, members=(

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.offset_commit.v2 import request as offset_commit_v2
 from kio.schema.offset_commit.v8 import request as offset_commit_v8
@@ -28,18 +27,13 @@ from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
+from .coordinator_ready import TRANSACTION, coordinator_ready
 from .test_group_id_namespace import consumer_heartbeat_request, join_request
 from .test_share_close_order import topic_with_records
-from .test_share_fetch_limits import until
 
 pytestmark = pytest.mark.differential
 
 NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH = 0, 22, 25, 69, 113
-
-
-async def _find(connection: Connection, key: str, key_type: int = 0) -> None:
-    find = FindCoordinatorRequest(key_type=key_type, coordinator_keys=(key,))
-    await until(lambda: connection.request(find), lambda answer: answer.coordinators[0].error_code == 0)
 
 
 async def _commit(connection: Connection, group: str, topic: str, generation: int, member: str,
@@ -68,7 +62,7 @@ def test_consumer_group_members_commit_and_fetch_with_their_epoch(bootstrap: str
     async def scenario() -> None:
         connection = await Connection.open(bootstrap, "commit-checks")
         try:
-            await _find(connection, group)
+            await coordinator_ready(connection, group)
             member = str(uuid.uuid4())
             epoch = int((await connection.request(consumer_heartbeat_request(group, member, 0, topic))).member_epoch)
             for label, member_id, sent in (("own epoch", member, epoch), ("newer epoch", member, epoch + 1),
@@ -99,7 +93,7 @@ def test_classic_commits_and_groups_that_do_not_exist(bootstrap: str) -> None:
         connection = await Connection.open(bootstrap, "commit-checks")
         try:
             for group in (classic, offsets_only, *missing):
-                await _find(connection, group)
+                await coordinator_ready(connection, group)
             first = await connection.request(join_request(classic, ""))
             joined = await connection.request(join_request(classic, first.member_id))
             member, generation = joined.member_id, int(joined.generation_id)
@@ -126,7 +120,7 @@ def test_classic_commits_and_groups_that_do_not_exist(bootstrap: str) -> None:
             answers["offsets only: generation -1 naming a member"] = await _commit(connection, offsets_only, topic,
                                                                                    -1, "x")
 
-            await _find(connection, transactional, key_type=1)
+            await coordinator_ready(connection, transactional, TRANSACTION)
             producer = await connection.request(make(InitProducerIdRequest, transactional_id=transactional,
                                                      transaction_timeout=datetime.timedelta(seconds=60),
                                                      producer_id=-1, producer_epoch=-1))

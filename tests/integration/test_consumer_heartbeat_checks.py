@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from kio.schema.consumer_group_heartbeat.v0 import request as heartbeat_v0
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_v1
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
+from .coordinator_ready import coordinator_ready
 from .test_share_close_order import topic_with_records
-from .test_share_fetch_limits import until
 
 pytestmark = pytest.mark.differential
 
@@ -67,8 +66,7 @@ def test_consumer_group_heartbeat_checks(bootstrap: str) -> None:
     async def scenario() -> None:
         connection = await Connection.open(bootstrap, "heartbeat-checks")
         try:
-            find = FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))
-            await until(lambda: connection.request(find), lambda answer: answer.coordinators[0].error_code == 0)
+            await coordinator_ready(connection, group)
             for case, (fields, _) in CASES.items():
                 request = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
                            "rack_id": None, "rebalance_timeout": datetime.timedelta(seconds=30),

@@ -25,7 +25,6 @@ from kio.schema.consumer_group_heartbeat.v1 import request as consumer_heartbeat
 from kio.schema.delete_groups.v2 import request as delete_groups
 from kio.schema.delete_share_group_offsets.v0 import request as delete_share_offsets
 from kio.schema.describe_groups.v6 import request as describe_groups
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.join_group.v9 import request as join_group
 from kio.schema.leave_group.v5 import request as leave_group
 from kio.schema.list_groups.v5 import request as list_groups
@@ -37,8 +36,8 @@ from kio.schema.sync_group.v5 import request as sync_group
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
+from .coordinator_ready import coordinator_ready
 from .test_share_close_order import topic_with_records
-from .test_share_fetch_limits import until
 
 pytestmark = pytest.mark.differential
 
@@ -51,8 +50,7 @@ RANGE = join_group.JoinGroupRequestProtocol(name="range", metadata=bytes(10))  #
 async def _open(bootstrap: str, *groups: str) -> Connection:
     connection = await Connection.open(bootstrap, "namespace")
     for group in groups:
-        find = FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))
-        await until(lambda find=find: connection.request(find), lambda answer: answer.coordinators[0].error_code == 0)
+        await coordinator_ready(connection, group)
     return connection
 
 

@@ -26,7 +26,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
 from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
@@ -38,8 +37,8 @@ from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 
+from .coordinator_ready import TRANSACTION, coordinator_ready
 from .test_share_close_order import topic_with_records
-from .test_share_fetch_limits import until
 
 pytestmark = pytest.mark.differential
 
@@ -60,9 +59,8 @@ def test_transaction_request_checks(bootstrap: str) -> None:
         connection = await Connection.open(bootstrap, "txn-checks")
         request = connection.request
         try:
-            for key, key_type in ((transactional, 1), (group, 0)):
-                find = FindCoordinatorRequest(key_type=key_type, coordinator_keys=(key,))
-                await until(lambda find=find: request(find), lambda answer: answer.coordinators[0].error_code == 0)
+            await coordinator_ready(connection, transactional, TRANSACTION)
+            await coordinator_ready(connection, group)
 
             async def init(transactional_id: str | None, timeout: datetime.timedelta = MINUTE, producer_id: int = -1,
                            producer_epoch: int = -1) -> Any:
@@ -199,8 +197,7 @@ def test_transactional_produce_checks(bootstrap: str) -> None:
         connection = await Connection.open(bootstrap, "txn-produce-checks")
         request = connection.request
         try:
-            find = FindCoordinatorRequest(key_type=1, coordinator_keys=(transactional,))
-            await until(lambda: request(find), lambda answer: answer.coordinators[0].error_code == 0)
+            await coordinator_ready(connection, transactional, TRANSACTION)
             first = await request(make(InitProducerIdRequest, transactional_id=transactional,
                                        transaction_timeout=MINUTE, producer_id=-1, producer_epoch=-1))
             bumped = await request(make(InitProducerIdRequest, transactional_id=transactional,
