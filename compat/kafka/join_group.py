@@ -7,8 +7,8 @@ Stable group to skip the assignment (KIP-814), which older versions express by a
 The request blocks until the join phase completes (`group_coordinator`). Group ids are one namespace: a KIP-848
 consumer group with members refuses classic members with INCONSISTENT_GROUP_PROTOCOL (Kafka's online migration of
 a group with members is not served), and so does a share group, with or without members; as in Kafka 4.4, the
-refusal names no member id. An empty consumer group becomes an Empty classic group at the first JoinGroup naming it,
-its committed offsets kept (`EmptyGroupConverted`), as Kafka converts it.
+refusal names no member id. An empty consumer group becomes an Empty classic group at the first JoinGroup of a new
+member (no member id), its committed offsets kept (`EmptyGroupConverted`), as Kafka converts it.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ async def handle(context: RequestContext, request: JoinGroupRequest) -> Any:
     consumer = consumer_group(context.broker, command.group_id)
     if consumer is not None and consumer.members:
         return refusal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
-    converted = consumer is not None  # an empty one: a classic Empty group takes the id, with the join's events
+    # an empty one: a new member's join (no member id: one naming an id the group cannot know changes nothing, as in
+    # Kafka) makes it an Empty classic group, staged with the join's events
+    converted = consumer is not None and not command.member_id
     if converted:  # staged in the join's own turn: no consumer member can join the old group in between
         context.broker.stage([EmptyGroupConverted(command.group_id, CLASSIC)])
     try:

@@ -196,6 +196,9 @@ def test_an_empty_group_changes_protocol_keeping_its_offsets(bootstrap: str) -> 
             assert _codes(await connection.request(_commit(group, topic, int(joined.member_epoch), member, 4))) == [0]
             assert (await connection.request(consumer_heartbeat_request(group, member, -1))).error_code == NONE
             seen["consumer group, emptied"] = await _seen_as(connection, group, topic)
+            unknown = await connection.request(join_request(group, "m-1"))
+            seen["classic JoinGroup naming an unknown member"] = int(unknown.error_code)
+            seen["after it"] = await _seen_as(connection, group, topic)
 
             first = await connection.request(join_request(group, ""))
             seen["classic JoinGroup"] = int(first.error_code)
@@ -230,6 +233,9 @@ def test_an_empty_group_changes_protocol_keeping_its_offsets(bootstrap: str) -> 
     assert seen == {
         "consumer group, emptied": {"DescribeGroups": not_classic, "ConsumerGroupDescribe": (NONE, "Empty"),
                                     "ListGroups": [("consumer", "Empty", "consumer")], "committed": 4},
+        "classic JoinGroup naming an unknown member": UNKNOWN_MEMBER_ID,
+        "after it": {"DescribeGroups": not_classic, "ConsumerGroupDescribe": (NONE, "Empty"),
+                     "ListGroups": [("consumer", "Empty", "consumer")], "committed": 4},
         "classic JoinGroup": MEMBER_ID_REQUIRED,
         "classic JoinGroup asked for a member id": empty_classic,
         "classic member synced": (NONE, NONE),
