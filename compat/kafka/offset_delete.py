@@ -4,7 +4,8 @@ Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes t
 from the members' ``consumer`` protocol subscriptions with kio's ConsumerProtocolSubscription
 schema), and for the whole group with NON_EMPTY_GROUP when it has members whose subscriptions
 cannot be read (another protocol type). A KIP-848 consumer group refuses the topics its members'
-subscriptions resolve to (names and regex matches). A share group's id is GROUP_ID_NOT_FOUND, as in Kafka 4.4.
+subscriptions resolve to (names and regex matches). A share group's id is GROUP_ID_NOT_FOUND, and a partition of a
+topic that does not exist UNKNOWN_TOPIC_OR_PARTITION (nothing deleted for it), as in Kafka 4.4.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
 from kio.serial import entity_reader
+from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -56,6 +58,11 @@ def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
     return frozenset(topics)
 
 
+def _partition_count(broker: Broker, name: str) -> int:
+    topic = broker.topic(name)
+    return len(topic.partition_ids) if topic is not None else 0
+
+
 @handler(47, "OffsetDelete", 0, 0)
 async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     broker = context.broker
@@ -65,7 +72,11 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
                     throttle_time=datetime.timedelta(0), topics=())
     state = group_state(broker, request.group_id)
     offsets = committed_offsets(broker, request.group_id)
-    requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions]
+    partition_counts = {topic.name: _partition_count(broker, topic.name) for topic in request.topics}
+    unknown = {(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
+               if not 0 <= p.partition_index < partition_counts[topic.name]}
+    requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
+                 if (topic.name, int(p.partition_index)) not in unknown]
     consumer = consumer_group(broker, request.group_id)
     subscribed = subscribed_topics(state)
     if consumer is not None and consumer.members:
@@ -80,11 +91,15 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     if outcome.events:
         broker.stage(outcome.events)
         await broker.durable()
+    def code(key: tuple[str, int]) -> ErrorCode:
+        if key in unknown:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return error_code_for(outcome.errors[key]) if key in outcome.errors else ErrorCode.NONE
+
     topics = tuple(
         make(module.OffsetDeleteResponseTopic, name=topic.name, partitions=tuple(
             make(module.OffsetDeleteResponsePartition, partition_index=p.partition_index,
-                 error_code=error_code_for(outcome.errors[(topic.name, int(p.partition_index))])
-                 if (topic.name, int(p.partition_index)) in outcome.errors else ErrorCode.NONE)
+                 error_code=code((topic.name, int(p.partition_index))))
             for p in topic.partitions))
         for topic in request.topics
     )

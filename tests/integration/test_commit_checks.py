@@ -4,7 +4,8 @@ Raw OffsetCommit, OffsetFetch and TxnOffsetCommit requests on one connection, ea
 a KIP-848 member's epoch (current, older, newer, -1; an unknown or empty member id; a null member id is an admin
 read), a classic member's generation and ``group.instance.id``, a group that does not exist (GROUP_ID_NOT_FOUND
 from OffsetCommit v9, ILLEGAL_GENERATION before and in TxnOffsetCommit) and a group of committed offsets only (an
-Empty classic group: a named member is unknown, generation -1 commits whatever member id it names).
+Empty classic group: a named member is unknown, generation -1 commits whatever member id it names); OffsetDelete of
+a topic or partition that does not exist.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.offset_commit.v2 import request as offset_commit_v2
 from kio.schema.offset_commit.v8 import request as offset_commit_v8
 from kio.schema.offset_commit.v9 import request as offset_commit_v9
+from kio.schema.offset_delete.v0 import request as offset_delete
 from kio.schema.offset_fetch.v9 import request as offset_fetch
 from kio.schema.sync_group.v5 import request as sync_group
 from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
@@ -33,7 +35,8 @@ from .test_share_close_order import topic_with_records
 
 pytestmark = pytest.mark.differential
 
-NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH = 0, 22, 25, 69, 113
+NONE, UNKNOWN_TOPIC_OR_PARTITION, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH = (
+    0, 3, 22, 25, 69, 113)
 
 
 async def _commit(connection: Connection, group: str, topic: str, generation: int, member: str,
@@ -155,3 +158,28 @@ def test_classic_commits_and_groups_that_do_not_exist(bootstrap: str) -> None:
         "txn: no group, a generation": ILLEGAL_GENERATION, "txn: offsets only, a generation": UNKNOWN_MEMBER_ID,
         "txn: offsets only, generation -1": NONE, "txn: no group, generation -1": NONE,
     }
+
+
+def test_offset_delete_answers_unknown_topics_and_partitions(bootstrap: str) -> None:
+    group = f"commit-checks-delete-{uuid.uuid4().hex[:8]}"
+    topic = topic_with_records(bootstrap, group)
+    missing = f"commit-checks-no-topic-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[int, list[tuple[str, list[int]]]]:
+        connection = await Connection.open(bootstrap, "commit-checks")
+        try:
+            await coordinator_ready(connection, group)
+            assert await _commit(connection, group, topic, -1, "") == NONE
+            answer = await connection.request(make(offset_delete.OffsetDeleteRequest, group_id=group, topics=(
+                offset_delete.OffsetDeleteRequestTopic(name=missing, partitions=(
+                    offset_delete.OffsetDeleteRequestPartition(partition_index=0),)),
+                offset_delete.OffsetDeleteRequestTopic(name=topic, partitions=(
+                    offset_delete.OffsetDeleteRequestPartition(partition_index=9),
+                    offset_delete.OffsetDeleteRequestPartition(partition_index=0))))))
+            return int(answer.error_code), sorted((entry.name, [int(p.error_code) for p in entry.partitions])
+                                                  for entry in answer.topics)
+        finally:
+            await connection.close()
+
+    assert asyncio.run(scenario()) == (NONE, sorted([(missing, [UNKNOWN_TOPIC_OR_PARTITION]),
+                                                     (topic, [UNKNOWN_TOPIC_OR_PARTITION, NONE])]))
