@@ -5,7 +5,7 @@ group with its epoch, the epoch of its target assignment and the assignor that c
 the member type (1: a consumer-protocol member; classic members cannot join these groups here). An
 unknown group is GROUP_ID_NOT_FOUND, as is a classic or share group ("... is not a consumer group"), its other fields
 left at their defaults (no state, epochs 0) as Kafka 4.4 leaves them.
-Authorized operations are not computed (there are no ACLs).
+Authorized operations are reported when asked, not for an error (`authorized_operations`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import group_state
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
-from logwright.compat.kafka.describe_groups import UNKNOWN_AUTHORIZED_OPERATIONS
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
@@ -36,11 +36,13 @@ CONSUMER_MEMBER_TYPE = 1
 async def handle(context: RequestContext, request: ConsumerGroupDescribeRequest) -> Any:
     module = response_module("consumer_group_describe", context.api_version)
     consumer_coordinator(context.broker)
-    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(context, module, group_id))
+    operations = authorized_operations.reported(request.include_authorized_operations, authorized_operations.GROUP)
+    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(context, module, group_id,
+                                                                                        operations))
     return make(module.ConsumerGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 
-def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
+def _describe(context: RequestContext, module: Any, group_id: str, operations: int) -> Any:
     broker = context.broker
     state = consumer_group(broker, group_id)
     if state is None:
@@ -50,11 +52,11 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
                    else f"group {group_id!r} does not exist")
         return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message,
                     group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                    members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                    members=(), authorized_operations=authorized_operations.UNKNOWN)
     return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                 group_state=state.phase, group_epoch=state.group_epoch, assignment_epoch=state.assignment_epoch,
                 assignor_name=state.assignor, members=_members(context, module, state),
-                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                authorized_operations=operations)
 
 
 def _members(context: RequestContext, module: Any, state: ConsumerGroupState) -> tuple[Any, ...]:
@@ -63,7 +65,7 @@ def _members(context: RequestContext, module: Any, state: ConsumerGroupState) ->
         make(module.Member, member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
              member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
              subscribed_topic_names=member.subscribed_topic_names,
-             subscribed_topic_regex=member.subscribed_topic_regex,
+             subscribed_topic_regex=member.subscribed_topic_regex or "",  # Kafka 4.4 answers "" for none
              assignment=wire_assignment(broker, module, member.assigned),
              target_assignment=wire_assignment(broker, module, state.target(member.member_id)),
              member_type=CONSUMER_MEMBER_TYPE)

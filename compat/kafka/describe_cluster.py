@@ -2,8 +2,8 @@
 
 The cluster id is the broker's ``cluster_id`` setting. v1 asks for broker (1) or controller (2)
 endpoints: this node is both, so both get the same answer; other types are UNSUPPORTED_ENDPOINT_TYPE.
-v2 may include fenced brokers; this one never is. Without an authorizer every cluster operation is
-allowed, and that is what ``include_cluster_authorized_operations`` reports.
+v2 may include fenced brokers; this one never is. ``include_cluster_authorized_operations`` reports every cluster
+operation (`authorized_operations`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 
@@ -23,11 +24,6 @@ if TYPE_CHECKING:
     )
     """Every version served: mypy checks each field read against all of them."""
 
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
-CLUSTER_OPERATIONS = {"CREATE": 5, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10,
-                      "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
-"""Kafka's ACL operations on the CLUSTER resource, with their ``AclOperation`` ids (bit positions)."""
-ALL_CLUSTER_OPERATIONS = sum(1 << bit for bit in CLUSTER_OPERATIONS.values())
 ENDPOINT_TYPES = (1, 2)
 
 
@@ -42,8 +38,8 @@ async def handle(context: RequestContext, request: DescribeClusterRequest) -> An
                     error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                     error_message=f"endpoint type {endpoint_type} is unknown: 1 asks for brokers, 2 for controllers",
                     endpoint_type=endpoint_type, cluster_id=settings.cluster_id, controller_id=-1, brokers=())
-    operations = ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations \
-        else UNKNOWN_AUTHORIZED_OPERATIONS
+    operations = authorized_operations.reported(request.include_cluster_authorized_operations,
+                                                authorized_operations.CLUSTER)
     return make(
         module.DescribeClusterResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
         error_message=None, endpoint_type=endpoint_type, cluster_id=settings.cluster_id,

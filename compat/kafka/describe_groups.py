@@ -5,8 +5,8 @@ group; a group that only has committed offsets is Empty. An unknown group is Dea
 v0-v5 and GROUP_ID_NOT_FOUND in v6 (KIP-1043). A share group is not a classic group: Dead with no error
 in v0-v5 and GROUP_ID_NOT_FOUND ("... is not a classic group") in v6, as Kafka 4.4 answers; it is
 described by ShareGroupDescribe. A KIP-848 consumer group is answered the same way (ConsumerGroupDescribe
-describes it). v4+ add members' ``group.instance.id``; authorized
-operations are not computed (there are no ACLs). A group named more than once is answered each time, as in Kafka,
+describes it). v4+ add members' ``group.instance.id``; v3+ report a group's authorized operations when asked
+(`authorized_operations`), not for an error. A group named more than once is answered each time, as in Kafka,
 from one encoded description (`answered_once`).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
@@ -32,18 +33,21 @@ if TYPE_CHECKING:
     )
     """Every version served: mypy checks each field read against all of them."""
 
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handler(15, "DescribeGroups", 0, 6)
 async def handle(context: RequestContext, request: DescribeGroupsRequest) -> Any:
     module = response_module("describe_groups", context.api_version)
     coordinator(context.broker)
-    groups = await answered_once_in_turns(request.groups, lambda group_id: _describe(context, module, group_id))
+    asked = bool(getattr(request, "include_authorized_operations", False))  # v3+
+    operations = authorized_operations.reported(asked, authorized_operations.GROUP)
+    groups = await answered_once_in_turns(request.groups, lambda group_id: _describe(context, module, group_id,
+                                                                                     operations))
     return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
 
 
-def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
+def _describe(context: RequestContext, module: Any, group_id: str, operations: int) -> Any:
+    """One group's description; ``operations``: the authorized operations to report unless it is an error."""
     broker = context.broker
     state = group_state(broker, group_id)
     code, message = ErrorCode.NONE, None
@@ -60,7 +64,7 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
                            "ConsumerGroupDescribe)")
         return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                     group_state=str(phase), protocol_type="", protocol_data="", members=(),
-                    authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                    authorized_operations=operations if code == ErrorCode.NONE else authorized_operations.UNKNOWN)
     stable = state.phase == GroupPhase.STABLE
     members = tuple(
         make(module.DescribedGroupMember, member_id=member.member_id, group_instance_id=member.group_instance_id,
@@ -72,4 +76,4 @@ def _describe(context: RequestContext, module: Any, group_id: str) -> Any:
     return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                 group_state=str(state.phase), protocol_type=state.protocol_type or "",
                 protocol_data=(state.protocol_name or "") if stable else "", members=members,
-                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                authorized_operations=operations)

@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.log.catalog import TopicState
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 MAX_PARTITIONS = 2000
-TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)
-"""READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation ids)."""
-ALL_TOPIC_OPERATIONS = sum(1 << operation for operation in TOPIC_OPERATIONS)
 
 
 @handler(75, "DescribeTopicPartitions", 0, 0)
@@ -54,7 +52,7 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
             topics.append(make(module.DescribeTopicPartitionsResponseTopic,
                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=uuid.UUID(int=0),
                                is_internal=is_internal_topic(name), partitions=(),
-                               topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+                               topic_authorized_operations=authorized_operations.TOPIC))
             continue
         if remaining == 0:
             next_cursor = make(module.Cursor, topic_name=name, partition_index=start)
@@ -82,4 +80,4 @@ def _topic(module: Any, state: TopicState, indexes: range, node_id: int) -> Any:
     return make(module.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.NONE, name=state.name,
                 topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
                 partitions=partitions,
-                topic_authorized_operations=ALL_TOPIC_OPERATIONS)
+                topic_authorized_operations=authorized_operations.TOPIC)

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
         | v10.MetadataRequest | v11.MetadataRequest | v12.MetadataRequest | v13.MetadataRequest
     )
     """Every version served: mypy checks each field read against all of them."""
-
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handler(3, "Metadata", 0, 13, at_once=True)
@@ -66,12 +65,14 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
                 errors[name] = error_code_for(error)
     if created:
         await broker.durable()
+    topic_operations = authorized_operations.reported(  # v8+
+        bool(getattr(request, "include_topic_authorized_operations", False)), authorized_operations.TOPIC)
     topics = []
     for name, state in wanted:
         if isinstance(name, uuid.UUID):  # a topic id the broker does not know: Kafka answers it with the id
             topics.append(make(module.MetadataResponseTopic, error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
                                topic_id=name, partitions=(), is_internal=False,
-                               topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+                               topic_authorized_operations=authorized_operations.UNKNOWN))
             continue
         state = broker.topic(name) if name is not None else state
         if state is None:
@@ -79,9 +80,9 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
                 else ErrorCode.UNKNOWN_TOPIC_ID  # neither a name nor an id
             topics.append(make(module.MetadataResponseTopic, error_code=code, name=name,
                                topic_id=uuid.UUID(int=0), partitions=(), is_internal=is_internal_topic(name),
-                               topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS))
+                               topic_authorized_operations=topic_operations))
             continue
-        topics.append(_topic(module, state, broker.node_id))
+        topics.append(_topic(module, state, broker.node_id, topic_operations))
     settings = broker.settings
     return make(
         module.MetadataResponse,
@@ -91,7 +92,8 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         cluster_id=settings.cluster_id,
         controller_id=broker.node_id,
         topics=tuple(topics),
-        cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=authorized_operations.reported(  # v8-v10
+            bool(getattr(request, "include_cluster_authorized_operations", False)), authorized_operations.CLUSTER),
         error_code=ErrorCode.NONE,
     )
 
@@ -131,31 +133,32 @@ def _ids_refused(module: Any, requested: Any) -> Any:
         module.MetadataResponse, throttle_time=datetime.timedelta(0), brokers=(), cluster_id=None, controller_id=-1,
         topics=tuple(make(module.MetadataResponseTopic, error_code=ErrorCode.INVALID_REQUEST, name=entry.name or "",
                           topic_id=entry.topic_id, partitions=(), is_internal=False,
-                          topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS) for entry in requested),
-        cluster_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS, error_code=ErrorCode.NONE)
+                          topic_authorized_operations=authorized_operations.UNKNOWN) for entry in requested),
+        cluster_authorized_operations=authorized_operations.UNKNOWN, error_code=ErrorCode.NONE)
 
 
-_ENCODED_TOPICS: dict[tuple[str, int, str], tuple[TopicState, Encoded]] = {}
+_ENCODED_TOPICS: dict[tuple[str, int, str, int], tuple[TopicState, Encoded]] = {}
 ENCODED_TOPICS_KEPT = 10_000
-"""Topic entries kept encoded (per version, node id and name), each with the state it was written from: a
+"""Topic entries kept encoded (per version, node id, name and authorized operations), each with the state it was
+written from: a
 client refreshing a 10,000-partition topic cost 40 ms of building and encoding its partitions per request."""
 
 
-def _topic(module: Any, state: TopicState, node_id: int) -> Encoded:
+def _topic(module: Any, state: TopicState, node_id: int, operations: int) -> Encoded:
     """The topic's entry, encoded once per `TopicState` (the catalog replaces the state on every change, so an
     entry kept for an older state is never answered)."""
-    key = (module.__name__, node_id, state.name)
+    key = (module.__name__, node_id, state.name, operations)
     kept = _ENCODED_TOPICS.get(key)
     if kept is not None and kept[0] is state:
         return kept[1]
     if len(_ENCODED_TOPICS) >= ENCODED_TOPICS_KEPT:
         _ENCODED_TOPICS.clear()
-    encoded = Encoded(encode_entity(_topic_entity(module, state, node_id)))
+    encoded = Encoded(encode_entity(_topic_entity(module, state, node_id, operations)))
     _ENCODED_TOPICS[key] = (state, encoded)
     return encoded
 
 
-def _topic_entity(module: Any, state: TopicState, node_id: int) -> Any:
+def _topic_entity(module: Any, state: TopicState, node_id: int, operations: int) -> Any:
     partitions = tuple(
         make(module.MetadataResponsePartition, error_code=ErrorCode.NONE, partition_index=index,
              leader_id=node_id, leader_epoch=0, replica_nodes=(node_id,), isr_nodes=(node_id,),
@@ -165,7 +168,7 @@ def _topic_entity(module: Any, state: TopicState, node_id: int) -> Any:
     return make(module.MetadataResponseTopic, error_code=ErrorCode.NONE, name=state.name,
                 topic_id=uuid.UUID(bytes=state.topic_id), is_internal=is_internal_topic(state.name),
                 partitions=partitions,
-                topic_authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                topic_authorized_operations=operations)
 
 
 def _may_create(request: MetadataRequest) -> TypeIs[

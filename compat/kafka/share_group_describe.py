@@ -3,8 +3,8 @@
 An unknown (or deleted) group, or one of another kind, answers GROUP_ID_NOT_FOUND with the fields Kafka 4.4
 leaves at their defaults: state "", epochs 0, no assignor. An empty group id answers INVALID_GROUP_ID, ahead of
 the others as Kafka 4.4 lists them (the rest in request order: Kafka's follow its coordinator partitions). A
-live group is Stable with members, Empty without. Authorized operations are not computed (there are no ACLs),
-so they are reported as Kafka's "not requested" value.
+live group is Stable with members, Empty without. Its authorized operations are reported when asked, not for an
+error (`authorized_operations`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import authorized_operations
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     ShareGroupDescribeRequest: TypeAlias = v1.ShareGroupDescribeRequest
     """Every version served: mypy checks each field read against all of them."""
 
-UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 ASSIGNOR = "simple"
 
 
@@ -35,17 +35,19 @@ async def handle(context: RequestContext, request: ShareGroupDescribeRequest) ->
     named = tuple(group_id for group_id in request.group_ids if group_id)
     empty = tuple(_refused(module, "", ErrorCode.INVALID_GROUP_ID, "the group id is empty")
                   for group_id in request.group_ids if not group_id)
-    groups = await answered_once_in_turns(named, lambda group_id: _describe(module, coordinator, group_id))
+    operations = authorized_operations.reported(request.include_authorized_operations, authorized_operations.GROUP)
+    groups = await answered_once_in_turns(named, lambda group_id: _describe(module, coordinator, group_id,
+                                                                            operations))
     return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=(*empty, *groups))
 
 
 def _refused(module: Any, group_id: str, code: ErrorCode, message: str) -> Any:
     return make(module.DescribedGroup, error_code=code, error_message=message, group_id=group_id,
                 group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                members=(), authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                members=(), authorized_operations=authorized_operations.UNKNOWN)
 
 
-def _describe(module: Any, coordinator: ShareCoordinator, group_id: str) -> Any:
+def _describe(module: Any, coordinator: ShareCoordinator, group_id: str, operations: int) -> Any:
     state = coordinator.group(group_id)
     if state is None:
         return _refused(module, group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id!r} does not exist")
@@ -62,4 +64,4 @@ def _describe(module: Any, coordinator: ShareCoordinator, group_id: str) -> Any:
     return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                 group_state=state.phase, group_epoch=state.group_epoch,
                 assignment_epoch=state.group_epoch, assignor_name=ASSIGNOR, members=members,
-                authorized_operations=UNKNOWN_AUTHORIZED_OPERATIONS)
+                authorized_operations=operations)

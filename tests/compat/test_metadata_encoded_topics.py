@@ -15,6 +15,7 @@ import pytest
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from logwright.compat import authorized_operations
 from logwright.compat.broker import Broker
 from logwright.compat.kafka import create_partitions, create_topics, delete_topics, metadata
 from logwright.compat.registry import RequestContext, make, response_module
@@ -58,7 +59,8 @@ def fresh_encoding(broker: Broker, version: int, answer: Any) -> bytes:
     state = broker.topic("t")
     assert state is not None
     module = response_module("metadata", version)
-    rebuilt = dataclasses.replace(answer, topics=(metadata._topic_entity(module, state, broker.node_id),))
+    operations = int(getattr(answer.topics[0], "topic_authorized_operations", authorized_operations.UNKNOWN))
+    rebuilt = dataclasses.replace(answer, topics=(metadata._topic_entity(module, state, broker.node_id, operations),))
     return encode_response(3, version, 7, rebuilt)
 
 

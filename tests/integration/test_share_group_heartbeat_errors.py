@@ -14,15 +14,14 @@ import asyncio
 import uuid
 
 import pytest
-from confluent_kafka import Consumer
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
+from .classic_member import classic_member
+from .coordinator_ready import coordinator_ready
 from .test_share_close_order import topic_with_records
-from .test_share_fetch_limits import until
 
 pytestmark = pytest.mark.differential
 
@@ -40,16 +39,13 @@ async def _heartbeat(connection: Connection, group: str, member: str, epoch: int
 
 def _answers(bootstrap: str, group: str, classic: str) -> dict[str, object]:
     topic = topic_with_records(bootstrap, f"heartbeat-errors-{uuid.uuid4().hex[:8]}")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": classic, "log_level": 3})
-    consumer.subscribe([topic])
-    consumer.poll(5.0)  # joined: the classic group exists
+    consumer = classic_member(bootstrap, classic, topic)
     answers: dict[str, object] = {}
 
     async def scenario() -> None:
         connection = await Connection.open(bootstrap, "heartbeat-errors")
         try:
-            await until(lambda: connection.request(FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))),
-                        lambda answer: answer.coordinators[0].error_code == 0)
+            await coordinator_ready(connection, group)
             answers["epoch 5, no such group"] = (await _heartbeat(connection, group, str(uuid.uuid4()), 5))[0]
             answers["leave, no such group"] = (await _heartbeat(connection, group, str(uuid.uuid4()), -1))[0]
             answers["empty member id"] = (await _heartbeat(connection, group, "", 0, (topic,)))[0]
