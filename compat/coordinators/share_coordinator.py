@@ -59,7 +59,7 @@ from logwright.core.log.catalog import ResourceConfig, resource_key
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups import record_locks
-from logwright.core.share_groups.share_acks import AckBatch, AckLimits, decide
+from logwright.core.share_groups.share_acks import RENEW, AckBatch, AckLimits, decide
 from logwright.core.share_groups.share_groups import (
     SESSION_TIMEOUT_REASON,
     ConsumerOptions,
@@ -81,6 +81,9 @@ from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
 from logwright.eventstore.interface import LoggedEvent
 
 log = logging.getLogger(__name__)
+
+RENEW_ENABLE_KEY = "share.renew.acknowledge.enable"
+"""The group config that lets share consumers renew their locks (read only for a RENEW)."""
 
 
 def share_coordinator(broker: Broker) -> ShareCoordinator:
@@ -539,8 +542,10 @@ class ShareCoordinator:
         """Apply one partition's acknowledgements; raises `InvalidRecordState`/`InvalidRequest` (nothing changed).
         ``kafka_offsets``: Kafka's answer to offsets past the last one handed out (`share_acks`)."""
         state = self.cursor(group_id, topic, partition_id)
+        renews = renew_allowed and any(RENEW in batch.types for batch in batches)  # the config read only then
         limits = AckLimits(self.delivery_count_limit(group_id), self.lock_duration_ms(group_id, member_id),
-                           renew_allowed, self.release_context(group_id, topic, partition_id), kafka_offsets)
+                           renew_allowed, self.release_context(group_id, topic, partition_id), kafka_offsets,
+                           renew_enabled=not renews or self.group_config(group_id, RENEW_ENABLE_KEY) == "true")
         self.apply(group_id, partition_id, decide(state, member_id, batches, self.broker.clock.now_ms(), limits))
 
     def apply(self, group_id: str, partition_id: int, events: Sequence[Event], reconsume_times: int = 0,

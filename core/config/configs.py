@@ -393,6 +393,10 @@ _GROUP_KEYS = (
               "by_duration:<ISO-8601 duration> (the first record at most that old)."),
     ConfigKey("share.isolation.level", "group", "read_uncommitted", one_of("read_uncommitted", "read_committed"),
               "Whether share consumers see records of open transactions; there are no transactions yet."),
+    ConfigKey("share.renew.acknowledge.enable", "group", "true", boolean,
+              "Whether share consumers may renew the acquisition locks they hold (RENEW acknowledgements, "
+              "KIP-1222); when false a RENEW is refused with INVALID_RECORD_STATE, as Kafka 4.4 refuses it.",
+              "BOOLEAN"),
 )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from logwright.core.cursors import cursor_commands
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.cursors.plugin_decisions import ReleaseContext
-from logwright.core.errors import InvalidRequest
+from logwright.core.errors import InvalidRecordState, InvalidRequest
 from logwright.core.events import Event
 from logwright.core.rangeset import RangeSet
 
@@ -48,6 +48,9 @@ class AckLimits:
     kafka_offsets: bool = False
     """Kafka's answer to offsets past the last one handed out (INVALID_REQUEST, the module's docstring): for the
     Kafka protocol; logwright's own keys answer INVALID_RECORD_STATE there, as before."""
+    renew_enabled: bool = True
+    """The group's ``share.renew.acknowledge.enable``: false refuses a RENEW with INVALID_RECORD_STATE (Kafka 4.4),
+    where a request version without RENEW (``renew_allowed``) refuses it with INVALID_REQUEST."""
 
 
 def by_type(batches: Sequence[AckBatch], renew_allowed: bool) -> dict[int, list[tuple[int, int]]]:
@@ -90,6 +93,8 @@ def decide(state: CursorState, member_id: str, batches: Sequence[AckBatch], now_
         if past:
             raise InvalidRequest(f"acknowledgement batch {past[0]} of {state.topic} reaches past offset {end}, the "
                                  "last one handed out: those records were never acquired")
+    if RENEW in typed and not limits.renew_enabled:
+        raise InvalidRecordState("Renewing acquisition locks is not enabled for the group.")
     for kind, ranges in sorted(typed.items()):
         spans = tuple(ranges)
         if kind in (GAP, ACCEPT):

@@ -287,6 +287,9 @@ def test_wrong_state_and_malformed_acks_are_refused_whole() -> None:
     renewed = decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000,
                      AckLimits(5, 30_000, renew_allowed=True))
     assert len(renewed) == 1 and renewed[0].lock_deadline_ms == 32_000  # type: ignore[attr-defined]
+    with pytest.raises(InvalidRecordState, match="not enabled"):  # share.renew.acknowledge.enable=false
+        decide(state, "m", [AckBatch(0, 0, (RENEW,))], 2_000, AckLimits(5, 30_000, renew_allowed=True,
+                                                                          renew_enabled=False))
 
 
 def test_the_kafka_protocol_refuses_offsets_never_handed_out_as_an_invalid_request() -> None:
