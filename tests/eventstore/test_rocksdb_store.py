@@ -310,6 +310,9 @@ def test_rows_put_ahead_of_the_commit_are_written_by_it_all_or_none(opener: Open
     opener.close(reopened)
 
 
+LOG_BYTES_BOUND = 80_000_000
+
+
 def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
         opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a bound, the small column families kept every log file alive: the log grew with the records (here
@@ -322,14 +325,15 @@ def test_the_write_ahead_log_stays_bounded_and_its_files_are_reused(
     for _ in range(120):
         produce(store, created.partition_ids[0], record_count=1, payload_size=1_000_000)
         store.commit()
-    # bounded, not exact: the files kept for reuse keep their size, and under load RocksDB's background flush
-    # lets the log run past the bound for a while (36 MB once beside a CI run, 63 MB beside another test run): the
-    # flushes it has scheduled are given up to 30 s to catch up (an unbounded log never comes back under)
+    # bounded, not exact: under load RocksDB's background flush lets each file run past the bound before the log
+    # switches (36 MB once beside a CI run, 63 MB beside another test run), and the files kept for reuse keep the
+    # size they reached (53 MB beside probes, unchanged after 30 s). The flushes it has scheduled are given up to
+    # 30 s to catch up; the bound is two thirds of what was written, which an unbounded log (all 120 MB) never meets
     give_up = time.monotonic() + 30
-    while (log_bytes := sum(path.stat().st_size for path in opener.path.glob("*.log"))) >= 50_000_000 \
+    while (log_bytes := sum(path.stat().st_size for path in opener.path.glob("*.log"))) >= LOG_BYTES_BOUND \
             and time.monotonic() < give_up:
         time.sleep(0.1)
-    assert log_bytes < 50_000_000, f"{log_bytes} bytes of write-ahead log for 120 MB written"
+    assert log_bytes < LOG_BYTES_BOUND, f"{log_bytes} bytes of write-ahead log for 120 MB written"
     assert "reusing log" in "".join(path.read_text(errors="replace") for path in opener.path.glob("LOG"))
 
 
