@@ -80,13 +80,11 @@ async def handle(context: RequestContext, request: JoinGroupRequest) -> Any:
         context.broker.stage([EmptyGroupConverted(command.group_id, CLASSIC)])
     try:
         reply = await coordinator(context.broker).join(command)
-    except MemberIdRequired as required:
-        if converted:
-            await context.broker.durable()
-        return refusal(ErrorCode.MEMBER_ID_REQUIRED, required.member_id)
     except DomainError as error:
-        if converted:
+        if converted:  # the conversion stands, as Kafka's: answered once it is written
             await context.broker.durable()
+        if isinstance(error, MemberIdRequired):
+            return refusal(ErrorCode.MEMBER_ID_REQUIRED, error.member_id)
         return refusal(error_code_for(error), request.member_id)
     if reply.error is not None:
         return refusal(error_code_for(reply.error), reply.member_id)
