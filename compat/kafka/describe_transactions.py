@@ -1,6 +1,8 @@
 """DescribeTransactions (key 65), version 0: the coordinator's view of transactional ids (kafka-transactions.sh).
 
-An unknown id answers TRANSACTIONAL_ID_NOT_FOUND. The start time is -1 unless a transaction is ongoing;
+An unknown id answers TRANSACTIONAL_ID_NOT_FOUND, an empty one INVALID_REQUEST, the other fields at their defaults
+(0), as Kafka 4.4. The start time is -1 unless a transaction is ongoing (Kafka keeps a finished transaction's start;
+logwright does not);
 partitions are named by topic and index (a partition of a topic deleted meanwhile is left out). An id named
 again is answered again, as Kafka does, from the first answer's bytes (`answered_once`).
 """
@@ -30,12 +32,12 @@ async def handle(context: RequestContext, request: DescribeTransactionsRequest) 
     module = response_module("describe_transactions", context.api_version)
 
     def describe(transactional_id: str) -> Any:
-        state = broker.transaction(transactional_id)
-        if state is None:
-            return make(module.TransactionState, error_code=ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                        transactional_id=transactional_id, transaction_state="",
-                        transaction_timeout=datetime.timedelta(0), transaction_start_time=-1,
-                        producer_id=-1, producer_epoch=-1, topics=())
+        state = broker.transaction(transactional_id) if transactional_id else None
+        if state is None:  # the fields Kafka 4.4 leaves at their defaults
+            code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if transactional_id else ErrorCode.INVALID_REQUEST
+            return make(module.TransactionState, error_code=code, transactional_id=transactional_id,
+                        transaction_state="", transaction_timeout=datetime.timedelta(0), transaction_start_time=0,
+                        producer_id=0, producer_epoch=0, topics=())
         return make(
             module.TransactionState, error_code=ErrorCode.NONE, transactional_id=transactional_id,
             transaction_state=state.status, transaction_timeout=datetime.timedelta(milliseconds=state.timeout_ms),

@@ -2,7 +2,8 @@
 
 Filters: states (v0; names logwright never uses, such as PrepareCommit, match nothing, and names Kafka
 does not know are returned in ``unknown_state_filters``), producer ids (v0), transactions running longer
-than ``duration_filter`` ms on the broker clock (v1), a regular expression on the id (v2, Java syntax
+than ``duration_filter`` ms on the broker clock (v1; an id that never started one passes, as on Kafka
+4.4: `_running_longer`), a regular expression on the id (v2, Java syntax
 read as Python's; an invalid one is INVALID_REGULAR_EXPRESSION).
 """
 
@@ -16,7 +17,7 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.compat.topic_regex import compile_pattern
 from logwright.compat.turns import Slices
 from logwright.core.consumer_groups.topic_patterns import PatternError
-from logwright.core.transactions.transactions import ONGOING, TransactionState
+from logwright.core.transactions.transactions import EMPTY, ONGOING, TransactionState
 
 if TYPE_CHECKING:
     from kio.schema.list_transactions import v0, v1, v2
@@ -50,7 +51,7 @@ async def handle(context: RequestContext, request: ListTransactionsRequest) -> A
     def wanted(state: TransactionState) -> bool:
         return ((not states or state.status in states)
                 and (not producer_ids or state.producer_id in producer_ids)
-                and (duration_ms < 0 or (state.status == ONGOING and now - state.started_ms > duration_ms))
+                and (duration_ms < 0 or _running_longer(state, now, duration_ms))
                 and (pattern is None or pattern.fullmatch(state.transactional_id) is not None))
 
     slices = Slices()  # every transactional id may be read and listed: 100,000 held every client 184 ms
@@ -67,6 +68,15 @@ async def handle(context: RequestContext, request: ListTransactionsRequest) -> A
         await slices.done()
     return make(module.ListTransactionsResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 unknown_state_filters=tuple(sorted(states - KAFKA_STATES)), transaction_states=tuple(listed))
+
+
+def _running_longer(state: TransactionState, now_ms: int, duration_ms: int) -> bool:
+    """The duration filter, as Kafka 4.4 applies it: now less the transaction's start, where an id that never
+    started one (Empty) starts at -1, so it always passes. A finished transaction does not: Kafka compares its last
+    start, which logwright does not keep once the transaction ends."""
+    if state.status == EMPTY:
+        return True
+    return state.status == ONGOING and now_ms - state.started_ms > duration_ms
 
 
 def _filters_duration(request: ListTransactionsRequest) -> TypeIs[

@@ -25,8 +25,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
+from kio.schema.describe_transactions.v0 import request as describe_transactions
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.list_transactions.v1 import request as list_transactions
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
 from kio.schema.txn_offset_commit.v2 import request as txn_offset_commit_v2
@@ -44,7 +46,8 @@ pytestmark = pytest.mark.differential
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE = 0, 3, 42, 47, 48
 INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED = 49, 50, 55, 90
-OUT_OF_ORDER_SEQUENCE_NUMBER, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTION_ABORTABLE = 45, 53, 120
+OUT_OF_ORDER_SEQUENCE_NUMBER, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_NOT_FOUND = 45, 53, 105
+TRANSACTION_ABORTABLE = 120
 MINUTE = datetime.timedelta(minutes=1)
 
 
@@ -250,4 +253,51 @@ def test_transactional_produce_checks(bootstrap: str) -> None:
         "added, the previous epoch from sequence 0": INVALID_PRODUCER_EPOCH,
         "added, a sequence gap": OUT_OF_ORDER_SEQUENCE_NUMBER, "added, the first batch again": NONE,
         "added, the next batch": NONE, "abort": NONE,
+    }
+
+
+def test_list_and_describe_transactions_checks(bootstrap: str) -> None:
+    """ListTransactions' duration filter passes an id that never started a transaction (Kafka's start of -1) and an
+    ongoing one older than the duration; DescribeTransactions answers an unknown id TRANSACTIONAL_ID_NOT_FOUND and an
+    empty one INVALID_REQUEST, with the other fields at their defaults."""
+    tag = uuid.uuid4().hex[:8]
+    idle, running = f"txn-list-idle-{tag}", f"txn-list-running-{tag}"
+    topic = topic_with_records(bootstrap, f"txn-list-{tag}")
+    answers: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        connection = await Connection.open(bootstrap, "txn-list-checks")
+        request = connection.request
+        try:
+            for transactional_id in (idle, running):
+                await coordinator_ready(connection, transactional_id, TRANSACTION)
+                producer = await request(make(InitProducerIdRequest, transactional_id=transactional_id,
+                                              transaction_timeout=MINUTE, producer_id=-1, producer_epoch=-1))
+            await request(make(add_partitions.AddPartitionsToTxnRequest, v3_and_below_transactional_id=running,
+                               v3_and_below_producer_id=producer.producer_id,
+                               v3_and_below_producer_epoch=producer.producer_epoch,
+                               v3_and_below_topics=(add_partitions.AddPartitionsToTxnTopic(name=topic,
+                                                                                           partitions=(0,)),)))
+            for duration in (-1, 0, 10**9):
+                listed = await request(make(list_transactions.ListTransactionsRequest, state_filters=(),
+                                            producer_id_filters=(), duration_filter=duration))
+                answers[f"listed, duration {duration}"] = sorted(
+                    (entry.transactional_id, entry.transaction_state) for entry in listed.transaction_states
+                    if entry.transactional_id in (idle, running))
+            for label, transactional_id in (("unknown", f"txn-list-none-{tag}"), ("empty", "")):
+                described = await request(make(describe_transactions.DescribeTransactionsRequest,
+                                               transactional_ids=(transactional_id,)))
+                state = described.transaction_states[0]
+                answers[f"described, {label}"] = (int(state.error_code), state.transaction_state,
+                                                  int(state.producer_id), int(state.producer_epoch))
+            await request(make(EndTxnRequest, transactional_id=running, producer_id=producer.producer_id,
+                               producer_epoch=producer.producer_epoch, committed=False))
+        finally:
+            await connection.close()
+
+    asyncio.run(scenario())
+    both = sorted([(idle, "Empty"), (running, "Ongoing")])
+    assert answers == {
+        "listed, duration -1": both, "listed, duration 0": both, f"listed, duration {10**9}": [(idle, "Empty")],
+        "described, unknown": (TRANSACTIONAL_ID_NOT_FOUND, "", 0, 0), "described, empty": (INVALID_REQUEST, "", 0, 0),
     }
