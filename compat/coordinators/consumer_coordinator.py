@@ -18,6 +18,7 @@ from collections.abc import Callable
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.topic_regex import compile_pattern
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
 from logwright.core.consumer_groups.consumer_reconciliation import (
@@ -31,7 +32,6 @@ from logwright.core.events import EmptyGroupConverted, Event
 from logwright.core.events.consumer_groups import ConsumerMemberLeft
 from logwright.core.events.groups import CONSUMER
 from logwright.core.log.catalog import ResourceConfig, resource_key
-from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class ConsumerCoordinator:
         if classic is not None and classic.members:
             raise InconsistentGroupProtocol(f"group {command.group_id!r} is a classic group with members; a "
                                             "consumer-protocol member cannot join it until they leave")
-        if self.broker.store.state(SHARE_GROUPS.name, command.group_id) is not None:
+        if share_coordinator(self.broker).group(command.group_id) is not None:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
         member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat import authorized_operations
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
-from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.consumer_group_describe import v0, v1
@@ -47,7 +47,7 @@ def _describe(context: RequestContext, module: Any, group_id: str, operations: i
     state = consumer_group(broker, group_id)
     if state is None:
         other = (group_state(broker, group_id) is not None
-                 or broker.store.state(SHARE_GROUPS.name, group_id) is not None)
+                 or share_coordinator(broker).group(group_id) is not None)
         message = (f"group {group_id!r} is not a consumer group" if other
                    else f"group {group_id!r} does not exist")
         return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message,

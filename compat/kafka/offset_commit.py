@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
@@ -36,7 +37,6 @@ from logwright.core.events import OffsetCommitted
 from logwright.core.groups.group_admin import check_offset_commit, check_offset_metadata
 from logwright.core.groups.groups import GroupMember
 from logwright.core.log.catalog import TopicState
-from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
@@ -105,7 +105,7 @@ def check_committer(broker: Broker, group_id: str, generation: int, member_id: s
 def check_not_share_group(broker: Broker, group_id: str) -> None:
     """Refuses a commit under a share group's id, whoever sends it (GROUP_ID_NOT_FOUND, as Kafka 4.4): group ids are
     one namespace, and a share group's positions are its share-partition states, not committed offsets."""
-    if broker.store.state(SHARE_GROUPS.name, group_id) is not None:
+    if share_coordinator(broker).group(group_id) is not None:
         raise UnknownGroup(f"group {group_id!r} is a share group: it has no committed offsets")
 
 

@@ -18,12 +18,12 @@ from kio.serial import entity_reader
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state
+from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_admin import decide_offset_delete
 from logwright.core.groups.groups import GroupMember, GroupState
-from logwright.core.share_groups.share_groups import SHARE_GROUPS
 
 if TYPE_CHECKING:
     from kio.schema.offset_delete import v0
@@ -67,7 +67,7 @@ def _partition_count(broker: Broker, name: str) -> int:
 async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     broker = context.broker
     module = response_module("offset_delete", context.api_version)
-    if broker.store.state(SHARE_GROUPS.name, request.group_id) is not None:  # one namespace: not a group of offsets
+    if share_coordinator(broker).group(request.group_id) is not None:  # one namespace: not a group of offsets
         return make(module.OffsetDeleteResponse, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     throttle_time=datetime.timedelta(0), topics=())
     state = group_state(broker, request.group_id)
