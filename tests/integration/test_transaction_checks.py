@@ -257,8 +257,8 @@ def test_transactional_produce_checks(bootstrap: str) -> None:
 
 
 def test_list_and_describe_transactions_checks(bootstrap: str) -> None:
-    """ListTransactions' duration filter passes an id that never started a transaction (Kafka's start of -1) and an
-    ongoing one older than the duration; DescribeTransactions answers an unknown id TRANSACTIONAL_ID_NOT_FOUND and an
+    """ListTransactions' duration filter passes an id that never started a transaction (Kafka's start of -1), not an
+    ongoing one younger than the duration; DescribeTransactions answers an unknown id TRANSACTIONAL_ID_NOT_FOUND and an
     empty one INVALID_REQUEST, with the other fields at their defaults."""
     tag = uuid.uuid4().hex[:8]
     idle, running = f"txn-list-idle-{tag}", f"txn-list-running-{tag}"
@@ -278,7 +278,7 @@ def test_list_and_describe_transactions_checks(bootstrap: str) -> None:
                                v3_and_below_producer_epoch=producer.producer_epoch,
                                v3_and_below_topics=(add_partitions.AddPartitionsToTxnTopic(name=topic,
                                                                                            partitions=(0,)),)))
-            for duration in (-1, 0, 10**9):
+            for duration in (-1, 10**9):  # not 0: a transaction begun in this millisecond has run 0 ms, not more
                 listed = await request(make(list_transactions.ListTransactionsRequest, state_filters=(),
                                             producer_id_filters=(), duration_filter=duration))
                 answers[f"listed, duration {duration}"] = sorted(
@@ -298,6 +298,6 @@ def test_list_and_describe_transactions_checks(bootstrap: str) -> None:
     asyncio.run(scenario())
     both = sorted([(idle, "Empty"), (running, "Ongoing")])
     assert answers == {
-        "listed, duration -1": both, "listed, duration 0": both, f"listed, duration {10**9}": [(idle, "Empty")],
+        "listed, duration -1": both, f"listed, duration {10**9}": [(idle, "Empty")],
         "described, unknown": (TRANSACTIONAL_ID_NOT_FOUND, "", 0, 0), "described, empty": (INVALID_REQUEST, "", 0, 0),
     }
