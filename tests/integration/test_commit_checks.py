@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.offset_commit.v2 import request as offset_commit_v2
 from kio.schema.offset_commit.v8 import request as offset_commit_v8
 from kio.schema.offset_commit.v9 import request as offset_commit_v9
@@ -29,7 +28,7 @@ from kio.schema.txn_offset_commit.v3 import request as txn_offset_commit
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 
-from .coordinator_ready import TRANSACTION, coordinator_ready
+from .coordinator_ready import TRANSACTION, coordinator_ready, init_producer_id
 from .test_group_id_namespace import consumer_heartbeat_request, join_request
 from .test_share_close_order import topic_with_records
 
@@ -124,9 +123,7 @@ def test_classic_commits_and_groups_that_do_not_exist(bootstrap: str) -> None:
                                                                                    -1, "x")
 
             await coordinator_ready(connection, transactional, TRANSACTION)
-            producer = await connection.request(make(InitProducerIdRequest, transactional_id=transactional,
-                                                     transaction_timeout=datetime.timedelta(seconds=60),
-                                                     producer_id=-1, producer_epoch=-1))
+            producer = await init_producer_id(connection, transactional)
             ids = {"transactional_id": transactional, "producer_id": producer.producer_id,
                    "producer_epoch": producer.producer_epoch}
             for label, group, sent, member_id in (("txn: no group, a generation", missing[4], 1, "nobody"),

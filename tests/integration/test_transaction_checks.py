@@ -27,7 +27,6 @@ from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.add_partitions_to_txn.v3 import request as add_partitions
 from kio.schema.describe_transactions.v0 import request as describe_transactions
 from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.list_transactions.v1 import request as list_transactions
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
@@ -39,7 +38,7 @@ from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 
-from .coordinator_ready import TRANSACTION, coordinator_ready
+from .coordinator_ready import TRANSACTION, coordinator_ready, init_producer_id
 from .test_share_close_order import topic_with_records
 
 pytestmark = pytest.mark.differential
@@ -67,9 +66,7 @@ def test_transaction_request_checks(bootstrap: str) -> None:
 
             async def init(transactional_id: str | None, timeout: datetime.timedelta = MINUTE, producer_id: int = -1,
                            producer_epoch: int = -1) -> Any:
-                return await request(make(InitProducerIdRequest, transactional_id=transactional_id,
-                                          transaction_timeout=timeout, producer_id=producer_id,
-                                          producer_epoch=producer_epoch))
+                return await init_producer_id(connection, transactional_id, timeout, producer_id, producer_epoch)
 
             answers["init: empty transactional id"] = int((await init("")).error_code)
             answers["init: timeout 0"] = int((await init(f"{transactional}-0", datetime.timedelta(0))).error_code)
@@ -201,11 +198,9 @@ def test_transactional_produce_checks(bootstrap: str) -> None:
         request = connection.request
         try:
             await coordinator_ready(connection, transactional, TRANSACTION)
-            first = await request(make(InitProducerIdRequest, transactional_id=transactional,
-                                       transaction_timeout=MINUTE, producer_id=-1, producer_epoch=-1))
-            bumped = await request(make(InitProducerIdRequest, transactional_id=transactional,
-                                        transaction_timeout=MINUTE, producer_id=first.producer_id,
-                                        producer_epoch=first.producer_epoch))
+            first = await init_producer_id(connection, transactional)
+            bumped = await init_producer_id(connection, transactional, MINUTE, first.producer_id,
+                                            first.producer_epoch)
             producer_id, epoch = int(bumped.producer_id), int(bumped.producer_epoch)
 
             async def produce(module: Any, partition: int, sequence: int = 0, transactional_batch: bool = True,
@@ -271,8 +266,7 @@ def test_list_and_describe_transactions_checks(bootstrap: str) -> None:
         try:
             for transactional_id in (idle, running):
                 await coordinator_ready(connection, transactional_id, TRANSACTION)
-                producer = await request(make(InitProducerIdRequest, transactional_id=transactional_id,
-                                              transaction_timeout=MINUTE, producer_id=-1, producer_epoch=-1))
+                producer = await init_producer_id(connection, transactional_id)
             await request(make(add_partitions.AddPartitionsToTxnRequest, v3_and_below_transactional_id=running,
                                v3_and_below_producer_id=producer.producer_id,
                                v3_and_below_producer_epoch=producer.producer_epoch,
