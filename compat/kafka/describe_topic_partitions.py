@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
 from logwright.compat.errors import ErrorCode
+from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.internal_topics import is_internal_topic
@@ -73,7 +74,7 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
 def _topic(module: Any, state: TopicState, indexes: range, node_id: int) -> Any:
     partitions = tuple(
         make(module.DescribeTopicPartitionsResponsePartition, error_code=ErrorCode.NONE, partition_index=index,
-             leader_id=node_id, leader_epoch=0, replica_nodes=(node_id,), isr_nodes=(node_id,),
+             leader_id=node_id, leader_epoch=PARTITION_LEADER_EPOCH, replica_nodes=(node_id,), isr_nodes=(node_id,),
              eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
         for index in indexes
     )

@@ -6,7 +6,8 @@ first batch is always returned whole even above ``max_bytes`` (KIP-74), so a lar
 stalls a consumer; ``max_bytes`` is capped by the broker's ``fetch.max.bytes``. Long polls wait for a
 commit that appends records to a partition they asked for, up to ``max_wait``. v13+ name
 topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
-A partition named more than once is read and answered once, as Kafka 4.4 does (`_asked`).
+A partition named more than once is read and answered once, as Kafka 4.4 does (`_asked`); one whose
+current leader epoch (v9+) is not the partition's is refused (`leader_epochs`).
 
 Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
 `core.partition_transactions`). READ_COMMITTED (isolation level 1) reads only below it and gets the
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from logwright.compat.aborted_transactions import aborted_between
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
+from logwright.compat.leader_epochs import leader_epoch_error
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
@@ -48,6 +50,10 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     turn sooner, and a consumer keeps one Fetch in flight, so under a busy loop each turn it waits is a turn its
     reads stop. A long poll hands itself to a task before it waits (`asyncio.timeout` needs one)."""
     broker = context.broker
+    if int(request.isolation_level) not in (0, 1) and any(
+            topic.state is not None and 0 <= index < len(topic.state.partition_ids)
+            for (_, index), (topic, _) in _asked(broker, request).items()):
+        return _refused(broker, context.api_version, request, ErrorCode.UNKNOWN_SERVER_ERROR)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
@@ -76,6 +82,20 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             for name, topic_id, partitions in topics
         ),
     )
+
+
+def _refused(broker: Broker, version: int, request: FetchRequest, code: ErrorCode) -> Any:
+    """The whole request failed with ``code``, as Kafka answers one it cannot take (an isolation level it does not
+    know, found when it reads a partition it has): the error at the top and in every partition asked, their offsets
+    -1."""
+    module = response_module("fetch", version)
+    topics: dict[object, tuple[_Topic, list[PartitionAnswer]]] = {}
+    for (named, index), (topic, _) in _asked(broker, request).items():
+        topics.setdefault(named, (topic, []))[1].append((index, code, -1, -1, -1, [], None))
+    return make(module.FetchResponse, throttle_time=datetime.timedelta(0), error_code=code, session_id=0,
+                responses=tuple(make(module.FetchableTopicResponse, topic=topic.name, topic_id=topic.topic_id,
+                                     partitions=tuple(_partition_data(module, answer) for answer in answers))
+                                for topic, answers in topics.values()))
 
 
 READ_SLICE_BYTES = 4 * 1024 * 1024
@@ -184,6 +204,10 @@ async def _read(broker: Broker, version: int, request: FetchRequest
         if state is None or not 0 <= index < len(state.partition_ids):
             (unknown_ids if topic.missing_code == ErrorCode.UNKNOWN_TOPIC_ID else unknown).append(
                 (topic, (index, topic.missing_code, -1, -1, -1, [], None)))
+            continue
+        if version >= 9 and (code := leader_epoch_error(int(partition.current_leader_epoch),
+                                                        negative_is_none=True)) is not None:
+            answered.append((topic, (index, code, -1, -1, -1, None, None)))
             continue
         partition_id = state.partition_ids[index]
         partition_ids.append(partition_id)

@@ -5,6 +5,11 @@ tiered storage they find nothing (offset -1), as Kafka answers for a topic witho
 v10 adds a timeout for remote lookups, which never wait here. With READ_COMMITTED (isolation level 1,
 v2+) latest is the last stable offset, below every open transaction, as Kafka answers.
 
+Refused as Kafka 4.4 refuses (tests/integration/test_list_offsets_checks.py runs on both): a partition named twice
+(INVALID_REQUEST, answered once), a leader epoch other than the partition's (`leader_epochs`), a negative timestamp
+the version does not have (UNSUPPORTED_VERSION); an isolation level other than 0 and 1 fails every partition with
+UNKNOWN_SERVER_ERROR. An offset found carries the leader epoch; nothing found (offset -1) carries -1.
+
 A time lookup seeks the time index (keyed by the running maximum timestamp, so the first entry at or
 after the target is the first batch that can hold it) and then decodes that batch to find the first
 record at or after the target, the only place records are decoded on this path; on a compacted topic the
@@ -17,15 +22,18 @@ maximum and each modelled segment's since, so no scan; elsewhere the partition's
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
+from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH, leader_epoch_error
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
+from logwright.core.log.catalog import TopicState
 from logwright.eventstore.keys import time_index_key
 
 if TYPE_CHECKING:
@@ -43,45 +51,84 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+MAX_VERSION = 11
+SENTINEL_SINCE_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                          EARLIEST_PENDING_UPLOAD: 11}
+"""The negative timestamps ListOffsets takes and the version each came with; any other negative timestamp, or one
+asked in an older version, is UNSUPPORTED_VERSION, as Kafka 4.4 answers."""
 _SCAN_BYTES = 1 << 20
 """Stored bytes read at a time when the batch the time index names no longer holds the answer (compaction)."""
 SEARCHES_PER_TURN = 16
 """Searches by time (each seeks the time index and decodes a batch: up to ~0.5 ms) before the handler lets other
-connections' requests run. A partition searched again for the same time in one request is answered from the first
-search: 10,000 copies of one search held every other client over 4 s (hostile-values fuzzing, seed 203)."""
+connections' requests run. A partition named again in one request is not searched again (INVALID_REQUEST, answered
+once): 10,000 copies of one search held every other client over 4 s (hostile-values fuzzing, seed 203)."""
 
 
-@handler(2, "ListOffsets", 1, 11, at_once=True)
+@handler(2, "ListOffsets", 1, MAX_VERSION, at_once=True)
 async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
     broker = context.broker
     module = response_module("list_offsets", context.api_version)
-    read_committed = (int(request.isolation_level) if _names_isolation_level(request) else 0) == 1
+    isolation_level = int(request.isolation_level) if _names_isolation_level(request) else 0
+    refused = None if isolation_level in (0, 1) else ErrorCode.UNKNOWN_SERVER_ERROR  # Kafka fails its IsolationLevel
+    asked_once = _asked_once(request)
     topics = []
-    found: dict[tuple[int, int], tuple[int, int]] = {}
+    answered: set[tuple[str, int]] = set()
     searches = 0
     for topic in request.topics:
         state = broker.topic(topic.name)
         partitions = []
         for partition in topic.partitions:
             index, target = int(partition.partition_index), int(partition.timestamp)
+            if (topic.name, index) in answered:
+                continue  # a partition named twice is answered once, as Kafka collects them
+            answered.add((topic.name, index))
+            code = refused or _partition_error(context.api_version, state, partition, index, target,
+                                               (topic.name, index) in asked_once)
+            if code is not None:
+                partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index, error_code=code,
+                                       timestamp=-1, offset=-1))
+                continue
+            assert state is not None  # checked by _partition_error
             if target >= 0 or target == MAX_TIMESTAMP:  # a search of the log, not an offset the broker holds
                 searches += 1
                 if searches % SEARCHES_PER_TURN == 0:
                     await give_way()
-                    state = broker.topic(topic.name)  # deleted meanwhile?
-            if state is None or not 0 <= index < len(state.partition_ids):
-                partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
-                                       error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1, offset=-1))
-                continue
-            key = (state.partition_ids[index], target)
-            answer = found.get(key)
-            if answer is None:
-                answer = found[key] = lookup(broker, key[0], target, read_committed)
-            timestamp, offset = answer
+                    if (state := broker.topic(topic.name)) is None:  # deleted meanwhile
+                        partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
+                                               error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, timestamp=-1,
+                                               offset=-1))
+                        continue
+            timestamp, offset = lookup(broker, state.partition_ids[index], target, isolation_level == 1)
             partitions.append(make(module.ListOffsetsPartitionResponse, partition_index=index,
-                                   error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset, leader_epoch=0))
+                                   error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
+                                   leader_epoch=PARTITION_LEADER_EPOCH if offset >= 0 else -1))
         topics.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions)))
     return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+
+
+def _asked_once(request: ListOffsetsRequest) -> set[tuple[str, int]]:
+    """The partitions the request names once; one named twice or more (in one topic entry or across two) is
+    INVALID_REQUEST, as Kafka answers."""
+    counts = Counter((topic.name, int(partition.partition_index))
+                     for topic in request.topics for partition in topic.partitions)
+    return {named for named, count in counts.items() if count == 1}
+
+
+def _partition_error(version: int, state: TopicState | None, partition: Any, index: int, target: int,
+                     named_once: bool) -> ErrorCode | None:
+    """Why one partition of the request gets no offset, checked in Kafka 4.4's order: named twice, a timestamp
+    sentinel its version does not have, no such partition, the leader epoch the client saw (v4+)."""
+    if not named_once:
+        return ErrorCode.INVALID_REQUEST
+    if target < 0 and version < SENTINEL_SINCE_VERSION.get(target, MAX_VERSION + 1):
+        return ErrorCode.UNSUPPORTED_VERSION
+    if state is None or not 0 <= index < len(state.partition_ids):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if version >= 4 and (code := leader_epoch_error(int(partition.current_leader_epoch))) is not None:
+        return code
+    return None
 
 
 def lookup(broker: Broker, partition_id: int, timestamp: int, read_committed: bool = False) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logwright.compat import authorized_operations
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.errors import DomainError
@@ -161,7 +162,7 @@ def _topic(module: Any, state: TopicState, node_id: int, operations: int) -> Enc
 def _topic_entity(module: Any, state: TopicState, node_id: int, operations: int) -> Any:
     partitions = tuple(
         make(module.MetadataResponsePartition, error_code=ErrorCode.NONE, partition_index=index,
-             leader_id=node_id, leader_epoch=0, replica_nodes=(node_id,), isr_nodes=(node_id,),
+             leader_id=node_id, leader_epoch=PARTITION_LEADER_EPOCH, replica_nodes=(node_id,), isr_nodes=(node_id,),
              offline_replicas=())
         for index in range(len(state.partition_ids))
     )
