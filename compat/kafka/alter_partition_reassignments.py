@@ -3,7 +3,9 @@
 Reassigning a partition to ``[node_id]`` (where it already is) succeeds and changes nothing; any other
 replica list is INVALID_REPLICA_ASSIGNMENT with the reason. Cancelling (null replicas) finds no
 reassignment in progress: NO_REASSIGNMENT_IN_PROGRESS, as Kafka answers. v1's
-``allow_replication_factor_change`` is echoed; the factor can never change here anyway.
+``allow_replication_factor_change`` is echoed; the factor can never change here anyway. A timeout of zero or
+less is REQUEST_TIMED_OUT for the request and each partition, as Kafka's controller answers it
+(`controller_deadline`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import Slices
@@ -33,11 +36,15 @@ async def handle(context: RequestContext, request: AlterPartitionReassignmentsRe
     broker = context.broker
     module = response_module("alter_partition_reassignments", context.api_version)
 
+    timed_out = expired(request.timeout)
+
     def result(wanted: tuple[str, int, tuple[int, ...] | None]) -> Any:
         name, index, replicas = wanted
         state = broker.topic(name)
         code, message = ErrorCode.NONE, None
-        if state is None or not 0 <= index < len(state.partition_ids):
+        if timed_out:
+            code = ErrorCode.REQUEST_TIMED_OUT
+        elif state is None or not 0 <= index < len(state.partition_ids):
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             message = f"topic {quoted(name)} has no partition {index}"
         elif replicas is None:
@@ -63,7 +70,8 @@ async def handle(context: RequestContext, request: AlterPartitionReassignmentsRe
     may_change = request.allow_replication_factor_change if _may_change_replication_factor(request) else True
     return make(module.AlterPartitionReassignmentsResponse, throttle_time=datetime.timedelta(0),
                 allow_replication_factor_change=may_change,
-                error_code=ErrorCode.NONE, error_message=None, responses=tuple(responses))
+                error_code=ErrorCode.REQUEST_TIMED_OUT if timed_out and responses else ErrorCode.NONE,
+                error_message=None if responses else "", responses=tuple(responses))  # Kafka's "" for none
 
 
 def _may_change_replication_factor(request: AlterPartitionReassignmentsRequest) -> TypeIs[

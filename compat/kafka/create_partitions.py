@@ -3,7 +3,8 @@
 The new partitions take the next global partition ids (one `PartitionsCreated` event) and start empty.
 A count that is not larger than the current one is INVALID_PARTITIONS; a manual assignment must give one
 broker list per new partition, each exactly this broker (INVALID_REPLICA_ASSIGNMENT otherwise); a topic
-named twice in one request is INVALID_REQUEST. ``validate_only`` decides without writing.
+named twice in one request is INVALID_REQUEST, answered once. ``validate_only`` decides without writing. A timeout
+of zero or less is REQUEST_TIMED_OUT, as Kafka's controller answers it (`controller_deadline`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
+from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.kafka.create_topics import MAX_PARTITIONS_PER_REQUEST
@@ -53,12 +55,20 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             make(module.CreatePartitionsTopicResult, name=topic.name, error_code=ErrorCode.POLICY_VIOLATION,
                  error_message="Excessively large number of additional partitions per request.")
             for topic in request.topics))
-    results, staged = [], False
+    results, staged, answered = [], False, set()
+    timed_out = expired(request.timeout)
     for topic in request.topics:
+        if topic.name in answered:
+            continue  # named twice: answered once, as Kafka does
+        answered.add(topic.name)
         code, message = ErrorCode.NONE, None
         try:
             if counts[topic.name] > 1:
                 raise InvalidRequest(f"topic {topic.name!r} appears {counts[topic.name]} times in the request")
+            if timed_out:
+                results.append(make(module.CreatePartitionsTopicResult, name=topic.name,
+                                    error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None))
+                continue
             state = broker.topic(topic.name)
             counter = broker.store.state("catalog", COUNTER_KEY)
             event = create_partitions(state, counter if isinstance(counter, PartitionIdCounter) else None,

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
+from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import Resource, describe, failure
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
@@ -50,7 +51,8 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
         return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(
             make(module.CreatableTopicResult, name=name, topic_id=ZERO_UUID, error_code=ErrorCode.POLICY_VIOLATION,
                  error_message="Excessively large number of partitions per request.", num_partitions=-1,
-                 replication_factor=-1, configs=None) for name in counts))
+                 replication_factor=-1, configs=()) for name in counts))
+    timed_out = expired(request.timeout)
     results, answered, staged = [], set(), False
     for topic in request.topics:
         if topic.name in answered:
@@ -60,17 +62,24 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
             if counts[topic.name] > 1:
                 raise InvalidRequest(f"topic {topic.name!r} appears {counts[topic.name]} times in the request; "
                                      f"name each topic once")
+            if timed_out:
+                results.append(_failed(module, topic.name, ErrorCode.REQUEST_TIMED_OUT, None))
+                continue
             event = _create(broker, topic, validate_only)
         except DomainError as error:
-            code, message = failure(error)
-            results.append(make(module.CreatableTopicResult, name=topic.name, topic_id=ZERO_UUID, error_code=code,
-                                error_message=message, num_partitions=-1, replication_factor=-1, configs=None))
+            results.append(_failed(module, topic.name, *failure(error)))
             continue
         staged = staged or not validate_only
         results.append(_created(module, broker, event, validate_only))
     if staged:
         await broker.durable()
     return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(results))
+
+
+def _failed(module: Any, name: str, code: ErrorCode, message: str | None) -> Any:
+    """A topic not created: its configs an empty list, as Kafka sends them (null is for a version without them)."""
+    return make(module.CreatableTopicResult, name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+                num_partitions=-1, replication_factor=-1, configs=())
 
 
 MAX_PARTITIONS_PER_REQUEST = 10_000

@@ -2,7 +2,8 @@
 
 Offset -1 means the high watermark (everything written so far). Whole stored batches below the new
 start are deleted with a `LogTruncated` event; a batch straddling it stays, its lower records
-unreachable. An offset beyond the end is OFFSET_OUT_OF_RANGE. The store's ``truncate`` first commits
+unreachable. An offset beyond the end is OFFSET_OUT_OF_RANGE. A partition named more than once is answered
+once, for the last offset named (Kafka takes the request as a map). The store's ``truncate`` first commits
 what is staged, so the high watermark it measures is the committed one Fetch also sees; the answer (the
 new low watermark) waits until the truncation is durable. Every `PARTITIONS_PER_TURN` partitions the handler
 lets the other connections' requests run (a request naming 9,000 partitions held the event loop 436 ms at once),
@@ -44,15 +45,20 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
     truncated = False
     topics = []
     done = 0
+    offsets = {(topic.name, int(partition.partition_index)): int(partition.offset)
+               for topic in request.topics for partition in topic.partitions}  # the last one named, as Kafka's map
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
+            index = int(partition.partition_index)
+            offset = offsets.pop((topic.name, index), None)
+            if offset is None:
+                continue  # named again: answered once, where it was first named
             done += 1
             if done % PARTITIONS_PER_TURN == 0:
                 await (broker.durable() if truncated and done % COMMITTED_EVERY == 0 else give_way())
             if broker.commits_held:  # a truncation may commit: never between a staging's parts
                 await broker.commits_free()
-            index = int(partition.partition_index)
             partition_id = broker.partition_id(topic.name, index)
             code, low_watermark = ErrorCode.NONE, -1
             if partition_id is None:
@@ -60,13 +66,14 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
             else:
                 try:
                     refuse_append(topic.name)
-                    truncated = broker.store.truncate(partition_id, int(partition.offset)) is not None or truncated
+                    truncated = broker.store.truncate(partition_id, offset) is not None or truncated
                     low_watermark = broker.partition(partition_id).log_start_offset
                 except DomainError as error:
                     code, _ = failure(error)
             partitions.append(make(module.DeleteRecordsPartitionResult, partition_index=index,
                                    low_watermark=low_watermark, error_code=code))
-        topics.append(make(module.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions)))
+        if partitions or not topic.partitions:
+            topics.append(make(module.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions)))
     if truncated:
         await broker.durable()
     return make(module.DeleteRecordsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))

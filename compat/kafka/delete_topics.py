@@ -4,8 +4,9 @@ A deletion is one `TopicDeleted` event; its partitions' batches and time index g
 waits until that write is durable, and until every group's committed offsets on the topic are deleted too (as
 Kafka's group coordinator deletes them: a topic created again under the name starts without them). Unknown names
 get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a v6 entry naming both a name and an id, or
-neither, and a topic named twice in one request are INVALID_REQUEST (Kafka's rules). v0 is not in kio and no
-target client sends it.
+neither, and a topic named twice in one request are INVALID_REQUEST (Kafka's rules; one named twice is answered
+once). A timeout of zero or less is REQUEST_TIMED_OUT, as Kafka's controller answers it (`controller_deadline`).
+v0 is not in kio and no target client sends it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.broker import Broker
+from logwright.compat.controller_deadline import expired
 from logwright.compat.coordinators.group_coordinator import forget_topic_offsets
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
@@ -52,7 +54,12 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     results: list[Any] = []
     deleted: list[str] = []
     staged = 0
+    answered: set[tuple[str | None, uuid.UUID]] = set()
+    timed_out = expired(request.timeout)
     for name, topic_id in wanted:
+        if (name, topic_id) in answered:
+            continue  # named twice: answered once, as Kafka does
+        answered.add((name, topic_id))
         if staged >= PARTITIONS_PER_TURN:
             staged = 0
             await give_way()
@@ -61,6 +68,11 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
             if counts[(name, topic_id)] > 1:
                 raise InvalidRequest(f"topic {quoted(name) if name else topic_id} appears {counts[(name, topic_id)]} "
                                      f"times in the request")
+            if timed_out:
+                _check_named_once(name, topic_id)
+                results.append(make(module.DeletableTopicResult, name=name, topic_id=topic_id,
+                                    error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None))
+                continue
             state = _lookup(broker, name, topic_id)
             event = delete_topic(state, state.name if state is not None else str(name))
         except DomainError as error:
@@ -79,13 +91,18 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(0), responses=tuple(results))
 
 
-def _lookup(broker: Broker, name: str | None, topic_id: uuid.UUID) -> TopicState | None:
+def _check_named_once(name: str | None, topic_id: uuid.UUID) -> None:
+    """A v6 entry names a topic by its name or its id, not both and not neither."""
     if name is not None and topic_id != ZERO_UUID:
         raise InvalidRequest(f"topic {quoted(name)} is named by both name and id {topic_id}; give one of them")
+    if name is None and topic_id == ZERO_UUID:
+        raise InvalidRequest("a topic to delete needs a name or a topic id")
+
+
+def _lookup(broker: Broker, name: str | None, topic_id: uuid.UUID) -> TopicState | None:
+    _check_named_once(name, topic_id)
     if name is not None:
         return broker.topic(name)
-    if topic_id == ZERO_UUID:
-        raise InvalidRequest("a topic to delete needs a name or a topic id")
     state = broker.topic_by_id(topic_id)
     if state is None:
         raise UnknownTopicId(f"no topic has id {topic_id}")

@@ -4,7 +4,8 @@ Every partition has a single replica, on this node, which is both its preferred 
 so each named partition gets ELECTION_NOT_NEEDED (what Kafka answers for a partition already led by
 its preferred replica) for both election types, preferred (0) and unclean (1, v1+). A request naming
 no partitions (null) asks for every partition that needs an election: none. Unknown partitions get
-UNKNOWN_TOPIC_OR_PARTITION.
+UNKNOWN_TOPIC_OR_PARTITION. An election type that does not exist is INVALID_REQUEST, for the request and each
+partition; a timeout of zero or less is REQUEST_TIMED_OUT, as Kafka's controller answers it (`controller_deadline`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import Slices
@@ -33,12 +35,19 @@ async def handle(context: RequestContext, request: ElectLeadersRequest) -> Any:
     broker = context.broker
     module = response_module("elect_leaders", context.api_version)
     election_type = int(request.election_type) if _names_election_type(request) else 0
+    fixed: tuple[ErrorCode, str | None] | None
+    if expired(request.timeout):
+        top, fixed = ErrorCode.REQUEST_TIMED_OUT, (ErrorCode.REQUEST_TIMED_OUT, None)
+    elif election_type not in ELECTION_TYPES:
+        top, fixed = ErrorCode.INVALID_REQUEST, (ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}")
+    else:
+        top, fixed = ErrorCode.NONE, None
+
     def result(wanted: tuple[str, int]) -> Any:
         topic, index = wanted
         state = broker.topic(topic)
-        if election_type not in ELECTION_TYPES:
-            code, message = ErrorCode.INVALID_REQUEST, f"election type {election_type} is unknown: " \
-                                                       f"0 is preferred, 1 is unclean"
+        if fixed is not None:
+            code, message = fixed
         elif state is None or not 0 <= index < len(state.partition_ids):
             code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {quoted(topic)} has no partition {index}"
         else:
@@ -54,7 +63,7 @@ async def handle(context: RequestContext, request: ElectLeadersRequest) -> Any:
             partitions.append(answer((entry.topic, int(index))))
             await slices.done()
         results.append(make(module.ReplicaElectionResult, topic=entry.topic, partition_result=tuple(partitions)))
-    return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+    return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=top,
                 replica_election_results=tuple(results))
 
 

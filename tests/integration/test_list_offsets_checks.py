@@ -31,16 +31,22 @@ TIMESTAMPS = (BASE_MS + 10, BASE_MS + 30, BASE_MS + 20)
 TIMEOUT_S = 30.0
 
 
-@pytest.fixture
-def topic(bootstrap: str) -> str:
-    name = f"list-offsets-checks-{uuid.uuid4().hex[:8]}"
+def two_partition_topic(bootstrap: str, prefix: str, timestamps: tuple[int, ...]) -> str:
+    """A fresh topic of two partitions, a record in partition 0 for each of ``timestamps`` (0: the producer's
+    clock)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, 2, 1)])[name].result(TIMEOUT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for index, timestamp in enumerate(TIMESTAMPS):
+    for index, timestamp in enumerate(timestamps):
         producer.produce(name, value=b"%d" % index, partition=0, timestamp=timestamp)
     assert producer.flush(TIMEOUT_S) == 0
     return name
+
+
+@pytest.fixture
+def topic(bootstrap: str) -> str:
+    return two_partition_topic(bootstrap, "list-offsets-checks", TIMESTAMPS)
 
 
 def _ask(bootstrap: str, request: Any) -> Any:
