@@ -1,8 +1,14 @@
 """Produce (key 0), versions 3-12: RecordBatch v2 only, stored as received with the base offset patched.
 
-Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. A
-partition's batches are validated together (magic, CRC32C, size, every record read: `record_check`, producer
-sequence) and appended together, or not at all, as Kafka does. ``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
+Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. A client's
+partition bytes are read as Kafka reads them (`produced_batches`): one whole RecordBatch v2, bytes after it that are
+no whole batch dropped; a partition named twice is appended once, with the last batch named. The batch is validated
+(CRC32C, size, then what Kafka's LogValidator checks: base offset 0, the header, every record read: `record_check`,
+producer sequence) and appended whole, or not at all, as Kafka does; a LogValidator refusal carries the partition's
+log start offset, and records refused one by one (timestamps, keys of a compacted topic) are named in
+``record_errors`` with Kafka's messages (tests/integration/test_produce_checks.py runs on both).
+
+``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
 (there is one replica, so both mean the same); a request of more than `PARTITIONS_PER_TURN` partitions is
 validated, then staged and committed, that many at a time, other requests running in between. Topics with
@@ -39,8 +45,10 @@ from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
     UnsupportedMessageFormat,
+    batch_magic,
     iter_batches,
     parse_header,
+    produced_batches,
     verify_crc,
     with_base_offset,
     with_log_append_time,
@@ -52,6 +60,7 @@ from logwright.compat.wire.record_check import (
     RecordsRefused,
     TimestampBounds,
     check_records,
+    record_errors,
 )
 from logwright.core.compaction.settings import is_compacted
 from logwright.core.cursors.plugin_decisions import AppendRequest, PartitionAppend
@@ -106,6 +115,8 @@ class PartitionResult(NamedTuple):
     error_message: str | None = None
     abortable: bool = False
     """Refused as `NotInTransaction`: TRANSACTION_ABORTABLE in Produce v11+ (KIP-890), INVALID_TXN_STATE before."""
+    record_errors: tuple[tuple[int, str], ...] = ()
+    """The records Kafka's LogValidator names in a refusal (their index in the batch, why)."""
 
 
 @handler(0, "Produce", 3, 12, at_once=True)
@@ -115,11 +126,16 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
     checked = 0
     inflated_at = record_check.inflated_bytes
+    last_named = _named_twice(request.topic_data)
     for topic_data in request.topic_data:
         topic = broker.topic(topic_data.name)
         limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
+            if last_named is not None:  # a partition named twice: once, where first named, with the last batch
+                partition_data = last_named.pop((topic_data.name, int(partition_data.index)), None)
+                if partition_data is None:
+                    continue
             checked += 1
             if checked % PARTITIONS_PER_TURN == 0 or record_check.inflated_bytes - inflated_at >= INFLATED_PER_TURN:
                 inflated_at = record_check.inflated_bytes
@@ -133,7 +149,8 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
             else:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records, limits,
                                                             one_batch=True)))
-        outcomes.append((topic_data.name, partitions))
+        if partitions or not topic_data.partition_data:
+            outcomes.append((topic_data.name, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
     if request.transactional_id is None and any(header.is_transactional for item in prepared
                                                 for _, header in item.batches):
@@ -188,6 +205,15 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
         ),
         throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
     )
+
+
+def _named_twice(topic_data: Any) -> dict[tuple[str, int], Any] | None:
+    """Each partition's data as last named, when the request names a partition more than once (else ``None``):
+    Kafka takes a request's partitions as a map, so the last batch named is the one appended, answered once."""
+    if len(topic_data) == 1 and len(topic_data[0].partition_data) == 1:
+        return None
+    last = {(topic.name, int(partition.index)): partition for topic in topic_data for partition in topic.partition_data}
+    return last if len(last) < sum(len(topic.partition_data) for topic in topic_data) else None
 
 
 _UNNAMED_TRANSACTION = PartitionResult(
@@ -262,7 +288,10 @@ def _partition_response(module: Any, index: int, result: PartitionResult) -> Any
     )
     return make(module.PartitionProduceResponse, index=index, error_code=result.error_code,
                 base_offset=result.base_offset, log_append_time=append_time,
-                log_start_offset=result.log_start_offset, record_errors=(), error_message=result.error_message)
+                log_start_offset=result.log_start_offset, error_message=result.error_message,
+                record_errors=tuple(make(module.BatchIndexAndErrorMessage, batch_index=index,
+                                         batch_index_error_message=message)
+                                    for index, message in result.record_errors))
 
 
 class Prepared(NamedTuple):
@@ -338,35 +367,84 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     partition_id = topic.partition_ids[index]
     max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms = limits or topic_limits(broker, topic)
     try:
-        batches = tuple((batch, parse_header(batch)) for batch in iter_batches(records))
+        batches = _client_batches(records) if one_batch else tuple(
+            (batch, parse_header(batch)) for batch in iter_batches(records))
     except UnsupportedMessageFormat as error:
         return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
     except CorruptBatch as error:
         return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
-    if one_batch and len(batches) > 1:
-        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=ONE_BATCH_MESSAGE)
+    if isinstance(batches, PartitionResult):
+        return batches
     bounds = None if log_append_time else TimestampBounds(broker.clock.now_ms(), before_max_ms, after_max_ms)
     for data, header in batches:
-        problem = _validate(data, header, max_message_bytes)
+        problem = _unreadable(data, header, max_message_bytes)
         if problem is not None:
             return problem
+        refusal = _refused_batch(header, one_batch)
+        if refusal is not None:
+            return _validator_refusal(broker, partition_id, *refusal)
         try:
             check_records(data, header, bounds)
         except RecordsRefused as error:
-            return PartitionResult(_REFUSED_RECORDS[error.kind], error_message=str(error))
+            if error.kind == INVALID_TIMESTAMP:
+                where = f"{topic.name}-{index}" if compacted else None
+                return _records_refused(broker, partition_id, data, bounds, where)
+            return _validator_refusal(broker, partition_id, _REFUSED_RECORDS[error.kind], str(error))
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
-        refused = _refuse_keyless(batches, f"{topic.name}-{index}")
+        refused = _record_keys(batches)
         if isinstance(refused, PartitionResult):
             return refused
+        if isinstance(refused, memoryview):  # a record without a key
+            return _records_refused(broker, partition_id, refused, bounds, f"{topic.name}-{index}")
         keys = refused
     return Prepared(topic, index, partition_id, batches, log_append_time, keys)
 
 
-def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: str
-                    ) -> PartitionResult | tuple[list[bytes | None], ...]:
-    """Kafka's LogValidator on a compacted topic: a record without a key refuses the partition's batches; else
-    each batch's keys, read once (deduplication by record key reuses them)."""
+NO_BATCH_MESSAGE = "Produce requests must have at least one record batch per partition"
+MAGIC_MESSAGE = "Produce requests are only allowed to contain record batches with magic version 2"
+"""What Kafka's ProduceRequest.validateRecords says (its version number left out), as `ONE_BATCH_MESSAGE`."""
+
+
+def _client_batches(records: bytes) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
+    """The one batch of a client's partition, read as Kafka reads it (`produced_batches`: bytes after the last whole
+    batch are dropped), or Kafka's refusal: no whole batch, more than one, or not RecordBatch v2 (INVALID_RECORD)."""
+    found = produced_batches(records, 2)
+    if not found:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=NO_BATCH_MESSAGE)
+    if len(found) > 1:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=ONE_BATCH_MESSAGE)
+    if batch_magic(found[0]) != 2:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=MAGIC_MESSAGE)
+    return ((found[0], parse_header(found[0])),)
+
+
+def _validator_refusal(broker: Broker, partition_id: int, code: ErrorCode, message: str | None,
+                       errors: tuple[tuple[int, str], ...] = ()) -> PartitionResult:
+    """A refusal of Kafka's LogValidator, which its answer carries with the partition's log start offset."""
+    return PartitionResult(code, log_start_offset=broker.partition(partition_id).log_start_offset,
+                           error_message=message, record_errors=errors)
+
+
+def _records_refused(broker: Broker, partition_id: int, data: memoryview, bounds: TimestampBounds | None,
+                     compacted_partition: str | None) -> PartitionResult:
+    """A batch with records Kafka refuses one by one (a timestamp out of bounds, no key on a compacted topic): each
+    is named in ``record_errors``; INVALID_TIMESTAMP if one is a timestamp's, else INVALID_RECORD, with Kafka's
+    messages."""
+    errors = tuple(record_errors(data, bounds, compacted_partition))
+    if any(message.startswith("Timestamp ") for _, message in errors):
+        return _validator_refusal(broker, partition_id, ErrorCode.INVALID_TIMESTAMP,
+                                  "One or more records have been rejected due to invalid timestamp", errors)
+    shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message in errors[:3])
+    return _validator_refusal(broker, partition_id, ErrorCode.INVALID_RECORD, (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing the "
+        f"first three errors at most: [{shown}]"), errors)
+
+
+def _record_keys(batches: tuple[tuple[memoryview, BatchHeader], ...]
+                 ) -> PartitionResult | tuple[list[bytes | None], ...] | memoryview:
+    """Each batch's record keys on a compacted topic, read once (deduplication by record key reuses them); the first
+    batch holding a record without one, which Kafka's LogValidator refuses (`_records_refused` names them)."""
     keys = []
     for data, _ in batches:
         try:
@@ -374,8 +452,7 @@ def _refuse_keyless(batches: tuple[tuple[memoryview, BatchHeader], ...], where: 
         except UnreadableRecords as error:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
         if None in keys[-1]:
-            return PartitionResult(ErrorCode.INVALID_RECORD, error_message=(
-                f"Compacted topic cannot accept message without key in topic partition {where}."))
+            return data
     return tuple(keys)
 
 
@@ -400,18 +477,29 @@ def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplica
                            state.log_start_offset, now)
 
 
-def _validate(data: memoryview, header: BatchHeader, max_message_bytes: int) -> PartitionResult | None:
+def _unreadable(data: memoryview, header: BatchHeader, max_message_bytes: int) -> PartitionResult | None:
+    """What Kafka refuses before its LogValidator reads the batch (no log start offset in the answer)."""
     if len(data) > max_message_bytes:
         return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE,
                                error_message=f"a {len(data)}-byte batch is over max.message.bytes={max_message_bytes}")
     if not verify_crc(data):
         return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message="the batch's CRC32C does not match its bytes")
+    return None
+
+
+def _refused_batch(header: BatchHeader, from_client: bool) -> tuple[ErrorCode, str] | None:
+    """What Kafka's LogValidator refuses of a batch's header, in its order; ``from_client``: a client's Produce, whose
+    batches start at offset 0 (the broker's own copies keep theirs)."""
+    if from_client and header.base_offset != 0:
+        return ErrorCode.INVALID_RECORD, f"the batch's base offset must be 0, not {header.base_offset}"
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
-        return PartitionResult(ErrorCode.INVALID_RECORD,
-                               error_message=f"record count {header.record_count} does not match the last "
-                                             f"offset delta {header.last_offset_delta}")
+        return ErrorCode.INVALID_RECORD, (f"record count {header.record_count} does not match the last offset delta "
+                                          f"{header.last_offset_delta}")
     if header.is_control:
-        return PartitionResult(ErrorCode.INVALID_RECORD, error_message="clients may not produce control batches")
+        return ErrorCode.INVALID_RECORD, "clients may not produce control batches"
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        return ErrorCode.INVALID_RECORD, (f"Invalid sequence number {header.base_sequence} in record batch with "
+                                          f"producerId {header.producer_id}")
     return None
 
 

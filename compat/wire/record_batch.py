@@ -166,6 +166,42 @@ def iter_batches(records: bytes | bytearray | memoryview, allow_partial_tail: bo
         position = end
 
 
+MIN_RECORD_SIZE: Final = 14
+"""The smallest size field Kafka's batch reader takes (``LegacyRecord.RECORD_OVERHEAD_V0``); below it the bytes are
+corrupt whatever their magic."""
+_UP_TO_MAGIC: Final = _MAGIC_AT + 1
+
+
+def produced_batches(records: bytes | bytearray | memoryview, limit: int) -> list[memoryview]:
+    """The complete batches at the start of a Produce partition's records, at most ``limit``, read as Kafka's
+    ``ByteBufferLogInputStream`` reads them there: a size field under `MIN_RECORD_SIZE` or a magic byte Kafka does
+    not know (above 2) is `CorruptBatch`; an incomplete batch ends the reading without an error, so the complete
+    ones before it are taken and the rest is dropped, as Kafka trims a request's bytes past its last whole batch.
+    An old magic (0, 1) is read as a batch: its caller refuses it."""
+    view = memoryview(records)
+    total, position = len(view), 0
+    found: list[memoryview] = []
+    while total - position >= _LENGTH_END and len(found) < limit:
+        (size,) = struct.unpack_from(">i", view, position + 8)
+        if size < MIN_RECORD_SIZE:
+            raise CorruptBatch(f"Record size {size} is less than the minimum record overhead ({MIN_RECORD_SIZE})")
+        if total - position < _UP_TO_MAGIC:
+            break
+        if view[position + _MAGIC_AT] > 2:  # Java's signed byte: 128-255 are negative, as invalid
+            raise CorruptBatch(f"Invalid magic found in record: {view[position + _MAGIC_AT]}")
+        end = position + _LENGTH_END + size
+        if end > total:
+            break
+        found.append(view[position:end])
+        position = end
+    return found
+
+
+def batch_magic(batch: bytes | bytearray | memoryview) -> int:
+    """The magic byte of a batch `produced_batches` returned (it holds at least that many bytes)."""
+    return int(batch[_MAGIC_AT])
+
+
 def verify_crc(batch: bytes | bytearray | memoryview) -> bool:
     """Whether the stored CRC-32C matches the bytes from attributes to the end of the batch."""
     if len(batch) < HEADER_SIZE:

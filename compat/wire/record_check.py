@@ -20,14 +20,15 @@ from __future__ import annotations
 from typing import Final
 
 from logwright.compat.wire.compression import MAX_DECOMPRESSED_BYTES, Compression, CompressionError, inflate
-from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader
+from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader, decode_records
 from logwright.compat.wire.record_walk import walk
 
 inflated_bytes = 0
 """Bytes of compressed records inflated by `check_records` since the process started: Produce gives way by it
 (`produce.INFLATED_PER_TURN`), since what a batch inflates to is known only once inflated."""
 
-__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordsRefused", "TimestampBounds", "check_records"]
+__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordsRefused", "TimestampBounds", "check_records",
+           "record_errors"]
 
 CORRUPT: Final = "corrupt"
 INVALID_RECORD: Final = "invalid record"
@@ -84,3 +85,22 @@ def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBo
         raise RecordsRefused(INVALID_TIMESTAMP, (
             f"Timestamp {walked.timestamp} of message with offset {header.base_offset + walked.timestamp_at} is out "
             f"of range. The timestamp should be within [{timestamps.earliest}, {timestamps.latest}]"))
+
+
+def record_errors(batch: memoryview | bytes, timestamps: TimestampBounds | None, compacted_partition: str | None
+                  ) -> list[tuple[int, str]]:
+    """Every record of a refused batch that Kafka's LogValidator lists in the answer's ``record_errors``, as (its
+    index in the batch, why): on a compacted partition (``compacted_partition``, "topic-index") a record without a
+    key, else one whose timestamp is outside ``timestamps``, each record's first fault as Kafka checks them. Read on
+    the refusal path only (`check_records` stops at the first fault); the batch's records inflate within the bound
+    its check already met."""
+    errors = []
+    for position, record in enumerate(decode_records(batch)):
+        if compacted_partition is not None and record.key is None:
+            errors.append((position, f"Compacted topic cannot accept message without key in topic partition "
+                                     f"{compacted_partition}"))
+        elif timestamps is not None and not timestamps.earliest <= record.timestamp <= timestamps.latest:
+            errors.append((position, f"Timestamp {record.timestamp} of message with offset {record.offset} is out of "
+                                     f"range. The timestamp should be within [{timestamps.earliest}, "
+                                     f"{timestamps.latest}]"))
+    return errors
