@@ -1,7 +1,9 @@
 """DescribeCluster (key 60), versions 0-2: one broker, which is also the controller.
 
 The cluster id is the broker's ``cluster_id`` setting. v1 asks for broker (1) or controller (2)
-endpoints: this node is both, so both get the same answer; other types are UNSUPPORTED_ENDPOINT_TYPE.
+endpoints: this node is both, so both get the same answer (Kafka's broker listener refuses controller requests
+with MISMATCHED_ENDPOINT_TYPE; logwright's one listener serves both); other types are UNSUPPORTED_ENDPOINT_TYPE,
+answered as the broker listener's type (1), as Kafka does.
 v2 may include fenced brokers; this one never is. ``include_cluster_authorized_operations`` reports every cluster
 operation (`authorized_operations`).
 """
@@ -36,8 +38,8 @@ async def handle(context: RequestContext, request: DescribeClusterRequest) -> An
     if endpoint_type not in ENDPOINT_TYPES:
         return make(module.DescribeClusterResponse, throttle_time=datetime.timedelta(0),
                     error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-                    error_message=f"endpoint type {endpoint_type} is unknown: 1 asks for brokers, 2 for controllers",
-                    endpoint_type=endpoint_type, cluster_id=settings.cluster_id, controller_id=-1, brokers=())
+                    error_message=f"Unsupported endpoint type {endpoint_type}",
+                    endpoint_type=1, cluster_id=settings.cluster_id, controller_id=-1, brokers=())  # the listener's
     operations = authorized_operations.reported(request.include_cluster_authorized_operations,
                                                 authorized_operations.CLUSTER)
     return make(

@@ -4,8 +4,8 @@ Every known key is listed with its effective value (defaults included) unless th
 subset; v1+ carry the config source and, when asked, the synonyms (the chain of values the effective
 one overrides, most specific first); v3+ add the value type and, when asked, the documentation. A
 GROUP resource need not exist. A BROKER resource is this broker's id, or "" for the cluster-wide
-dynamic defaults (only the keys set there, as Kafka lists them). v0 is not in kio and no target client
-needs it.
+dynamic defaults (only the keys set there, as Kafka lists them). A BROKER_LOGGER resource (this broker's id) lists
+the broker's loggers and their levels (`broker_loggers`). v0 is not in kio and no target client needs it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import broker_loggers
 from logwright.compat.errors import ErrorCode, KafkaError
-from logwright.compat.kafka.config_resources import DescribedConfig, describe, failure, resolve
+from logwright.compat.kafka.config_resources import ConfigSource, DescribedConfig, describe, failure, resolve
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import Slices
 from logwright.compat.wire.encoder import OnceAnswered
@@ -45,11 +46,15 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
         lambda entry: _entry(module, entry, include_synonyms, include_documentation))
 
     def described(resource: DescribeConfigsResource) -> Any:
-        code, message, entries = ErrorCode.NONE, None, []
+        code, message, entries = ErrorCode.NONE, "", []  # Kafka: "" when described
         try:
-            target = resolve(context.broker, int(resource.resource_type), resource.resource_name)
             keys = resource.configuration_keys
-            entries = describe(context.broker, target, frozenset(keys) if keys else None)
+            if int(resource.resource_type) == broker_loggers.BROKER_LOGGER:
+                broker_loggers.check_node(resource.resource_name, context.broker.node_id, altering=False)
+                entries = [_logger(name, level) for name, level in broker_loggers.levels(keys)]
+            else:
+                target = resolve(context.broker, int(resource.resource_type), resource.resource_name)
+                entries = describe(context.broker, target, frozenset(keys) if keys else None)
         except (KafkaError, DomainError) as error:
             code, message = failure(error)
         return make(
@@ -72,6 +77,11 @@ that need not exist, in a 17 KB request, held every client 313 ms and built a 15
 alike in many resources is now written once and shared)."""
 
 
+def _logger(name: str, level: str) -> DescribedConfig:
+    """A logger's entry as Kafka describes it: its effective level, no type, synonyms or documentation."""
+    return DescribedConfig(name, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, (), 0, "")
+
+
 def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_documentation: bool) -> Any:
     synonyms = tuple(
         make(module.DescribeConfigsSynonym, name=name, value=value, source=int(source))
@@ -80,7 +90,8 @@ def _entry(module: Any, entry: DescribedConfig, include_synonyms: bool, include_
     return make(
         module.DescribeConfigsResourceResult, name=entry.name, value=entry.value, read_only=entry.read_only,
         config_source=int(entry.source), is_sensitive=entry.sensitive, synonyms=synonyms,
-        config_type=entry.config_type, documentation=entry.documentation if include_documentation else None,
+        config_type=entry.config_type, documentation=entry.documentation if include_documentation or (
+            entry.source == ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG) else None,  # Kafka: "" for a logger
     )
 
 

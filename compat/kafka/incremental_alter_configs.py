@@ -1,6 +1,7 @@
 """IncrementalAlterConfigs (key 44), versions 0-1: SET, DELETE, APPEND and SUBTRACT per key.
 
-Works on TOPIC, BROKER and GROUP resources; APPEND and SUBTRACT apply to list-typed keys, starting from
+Works on TOPIC, BROKER and GROUP resources, and sets or resets the levels of the broker's loggers (BROKER_LOGGER,
+`broker_loggers`, no event); APPEND and SUBTRACT apply to list-typed keys, starting from
 the current value (the default when none is set). A GROUP resource may be configured before the group
 exists (share groups are set up this way). Each resource's changes are one `ConfigChanged` event,
 validated as a whole: one invalid key refuses the resource with INVALID_CONFIG naming it.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat import broker_loggers
 from logwright.compat.kafka.config_resources import alter_resources, alter_response
 from logwright.compat.registry import RequestContext, handler, response_module
 from logwright.core.config.config_changes import alter_incrementally
@@ -30,8 +32,14 @@ def _decide(registry: ConfigRegistry, kind: str, name: str, current: Mapping[str
     return alter_incrementally(registry, kind, name, current, operations)
 
 
+def _alter_loggers(resource: Any, validate_only: bool) -> None:
+    broker_loggers.alter([(entry.name, int(entry.config_operation), entry.value) for entry in resource.configs],
+                         validate_only)
+
+
 @handler(44, "IncrementalAlterConfigs", 0, 1)
 async def handle(context: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     module = response_module("incremental_alter_configs", context.api_version)
-    outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide)
+    outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide,
+                                     _alter_loggers)
     return alter_response(module, module.IncrementalAlterConfigsResponse, outcomes)

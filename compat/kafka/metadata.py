@@ -1,8 +1,10 @@
 """Metadata (key 3), versions 0-13: one broker, every partition led by it, topics auto-created on request.
 
-v0 treats an empty topic list as "all topics"; v1+ use null for that. v10+ carry topic ids, and a
-topic may be named by id alone. Auto-creation needs both the request's permission (v4+) and the
-broker's ``auto.create.topics.enable``; a name Kafka would refuse gets INVALID_TOPIC_EXCEPTION.
+v0 treats an empty topic list as "all topics"; v1+ use null for that. v10+ carry topic ids, and from v12 a
+topic may be named by id (a non-zero id names it, whatever name comes with it). Auto-creation needs both the
+request's permission (v4+) and the broker's ``auto.create.topics.enable``; a name Kafka would refuse gets
+INVALID_TOPIC_EXCEPTION, asked to create it or not. A topic auto-created is answered at once, where Kafka 4.4 answers
+UNKNOWN_TOPIC_OR_PARTITION until its controller has made it (clients ask again either way).
 ``__consumer_offsets`` is reported with ``is_internal`` (even while it does not exist, as Kafka does) and
 created with Kafka's partition count whenever the request allows auto-creation. A topic named more than once
 is answered once, as Kafka takes the names into a set (`_wanted`).
@@ -22,7 +24,7 @@ from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.errors import DomainError
-from logwright.core.log.catalog import TopicState
+from logwright.core.log.catalog import TopicState, validate_topic_name
 from logwright.core.log.internal_topics import is_internal_topic
 
 if TYPE_CHECKING:
@@ -55,6 +57,11 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     created = False
     for name, state in wanted:
         if state is not None or not isinstance(name, str):
+            continue
+        try:  # a name that cannot be a topic's is INVALID_TOPIC_EXCEPTION, asked to create it or not, as Kafka
+            validate_topic_name(name)
+        except DomainError as error:
+            errors[name] = error_code_for(error)
             continue
         if may_create and is_internal_topic(name):
             created = broker.ensure_consumer_offsets_topic() or created
@@ -109,7 +116,7 @@ def _wanted(broker: Broker, requested: Sequence[Any]) -> list[tuple[str | uuid.U
     for entry in requested:
         name: str | None = entry.name
         topic_id = entry.topic_id if _names_topic_id(entry) else None
-        if name is None and topic_id is not None and topic_id.int != 0:
+        if topic_id is not None and topic_id.int != 0:  # an id names the topic, whatever name comes with it
             state = broker.topic_by_id(topic_id)
             if state is None:
                 unknown_ids[topic_id] = None
