@@ -2,8 +2,12 @@
 
 Kafka 4's replacement for describing topics through Metadata. Topics are answered in name order (an
 empty request means every topic); ``response_partition_limit`` (at most 2000, Kafka's
-``max.request.partition.size.limit``) bounds the partitions of one answer, and ``next_cursor`` names
-the topic and partition the next page starts at. One broker leads every partition and is its only
+``max.request.partition.size.limit``; zero or less is one, as Kafka reads it) bounds the partitions of one answer,
+and ``next_cursor`` names the topic and partition the next page starts at. As Kafka 4.4: a name that cannot be a
+topic's is INVALID_TOPIC_EXCEPTION, an empty one fails the request (every topic UNKNOWN_SERVER_ERROR), and a cursor
+on a topic not asked for, or on a negative partition, is INVALID_REQUEST for every topic.
+
+One broker leads every partition and is its only
 replica, in sync; there are no eligible leader replicas (ELR) to report. Without an authorizer every
 topic operation is allowed.
 """
@@ -20,7 +24,8 @@ from logwright.compat import authorized_operations
 from logwright.compat.errors import ErrorCode
 from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.log.catalog import TopicState
+from logwright.core.errors import DomainError
+from logwright.core.log.catalog import TopicState, validate_topic_name
 from logwright.core.log.internal_topics import is_internal_topic
 
 if TYPE_CHECKING:
@@ -36,24 +41,29 @@ MAX_PARTITIONS = 2000
 async def handle(context: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_topic_partitions", context.api_version)
+    if any(not topic.name for topic in request.topics):  # Kafka fails the whole request on an empty name
+        return _refused(module, [str(topic.name) for topic in request.topics], ErrorCode.UNKNOWN_SERVER_ERROR)
     names: Sequence[str] = (sorted({str(topic.name) for topic in request.topics}) if request.topics
                             else broker.topic_names())  # sorted, kept between pages
     first_partition = 0
     if request.cursor is not None:
-        names = names[bisect_left(names, request.cursor.topic_name):]
-        first_partition = max(0, int(request.cursor.partition_index))
-    limit = int(request.response_partition_limit)
-    remaining = MAX_PARTITIONS if limit <= 0 else min(limit, MAX_PARTITIONS)
+        cursor_topic, first_partition = request.cursor.topic_name, int(request.cursor.partition_index)
+        if first_partition < 0 or (request.topics and cursor_topic not in names):
+            return _refused(module, list(names), ErrorCode.INVALID_REQUEST)  # a cursor the request cannot have
+        names = names[bisect_left(names, cursor_topic):]
+    remaining = max(1, min(int(request.response_partition_limit), MAX_PARTITIONS))  # Kafka: at least one
     topics: list[Any] = []
     next_cursor = None
     for position, name in enumerate(names):
         start = first_partition if request.cursor is not None and name == request.cursor.topic_name else 0
         state = broker.topic(name)
         if state is None:
-            topics.append(make(module.DescribeTopicPartitionsResponseTopic,
-                               error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=uuid.UUID(int=0),
-                               is_internal=is_internal_topic(name), partitions=(),
-                               topic_authorized_operations=authorized_operations.TOPIC))
+            try:
+                validate_topic_name(name)
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            except DomainError:
+                code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            topics.append(_missing(module, name, code))
             continue
         if remaining == 0:
             next_cursor = make(module.Cursor, topic_name=name, partition_index=start)
@@ -69,6 +79,18 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
             break
     return make(module.DescribeTopicPartitionsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics),
                 next_cursor=next_cursor)
+
+
+def _missing(module: Any, name: str, code: ErrorCode) -> Any:
+    return make(module.DescribeTopicPartitionsResponseTopic, error_code=code, name=name, topic_id=uuid.UUID(int=0),
+                is_internal=is_internal_topic(name), partitions=(),
+                topic_authorized_operations=authorized_operations.TOPIC)
+
+
+def _refused(module: Any, names: list[str], code: ErrorCode) -> Any:
+    """Every topic of a request Kafka refuses whole, with ``code`` and no partitions, and no cursor."""
+    return make(module.DescribeTopicPartitionsResponse, throttle_time=datetime.timedelta(0), next_cursor=None,
+                topics=tuple(_missing(module, name, code) for name in names))
 
 
 def _topic(module: Any, state: TopicState, indexes: range, node_id: int) -> Any:

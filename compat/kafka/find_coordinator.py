@@ -38,7 +38,7 @@ async def handle(context: RequestContext, request: FindCoordinatorRequest) -> An
         if broker.ensure_consumer_offsets_topic():
             await broker.durable()
     settings = broker.settings
-    code, message = ErrorCode.NONE, None
+    code, message = ErrorCode.NONE, "" if _batched(request) else "NONE"  # Kafka 4.4's, in either shape
     node_id, host, port = broker.node_id, settings.public_host, settings.public_port
     if key_type not in KNOWN_KEY_TYPES:
         code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"

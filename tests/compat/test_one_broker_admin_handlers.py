@@ -160,7 +160,7 @@ def test_topic_partitions_come_in_name_order_a_page_at_a_time(broker: Broker) ->
             break
         cursor = Cursor(topic_name=answer.next_cursor.topic_name, partition_index=answer.next_cursor.partition_index)
     assert pages == [[("a-two", [0, 1])], [("b-three", [0, 1])], [("b-three", [2]), ("c-one", [0])]]
-    whole = describe(broker, ("c-one", "missing", "a-two"), 0)
+    whole = describe(broker, ("c-one", "missing", "a-two"), 2000)
     assert [(t.name, t.error_code, len(t.partitions)) for t in whole.topics] == [
         ("a-two", ErrorCode.NONE, 2), ("c-one", ErrorCode.NONE, 1),
         ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0)]

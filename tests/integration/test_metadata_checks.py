@@ -1,6 +1,7 @@
-"""Metadata, DescribeCluster and DescribeConfigs details answered as Apache Kafka 4.4 answers (``--against kafka``):
-a name that cannot be a topic's, a topic named by id (the id wins over a name beside it), an endpoint type that does
-not exist, the message of a resource described.
+"""Metadata, DescribeTopicPartitions, DescribeCluster, DescribeConfigs and FindCoordinator details answered as Apache
+Kafka 4.4 answers (``--against kafka``): a name that cannot be a topic's, a topic named by id (the id wins over a
+name beside it), pages of partitions and the cursors Kafka refuses, an endpoint type that does not exist, the
+messages of a resource described and a coordinator found.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Any
 import pytest
 from kio.schema.describe_cluster.v1 import request as describe_cluster
 from kio.schema.describe_configs.v4 import request as describe_configs
+from kio.schema.describe_topic_partitions.v0 import request as describe_topic_partitions
+from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
+from kio.schema.find_coordinator.v4 import request as find_coordinator_v4
 from kio.schema.metadata.v12 import request as metadata
 from logwright.compat.registry import make
 
@@ -19,7 +23,8 @@ from .test_list_offsets_checks import two_partition_topic
 
 pytestmark = pytest.mark.differential
 
-NONE, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID, UNSUPPORTED_ENDPOINT_TYPE = 0, 17, 100, 115
+UNKNOWN_SERVER_ERROR, NONE, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST, UNKNOWN_TOPIC_ID = -1, 0, 17, 42, 100
+UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
 def topics(bootstrap: str, *named: tuple[str | None, uuid.UUID | None], create: bool = False) -> list[Any]:
@@ -71,3 +76,37 @@ def test_a_resource_described_carries_an_empty_message(bootstrap: str) -> None:
         include_documentation=False))
     assert [(int(r.error_code), r.error_message, [c.name for c in r.configs]) for r in answer.results] == [
         (NONE, "", ["retention.ms"]), (NONE, "", ["consumer.session.timeout.ms"])]
+
+
+def describe_partitions(bootstrap: str, names: list[str], limit: int = 2000,
+                        cursor: tuple[str, int] | None = None) -> tuple[list[tuple[str, int, list[int]]], Any]:
+    (answer,) = ask(bootstrap, make(
+        describe_topic_partitions.DescribeTopicPartitionsRequest,
+        topics=tuple(make(describe_topic_partitions.TopicRequest, name=name) for name in names),
+        response_partition_limit=limit,
+        cursor=make(describe_topic_partitions.Cursor, topic_name=cursor[0], partition_index=cursor[1])
+        if cursor else None))
+    found = [(t.name, int(t.error_code), [int(p.partition_index) for p in t.partitions]) for t in answer.topics]
+    cursor_back = answer.next_cursor
+    return found, (cursor_back.topic_name, int(cursor_back.partition_index)) if cursor_back is not None else None
+
+
+def test_topic_partitions_pages_and_what_kafka_refuses(bootstrap: str) -> None:
+    first = two_partition_topic(bootstrap, "metadata-checks-a", ())
+    second = two_partition_topic(bootstrap, "metadata-checks-b", ())
+    assert describe_partitions(bootstrap, [first, second], 0) == ([(first, NONE, [0])], (first, 1))  # at least one
+    assert describe_partitions(bootstrap, [first, second], -5, (first, 1)) == ([(first, NONE, [1])], (second, 0))
+    assert describe_partitions(bootstrap, [first, second], 3, (second, 0)) == ([(second, NONE, [0, 1])], None)
+    assert describe_partitions(bootstrap, ["bad name!"]) == ([("bad name!", INVALID_TOPIC_EXCEPTION, [])], None)
+    assert describe_partitions(bootstrap, [""]) == ([("", UNKNOWN_SERVER_ERROR, [])], None)
+    assert describe_partitions(bootstrap, [second], 5, (first, 0)) == ([(second, INVALID_REQUEST, [])], None)
+    assert describe_partitions(bootstrap, [first, second], 5, (first, -1)) == (
+        [(first, INVALID_REQUEST, []), (second, INVALID_REQUEST, [])], None)
+
+
+def test_a_coordinator_found_carries_kafkas_message(bootstrap: str) -> None:
+    (batched, single) = ask(
+        bootstrap, make(find_coordinator_v4.FindCoordinatorRequest, key_type=0, coordinator_keys=("metadata-checks",)),
+        make(find_coordinator_v3.FindCoordinatorRequest, key_type=1, key="metadata-checks"))
+    assert [(int(c.error_code), c.error_message) for c in batched.coordinators] == [(NONE, "")]
+    assert (int(single.error_code), single.error_message) == (NONE, "NONE")
