@@ -5,7 +5,11 @@ Kafka's segment reads), up to the high watermark, which moves only when records 
 first batch is always returned whole even above ``max_bytes`` (KIP-74), so a large batch never
 stalls a consumer; ``max_bytes`` is capped by the broker's ``fetch.max.bytes``. Long polls wait for a
 commit that appends records to a partition they asked for, up to ``max_wait``. v13+ name
-topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests.
+topics by id. Fetch sessions (KIP-227) are not kept: session id 0 tells clients to send full requests, and an
+incremental fetch (a session epoch other than 0 and -1) is FETCH_SESSION_ID_NOT_FOUND, as Kafka answers one for a
+session it does not have. ``max_bytes`` and ``partition_max_bytes`` are read as Kafka reads them: the answer's first
+batch comes whole even when either is 0, and a negative one fails the partition it would read (UNKNOWN_SERVER_ERROR);
+a negative ``max_bytes`` holds for the first partition asked only.
 A partition named more than once is read and answered once, as Kafka 4.4 does (`_asked`); one whose
 current leader epoch (v9+) is not the partition's is refused (`leader_epochs`).
 
@@ -50,6 +54,10 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     turn sooner, and a consumer keeps one Fetch in flight, so under a busy loop each turn it waits is a turn its
     reads stop. A long poll hands itself to a task before it waits (`asyncio.timeout` needs one)."""
     broker = context.broker
+    if _names_session(request) and int(request.session_epoch) not in (FULL_SESSION_EPOCH, NO_SESSION_EPOCH):
+        module = response_module("fetch", context.api_version)  # an incremental fetch of a session never opened
+        return make(module.FetchResponse, throttle_time=datetime.timedelta(0), session_id=0, responses=(),
+                    error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     if int(request.isolation_level) not in (0, 1) and any(
             topic.state is not None and 0 <= index < len(topic.state.partition_ids)
             for (_, index), (topic, _) in _asked(broker, request).items()):
@@ -82,6 +90,20 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             for name, topic_id, partitions in topics
         ),
     )
+
+
+FULL_SESSION_EPOCH, NO_SESSION_EPOCH = 0, -1
+"""The session epochs of a full fetch (KIP-227): one that would open a session (logwright opens none: session id 0
+tells the client so) and one without. Any other is an incremental fetch of a session, which this broker never
+opened: FETCH_SESSION_ID_NOT_FOUND, as Kafka answers a session it does not have."""
+
+
+def _names_session(request: FetchRequest) -> TypeIs[
+    v7.FetchRequest | v8.FetchRequest | v9.FetchRequest | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest
+    | v13.FetchRequest | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest
+]:
+    """v7+ carry a fetch session's id and epoch."""
+    return has_field(request, "session_epoch")
 
 
 def _refused(broker: Broker, version: int, request: FetchRequest, code: ErrorCode) -> Any:
@@ -189,7 +211,7 @@ async def _read(broker: Broker, version: int, request: FetchRequest
     As Kafka 4.4 answers: the partitions the broker has first, read in the order asked, then those of topic ids it
     does not know, then the other partitions it does not have (their offsets -1, aborted transactions empty), a
     topic's consecutive partitions under one entry."""
-    budget = min(max(int(request.max_bytes), 0), int(broker.broker_config("fetch.max.bytes")))
+    budget = min(int(request.max_bytes), int(broker.broker_config("fetch.max.bytes")))  # < 0: Kafka fails a read
     read_committed = int(request.isolation_level) == 1
     total = given_way_at = 0
     gave_way = False
@@ -199,7 +221,9 @@ async def _read(broker: Broker, version: int, request: FetchRequest
     unknown_ids: list[tuple[_Topic, PartitionAnswer]] = []
     unknown: list[tuple[_Topic, PartitionAnswer]] = []
     positions = broker.partition_positions
-    for (_, index), (topic, partition) in _asked(broker, request).items():
+    for position, ((_, index), (topic, partition)) in enumerate(_asked(broker, request).items()):
+        if position:  # a negative max_bytes is only the first partition's (Kafka's limit is at least 0 after it)
+            budget = max(budget, 0)
         state = topic.state
         if state is None or not 0 <= index < len(state.partition_ids):
             (unknown_ids if topic.missing_code == ErrorCode.UNKNOWN_TOPIC_ID else unknown).append(
@@ -220,8 +244,12 @@ async def _read(broker: Broker, version: int, request: FetchRequest
         end = stable if read_committed else high_watermark
         batches: list[bytes | FileRange] = []
         read_to = offset  # the aborted transactions listed are those overlapping what is read, as in Kafka
-        if offset < end and (limit := min(int(partition.partition_max_bytes),
-                                          budget if total else max(budget, 1))) > 0:
+        limit = min(int(partition.partition_max_bytes), budget)
+        if offset < end and limit < 0:  # Kafka's read of a negative size fails, alone
+            answered.append((topic, (index, ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1, -1, None, None)))
+            continue
+        if offset < end and (limit > 0 or not total):  # the answer's first batch comes whole, whatever the limits
+            limit = max(limit, 1)
             pieces = broker.store.read_batch_pieces(partition_id, offset, min(limit, READ_SLICE_BYTES),
                                                     end_offset=end - 1)
             if total and pieces and len(pieces[0]) > budget:

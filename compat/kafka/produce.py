@@ -37,7 +37,8 @@ from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
-from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
+from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire import record_check
 from logwright.compat.wire.compression import inflate
@@ -282,6 +283,7 @@ def _storage_failed(result: PartitionResult, error: StorageUnavailable) -> Parti
 
 
 def _partition_response(module: Any, index: int, result: PartitionResult) -> Any:
+    """One partition's answer; the records a refusal names go in ``record_errors`` from v8, which brought it."""
     append_time = (
         datetime.datetime.fromtimestamp(result.log_append_time / 1000, tz=datetime.UTC)
         if result.log_append_time >= 0 else None
@@ -289,9 +291,10 @@ def _partition_response(module: Any, index: int, result: PartitionResult) -> Any
     return make(module.PartitionProduceResponse, index=index, error_code=result.error_code,
                 base_offset=result.base_offset, log_append_time=append_time,
                 log_start_offset=result.log_start_offset, error_message=result.error_message,
-                record_errors=tuple(make(module.BatchIndexAndErrorMessage, batch_index=index,
+                record_errors=tuple(make(module.BatchIndexAndErrorMessage, batch_index=position,
                                          batch_index_error_message=message)
-                                    for index, message in result.record_errors))
+                                    for position, message in result.record_errors)
+                if result.record_errors and has_field(module.PartitionProduceResponse, "record_errors") else ())
 
 
 class Prepared(NamedTuple):
@@ -545,7 +548,8 @@ def stage_batch(
     )
     if append_time >= 0:
         data = with_log_append_time(data, append_time)
-    stored = StoredBatch(partition_id, event.base_offset, with_base_offset(data, event.base_offset))
+    stored = StoredBatch(partition_id, event.base_offset,  # stamped with the leader's epoch, as Kafka stores a batch
+                         with_base_offset(data, event.base_offset, PARTITION_LEADER_EPOCH))
     index_entries: list[tuple[bytes, bytes]] = []
     if max_timestamp > state.max_timestamp:
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib
 import struct
 import time
 import uuid
@@ -22,13 +23,13 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from crc32c import crc32c
 from kio.schema.delete_records.v2 import request as delete_records
-from kio.schema.produce.v9 import request as produce_v9
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 from logwright.compat.wire.compression import Compression
 from logwright.compat.wire.record_batch import Record, build_batch
 
 from .test_controller_timeouts import ask
+from .test_list_offsets_checks import list_offsets
 
 pytestmark = pytest.mark.differential
 
@@ -46,10 +47,16 @@ def _one(value: bytes = b"a", **options: Any) -> bytes:
     return build_batch([Record(0, _now(), None, value, ())], **options)
 
 
-def _topic(bootstrap: str, prefix: str, configs: dict[str, str] | None = None) -> str:
+def _topic(bootstrap: str, prefix: str, configs: dict[str, str] | None = None, partitions: int = 1) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, 1, 1, config=configs or {})])[name].result(TIMEOUT_S)
+    admin.create_topics([NewTopic(name, partitions, 1, config=configs or {})])[name].result(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:  # a fresh Kafka topic's partitions take a moment to be led by its broker
+        answers = list_offsets(bootstrap, name, [(partition, -1, -1) for partition in range(partitions)])
+        if all(code == NONE for _, code, *_ in answers):
+            break
+        time.sleep(0.05)
     return name
 
 
@@ -57,21 +64,23 @@ Answer = tuple[int, int, int, list[int], str | None]
 """Error, base offset, log start offset, the indexes ``record_errors`` names, the message."""
 
 
-def produce(bootstrap: str, topic: str, *records: bytes) -> list[Answer]:
-    """One Produce naming partition 0 once for each of ``records``, on a connection of its own."""
+def produce(bootstrap: str, topic: str, *records: bytes, version: int = 9, partition: int = 0) -> list[Answer]:
+    """One Produce naming ``partition`` once for each of ``records``, on a connection of its own."""
+    module: Any = importlib.import_module(f"kio.schema.produce.v{version}.request")
+
     async def exchange() -> Any:
         connection = await Connection.open(bootstrap, "produce-checks")
         try:
             return await connection.request(make(
-                produce_v9.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=10),
-                topic_data=(make(produce_v9.TopicProduceData, name=topic, partition_data=tuple(
-                    make(produce_v9.PartitionProduceData, index=0, records=data) for data in records)),)))
+                module.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=10),
+                topic_data=(make(module.TopicProduceData, name=topic, partition_data=tuple(
+                    make(module.PartitionProduceData, index=partition, records=data) for data in records)),)))
         finally:
             await connection.close()
 
     answer = asyncio.run(exchange())
-    return [(int(p.error_code), int(p.base_offset), int(p.log_start_offset),
-             [int(e.batch_index) for e in p.record_errors], p.error_message)
+    return [(int(p.error_code), int(p.base_offset), int(getattr(p, "log_start_offset", -1)),
+             [int(e.batch_index) for e in getattr(p, "record_errors", ())], getattr(p, "error_message", None))
             for t in answer.responses for p in t.partition_responses]
 
 
@@ -150,3 +159,14 @@ def test_a_partition_named_twice_appends_the_last_batch_once(bootstrap: str) -> 
     first, last = _one(b"first"), build_batch([Record(i, _now(), None, b"last", ()) for i in range(2)])
     assert codes(produce(bootstrap, topic, first, last)) == [(NONE, 0, 0, [])]
     assert codes(produce(bootstrap, topic, _one())) == [(NONE, 2, 0, [])]  # the two records of the last batch only
+
+
+@pytest.mark.parametrize("version", [3, 4, 7, 8])
+def test_versions_before_record_errors_answer_the_refusal_alone(bootstrap: str, version: int) -> None:
+    """Produce v3-7 carry no record_errors (a v3 refusal of a timestamp failed the handler: fuzzing, seed 238)."""
+    topic = _topic(bootstrap, "produce-checks-old", {"message.timestamp.before.max.ms": str(WINDOW_MS)})
+    batch = build_batch([Record(i, _now() - 5 * WINDOW_MS, None, b"v", ()) for i in range(2)])
+    ((code, base, start, indexes, _),) = produce(bootstrap, topic, batch, version=version)
+    assert (code, base, start if version >= 5 else -1, indexes) == (
+        INVALID_TIMESTAMP, -1, 0 if version >= 5 else -1, [0, 1] if version >= 8 else [])
+    assert codes(produce(bootstrap, topic, _one(), version=version))[0][:2] == (NONE, 0)
