@@ -402,7 +402,9 @@ _GROUP_KEYS = (
 
 def default_registry() -> ConfigRegistry:
     """The keys the core itself understands; plugins add theirs at start-up."""
+    from logwright.core.config.kafka_log_keys import KAFKA_LOG_TOPIC_KEYS  # noqa: PLC0415 - it builds on this module
+
     registry = ConfigRegistry()
-    for key in (*_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS):
+    for key in (*_TOPIC_KEYS, *KAFKA_LOG_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS):
         registry.register(key)
     return registry
