@@ -60,7 +60,8 @@ class RetentionSettings:
         """The topic's settings, or ``None`` when its ``cleanup.policy`` has no ``delete`` (compact only: Kafka
         applies no time or size retention). A topic's own ``retention.ms`` / ``retention.bytes`` win over the
         broker's ``log.retention.*`` (Kafka's synonyms); validated values only."""
-        if "delete" not in policies(effective("cleanup.policy") or "delete"):
+        policy = effective("cleanup.policy")
+        if "delete" not in policies(policy if policy is not None else "delete"):  # "": infinite retention
             return None
         own_ms = topic_override("retention.ms")
         retention_ms = int(own_ms) if own_ms is not None else broker_retention_ms(broker_config)

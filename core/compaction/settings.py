@@ -19,13 +19,15 @@ def policies(value: str) -> tuple[str, ...]:
 
 
 def cleanup_policy(value: str) -> str | None:
-    """Kafka's ``ValidList.in("compact", "delete")``: every entry one of them, at least one entry."""
-    entries = policies(value)
-    if not entries:
-        return "must list compact, delete or both"
+    """Kafka 4.4's ``ValidList.in("compact", "delete")`` over its LIST parsing: blank is the empty list, which keeps
+    every record (neither deleting nor compacting); otherwise every comma-separated entry, spaces around it dropped,
+    is exactly ``compact`` or ``delete`` (an empty entry or another case is refused)."""
+    if not value.strip():
+        return None
+    entries = [entry.strip() for entry in value.split(",")]
     unknown = [entry for entry in entries if entry not in POLICIES]
     if unknown:
-        return f"{', '.join(unknown)} is not one of compact, delete"
+        return f"{', '.join(map(repr, unknown))} is not one of compact, delete"
     return None
 
 

@@ -72,20 +72,24 @@ def alter_incrementally(
     overrides: Mapping[str, str],
     operations: Sequence[tuple[str, int, str | None]],
 ) -> ConfigChanged | None:
-    """Apply ``(name, op, value)`` operations to ``overrides``; raises on an invalid key, value or op."""
+    """Apply ``(name, op, value)`` operations to ``overrides``; raises on an invalid key, value or op, in Kafka's
+    order: a null value of anything but a DELETE first (INVALID_REQUEST), then an unknown key, which a DELETE
+    removes without a word (it is not there), as Kafka does."""
     _refuse_duplicates(resource_type, (name for name, _, _ in operations))
     changes: list[tuple[str, str | None]] = []
     for name, op, value in operations:
+        if value is None and op != AlterOp.DELETE:
+            raise InvalidRequest(f"Null value not supported for : {name}")
         key = registry.get(resource_type, name)
         if key is None:
+            if op == AlterOp.DELETE:
+                continue
             raise InvalidConfig(f"unknown {resource_type} config {name!r}")
         operation = _operation(op, name)
         if operation is AlterOp.DELETE:
             changes.append((name, None))
             continue
-        if value is None:
-            raise InvalidRequest(f"{operation.name} of {resource_type} config {name!r} needs a value; "
-                                 f"use DELETE to reset it to its default")
+        assert value is not None  # refused above
         if operation is AlterOp.SET:
             changes.append((name, value))
             continue
@@ -114,9 +118,8 @@ def replace_overrides(
     """Legacy AlterConfigs: ``entries`` become the whole override set; keys left out are reset."""
     _refuse_duplicates(resource_type, (name for name, _ in entries))
     for name, value in entries:
-        if value is None:
-            raise InvalidConfig(f"{resource_type} config {name!r} has a null value; leave the key out of an "
-                                f"AlterConfigs request to reset it to its default")
+        if value is None:  # INVALID_REQUEST, as Kafka; leaving the key out resets it
+            raise InvalidRequest(f"Null value not supported for : {name}")
     registry.validate(resource_type, entries)
     wanted = dict(entries)
     changes: list[tuple[str, str | None]] = [(name, None) for name in sorted(overrides) if name not in wanted]

@@ -70,6 +70,8 @@ def test_a_topic_override_wins_and_compact_alone_has_no_retention() -> None:
     assert RetentionSettings.read(own, {}.get, {"cleanup.policy": "compact"}.get) is None
     both = RetentionSettings.read({}.get, {}.get, {"cleanup.policy": "compact,delete"}.get)
     assert both is not None and both.retention_ms == 168 * 3_600_000
+    assert RetentionSettings.read(own, {}.get, {"cleanup.policy": ""}.get) is None  # empty: infinite retention
+    assert RetentionSettings.read(own, {}.get, {}.get) is not None  # unset: Kafka's default, delete
 
 
 def test_a_segment_goes_no_sooner_than_the_check_interval_after_its_newest_append() -> None:

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.alter_configs.v2 import request as legacy_alter_configs
 from kio.schema.create_topics.v7 import request as create_topics
 from kio.schema.describe_configs.v4 import request as describe_configs
 from kio.schema.incremental_alter_configs.v1 import request as alter_configs
@@ -21,7 +22,7 @@ from .test_list_offsets_checks import two_partition_topic
 
 pytestmark = pytest.mark.differential
 
-NONE, INVALID_CONFIG = 0, 40
+NONE, INVALID_CONFIG, INVALID_REQUEST = 0, 40, 42
 DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1
 BOOLEAN, INT, LONG, LIST = 1, 3, 5, 7
 SET, DELETE, APPEND = 0, 1, 2
@@ -115,3 +116,23 @@ def test_a_topic_created_with_them(bootstrap: str) -> None:
                                                       make(create_topics.CreatableTopicConfig, name="flush.ms",
                                                            value="-1"),)),)))
     assert int(refused.topics[0].error_code) == INVALID_CONFIG
+
+
+def test_cleanup_policy_values_and_what_a_change_may_leave_out(bootstrap: str) -> None:
+    """An empty cleanup.policy is Kafka 4.1+'s infinite retention (neither delete nor compact); entries are exact."""
+    topic = two_partition_topic(bootstrap, "topic-config-keys", ())
+    answers = {value: alter(bootstrap, topic, "cleanup.policy", SET, value)
+               for value in ("", " ", "compact", "delete, compact", ",", " , ", "compact,", ",delete", "Compact")}
+    assert answers == {"": NONE, " ": NONE, "compact": NONE, "delete, compact": NONE, ",": INVALID_CONFIG,
+                       " , ": INVALID_CONFIG, "compact,": INVALID_CONFIG, ",delete": INVALID_CONFIG,
+                       "Compact": INVALID_CONFIG}
+    assert alter(bootstrap, topic, "cleanup.policy", 3, "delete") == NONE  # SUBTRACT down to the empty list
+    assert alter(bootstrap, topic, "no.such.key", DELETE, None) == NONE  # nothing there: nothing to delete
+    assert alter(bootstrap, topic, "no.such.key", SET, "1") == INVALID_CONFIG
+    assert alter(bootstrap, topic, "no.such.key", 9, None) == INVALID_REQUEST  # a null value first
+    assert alter(bootstrap, topic, "retention.ms", SET, None) == INVALID_REQUEST
+    (legacy,) = ask(bootstrap, make(legacy_alter_configs.AlterConfigsRequest, validate_only=True, resources=(make(
+        legacy_alter_configs.AlterConfigsResource, resource_type=2, resource_name=topic, configs=(
+            make(legacy_alter_configs.AlterableConfig, name="retention.ms", value=None),)),)))
+    assert (int(legacy.responses[0].error_code), legacy.responses[0].error_message) == (
+        INVALID_REQUEST, "Null value not supported for : retention.ms")
