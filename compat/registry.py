@@ -36,6 +36,12 @@ class RequestContext:
     client_host: str
 
 
+class CloseConnection(Exception):  # noqa: N818 - it is an instruction to the server, not an error of the handler
+    """Raised by a handler whose request is answered by closing its connection, as Kafka answers an ``acks=0``
+    Produce that failed (the producer has no answer to read, so the closed connection tells it): the answers
+    before it are sent, the connection closes, nothing is logged as an error."""
+
+
 RequestT = TypeVar("RequestT")
 TypedHandler: TypeAlias = Callable[[RequestContext, RequestT], Awaitable[Any]]
 """A handler as its module writes it: ``request`` typed as the versions it serves (a union of kio classes for

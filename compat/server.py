@@ -47,7 +47,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.errors import error_code_for
 from logwright.compat.handlers import load_handlers
-from logwright.compat.registry import HandlerEntry, RequestContext
+from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
 from logwright.compat.turns import in_turns
 from logwright.compat.wire import record_walk
@@ -701,6 +701,8 @@ class Connection(asyncio.BufferedProtocol):
                 return await in_turns(encode_response_frame_in_steps(
                     context.api_key, context.api_version, context.correlation_id, response))
             return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
+        except CloseConnection as close:
+            raise Unanswerable(str(close)) from None
         except Exception as error:
             self._log_failure(entry, context)
             code = error_code_for(error)

@@ -8,7 +8,8 @@ producer sequence) and appended whole, or not at all, as Kafka does; a LogValida
 log start offset, and records refused one by one (timestamps, keys of a compacted topic) are named in
 ``record_errors`` with Kafka's messages (tests/integration/test_produce_checks.py runs on both).
 
-``acks=0`` gets no answer; ``acks=1`` and ``-1`` are
+``acks=0`` gets no answer, and when a partition of it fails its connection closes (`CloseConnection`), as Kafka
+tells such a producer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
 (there is one replica, so both mean the same); a request of more than `PARTITIONS_PER_TURN` partitions is
 validated, then staged and committed, that many at a time, other requests running in between. Topics with
@@ -38,7 +39,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
-from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.registry import CloseConnection, RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire import record_check
 from logwright.compat.wire.compression import inflate
@@ -189,6 +190,8 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
         elif every is not None and start + PARTITIONS_PER_TURN < len(every):
             await give_way()
     if acks == 0:
+        if any(result.error_code != ErrorCode.NONE for result in answered):
+            raise CloseConnection("an acks=0 produce request failed; as Kafka, the connection closes to say so")
         return None
     if context.api_version >= ABORTABLE_FROM_VERSION:
         answered = [result._replace(error_code=ErrorCode.TRANSACTION_ABORTABLE) if result.abortable else result

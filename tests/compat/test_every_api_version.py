@@ -21,7 +21,7 @@ from kio.index import load_request_schema
 from logwright.compat.broker import Broker
 from logwright.compat.handlers import KAFKA_APIS, load_handlers
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
-from logwright.compat.registry import RequestContext, response_module
+from logwright.compat.registry import CloseConnection, RequestContext, response_module
 from logwright.compat.wire.messages import encode_response
 from logwright.core.clock import ManualClock
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -87,7 +87,11 @@ def test_the_handler_answers_a_neutral_request_in_its_own_version(broker: Broker
                                                                    version: int) -> None:
     request = build(load_request_schema(api_key, version))
     context = RequestContext(broker, api_key, version, 7, "every-version", 1, "127.0.0.1")
-    response = asyncio.run(asyncio.wait_for(HANDLERS[api_key].handle(context, request), timeout=30))
+    try:
+        response = asyncio.run(asyncio.wait_for(HANDLERS[api_key].handle(context, request), timeout=30))
+    except CloseConnection:  # a neutral Produce is acks=0 and names a partition that is not there: Kafka closes
+        assert api_key == 0 and request.acks == 0
+        return
     if response is not None:
         assert encode_response(api_key, version, 7, response)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import importlib
+import socket
 import struct
 import time
 import uuid
@@ -22,10 +23,14 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from crc32c import crc32c
+from kio.schema.api_versions.v0 import request as api_versions_v0
 from kio.schema.delete_records.v2 import request as delete_records
+from kio.schema.produce.v9 import request as produce_v9
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 from logwright.compat.wire.compression import Compression
+from logwright.compat.wire.framing import encode_frame
+from logwright.compat.wire.messages import encode_request
 from logwright.compat.wire.record_batch import Record, build_batch
 
 from .test_controller_timeouts import ask
@@ -170,3 +175,30 @@ def test_versions_before_record_errors_answer_the_refusal_alone(bootstrap: str, 
     assert (code, base, start if version >= 5 else -1, indexes) == (
         INVALID_TIMESTAMP, -1, 0 if version >= 5 else -1, [0, 1] if version >= 8 else [])
     assert codes(produce(bootstrap, topic, _one(), version=version))[0][:2] == (NONE, 0)
+
+
+def _after_acks_0(bootstrap: str, topic: str, batch: bytes) -> str:
+    """Send an ``acks=0`` Produce of ``batch`` and then an ApiVersions on the same connection: what became of it."""
+    host, _, port = bootstrap.rpartition(":")
+    produce_frame = encode_request(make(
+        produce_v9.ProduceRequest, transactional_id=None, acks=0, timeout=datetime.timedelta(seconds=5),
+        topic_data=(make(produce_v9.TopicProduceData, name=topic, partition_data=(
+            make(produce_v9.PartitionProduceData, index=0, records=batch),)),)), 1, "produce-checks")
+    versions_frame = encode_request(api_versions_v0.ApiVersionsRequest(), 2, "produce-checks")
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        try:
+            connection.sendall(encode_frame(produce_frame))
+            time.sleep(0.3)
+            connection.sendall(encode_frame(versions_frame))
+            return "answered" if connection.recv(4) else "closed"
+        except (ConnectionError, TimeoutError):
+            return "closed"
+
+
+def test_a_failed_acks_0_produce_closes_its_connection(bootstrap: str) -> None:
+    """The producer has no answer to read: Kafka closes the connection to tell it, and so does logwright."""
+    topic = _topic(bootstrap, "produce-checks-acks0")
+    assert _after_acks_0(bootstrap, topic, _one()) == "answered"
+    assert _after_acks_0(bootstrap, f"produce-checks-none-{uuid.uuid4().hex[:8]}", _one()) == "closed"
+    assert _after_acks_0(bootstrap, topic, _one(base_offset=7)) == "closed"
+    assert codes(produce(bootstrap, topic, _one())) == [(NONE, 1, 0, [])]  # the first was written, only the first
