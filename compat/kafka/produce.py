@@ -62,6 +62,7 @@ from logwright.compat.wire.record_check import (
     RecordsRefused,
     TimestampBounds,
     check_records,
+    keyless_message,
     record_errors,
 )
 from logwright.core.compaction.settings import is_compacted
@@ -394,15 +395,18 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         except RecordsRefused as error:
             if error.kind == INVALID_TIMESTAMP:
                 where = f"{topic.name}-{index}" if compacted else None
-                return _records_refused(broker, partition_id, data, bounds, where)
+                return _records_refused(broker, partition_id, data, header, bounds, where,
+                                        (error.position, str(error)))
             return _validator_refusal(broker, partition_id, _REFUSED_RECORDS[error.kind], str(error))
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
         refused = _record_keys(batches)
         if isinstance(refused, PartitionResult):
             return refused
-        if isinstance(refused, memoryview):  # a record without a key
-            return _records_refused(broker, partition_id, refused, bounds, f"{topic.name}-{index}")
+        if isinstance(refused, Keyless):
+            where = f"{topic.name}-{index}"
+            return _records_refused(broker, partition_id, refused.data, parse_header(refused.data), bounds, where,
+                                    (refused.keys.index(None), keyless_message(where)), refused.keys.count(None))
         keys = refused
     return Prepared(topic, index, partition_id, batches, log_append_time, keys)
 
@@ -432,23 +436,39 @@ def _validator_refusal(broker: Broker, partition_id: int, code: ErrorCode, messa
                            error_message=message, record_errors=errors)
 
 
-def _records_refused(broker: Broker, partition_id: int, data: memoryview, bounds: TimestampBounds | None,
-                     compacted_partition: str | None) -> PartitionResult:
+LISTED_RECORDS_MAX = 10_000
+"""Records of a refused batch read one by one to name each refused record, as Kafka does; a larger batch names only
+the first (found by the check that refused it): a 64 MiB batch of tiny records decoded into objects grew the
+broker by hundreds of MiB it kept (hostile-values fuzzing, seed 239)."""
+
+
+class Keyless(NamedTuple):
+    """A batch of a compacted topic holding a record without a key, and its records' keys."""
+
+    data: memoryview
+    keys: list[bytes | None]
+
+
+def _records_refused(broker: Broker, partition_id: int, data: memoryview, header: BatchHeader,
+                     bounds: TimestampBounds | None, compacted_partition: str | None, first: tuple[int, str],
+                     keyless: int = 0) -> PartitionResult:
     """A batch with records Kafka refuses one by one (a timestamp out of bounds, no key on a compacted topic): each
-    is named in ``record_errors``; INVALID_TIMESTAMP if one is a timestamp's, else INVALID_RECORD, with Kafka's
-    messages."""
-    errors = tuple(record_errors(data, bounds, compacted_partition))
+    is named in ``record_errors`` (the ``first`` alone past `LISTED_RECORDS_MAX` records; ``keyless`` counts those
+    without a key then); INVALID_TIMESTAMP if one is a timestamp's, else INVALID_RECORD, with Kafka's messages."""
+    errors = tuple(record_errors(data, bounds, compacted_partition)) if header.record_count <= LISTED_RECORDS_MAX \
+        else (first,)
     if any(message.startswith("Timestamp ") for _, message in errors):
         return _validator_refusal(broker, partition_id, ErrorCode.INVALID_TIMESTAMP,
                                   "One or more records have been rejected due to invalid timestamp", errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message in errors[:3])
+    total = len(errors) if header.record_count <= LISTED_RECORDS_MAX else keyless
     return _validator_refusal(broker, partition_id, ErrorCode.INVALID_RECORD, (
-        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing the "
+        f"One or more records have been rejected due to {total} record errors in total, and only showing the "
         f"first three errors at most: [{shown}]"), errors)
 
 
 def _record_keys(batches: tuple[tuple[memoryview, BatchHeader], ...]
-                 ) -> PartitionResult | tuple[list[bytes | None], ...] | memoryview:
+                 ) -> PartitionResult | tuple[list[bytes | None], ...] | Keyless:
     """Each batch's record keys on a compacted topic, read once (deduplication by record key reuses them); the first
     batch holding a record without one, which Kafka's LogValidator refuses (`_records_refused` names them)."""
     keys = []
@@ -458,7 +478,7 @@ def _record_keys(batches: tuple[tuple[memoryview, BatchHeader], ...]
         except UnreadableRecords as error:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(error))
         if None in keys[-1]:
-            return data
+            return Keyless(data, keys[-1])
     return tuple(keys)
 
 

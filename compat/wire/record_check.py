@@ -28,7 +28,7 @@ inflated_bytes = 0
 (`produce.INFLATED_PER_TURN`), since what a batch inflates to is known only once inflated."""
 
 __all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordsRefused", "TimestampBounds", "check_records",
-           "record_errors"]
+           "keyless_message", "record_errors"]
 
 CORRUPT: Final = "corrupt"
 INVALID_RECORD: Final = "invalid record"
@@ -42,9 +42,11 @@ class RecordsRefused(ValueError):
     """A batch's records do not inflate (`CORRUPT`), do not read or break a rule Kafka's LogValidator enforces
     (`INVALID_RECORD`, `INVALID_TIMESTAMP`): ``kind`` says which."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, position: int = -1) -> None:
         super().__init__(message)
         self.kind = kind
+        self.position = position
+        """The index in the batch of the record refused (a timestamp), -1 when none is."""
 
 
 class TimestampBounds:
@@ -84,7 +86,8 @@ def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBo
     if walked.timestamp_at >= 0 and timestamps is not None:
         raise RecordsRefused(INVALID_TIMESTAMP, (
             f"Timestamp {walked.timestamp} of message with offset {header.base_offset + walked.timestamp_at} is out "
-            f"of range. The timestamp should be within [{timestamps.earliest}, {timestamps.latest}]"))
+            f"of range. The timestamp should be within [{timestamps.earliest}, {timestamps.latest}]"),
+            walked.timestamp_at)
 
 
 def record_errors(batch: memoryview | bytes, timestamps: TimestampBounds | None, compacted_partition: str | None
@@ -97,10 +100,14 @@ def record_errors(batch: memoryview | bytes, timestamps: TimestampBounds | None,
     errors = []
     for position, record in enumerate(decode_records(batch)):
         if compacted_partition is not None and record.key is None:
-            errors.append((position, f"Compacted topic cannot accept message without key in topic partition "
-                                     f"{compacted_partition}"))
+            errors.append((position, keyless_message(compacted_partition)))
         elif timestamps is not None and not timestamps.earliest <= record.timestamp <= timestamps.latest:
             errors.append((position, f"Timestamp {record.timestamp} of message with offset {record.offset} is out of "
                                      f"range. The timestamp should be within [{timestamps.earliest}, "
                                      f"{timestamps.latest}]"))
     return errors
+
+
+def keyless_message(partition: str) -> str:
+    """Kafka's record error for a record without a key on a compacted topic (``partition``: "topic-index")."""
+    return f"Compacted topic cannot accept message without key in topic partition {partition}"

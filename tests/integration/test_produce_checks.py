@@ -27,6 +27,7 @@ from kio.schema.api_versions.v0 import request as api_versions_v0
 from kio.schema.delete_records.v2 import request as delete_records
 from kio.schema.produce.v9 import request as produce_v9
 from logwright.client.connection import Connection
+from logwright.compat.kafka.produce import LISTED_RECORDS_MAX
 from logwright.compat.registry import make
 from logwright.compat.wire.compression import Compression
 from logwright.compat.wire.framing import encode_frame
@@ -202,3 +203,21 @@ def test_a_failed_acks_0_produce_closes_its_connection(bootstrap: str) -> None:
     assert _after_acks_0(bootstrap, f"produce-checks-none-{uuid.uuid4().hex[:8]}", _one()) == "closed"
     assert _after_acks_0(bootstrap, topic, _one(base_offset=7)) == "closed"
     assert codes(produce(bootstrap, topic, _one())) == [(NONE, 1, 0, [])]  # the first was written, only the first
+
+
+@pytest.mark.logwright_only
+def test_a_refused_batch_past_the_listing_bound_names_its_first_record(bootstrap: str) -> None:
+    """Past `LISTED_RECORDS_MAX` records only the first refused record is named (Kafka names every one): decoding a
+    hostile 64 MiB batch of tiny records into objects grew the broker by hundreds of MiB (fuzzing, seed 239)."""
+    topic = _topic(bootstrap, "produce-checks-listing", {"message.timestamp.before.max.ms": str(WINDOW_MS),
+                                                         "cleanup.policy": "compact"})
+    now = _now()
+    records = [Record(i, now if i != 3 else now - 5 * WINDOW_MS, b"k", b"", ()) for i in range(LISTED_RECORDS_MAX + 1)]
+    ((code, _, _, indexes, message),) = produce(bootstrap, topic, build_batch(records, compression=Compression.GZIP))
+    assert (code, indexes, message) == (
+        INVALID_TIMESTAMP, [3], "One or more records have been rejected due to invalid timestamp")
+    keyless = [Record(i, now, None if i % 2 else b"k", b"", ()) for i in range(LISTED_RECORDS_MAX + 1)]
+    ((code, _, _, indexes, message),) = produce(bootstrap, topic, build_batch(keyless, compression=Compression.GZIP))
+    assert (code, indexes) == (INVALID_RECORD, [1])
+    assert message is not None and message.startswith(
+        f"One or more records have been rejected due to {LISTED_RECORDS_MAX // 2} record errors in total")
