@@ -207,8 +207,8 @@ def test_a_failed_acks_0_produce_closes_its_connection(bootstrap: str) -> None:
 
 @pytest.mark.logwright_only
 def test_a_refused_batch_past_the_listing_bound_names_its_first_record(bootstrap: str) -> None:
-    """Past `LISTED_RECORDS_MAX` records only the first refused record is named (Kafka names every one): decoding a
-    hostile 64 MiB batch of tiny records into objects grew the broker by hundreds of MiB (fuzzing, seed 239)."""
+    """Past `LISTED_RECORDS_MAX` records only the first refused record is named (Kafka names every one): reading a
+    forged batch of millions of tiny records into objects would take seconds and hundreds of MiB."""
     topic = _topic(bootstrap, "produce-checks-listing", {"message.timestamp.before.max.ms": str(WINDOW_MS),
                                                          "cleanup.policy": "compact"})
     now = _now()
