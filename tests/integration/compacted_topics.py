@@ -70,9 +70,10 @@ def read_partition(bootstrap: str, topic: str, isolation: str = "read_uncommitte
         consumer.close()
 
 
-def max_timestamp(bootstrap: str, topic: str, read_committed: bool = False) -> tuple[int, int]:
-    """ListOffsets MAX_TIMESTAMP (-3, KIP-734) of partition 0: (timestamp, offset)."""
-    partition = TopicPartition(topic, 0)
+def max_timestamp(bootstrap: str, topic: str, read_committed: bool = False,
+                  partition_index: int = 0) -> tuple[int, int]:
+    """ListOffsets MAX_TIMESTAMP (-3, KIP-734) of one partition (0 unless told): (timestamp, offset)."""
+    partition = TopicPartition(topic, partition_index)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     found = admin.list_offsets({partition: OffsetSpec.max_timestamp()},
