@@ -82,6 +82,19 @@ DELAYED_PER_POP = 1_000
 """Held-back records one pop may pass over and park (bounds one `PopDelayed`)."""
 DECODED_BATCHES = 64
 """Decoded batches kept (a few per partition being popped)."""
+DECODED_BYTES = 32 * 2**20
+"""And at most this much of them (`decoded_size`), the newest kept whatever its size: a compressed batch of a few
+KiB may decode to 64 MiB (`compression.MAX_DECOMPRESSED_BYTES`), so 64 batches alone could have held 4 GiB (the
+hostile-values fuzz kept 40 MiB of 4 MiB values here, most of its seed 239's growth that was not the allocator)."""
+RECORD_OBJECT_BYTES = 200
+"""What a decoded record costs beside its key, value and headers (the object, its two ints and bytes headers)."""
+POP_MAX_BYTES = 4 * 2**20
+"""What one pop hands out at most, and one record (v0: keys, values and headers, `decoded_size`) or stored batch
+(compact) more, so a pop always makes progress: without it a pop of 32 records that a few KiB of zstd expand to
+8 MiB each (the hostile-values fuzz stores such records) would have built a 256 MiB answer, and 1,024 compact
+records may sit in 1,024 stored batches of 1 MiB. Kafka's Fetch has ``fetch.max.bytes`` and RocketMQ's store
+stops a pull at 256 KiB of messages (one at least); a pop answer here is one message, so this bound is
+logwright's own."""
 T = TypeVar("T")
 _SETTLING = (CheckpointAcked, PopDeadLettered, PopEntriesDropped)
 """Events that may empty a page (a union written inline would be built anew on every call)."""
@@ -91,6 +104,17 @@ _ADDING_OR_SETTLING = (CheckpointAcked, CheckpointCreated)
 def pop_coordinator(broker: Broker) -> PopCoordinator:
     """The broker's pop coordinator."""
     return broker.coordinators.pop
+
+
+@dataclass(slots=True)
+class PopBytes:
+    """What is left of one pop's `POP_MAX_BYTES`, shared by the partitions it visits."""
+
+    left: int = POP_MAX_BYTES
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +174,9 @@ class PopCoordinator:
         objects (the store replaces a row's object whenever an event changes it)."""
         self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...], int]] = {}
         """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
+        self._decoded_sizes: dict[tuple[int, int, int], int] = {}
+        self.decoded_bytes = 0
+        """What the decoded batches kept hold (`decoded_size`), bounded by `DECODED_BYTES` beside the newest."""
         self.slicer = BatchSlicer()
         """Cuts the stored batches a compact pop sends down to the records it hands out (walks kept per batch)."""
         self._available = asyncio.Event()
@@ -304,25 +331,27 @@ class PopCoordinator:
         """One pass over the topic's partitions, decided and staged without awaiting."""
         topic_id = uuid.UUID(bytes=bytes(topic.topic_id))
         popped: list[PoppedRecord] = []
+        room = PopBytes()
 
         def take(index: int, state: PopPartition, revived: Sequence[int], budget: int, held_room: int) -> int:
-            records, next_offset, held = self._read(state, revived, budget, held_room)
+            records, revived, next_offset, held = self._read(state, revived, budget, held_room, room)
             if held:
                 state = self._delay(state, held)
             popped.extend(self._checkpoint(state, index, topic_id, consumer, revived, records, next_offset,
                                            limits))
             return len(records) - len(revived)
 
-        self._pass(group, topic, limits, take)
+        self._pass(group, topic, limits, take, room)
         return popped
 
     def pop_batches_once(self, group: str, topic: TopicState, consumer: str, limits: PopLimits
                          ) -> list[PoppedPartition]:
         """`pop_once` in the compact form."""
         popped: list[PoppedPartition] = []
+        room = PopBytes()
 
         def take(index: int, state: PopPartition, revived: Sequence[int], budget: int, held_room: int) -> int:
-            offsets, batches, next_offset, held = self._read_offsets(state, revived, budget, held_room)
+            offsets, revived, batches, next_offset, held = self._read_offsets(state, revived, budget, held_room, room)
             if held:
                 state = self._delay(state, held)
             recorded = self._record_checkpoint(state, consumer, revived, offsets, next_offset, limits)
@@ -337,13 +366,14 @@ class PopCoordinator:
                                               tuple(batches.values())))
             return len(offsets) - len(revived)
 
-        self._pass(group, topic, limits, take)
+        self._pass(group, topic, limits, take, room)
         return popped
 
     def _pass(self, group: str, topic: TopicState, limits: PopLimits,
-              take: Callable[[int, PopPartition, Sequence[int], int, int], int]) -> None:
+              take: Callable[[int, PopPartition, Sequence[int], int, int], int], pop_bytes: PopBytes) -> None:
         """Visit the partitions (due revivals first, then from the rotating start), calling ``take(index, state,
-        revived offsets, budget for new records, room for held-back ones)``, which returns the new records taken.
+        revived offsets, budget for new records, room for held-back ones)``, which returns the new records taken,
+        until ``pop_bytes`` is spent (the revivals of the partitions not visited stay due for the next pop).
 
         A partition with nothing in flight is read from its head alone, and one with nothing due is passed over
         while its position is at the high watermark: a pop assembled and read every partition's table, 16-36 ms a
@@ -367,6 +397,8 @@ class PopCoordinator:
         start = self._rotation.get(rotation_key, 0)
         self._rotation[rotation_key] = start + 1
         for index in pop_commands.rotated(len(heads), start):
+            if pop_bytes.spent:
+                break
             state = tables.get(index)
             if state is None:
                 head = heads[index]
@@ -418,24 +450,30 @@ class PopCoordinator:
                                             self.broker.partition(pid).log_start_offset if earliest
                                             else self.broker.high_watermark(pid)) for pid in missing])
 
-    def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int
-              ) -> tuple[dict[int, Record], int, list[tuple[int, int]]]:
+    def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int, room: PopBytes
+              ) -> tuple[dict[int, Record], list[int], int, list[tuple[int, int]]]:
         """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset``, the
-        position after what was read, and the ``(offset, due_ms)`` passed over because a plugin holds them back
-        (delayed delivery: `_delay` parks them; the read stops when ``held_room`` would not fit another).
+        revived offsets read (those before ``room`` was spent), the position after what was read, and the
+        ``(offset, due_ms)`` passed over because a plugin holds them back (delayed delivery: `_delay` parks them;
+        the read stops when ``held_room`` would not fit another).
         Pops read committed data only, as RocketMQ hands out a transactional message once it is committed: up
         to the last stable offset, control batches and the batches of aborted transactions passed over."""
         partition_id = state.partition_id
         found: dict[int, Record] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
+        read: list[int] = []
         for offset in revived:
+            if room.spent:
+                break
+            read.append(offset)
             record = self._record_at(partition_id, offset) if offset >= log_start else None
             if record is not None:
                 found[offset] = record
+                room.left -= decoded_size((record,))
         next_offset, stable, aborted, hold = self._window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
-        while taken < budget and next_offset < stable and taken + len(held) < held_room:
+        while taken < budget and next_offset < stable and taken + len(held) < held_room and not room.spent:
             batch = self._batch_at(partition_id, next_offset, stable - 1)
             if batch is None:
                 break
@@ -447,17 +485,18 @@ class PopCoordinator:
                 due = hold.due(record.offset) if hold is not None else None
                 if due is not None and taken + len(held) >= held_room:
                     break
-                if taken >= budget:
+                if taken >= budget or room.spent:
                     break
                 next_offset = record.offset + 1
                 if due is not None:
                     held.append((record.offset, due))
                     continue
                 found[record.offset] = record
+                room.left -= decoded_size((record,))
                 taken += 1
-            if taken < budget and taken + len(held) < held_room:
+            if taken < budget and taken + len(held) < held_room and not room.spent:
                 next_offset = max(next_offset, last + 1)
-        return found, next_offset, held
+        return found, read, next_offset, held
 
     def _window(self, state: PopPartition, log_start: int
                 ) -> tuple[int, int, Sequence[tuple[int, int, int]], HeldDueTimes | None]:
@@ -496,10 +535,19 @@ class PopCoordinator:
             records = () if header.is_control else tuple(decode_records(batch))
             cached = (header.base_offset + header.last_offset_delta, records,
                       header.producer_id if header.is_transactional else -1)
-            self._decoded[key] = cached
-            while len(self._decoded) > DECODED_BATCHES:
-                del self._decoded[next(iter(self._decoded))]
+            self._keep_decoded(key, cached)
         return cached
+
+    def _keep_decoded(self, key: tuple[int, int, int], decoded: tuple[int, tuple[Record, ...], int]) -> None:
+        """Remember a decoded batch, forgetting the oldest beyond `DECODED_BATCHES` or `DECODED_BYTES`."""
+        size = decoded_size(decoded[1])
+        self._decoded[key] = decoded
+        self._decoded_sizes[key] = size
+        self.decoded_bytes += size
+        while len(self._decoded) > 1 and (len(self._decoded) > DECODED_BATCHES or self.decoded_bytes > DECODED_BYTES):
+            oldest = next(iter(self._decoded))
+            del self._decoded[oldest]
+            self.decoded_bytes -= self._decoded_sizes.pop(oldest)
 
     def _record_at(self, partition_id: int, offset: int) -> Record | None:
         """The data record at ``offset`` (revived records are read again from their partition, by reference)."""
@@ -508,24 +556,31 @@ class PopCoordinator:
             return None
         return next((record for record in batch[1] if record.offset == offset), None)
 
-    def _read_offsets(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int
-                      ) -> tuple[list[int], dict[int, bytes], int, list[tuple[int, int]]]:
-        """`_read` in the compact form: the offsets handed out, the stored batches holding them (by base offset),
-        the position after what was read and the held-back ``(offset, due_ms)``. Offsets come from the batch
-        headers; only a batch with gaps (compaction) is decoded to learn which offsets it holds."""
+    def _read_offsets(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int,
+                      room: PopBytes) -> tuple[list[int], list[int], dict[int, bytes], int, list[tuple[int, int]]]:
+        """`_read` in the compact form: the offsets handed out, the revived offsets read, the stored batches holding
+        them (by base offset; each costs ``room`` its size once), the position after what was read and the
+        held-back ``(offset, due_ms)``. Offsets come from the batch headers; only a batch with gaps (compaction) is
+        decoded to learn which offsets it holds."""
         partition_id = state.partition_id
         found: list[int] = []
         batches: dict[int, bytes] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
+        read: list[int] = []
         for offset in revived:
+            if room.spent:
+                break
+            read.append(offset)
             stored = self._offsets_at(partition_id, offset, offset) if offset >= log_start else None
             if stored is not None and _holds(stored[2], offset):
                 found.append(offset)
-                batches[stored[0].base_offset] = stored[1]
+                if stored[0].base_offset not in batches:
+                    batches[stored[0].base_offset] = stored[1]
+                    room.left -= len(stored[1])
         next_offset, stable, aborted, hold = self._window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
-        while taken < budget and next_offset < stable and taken + len(held) < held_room:
+        while taken < budget and next_offset < stable and taken + len(held) < held_room and not room.spent:
             stored = self._offsets_at(partition_id, next_offset, stable - 1)
             if stored is None:
                 break
@@ -553,11 +608,12 @@ class PopCoordinator:
                         continue
                     found.append(offset)
                     taken += 1
-            if taken > before:
+            if taken > before and header.base_offset not in batches:
                 batches[header.base_offset] = batch
+                room.left -= len(batch)
             if taken < budget and taken + len(held) < held_room:
                 next_offset = max(next_offset, last + 1)
-        return found, batches, next_offset, held
+        return found, read, batches, next_offset, held
 
     def _offsets_at(self, partition_id: int, offset: int, end_offset: int
                     ) -> tuple[BatchHeader, bytes, Sequence[int]] | None:
@@ -883,3 +939,9 @@ def _aborted(aborted: Sequence[tuple[int, int, int]], producer_id: int, last: in
 
 def _offset_of(record: Record) -> int:
     return record.offset
+
+
+def decoded_size(records: Sequence[Record]) -> int:
+    """About what ``records`` hold in memory: their keys, values and headers, and `RECORD_OBJECT_BYTES` each."""
+    return sum(RECORD_OBJECT_BYTES + len(record.key or b"") + len(record.value or b"")
+               + sum(len(name) + len(value or b"") for name, value in record.headers) for record in records)
