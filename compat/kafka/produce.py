@@ -59,6 +59,7 @@ from logwright.compat.wire.record_check import (
     CORRUPT,
     INVALID_RECORD,
     INVALID_TIMESTAMP,
+    RecordError,
     RecordsRefused,
     TimestampBounds,
     check_records,
@@ -396,7 +397,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
             if error.kind == INVALID_TIMESTAMP:
                 where = f"{topic.name}-{index}" if compacted else None
                 return _records_refused(broker, partition_id, data, header, bounds, where,
-                                        (error.position, str(error)))
+                                        RecordError(error.position, str(error), INVALID_TIMESTAMP))
             return _validator_refusal(broker, partition_id, _REFUSED_RECORDS[error.kind], str(error))
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
@@ -406,7 +407,8 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         if isinstance(refused, Keyless):
             where = f"{topic.name}-{index}"
             return _records_refused(broker, partition_id, refused.data, parse_header(refused.data), bounds, where,
-                                    (refused.keys.index(None), keyless_message(where)), refused.keys.count(None))
+                                    RecordError(refused.keys.index(None), keyless_message(where), INVALID_RECORD),
+                                    refused.keys.count(None))
         keys = refused
     return Prepared(topic, index, partition_id, batches, log_append_time, keys)
 
@@ -450,14 +452,14 @@ class Keyless(NamedTuple):
 
 
 def _records_refused(broker: Broker, partition_id: int, data: memoryview, header: BatchHeader,
-                     bounds: TimestampBounds | None, compacted_partition: str | None, first: tuple[int, str],
+                     bounds: TimestampBounds | None, compacted_partition: str | None, first: RecordError,
                      keyless: int = 0) -> PartitionResult:
     """A batch with records Kafka refuses one by one (a timestamp out of bounds, no key on a compacted topic): each
     is named in ``record_errors`` (the ``first`` alone past `LISTED_RECORDS_MAX` records; ``keyless`` counts those
     without a key then); INVALID_TIMESTAMP if one is a timestamp's, else INVALID_RECORD, with Kafka's messages."""
-    errors = tuple(record_errors(data, bounds, compacted_partition)) if header.record_count <= LISTED_RECORDS_MAX \
-        else (first,)
-    if any(message.startswith("Timestamp ") for _, message in errors):
+    found = record_errors(data, bounds, compacted_partition) if header.record_count <= LISTED_RECORDS_MAX else [first]
+    errors = tuple((error.position, error.message) for error in found)
+    if any(error.kind == INVALID_TIMESTAMP for error in found):
         return _validator_refusal(broker, partition_id, ErrorCode.INVALID_TIMESTAMP,
                                   "One or more records have been rejected due to invalid timestamp", errors)
     shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message in errors[:3])

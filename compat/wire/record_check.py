@@ -17,7 +17,7 @@ and CRC checks; a compressed batch's records are inflated first by `compression.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NamedTuple
 
 from logwright.compat.wire.compression import MAX_DECOMPRESSED_BYTES, Compression, CompressionError, inflate
 from logwright.compat.wire.record_batch import HEADER_SIZE, BatchHeader, decode_records
@@ -27,8 +27,8 @@ inflated_bytes = 0
 """Bytes of compressed records inflated by `check_records` since the process started: Produce gives way by it
 (`produce.INFLATED_PER_TURN`), since what a batch inflates to is known only once inflated."""
 
-__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordsRefused", "TimestampBounds", "check_records",
-           "keyless_message", "record_errors"]
+__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordError", "RecordsRefused", "TimestampBounds",
+           "check_records", "keyless_message", "record_errors"]
 
 CORRUPT: Final = "corrupt"
 INVALID_RECORD: Final = "invalid record"
@@ -84,28 +84,41 @@ def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBo
         raise RecordsRefused(INVALID_RECORD, f"the record at position {walked.offset_at} of a compressed batch has "
                                              f"offset delta {walked.offset_delta}, not {walked.offset_at}")
     if walked.timestamp_at >= 0 and timestamps is not None:
-        raise RecordsRefused(INVALID_TIMESTAMP, (
-            f"Timestamp {walked.timestamp} of message with offset {header.base_offset + walked.timestamp_at} is out "
-            f"of range. The timestamp should be within [{timestamps.earliest}, {timestamps.latest}]"),
-            walked.timestamp_at)
+        raise RecordsRefused(INVALID_TIMESTAMP, timestamp_message(
+            walked.timestamp, header.base_offset + walked.timestamp_at, timestamps), walked.timestamp_at)
+
+
+class RecordError(NamedTuple):
+    """A refused record as Kafka's LogValidator names it: its position in the batch, why, and which check refused it
+    (INVALID_TIMESTAMP for a timestamp out of bounds, INVALID_RECORD for a record without a key on a compacted
+    topic), which decides the partition's error."""
+
+    position: int
+    message: str
+    kind: str
 
 
 def record_errors(batch: memoryview | bytes, timestamps: TimestampBounds | None, compacted_partition: str | None
-                  ) -> list[tuple[int, str]]:
-    """Every record of a refused batch that Kafka's LogValidator lists in the answer's ``record_errors``, as (its
-    index in the batch, why): on a compacted partition (``compacted_partition``, "topic-index") a record without a
-    key, else one whose timestamp is outside ``timestamps``, each record's first fault as Kafka checks them. Read on
-    the refusal path only (`check_records` stops at the first fault); the batch's records inflate within the bound
-    its check already met."""
+                  ) -> list[RecordError]:
+    """Every record of a refused batch that Kafka's LogValidator lists in the answer's ``record_errors``: on a
+    compacted partition (``compacted_partition``, "topic-index") a record without a key, else one whose timestamp is
+    outside ``timestamps``, each record's first fault as Kafka checks them. Read on the refusal path only
+    (`check_records` stops at the first fault); the batch's records inflate within the bound its check already
+    met."""
     errors = []
     for position, record in enumerate(decode_records(batch)):
         if compacted_partition is not None and record.key is None:
-            errors.append((position, keyless_message(compacted_partition)))
+            errors.append(RecordError(position, keyless_message(compacted_partition), INVALID_RECORD))
         elif timestamps is not None and not timestamps.earliest <= record.timestamp <= timestamps.latest:
-            errors.append((position, f"Timestamp {record.timestamp} of message with offset {record.offset} is out of "
-                                     f"range. The timestamp should be within [{timestamps.earliest}, "
-                                     f"{timestamps.latest}]"))
+            errors.append(RecordError(position, timestamp_message(record.timestamp, record.offset, timestamps),
+                                      INVALID_TIMESTAMP))
     return errors
+
+
+def timestamp_message(timestamp: int, offset: int, bounds: TimestampBounds) -> str:
+    """Kafka's record error for a timestamp outside ``message.timestamp.before/after.max.ms``."""
+    return (f"Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp should be within "
+            f"[{bounds.earliest}, {bounds.latest}]")
 
 
 def keyless_message(partition: str) -> str:
