@@ -469,7 +469,7 @@ class PopCoordinator:
             record = self._record_at(partition_id, offset) if offset >= log_start else None
             if record is not None:
                 found[offset] = record
-                room.left -= decoded_size((record,))
+                room.left -= record_size(record)
         next_offset, stable, aborted, hold = self._window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
@@ -492,7 +492,7 @@ class PopCoordinator:
                     held.append((record.offset, due))
                     continue
                 found[record.offset] = record
-                room.left -= decoded_size((record,))
+                room.left -= record_size(record)
                 taken += 1
             if taken < budget and taken + len(held) < held_room and not room.spent:
                 next_offset = max(next_offset, last + 1)
@@ -943,5 +943,12 @@ def _offset_of(record: Record) -> int:
 
 def decoded_size(records: Sequence[Record]) -> int:
     """About what ``records`` hold in memory: their keys, values and headers, and `RECORD_OBJECT_BYTES` each."""
-    return sum(RECORD_OBJECT_BYTES + len(record.key or b"") + len(record.value or b"")
-               + sum(len(name) + len(value or b"") for name, value in record.headers) for record in records)
+    return sum(map(record_size, records))
+
+
+def record_size(record: Record) -> int:
+    """`decoded_size` of one record (counted for each record a v0 pop hands out: 0.05 us, no generator)."""
+    size = RECORD_OBJECT_BYTES + len(record.key or b"") + len(record.value or b"")
+    if record.headers:
+        size += sum(len(name) + len(value or b"") for name, value in record.headers)
+    return size
