@@ -85,7 +85,7 @@ DECODED_BATCHES = 64
 DECODED_BYTES = 32 * 2**20
 """And at most this much of them (`decoded_size`), the newest kept whatever its size: a compressed batch of a few
 KiB may decode to 64 MiB (`compression.MAX_DECOMPRESSED_BYTES`), so 64 batches alone could have held 4 GiB (the
-hostile-values fuzz kept 40 MiB of 4 MiB values here, most of its seed 239's growth that was not the allocator)."""
+hostile-values fuzz, seed 239, had 40 MiB of 4 MiB values here by its 1,750th example)."""
 RECORD_OBJECT_BYTES = 200
 """What a decoded record costs beside its key, value and headers (the object, its two ints and bytes headers)."""
 POP_MAX_BYTES = 4 * 2**20
