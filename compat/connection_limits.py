@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from logwright.core.config.configs import parse_connection_overrides
+from logwright.core.config.configs import parse_connection_overrides, socket_buffer_bytes
+from logwright.core.errors import InvalidConfig
 
 IN_FLIGHT_PER_CONNECTION: Final = "logwright.max.in.flight.requests.per.connection"
 PARTIAL_FRAME_BUDGET: Final = "logwright.socket.partial.frame.budget.bytes"
@@ -30,12 +31,26 @@ class StartupLimits:
     partial_frame_budget: int
     idle_ms: int
     max_request_bytes: int
+    send_buffer_bytes: int
+    """SO_SNDBUF of each connection (``socket.send.buffer.bytes``); -1: the OS default, autotuned."""
+    receive_buffer_bytes: int
+    """SO_RCVBUF of the listening socket, inherited by its connections (``socket.receive.buffer.bytes``); -1: the OS
+    default."""
 
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> StartupLimits:
+        """Raises `InvalidConfig` for a socket buffer size that is neither -1 nor positive (Kafka would fail to
+        start, or fail every accept)."""
         names = (IN_FLIGHT_PER_CONNECTION, "queued.max.requests", "queued.max.request.bytes", PARTIAL_FRAME_BUDGET,
                  "connections.max.idle.ms", "socket.request.max.bytes")
-        return cls(*(int(broker_config(name)) for name in names))
+        buffers = []
+        for name in ("socket.send.buffer.bytes", "socket.receive.buffer.bytes"):
+            value = broker_config(name)
+            problem = socket_buffer_bytes(value)
+            if problem is not None:
+                raise InvalidConfig(f"invalid value {value!r} for broker config {name!r}: {problem}")
+            buffers.append(int(value))
+        return cls(*(int(broker_config(name)) for name in names), *buffers)
 
 
 class ConnectionQuotas:

@@ -40,6 +40,7 @@ import collections
 import itertools
 import logging
 import os
+import socket
 from collections.abc import Coroutine
 from typing import Any, cast
 
@@ -120,8 +121,13 @@ class KafkaServer:
         settings = self.broker.settings
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: Connection(self), settings.host, settings.port,
-                                                reuse_address=True)
+                                                reuse_address=True, start_serving=False)
         sockets: tuple[Any, ...] = tuple(self._server.sockets or ())
+        receive_buffer = self.quotas.limits.receive_buffer_bytes
+        if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
+            for listening in sockets:
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        await self._server.start_serving()
         if sockets and settings.port == 0:
             settings.port = sockets[0].getsockname()[1]
         self._idle_reaper = loop.create_task(self._close_idle_connections(), name="idle connections")
@@ -306,8 +312,26 @@ class Connection(asyncio.BufferedProtocol):
             transport.abort()
             return
         self._admitted = True
+        self._configure_socket(transport)
         transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
         self.server.connections.add(self)
+
+    def _configure_socket(self, transport: asyncio.Transport) -> None:
+        """What Kafka's acceptor sets on a connection (asyncio has set TCP_NODELAY): keep-alive, and SO_SNDBUF
+        from ``socket.send.buffer.bytes`` unless -1. Kafka's 100 KiB default matters to the CPU a consumer costs:
+        autotuned on loopback, the buffer grew to megabytes and the broker's kernel time per GB sent was 2-3x
+        (bench/results/session48.md). A connection already reset keeps its defaults; its reads will end it."""
+        connected = transport.get_extra_info("socket")
+        if connected is None:
+            return
+        try:
+            connected.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            send_buffer = self.server.quotas.limits.send_buffer_bytes
+            if send_buffer != -1:
+                connected.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        except OSError as error:
+            log.debug("connection %d from %s: socket options not set: %s", self.connection_id, self.client_host,
+                      error)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.decoder.get_buffer()
@@ -463,8 +487,8 @@ class Connection(asyncio.BufferedProtocol):
         where reading it into Python and writing it out copied every byte twice (a 1 MB-record consumer: the
         pread a fifth of the broker's samples). The transport holds nothing now (`_pump`), so the socket is
         written directly; what it does not take at once goes by the loop's sendfile, the pump waiting for it."""
-        socket = transport.get_extra_info("socket")
-        if socket is None:  # not a socket (an in-process transport): the bytes themselves
+        connected = transport.get_extra_info("socket")
+        if connected is None:  # not a socket (an in-process transport): the bytes themselves
             try:
                 data = piece.read()
             finally:
@@ -473,7 +497,7 @@ class Connection(asyncio.BufferedProtocol):
             transport.write(data)
             return
         try:
-            sent = os.sendfile(socket.fileno(), piece.fd, piece.offset, piece.length)
+            sent = os.sendfile(connected.fileno(), piece.fd, piece.offset, piece.length)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError as error:

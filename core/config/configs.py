@@ -99,6 +99,15 @@ def connection_overrides(value: str) -> str | None:
 _ISO_DURATION = re.compile(r"P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?", re.IGNORECASE)
 
 
+def socket_buffer_bytes(value: str) -> str | None:
+    """A socket buffer size: -1 for the operating system's default, else a positive number of bytes (Java's
+    ``setSendBufferSize`` refuses zero and below, so a Kafka broker given one fails at start or at every accept)."""
+    number = java_long(value)
+    if number is None:
+        return "must be an integer"
+    return None if number == -1 or number >= 1 else "must be -1 (the OS default) or a positive number of bytes"
+
+
 def share_auto_offset_reset(value: str) -> str | None:
     """KIP-932/KIP-1106: ``latest``, ``earliest`` or ``by_duration:`` and a non-negative ISO-8601 duration."""
     if value in ("latest", "earliest"):
@@ -255,6 +264,15 @@ _BROKER_KEYS = (
               "offsets are events).", "INT"),
     ConfigKey("socket.request.max.bytes", "broker", "104857600", long_at_least(1024),
               "Largest request frame accepted; larger ones close the connection.", "INT", read_only=True),
+    ConfigKey("socket.send.buffer.bytes", "broker", "102400", socket_buffer_bytes,
+              "SO_SNDBUF of each accepted connection (Linux doubles it, within net.core.wmem_max); -1 for the OS "
+              "default, which grows with the connection (autotuning).", "INT", read_only=True),
+    ConfigKey("socket.receive.buffer.bytes", "broker", "-1", socket_buffer_bytes,
+              "SO_RCVBUF of the listening socket, which its connections inherit (Linux doubles it, within "
+              "net.core.rmem_max); -1 for the OS default, which grows with the connection (autotuning). Kafka's "
+              "default is 102400; logwright's is -1: one event loop reads and handles, so while it handles a request "
+              "the kernel's buffer is where the next one waits, and at 100 KiB a producer of 1 MB records lost a "
+              "fifth or more of its MB/s.", "INT", read_only=True),
     ConfigKey("message.max.bytes", "broker", "1048588", long_at_least(0),
               "Largest record batch a producer may send, for topics without their own max.message.bytes.", "INT"),
     ConfigKey("fetch.max.bytes", "broker", "57671680", long_at_least(1024),

@@ -8,7 +8,8 @@ from logwright.compat.wire.framing import OWN_BUFFER_FROM, FrameDecoder
 from logwright.core.config.configs import connection_overrides, default_registry, parse_connection_overrides
 
 LIMITS = StartupLimits(in_flight_per_connection=8, queued_max_requests=2, queued_max_request_bytes=100,
-                       partial_frame_budget=1000, idle_ms=600_000, max_request_bytes=104_857_600)
+                       partial_frame_budget=1000, idle_ms=600_000, max_request_bytes=104_857_600,
+                       send_buffer_bytes=102_400, receive_buffer_bytes=102_400)
 
 
 def quotas(**configs: str) -> ConnectionQuotas:

@@ -96,6 +96,25 @@ def clock_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bro
 
 
 @pytest.fixture
+def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A broker of the test's own started with the broker configs of the test's parameter (``indirect=True``):
+    logwright, or Apache Kafka under ``--against kafka``."""
+    config: dict[str, str] = request.param
+    if against(request.config) == "kafka":
+        sys.path.append(str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(tmp_path / "kafka", config=config) as kafka:
+            yield kafka.bootstrap
+        return
+    process = BrokerProcess(tmp_path / "data", config=config).start()
+    try:
+        yield process.bootstrap
+    finally:
+        process.kill()
+
+
+@pytest.fixture
 def target(request: pytest.FixtureRequest) -> str:
     """Which broker the scenarios run on, for the few places where Kafka and logwright differ on purpose."""
     return against(request.config)

@@ -8,43 +8,19 @@ broker's values (compacted under ``log.cleanup.policy=compact``)."""
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
 from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
-from .broker_process import BrokerProcess
-from .conftest import BENCH, against
-
 STATIC = "STATIC_BROKER_CONFIG"
 DEFAULT = "DEFAULT_CONFIG"
 TOPIC = "DYNAMIC_TOPIC_CONFIG"
 MS_AND_HOURS = {"log.retention.ms": "120000", "log.retention.hours": "2", "log.retention.bytes": "1000000"}
 MINUTES_ONLY = {"log.retention.minutes": "60"}
-
-
-@pytest.fixture
-def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A broker of the test's own started with the broker configs of the test's parameter."""
-    config: dict[str, str] = request.param
-    if against(request.config) == "kafka":
-        sys.path.append(str(BENCH))
-        from kafka_peer import KafkaPeer
-
-        with KafkaPeer(tmp_path / "kafka", config=config) as kafka:
-            yield kafka.bootstrap
-        return
-    process = BrokerProcess(tmp_path / "data", config=config).start()
-    try:
-        yield process.bootstrap
-    finally:
-        process.kill()
 
 
 def described(bootstrap: str, topic_configs: dict[str, str], names: list[str] | None = None) -> dict[str, Any]:
