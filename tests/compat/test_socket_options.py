@@ -1,8 +1,8 @@
 """The socket options Kafka's acceptor sets, on real loopback sockets of an in-process server: SO_SNDBUF of each
 connection from ``socket.send.buffer.bytes``, SO_RCVBUF of the listening socket (inherited by its connections) from
 ``socket.receive.buffer.bytes`` (Kafka's default 100 KiB, logwright's -1), both left to the OS at -1, and
-keep-alive. Linux reports twice the size set; left to it, a loopback connection's send
-buffer is autotuned to megabytes as soon as it is accepted."""
+keep-alive. Linux reports twice the size set; left to it, a loopback connection's send buffer is autotuned to
+megabytes as soon as it is accepted."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     clock = ManualClock()
     store = RocksEventStore(tmp_path / "data", clock=clock)
     served = compose_broker(store, PluginHost.load(installed=False), clock=clock)
-    served.settings.host, served.settings.port = "127.0.0.1", 0
+    served.settings.host = "127.0.0.1"
     yield served
     served.coordinators.close()
     served.commit_now()
@@ -39,6 +39,7 @@ def accepted(broker: Broker) -> tuple[int, int, int, int]:
     socket's SO_RCVBUF."""
 
     async def run() -> tuple[int, int, int, int]:
+        broker.settings.port = 0  # a fresh port each time (the server writes back the one it bound)
         server = KafkaServer(broker)
         await server.start()
         try:
