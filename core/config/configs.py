@@ -105,7 +105,9 @@ def socket_buffer_bytes(value: str) -> str | None:
     number = java_long(value)
     if number is None:
         return "must be an integer"
-    return None if number == -1 or number >= 1 else "must be -1 (the OS default) or a positive number of bytes"
+    if number == -1 or 1 <= number <= _INT_MAX:
+        return None
+    return "must be -1 (the OS default) or a positive number of bytes that fits 32 bits"
 
 
 def share_auto_offset_reset(value: str) -> str | None:
