@@ -256,6 +256,7 @@ def test_a_large_answer_leaves_in_slices_uncopied_and_reading_waits_for_the_peer
         await settle()
         while len(transport.written) < size - 4 * 1024 * 1024:
             transport.peer_reads(1024 * 1024)
+            await asyncio.sleep(0)  # the next slices are handed over in the turn after resume_writing
             assert transport.largest_write <= 256 * 1024 and len(transport.buffer) <= 256 * 1024
         await settle()
         assert not transport.reading and server.quotas.requests_in_flight == 0, "read on with 4 MiB unsent"
@@ -306,6 +307,7 @@ def test_a_closed_connection_drops_its_unsent_answers_and_an_idle_one_that_does_
         assert lost.unsent_bytes > 9 * 1024 * 1024 and stalled.unsent_bytes > 9 * 1024 * 1024
         lost_transport.fail_writes = True  # the next send fails: connection_lost comes a turn later
         lost_transport.peer_reads(1024 * 1024)
+        await asyncio.sleep(0)  # the pump runs in the turn after resume_writing (`Connection.resume_writing`)
         assert lost.unsent_bytes == 0 and lost_transport.writes_after_close == 1, "wrote on to a lost socket"
         lost.connection_lost(ConnectionResetError())
         await settle()

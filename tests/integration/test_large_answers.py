@@ -1,6 +1,7 @@
 """A 50 MB Fetch answer to a peer that reads it slowly, over TCP: the broker holds the answer once (its stored
 batches, sent in slices straight from them, not copied into the transport's buffer), serves other clients
-meanwhile, and the reader gets every byte, in order, with the request behind it answered after."""
+meanwhile, and the reader gets every byte, in order, with the request behind it answered after; a reader that
+resets the connection under a sendfile ends that connection alone."""
 
 from __future__ import annotations
 
@@ -89,3 +90,29 @@ def test_batches_sent_from_their_files_reach_a_slow_reader_whole_and_in_order(
         values += [message.value() for message in consumer.consume(1000, 1.0) if message.error() is None]
     consumer.close()
     assert values == [b"x" * 1000] * 10_000
+
+
+def test_a_reader_reset_while_a_batch_file_is_sent_closes_its_connection_alone(
+        start_broker: Callable[..., BrokerProcess]) -> None:
+    """A client pipelines two Fetches answered from a batch file, reads none of either and resets the connection.
+    The first answer's rest is sent by the loop's sendfile meanwhile; the second, answered behind it, once started
+    the requests after it, which resumed reading under that sendfile, and asyncio's transport raised
+    InvalidStateError on the reset (logged as an error). The broker logs no error and serves on."""
+    broker = start_broker({})
+    topic = f"reset-{uuid.uuid4().hex[:8]}"
+    fill_topic(broker.bootstrap, topic, batches=20, records=100, record_bytes=1000)  # 2 MB: more than a send takes
+    broker.stop()
+    broker.start()  # read from the batch files, not from the tail cache
+    request = fetch_request(topic, 1536 * 1024, 1536 * 1024)
+    for _ in range(3):
+        with _connect(broker.bootstrap) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+            sock.sendall(encode_frame(encode_request(request, 1, "reset"))
+                         + encode_frame(encode_request(request, 2, "reset")))
+            time.sleep(0.3)  # the first answer part sent, the second queued behind it
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        time.sleep(0.2)
+        _broker_still_serves(broker.bootstrap)
+    log = broker.log_path.read_text(errors="replace")
+    errors = [line for line in log.splitlines() if " ERROR " in line or line.startswith("Traceback")]
+    assert not errors, f"the broker logged errors: {errors[:3]}"
