@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.wire.messages import decode_response, encode_response
 from logwright.compat.wiring import compose_broker
-from logwright.core.clock import Clock
+from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
@@ -19,6 +22,23 @@ def in_process_broker(store: RocksEventStore, settings: BrokerSettings | None = 
     """A broker over ``store`` with its coordinators, deciding with ``host`` (the built-in plugins by default);
     ``configs`` as `Broker` takes them (the core's keys by default, ``host.config_registry()`` for plugin keys)."""
     return compose_broker(store, host or PluginHost.load(installed=False), settings, configs, clock)
+
+
+@contextmanager
+def loopback_broker(data_dir: Path) -> Iterator[Broker]:
+    """A broker on a manual clock for a `KafkaServer` on 127.0.0.1 (port 0: the server writes back the one it
+    bound), closed as ``logwright serve`` closes it."""
+    clock = ManualClock()
+    store = RocksEventStore(data_dir, clock=clock)
+    served = in_process_broker(store, clock=clock)
+    served.settings.host = "127.0.0.1"
+    served.settings.port = 0
+    try:
+        yield served
+    finally:
+        served.coordinators.close()
+        served.commit_now()
+        store.close()
 
 
 def as_read(response: Any) -> Any:

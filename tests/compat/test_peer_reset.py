@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 from logwright.compat.broker import Broker
 from logwright.compat.server import Connection, KafkaServer
-from logwright.compat.wiring import compose_broker
-from logwright.core.clock import ManualClock
-from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import loopback_broker
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 5) + b"reset"
 PIPELINED = 3_000
@@ -27,15 +25,8 @@ PIPELINED = 3_000
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    clock = ManualClock()
-    store = RocksEventStore(tmp_path / "data", clock=clock)
-    served = compose_broker(store, PluginHost.load(installed=False), clock=clock)
-    served.settings.host = "127.0.0.1"
-    served.settings.port = 0
-    yield served
-    served.coordinators.close()
-    served.commit_now()
-    store.close()
+    with loopback_broker(tmp_path / "data") as served:
+        yield served
 
 
 def test_a_reset_landing_as_the_transport_resumes_writing_ends_the_connection_alone(

@@ -15,23 +15,15 @@ import pytest
 from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import StartupLimits
 from logwright.compat.server import Connection, KafkaServer
-from logwright.compat.wiring import compose_broker
-from logwright.core.clock import ManualClock
 from logwright.core.errors import InvalidConfig
-from logwright.eventstore.rocksdb import RocksEventStore
-from logwright.plugins.host import PluginHost
+
+from tests.compat.brokers import loopback_broker
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    clock = ManualClock()
-    store = RocksEventStore(tmp_path / "data", clock=clock)
-    served = compose_broker(store, PluginHost.load(installed=False), clock=clock)
-    served.settings.host = "127.0.0.1"
-    yield served
-    served.coordinators.close()
-    served.commit_now()
-    store.close()
+    with loopback_broker(tmp_path / "data") as served:
+        yield served
 
 
 def accepted(broker: Broker) -> tuple[int, int, int, int]:
