@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import importlib
+import time
 import uuid
 from typing import Any
 
@@ -37,6 +38,10 @@ def two_partition_topic(bootstrap: str, prefix: str, timestamps: tuple[int, ...]
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, 2, 1)])[name].result(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(admin.list_topics(name, TIMEOUT_S).topics[name].partitions) < 2:  # Kafka: until its cache has it
+        assert time.monotonic() < deadline, f"{name} was created but Metadata does not list it"
+        time.sleep(0.05)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
     for index, timestamp in enumerate(timestamps):
         producer.produce(name, value=b"%d" % index, partition=0, timestamp=timestamp)
