@@ -22,6 +22,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from logwright.compat.fetch_sessions import FetchSessionCache
 from logwright.compat.start_at_once import InTurnFuture
 from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.compat.wire.appended_batches import appended_batch
@@ -186,6 +187,9 @@ class Broker:
         self.catalog_version = 0
         """Moves whenever a topic or partition is created or deleted (staged or reloaded): what a reader keeping
         something derived from the topics (the consumer coordinator's `TopicCatalog`) checks."""
+        self.log_starts_version = 0
+        """Moves whenever a partition's log start offset may have moved (a `LogTruncated` staged or committed, a
+        reload): what a fetch session checks before it trusts the log starts it last answered (`compat.kafka.fetch`)."""
         self._catalog_changes: list[tuple[int, str | None]] = []
         """``(version, topic)`` of the latest moves of `catalog_version` (``None``: a reload), for
         `catalog_changes_since`."""
@@ -194,6 +198,9 @@ class Broker:
         self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
         """`topic_configs` and `admission_applies` by (a topic's overrides, the number of registered config keys)."""
         self._load_from_store()
+        self.fetch_sessions = FetchSessionCache(int(self.broker_config("max.incremental.fetch.session.cache.slots")))
+        """Incremental fetch sessions (KIP-227): kept in memory only, as Kafka keeps them; after a restart a client's
+        next incremental fetch is FETCH_SESSION_ID_NOT_FOUND and it starts over with a full one."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._load_from_store)
         self._coordinators = coordinators(self) if coordinators is not None else None
@@ -215,6 +222,7 @@ class Broker:
         self._topic_names_by_id = {state.topic_id: state.name for state in topics}
         self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
         self._catalog_changed(None)
+        self.log_starts_version += 1
 
     def _catalog_changed(self, topic: str | None) -> None:
         self.catalog_version += 1
@@ -358,6 +366,12 @@ class Broker:
     def high_watermark(self, partition_id: int) -> int:
         return self._high_watermarks.get(partition_id, 0)
 
+    @property
+    def high_watermarks(self) -> Mapping[int, int]:
+        """Every partition's high watermark but those of empty partitions never appended to (0): for a reader of
+        many partitions at once, a dict lookup each (`high_watermark` is a call each)."""
+        return self._high_watermarks
+
     def partition_positions(self, partition_id: int) -> tuple[int, int, int]:
         """The high watermark, last stable offset and log start offset of a partition the caller found in the catalog.
 
@@ -458,6 +472,8 @@ class Broker:
                 self._partition_ids.difference_update(event.partition_ids)
                 self._topic_names_by_id.pop(event.topic_id, None)  # as its catalog row goes (`topic_names`)
                 self._catalog_changed(event.topic)
+            elif isinstance(event, LogTruncated):
+                self.log_starts_version += 1
         self._schedule_commit()
         return sequence
 
@@ -775,8 +791,9 @@ class Broker:
                 self._topic_names_by_id.pop(event.topic_id, None)
                 for partition_id in event.partition_ids:
                     self._high_watermarks.pop(partition_id, None)
-            elif isinstance(event, LogTruncated):
+            elif isinstance(event, LogTruncated):  # staged here (`_append`) or by the store itself (`truncate`)
                 self._high_watermarks.setdefault(event.partition_id, event.log_start_offset)
+                self.log_starts_version += 1
             elif isinstance(event, ConfigChanged) and event.resource_type == "broker":
                 self._topic_configs.clear()  # topics inherit broker keys (log.cleanup.policy, ...)
         if appended and self._data_arrived is not None:

@@ -280,6 +280,9 @@ _BROKER_KEYS = (
     ConfigKey("fetch.max.bytes", "broker", "57671680", long_at_least(1024),
               "Most bytes one Fetch or ShareFetch answer carries, whatever the client asks (the first batch "
               "still goes whole, KIP-74).", "INT"),
+    ConfigKey("max.incremental.fetch.session.cache.slots", "broker", "1000", long_between(0, 2**31 - 1),
+              "Most incremental fetch sessions (KIP-227) kept at once; a full fetch that finds no slot is answered "
+              "without a session (compat/fetch_sessions.py).", "INT", read_only=True),
     ConfigKey("max.connections", "broker", "2147483647", long_at_least(0),
               "Most client connections open at once; a connection over it is closed right after accept.", "INT"),
     ConfigKey("max.connections.per.ip", "broker", "2147483647", long_at_least(0),

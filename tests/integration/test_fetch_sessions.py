@@ -1,0 +1,215 @@
+"""Incremental fetch sessions (KIP-227), answered as Apache Kafka 4.4 answers them (``--against kafka``).
+
+Raw Fetch v12 (topics by name) and v13 (by id) requests over a fresh connection each, as sessions outlive
+connections: a full fetch of epoch 0 opens a session, incremental fetches name only what changed and are answered
+only partitions with records, errors or moved offsets, in the session's order (a partition answered with records
+goes last); a duplicate epoch, a session never opened or closed, and a change of topic naming are refused.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.delete_records.v2 import request as delete_records
+from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.fetch.v13 import request as fetch_v13
+from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import Record, build_batch
+
+from .test_controller_timeouts import ZERO_UUID, ask, delete
+from .test_metadata_checks import topic_id
+from .test_produce_checks import _topic, codes, produce
+
+pytestmark = pytest.mark.differential
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE = 0, 3, 1
+FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR = 70, 71, 106
+BIG = 1_000_000
+
+
+@pytest.fixture
+def topic(bootstrap: str) -> str:
+    """Three partitions of two one-record batches each."""
+    name = _topic(bootstrap, "fetch-sessions", partitions=3)
+    for partition in range(3):
+        for _ in range(2):
+            append(bootstrap, name, partition)
+    return name
+
+
+def append(bootstrap: str, topic: str, partition: int) -> None:
+    batch = build_batch([Record(0, int(time.time() * 1000), None, b"value", ())])
+    assert codes(produce(bootstrap, topic, batch, partition=partition))[0][0] == NONE
+
+
+def fetch(bootstrap: str, topic: str | uuid.UUID, partitions: list[tuple[int, int]], session: tuple[int, int],
+          forgotten: tuple[int, ...] = (), wait_ms: int = 10, min_bytes: int = 0
+          ) -> tuple[int, int, list[tuple[int, int, int, int, int]]]:
+    """Fetch ``(partition, offset)`` of ``topic`` (v13 when it is a topic id, else v12) in ``session`` (id,
+    epoch), forgetting ``forgotten``: the answer's error, its session id and per partition (index, error, high
+    watermark, bytes of records, log start offset)."""
+    version = fetch_v13 if isinstance(topic, uuid.UUID) else fetch_v12
+    named: dict[str, Any] = {"topic_id": topic} if isinstance(topic, uuid.UUID) else {"topic": topic}
+    fields: dict[str, Any] = {"cluster_id": None} if version is fetch_v13 else {}
+    (answer,) = ask(bootstrap, make(
+        version.FetchRequest, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=min_bytes,
+        max_bytes=BIG, isolation_level=0, session_id=session[0], session_epoch=session[1], rack_id="", **fields,
+        forgotten_topics_data=(make(version.ForgottenTopic, partitions=forgotten, **named),) if forgotten else (),
+        topics=(make(version.FetchTopic, **named, partitions=tuple(
+            make(version.FetchPartition, partition=partition, current_leader_epoch=-1, fetch_offset=offset,
+                 last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=BIG)
+            for partition, offset in partitions)),) if partitions else ()))
+    found = [(int(p.partition_index), int(p.error_code), int(p.high_watermark), len(p.records or b""),
+              int(p.log_start_offset)) for t in answer.responses for p in t.partitions]
+    return int(answer.error_code), int(answer.session_id), found
+
+
+def indexes(found: list[tuple[int, int, int, int, int]]) -> list[tuple[int, int, int, bool]]:
+    """Per partition (index, error, high watermark, whether it carries records)."""
+    return [(index, error, high_watermark, size > 0) for index, error, high_watermark, size, _ in found]
+
+
+def test_an_incremental_fetch_is_answered_only_what_changed(bootstrap: str, topic: str) -> None:
+    error, session, found = fetch(bootstrap, topic, [(0, 0), (1, 2), (2, 2)], session=(0, 0))
+    assert (error, session != 0, indexes(found)) == (
+        NONE, True, [(0, NONE, 2, True), (1, NONE, 2, False), (2, NONE, 2, False)])
+    assert fetch(bootstrap, topic, [(0, 2)], session=(session, 1)) == (NONE, session, [])  # nothing moved
+    append(bootstrap, topic, 1)
+    error, answered, found = fetch(bootstrap, topic, [], session=(session, 2))
+    assert (error, answered, indexes(found)) == (NONE, session, [(1, NONE, 3, True)])
+    assert fetch(bootstrap, topic, [], session=(session, 2)) == (INVALID_FETCH_SESSION_EPOCH, 0, [])  # a duplicate
+    assert fetch(bootstrap, topic, [], session=(session, 4)) == (INVALID_FETCH_SESSION_EPOCH, 0, [])
+    error, answered, found = fetch(bootstrap, topic, [(1, 3), (2, 5)], session=(session, 3))
+    assert (error, answered, indexes(found)) == (NONE, session, [(2, OFFSET_OUT_OF_RANGE, -1, False)])
+    error, answered, found = fetch(bootstrap, topic, [(2, 2)], session=(session, 4))  # the error gone: answered
+    assert (error, answered, indexes(found)) == (NONE, session, [(2, NONE, 2, False)])
+    assert fetch(bootstrap, topic, [], session=(session, 5)) == (NONE, session, [])
+
+
+def test_a_partition_answered_with_records_goes_last(bootstrap: str, topic: str) -> None:
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2), (2, 2)], session=(0, 0))
+    append(bootstrap, topic, 0)
+    _, _, found = fetch(bootstrap, topic, [], session=(session, 1))
+    assert indexes(found) == [(0, NONE, 3, True)]
+    append(bootstrap, topic, 1)
+    _, _, found = fetch(bootstrap, topic, [], session=(session, 2))  # 0 asked from 2 still: records again
+    assert indexes(found) == [(1, NONE, 3, True), (0, NONE, 3, True)]
+    _, _, found = fetch(bootstrap, topic, [(0, 0), (2, 0)], session=(session, 3))
+    assert indexes(found) == [(2, NONE, 2, True), (1, NONE, 3, True), (0, NONE, 3, True)]
+
+
+def test_forgotten_partitions_leave_the_session_and_an_empty_one_closes(bootstrap: str, topic: str) -> None:
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2)], session=(0, 0))
+    append(bootstrap, topic, 0)
+    append(bootstrap, topic, 1)
+    error, answered, found = fetch(bootstrap, topic, [], session=(session, 1), forgotten=(0,))
+    assert (error, answered, indexes(found)) == (NONE, session, [(1, NONE, 3, True)])
+    error, answered, found = fetch(bootstrap, topic, [(2, 0)], session=(session, 2), forgotten=(1, 2))
+    assert (error, answered, indexes(found)) == (NONE, 0, [(2, NONE, 2, True)])  # left empty: answered without one
+    assert fetch(bootstrap, topic, [], session=(session, 3)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+
+
+def test_a_full_fetch_closes_the_session_it_names(bootstrap: str, topic: str) -> None:
+    _, first, _ = fetch(bootstrap, topic, [(0, 2)], session=(0, 0))
+    error, answered, found = fetch(bootstrap, topic, [(1, 2)], session=(first, -1))  # closed, none opened
+    assert (error, answered, indexes(found)) == (NONE, 0, [(1, NONE, 2, False)])
+    assert fetch(bootstrap, topic, [], session=(first, 1)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    _, second, _ = fetch(bootstrap, topic, [(0, 2)], session=(0, 0))
+    error, third, found = fetch(bootstrap, topic, [(2, 2)], session=(second, 0))  # closed, another opened
+    assert (error, third not in (0, second), indexes(found)) == (NONE, True, [(2, NONE, 2, False)])
+    assert fetch(bootstrap, topic, [], session=(second, 1)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    assert fetch(bootstrap, topic, [], session=(third, 1)) == (NONE, third, [])
+
+
+def test_a_log_start_moved_is_answered_though_nothing_else_moved(bootstrap: str, topic: str) -> None:
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2), (2, 2)], session=(0, 0))
+    assert fetch(bootstrap, topic, [], session=(session, 1)) == (NONE, session, [])
+    (answer,) = ask(bootstrap, make(delete_records.DeleteRecordsRequest, timeout=datetime.timedelta(seconds=5), topics=(
+        make(delete_records.DeleteRecordsTopic, name=topic, partitions=(
+            make(delete_records.DeleteRecordsPartition, partition_index=1, offset=1),)),)))
+    assert [int(p.error_code) for t in answer.topics for p in t.partitions] == [NONE]
+    assert fetch(bootstrap, topic, [], session=(session, 2)) == (NONE, session, [(1, NONE, 2, 0, 1)])
+    assert fetch(bootstrap, topic, [], session=(session, 3)) == (NONE, session, [])
+
+
+def test_a_long_poll_of_a_session_wakes_for_records_on_a_partition_it_did_not_name(bootstrap: str, topic: str) -> None:
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2), (2, 2)], session=(0, 0))
+    assert fetch(bootstrap, topic, [], session=(session, 1)) == (NONE, session, [])
+    timer = threading.Timer(0.5, append, (bootstrap, topic, 2))
+    timer.start()
+    started = time.monotonic()
+    try:
+        error, answered, found = fetch(bootstrap, topic, [], session=(session, 2), wait_ms=20_000, min_bytes=1)
+    finally:
+        timer.join()
+    assert (error, answered, indexes(found)) == (NONE, session, [(2, NONE, 3, True)])
+    assert time.monotonic() - started < 10
+
+
+def test_a_session_names_topics_as_it_began(bootstrap: str, topic: str) -> None:
+    topic_uuid = topic_id(bootstrap, topic)
+    _, by_name, _ = fetch(bootstrap, topic, [(0, 2)], session=(0, 0))
+    assert fetch(bootstrap, topic_uuid, [], session=(by_name, 1)) == (FETCH_SESSION_TOPIC_ID_ERROR, 0, [])
+    error, by_id, found = fetch(bootstrap, topic_uuid, [(0, 0), (1, 2)], session=(0, 0))
+    assert (error, by_id != 0, indexes(found)) == (NONE, True, [(0, NONE, 2, True), (1, NONE, 2, False)])
+    assert fetch(bootstrap, topic, [], session=(by_id, 1)) == (FETCH_SESSION_TOPIC_ID_ERROR, 0, [])
+    append(bootstrap, topic, 1)
+    error, answered, found = fetch(bootstrap, topic_uuid, [(0, 2)], session=(by_id, 1))
+    assert (error, answered, indexes(found)) == (NONE, by_id, [(1, NONE, 3, True)])
+
+
+def test_a_session_of_a_topic_deleted_answers_its_partitions_unknown(bootstrap: str) -> None:
+    name = _topic(bootstrap, f"fetch-sessions-gone-{uuid.uuid4().hex[:6]}", partitions=2)
+    append(bootstrap, name, 0)
+    _, session, _ = fetch(bootstrap, name, [(0, 1), (1, 0)], session=(0, 0))
+    assert delete(bootstrap, [(name, ZERO_UUID)], 30_000) == [(name, NONE)]
+    epoch, found = 1, []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # Kafka's metadata cache learns of the deletion a moment later
+        error, answered, found = fetch(bootstrap, name, [], session=(session, epoch))
+        assert (error, answered) == (NONE, session)
+        epoch += 1
+        if found:
+            break
+        time.sleep(0.1)
+    assert indexes(found) == [(0, UNKNOWN_TOPIC_OR_PARTITION, -1, False), (1, UNKNOWN_TOPIC_OR_PARTITION, -1, False)]
+
+
+def test_a_kafka_python_consumer_reads_every_record_once_through_its_session(bootstrap: str) -> None:
+    """kafka-python 3 opens a session with its first Fetch and then fetches incrementally: every record of 20
+    partitions, produced in three rounds while it reads, arrives once and in order, through one session."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    name = _topic(bootstrap, f"fetch-sessions-client-{uuid.uuid4().hex[:6]}", partitions=20)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100)
+    consumer.assign([TopicPartition(name, index) for index in range(20)])
+    consumer.seek_to_beginning()
+    seen: dict[int, list[int]] = {index: [] for index in range(20)}
+    session_ids: set[int] = set()
+    try:
+        for round_ in range(3):
+            for index in range(20):
+                for number in range(round_ * 5, round_ * 5 + 5 + index % 3):
+                    producer.send(name, value=b"%d" % number, partition=index)
+            producer.flush()
+            wanted = sum(len(range(round_ * 5, round_ * 5 + 5 + index % 3)) for index in range(20))
+            got, deadline = 0, time.monotonic() + 30
+            while got < wanted and time.monotonic() < deadline:
+                for partition, records in consumer.poll(timeout_ms=200).items():
+                    seen[partition.partition] += [int(record.value) for record in records]
+                    got += len(records)
+                session_ids |= {handler.next_metadata.session_id
+                                for handler in consumer._fetcher._session_handlers.values()}
+    finally:
+        consumer.close()
+        producer.close()
+    for index in range(20):
+        expected = [n for round_ in range(3) for n in range(round_ * 5, round_ * 5 + 5 + index % 3)]
+        assert seen[index] == expected, index
+    assert len(session_ids - {0}) == 1, session_ids
