@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,7 +51,7 @@ def produce(bootstrap: str, topic: str, records: int) -> tuple[float, float]:
                 "--command-property", "acks=all")
     found = _PRODUCED.findall(out)
     if not found or int(found[-1][0]) != records:
-        raise RuntimeError(f"ProducerPerformance: no summary for {records} records: {out[-400:]}")
+        raise RuntimeError(f"ProducerPerformance: no summary for {records} records: {out[-1500:]}")
     return float(found[-1][1]), float(found[-1][7])
 
 
@@ -71,23 +70,24 @@ def consume(bootstrap: str, topic: str, records: int) -> float:
     return float(row["fetch.nMsg.sec"])
 
 
-def measure(ctx: Context, peer: str) -> dict[str, float]:
-    broker = ctx.broker(peer)
-    records = ctx.size(*RECORDS)
-    gigabytes = records * RECORD_BYTES / 1e9
-    topic = create_topic(broker.bootstrap, "perf-tools", 1)
-    try:
-        cpu_0 = broker.cpu_seconds()
-        produced, p99 = produce(broker.bootstrap, topic, records)
-        cpu_1 = broker.cpu_seconds()
-        time.sleep(0)  # the consumer starts after every record is acknowledged (the tool waits for all sends)
-        consumed = consume(broker.bootstrap, topic, records)
-        cpu_2 = broker.cpu_seconds()
-    finally:
-        delete_topic(broker.bootstrap, topic)
-    return {"produce MB/s": produced * RECORD_BYTES / 1e6, "consume MB/s": consumed * RECORD_BYTES / 1e6,
-            "produce p99 ms": p99,
-            "produce CPU s/GB": (cpu_1 - cpu_0) / gigabytes, "consume CPU s/GB": (cpu_2 - cpu_1) / gigabytes}
+def measure_on(partitions: int) -> Callable[[Context, str], dict[str, float]]:
+    def measure(ctx: Context, peer: str) -> dict[str, float]:
+        broker = ctx.broker(peer)
+        records = ctx.size(*RECORDS)
+        gigabytes = records * RECORD_BYTES / 1e9
+        topic = create_topic(broker.bootstrap, "perf-tools", partitions)
+        try:
+            cpu_0 = broker.cpu_seconds()
+            produced, p99 = produce(broker.bootstrap, topic, records)
+            cpu_1 = broker.cpu_seconds()
+            consumed = consume(broker.bootstrap, topic, records)  # after every record is acknowledged
+            cpu_2 = broker.cpu_seconds()
+        finally:
+            delete_topic(broker.bootstrap, topic)
+        return {"produce MB/s": produced * RECORD_BYTES / 1e6, "consume MB/s": consumed * RECORD_BYTES / 1e6,
+                "produce p99 ms": p99,
+                "produce CPU s/GB": (cpu_1 - cpu_0) / gigabytes, "consume CPU s/GB": (cpu_2 - cpu_1) / gigabytes}
+    return measure
 
 
 def _metrics() -> tuple[Metric, ...]:
@@ -97,14 +97,19 @@ def _metrics() -> tuple[Metric, ...]:
             Metric("consume CPU s/GB", "s/GB", higher_is_better=False, target=0.5, decimals=2))
 
 
-_measure: Callable[[Context, str], dict[str, float]] = measure
+def _workload(partitions: int, smoke: bool) -> Workload:
+    return Workload(
+        f"Kafka perf tools: 512 B, {partitions:,} partition{'s' if partitions > 1 else ''}", _metrics(),
+        measure_on(partitions),
+        method=(f"kafka-tools 4.3.0's ProducerPerformance ({RECORDS[0]:,} x {RECORD_BYTES} B, "
+                f"{RECORDS[1]:,} in a quick run; --throughput -1, acks=all, the tool's other defaults) into a "
+                f"fresh topic of {partitions:,} partition{'s' if partitions > 1 else ''}, then ConsumerPerformance "
+                "in a fresh group (fetch.nMsg.sec: the group join left out); one JVM per tool (-Xmx512m). "
+                + ("The Java consumer fetches in an incremental fetch session (KIP-227) on both brokers: after the "
+                   "first Fetch it names only the partitions whose position moved. " if partitions > 1 else "")
+                + "Broker CPU seconds (user + system, all its threads: see the broker CPU line above) over each "
+                "tool's run per GB of values."),
+        warmup=True, warmup_scale=0.1, smoke=smoke)
 
-WORKLOADS = [
-    Workload("Kafka perf tools: 512 B, 1 partition", _metrics(), _measure,
-             method=(f"kafka-tools 4.3.0's ProducerPerformance ({RECORDS[0]:,} x {RECORD_BYTES} B, "
-                     f"{RECORDS[1]:,} in a quick run; --throughput -1, acks=all, the tool's other defaults) into a "
-                     "fresh one-partition topic, then ConsumerPerformance in a fresh group (fetch.nMsg.sec: the "
-                     "group join left out); one JVM per tool (-Xmx512m). Broker CPU seconds (user + system, all its "
-                     "threads: see the broker CPU line above) over each tool's run per GB of values."),
-             warmup=True, warmup_scale=0.1, smoke=True),
-]
+
+WORKLOADS = [_workload(1, smoke=True), _workload(1_000, smoke=False)]
