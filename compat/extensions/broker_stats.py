@@ -5,12 +5,16 @@ samples to see that connections, tasks and descriptors go back to where they wer
 (bench/soak.py), and what an operator asks when the process seems to grow.
 
 Request (msgpack map, may be empty). Response: ``error_code, error_message, now_ms, connections, tasks,
-tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds, python_blocks``. ``connections`` counts the
+tasks_by_coroutine: {qualified name: count}, rss_bytes, open_fds, python_blocks, fetch_sessions,
+fetch_session_partitions, fetch_session_evictions``. ``connections`` counts the
 server's open connections (accepted and not yet closed, `compat.server.KafkaServer.connections`); ``rss_bytes``
 and ``open_fds`` are nil where ``/proc`` is not there.
 ``python_blocks`` is the interpreter's count of allocated memory blocks (a count, not bytes: a 256 KiB buffer
 is one block): a steady count while RSS grows points away from leaked Python objects, towards RocksDB's
 memtables and caches or a few large buffers.
+``fetch_sessions``, ``fetch_session_partitions`` and ``fetch_session_evictions`` are Kafka's
+NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and the count behind
+IncrementalFetchSessionEvictionsPerSec (`compat.fetch_sessions`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ def open_descriptors() -> int | None:
 @extension(API_KEY, "LogwrightBrokerStats")
 async def handle(context: RequestContext, body: Body) -> Body:
     counts = task_counts()
+    sessions = context.broker.fetch_sessions
     return {"now_ms": context.broker.clock.now_ms(), "connections": len(context.broker.connections),
             "tasks": sum(counts.values()), "tasks_by_coroutine": dict(counts.most_common()),
-            "rss_bytes": resident_bytes(), "open_fds": open_descriptors(), "python_blocks": sys.getallocatedblocks()}
+            "rss_bytes": resident_bytes(), "open_fds": open_descriptors(), "python_blocks": sys.getallocatedblocks(),
+            "fetch_sessions": len(sessions.sessions), "fetch_session_partitions": sessions.partitions_cached,
+            "fetch_session_evictions": sessions.evictions}

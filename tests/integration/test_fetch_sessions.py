@@ -8,6 +8,7 @@ goes last); a duplicate epoch, a session never opened or closed, and a change of
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import threading
 import time
@@ -21,6 +22,7 @@ from kio.schema.fetch.v13 import request as fetch_v13
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import Record, build_batch
 
+from .broker_process import BrokerProcess
 from .test_controller_timeouts import ZERO_UUID, ask, delete
 from .test_metadata_checks import topic_id
 from .test_produce_checks import _topic, codes, produce
@@ -213,3 +215,66 @@ def test_a_kafka_python_consumer_reads_every_record_once_through_its_session(boo
         expected = [n for round_ in range(3) for n in range(round_ * 5, round_ * 5 + 5 + index % 3)]
         assert seen[index] == expected, index
     assert len(session_ids - {0}) == 1, session_ids
+
+
+def test_the_broker_counts_its_sessions_as_kafkas_metrics_do(broker: BrokerProcess) -> None:
+    """LogwrightBrokerStats reports NumIncrementalFetchSessions and NumIncrementalFetchPartitionsCached."""
+    from logwright.client.connection import Connection
+
+    async def counted() -> tuple[int, int]:
+        connection = await Connection.open(broker.bootstrap, "stats")
+        try:
+            answer = await connection.extension(32007, {}, "broker stats")
+        finally:
+            await connection.close()
+        return answer["fetch_sessions"], answer["fetch_session_partitions"]
+
+    name = _topic(broker.bootstrap, "fetch-sessions-stats", partitions=3)
+    assert asyncio.run(counted()) == (0, 0)
+    _, first, _ = fetch(broker.bootstrap, name, [(0, 0), (1, 0), (2, 0)], session=(0, 0))
+    _, second, _ = fetch(broker.bootstrap, name, [(0, 0)], session=(0, 0))
+    assert asyncio.run(counted()) == (2, 4)
+    fetch(broker.bootstrap, name, [], session=(first, 1), forgotten=(0, 1))
+    assert asyncio.run(counted()) == (2, 2)
+    fetch(broker.bootstrap, name, [], session=(second, -1))
+    assert asyncio.run(counted()) == (1, 1)
+
+
+def test_a_consumer_starts_a_new_session_after_a_restart_and_loses_nothing(broker: BrokerProcess) -> None:
+    """Sessions live in memory, as on Kafka: after a SIGKILL and restart the consumer's next incremental fetch is
+    FETCH_SESSION_ID_NOT_FOUND, it opens a new session with a full fetch and reads on from where it was."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    bootstrap = broker.bootstrap
+    name = _topic(bootstrap, "fetch-sessions-restart", partitions=5)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100,
+                             reconnect_backoff_ms=50, reconnect_backoff_max_ms=200)
+    consumer.assign([TopicPartition(name, index) for index in range(5)])
+    consumer.seek_to_beginning()
+    seen: dict[int, list[int]] = {index: [] for index in range(5)}
+    sessions: list[int] = []
+
+    def produce_and_read(first: int) -> None:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for index in range(5):
+            for number in range(first, first + 10):
+                producer.send(name, value=b"%d" % number, partition=index)
+        producer.flush()
+        producer.close()
+        deadline = time.monotonic() + 30
+        while any(len(values) < first + 10 for values in seen.values()) and time.monotonic() < deadline:
+            for partition, records in consumer.poll(timeout_ms=200).items():
+                seen[partition.partition] += [int(record.value) for record in records]
+            session = next(iter(consumer._fetcher._session_handlers.values())).next_metadata.session_id
+            if session and (not sessions or sessions[-1] != session):
+                sessions.append(session)
+
+    try:
+        produce_and_read(0)
+        broker.kill()
+        broker.start()
+        produce_and_read(10)
+    finally:
+        consumer.close()
+    assert seen == {index: list(range(20)) for index in range(5)}
+    assert len(sessions) == 2 and sessions[0] != sessions[1], sessions
