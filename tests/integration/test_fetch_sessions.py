@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import random
 import threading
 import time
 import uuid
@@ -29,7 +30,7 @@ from .test_produce_checks import _topic, codes, produce
 
 pytestmark = pytest.mark.differential
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE = 0, 3, 1
+NONE, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH = 0, 3, 1, 75
 FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR = 70, 71, 106
 BIG = 1_000_000
 
@@ -50,7 +51,7 @@ def append(bootstrap: str, topic: str, partition: int) -> None:
 
 
 def fetch(bootstrap: str, topic: str | uuid.UUID, partitions: list[tuple[int, int]], session: tuple[int, int],
-          forgotten: tuple[int, ...] = (), wait_ms: int = 10, min_bytes: int = 0
+          forgotten: tuple[int, ...] = (), wait_ms: int = 10, min_bytes: int = 0, leader_epoch: int = -1
           ) -> tuple[int, int, list[tuple[int, int, int, int, int]]]:
     """Fetch ``(partition, offset)`` of ``topic`` (v13 when it is a topic id, else v12) in ``session`` (id,
     epoch), forgetting ``forgotten``: the answer's error, its session id and per partition (index, error, high
@@ -63,7 +64,7 @@ def fetch(bootstrap: str, topic: str | uuid.UUID, partitions: list[tuple[int, in
         max_bytes=BIG, isolation_level=0, session_id=session[0], session_epoch=session[1], rack_id="", **fields,
         forgotten_topics_data=(make(version.ForgottenTopic, partitions=forgotten, **named),) if forgotten else (),
         topics=(make(version.FetchTopic, **named, partitions=tuple(
-            make(version.FetchPartition, partition=partition, current_leader_epoch=-1, fetch_offset=offset,
+            make(version.FetchPartition, partition=partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
                  last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=BIG)
             for partition, offset in partitions)),) if partitions else ()))
     found = [(int(p.partition_index), int(p.error_code), int(p.high_watermark), len(p.records or b""),
@@ -137,6 +138,15 @@ def test_a_log_start_moved_is_answered_though_nothing_else_moved(bootstrap: str,
     assert [int(p.error_code) for t in answer.topics for p in t.partitions] == [NONE]
     assert fetch(bootstrap, topic, [], session=(session, 2)) == (NONE, session, [(1, NONE, 2, 0, 1)])
     assert fetch(bootstrap, topic, [], session=(session, 3)) == (NONE, session, [])
+
+
+def test_a_partition_named_again_is_read_again_though_nothing_moved(bootstrap: str, topic: str) -> None:
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2)], session=(0, 0))
+    assert fetch(bootstrap, topic, [], session=(session, 1)) == (NONE, session, [])
+    error, answered, found = fetch(bootstrap, topic, [(0, 2)], session=(session, 2), leader_epoch=5)
+    assert (error, answered, indexes(found)) == (NONE, session, [(0, UNKNOWN_LEADER_EPOCH, -1, False)])
+    error, answered, found = fetch(bootstrap, topic, [(0, 2)], session=(session, 3), leader_epoch=0)
+    assert (error, answered, indexes(found)) == (NONE, session, [(0, NONE, 2, False)])
 
 
 def test_a_long_poll_of_a_session_wakes_for_records_on_a_partition_it_did_not_name(bootstrap: str, topic: str) -> None:
@@ -278,3 +288,69 @@ def test_a_consumer_starts_a_new_session_after_a_restart_and_loses_nothing(broke
         consumer.close()
     assert seen == {index: list(range(20)) for index in range(5)}
     assert len(sessions) == 2 and sessions[0] != sessions[1], sessions
+
+
+class SessionModel:
+    """KIP-227's answer rules, written out apart from the broker's: per partition of the session (in its order)
+    the fetch offset asked and the high watermark and log start last answered."""
+
+    def __init__(self, asked: dict[int, int], high_watermarks: dict[int, int]) -> None:
+        self.partitions = {index: [offset, high_watermarks[index], 0] for index, offset in asked.items()}
+        self.epoch = 1
+
+    def incremental(self, asked: dict[int, int], forgotten: set[int], high_watermarks: dict[int, int]
+                    ) -> list[tuple[int, int, bool]] | None:
+        """The answer (index, high watermark, records or not), or None when the session closes (left empty)."""
+        for index, offset in asked.items():
+            if index in self.partitions:
+                self.partitions[index][0] = offset
+            else:
+                self.partitions[index] = [offset, -1, -1]
+        for index in forgotten:
+            self.partitions.pop(index, None)
+        if not self.partitions:
+            return None
+        self.epoch += 1
+        answer = []
+        for index, cached in list(self.partitions.items()):
+            high_watermark = high_watermarks[index]
+            records = cached[0] < high_watermark
+            if records or cached[1] != high_watermark or cached[2] != 0:
+                cached[1], cached[2] = high_watermark, 0
+                answer.append((index, high_watermark, records))
+                if records:
+                    self.partitions[index] = self.partitions.pop(index)
+        return answer
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_incremental_fetches_are_answered_by_the_rules(bootstrap: str, seed: int) -> None:
+    """Random produce, update, forget and duplicate steps on one session of six partitions, each answer compared with
+    `SessionModel` (on Kafka this checks the model)."""
+    rng = random.Random(seed)
+    partitions = 6
+    name = _topic(bootstrap, f"fetch-sessions-random-{seed}", partitions=partitions)
+    high_watermarks = dict.fromkeys(range(partitions), 0)
+    asked = {index: 0 for index in rng.sample(range(partitions), 3)}
+    error, session, _ = fetch(bootstrap, name, sorted(asked.items()), session=(0, 0))
+    assert error == NONE and session != 0
+    model = SessionModel(asked, high_watermarks)
+    for step in range(40):
+        for index in rng.sample(range(partitions), rng.randint(0, 2)):
+            append(bootstrap, name, index)
+            high_watermarks[index] += 1
+        if rng.random() < 0.1:  # a duplicate of the last request: refused, nothing changes
+            assert fetch(bootstrap, name, [], session=(session, model.epoch - 1))[:2] == (
+                INVALID_FETCH_SESSION_EPOCH, 0), step
+            continue
+        update = {index: rng.randint(0, high_watermarks[index])
+                  for index in rng.sample(range(partitions), rng.randint(0, 2))}
+        forgotten = set(rng.sample(sorted(set(model.partitions) - set(update)), 1)) if rng.random() < 0.15 else set()
+        epoch = model.epoch
+        expected = model.incremental(update, forgotten, high_watermarks)
+        if expected is None:  # forgot its last partition: closed; start another
+            break
+        error, answered, found = fetch(bootstrap, name, sorted(update.items()), session=(session, epoch),
+                                       forgotten=tuple(sorted(forgotten)))
+        assert (error, answered) == (NONE, session), step
+        assert [(index, high_watermark, size > 0) for index, error, high_watermark, size, _ in found] == expected, step
