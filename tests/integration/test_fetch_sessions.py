@@ -354,3 +354,18 @@ def test_random_incremental_fetches_are_answered_by_the_rules(bootstrap: str, se
                                        forgotten=tuple(sorted(forgotten)))
         assert (error, answered) == (NONE, session), step
         assert [(index, high_watermark, size > 0) for index, error, high_watermark, size, _ in found] == expected, step
+
+
+def test_sessions_hold_at_most_200_000_partitions_in_all(broker: BrokerProcess) -> None:
+    """logwright's own bound (Kafka counts only sessions): a full fetch of more made-up partitions than the cache may
+    hold is answered without a session, and an incremental one that would grow a session past it closes it."""
+    bootstrap = broker.bootstrap
+    made_up = f"fetch-sessions-made-up-{uuid.uuid4().hex[:6]}"
+    error, session, found = fetch(bootstrap, made_up, [(index, 0) for index in range(200_001)], session=(0, 0))
+    assert (error, session, len(found)) == (NONE, 0, 200_001)
+    assert {entry[1] for entry in found} == {UNKNOWN_TOPIC_OR_PARTITION}
+    error, session, found = fetch(bootstrap, made_up, [(index, 0) for index in range(150_000)], session=(0, 0))
+    assert error == NONE and session != 0 and len(found) == 150_000
+    assert fetch(bootstrap, made_up, [(index, 0) for index in range(150_000, 200_001)], session=(session, 1)) == (
+        FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    assert fetch(bootstrap, made_up, [], session=(session, 1)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
