@@ -198,7 +198,9 @@ class Broker:
         self._topic_configs: dict[tuple[Any, int], tuple[Mapping[str, str], bool]] = {}
         """`topic_configs` and `admission_applies` by (a topic's overrides, the number of registered config keys)."""
         self._load_from_store()
-        self.fetch_sessions = FetchSessionCache(int(self.broker_config("max.incremental.fetch.session.cache.slots")))
+        self.fetch_sessions = FetchSessionCache(
+            int(self.broker_config("max.incremental.fetch.session.cache.slots")),
+            int(self.broker_config("logwright.fetch.session.cache.partitions")))
         """Incremental fetch sessions (KIP-227): kept in memory only, as Kafka keeps them; after a restart a client's
         next incremental fetch is FETCH_SESSION_ID_NOT_FOUND and it starts over with a full one."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))

@@ -18,16 +18,17 @@ The rules are Kafka's (`FetchManager`, `FetchSession`, `FetchSessionCacheShard` 
 - an incremental answer carries a partition only when it has records, an error, or a high watermark or log start
   offset other than the last one answered; one answered with records moves to the end of the session's order, so
   under ``max_bytes`` no partition starves;
-- ``max.incremental.fetch.session.cache.slots`` sessions at most (1,000). A new one takes a full cache's slot from
-  the least recently used session idle over `EVICTION_MS`, otherwise from the smallest session older than
-  `EVICTION_MS` if it is smaller than the new one; failing both, the fetch is answered without a session
-  (session id 0), which clients take as "send full fetches". Kafka shards this cache among its request threads and
-  evicts within a shard; logwright has one loop and one cache.
+- ``max.incremental.fetch.session.cache.slots`` sessions at most (1,000), divided among 8 shards as Kafka divides
+  them (125 each; fewer than 8 slots hold none). A new session goes to the next shard in turn; in a full shard it
+  takes the slot of the least recently used session idle over `EVICTION_MS`, otherwise of the smallest session
+  older than `EVICTION_MS` if that is smaller than the new one; failing both, the fetch is answered without a
+  session (session id 0), which clients take as "send full fetches".
 
-logwright's own addition: `PARTITIONS_CACHED` bounds the partitions held across all sessions (Kafka's cache counts
-only sessions), so forged requests naming a million partitions each cannot fill memory: a session that would go
-past it is not opened, and an incremental fetch that would is closed and answered FETCH_SESSION_ID_NOT_FOUND, after
-which clients start over with a full fetch.
+logwright's own additions: ``logwright.fetch.session.cache.partitions`` (`PARTITIONS_CACHED`, 200,000) bounds the
+partitions held across all sessions (Kafka's cache counts only sessions), so forged requests naming a million
+partitions each cannot fill memory: a session that would go past it is not opened, and an incremental fetch that
+would is closed and answered FETCH_SESSION_ID_NOT_FOUND, after which clients start over with a full fetch. And a
+session's read skips the partitions that cannot have anything to answer (`FetchSession.read_as_of`).
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 EVICTION_MS = 120_000
 """Kafka's ``MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`` (not a config): a session idle this long may be evicted by
 any new one, and one created this long ago by one with more partitions."""
+SHARDS = 8
+"""Kafka's ``NumFetchSessionCacheShards``: the slots are divided among this many shards."""
+SESSION_ID_RANGE = (2**31 - 1) // SHARDS
+"""The ids of shard n are n * this up to (n + 1) * this (Kafka's ``sessionIdRange``)."""
 PARTITIONS_CACHED = 200_000
-"""Partitions held across all sessions at most (logwright's bound; ~300 bytes each)."""
+"""Partitions held across all sessions at most, by default (logwright's bound; ~300 bytes each)."""
 
 PartitionKey = tuple[object, int]
 """A partition as the session names it: topic name (v7-v12) or topic id (v13+; a `uuid.UUID`), and index."""
@@ -147,19 +152,36 @@ class Refusal(Enum):
 
 
 @dataclass(slots=True)
-class FetchSessionCache:
-    """The broker's sessions by id; `max_entries` is ``max.incremental.fetch.session.cache.slots``."""
+class _Shard:
+    """One of Kafka's cache shards: its share of the slots, the sessions it holds, its range of session ids."""
 
-    max_entries: int = 1000
-    rng: random.Random = field(default_factory=random.Random)
+    number: int
+    max_entries: int
     sessions: dict[int, FetchSession] = field(default_factory=dict)
-    partitions_cached: int = 0
-    evictions: int = 0
+
+
+class FetchSessionCache:
+    """The broker's sessions, in `SHARDS` shards as Kafka 4.4 keeps them: each has ``slots // SHARDS`` slots (so
+    fewer than 8 slots hold no session at all, as on Kafka), a new session goes to the next shard in turn and may
+    only evict within it, and a session's id says its shard. ``slots`` is
+    ``max.incremental.fetch.session.cache.slots``, `max_partitions` ``logwright.fetch.session.cache.partitions``."""
+
+    def __init__(self, slots: int = 1000, max_partitions: int = PARTITIONS_CACHED,
+                 rng: random.Random | None = None) -> None:
+        self.shards = [_Shard(number, slots // SHARDS) for number in range(SHARDS)]
+        self.max_partitions = max_partitions
+        self.rng = rng or random.Random()
+        self.sessions: dict[int, FetchSession] = {}
+        """Every shard's sessions by id."""
+        self.partitions_cached = 0
+        self.evictions = 0
+        self._turn = 0
 
     def close(self, session_id: int) -> bool:
         session = self.sessions.pop(session_id, None)
         if session is None:
             return False
+        del self.shards[min(session_id // SESSION_ID_RANGE, SHARDS - 1)].sessions[session_id]
         self.partitions_cached -= session.cached_size
         return True
 
@@ -175,7 +197,7 @@ class FetchSessionCache:
             return Refusal.INVALID_EPOCH
         if session.uses_topic_ids != uses_topic_ids:
             return Refusal.TOPIC_ID_ERROR
-        if not session.update(asked, forgotten, PARTITIONS_CACHED - self.partitions_cached):
+        if not session.update(asked, forgotten, self.max_partitions - self.partitions_cached):
             self.close(session_id)
             return Refusal.NOT_FOUND
         if not session.partitions:
@@ -187,15 +209,17 @@ class FetchSessionCache:
 
     def open(self, partitions: list[CachedPartition], uses_topic_ids: bool, now_ms: int) -> int:
         """A new session of ``partitions`` (as answered by a full fetch of epoch 0): its id, or `INVALID_SESSION_ID`
-        when the cache has no slot for it."""
-        if self.partitions_cached + len(partitions) > PARTITIONS_CACHED:
+        when its shard has no slot for it."""
+        self._turn += 1
+        shard = self.shards[self._turn % SHARDS]
+        if self.partitions_cached + len(partitions) > self.max_partitions:
             return INVALID_SESSION_ID
-        if len(self.sessions) >= self.max_entries and not self._evict_for(len(partitions), now_ms):
+        if len(shard.sessions) >= shard.max_entries and not self._evict_for(shard, len(partitions), now_ms):
             return INVALID_SESSION_ID
-        session_id = self._new_id()
+        session_id = self._new_id(shard)
         session = FetchSession(session_id, uses_topic_ids, now_ms, now_ms, next_epoch(INITIAL_EPOCH),
                                {cached.key: cached for cached in partitions})
-        self.sessions[session_id] = session
+        self.sessions[session_id] = shard.sessions[session_id] = session
         self._touch(session, now_ms)
         return session_id
 
@@ -204,17 +228,17 @@ class FetchSessionCache:
         self.partitions_cached += len(session.partitions) - session.cached_size
         session.cached_size = len(session.partitions)
 
-    def _evict_for(self, size: int, now_ms: int) -> bool:
-        """Kafka's ``tryEvict`` for a consumer's session of ``size`` partitions: the least recently used session if
-        idle over `EVICTION_MS`, else the smallest one created over `EVICTION_MS` before its last use if the new one
-        is larger (lowest id first among equals, as Kafka's ordering of evictable keys)."""
-        if not self.sessions:
+    def _evict_for(self, shard: _Shard, size: int, now_ms: int) -> bool:
+        """Kafka's ``tryEvict`` for a consumer's session of ``size`` partitions, within ``shard``: the least recently
+        used session if idle over `EVICTION_MS`, else the smallest one created over `EVICTION_MS` before its last use
+        if the new one is larger (lowest id first among equals, as Kafka's ordering of evictable keys)."""
+        if not shard.sessions:
             return False
-        stale = min(self.sessions.values(), key=lambda s: (s.last_used_ms, s.session_id))
+        stale = min(shard.sessions.values(), key=lambda s: (s.last_used_ms, s.session_id))
         if now_ms - stale.last_used_ms > EVICTION_MS:
             victim = stale
         else:
-            evictable = [s for s in self.sessions.values() if s.last_used_ms - s.created_ms > EVICTION_MS]
+            evictable = [s for s in shard.sessions.values() if s.last_used_ms - s.created_ms > EVICTION_MS]
             if not evictable:
                 return False
             victim = min(evictable, key=lambda s: (s.cached_size, s.session_id))
@@ -224,8 +248,10 @@ class FetchSessionCache:
         self.evictions += 1
         return True
 
-    def _new_id(self) -> int:
+    def _new_id(self, shard: _Shard) -> int:
+        """A random id in the shard's range, as Kafka's ``newSessionId``."""
+        low, high = max(1, shard.number * SESSION_ID_RANGE), (shard.number + 1) * SESSION_ID_RANGE
         while True:
-            session_id = self.rng.randrange(1, 2**31)
+            session_id = self.rng.randrange(low, high)
             if session_id not in self.sessions:
                 return session_id

@@ -306,6 +306,10 @@ _BROKER_KEYS = (
     ConfigKey("logwright.socket.partial.frame.budget.bytes", "broker", "268435456", long_at_least(1024),
               "Bytes all connections together may hold for request frames not yet fully read; past it, the "
               "connection holding the largest partial frame is closed.", "LONG", read_only=True),
+    ConfigKey("logwright.fetch.session.cache.partitions", "broker", "200000", long_between(0, 2**31 - 1),
+              "Partitions all incremental fetch sessions together may hold (Kafka bounds only their number); a "
+              "session that would pass it is not opened, or is closed (compat/fetch_sessions.py).", "INT",
+              read_only=True),
     ConfigKey("log.retention.hours", "broker", "168", long_at_least(-1),
               "Default retention.ms of topics, in hours, when log.retention.minutes and log.retention.ms are unset.",
               "INT"),

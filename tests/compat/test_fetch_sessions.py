@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 
-import pytest
 from logwright.compat import fetch_sessions
 from logwright.compat.fetch_sessions import (
     EVICTION_MS,
     INVALID_SESSION_ID,
+    SESSION_ID_RANGE,
+    SHARDS,
     CachedPartition,
     FetchSession,
     FetchSessionCache,
@@ -27,7 +28,7 @@ def asked(index: int, offset: int, topic: str = "t") -> tuple[tuple[object, int]
 
 
 def cache(slots: int = 1000) -> FetchSessionCache:
-    return FetchSessionCache(slots, random.Random(7))
+    return FetchSessionCache(slots, fetch_sessions.PARTITIONS_CACHED, random.Random(7))
 
 
 def test_epochs_move_on_and_wrap_past_the_largest_to_one() -> None:
@@ -73,24 +74,41 @@ def test_a_partition_answered_with_records_goes_last() -> None:
     assert [key[1] for key in session.partitions] == [1, 2, 0]
 
 
-def test_a_full_cache_evicts_a_stale_session_first() -> None:
-    sessions = cache(slots=2)
-    old = sessions.open(partitions(0, 1, 2), False, now_ms=0)
-    recent = sessions.open(partitions(0), False, now_ms=EVICTION_MS)
-    assert sessions.open(partitions(0), False, now_ms=EVICTION_MS + 1) != INVALID_SESSION_ID  # old idle > 120 s
-    assert old not in sessions.sessions and recent in sessions.sessions and sessions.evictions == 1
+def open_in_shard(sessions: FetchSessionCache, shard: int, size: int, now_ms: int) -> int:
+    """Open a session in ``shard`` (sessions go to the shards in turn: the turn is set to land there)."""
+    sessions._turn = shard - 1
+    return sessions.open(partitions(*range(size)), False, now_ms)
+
+
+def test_the_slots_are_divided_among_eight_shards_taken_in_turn() -> None:
+    assert cache(slots=SHARDS - 1).open(partitions(0), False, now_ms=0) == INVALID_SESSION_ID  # none per shard
+    sessions = cache(slots=2 * SHARDS)
+    opened = [sessions.open(partitions(0), False, now_ms=0) for _ in range(2 * SHARDS)]
+    assert INVALID_SESSION_ID not in opened
+    assert sorted(session_id // SESSION_ID_RANGE for session_id in opened) == sorted([*range(SHARDS)] * 2)
+    assert all(sessions.open(partitions(0), False, now_ms=1) == INVALID_SESSION_ID for _ in range(SHARDS))
+
+
+def test_a_full_shard_evicts_its_stale_session_first() -> None:
+    sessions = cache(slots=2 * SHARDS)
+    old = open_in_shard(sessions, 3, 3, now_ms=0)
+    recent = open_in_shard(sessions, 3, 1, now_ms=EVICTION_MS)
+    elsewhere = open_in_shard(sessions, 4, 1, now_ms=0)  # stale too, but in another shard
+    assert open_in_shard(sessions, 3, 1, now_ms=EVICTION_MS + 1) != INVALID_SESSION_ID  # old idle > 120 s
+    assert old not in sessions.sessions and {recent, elsewhere} <= set(sessions.sessions)
+    assert sessions.evictions == 1 and sessions.partitions_cached == 3
 
 
 def test_without_stale_sessions_only_a_larger_session_evicts_a_smaller_one_past_its_first_two_minutes() -> None:
-    sessions = cache(slots=1)
-    small = sessions.open(partitions(0, 1), False, now_ms=0)
-    assert sessions.open(partitions(0, 1, 2), False, now_ms=10) == INVALID_SESSION_ID  # small is too young
+    sessions = cache(slots=SHARDS)
+    small = open_in_shard(sessions, 5, 2, now_ms=0)
+    assert open_in_shard(sessions, 5, 3, now_ms=10) == INVALID_SESSION_ID  # small is too young
     for now_ms in range(60_000, 3 * EVICTION_MS, 60_000):  # used every minute: never stale
         assert isinstance(sessions.incremental(small, sessions.sessions[small].epoch, False, [], [], now_ms),
                           FetchSession)
     now_ms = 3 * EVICTION_MS
-    assert sessions.open(partitions(0, 1), False, now_ms) == INVALID_SESSION_ID  # not larger
-    larger = sessions.open(partitions(0, 1, 2), False, now_ms)
+    assert open_in_shard(sessions, 5, 2, now_ms) == INVALID_SESSION_ID  # not larger
+    larger = open_in_shard(sessions, 5, 3, now_ms)
     assert larger != INVALID_SESSION_ID and list(sessions.sessions) == [larger]
 
 
@@ -98,9 +116,8 @@ def test_a_cache_of_no_slots_opens_no_session() -> None:
     assert cache(slots=0).open(partitions(0), False, now_ms=0) == INVALID_SESSION_ID
 
 
-def test_partitions_held_across_sessions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fetch_sessions, "PARTITIONS_CACHED", 5)
-    sessions = cache()
+def test_partitions_held_across_sessions_are_bounded() -> None:
+    sessions = FetchSessionCache(1000, 5, random.Random(7))
     first = sessions.open(partitions(0, 1, 2), False, now_ms=0)
     assert sessions.open(partitions(0, 1, 2), False, now_ms=0) == INVALID_SESSION_ID
     assert sessions.incremental(first, 1, False, [asked(3, 0), asked(4, 0)], [], now_ms=1) is not None  # 5: room

@@ -357,8 +357,9 @@ def test_random_incremental_fetches_are_answered_by_the_rules(bootstrap: str, se
 
 
 def test_sessions_hold_at_most_200_000_partitions_in_all(broker: BrokerProcess) -> None:
-    """logwright's own bound (Kafka counts only sessions): a full fetch of more made-up partitions than the cache may
-    hold is answered without a session, and an incremental one that would grow a session past it closes it."""
+    """logwright's own bound (``logwright.fetch.session.cache.partitions``; Kafka counts only sessions): a full fetch
+    of more made-up partitions than the cache may hold is answered without a session, and an incremental one that
+    would grow a session past it closes it."""
     bootstrap = broker.bootstrap
     made_up = f"fetch-sessions-made-up-{uuid.uuid4().hex[:6]}"
     error, session, found = fetch(bootstrap, made_up, [(index, 0) for index in range(200_001)], session=(0, 0))
@@ -369,3 +370,17 @@ def test_sessions_hold_at_most_200_000_partitions_in_all(broker: BrokerProcess) 
     assert fetch(bootstrap, made_up, [(index, 0) for index in range(150_000, 200_001)], session=(session, 1)) == (
         FETCH_SESSION_ID_NOT_FOUND, 0, [])
     assert fetch(bootstrap, made_up, [], session=(session, 1)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+
+
+@pytest.mark.parametrize(("started_with", "slots"), [({"max.incremental.fetch.session.cache.slots": "7"}, 7),
+                                                     ({"max.incremental.fetch.session.cache.slots": "16"}, 16)],
+                         indirect=["started_with"])
+def test_the_slots_are_divided_among_eight_shards(started_with: str, slots: int) -> None:
+    """Kafka divides ``max.incremental.fetch.session.cache.slots`` among 8 shards: 7 slots hold no session at all;
+    16 hold two in each shard, so the 17th full fetch finds its shard full of sessions too young to evict."""
+    name = _topic(started_with, "fetch-sessions-slots", partitions=1)
+    opened = [fetch(started_with, name, [(0, 0)], session=(0, 0))[1] for _ in range(17)]
+    if slots < 8:
+        assert opened == [0] * 17
+    else:
+        assert 0 not in opened[:16] and len(set(opened[:16])) == 16 and opened[16] == 0, opened
