@@ -188,8 +188,9 @@ class Broker:
         """Moves whenever a topic or partition is created or deleted (staged or reloaded): what a reader keeping
         something derived from the topics (the consumer coordinator's `TopicCatalog`) checks."""
         self.log_starts_version = 0
-        """Moves whenever a partition's log start offset may have moved (a `LogTruncated` staged or committed, a
-        reload): what a fetch session checks before it trusts the log starts it last answered (`compat.kafka.fetch`)."""
+        """Moves whenever a partition's log start offset may have moved (a `LogTruncated` committed, a reload): what a
+        fetch session checks before it trusts the log starts it last answered (`compat.kafka.fetch`). A Fetch read
+        between a truncation's staging and its commit may trust the old ones once; the next one reads them again."""
         self._catalog_changes: list[tuple[int, str | None]] = []
         """``(version, topic)`` of the latest moves of `catalog_version` (``None``: a reload), for
         `catalog_changes_since`."""
@@ -474,8 +475,6 @@ class Broker:
                 self._partition_ids.difference_update(event.partition_ids)
                 self._topic_names_by_id.pop(event.topic_id, None)  # as its catalog row goes (`topic_names`)
                 self._catalog_changed(event.topic)
-            elif isinstance(event, LogTruncated):
-                self.log_starts_version += 1
         self._schedule_commit()
         return sequence
 
@@ -793,7 +792,7 @@ class Broker:
                 self._topic_names_by_id.pop(event.topic_id, None)
                 for partition_id in event.partition_ids:
                     self._high_watermarks.pop(partition_id, None)
-            elif isinstance(event, LogTruncated):  # staged here (`_append`) or by the store itself (`truncate`)
+            elif isinstance(event, LogTruncated):  # staged through `stage` or by the store itself (`truncate`)
                 self._high_watermarks.setdefault(event.partition_id, event.log_start_offset)
                 self.log_starts_version += 1
             elif isinstance(event, ConfigChanged) and event.resource_type == "broker":

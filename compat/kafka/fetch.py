@@ -82,28 +82,26 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
                 return _session_refused(version, taken.value, INVALID_SESSION_ID)
             session = taken  # None: the update left it empty, closed; the request is answered without one
 
-    quiet: tuple[list[int], list[int]] = ([], [])  # partitions a session's read skips: their ids, high watermarks
-
-    def asked() -> dict[tuple[object, int], tuple[_Topic, Any]]:
-        nonlocal quiet
+    def to_read(read_as_of: object) -> tuple[dict[tuple[object, int], tuple[_Topic, Any]], list[int], list[int]]:
+        """The partitions to read; the ids and high watermarks of those a session skips (`_session_asked`)."""
         if session is None:
-            return _asked(broker, request)
-        everything, quiet = _session_asked(broker, session, read_as_of)
-        return everything
+            return _asked(broker, request), [], []
+        return _session_asked(broker, session, read_as_of)
 
-    read_as_of = (broker.catalog_version, broker.log_starts_version)
-    if int(request.isolation_level) not in (0, 1) and any(
-            topic.state is not None and 0 <= index < len(topic.state.partition_ids)
-            for (_, index), (topic, _) in asked().items()):
-        return _refused(broker, version, asked(), ErrorCode.UNKNOWN_SERVER_ERROR)
+    if int(request.isolation_level) not in (0, 1):
+        asked, _, _ = to_read(None)
+        if any(topic.state is not None and 0 <= index < len(topic.state.partition_ids)
+               for (_, index), (topic, _) in asked.items()):
+            return _refused(broker, version, asked, ErrorCode.UNKNOWN_SERVER_ERROR)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     while True:
         read_as_of = (broker.catalog_version, broker.log_starts_version)
+        asked, quiet_ids, quiet_marks = to_read(read_as_of)
         answers, total_bytes, had_error, partition_ids, watermarks, gave_way = await _read(
-            broker, version, request, asked())
-        partition_ids, watermarks = partition_ids + quiet[0], watermarks + quiet[1]
+            broker, version, request, asked)
+        partition_ids, watermarks = partition_ids + quiet_ids, watermarks + quiet_marks
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
@@ -124,10 +122,8 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         session.read_as_of = read_as_of
         answered_session = session.session_id
     elif opens_session:
-        requested = asked()
         answered_session = broker.fetch_sessions.open(
-            [_cached(key, requested[key][1], answer) for key, _, answer in answers], version >= 13,
-            broker.clock.now_ms())
+            [_cached(key, asked[key][1], answer) for key, _, answer in answers], version >= 13, broker.clock.now_ms())
         if answered_session != INVALID_SESSION_ID:
             broker.fetch_sessions.sessions[answered_session].read_as_of = read_as_of
     module = response_module("fetch", version)
@@ -292,7 +288,7 @@ def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tu
 
 
 def _session_asked(broker: Broker, session: FetchSession, read_as_of: object
-                   ) -> tuple[dict[tuple[object, int], tuple[_Topic, Any]], tuple[list[int], list[int]]]:
+                   ) -> tuple[dict[tuple[object, int], tuple[_Topic, Any]], list[int], list[int]]:
     """A session's partitions to read, in its order, each with what it last asked (a `CachedPartition` reads as a
     request's partition does); and the ids and high watermarks of those skipped as quiet, which a long poll still
     waits on. Quiet: the catalog and log starts are as they were when the session's last answer was read, the
@@ -322,7 +318,7 @@ def _session_asked(broker: Broker, session: FetchSession, read_as_of: object
                     quiet_marks.append(high_watermark)
                     continue
         asked[key] = topic, cached
-    return asked, (quiet_ids, quiet_marks)
+    return asked, quiet_ids, quiet_marks
 
 
 def _resolved(broker: Broker, named: Any, by_id: bool) -> _Topic:
