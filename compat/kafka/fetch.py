@@ -88,11 +88,12 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             return _asked(broker, request), [], []
         return _session_asked(broker, session, read_as_of)
 
-    if int(request.isolation_level) not in (0, 1):
+    if int(request.isolation_level) not in (0, 1):  # refused once it would read a partition it has, as Kafka
         asked, _, _ = to_read(None)
         if any(topic.state is not None and 0 <= index < len(topic.state.partition_ids)
                for (_, index), (topic, _) in asked.items()):
-            return _refused(broker, version, asked, ErrorCode.UNKNOWN_SERVER_ERROR)
+            return _refused(broker, version, _asked(broker, request), ErrorCode.UNKNOWN_SERVER_ERROR,
+                            int(request.session_id) if _names_session(request) else INVALID_SESSION_ID)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
@@ -198,15 +199,16 @@ def _changed(session: FetchSession, answers: list[_Answered]) -> list[_Answered]
 
 
 def _refused(broker: Broker, version: int, asked: dict[tuple[object, int], tuple[_Topic, Any]],
-             code: ErrorCode) -> Any:
+             code: ErrorCode, session_id: int) -> Any:
     """The whole request failed with ``code``, as Kafka answers one it cannot take (an isolation level it does not
-    know, found when it reads a partition it has): the error at the top and in every partition asked, their offsets
-    -1."""
+    know, found when it reads a partition it has): the error at the top and in every partition the request names
+    (not those of its session), their offsets -1, and the session id the request gave (its session closed, or
+    updated with its epoch moved on, as before any read)."""
     module = response_module("fetch", version)
     topics: dict[object, tuple[_Topic, list[PartitionAnswer]]] = {}
     for (named, index), (topic, _) in asked.items():
         topics.setdefault(named, (topic, []))[1].append((index, code, -1, -1, -1, [], None))
-    return make(module.FetchResponse, throttle_time=datetime.timedelta(0), error_code=code, session_id=0,
+    return make(module.FetchResponse, throttle_time=datetime.timedelta(0), error_code=code, session_id=session_id,
                 responses=tuple(make(module.FetchableTopicResponse, topic=topic.name, topic_id=topic.topic_id,
                                      partitions=tuple(_partition_data(module, answer) for answer in answers))
                                 for topic, answers in topics.values()))

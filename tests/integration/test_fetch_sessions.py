@@ -51,8 +51,8 @@ def append(bootstrap: str, topic: str, partition: int) -> None:
 
 
 def fetch(bootstrap: str, topic: str | uuid.UUID, partitions: list[tuple[int, int]], session: tuple[int, int],
-          forgotten: tuple[int, ...] = (), wait_ms: int = 10, min_bytes: int = 0, leader_epoch: int = -1
-          ) -> tuple[int, int, list[tuple[int, int, int, int, int]]]:
+          forgotten: tuple[int, ...] = (), wait_ms: int = 10, min_bytes: int = 0, leader_epoch: int = -1,
+          isolation: int = 0) -> tuple[int, int, list[tuple[int, int, int, int, int]]]:
     """Fetch ``(partition, offset)`` of ``topic`` (v13 when it is a topic id, else v12) in ``session`` (id,
     epoch), forgetting ``forgotten``: the answer's error, its session id and per partition (index, error, high
     watermark, bytes of records, log start offset)."""
@@ -61,7 +61,7 @@ def fetch(bootstrap: str, topic: str | uuid.UUID, partitions: list[tuple[int, in
     fields: dict[str, Any] = {"cluster_id": None} if version is fetch_v13 else {}
     (answer,) = ask(bootstrap, make(
         version.FetchRequest, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=min_bytes,
-        max_bytes=BIG, isolation_level=0, session_id=session[0], session_epoch=session[1], rack_id="", **fields,
+        max_bytes=BIG, isolation_level=isolation, session_id=session[0], session_epoch=session[1], rack_id="", **fields,
         forgotten_topics_data=(make(version.ForgottenTopic, partitions=forgotten, **named),) if forgotten else (),
         topics=(make(version.FetchTopic, **named, partitions=tuple(
             make(version.FetchPartition, partition=partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
@@ -147,6 +147,27 @@ def test_a_partition_named_again_is_read_again_though_nothing_moved(bootstrap: s
     assert (error, answered, indexes(found)) == (NONE, session, [(0, UNKNOWN_LEADER_EPOCH, -1, False)])
     error, answered, found = fetch(bootstrap, topic, [(0, 2)], session=(session, 3), leader_epoch=0)
     assert (error, answered, indexes(found)) == (NONE, session, [(0, NONE, 2, False)])
+
+
+def test_an_unknown_isolation_level_fails_the_partitions_named_after_the_session_moved_on(bootstrap: str,
+                                                                                          topic: str) -> None:
+    """Kafka takes the session's part of a request before it meets the isolation level it does not know: the answer
+    echoes the session id given and fails the partitions the request names; the epoch has moved on and a partition
+    named has joined."""
+    unknown = -1
+    _, session, _ = fetch(bootstrap, topic, [(0, 2), (1, 2)], session=(0, 0))
+    assert fetch(bootstrap, topic, [], session=(session, 1), isolation=2) == (unknown, session, [])
+    error, answered, found = fetch(bootstrap, topic, [(2, 0)], session=(session, 2), isolation=2)
+    assert (error, answered, indexes(found)) == (unknown, session, [(2, unknown, -1, False)])
+    assert fetch(bootstrap, topic, [], session=(session, 2)) == (INVALID_FETCH_SESSION_EPOCH, 0, [])
+    error, answered, found = fetch(bootstrap, topic, [], session=(session, 3))
+    assert (error, answered, indexes(found)) == (NONE, session, [(2, NONE, 2, True)])
+    error, answered, found = fetch(bootstrap, topic, [(0, 0)], session=(session, 0), isolation=2)  # closes it
+    assert (error, answered, indexes(found)) == (unknown, session, [(0, unknown, -1, False)])
+    assert fetch(bootstrap, topic, [], session=(session, 4)) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    assert fetch(bootstrap, topic, [(1, 0)], session=(12345, 1), isolation=2) == (FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    error, answered, found = fetch(bootstrap, topic, [(1, 0)], session=(12345, -1), isolation=2)
+    assert (error, answered, indexes(found)) == (unknown, 12345, [(1, unknown, -1, False)])
 
 
 def test_a_long_poll_of_a_session_wakes_for_records_on_a_partition_it_did_not_name(bootstrap: str, topic: str) -> None:
