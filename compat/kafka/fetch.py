@@ -102,7 +102,9 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         asked, quiet_ids, quiet_marks = to_read(read_as_of)
         answers, total_bytes, had_error, partition_ids, watermarks, gave_way = await _read(
             broker, version, request, asked)
-        partition_ids, watermarks = partition_ids + quiet_ids, watermarks + quiet_marks
+        if quiet_ids:  # a long poll waits on the partitions it skipped too (`_read`'s lists are its own)
+            partition_ids += quiet_ids
+            watermarks += quiet_marks
         remaining = deadline - loop.time()
         if total_bytes >= min_bytes or had_error or remaining <= 0:
             break
