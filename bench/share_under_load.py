@@ -10,7 +10,7 @@ serves connections unevenly keeps a smaller fraction. The load's own rates are r
 broker that keeps its share client fast by starving the others is seen too.
 
     .venv/bin/python bench/share_under_load.py [--peers logwright,kafka] [--records 100000] [--repeats 3]
-        [--profile out.txt|out.svg] [--spy-loaded out.txt] [--markdown report.md]
+        [--profile out.txt|out.svg] [--spy-loaded out.txt] [--markdown report.md] [--python other/.venv/bin/python]
 
 ``--spy-loaded`` attaches py-spy (``--idle``, so time the event loop sits in epoll is sampled too, and
 ``--nonblocking``) to the logwright broker for the loaded read only and writes its collapsed stacks there.
@@ -251,9 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", help="logwright under py-spy (.txt, .svg) or cProfile (other suffixes)")
     parser.add_argument("--spy-loaded", type=Path, help="py-spy collapsed stacks of logwright's loaded read")
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--python", help="the interpreter logwright runs under (another worktree's venv: its code)")
     args = parser.parse_args(argv)
     runs: list[Run] = []
-    options = {"logwright": {"profile": args.profile}} if args.profile else {}
+    options = {"logwright": {key: value for key, value in (("profile", args.profile), ("python", args.python))
+                             if value}}
     with tempfile.TemporaryDirectory(prefix="share-load-") as tmp, \
             brokers.running_all(args.peers.split(","), Path(tmp), options, print) as started:
         for repeat in range(args.repeats):

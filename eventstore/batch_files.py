@@ -19,6 +19,12 @@ file holds, and between which base offsets, are rows beside the pointers (`share
 deletion drop the rows they pass, and a file left without one is deleted. This is logwright's own: Kafka gives
 every partition its own files from the first batch, which at 1,000 partitions cost more than the bytes.
 
+A commit's file writes may also run on a thread of their own (`write_ahead`), so the event loop serves other
+connections while the kernel takes the bytes: with the page cache dropped on this VM, a producer of 1 MB batches
+kept the loop in writev 70% of the time and the consumers beside it starved (bench/results/history.md, session
+51). Nothing else touches a descriptor while such a write is under way: every close and every other write waits for
+it first (`wait_for_writes`), and the WriteBatch naming the bytes is written only after it (the store's commit).
+
 A file is never truncated, and never appended to once another directory links it (`link_into`, for
 checkpoints): an inode two stores share holds the same bytes for both. A name is only replaced when it holds
 no committed batch (its base offset is the partition's next offset again after a crash): it is unlinked and
@@ -27,6 +33,7 @@ created anew, never truncated in place.
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
 import errno
 import os
@@ -70,6 +77,8 @@ RANGES_OPEN = max(16, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] //
 """`FileRange` descriptors open at once (answers being sent), at most: an eighth of the process's limit."""
 _SUFFIX = ".batches"
 _LAST_OFFSET_DELTA = struct.Struct(">i")
+_FileWrite = tuple[int, list[bytes]]
+"""A descriptor and the buffers to append to it (`BatchFiles.write_ahead`)."""
 
 
 class Placement(enum.IntEnum):
@@ -213,6 +222,14 @@ class BatchFiles:
         """The shared file open for appending (its number is ``base_offset``)."""
         self._next_shared = 1
         self._doomed_shared: set[int] = set()
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writing: concurrent.futures.Future[None] | None = None
+        """The writes `write_ahead` started, until `wait_for_writes` has seen them end."""
+        self._planning = False
+        self._closing_later: list[int] = []
+        """Descriptors closed while a write ahead was planned or under way: closed once it has ended."""
+        self.write_failure: Exception | None = None
+        """Why a write ahead failed, until the store's commit takes it (`take_write_failure`) and fails with it."""
         if writable:
             os.makedirs(root, exist_ok=True)
 
@@ -266,9 +283,12 @@ class BatchFiles:
         self._small_bytes[partition_id] = kept
         return Placement.SHARED
 
-    def write(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
+    def write(self, batches: Sequence[tuple[int, int, bytes]], io: list[_FileWrite] | None = None) -> list[bytes]:
         """Append ``(partition id, base offset, batch)`` (each partition's in offset order); their pointers, in the
-        same order. One writev per partition; with ``sync`` each file written is fdatasynced before returning."""
+        same order. One writev per partition; with ``sync`` each file written is fdatasynced before returning.
+        ``io``: the writes are only planned, added there for `write_ahead` to run."""
+        if io is None:
+            self.wait_for_writes()
         by_partition: dict[int, list[int]] = {}
         for index, (partition_id, _, _) in enumerate(batches):
             by_partition.setdefault(partition_id, []).append(index)
@@ -281,16 +301,23 @@ class BatchFiles:
                 (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
                 pointers[index] = POINTER.pack(file.base_offset, position, len(data), delta)
                 position += len(data)
-            _write_all(file.fd, [batches[index][2] for index in indexes])
+            buffers = [batches[index][2] for index in indexes]
             file.size = position
+            if io is not None:
+                io.append((file.fd, buffers))
+                continue
+            _write_all(file.fd, buffers)
             if self.sync:
                 os.fdatasync(file.fd)
         return pointers
 
-    def write_shared(self, batches: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
+    def write_shared(self, batches: Sequence[tuple[int, int, bytes]], io: list[_FileWrite] | None = None
+                     ) -> list[bytes]:
         """Append ``(partition id, base offset, batch)`` to the shared file with one writev, each partition's
         together (a read of them is one pread); their pointers, in the given order. The rows naming what the file
-        now holds wait in `shared_refs` for the same WriteBatch (`SharedRefs.take_rows`)."""
+        now holds wait in `shared_refs` for the same WriteBatch (`SharedRefs.take_rows`). ``io``: as `write`."""
+        if io is None:
+            self.wait_for_writes()
         file = self._shared_file()
         order = sorted(range(len(batches)), key=lambda index: batches[index][0])  # stable: offsets stay in order
         pointers: list[bytes] = [b""] * len(batches)
@@ -302,11 +329,58 @@ class BatchFiles:
             pointers[index] = SHARED_POINTER.pack(file.base_offset, position, len(data), delta)
             position += len(data)
             wrote(file.base_offset, partition_id, base_offset)
-        _write_all(file.fd, [batches[index][2] for index in order])
+        buffers = [batches[index][2] for index in order]
         file.size = position
+        if io is not None:
+            io.append((file.fd, buffers))
+            return pointers
+        _write_all(file.fd, buffers)
         if self.sync:
             os.fdatasync(file.fd)
         return pointers
+
+    def write_ahead(self, own: Sequence[tuple[int, int, bytes]], shared: Sequence[tuple[int, int, bytes]]
+                    ) -> tuple[list[bytes], list[bytes], concurrent.futures.Future[None]]:
+        """`write` ``own`` and `write_shared` ``shared`` on the writer thread: their pointers now, and the future of
+        the writes (fdatasynced with ``sync``). Until it ends, closing a descriptor waits for it (`wait_for_writes`),
+        and so does any other write. A failure is kept in `write_failure` for the commit."""
+        self.wait_for_writes()
+        io: list[_FileWrite] = []
+        self._planning = True
+        try:
+            own_pointers = self.write(own, io) if own else []
+            shared_pointers = self.write_shared(shared, io) if shared else []
+        finally:
+            self._planning = False
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="logwright-batch-files")
+        self._writing = self._writer.submit(_perform, io, self.sync)
+        return own_pointers, shared_pointers, self._writing
+
+    def wait_for_writes(self) -> None:
+        """Wait until the writes ahead have ended (at once when none is under way); then close the descriptors closed
+        meanwhile. A failure goes to `write_failure`."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            try:
+                writing.result()
+            except Exception as error:  # noqa: BLE001 - the commit fails with it (`take_write_failure`)
+                if self.write_failure is None:
+                    self.write_failure = error
+        closing, self._closing_later = self._closing_later, []
+        for fd in closing:
+            os.close(fd)
+
+    def take_write_failure(self) -> Exception | None:
+        failure, self.write_failure = self.write_failure, None
+        return failure
+
+    def _close(self, fd: int) -> None:
+        """Close an appending descriptor, once no write ahead planned or under way can still use it."""
+        if self._planning or self._writing is not None:
+            self._closing_later.append(fd)
+        else:
+            os.close(fd)
 
     def _shared_file(self) -> _Appending:
         """The shared file to append to: the open one, or a new one (an existing one is never appended to again
@@ -333,7 +407,7 @@ class BatchFiles:
     def _seal_shared(self) -> None:
         file, self._shared = self._shared, None
         if file is not None:
-            os.close(file.fd)
+            self._close(file.fd)
             if not self.shared_refs.referenced(file.base_offset):
                 self._doomed_shared.add(file.base_offset)
 
@@ -395,10 +469,11 @@ class BatchFiles:
     def _close_appending(self, partition_id: int) -> None:
         file = self._appending.pop(partition_id, None)
         if file is not None:
-            os.close(file.fd)
+            self._close(file.fd)
 
     def seal(self) -> None:
         """Stop appending to the files open now (before they are linked elsewhere, or after a failed write)."""
+        self.wait_for_writes()
         for partition_id in list(self._appending):
             self._close_appending(partition_id)
         self._seal_shared()
@@ -670,9 +745,21 @@ class BatchFiles:
 
     def close(self) -> None:
         self.seal()
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
         while self._reading:
             os.close(self._reading.popitem()[1])
         self._read_bases.clear()
+
+
+def _perform(io: list[_FileWrite], sync: bool) -> None:
+    """The writer thread's part of `BatchFiles.write_ahead` (writev and fdatasync release the GIL)."""
+    for fd, buffers in io:
+        _write_all(fd, buffers)
+    if sync:
+        for fd in dict.fromkeys(fd for fd, _ in io):
+            os.fdatasync(fd)
 
 
 _IOV_MAX = 1024

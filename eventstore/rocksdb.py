@@ -15,6 +15,7 @@ ignores the snapshot, so consistent readers use `checkpoint`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import itertools
 import logging
@@ -261,8 +262,10 @@ class RocksEventStore:
         one (each commit then holding the previous partition's truncation) and stalled the loop 4.4 s."""
         """Record batches (partition, base offset, bytes, where they go) not yet put into ``_batch``: they go in
         last (`_put_staged_records`)."""
-        self._write_error: OSError | None = None
+        self._write_error: Exception | None = None
         """A batch file write that failed before the commit: the commit fails with it."""
+        self._file_bytes_staged = 0
+        """Bytes of the staged record batches that go to files (`write_records_ahead`)."""
         self._files_to_check: list[tuple[int, int]] = []
         """(partition, file) a compaction slice took pointers out of: deleted after its commit if none is left."""
         self._shared_to_check: list[tuple[int, int]] = []
@@ -497,8 +500,10 @@ class RocksEventStore:
         staged_partitions = self._staged_partitions
         for batch in batches:
             staged_partitions.add(batch.partition_id)
-            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data,
-                                         placement(batch.partition_id, len(batch.data))))
+            where = placement(batch.partition_id, len(batch.data))
+            self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, where))
+            if where is not Placement.INLINE:
+                self._file_bytes_staged += len(batch.data)
             (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
             self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
                                        batch.data))
@@ -638,6 +643,50 @@ class RocksEventStore:
                 return base_offset if _last_offset(iterator) >= log_start_offset else log_start_offset
         return log_start_offset
 
+    @property
+    def file_bytes_staged(self) -> int:
+        """Bytes of the record batches staged since the last commit (or write ahead) that go to batch files."""
+        return self._file_bytes_staged
+
+    def write_records_ahead(self) -> concurrent.futures.Future[None] | None:
+        """Start writing the staged record batches that go to files on the batch files' writer thread, and put
+        their pointers into the WriteBatch now; the future of the writes (``None``: nothing to write, or the files
+        could not be opened, which the commit raises). The commit waits for them before its WriteBatch, so a crash
+        still leaves bytes no pointer names, never a pointer to missing bytes, and fails if they failed.
+
+        For the broker's scheduled commit: writing 1 MB batches on the event loop kept it in writev while the
+        connections beside the producer waited (`BatchFiles.write_ahead`). What is staged meanwhile joins the same
+        commit: its own batches are written by the commit itself, after these (each file's appends stay in
+        order: every write waits for the one under way)."""
+        self._check_writable()
+        staged = self._staged_records
+        own = [(partition_id, base_offset, data) for partition_id, base_offset, data, placement in staged
+               if placement is Placement.OWN]
+        shared = [(partition_id, base_offset, data) for partition_id, base_offset, data, placement in staged
+                  if placement is Placement.SHARED]
+        if not own and not shared:
+            return None
+        try:
+            own_pointers, shared_pointers, writing = self._files.write_ahead(own, shared)
+        except OSError as error:  # a file could not be created or opened: the commit raises it
+            self._write_error = error
+            staged.clear()
+            self._file_bytes_staged = 0
+            return None
+        put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
+        written = self._pointers_written
+        for (partition_id, base_offset, _), pointer in zip([*own, *shared], [*own_pointers, *shared_pointers],
+                                                           strict=True):
+            written[(partition_id, base_offset)] = pointer
+            put(record_key(partition_id, base_offset), pointer, records_cf)
+        if shared:
+            index_cf = self._cf["index"]
+            for key, value in self._files.shared_refs.take_rows():
+                put(key, value, index_cf)
+        self._staged_records = [record for record in staged if record[3] is Placement.INLINE]
+        self._file_bytes_staged = 0
+        return writing
+
     def _put_staged_records(self) -> None:
         """Put the staged record batches into the WriteBatch, in the order they were staged.
 
@@ -656,6 +705,7 @@ class RocksEventStore:
         except OSError as error:  # raised by the commit (this may run in `append`, before a range delete)
             self._write_error = error
             staged.clear()
+            self._file_bytes_staged = 0
             return
         put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
         written = self._pointers_written
@@ -671,6 +721,7 @@ class RocksEventStore:
             for key, value in self._files.shared_refs.take_rows():
                 put(key, value, index_cf)
         staged.clear()
+        self._file_bytes_staged = 0
 
     @property
     def changed_rows(self) -> int:
@@ -753,6 +804,9 @@ class RocksEventStore:
             if pending:
                 self._write_staged_state(self._last_sequence)
             self._put_staged_records()
+            self._files.wait_for_writes()  # the writes ahead (`write_records_ahead`), before anything names them
+            if self._write_error is None:
+                self._write_error = self._files.take_write_failure()
             if self._write_error is not None:
                 raise self._write_error
             self._db.write(self._batch, self._write_options)
@@ -899,9 +953,13 @@ class RocksEventStore:
         return self._failed is None
 
     def _discard_staged(self) -> None:
+        self._files.wait_for_writes()  # what they wrote no pointer will name, as bytes a crash left
+        if self._files.take_write_failure() is not None:
+            self._files.seal()  # a file may end short of what was planned for it: append elsewhere
         self._batch = WriteBatch(raw_mode=True)
         self._covered_staged = 0
         self._staged_records.clear()
+        self._file_bytes_staged = 0
         self._staged_partitions.clear()
         self._files.cancel_planned()
         self._files_to_check.clear()

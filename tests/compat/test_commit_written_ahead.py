@@ -1,0 +1,227 @@
+"""A scheduled commit holding `WRITE_AHEAD_FROM` or more of batch-file bytes writes them on the batch files' thread
+and commits when they are written (`Broker._write_ahead`): meanwhile the event loop serves other requests, which it
+could not while writev held it (session 51: a producer of 1 MB batches starved the consumers beside it). The
+produce is answered only after the commit, and what it wrote reads back."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.produce.v9 import request as produce_v9
+from kio.static.primitive import i32Timedelta
+from logwright.compat import broker as broker_module
+from logwright.compat.broker import Broker
+from logwright.compat.kafka import fetch, produce
+from logwright.compat.registry import RequestContext
+from logwright.compat.wire.messages import decode_request, decode_response, encode_request, encode_response_frame
+from logwright.compat.wire.record_batch import Record, build_batch, iter_batches, parse_header
+from logwright.eventstore import batch_files
+from logwright.eventstore.batch_files import FileRange
+
+from tests.compat.brokers import loopback_broker
+
+TOPIC = "ahead"
+
+
+@pytest.fixture(autouse=True)
+def no_small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)
+
+
+class Gate:
+    """Holds the writer thread until opened, and counts the writes each thread made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened = threading.Event()
+        self.on_thread = 0
+        self.on_loop = 0
+        write_all = batch_files._write_all
+
+        def gated(fd: int, buffers: list[bytes]) -> None:
+            if threading.current_thread() is threading.main_thread():
+                self.on_loop += 1
+            else:
+                self.on_thread += 1
+                assert self.opened.wait(30), "the gate was never opened"
+            write_all(fd, buffers)
+
+        monkeypatch.setattr(batch_files, "_write_all", gated)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    held = Gate(monkeypatch)
+    yield held
+    held.opened.set()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    with loopback_broker(tmp_path / "data") as served:
+        yield served
+
+
+def produce_frame(correlation_id: int, count: int, size: int) -> bytes:
+    batch = build_batch([Record(offset=i, timestamp=1_700_000_000_000 + i, key=None, value=bytes([i % 251]) * size,
+                                headers=()) for i in range(count)])
+    request = produce_v9.ProduceRequest(
+        transactional_id=None, acks=-1, timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topic_data=(produce_v9.TopicProduceData(name=TOPIC, partition_data=(
+            produce_v9.PartitionProduceData(index=0, records=batch),)),))
+    return encode_request(request, correlation_id, "ahead")
+
+
+def fetch_frame(correlation_id: int, offset: int) -> bytes:
+    request = fetch_v12.FetchRequest(
+        replica_id=-1, max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)), min_bytes=1,
+        max_bytes=52_428_800, isolation_level=0, session_id=0, session_epoch=-1,
+        topics=(fetch_v12.FetchTopic(topic=TOPIC, partitions=(fetch_v12.FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+            partition_max_bytes=52_428_800),)),),
+        forgotten_topics_data=(), rack_id="")
+    return encode_request(request, correlation_id, "ahead")
+
+
+async def serve(broker: Broker, handle: Any, frame: bytes) -> Any:
+    """What the server does for one frame, minus the socket: the decoded answer a client reads."""
+    header, request = decode_request(frame)
+    context = RequestContext(broker, header.api_key, header.api_version, header.correlation_id, header.client_id,
+                             1, "127.0.0.1")
+    pieces = encode_response_frame(header.api_key, header.api_version, header.correlation_id,
+                                   await handle(context, request))
+    data = b"".join(piece.read() if isinstance(piece, FileRange) else piece for piece in pieces)
+    for piece in pieces:
+        if isinstance(piece, FileRange):
+            piece.close()
+    return decode_response(header.api_key, header.api_version, data[4:])[1]
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the loop turn until ``condition`` holds (the writer thread has started), failing rather than hanging."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the commit's bytes were never handed to the writer thread")
+
+
+def produced(answer: Any) -> tuple[int, int]:
+    (partition,) = answer.responses[0].partition_responses
+    return int(partition.error_code), int(partition.base_offset)
+
+
+def fetched_offsets(answer: Any) -> list[int]:
+    (partition,) = answer.responses[0].partitions
+    return [parse_header(batch).base_offset for batch in iter_batches(partition.records or b"")]
+
+
+def test_the_loop_serves_a_fetch_while_a_large_commit_is_written_and_answers_the_produce_after_it(
+        broker: Broker, gate: Gate) -> None:
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        gate.opened.set()
+        assert produced(await serve(broker, produce.handle, produce_frame(1, 40, 1024))) == (0, 0)
+        assert (gate.on_thread, gate.on_loop) == (0, 1), "40 KB is written on the loop"
+        gate.opened.clear()
+        large = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(2, 300, 1024)))
+        await until(lambda: gate.on_thread > 0)
+        reading = await serve(broker, fetch.handle, fetch_frame(3, 0))  # answered while the writer is held
+        assert fetched_offsets(reading) == [0], "the fetch saw bytes no commit has made durable"
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not large.done(), "the produce was answered before its bytes were written"
+        gate.opened.set()
+        assert produced(await large) == (0, 40)
+        assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(4, 0))) == [0, 40]
+        assert gate.on_thread == 1
+
+    asyncio.run(scenario())
+
+
+def test_what_is_staged_during_the_write_joins_its_commit(broker: Broker, gate: Gate) -> None:
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        first = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))
+        await until(lambda: gate.on_thread > 0)
+        second = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(2, 10, 1024)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not first.done() and not second.done()
+        commits: list[int] = []
+        broker.store.add_commit_listener(lambda events: commits.append(len(events)))
+        gate.opened.set()
+        assert produced(await first) == (0, 0)
+        assert produced(await second) == (0, 300)
+        assert len(commits) == 1, "both produces went to disk in one WriteBatch"
+        assert (gate.on_thread, gate.on_loop) == (1, 1)
+
+    asyncio.run(scenario())
+
+
+def test_a_commit_forced_during_the_write_waits_for_it_and_the_write_ending_later_commits_nothing_twice(
+        broker: Broker, gate: Gate) -> None:
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        large = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))
+        await until(lambda: gate.on_thread > 0)
+        opener = threading.Thread(target=lambda: (threading.Event().wait(0.05), gate.opened.set()))
+        opener.start()
+        broker.commit_now()  # as a truncation or a compaction slice forces one
+        opener.join()
+        assert produced(await large) == (0, 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(2, 0))) == [0]
+
+    asyncio.run(scenario())
+
+
+def test_a_steady_producer_cannot_put_the_commit_off(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each write ahead ends with more than `WRITE_AHEAD_FROM` staged again; after `WRITES_AHEAD_PER_COMMIT` of them
+    the commit writes the rest itself."""
+    monkeypatch.setattr(broker_module, "WRITES_AHEAD_PER_COMMIT", 2)
+    permits = threading.Semaphore(0)
+    writers: list[str] = []
+    write_all = batch_files._write_all
+
+    def one_at_a_time(fd: int, buffers: list[bytes]) -> None:
+        on_thread = threading.current_thread() is not threading.main_thread()
+        writers.append("thread" if on_thread else "loop")
+        if on_thread:
+            assert permits.acquire(timeout=30), "no permit was given"
+        write_all(fd, buffers)
+
+    monkeypatch.setattr(batch_files, "_write_all", one_at_a_time)
+
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        commits: list[int] = []
+        broker.store.add_commit_listener(lambda events: commits.append(len(events)))
+        answers = [asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))]
+        for number in (2, 3):
+            await until(lambda: len(writers) >= number - 1)  # noqa: B023 - awaited before the loop moves on
+            answers.append(asyncio.ensure_future(serve(broker, produce.handle, produce_frame(number, 300, 1024))))
+            for _ in range(20):  # staged while the write ahead before it is held
+                await asyncio.sleep(0)
+            permits.release()
+        results = [produced(await answer) for answer in answers]
+        assert results == [(0, 0), (0, 300), (0, 600)]
+        assert writers == ["thread", "thread", "loop"], "the third large produce waited for a third write ahead"
+        assert len(commits) == 1, "one commit for the three"
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for _ in range(3):
+            permits.release()

@@ -1,0 +1,212 @@
+"""Batch files written ahead of the commit on the writer thread (`RocksEventStore.write_records_ahead`): the pointers
+go into the WriteBatch at once, the bytes are written off the calling thread, and the commit waits for them, fails
+with them, and nothing closes a descriptor under them.
+
+Each test reads through a freshly opened store, so nothing comes from the in-memory tail cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from logwright.core.events import TopicDeleted
+from logwright.eventstore import batch_files, rocksdb
+from logwright.eventstore.interface import Durability
+from logwright.eventstore.rocksdb import RocksEventStore
+
+from .contract import BIG
+from .support import deleted_and_kept_topics, new_topic, open_store, produce, reopen_store
+from .test_batch_files import TestRocksEventStoreWithEveryBatchInFiles
+
+PAYLOAD = 8_000
+
+
+@pytest.fixture(autouse=True)
+def no_small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)
+
+
+class TestRocksEventStoreWritingEveryCommitAhead(TestRocksEventStoreWithEveryBatchInFiles):
+    """The whole EventStore contract again, every batch in a file and every commit's files written ahead first, as
+    the broker's scheduled commit writes large ones."""
+
+    @pytest.fixture(autouse=True)
+    def every_commit_written_ahead(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        commit = RocksEventStore.commit
+
+        def written_ahead_first(store: RocksEventStore) -> None:
+            if not store.read_only and store.failed is None:
+                store.write_records_ahead()
+            commit(store)
+
+        monkeypatch.setattr(RocksEventStore, "commit", written_ahead_first)
+
+
+class Gate:
+    """Holds the writer thread's writes until opened; records which thread wrote and what."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened = threading.Event()
+        self.writers: list[str] = []
+        self.written = 0
+        write_all = batch_files._write_all
+
+        def gated(fd: int, buffers: list[bytes]) -> None:
+            self.writers.append(threading.current_thread().name)
+            if threading.current_thread() is not threading.main_thread():
+                assert self.opened.wait(30), "the gate was never opened"
+            write_all(fd, buffers)
+            self.written += sum(map(len, buffers))
+
+        monkeypatch.setattr(batch_files, "_write_all", gated)
+
+    def open_soon(self) -> threading.Thread:
+        """Open the gate from another thread once the caller blocks (a commit waiting for the writes)."""
+        opener = threading.Thread(target=lambda: (threading.Event().wait(0.05), self.opened.set()))
+        opener.start()
+        return opener
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    held = Gate(monkeypatch)
+    yield held
+    held.opened.set()
+
+
+def _offsets(store: RocksEventStore, partition_id: int = 0) -> list[int]:
+    return [int.from_bytes(batch[:8], "big") for batch in store.read_batches(partition_id, 0, BIG)]
+
+
+def test_the_bytes_are_written_off_the_calling_thread_and_the_commit_waits_for_them(
+        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    store.commit()
+    produce(store, 0, payload_size=PAYLOAD)
+    produce(store, 0, payload_size=PAYLOAD)
+    assert store.file_bytes_staged > 2 * PAYLOAD
+    writing = store.write_records_ahead()
+    assert writing is not None and not writing.done()
+    assert store.file_bytes_staged == 0, "the pointers are in the WriteBatch, the bytes are the thread's"
+    produce(store, 0, payload_size=PAYLOAD)  # staged meanwhile: the commit writes it itself, after the others
+    opener = gate.open_soon()
+    store.commit()
+    opener.join()
+    assert writing.done(), "the commit returned before the bytes it names were written"
+    assert gate.writers[0].startswith("logwright-batch-files") and gate.writers[1] == "MainThread"
+    assert gate.written > 3 * PAYLOAD
+    reopened = reopen_store(opened, store)
+    assert _offsets(reopened) == [0, 10, 20]
+    assert all(len(batch) > PAYLOAD for batch in reopened.read_batches(0, 0, BIG))
+
+
+def test_nothing_to_write_ahead_starts_nothing(opened: list[RocksEventStore], path: Path) -> None:
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, payload_size=100)  # stays in RocksDB
+    assert store.file_bytes_staged == 0
+    assert store.write_records_ahead() is None
+    store.commit()
+    assert _offsets(reopen_store(opened, store)) == [0]
+
+
+def test_a_failed_write_ahead_fails_the_commit_and_keeps_nothing_of_it(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, payload_size=PAYLOAD)
+    store.commit()
+
+    def full(fd: int, buffers: list[bytes]) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(batch_files.os, "writev", full)
+    produce(store, 0, payload_size=PAYLOAD)
+    writing = store.write_records_ahead()
+    assert writing is not None
+    with pytest.raises(rocksdb.StoreFailed):
+        store.commit()
+    monkeypatch.undo()
+    assert store.reopen()
+    assert store.state("partitions", "0").next_offset == 10
+    produce(store, 0, payload_size=PAYLOAD)
+    store.commit()
+    assert _offsets(reopen_store(opened, store)) == [0, 10]
+
+
+def test_a_failed_write_ahead_the_store_discards_leaves_no_hole_in_the_next_files_offsets(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that failed short of its plan, then the staged changes dropped without a commit (a plugin failed to
+    derive from them): the files are sealed, so the next pointers name bytes that are there."""
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, payload_size=PAYLOAD)
+    store.commit()
+    monkeypatch.setattr(batch_files.os, "writev", lambda fd, buffers: (_ for _ in ()).throw(OSError(5, "EIO")))
+    produce(store, 0, payload_size=PAYLOAD)
+    assert store.write_records_ahead() is not None
+    monkeypatch.undo()
+    assert store.reopen()
+    produce(store, 0, payload_size=PAYLOAD)
+    store.commit()
+    reopened = reopen_store(opened, store)
+    assert _offsets(reopened) == [0, 10]
+    assert all(len(batch) > PAYLOAD for batch in reopened.read_batches(0, 0, BIG))
+
+
+def test_a_topic_deleted_while_its_files_are_written_ahead_closes_them_after_the_write(
+        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+    store = open_store(opened, path)
+    gate.opened.set()
+    created, kept = deleted_and_kept_topics(store, PAYLOAD)  # files open for appending in all three partitions
+    gate.opened.clear()
+    for partition_id in (*created.partition_ids, *kept.partition_ids):
+        produce(store, partition_id, payload_size=PAYLOAD)
+    writing = store.write_records_ahead()
+    assert writing is not None
+    store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])  # closes two appending descriptors
+    assert not writing.done()
+    opener = gate.open_soon()
+    store.commit()
+    opener.join()
+    assert writing.exception() is None, "a descriptor was closed under the write"
+    assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
+    assert _offsets(reopen_store(opened, store), kept.partition_ids[0]) == [0, 10]
+
+
+def test_a_synced_store_fdatasyncs_what_it_wrote_ahead_on_the_writer_thread(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    monkeypatch.setattr(batch_files.os, "fdatasync", lambda fd: synced.append(threading.current_thread().name))
+    store = open_store(opened, path, durability=Durability.FSYNC)
+    new_topic(store, "t", 2)
+    store.commit()
+    produce(store, 0, payload_size=PAYLOAD)
+    produce(store, 1, payload_size=PAYLOAD)
+    writing = store.write_records_ahead()
+    assert writing is not None
+    store.commit()
+    assert len(synced) == 2 and all(name.startswith("logwright-batch-files") for name in synced)
+    reopened = reopen_store(opened, store)
+    assert _offsets(reopened, 0) == [0] and _offsets(reopened, 1) == [0]
+
+
+def test_closing_the_store_waits_for_the_writes_and_stops_the_thread(
+        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    produce(store, 0, payload_size=PAYLOAD)
+    writing = store.write_records_ahead()
+    assert writing is not None
+    opener = gate.open_soon()
+    opened.remove(store)
+    store.close()  # commits what is staged: waits for the write first
+    opener.join()
+    assert writing.done() and writing.exception() is None
+    assert not any(thread.name.startswith("logwright-batch-files") for thread in threading.enumerate())
+    assert _offsets(open_store(opened, path)) == [0]
