@@ -168,16 +168,21 @@ def test_what_is_staged_during_the_write_joins_its_commit(broker: Broker, gate: 
 
 
 def test_a_commit_forced_during_the_write_waits_for_it_and_the_write_ending_later_commits_nothing_twice(
-        broker: Broker, gate: Gate) -> None:
+        broker: Broker, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
         broker.create_topic(TOPIC, 1)
         broker.commit_now()
         large = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))
         await until(lambda: gate.on_thread > 0)
-        opener = threading.Thread(target=lambda: (threading.Event().wait(0.05), gate.opened.set()))
-        opener.start()
+        wait_for_writes = batch_files.BatchFiles.wait_for_writes
+
+        def opening(files: batch_files.BatchFiles) -> None:  # the gate opens only once the commit waits
+            gate.opened.set()
+            wait_for_writes(files)
+
+        monkeypatch.setattr(batch_files.BatchFiles, "wait_for_writes", opening)
         broker.commit_now()  # as a truncation or a compaction slice forces one
-        opener.join()
+        assert not broker.store.file_bytes_staged
         assert produced(await large) == (0, 0)
         for _ in range(20):
             await asyncio.sleep(0)

@@ -64,11 +64,16 @@ class Gate:
 
         monkeypatch.setattr(batch_files, "_write_all", gated)
 
-    def open_soon(self) -> threading.Thread:
-        """Open the gate from another thread once the caller blocks (a commit waiting for the writes)."""
-        opener = threading.Thread(target=lambda: (threading.Event().wait(0.05), self.opened.set()))
-        opener.start()
-        return opener
+    def open_when_waited_for(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Open the gate when the store first waits for the writes under way (`BatchFiles.wait_for_writes`), not
+        before: a caller that did not wait would find them still held."""
+        wait_for_writes = batch_files.BatchFiles.wait_for_writes
+
+        def opening(files: batch_files.BatchFiles) -> None:
+            self.opened.set()
+            wait_for_writes(files)
+
+        monkeypatch.setattr(batch_files.BatchFiles, "wait_for_writes", opening)
 
 
 @pytest.fixture
@@ -83,7 +88,8 @@ def _offsets(store: RocksEventStore, partition_id: int = 0) -> list[int]:
 
 
 def test_the_bytes_are_written_off_the_calling_thread_and_the_commit_waits_for_them(
-        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+        opened: list[RocksEventStore], path: Path, gate: Gate,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(opened, path)
     new_topic(store, "t", 1)
     store.commit()
@@ -94,9 +100,8 @@ def test_the_bytes_are_written_off_the_calling_thread_and_the_commit_waits_for_t
     assert writing is not None and not writing.done()
     assert store.file_bytes_staged == 0, "the pointers are in the WriteBatch, the bytes are the thread's"
     produce(store, 0, payload_size=PAYLOAD)  # staged meanwhile: the commit writes it itself, after the others
-    opener = gate.open_soon()
+    gate.open_when_waited_for(monkeypatch)
     store.commit()
-    opener.join()
     assert writing.done(), "the commit returned before the bytes it names were written"
     assert gate.writers[0].startswith("logwright-batch-files") and gate.writers[1] == "MainThread"
     assert gate.written > 3 * PAYLOAD
@@ -160,7 +165,8 @@ def test_a_failed_write_ahead_the_store_discards_leaves_no_hole_in_the_next_file
 
 
 def test_a_topic_deleted_while_its_files_are_written_ahead_closes_them_after_the_write(
-        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+        opened: list[RocksEventStore], path: Path, gate: Gate,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(opened, path)
     gate.opened.set()
     created, kept = deleted_and_kept_topics(store, PAYLOAD)  # files open for appending in all three partitions
@@ -171,9 +177,8 @@ def test_a_topic_deleted_while_its_files_are_written_ahead_closes_them_after_the
     assert writing is not None
     store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])  # closes two appending descriptors
     assert not writing.done()
-    opener = gate.open_soon()
+    gate.open_when_waited_for(monkeypatch)
     store.commit()
-    opener.join()
     assert writing.exception() is None, "a descriptor was closed under the write"
     assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
     assert _offsets(reopen_store(opened, store), kept.partition_ids[0]) == [0, 10]
@@ -197,16 +202,16 @@ def test_a_synced_store_fdatasyncs_what_it_wrote_ahead_on_the_writer_thread(
 
 
 def test_closing_the_store_waits_for_the_writes_and_stops_the_thread(
-        opened: list[RocksEventStore], path: Path, gate: Gate) -> None:
+        opened: list[RocksEventStore], path: Path, gate: Gate,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(opened, path)
     new_topic(store, "t", 1)
     produce(store, 0, payload_size=PAYLOAD)
     writing = store.write_records_ahead()
     assert writing is not None
-    opener = gate.open_soon()
+    gate.open_when_waited_for(monkeypatch)
     opened.remove(store)
     store.close()  # commits what is staged: waits for the write first
-    opener.join()
     assert writing.done() and writing.exception() is None
     assert not any(thread.name.startswith("logwright-batch-files") for thread in threading.enumerate())
     assert _offsets(open_store(opened, path)) == [0]
