@@ -173,9 +173,10 @@ class Broker:
         """A `stage_over_turns` is between two of its parts: scheduled commits wait for its end."""
         self._commit_handle: asyncio.Handle | None = None
         self._row_slices_left: int | None = None
-        self._writing_ahead = False
-        self._writes_ahead_left = WRITES_AHEAD_PER_COMMIT
         """Slices of changed rows the scheduled commit may still put before it commits (`ROWS_PUT_PER_TURN`)."""
+        self._writing_ahead = False
+        """The scheduled commit waits for its batch files' writes on their thread (`_write_ahead`)."""
+        self._writes_ahead_left = WRITES_AHEAD_PER_COMMIT
         self._staging_over_turns: asyncio.Lock | None = None
         self._commits_released: asyncio.Event | None = None
         """Set when a staging over turns lets commits go again (`commits_free`)."""
