@@ -1,4 +1,6 @@
-"""The child of the crash test: appends and commits forever, printing each commit once it has returned.
+"""The child of the crash test: appends and commits forever, printing each commit once it has returned. Half the
+commits have their batch files written ahead on the writer thread first (`RocksEventStore.write_records_ahead`), so a
+kill can land while that thread writes.
 
 Run as ``python -m tests.eventstore.crash_writer DATA_DIR DURABILITY SEED`` from the repository root; the
 parent kills it with SIGKILL. A printed line ``sequence partition base_offset record_count`` promises that
@@ -34,6 +36,8 @@ def main(data_dir: str, durability: str, seed: int) -> None:
                         payload_size=chance.choice([100, 1_024, 16_384]))
         if appends % 3 == 2:
             store.append([OffsetCommitted("g", TOPIC, appends % PARTITIONS, event.last_offset + 1)])
+        if chance.random() < 0.5:  # as the broker's commit of 256 KiB or more: its files written on their thread
+            store.write_records_ahead()
         store.commit()
         sys.stdout.write(f"{store.committed_sequence} {partition_id} {event.base_offset} {event.record_count}\n")
         sys.stdout.flush()
