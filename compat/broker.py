@@ -79,8 +79,10 @@ rather than on the event loop, serving other connections meanwhile: a producer o
 dropped kept the loop in writev 70% of the time, and the consumers beside it read a fifth of what it wrote
 (session 51). Below this, handing the write to the thread and back costs more than writing it."""
 WRITES_AHEAD_PER_COMMIT = 1
-"""Writes ahead one commit waits for at most: what is staged during one joins the commit, and is written ahead again
-while it is this large, so a steady producer cannot put the commit off for ever; the rest the commit writes itself."""
+"""Writes ahead one commit waits for at most when it cannot be pipelined (`RocksEventStore.write_records_ahead`:
+it holds files to drop, range deletes, staged aborts): what is staged during one joins the commit, so a steady
+producer cannot put the commit off for ever, and the commit writes it itself. A pipelined commit writes only what was
+staged before its write ahead; what is staged meanwhile is the next commit's, which writes ahead in turn."""
 EVENTS_STAGED_PER_TURN = 200
 """Events `stage_over_turns` stages before it lets other tasks run (2-4 ms of folding on this machine)."""
 ROWS_PUT_PER_TURN = 1_000
@@ -176,6 +178,8 @@ class Broker:
         """Slices of changed rows the scheduled commit may still put before it commits (`ROWS_PUT_PER_TURN`)."""
         self._writing_ahead = False
         """The scheduled commit waits for its batch files' writes on their thread (`_write_ahead`)."""
+        self._sealed_waiters: list[InTurnFuture[None]] = []
+        """Requests waiting for the sealed first part of a pipelined commit (`_finish_sealed`)."""
         self._writes_ahead_left = WRITES_AHEAD_PER_COMMIT
         self._staging_over_turns: asyncio.Lock | None = None
         self._commits_released: asyncio.Event | None = None
@@ -216,7 +220,7 @@ class Broker:
         """Incremental fetch sessions (KIP-227): kept in memory only, as Kafka keeps them; after a restart a client's
         next incremental fetch is FETCH_SESSION_ID_NOT_FOUND and it starts over with a full one."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
-        store.add_reload_listener(self._load_from_store)
+        store.add_reload_listener(self._reloaded)
         self._coordinators = coordinators(self) if coordinators is not None else None
 
     @property
@@ -237,6 +241,17 @@ class Broker:
         self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
         self._catalog_changed(None)
         self.log_starts_version += 1
+
+    def _reloaded(self) -> None:
+        """The store dropped everything staged since its last commit and reloaded from disk: fail whoever still
+        waits for any of it to be written, wherever the reload came from (a commit the store made for a truncation
+        failed, or the sealed part of a pipelined commit), then reload what the broker keeps of it."""
+        waiters, self._commit_waiters = [*self._sealed_waiters, *self._commit_waiters], []
+        self._sealed_waiters = []
+        self._failed_commits += 1
+        self._fail_waiters(waiters, StoreFailed(f"the store at {self.store.path} dropped what was staged and "
+                                                f"reloaded from disk: {self.store.failed or 'a write failed'}"))
+        self._load_from_store()
 
     def _catalog_changed(self, topic: str | None) -> None:
         self.catalog_version += 1
@@ -737,6 +752,8 @@ class Broker:
             self._commit_handle = asyncio.get_running_loop().call_soon(self._scheduled_commit, TURNS_GIVEN_WAY - 1)
             return
         self._row_slices_left = None
+        if self._writing_ahead:  # a pipelined commit's first part is being written: this one follows it
+            return  # still scheduled: `_written_ahead` runs it
         if self._write_ahead():
             return
         self._commit(continue_now=True)
@@ -747,10 +764,14 @@ class Broker:
         if (self._writing_ahead or not self._writes_ahead_left or self.store.failed is not None
                 or self.store.file_bytes_staged < WRITE_AHEAD_FROM):
             return False
-        writing = self.store.write_records_ahead()
+        writing = self.store.write_records_ahead(seal=True)
         if writing is None:
             return False
-        self._writes_ahead_left -= 1
+        if self.store.sealed:  # pipelined: the waiters so far wait for the sealed part, later ones for a new commit
+            self._sealed_waiters, self._commit_waiters = self._commit_waiters, []
+            self._commit_scheduled = False
+        else:
+            self._writes_ahead_left -= 1
         self._writing_ahead = True
         loop = asyncio.get_running_loop()
 
@@ -764,11 +785,30 @@ class Broker:
         return True
 
     def _written_ahead(self) -> None:
-        """The writes ahead ended: the commit waiting for them runs now, unless one ran meanwhile (`commit_now`
-        waited for them) and none is scheduled, or one is scheduled to run anyway."""
+        """The writes ahead ended: a pipelined commit's sealed part is written now, and the commit waiting for them
+        runs, unless one ran meanwhile (`commit_now` waited for them) and none is scheduled, or one is scheduled to
+        run anyway (a pipelined commit's next part then writes ahead in turn, or commits)."""
         self._writing_ahead = False
+        self._finish_sealed(continue_now=True)
         if self._commit_scheduled and self._commit_handle is None:
             self._scheduled_commit()
+
+    def _finish_sealed(self, continue_now: bool) -> None:
+        """Write the sealed first part of a pipelined commit (waiting for its files' writes if they have not ended) and
+        answer those waiting for it. Should it fail, the store reloads and `_reloaded` fails them, and the waiters of
+        what was staged since."""
+        try:
+            self.store.finish_sealed()
+        except StoreFailed as error:
+            self._store_retry_at_ms = self.clock.now_ms() + STORE_RETRY_MS
+            log.error("%s; the requests waiting for it were answered KAFKA_STORAGE_ERROR", error)
+            return
+        except Exception as error:
+            self._fail_waiters(self._sealed_waiters, error)
+            self._store_lost(error)
+        waiters, self._sealed_waiters = self._sealed_waiters, []
+        for waiter in waiters:
+            waiter.settle(None, now=continue_now)
 
     def _commit(self, continue_now: bool = False) -> None:
         """Write what is staged and settle the waiters; ``continue_now``: called as a loop callback of its own, so
@@ -779,6 +819,7 @@ class Broker:
         if self._commit_handle is not None:  # committed now (`commit_now`): the scheduled one has nothing left to do
             self._commit_handle.cancel()
             self._commit_handle = None
+        self._finish_sealed(continue_now)  # first: a failure there drops this commit's staging too
         waiters, self._commit_waiters = self._commit_waiters, []
         try:
             self.store.commit()

@@ -24,6 +24,7 @@ from logwright.compat.wire.messages import decode_request, decode_response, enco
 from logwright.compat.wire.record_batch import Record, build_batch, iter_batches, parse_header
 from logwright.eventstore import batch_files
 from logwright.eventstore.batch_files import FileRange
+from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import loopback_broker
 
@@ -146,25 +147,68 @@ def test_the_loop_serves_a_fetch_while_a_large_commit_is_written_and_answers_the
     asyncio.run(scenario())
 
 
-def test_what_is_staged_during_the_write_joins_its_commit(broker: Broker, gate: Gate) -> None:
+def test_what_is_staged_during_the_write_is_the_next_commit_and_is_answered_after_the_first(
+        broker: Broker, gate: Gate) -> None:
     async def scenario() -> None:
         broker.create_topic(TOPIC, 1)
         broker.commit_now()
+        answered: list[int] = []
         first = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))
+        first.add_done_callback(lambda _: answered.append(1))
         await until(lambda: gate.on_thread > 0)
         second = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(2, 10, 1024)))
+        second.add_done_callback(lambda _: answered.append(2))
         for _ in range(20):
             await asyncio.sleep(0)
-        assert not first.done() and not second.done()
+        assert not first.done() and not second.done(), "the second was committed before the first's bytes"
         commits: list[int] = []
         broker.store.add_commit_listener(lambda events: commits.append(len(events)))
         gate.opened.set()
         assert produced(await first) == (0, 0)
         assert produced(await second) == (0, 300)
-        assert len(commits) == 1, "both produces went to disk in one WriteBatch"
-        assert (gate.on_thread, gate.on_loop) == (1, 1)
+        await asyncio.sleep(0)  # the done callbacks' turn
+        assert answered == [1, 2]
+        assert commits == [1, 1], "the first commit held only what was staged before its write ahead"
+        assert (gate.on_thread, gate.on_loop) == (1, 1), "the second's 10 KB is written on the loop"
 
     asyncio.run(scenario())
+
+
+def test_a_failed_write_ahead_fails_the_produce_staged_after_it_too_and_the_next_one_succeeds(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second produce's state was folded on top of the first's: when the first part fails the store reloads,
+    dropping both, so both are answered KAFKA_STORAGE_ERROR and the offsets they took are given again."""
+    permit = threading.Event()
+    write_all = batch_files._write_all
+
+    def failing_on_the_thread(fd: int, buffers: list[bytes]) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            assert permit.wait(30), "never permitted"
+            raise OSError(28, "No space left on device")
+        write_all(fd, buffers)
+
+    monkeypatch.setattr(batch_files, "_write_all", failing_on_the_thread)
+
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        first = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert broker.store.sealed
+        second = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(2, 10, 1024)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        permit.set()
+        assert produced(await first) == (56, -1)
+        assert produced(await second) == (56, -1)
+        assert produced(await serve(broker, produce.handle, produce_frame(3, 10, 1024))) == (0, 0)
+        assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(4, 0))) == [0]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        permit.set()
 
 
 def test_a_commit_forced_during_the_write_waits_for_it_and_the_write_ending_later_commits_nothing_twice(
@@ -191,10 +235,9 @@ def test_a_commit_forced_during_the_write_waits_for_it_and_the_write_ending_late
     asyncio.run(scenario())
 
 
-def test_a_steady_producer_cannot_put_the_commit_off(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each write ahead ends with more than `WRITE_AHEAD_FROM` staged again; after `WRITES_AHEAD_PER_COMMIT` of them
-    the commit writes the rest itself."""
-    monkeypatch.setattr(broker_module, "WRITES_AHEAD_PER_COMMIT", 2)
+def _three_large_produces_each_staged_during_the_write_before(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], list[tuple[int, int]]]:
+    """Which thread wrote each batch file write, the events of each commit, and the three answers."""
     permits = threading.Semaphore(0)
     writers: list[str] = []
     write_all = batch_files._write_all
@@ -207,11 +250,11 @@ def test_a_steady_producer_cannot_put_the_commit_off(broker: Broker, monkeypatch
         write_all(fd, buffers)
 
     monkeypatch.setattr(batch_files, "_write_all", one_at_a_time)
+    commits: list[int] = []
 
-    async def scenario() -> None:
+    async def scenario() -> list[tuple[int, int]]:
         broker.create_topic(TOPIC, 1)
         broker.commit_now()
-        commits: list[int] = []
         broker.store.add_commit_listener(lambda events: commits.append(len(events)))
         answers = [asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024)))]
         for number in (2, 3):
@@ -219,14 +262,34 @@ def test_a_steady_producer_cannot_put_the_commit_off(broker: Broker, monkeypatch
             answers.append(asyncio.ensure_future(serve(broker, produce.handle, produce_frame(number, 300, 1024))))
             for _ in range(20):  # staged while the write ahead before it is held
                 await asyncio.sleep(0)
+            assert not answers[-2].done(), "answered before its bytes were written"
             permits.release()
-        results = [produced(await answer) for answer in answers]
-        assert results == [(0, 0), (0, 300), (0, 600)]
-        assert writers == ["thread", "thread", "loop"], "the third large produce waited for a third write ahead"
-        assert len(commits) == 1, "one commit for the three"
+        permits.release()  # the third's, should it be written ahead
+        return [produced(await answer) for answer in answers]
 
     try:
-        asyncio.run(scenario())
+        return writers, commits, asyncio.run(scenario())
     finally:
         for _ in range(3):
             permits.release()
+
+
+def test_a_steady_producers_commits_are_pipelined_each_written_ahead_while_the_next_is_staged(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    writers, commits, answers = _three_large_produces_each_staged_during_the_write_before(broker, monkeypatch)
+    assert answers == [(0, 0), (0, 300), (0, 600)]
+    assert writers == ["thread", "thread", "thread"], "a part of a commit was written on the loop"
+    assert commits == [1, 1, 1], "each commit held what was staged before its write ahead"
+
+
+def test_a_commit_that_cannot_be_pipelined_waits_for_a_bounded_number_of_writes_ahead(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a seal (the commit holds files to drop, range deletes, staged aborts) what is staged during a write ahead
+    joins its commit; after `WRITES_AHEAD_PER_COMMIT` of them the commit writes the rest itself, so a steady producer
+    cannot put it off."""
+    monkeypatch.setattr(broker_module, "WRITES_AHEAD_PER_COMMIT", 2)
+    monkeypatch.setattr(RocksEventStore, "_can_seal", lambda store: False)
+    writers, commits, answers = _three_large_produces_each_staged_during_the_write_before(broker, monkeypatch)
+    assert answers == [(0, 0), (0, 300), (0, 600)]
+    assert writers == ["thread", "thread", "loop"], "the third large produce waited for a third write ahead"
+    assert commits == [3], "one commit for the three"
