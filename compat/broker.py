@@ -78,6 +78,12 @@ WRITE_AHEAD_FROM = 256 * 1024
 rather than on the event loop, serving other connections meanwhile: a producer of 1 MB batches with the page cache
 dropped kept the loop in writev 70% of the time, and the consumers beside it read a fifth of what it wrote
 (session 51). Below this, handing the write to the thread and back costs more than writing it."""
+WRITE_AHEAD_AFTER_NS = 1_000_000
+"""A commit's batch files go to their thread only when writing them would hold the loop this long at what writes
+cost lately (`RocksEventStore.file_write_ns_per_byte`). Handing them over costs the broker CPU: 500 KB records,
+alternated, 1.50 s/GB written on the loop (7b509c6) against 1.67 with every commit of 256 KiB or more written ahead
+(b40538d) and 1.83 pipelined (68d59b5), MB/s 598 / 592 / 547. A megabyte takes 0.2-0.4 ms here when the host has
+the memory and 4-5 ms when it faults it back in (session 51), the stall the thread is for."""
 WRITES_AHEAD_PER_COMMIT = 1
 """Writes ahead one commit waits for at most when it cannot be pipelined (`RocksEventStore.write_records_ahead`:
 it holds files to drop, range deletes, staged aborts): what is staged during one joins the commit, so a steady
@@ -759,10 +765,12 @@ class Broker:
         self._commit(continue_now=True)
 
     def _write_ahead(self) -> bool:
-        """Start writing the staged batch files' bytes on their thread when there are `WRITE_AHEAD_FROM` of them;
+        """Start writing the staged batch files' bytes on their thread when there are `WRITE_AHEAD_FROM` of them and
+        they would take `WRITE_AHEAD_AFTER_NS` or more;
         ``True`` when started: the commit runs once they are written (`_written_ahead`), other requests meanwhile."""
+        staged = self.store.file_bytes_staged
         if (self._writing_ahead or not self._writes_ahead_left or self.store.failed is not None
-                or self.store.file_bytes_staged < WRITE_AHEAD_FROM):
+                or staged < WRITE_AHEAD_FROM or staged * self.store.file_write_ns_per_byte < WRITE_AHEAD_AFTER_NS):
             return False
         writing = self.store.write_records_ahead(seal=True)
         if writing is None:

@@ -40,6 +40,7 @@ import os
 import resource
 import shutil
 import struct
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,12 @@ file open for appending already (`keeps_inline`). Creating a partition's directo
 of kernel time on this machine's ext4 (its directory allocator slows as directories multiply: 60 us per mkdir
 among 10, 410 among 1,000), about what 256 KiB more through RocksDB costs; a fresh topic of 1,000 partitions
 spent most of its first 100 MB of produce creating them."""
+_clock_ns = time.perf_counter_ns
+"""What writes are timed with (`BatchFiles.write_ns_per_byte`)."""
+WRITE_COST_FROM_BYTES = 64 * 1024
+"""Writes this large or larger update `BatchFiles.write_ns_per_byte` (a smaller one's cost is mostly the call's)."""
+WRITE_COST_WEIGHT = 0.25
+"""Weight of the latest write in `BatchFiles.write_ns_per_byte` (an exponential moving average)."""
 FILE_ROLL_BYTES = 128 * 1024 * 1024
 """A partition's file takes no more appends once it holds this much."""
 SHARED_ROLL_BYTES = 32 * 1024 * 1024
@@ -223,8 +230,12 @@ class BatchFiles:
         self._next_shared = 1
         self._doomed_shared: set[int] = set()
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
-        self._writing: concurrent.futures.Future[None] | None = None
+        self._writing: concurrent.futures.Future[tuple[int, int]] | None = None
         """The writes `write_ahead` started, until `wait_for_writes` has seen them end."""
+        self.write_ns_per_byte = 0.0
+        """What writing a byte (and syncing it, with ``sync``) cost lately, on either thread, from the writes of
+        `WRITE_COST_FROM_BYTES` or more: the broker writes a commit's files ahead only when they would take long
+        (`Broker.WRITE_AHEAD_AFTER_NS`). Wall time, not the broker clock: it measures, nothing waits on it."""
         self._planning = False
         self._closing_later: list[int] = []
         """Descriptors closed while a write ahead was planned or under way: closed once it has ended."""
@@ -289,6 +300,7 @@ class BatchFiles:
         ``io``: the writes are only planned, added there for `write_ahead` to run."""
         if io is None:
             self.wait_for_writes()
+        started, written = _clock_ns(), 0
         by_partition: dict[int, list[int]] = {}
         for index, (partition_id, _, _) in enumerate(batches):
             by_partition.setdefault(partition_id, []).append(index)
@@ -309,6 +321,9 @@ class BatchFiles:
             _write_all(file.fd, buffers)
             if self.sync:
                 os.fdatasync(file.fd)
+            written += sum(len(buffer) for buffer in buffers)
+        if written:
+            self._measured(_clock_ns() - started, written)
         return pointers
 
     def write_shared(self, batches: Sequence[tuple[int, int, bytes]], io: list[_FileWrite] | None = None
@@ -334,13 +349,15 @@ class BatchFiles:
         if io is not None:
             io.append((file.fd, buffers))
             return pointers
+        started = _clock_ns()
         _write_all(file.fd, buffers)
         if self.sync:
             os.fdatasync(file.fd)
+        self._measured(_clock_ns() - started, sum(len(buffer) for buffer in buffers))
         return pointers
 
     def write_ahead(self, own: Sequence[tuple[int, int, bytes]], shared: Sequence[tuple[int, int, bytes]]
-                    ) -> tuple[list[bytes], list[bytes], concurrent.futures.Future[None]]:
+                    ) -> tuple[list[bytes], list[bytes], concurrent.futures.Future[tuple[int, int]]]:
         """`write` ``own`` and `write_shared` ``shared`` on the writer thread: their pointers now, and the future of
         the writes (fdatasynced with ``sync``). Until it ends, closing a descriptor waits for it (`wait_for_writes`),
         and so does any other write. A failure is kept in `write_failure` for the commit."""
@@ -357,13 +374,17 @@ class BatchFiles:
         self._writing = self._writer.submit(_perform, io, self.sync)
         return own_pointers, shared_pointers, self._writing
 
+    def _measured(self, elapsed_ns: int, written: int) -> None:
+        if written >= WRITE_COST_FROM_BYTES:
+            self.write_ns_per_byte += (elapsed_ns / written - self.write_ns_per_byte) * WRITE_COST_WEIGHT
+
     def wait_for_writes(self) -> None:
         """Wait until the writes ahead have ended (at once when none is under way); then close the descriptors closed
         meanwhile. A failure goes to `write_failure`."""
         writing, self._writing = self._writing, None
         if writing is not None:
             try:
-                writing.result()
+                self._measured(*writing.result())
             except Exception as error:  # noqa: BLE001 - the commit fails with it (`take_write_failure`)
                 if self.write_failure is None:
                     self.write_failure = error
@@ -753,13 +774,16 @@ class BatchFiles:
         self._read_bases.clear()
 
 
-def _perform(io: list[_FileWrite], sync: bool) -> None:
-    """The writer thread's part of `BatchFiles.write_ahead` (writev and fdatasync release the GIL)."""
+def _perform(io: list[_FileWrite], sync: bool) -> tuple[int, int]:
+    """The writer thread's part of `BatchFiles.write_ahead` (writev and fdatasync release the GIL); the time it took
+    (ns) and the bytes it wrote."""
+    started = _clock_ns()
     for fd, buffers in io:
         _write_all(fd, buffers)
     if sync:
         for fd in dict.fromkeys(fd for fd, _ in io):
             os.fdatasync(fd)
+    return _clock_ns() - started, sum(len(buffer) for _, buffers in io for buffer in buffers)
 
 
 _IOV_MAX = 1024

@@ -659,11 +659,16 @@ class RocksEventStore:
         return log_start_offset
 
     @property
+    def file_write_ns_per_byte(self) -> float:
+        """What writing a byte of batch files cost lately (`BatchFiles.write_ns_per_byte`)."""
+        return self._files.write_ns_per_byte
+
+    @property
     def file_bytes_staged(self) -> int:
         """Bytes of the record batches staged since the last commit (or write ahead) that go to batch files."""
         return self._file_bytes_staged
 
-    def write_records_ahead(self, seal: bool = False) -> concurrent.futures.Future[None] | None:
+    def write_records_ahead(self, seal: bool = False) -> concurrent.futures.Future[tuple[int, int]] | None:
         """Start writing the staged record batches that go to files on the batch files' writer thread, and put
         their pointers into the WriteBatch now; the future of the writes (``None``: nothing to write, or the files
         could not be opened, which the commit raises). The commit waits for them before its WriteBatch, so a crash

@@ -36,6 +36,12 @@ def no_small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)
 
 
+@pytest.fixture(autouse=True)
+def writes_always_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every commit of `WRITE_AHEAD_FROM` or more goes ahead, whatever writes cost lately (pinned by its own test)."""
+    monkeypatch.setattr(broker_module, "WRITE_AHEAD_AFTER_NS", 0)
+
+
 class Gate:
     """Holds the writer thread until opened, and counts the writes each thread made."""
 
@@ -293,3 +299,36 @@ def test_a_commit_that_cannot_be_pipelined_waits_for_a_bounded_number_of_writes_
     assert answers == [(0, 0), (0, 300), (0, 600)]
     assert writers == ["thread", "thread", "loop"], "the third large produce waited for a third write ahead"
     assert commits == [3], "one commit for the three"
+
+
+def test_a_large_commit_is_written_on_the_loop_while_writes_are_quick_and_ahead_once_they_are_slow(
+        broker: Broker, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handing the files to the thread costs CPU; it pays only when writing them would hold the loop
+    `WRITE_AHEAD_AFTER_NS` or more at what writes have cost lately."""
+    monkeypatch.setattr(broker_module, "WRITE_AHEAD_AFTER_NS", 1_000_000)
+    step = [1_000]  # ns between two readings of the write clock: each write takes one step
+    now = [0]
+
+    def clock() -> int:
+        now[0] += step[0]
+        return now[0]
+
+    monkeypatch.setattr(batch_files, "_clock_ns", clock)
+
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        gate.opened.set()
+        assert produced(await serve(broker, produce.handle, produce_frame(1, 300, 1024))) == (0, 0)
+        assert (gate.on_thread, gate.on_loop) == (0, 1), "300 KB written in a microsecond goes on the loop"
+        step[0] = 20_000_000  # writes turn slow: 300 KB in 20 ms
+        assert produced(await serve(broker, produce.handle, produce_frame(2, 300, 1024))) == (0, 300)
+        assert (gate.on_thread, gate.on_loop) == (0, 2), "decided at what writes cost before this one"
+        assert produced(await serve(broker, produce.handle, produce_frame(3, 300, 1024))) == (0, 600)
+        assert (gate.on_thread, gate.on_loop) == (1, 2), "written ahead once the last writes were slow"
+        step[0] = 1_000
+        for number in range(4, 15):  # the thread's quick writes bring the estimate down again
+            produced(await serve(broker, produce.handle, produce_frame(number, 300, 1024)))
+        assert gate.on_loop > 2, "still written ahead though writes are quick again"
+
+    asyncio.run(scenario())

@@ -215,3 +215,31 @@ def test_closing_the_store_waits_for_the_writes_and_stops_the_thread(
     assert writing.done() and writing.exception() is None
     assert not any(thread.name.startswith("logwright-batch-files") for thread in threading.enumerate())
     assert _offsets(open_store(opened, path)) == [0]
+
+
+def test_what_writes_cost_lately_follows_the_large_writes_on_either_thread(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    step = [0]
+    now = [0]
+
+    def clock() -> int:
+        now[0] += step[0]
+        return now[0]
+
+    monkeypatch.setattr(batch_files, "_clock_ns", clock)
+    store = open_store(opened, path)
+    new_topic(store, "t", 1)
+    store.commit()
+    step[0] = 10_000_000
+    produce(store, 0, payload_size=100_000)
+    store.commit()  # 100 KB on this thread in 10 ms
+    assert store.file_write_ns_per_byte == pytest.approx(100 * batch_files.WRITE_COST_WEIGHT, rel=0.01)
+    before = store.file_write_ns_per_byte
+    produce(store, 0, payload_size=PAYLOAD)  # too small to say what a byte costs
+    store.commit()
+    assert store.file_write_ns_per_byte == before
+    step[0] = 0
+    produce(store, 0, payload_size=100_000)
+    assert store.write_records_ahead() is not None
+    store.commit()  # 100 KB on the writer thread in no time
+    assert store.file_write_ns_per_byte == pytest.approx(before * (1 - batch_files.WRITE_COST_WEIGHT), rel=0.01)
