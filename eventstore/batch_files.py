@@ -42,12 +42,13 @@ import shutil
 import struct
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from logwright.core.errors import CorruptState
 
+from .file_drops import FileDrops
 from .shared_refs import SharedRefs
 
 POINTER = struct.Struct(">QIIi")
@@ -241,6 +242,8 @@ class BatchFiles:
         """Descriptors closed while a write ahead was planned or under way: closed once it has ended."""
         self.write_failure: Exception | None = None
         """Why a write ahead failed, until the store's commit takes it (`take_write_failure`) and fails with it."""
+        self._drops = FileDrops()
+        """The files `drop_planned` handed over, deleted on a thread once the log is synced: left out of listings."""
         if writable:
             os.makedirs(root, exist_ok=True)
 
@@ -260,17 +263,25 @@ class BatchFiles:
 
     def file_bases(self, partition_id: int) -> list[int]:
         """The base offsets naming a partition's files, ascending (the shared files' numbers for `SHARED`)."""
+        directory = os.path.dirname(self._path(partition_id, 0))
+        going = self._drops.pending()  # asked before the listing: see `FileDrops.pending`
+        if directory in going:
+            return []
         try:
-            names = os.listdir(os.path.dirname(self._path(partition_id, 0)))
+            names = os.listdir(directory)
         except FileNotFoundError:
             return []
-        return sorted(int(name[: -len(_SUFFIX)]) for name in names if name.endswith(_SUFFIX))
+        return sorted(int(name[: -len(_SUFFIX)]) for name in names
+                      if name.endswith(_SUFFIX) and (not going or os.path.join(directory, name) not in going))
 
     def partitions(self) -> list[int]:
+        going = self._drops.pending()
         try:
-            return sorted(int(name) for name in os.listdir(self.root) if name.isdigit())
+            names = os.listdir(self.root)
         except FileNotFoundError:
             return []
+        return sorted(int(name) for name in names
+                      if name.isdigit() and (not going or os.path.join(self.root, name) not in going))
 
     def file_size(self, partition_id: int, base_offset: int) -> int | None:
         try:
@@ -669,20 +680,34 @@ class BatchFiles:
         self._doomed_shared.update(file for file in emptied if file != appending)
         return row_keys
 
-    def drop_planned(self) -> bool:
-        """Delete what was doomed since the last call; whether there was anything."""
+    def drop_planned(self, before: Callable[[], None] | None = None) -> bool:
+        """Delete what was doomed since the last call, on the drops' thread once ``before`` (the log's sync) has
+        returned (`FileDrops`); whether there was anything. Their descriptors are closed now, and listings leave
+        them out from now on."""
         if not self._doomed and not self._doomed_partitions and not self._doomed_shared:
             return False
+        files: list[str] = []
+        trees: list[str] = []
         for partition_id, base_offset in sorted(self._doomed):
-            self._unlink(partition_id, base_offset)
+            self._forget(partition_id, base_offset)
+            files.append(self._path(partition_id, base_offset))
         with_files = set(self.partitions()) if len(self._doomed_partitions) > 1 else self._doomed_partitions
         for partition_id in sorted(self._doomed_partitions):
-            self.drop_partition(partition_id, partition_id in with_files)
+            self._forget(partition_id, None)
+            self._small_bytes.pop(partition_id, None)
+            if partition_id in with_files:
+                trees.append(self._directory(partition_id))
         for number in sorted(self._doomed_shared):
             if not self.shared_refs.referenced(number):
-                self._unlink(SHARED, number)
+                self._forget(SHARED, number)
+                files.append(self._path(SHARED, number))
         self.cancel_planned()
+        self._drops.drop(files, trees, before)
         return True
+
+    def wait_for_drops(self) -> None:
+        """Return once the files handed over for deletion are gone (or their sync failed and they stay)."""
+        self._drops.wait()
 
     def has_planned(self) -> bool:
         return bool(self._doomed or self._doomed_partitions or self._doomed_shared)
@@ -694,12 +719,12 @@ class BatchFiles:
         self._doomed_partitions.clear()
         self._doomed_shared.clear()
 
-    def drop_if_unreferenced(self, partition_id: int, base_offset: int, referenced: Iterable[bytes]) -> None:
-        """Delete a partition's file no pointer in ``referenced`` (the rows that could name it) points into any
-        more."""
+    def doom_if_unreferenced(self, partition_id: int, base_offset: int, referenced: Iterable[bytes]) -> None:
+        """Doom a partition's file no pointer in ``referenced`` (the rows that could name it) points into any
+        more: `drop_planned` deletes it."""
         size = POINTER.size
         if not any(len(value) == size and file_of(value) == base_offset for value in referenced):
-            self._unlink(partition_id, base_offset)
+            self._doomed.add((partition_id, base_offset))
 
     def drop_partition(self, partition_id: int, has_files: bool = True) -> None:
         """``has_files=False``: the caller listed the root and the partition has no directory (every batch of a small
@@ -768,6 +793,7 @@ class BatchFiles:
 
     def close(self) -> None:
         self.seal()
+        self._drops.close()
         if self._writer is not None:
             self._writer.shutdown()
             self._writer = None

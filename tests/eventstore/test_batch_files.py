@@ -143,6 +143,7 @@ def test_a_file_rolls_and_truncation_deletes_the_files_wholly_below_the_log_star
     assert _files(path) == [f"{base:020d}.batches" for base in (0, 20, 40)]
     store.truncate(0, 25)
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _files(path) == [f"{base:020d}.batches" for base in (20, 40)], "file 20 still holds the batch at 20"
     assert _offsets(reopen_store(opened, store)) == [20, 30, 40, 50]
 
@@ -153,6 +154,7 @@ def test_truncating_past_the_end_deletes_every_file_and_later_batches_start_a_ne
     store.truncate(0, 10)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)  # the same commit: a new file, not the doomed one
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _files(path) == [f"{10:020d}.batches"]
     assert _offsets(reopen_store(opened, store)) == [10]
 
@@ -162,6 +164,7 @@ def test_deleting_a_topic_deletes_its_partitions_files(opened: list[RocksEventSt
     created, kept = deleted_and_kept_topics(store, PAYLOAD)
     store.append([TopicDeleted("t", created.topic_id, created.partition_ids)])
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
     assert _offsets(reopen_store(opened, store), kept.partition_ids[0]) == [0]
 
@@ -260,6 +263,7 @@ def test_a_compaction_slice_that_takes_a_files_last_pointer_deletes_the_file(
     rewritten = fake_batch(10, 10, b"k" * 100)
     store.rewrite_batches(PartitionCompacted(0, 0, 20, 10, 1, PAYLOAD), [StoredBatch(0, 10, rewritten)], [0])
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _files(path) == [f"{20:020d}.batches"]
     store = reopen_store(opened, store)
     assert store.read_batches(0, 0, BIG)[0] == rewritten
@@ -275,6 +279,7 @@ def test_a_secondary_skips_batches_whose_file_the_primary_deleted(
     assert [len(batch) for batch in stored] == [PAYLOAD + 61]
     store.truncate(0, 10)
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert secondary.read_batches(0, 0, BIG) == [], "the primary truncated it: gone, not an error"
     assert reading.read_batches(0, 0, BIG) == stored, "a file it holds open stays readable until it catches up"
     reading.catch_up()
@@ -432,6 +437,7 @@ def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
     assert isinstance(first, batch_files.FileRange) and len(first) == 3 * len(expected[0])
     store.append([LogTruncated(0, 90)])
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert f"{0:020d}.batches" not in _files(path), "the file was deleted"
     assert first.read() == b"".join(expected[:3]), "the range reads what it named through its own descriptor"
     first.close()

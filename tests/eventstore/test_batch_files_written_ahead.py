@@ -180,6 +180,7 @@ def test_a_topic_deleted_while_its_files_are_written_ahead_closes_them_after_the
     gate.open_when_waited_for(monkeypatch)
     store.commit()
     assert writing.exception() is None, "a descriptor was closed under the write"
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert sorted(os.listdir(path / "batches")) == [str(kept.partition_ids[0])]
     assert _offsets(reopen_store(opened, store), kept.partition_ids[0]) == [0, 10]
 

@@ -138,6 +138,7 @@ def test_a_shared_file_goes_once_every_partition_in_it_truncated_past_its_batche
     store.truncate(1, 10)
     store.commit()
     assert _rows(store) == [(2, 1, 10, 10)]
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _shared(path) == [2]
     store = reopen_store(opened, store)
     assert _offsets(store, 0) == [] and _offsets(store, 1) == [10]
@@ -155,6 +156,7 @@ def test_the_shared_file_open_for_appending_goes_once_it_rolls(
     assert _rows(store) == [] and _shared(path) == [1], "kept while it is open for appending"
     produce(store, 1, payload_size=PAYLOAD)  # file 1 is full: file 2, and file 1 (no row names it) goes
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _shared(path) == [2] and _rows(store) == [(2, 1, 0, 0)]
     produce(store, 1, payload_size=PAYLOAD)  # file 2 is full, but partition 1 holds a batch there: kept
     store.commit()
@@ -176,6 +178,7 @@ def test_deleting_a_topic_drops_its_rows_and_the_shared_files_they_emptied(
     store.commit()
     (kept_id,) = kept.partition_ids
     assert _rows(store) == [(1, kept_id, 0, 0)]
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _shared(path) == [1], "file 1 still holds the kept topic's batch; file 2 held only solo's"
     assert _offsets(reopen_store(opened, store), kept_id) == [0]
 
@@ -210,6 +213,7 @@ def test_a_compaction_slice_that_rewrites_a_partitions_shared_batches_drops_its_
     assert _rows(store) == [(1, 1, 0, 0)] and _shared(path) == [1]
     store.rewrite_batches(PartitionCompacted(1, 0, 10, 10, 1, PAYLOAD), [], [0])
     store.commit()
+    store.wait_for_dropped_files()  # deleted on their own thread, after the answer
     assert _rows(store) == [] and _shared(path) == []
     store = reopen_store(opened, store)
     assert store.read_batches(0, 0, BIG) == [rewritten] and _offsets(store, 1) == []

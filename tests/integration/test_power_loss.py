@@ -155,3 +155,42 @@ def test_acknowledged_records_after_a_power_cut(layer: PowerCutLayer, durability
         assert lost == 0
     else:
         assert lost == ROUND, "wal keeps what was written back before the cut and nothing after it"
+
+
+@pytest.mark.parametrize("durability", ["fsync", "wal"])
+def test_records_deleted_before_a_power_cut_stay_deleted(layer: PowerCutLayer, durability: str) -> None:
+    """A truncation's files are deleted on a thread after its answer (`eventstore.file_drops`), and only once the
+    log holding the truncation is synced: a power cut right after they went must not bring back pointers into
+    them. Without that sync (``wal`` commits are not synced), the truncation would be lost with the cut while its
+    files are gone, and the restarted store would name batches that no longer exist."""
+    topic = f"power-{uuid.uuid4().hex[:8]}"
+    broker = BrokerProcess(layer.mountpoint, durability=durability).start()
+    own_files = "batches/[0-9]*/*.batches"
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        assert produce_round(broker.bootstrap, topic, 0, "large") == list(range(ROUND))
+        layer.write_back_everything()
+        assert any(layer.backing.glob(own_files)), "past the first 256 KiB a partition's batches get a file"
+        deleted = admin.delete_records([TopicPartition(topic, 0, ROUND)])
+        assert deleted[TopicPartition(topic, 0, ROUND)].result(30).low_watermark == ROUND  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while any(layer.backing.glob(own_files)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(layer.backing.glob(own_files)), "the truncated files are deleted"
+    finally:
+        broker.kill()
+        layer.cut()
+
+    restarted = BrokerProcess(layer.backing, durability=durability).start()
+    try:
+        consumer = Consumer({"bootstrap.servers": restarted.bootstrap, "group.id": f"after-{uuid.uuid4().hex[:6]}"})
+        try:
+            assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (ROUND, ROUND)
+        finally:
+            consumer.close()
+    finally:
+        assert restarted.stop() == 0
+    checked = subprocess.run([sys.executable, "-m", "logwright", "check", "--data-dir", str(layer.backing)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.startswith("consistent"), checked.stdout + checked.stderr
