@@ -129,6 +129,78 @@ def measure(ctx: Context, peer: str) -> dict[str, float]:
     return results
 
 
+FILE_BYTES = (30_000_000, 10_000_000)
+"""Bytes of 100 KB records stored before they are deleted: full run, quick run (in files, on both brokers)."""
+FILE_RECORD_BYTES = 100_000
+BESIDE_BYTES_PER_S = 10_000_000
+"""What a producer writes to another topic meanwhile: the log's sync then waits for a disk in use, as it does
+beside real traffic (3-5 ms on an idle disk here, 20-35 ms beside a producer)."""
+
+
+class Beside:
+    """A producer writing `BESIDE_BYTES_PER_S` of 10 KB records to a topic of its own, from a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 1, "log_level": 3})
+        self._topic = topic
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        value, per_tick, tick_s = b"b" * 10_000, 50, 0.05
+        while not self._stop.is_set():
+            for _ in range(per_tick):
+                self._producer.produce(self._topic, value, partition=0)
+            self._producer.poll(0)
+            time.sleep(tick_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.flush(30)
+
+
+def measure_file_deletion(ctx: Context, peer: str) -> dict[str, float]:
+    bootstrap = ctx.broker(peer).bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    stamp = int(time.time() * 1000)
+    name, beside_name = f"files-{stamp}", f"beside-{stamp}"
+    for future in admin.create_topics([NewTopic(name, 1, 1), NewTopic(beside_name, 1, 1)],
+                                      operation_timeout=60).values():
+        future.result(timeout=120)
+    records = ctx.size(*FILE_BYTES) // FILE_RECORD_BYTES
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3})
+    for _ in range(records):
+        producer.produce(name, b"f" * FILE_RECORD_BYTES, partition=0)
+        producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError("the records to delete were not acknowledged within 120 s")
+    beside = Beside(bootstrap, beside_name)
+    pinger = Pinger(bootstrap)
+    results: dict[str, float] = {}
+    try:
+        def delete_records() -> None:
+            end = TopicPartition(name, 0, records)
+            admin.delete_records([end], request_timeout=120)[end].result(timeout=180)
+
+        results["DeleteRecords pause ms"], results["DeleteRecords ms"] = pinger.during(delete_records)
+        producer.produce(name, b"f" * FILE_RECORD_BYTES, partition=0)  # the partition written again after it
+        producer.flush(30)
+
+        def delete() -> None:
+            admin.delete_topics([name], operation_timeout=120)[name].result(timeout=180)
+
+        results["DeleteTopics pause ms"], results["DeleteTopics ms"] = pinger.during(delete)
+    finally:
+        pinger.close()
+        beside.close()
+        if "DeleteTopics ms" not in results:
+            delete_topic(bootstrap, name)
+        delete_topic(bootstrap, beside_name)
+    return results
+
+
 _OPERATIONS = ("CreateTopics", "OffsetCommit", "OffsetFetch", "DeleteRecords", "DeleteTopics")
 
 WORKLOADS = [
@@ -152,5 +224,23 @@ WORKLOADS = [
                 "bench/admin_pauses.py."),
         not_applicable={"tansu": "not measured: Tansu 0.6's group and DeleteRecords support differs"},
         warmup=True,  # each request once at 1,000 partitions first: Kafka's JIT, logwright's first-use schemas
+    ),
+    Workload(
+        "pauses while stored files are deleted",
+        tuple(metric for operation in ("DeleteRecords", "DeleteTopics") for metric in (
+            Metric(f"{operation} pause ms", "ms", higher_is_better=False, target=1.0),
+            Metric(f"{operation} ms", "ms", higher_is_better=False, plot=False))),
+        measure_file_deletion,
+        method=(f"A fresh one-partition topic holding {FILE_BYTES[0] // 10**6} MB of {FILE_RECORD_BYTES // 1000} KB "
+                f"records ({FILE_BYTES[1] // 10**6} MB in a quick run; kept in files by both brokers), then, "
+                f"while a producer writes {BESIDE_BYTES_PER_S // 10**6} MB/s of 10 KB records (acks=all) to another "
+                "topic: DeleteRecords of the partition to its end (every file of it goes), one more record, and "
+                "DeleteTopics. The pinger as above: each pause is its longest ApiVersions round trip while that "
+                "request ran (and 0.2 s after). Deleting a file is safe only once the deletion's record is durable: "
+                "logwright syncs RocksDB's log first, on a thread of its own since session 53 (before, on the event "
+                "loop: 20-35 ms beside a producer); Kafka deletes segments later, asynchronously "
+                "(file.delete.delay.ms). See bench/admin_pauses.py."),
+        not_applicable={"tansu": "not measured: Tansu 0.6's DeleteRecords support differs"},
+        warmup=True,
     ),
 ]
