@@ -13,6 +13,7 @@ import click
 from logwright.compat.backlog_check import BacklogCheck
 from logwright.compat.broker import BrokerSettings
 from logwright.compat.idle_poll import DEFAULT_IDLE_POLL_US, IdlePollSelector
+from logwright.compat.loop_stalls import LoopStalls
 from logwright.core.errors import InvalidConfig
 from logwright.eventstore.check import check_store
 from logwright.eventstore.codec import event_to_json
@@ -59,11 +60,13 @@ def main(log_level: str) -> None:
               help="run on a clock that only the LogwrightAdvanceClock extension API moves (tests)")
 @click.option("--idle-poll-us", default=DEFAULT_IDLE_POLL_US, show_default=True, type=click.IntRange(0, 10_000),
               help="poll the sockets this long before the event loop sleeps, adaptively (0: never)")
+@click.option("--log-stalls-ms", default=0, show_default=True, type=click.IntRange(0, 60_000),
+              help="log every event-loop step that runs this long or longer, with where it was (0: never)")
 @DISABLE_PLUGIN
 @EXTRA_PLUGIN
 def serve(data_dir: str, listen: str, advertised: str | None, durability: str, overrides: tuple[str, ...],
-          ready_file: str | None, manual_clock: bool, idle_poll_us: int, disabled: tuple[str, ...],
-          extra: tuple[str, ...]) -> None:
+          ready_file: str | None, manual_clock: bool, idle_poll_us: int, log_stalls_ms: int,
+          disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
     """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
     host, port = parse_address(listen)
     settings = BrokerSettings(host=host, port=port)
@@ -75,12 +78,18 @@ def serve(data_dir: str, listen: str, advertised: str | None, durability: str, o
             raise click.BadParameter(f"expected KEY=VALUE, got {override!r}", param_hint="--config")
         settings.overrides[key] = value
     with_plugin_options(settings.overrides, disabled, extra)
+    stalls = LoopStalls(log_stalls_ms / 1000) if log_stalls_ms else None
+    if stalls is not None:
+        stalls.install()  # from this thread, the loop's
     try:
         with asyncio.Runner(loop_factory=lambda: asyncio.SelectorEventLoop(IdlePollSelector(idle_poll_us / 1e6))
                             ) as runner:
             runner.run(run_broker(data_dir, settings, Durability(durability), ready_file, manual_clock))
     except InvalidConfig as error:
         raise click.ClickException(str(error)) from error
+    finally:
+        if stalls is not None:
+            stalls.uninstall()
 
 
 @main.command()
