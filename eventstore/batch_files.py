@@ -693,8 +693,7 @@ class BatchFiles:
             files.append(self._path(partition_id, base_offset))
         with_files = set(self.partitions()) if len(self._doomed_partitions) > 1 else self._doomed_partitions
         for partition_id in sorted(self._doomed_partitions):
-            self._forget(partition_id, None)
-            self._small_bytes.pop(partition_id, None)
+            self._forget_partition(partition_id)
             if partition_id in with_files:
                 trees.append(self._directory(partition_id))
         for number in sorted(self._doomed_shared):
@@ -726,13 +725,10 @@ class BatchFiles:
         if not any(len(value) == size and file_of(value) == base_offset for value in referenced):
             self._doomed.add((partition_id, base_offset))
 
-    def drop_partition(self, partition_id: int, has_files: bool = True) -> None:
-        """``has_files=False``: the caller listed the root and the partition has no directory (every batch of a small
-        partition stays in RocksDB), so no rmtree is tried: a topic of 10,000 such partitions tried 10,000."""
+    def _forget_partition(self, partition_id: int) -> None:
+        """Close every descriptor of a deleted partition and forget its shared-file allowance."""
         self._forget(partition_id, None)
         self._small_bytes.pop(partition_id, None)
-        if has_files:
-            shutil.rmtree(self._directory(partition_id), ignore_errors=True)
 
     def _unlink(self, owner: int, base_offset: int) -> None:
         self._forget(owner, base_offset)
@@ -760,7 +756,8 @@ class BatchFiles:
         for partition_id in self.partitions():
             next_offset = next_offsets.get(partition_id)
             if next_offset is None:
-                self.drop_partition(partition_id)
+                self._forget_partition(partition_id)
+                shutil.rmtree(self._directory(partition_id), ignore_errors=True)
                 continue
             for base_offset in self.file_bases(partition_id):
                 if base_offset >= next_offset:
