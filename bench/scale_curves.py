@@ -30,8 +30,11 @@ import random
 import struct
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from compare_api import Context, Metric, Workload
 from wire_workload import create_topic, delete_topic
@@ -200,14 +203,18 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
         produce_lat: list[float] = []
         e2e_lat: list[float] = []
         delivered = 0
+        read = 0
+        sent = 0
         sent_in_window = 0
         rss_peak = 0
         failures: list[str] = []
         cpu: list[float] = []
         client_cpu: list[float] = []
 
+        requests = _RequestCounter()
+
         async def session() -> None:
-            nonlocal delivered, rss_peak
+            nonlocal delivered, rss_peak, read
             logging.getLogger("aiokafka").setLevel(logging.ERROR)  # retries after a topic is new are expected
             producers = [AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5,
                                           enable_idempotence=True)
@@ -228,7 +235,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                     produce_lat.append(time.monotonic() - sent)
 
             async def produce(index: int) -> None:
-                nonlocal sent_in_window
+                nonlocal sent_in_window, sent
                 per_tick = TOTAL_RATE / pairs * 0.01
                 owed = random.random()
                 tick = began + random.random() * 0.01
@@ -239,17 +246,19 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                         owed -= 1
                         now = time.monotonic()
                         sent_in_window += counted_from <= now < until
+                        sent += 1
                         future = await producers[index].send(topic, STAMP.pack(time.monotonic_ns()) + padding,
                                                              partition=index)
                         future.add_done_callback(lambda f, sent=now: acked(sent, f))
                     tick += 0.01
 
             async def consume(index: int) -> None:
-                nonlocal delivered
+                nonlocal delivered, read
                 while time.monotonic() < until + 2.0:
                     batches = await consumers[index].getmany(timeout_ms=100)
                     now_ns = time.monotonic_ns()
                     for records in batches.values():
+                        read += len(records)
                         for record in records:
                             sent_ns = STAMP.unpack_from(record.value, 0)[0]
                             if counted_from * 1e9 <= sent_ns < until * 1e9:
@@ -276,7 +285,8 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                                      return_exceptions=True)
 
         try:
-            asyncio.run(session())
+            with requests.counting():
+                asyncio.run(session())
         finally:
             delete_topic(broker.bootstrap, topic)
         if failures:
@@ -285,9 +295,36 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                 "produce p99 ms": _quantile(produce_lat, 0.99) * 1000,
                 "end-to-end p99 ms": _quantile(e2e_lat, 0.99) * 1000, "broker RSS MiB": rss_peak / 2**20,
                 "broker CPU %": (cpu[1] - cpu[0]) / window * 100,
-                "client CPU %": (client_cpu[1] - client_cpu[0]) / window * 100}
+                "client CPU %": (client_cpu[1] - client_cpu[0]) / window * 100,
+                "records per Fetch": read / max(requests.sent["FetchRequest"], 1),
+                "records per Produce": sent / max(requests.sent["ProduceRequest"], 1)}
 
     return measure
+
+
+@dataclass
+class _RequestCounter:
+    """The requests the aiokafka clients of this process send, by type: how much client work each broker's answers
+    ask for. A broker that answers every long-polling Fetch with the one record just appended makes a saturated client
+    loop handle more answers per record than one whose answers carry several (the whole session: warm-up included)."""
+
+    sent: Counter[str] = field(default_factory=Counter)
+
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        from aiokafka.conn import AIOKafkaConnection  # noqa: PLC0415
+
+        original = AIOKafkaConnection.send
+
+        def send(connection: AIOKafkaConnection, request: Any, expect_response: bool = True) -> Any:
+            self.sent[type(request).__name__] += 1
+            return original(connection, request, expect_response)
+
+        AIOKafkaConnection.send = send  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            AIOKafkaConnection.send = original  # type: ignore[method-assign]
 
 
 OFFERED_RATE_SLACK = 0.005
@@ -306,7 +343,9 @@ _CONNECTION_METRICS = (Metric("delivered rec/s", "rec/s", target=1.0, decimals=0
                        Metric("end-to-end p99 ms", "ms", higher_is_better=False, target=1.0),
                        Metric("broker RSS MiB", "MiB", higher_is_better=False),
                        Metric("broker CPU %", "%", higher_is_better=False, plot=False),
-                       Metric("client CPU %", "%", higher_is_better=False, plot=False))
+                       Metric("client CPU %", "%", higher_is_better=False, plot=False),
+                       Metric("records per Fetch", plot=False, decimals=2),
+                       Metric("records per Produce", plot=False, decimals=2))
 
 WORKLOADS = [
     *(Workload(f"groups: {count:,} committing every 100 ms", _GROUP_METRICS, measure_groups(count),
@@ -327,7 +366,10 @@ WORKLOADS = [
                        f"counted ({WINDOW_S[1]:g} s quick) after 1 s unmeasured: records delivered end to end per "
                        "second, produce and end-to-end p99, broker peak RSS (/proc, its process group), the "
                        "broker's CPU share of one core over the window and the client loop's own (near 100%: the "
-                       "one client process, not the broker, sets the rate delivered)."),
+                       "one client process, not the broker, sets the rate delivered); records read per Fetch and "
+                       "sent per Produce request over the whole session. With the client loop saturated (client CPU "
+                       "near 100%), a broker that answers later lets more records gather in each request and answer, "
+                       "and the same client CPU then delivers more: there, delivered rec/s rewards a slower broker."),
                smoke=count == 50)
       for count in CONNECTION_CURVE),
 ]
