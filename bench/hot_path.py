@@ -8,12 +8,17 @@ Produce: until its WriteBatch is written), which interference from other jobs in
 throughput. Compare two commits by running this alternately in two worktrees.
 
     .venv/bin/python bench/hot_path.py [--tmp-root /dev/shm] [--records 1024:1000,100:8000] [--rounds 7]
-        [--requests 200] [--durability wal|fsync]
+        [--requests 200] [--durability wal|fsync] [--gap-us 2000]
 
 Produce requests carry one uncompressed batch of COUNT records of SIZE bytes (librdkafka's default
 ``batch.size`` is 1 MB); fetches read the topic back from offset 0 with librdkafka's default
 ``max.partition.fetch.bytes`` (1 MiB), each from the offset the previous answer ended at; a tail fetch
 follows every produce request and asks for the batch it just wrote.
+
+``--gap-us`` idles the process before each produce request, as a broker idles between the requests of clients
+that send now and then: on this machine a request 2 ms after the last costs 2.6-3x one sent at once (spinning
+instead of sleeping costs the same: the caches the request path needs have gone cold either way;
+`bench/results/cold_requests.md`).
 """
 
 from __future__ import annotations
@@ -95,15 +100,19 @@ def next_offset(pieces: list[bytes | FileRange]) -> int:
     return last
 
 
-async def measure(broker: Broker, count: int, size: int, requests: int) -> tuple[list[float], list[float], list[float]]:
+async def measure(broker: Broker, count: int, size: int, requests: int, gap_s: float = 0.0
+                  ) -> tuple[list[float], list[float], list[float]]:
     """Seconds per produce request (until durable), per fetch at the tail (of the batch just produced, as a
-    consumer that keeps up asks) and per fetch from the start, for one round on a fresh topic."""
+    consumer that keeps up asks) and per fetch from the start, for one round on a fresh topic; ``gap_s``: the
+    process sleeps that long before each produce request, as a broker between a slow client's requests."""
     broker.create_topic(TOPIC, 1)
     broker.commit_now()
     frames = [produce_frame(i, count, size) for i in range(min(requests, 8))]
     produce_times: list[float] = []
     tail_times: list[float] = []
     for i in range(requests):
+        if gap_s:
+            time.sleep(gap_s)  # noqa: ASYNC251 - the whole process idles, as a broker waiting for a request
         started = time.perf_counter()
         answer = await serve_frame(broker, produce.handle, frames[i % len(frames)])
         produce_times.append(time.perf_counter() - started)
@@ -144,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--durability", default="wal", choices=[d.value for d in Durability])
     parser.add_argument("--tmp-root", type=Path, help="where the store goes (e.g. /dev/shm)")
+    parser.add_argument("--gap-us", type=int, default=0,
+                        help="sleep this long before each produce request (requests a client sends now and then)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="logwright-hot-", dir=args.tmp_root) as tmp:
         store = RocksEventStore(Path(tmp) / "data", durability=args.durability)
@@ -153,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                 size, count = (int(part) for part in item.split(":"))
                 times: dict[str, list[float]] = {"produce": [], "tail fetch": [], "fetch from 0": []}
                 for _ in range(args.rounds):
-                    for name, measured in zip(times, asyncio.run(measure(broker, count, size, args.requests)),
+                    for name, measured in zip(times, asyncio.run(measure(broker, count, size, args.requests,
+                                                                             args.gap_us / 1e6)),
                                               strict=True):
                         times[name] += measured
                 print(f"{size:5} B x {count:5}: " + "  ".join(
