@@ -53,6 +53,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(max(rank, 1), len(ordered)) - 1]
 
 
+NOT_MEASURED = "not measured"
+"""The reason of a cell no sample gave a value for, none failing: a peer left out of the run (``--peers``), or a
+metric added after the run a report is rebuilt from (``--from-json``)."""
+
+
 def cell(samples: Iterable[Sample], key: str) -> Cell:
     """Median and min–max of ``key`` over the samples that have it; else the first reason given."""
     chosen = list(samples)
@@ -60,7 +65,7 @@ def cell(samples: Iterable[Sample], key: str) -> Cell:
     if values:
         return Cell(statistics.median(values), min(values), max(values), len(values))
     reasons = [s.not_applicable for s in chosen if s.not_applicable] or [s.error for s in chosen if s.error]
-    return Cell(reason=reasons[0] if reasons else "not measured")
+    return Cell(reason=reasons[0] if reasons else NOT_MEASURED)
 
 
 def ratio(subject: Cell, reference: Cell) -> float:
@@ -112,6 +117,8 @@ def _number(value: float, decimals: int) -> str:
 
 def _cell_text(c: Cell, decimals: int, repeats: int) -> str:
     if c.n == 0:
+        if c.reason == NOT_MEASURED:
+            return "–"
         return "n/a" if (c.reason or "").startswith("n/a") else "failed"
     text = _number(c.median, decimals)
     if c.n > 1:
@@ -213,7 +220,8 @@ def markdown(workloads: Sequence[Workload], samples: Sequence[Sample], machine: 
              plot: str | None, title: str) -> str:
     """The whole report: machine and session, targets, one section per workload, the plot."""
     lines = [f"# {title}", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), "",
-             "Each cell: median (min–max) over the repeats, [n/N] when only n of N repeats gave a value. "
+             "Each cell: median (min–max) over the repeats, [n/N] when only n of N repeats gave a value; "
+             "– not measured in this run, n/a not applicable, failed: every repeat failed (why: under the table). "
              "Ratios are medians divided by Apache Kafka's median in the same session.", "",
              "## Targets", "", *targets_section(workloads, samples), ""]
     if plot:

@@ -91,6 +91,16 @@ def test_unsupported_peer_is_na_with_its_reason_in_the_report() -> None:
     assert "| p99 (ms, lower is better) | 10.0 | n/a | 20.0 | n/a | 2.00 | ≤ 1.5: **not met** |" in text
 
 
+def test_a_peer_left_out_of_the_run_is_not_reported_failed() -> None:
+    samples = [Sample("latency", "kafka", 0, {"p99": 10.0}), Sample("latency", "logwright", 0, {"p99": 20.0})]
+    text = markdown([THROUGHPUT, LATENCY], samples + [Sample("produce", "kafka", 0, {"MB/s": 1.0}),
+                                                      Sample("produce", "logwright", 0, {"MB/s": 2.0})],
+                    {"date": "today"}, "compare.png", "title")
+    assert "| MB/s (higher is better) | 1.0 | – | 2.0 | n/a | 2.00 | ≥ 1: met |" in text
+    assert "| msg/s (higher is better) | – | – | – | n/a | n/a |  |" in text
+    assert "| failed |" not in text
+
+
 def test_pairs_of_repeats_say_whether_the_spreads_overlap_the_target() -> None:
     throughput, latency = THROUGHPUT.metrics[0], LATENCY.metrics[0]
     assert pairings_met(throughput, [110.0, 120.0], [90.0, 100.0, 105.0]) == (6, 6)
