@@ -16,7 +16,7 @@ Produce requests carry one uncompressed batch of COUNT records of SIZE bytes (li
 follows every produce request and asks for the batch it just wrote.
 
 ``--gap-us`` idles the process before each produce request, as a broker idles between the requests of clients
-that send now and then: on this machine a request 2 ms after the last costs 2.6-3x one sent at once (spinning
+that send now and then: on this machine a request 2 ms after the last costs 2.3-3.7x one sent at once (spinning
 instead of sleeping costs the same: the caches the request path needs have gone cold either way;
 `bench/results/cold_requests.md`).
 """

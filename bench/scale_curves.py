@@ -204,7 +204,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
         e2e_lat: list[float] = []
         delivered = 0
         read = 0
-        sent = 0
+        sent_total = 0
         sent_in_window = 0
         rss_peak = 0
         failures: list[str] = []
@@ -235,7 +235,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                     produce_lat.append(time.monotonic() - sent)
 
             async def produce(index: int) -> None:
-                nonlocal sent_in_window, sent
+                nonlocal sent_in_window, sent_total
                 per_tick = TOTAL_RATE / pairs * 0.01
                 owed = random.random()
                 tick = began + random.random() * 0.01
@@ -246,7 +246,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                         owed -= 1
                         now = time.monotonic()
                         sent_in_window += counted_from <= now < until
-                        sent += 1
+                        sent_total += 1
                         future = await producers[index].send(topic, STAMP.pack(time.monotonic_ns()) + padding,
                                                              partition=index)
                         future.add_done_callback(lambda f, sent=now: acked(sent, f))
@@ -297,7 +297,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                 "broker CPU %": (cpu[1] - cpu[0]) / window * 100,
                 "client CPU %": (client_cpu[1] - client_cpu[0]) / window * 100,
                 "records per Fetch": read / max(requests.sent["FetchRequest"], 1),
-                "records per Produce": sent / max(requests.sent["ProduceRequest"], 1)}
+                "records per Produce": sent_total / max(requests.sent["ProduceRequest"], 1)}
 
     return measure
 
