@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap-us", type=int, default=0,
                         help="sleep this long before each produce request (requests a client sends now and then)")
     args = parser.parse_args(argv)
+    if args.gap_us < 0:
+        parser.error("--gap-us must be 0 or more")
     with tempfile.TemporaryDirectory(prefix="logwright-hot-", dir=args.tmp_root) as tmp:
         store = RocksEventStore(Path(tmp) / "data", durability=args.durability)
         broker = Broker(store)
