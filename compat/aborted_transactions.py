@@ -15,7 +15,11 @@ from logwright.eventstore.rocksdb import RocksEventStore
 def aborted_between(store: RocksEventStore, partition_id: int, start_offset: int, end_offset: int
                     ) -> list[tuple[int, int, int]]:
     """(producer id, first offset, marker offset) of the aborted transactions with records in ``start_offset..
-    end_offset - 1``: the ones kept in the partition's row first (older markers), then the indexed ones."""
+    end_offset - 1``: the ones kept in the partition's row first (older markers), then the indexed ones. An empty
+    range has none, asked of neither: a read_committed Fetch asks for every partition it reads, and an idle
+    consumer's reads are all empty."""
+    if start_offset >= end_offset:
+        return []
     state = store.state("partition_transactions", str(partition_id))
     kept = [(entry.producer_id, entry.first_offset, entry.last_offset)
             for entry in state.aborted_between(start_offset, end_offset)] if isinstance(

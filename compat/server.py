@@ -448,7 +448,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         if not self._pump_scheduled:
             self._pump_scheduled = True
-            asyncio.get_running_loop().call_soon(self._scheduled_pump)
+            self._loop.call_soon(self._scheduled_pump)
         self._unsent_changed()
 
     def _scheduled_pump(self) -> None:
@@ -469,7 +469,7 @@ class Connection(asyncio.BufferedProtocol):
             if slices == _SLICES_PER_TURN:
                 if not self._pump_scheduled:
                     self._pump_scheduled = True
-                    asyncio.get_running_loop().call_soon(self._scheduled_pump)
+                    self._loop.call_soon(self._scheduled_pump)
                 break
             slices += 1
             piece = outbound[0]
