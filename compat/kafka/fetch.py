@@ -45,7 +45,7 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.log.catalog import TopicState
-from logwright.eventstore.batch_files import FileRange
+from logwright.eventstore.batch_files import FileRange, StoredPiece
 
 if TYPE_CHECKING:
     from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
@@ -253,7 +253,7 @@ def _partition_entity(module: Any, answer: PartitionAnswer) -> Any:
                 preferred_read_replica=-1, records=records if records is not None else [])  # Kafka: empty
 
 
-PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[bytes | FileRange] | None]
+PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[StoredPiece] | None]
 """Index, error, high watermark, last stable offset, log start, aborted transactions (producer id, first
 offset; ``None`` for READ_UNCOMMITTED), and the stored batches: the encoder writes them uncopied, and a run of
 them in a batch file goes to the socket with sendfile (`FileRange`, `compat.server`)."""
@@ -381,7 +381,7 @@ async def _read(broker: Broker, version: int, request: FetchRequest,
             answered.append((key, topic, (index, ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1, None, None)))
             continue
         end = stable if read_committed else high_watermark
-        batches: list[bytes | FileRange] = []
+        batches: list[StoredPiece] = []
         read_to = offset  # the aborted transactions listed are those overlapping what is read, as in Kafka
         limit = min(int(partition.partition_max_bytes), budget)
         if offset < end and limit < 0:  # Kafka's read of a negative size fails, alone
@@ -428,7 +428,7 @@ def _moved(broker: Broker, partition_ids: list[int], watermarks: list[int]) -> b
                for partition_id, seen in zip(partition_ids, watermarks, strict=True))
 
 
-async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | FileRange], read_to: int, end: int,
+async def _read_on(broker: Broker, partition_id: int, batches: list[StoredPiece], read_to: int, end: int,
                    limit: int) -> int:
     """Read on after a first slice into ``batches``, a slice at a time up to ``limit`` bytes in all, giving way
     between slices; where the read stopped. The batches taken are those one read of ``limit`` would take (each
@@ -448,7 +448,7 @@ async def _read_on(broker: Broker, partition_id: int, batches: list[bytes | File
     return read_to
 
 
-def _close(pieces: Iterable[bytes | FileRange]) -> None:
+def _close(pieces: Iterable[StoredPiece]) -> None:
     """Close the file ranges of pieces not sent."""
     for piece in pieces:
         if isinstance(piece, FileRange):

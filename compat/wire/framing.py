@@ -231,6 +231,10 @@ _REFERENCED_FROM: Final = 256
 million repeats of an 18-byte unknown group were a million pieces for the server to walk (and 18 MB copied is less
 than they cost), while a million of a 32 KB member's description would be 32 GB."""
 _BYTES: Final = frozenset({bytes})
+_JOINED_AT_MOST: Final = 256 * 1024
+"""Small parts are joined into pieces of about this size at most: a Fetch answer of 50 MB of small stored batches
+joined whole was a fresh 50 MB allocation, which glibc maps anew each time and this VM faults in at ~0.5 CPU s/GB
+(as much as Apache Kafka's whole consume); pieces this size come from the heap the last answer freed."""
 
 
 def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
@@ -244,7 +248,8 @@ def frame_pieces(parts: Sequence[bytes]) -> list[bytes]:
     """
     size = sum(map(len, parts))
     prefix = size.to_bytes(_PREFIX, "big")
-    if size < _JOIN_BELOW or (max(map(len, parts)) < _JOIN_BELOW and set(map(type, parts)) <= _BYTES):
+    if size < _JOIN_BELOW or (size <= _JOINED_AT_MOST and max(map(len, parts)) < _JOIN_BELOW
+                              and set(map(type, parts)) <= _BYTES):
         # every part small (all answers but Fetch's): joined at once, not looked at one by one in Python (the 20,000
         # parts of a DeleteRecords answer of 5,000 partitions took 5.6 ms, now 2; a small answer 3.2 us, now 0.7)
         try:
@@ -271,17 +276,25 @@ class Pieces:
     def add(self, parts: Sequence[bytes]) -> None:
         """Join ``parts`` after those added before (small runs joined, the rest by reference, as `frame_pieces`)."""
         pieces, small, encoded = self.pieces, self._small, self._encoded
+        held = sum(map(len, small))  # the size prefix `frame_pieces` starts with
         for part in parts:
-            if part.__class__ is Encoded and id(part) in encoded and len(part) >= _REFERENCED_FROM:
+            size = len(part)
+            if part.__class__ is Encoded and id(part) in encoded and size >= _REFERENCED_FROM:
                 pass  # an entity answered again (a group a DescribeGroups names twice): by reference, never copied
-            elif len(part) < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
+            elif size < _JOIN_BELOW and isinstance(part, bytes | bytearray | memoryview):
                 if part.__class__ is Encoded:
                     encoded.add(id(part))
                 small.append(part)
+                held += size
+                if held >= _JOINED_AT_MOST:
+                    pieces.append(b"".join(small))
+                    small.clear()
+                    held = 0
                 continue
             if small:
                 pieces.append(b"".join(small))
                 small.clear()
+                held = 0
             pieces.append(part)
         if small:
             pieces.append(b"".join(small))

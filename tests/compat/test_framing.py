@@ -146,6 +146,20 @@ def test_frame_pieces_of_small_bytes_only_are_one_piece_and_a_small_part_of_anot
     assert pieces[0] == (106 + 10 + 2).to_bytes(4, "big") + b"".join(small) and pieces[2] == b"\x05\x06"
 
 
+def test_small_parts_are_joined_into_pieces_of_a_quarter_mib_at_most() -> None:
+    """A 50 MB Fetch answer of small stored batches joined whole was a fresh 50 MB allocation a Fetch, page-faulted
+    in anew each time; joined a quarter MiB at a time it reuses the heap. Large parts still pass uncopied."""
+    batch = bytes(range(256)) * 40  # 10 KB: below the size passed on by reference
+    large = bytes(20_000)
+    parts = [b"\x00\x01", *([batch] * 100), large, *([b"\x02", batch] * 60)]
+    pieces = frame_pieces(parts)
+    assert b"".join(pieces) == encode_frame(b"".join(parts))
+    assert max(map(len, pieces)) < 256 * 1024 + len(batch), "no piece joined past the cap by more than a part"
+    assert len(pieces) == 8 and pieces[4] is large  # 1 MB before it in 4 pieces, 600 KB after it in 3
+    small = [b"\x00" * 1_000] * 300
+    assert len(frame_pieces(small)) == 2, "the all-small path joins at the cap too (300 KB)"
+
+
 def test_an_encoded_entity_met_again_in_an_answer_is_passed_on_by_reference() -> None:
     """DescribeGroups naming groups again and again (`answered_once`): the first copy of each is joined with its
     neighbours, every later one is the same object, whatever the order; unrelated small parts are still joined."""

@@ -395,8 +395,8 @@ def test_pieces_for_a_socket_name_long_runs_in_files_and_hold_the_same_bytes(
     size = len(expected[0])
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=5 * size)
     kinds = [type(piece).__name__ for piece in pieces]
-    assert kinds == ["FileRange", "bytes", "bytes", "bytes", "bytes"], "ten adjacent batches: one range; the small "\
-        "one inline; the three after it, shorter than ranges_from, read"
+    assert kinds == ["FileRange", "bytes", "bytearray"], "ten adjacent batches: one range; the small one inline; "\
+        "the three after it, shorter than ranges_from, read into one buffer"
     assert _as_bytes(pieces) == b"".join(expected)
     assert _as_bytes(store.read_batch_pieces(0, 35, 3 * size, ranges_from=size)) == b"".join(expected[3:6])
     assert _as_bytes(store.read_batch_pieces(0, 0, BIG, end_offset=49, ranges_from=size)) == b"".join(expected[:5])
@@ -468,6 +468,6 @@ def test_past_the_open_ranges_bound_batches_are_read_instead(
     monkeypatch.setattr(batch_files, "RANGES_OPEN", batch_files.FileRange.open_now + 1)
     held = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
     assert [type(piece) for piece in held] == [batch_files.FileRange]
-    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytes]
+    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytearray]
     held[0].close()
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [batch_files.FileRange]

@@ -122,6 +122,38 @@ def test_pieces_for_a_socket_hold_the_shared_batches_bytes(opened: list[RocksEve
         assert data == b"".join(expected)
 
 
+def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition's batches in the shared file lie between other partitions': each run is read straight into its
+    place in one buffer (one read a run, none joined afterwards), and a long run between them still goes by
+    sendfile, the buffer before it ending there."""
+    store = open_store(opened, path)
+    new_topic(store, "t", 2)
+    for _ in range(4):
+        produce(store, 0, payload_size=PAYLOAD)
+        produce(store, 1, payload_size=PAYLOAD)
+        store.commit()
+    expected = store.read_batches(0, 0, BIG)
+    store = reopen_store(opened, store)
+    reads: list[int] = []
+    real_preadv = os.preadv
+
+    def counted(fd: int, buffers: list[memoryview], position: int) -> int:
+        reads.append(sum(map(len, buffers)))
+        return real_preadv(fd, buffers, position)
+
+    monkeypatch.setattr(batch_files.os, "preadv", counted)
+    (gathered,) = store.read_batch_pieces(0, 0, BIG, ranges_from=BIG)
+    assert isinstance(gathered, bytearray) and gathered == b"".join(expected), "four runs, one buffer, in order"
+    assert reads == [len(batch) for batch in expected], "one read a run, each into its place"
+    assert store.read_batch_pieces(0, 10, BIG, ranges_from=BIG) == [b"".join(expected[1:])], "from the second batch"
+    pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=len(expected[0]))
+    assert [type(piece).__name__ for piece in pieces] == ["FileRange"] * 4, "runs long enough go by sendfile"
+    for piece in pieces:
+        assert isinstance(piece, batch_files.FileRange)
+        piece.close()
+
+
 def test_a_shared_file_goes_once_every_partition_in_it_truncated_past_its_batches(
         opened: list[RocksEventStore], path: Path) -> None:
     store = _two_partitions_in_one_shared_file(opened, path)
