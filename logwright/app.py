@@ -16,6 +16,7 @@ from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.garbage_collector import tune_garbage_collector
+from logwright.heap import keep_freed_memory
 from logwright.plugins.host import PluginHost
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ async def run_broker(
     server = KafkaServer(broker)
     host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     tune_garbage_collector()
+    keep_freed_memory()
     if manual_clock:
         clock_control.enable()
     stop = asyncio.Event()
