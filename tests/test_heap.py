@@ -4,6 +4,7 @@ Each case runs in a child interpreter: the thresholds are the whole process's, a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -25,7 +26,10 @@ ANSWERS = textwrap.dedent("""
 
 
 def _faults_of_five_answers(mode: str) -> int:
-    done = subprocess.run([sys.executable, "-c", ANSWERS, mode], capture_output=True, text=True, check=True)
+    """glibc's own settings left out of the child's environment, so "default" is glibc's defaults."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("MALLOC_") and key != "GLIBC_TUNABLES"}
+    done = subprocess.run([sys.executable, "-c", ANSWERS, mode], capture_output=True, text=True, check=True, env=env)
     return int(done.stdout)
 
 
