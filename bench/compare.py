@@ -42,6 +42,7 @@ from compare_api import (  # noqa: E402
     QUIET_WINDOW_S,
     Context,
     NotApplicable,
+    OwnRatio,
     Workload,
     release_page_cache,
 )
@@ -52,7 +53,8 @@ RESULTS = HERE / "results"
 
 WORKLOAD_MODULES = ("throughput", "curves", "perf_tools", "idempotent_produce", "scale_curves", "idle_consumers",
                     "latency", "memory", "share_consume", "share_under_load", "startup", "admin_pauses")
-"""Modules of bench/ that define ``WORKLOADS: list[Workload]``; the report follows this order."""
+"""Modules of bench/ that define ``WORKLOADS: list[Workload]`` (and may define ``OWN_RATIOS: tuple[OwnRatio, ...]``);
+the report follows this order."""
 
 
 def load_workloads(only: Sequence[str] = ()) -> list[Workload]:
@@ -63,6 +65,13 @@ def load_workloads(only: Sequence[str] = ()) -> list[Workload]:
             if not only or any(word in module or word in workload.name for word in only):
                 found.append(workload)
     return found
+
+
+def load_own_ratios(workloads: Sequence[Workload]) -> list[OwnRatio]:
+    """The modules' ``OWN_RATIOS`` whose two workloads are both among ``workloads``."""
+    names = {workload.name for workload in workloads}
+    return [own for module in WORKLOAD_MODULES for own in getattr(importlib.import_module(module), "OWN_RATIOS", ())
+            if own.of in names and own.to in names]
 
 
 def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sample:
@@ -204,7 +213,7 @@ def write(out: Path, workloads: Sequence[Workload], samples: Sequence[Sample], i
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
     plot(workloads, samples, png, f"{title}: ratios to Apache Kafka ({info['date']})")
-    out.with_suffix(".md").write_text(markdown(workloads, samples, info, png.name, title))
+    out.with_suffix(".md").write_text(markdown(workloads, samples, info, png.name, title, load_own_ratios(workloads)))
     out.with_suffix(".json").write_text(json.dumps(
         {"title": title, "machine": info, "samples": [dataclasses.asdict(s) for s in samples]}, indent=1))
 

@@ -199,3 +199,15 @@ class Workload:
 
     def peers(self, names: tuple[str, ...] = PEER_NAMES) -> list[str]:
         return [name for name in names if name not in self.not_applicable]
+
+
+@dataclass(frozen=True, slots=True)
+class OwnRatio:
+    """A target a broker meets against itself: ``metric`` of workload ``of`` divided by the same metric of workload
+    ``to``, at least ``target`` (issue 18: throughput at 1,000 partitions at least half the broker's own one-partition
+    figure). Kafka's own ratio stands beside it in the report, for the shape of the reference's curve."""
+
+    of: str
+    to: str
+    metric: str
+    target: float

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from compare_api import PEER_NAMES, REFERENCE, SUBJECT, Metric, Workload
+from compare_api import PEER_NAMES, REFERENCE, SUBJECT, Metric, OwnRatio, Workload
 
 DISPLAY = {"kafka": "Apache Kafka", "tansu": "Tansu", "logwright": "logwright"}
 
@@ -185,6 +185,10 @@ def pairings_met(metric: Metric, subject: Sequence[float], reference: Sequence[f
     return sum(bool(meets(metric, ours / theirs)) for ours, theirs in pairs), len(pairs)
 
 
+def _met_word(verdict: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "n/a"}[verdict]
+
+
 def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) -> list[str]:
     """One row per metric that has a target: logwright's ratio to Kafka, whether it meets it, and in how many pairs
     of repeats; above them, how many are met and how many are settled either way."""
@@ -195,7 +199,7 @@ def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) ->
         if metric.target is None:
             continue
         verdict = meets(metric, value)
-        ok = {True: "yes", False: "**no**", None: "n/a"}[verdict]
+        ok = _met_word(verdict)
         good, pairs = pairings_met(metric, values(samples, workload.name, SUBJECT, metric.key),
                                    values(samples, workload.name, REFERENCE, metric.key))
         most_pairs = max(most_pairs, pairs)
@@ -216,14 +220,46 @@ def targets_section(workloads: Sequence[Workload], samples: Sequence[Sample]) ->
     return [summary, "", *rows]
 
 
+def own_ratios_section(own_ratios: Sequence[OwnRatio], samples: Sequence[Sample]) -> list[str]:
+    """One row per `OwnRatio` whose two workloads logwright was measured in: its ratio of medians against the target,
+    in how many pairs of its repeats (one of each workload) it is met, and the other peers' ratios beside it; no
+    lines when there is no such row."""
+    rows = ["| workload / workload | metric | target | logwright | met | repeat pairs met | Apache Kafka | Tansu |",
+            "|---|---|---|---|---|---|---|---|"]
+    met = 0
+    for own in own_ratios:
+        ratio_of: dict[str, float] = {}
+        for peer in PEER_NAMES:
+            of, to = values(samples, own.of, peer, own.metric), values(samples, own.to, peer, own.metric)
+            if of and to and statistics.median(to) != 0:
+                ratio_of[peer] = statistics.median(of) / statistics.median(to)
+        if SUBJECT not in ratio_of:
+            continue
+        metric = Metric(own.metric, target=own.target)
+        verdict = meets(metric, ratio_of[SUBJECT])
+        met += verdict is True
+        good, pairs = pairings_met(metric, values(samples, own.of, SUBJECT, own.metric),
+                                   values(samples, own.to, SUBJECT, own.metric))
+        others = [_number(ratio_of[peer], 2) if peer in ratio_of else "–" for peer in (REFERENCE, "tansu")]
+        cells = [f"{own.of} / {own.to}", own.metric, _target_text(metric), _number(ratio_of[SUBJECT], 2),
+                 _met_word(verdict), f"{good}/{pairs}", *others]
+        rows.append("| " + " | ".join(cells) + " |")
+    if len(rows) == 2:
+        return []
+    return [f"A broker against itself: {met} of {len(rows) - 2} met by logwright's medians (each broker's ratio of "
+            "its own medians; the pairs are of logwright's repeats, one of each workload).", "", *rows]
+
+
 def markdown(workloads: Sequence[Workload], samples: Sequence[Sample], machine: Mapping[str, str],
-             plot: str | None, title: str) -> str:
-    """The whole report: machine and session, targets, one section per workload, the plot."""
+             plot: str | None, title: str, own_ratios: Sequence[OwnRatio] = ()) -> str:
+    """The whole report: machine and session, targets (against Kafka, then against itself), one section per
+    workload, the plot."""
+    own = own_ratios_section(own_ratios, samples)
     lines = [f"# {title}", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), "",
              "Each cell: median (min–max) over the repeats, [n/N] when only n of N repeats gave a value; "
              "– not measured in this run, n/a not applicable, failed: every repeat failed (why: under the table). "
              "Ratios are medians divided by Apache Kafka's median in the same session.", "",
-             "## Targets", "", *targets_section(workloads, samples), ""]
+             "## Targets", "", *targets_section(workloads, samples), "", *(own and [*own, ""])]
     if plot:
         lines += [f"![ratios to Apache Kafka]({plot})", ""]
     lines += ["## Workloads", ""]

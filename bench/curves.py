@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from compare_api import Context, Metric, Workload
+from compare_api import Context, Metric, OwnRatio, Workload
 from compare_report import percentile
 from wire_workload import PRODUCER_CONFIG, consume, create_topic, delete_topic, produce
 
@@ -196,10 +196,14 @@ def _keys_text(keyed: bool) -> str:
     return "null keys, sticky partitioner), then read from OFFSET_BEGINNING of every partition by "
 
 
+def point_name(size: int, partitions: int, compression: str, keyed: bool) -> str:
+    """A point's workload name, e.g. "curve: 1 KiB keyed records, 1,000 partitions"."""
+    return (f"curve: {_label(size)} {'keyed ' if keyed else ''}records, {partitions:,} partition"
+            f"{'s' if partitions > 1 else ''}" + (f", {compression}" if compression != "none" else ""))
+
+
 WORKLOADS = [
-    Workload(f"curve: {_label(size)} {'keyed ' if keyed else ''}records, "
-             f"{partitions:,} partition{'s' if partitions > 1 else ''}"
-             + (f", {compression}" if compression != "none" else ""), metrics(),
+    Workload(point_name(size, partitions, compression, keyed), metrics(),
              measure_point(size, partitions, compression, keyed),
              method=(f"A fresh topic of {partitions:,} partition{'s' if partitions > 1 else ''} (creation timed), "
                      f"{_point_bytes(partitions, keyed)[0] // MB} MB of {_label(size)} values "
@@ -215,3 +219,8 @@ WORKLOADS = [
              warmup=True, warmup_scale=0.1, smoke=(size, partitions, compression, keyed) in SMOKE_POINTS)
     for size, partitions, compression, keyed in POINTS
 ]
+
+OWN_RATIOS = tuple(OwnRatio(point_name(1024, 1000, "none", True), point_name(1024, 1, "none", True), metric, 0.5)
+                   for metric in ("produce MB/s", "consume MB/s"))
+"""Issue 18's scaling target: at 1,000 partitions each broker keeps half its own one-partition throughput (the keyed
+points: the same workload at both ends)."""

@@ -13,12 +13,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from compare_api import Metric, NotApplicable, Workload  # noqa: E402
+from compare_api import Metric, NotApplicable, OwnRatio, Workload  # noqa: E402
 from compare_report import (  # noqa: E402
     Sample,
     cell,
     markdown,
     meets,
+    own_ratios_section,
     pairings_met,
     percentile,
     ratio,
@@ -128,3 +129,30 @@ def test_one_repeat_claims_nothing_about_the_spread() -> None:
     assert targets_section([THROUGHPUT], samples)[0] == (
         "1 of 1 targets met by the medians (one repeat of each broker: its one pair of repeats says nothing about the "
         "spread).")
+
+
+SCALING = (OwnRatio("many", "one", "MB/s", 0.5),)
+
+
+def test_a_broker_against_itself_is_the_ratio_of_its_own_medians_with_the_pairs_of_its_repeats() -> None:
+    samples = [Sample("one", "logwright", 0, {"MB/s": 200.0}), Sample("one", "logwright", 1, {"MB/s": 300.0}),
+               Sample("many", "logwright", 0, {"MB/s": 120.0}), Sample("many", "logwright", 1, {"MB/s": 140.0}),
+               Sample("one", "kafka", 0, {"MB/s": 100.0}), Sample("many", "kafka", 0, {"MB/s": 10.0})]
+    lines = own_ratios_section(SCALING, samples)
+    assert lines[0].startswith("A broker against itself: 1 of 1 met by logwright's medians")
+    # 130 / 250 = 0.52; of the pairs 120/200, 140/200 meet >= 0.5, 120/300 and 140/300 do not; Tansu unmeasured
+    assert lines[-1] == "| many / one | MB/s | ≥ 0.5 | 0.52 | yes | 2/4 | 0.10 | – |"
+
+
+def test_a_ratio_logwright_was_not_measured_in_leaves_the_report_alone() -> None:
+    samples = [Sample("one", "logwright", 0, {"MB/s": 200.0}), Sample("many", "kafka", 0, {"MB/s": 10.0}),
+               Sample("one", "kafka", 0, {"MB/s": 100.0})]
+    assert own_ratios_section(SCALING, samples) == []
+    missed = own_ratios_section(SCALING, samples + [Sample("many", "logwright", 0, {"MB/s": 40.0})])
+    assert missed[0].startswith("A broker against itself: 0 of 1 met")
+    assert missed[-1] == "| many / one | MB/s | ≥ 0.5 | 0.20 | **no** | 0/1 | 0.10 | – |"
+    workload = Workload("one", (Metric("MB/s", "MB/s"),), _never, method="m")
+    assert "against itself" not in markdown([workload], samples, {"date": "today"}, None, "t", SCALING)
+    assert "| many / one | MB/s |" in markdown([workload], samples + [Sample("many", "logwright", 0, {"MB/s": 40.0})],
+                                               {"date": "today"}, None, "t", SCALING)
+
