@@ -259,7 +259,7 @@ def markdown(workloads: Sequence[Workload], samples: Sequence[Sample], machine: 
              "Each cell: median (min–max) over the repeats, [n/N] when only n of N repeats gave a value; "
              "– not measured in this run, n/a not applicable, failed: every repeat failed (why: under the table). "
              "Ratios are medians divided by Apache Kafka's median in the same session.", "",
-             "## Targets", "", *targets_section(workloads, samples), "", *(own and [*own, ""])]
+             "## Targets", "", *targets_section(workloads, samples), "", *own, *([""] if own else [])]
     if plot:
         lines += [f"![ratios to Apache Kafka]({plot})", ""]
     lines += ["## Workloads", ""]

@@ -155,4 +155,3 @@ def test_a_ratio_logwright_was_not_measured_in_leaves_the_report_alone() -> None
     assert "against itself" not in markdown([workload], samples, {"date": "today"}, None, "t", SCALING)
     assert "| many / one | MB/s |" in markdown([workload], samples + [Sample("many", "logwright", 0, {"MB/s": 40.0})],
                                                {"date": "today"}, None, "t", SCALING)
-
