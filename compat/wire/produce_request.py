@@ -131,7 +131,10 @@ def read_produce_request(frame: bytes | bytearray | memoryview, position: int, v
             size = length(nullable=True, wide=True)
             records = None if size < 0 else view[position : position + size]
             position += max(size, 0)
-            skip_tagged_fields()
+            if flexible and position < end and frame[position] == 0:  # no tagged fields: the common case, inline
+                position += 1
+            else:
+                skip_tagged_fields()
             partitions.append(partition_cls(index=index, records=records))
         skip_tagged_fields()
         topics.append(topic_cls(name=name, partition_data=tuple(partitions)))
