@@ -122,19 +122,27 @@ def test_pieces_for_a_socket_hold_the_shared_batches_bytes(opened: list[RocksEve
         assert data == b"".join(expected)
 
 
-def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
-        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A partition's batches in the shared file lie between other partitions': each run is read straight into its
-    place in one buffer (one read a run, none joined afterwards), and a long run between them still goes by
-    sendfile, the buffer before it ending there."""
+def _interleaved(opened: list[RocksEventStore], path: Path, rounds: int) -> tuple[RocksEventStore, list[bytes]]:
+    """A store whose partitions 0 and 1 appended ``rounds`` batches each in turn to the shared file, reopened (no tail
+    cache), and partition 0's batches."""
     store = open_store(opened, path)
     new_topic(store, "t", 2)
-    for _ in range(4):
+    for _ in range(rounds):
         produce(store, 0, payload_size=PAYLOAD)
         produce(store, 1, payload_size=PAYLOAD)
         store.commit()
     expected = store.read_batches(0, 0, BIG)
-    store = reopen_store(opened, store)
+    return reopen_store(opened, store), expected
+
+
+@pytest.mark.parametrize("unfilled_from", [0, 2**40], ids=["buffer-unzeroed", "buffer-zeroed"])
+def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch, unfilled_from: int) -> None:
+    """A partition's batches in the shared file lie between other partitions': each run is read straight into its
+    place in one buffer (one read a run, none joined afterwards), and a long run between them still goes by
+    sendfile, the buffer before it ending there. The same whether the buffer starts zeroed or as malloc left it."""
+    monkeypatch.setattr(batch_files, "UNFILLED_FROM", unfilled_from)
+    store, expected = _interleaved(opened, path, 4)
     reads: list[int] = []
     real_preadv = os.preadv
 
@@ -152,6 +160,34 @@ def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
     for piece in pieces:
         assert isinstance(piece, batch_files.FileRange)
         piece.close()
+
+
+def test_a_run_whose_file_is_gone_leaves_no_unread_bytes_in_the_buffer(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gathered buffer starts as malloc left it (`batch_files.unfilled`): a run left out because its file went
+    (a reader finds none) must not leave its share of those bytes in the answer, which holds the other runs only."""
+    monkeypatch.setattr(batch_files, "UNFILLED_FROM", 0)
+    store, expected = _interleaved(opened, path, 3)
+    files = store._files
+    real_reader = files._reader
+    asked: list[int] = []
+
+    def second_gone(owner: int, base_offset: int) -> int | None:
+        asked.append(owner)
+        return None if len(asked) == 2 else real_reader(owner, base_offset)
+
+    monkeypatch.setattr(files, "_reader", second_gone)
+    (gathered,) = store.read_batch_pieces(0, 0, BIG, ranges_from=BIG)
+    assert len(asked) == 3
+    assert gathered == expected[0] + expected[2], "the first and third runs, nothing where the second would be"
+
+
+def test_unfilled_buffers_have_the_size_asked_on_both_sides_of_the_threshold() -> None:
+    for size in (0, 1, batch_files.UNFILLED_FROM - 1, batch_files.UNFILLED_FROM, 5 * batch_files.UNFILLED_FROM):
+        buffer = batch_files.unfilled(size)
+        assert type(buffer) is bytearray and len(buffer) == size
+        buffer[-1:] = b"x" if size else b""  # writable, resizable as any bytearray
+        assert len(buffer) == size
 
 
 def test_a_shared_file_goes_once_every_partition_in_it_truncated_past_its_batches(
