@@ -49,12 +49,14 @@ from logwright.eventstore.rocksdb import RocksEventStore
 TOPIC = "hot"
 
 
-def produce_frame(correlation_id: int, count: int, size: int) -> bytes:
+def produce_frame(correlation_id: int, count: int, size: int, topic: str = TOPIC) -> bytes:
+    """A Produce v9 request (no size prefix): one partition of ``topic``, one batch of ``count`` records of ``size``
+    zero bytes (no key), acks=-1."""
     batch = build_batch([Record(offset=i, timestamp=1_700_000_000_000 + i, key=None, value=bytes(size), headers=())
                          for i in range(count)])
     request = produce_v9.ProduceRequest(
         transactional_id=None, acks=-1, timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
-        topic_data=(produce_v9.TopicProduceData(name=TOPIC, partition_data=(
+        topic_data=(produce_v9.TopicProduceData(name=topic, partition_data=(
             produce_v9.PartitionProduceData(index=0, records=batch),)),))
     return encode_request(request, correlation_id, "hot-path")
 

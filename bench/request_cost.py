@@ -1,0 +1,186 @@
+"""A broker's CPU per request over TCP: pipelined Produce requests from a raw socket, no client library in the way.
+
+Why: librdkafka shares this machine's two vCPUs with the broker, so its runs swing by 2x and an A/B of two builds
+needs many pairs. Here one socket sends pre-encoded Produce v9 frames of one partition's batch (acks=-1), keeping
+``--depth`` requests awaiting an answer, and reads the answers as raw frames: the client's share of a vCPU is small
+and steady, the broker is the busy side, and its CPU per request (its cgroup's, as every benchmark reads it) comes
+out within about 3% from one round to the next (session 58: logwright 140-146 us for a one-record request at depth
+5, 240-243 at depth 1, where the broker idles between requests: `results/cold_requests.md`). Builds compare as
+``NAME=PYTHON`` variants (a worktree's venv runs that worktree's code), brokers as ``--peers``.
+
+    .venv/bin/python bench/request_cost.py [--peers logwright,kafka] [--records 100:1,1024:44] [--depth 5,1]
+        [--requests 5000] [--rounds 3] [--warm-up 20000] [NAME=PYTHON ...]
+
+Every answer is read; the first of each round is decoded and must carry error 0 for the partition, so a refused
+request cannot read as a cheap one. Each round uses a fresh topic; peers take turns going first (`brokers.in_turn`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import brokers
+import hot_path
+from logwright.compat.wire.messages import decode_response
+from wire_workload import create_topic, delete_topic
+
+_SIZE = struct.Struct(">i")
+PRODUCE_VERSION = 9
+"""The version of `hot_path.produce_frame`'s requests, which their answers are read at."""
+FRAMES = 8
+"""Distinct frames sent in turn (correlation ids 0-7): a broker sees the same bytes only every eighth request."""
+WARM_UP = 500
+"""Requests sent before each measured round, on its own fresh topic."""
+JIT_WARM_UP = 20_000
+"""Requests each broker is sent once at its start (``--warm-up``), before any round: Kafka's JIT compiles its request
+path only after thousands of calls (its first round of 10,000 one-record requests cost 513 us a request, later ones
+94-105), and logwright generates its schemas' code on first use."""
+
+
+def produce_frame(topic: str, correlation_id: int, count: int, size: int) -> bytes:
+    """`hot_path.produce_frame` (Produce v9, acks=-1, one partition's batch of ``count`` zero-filled records of
+    ``size`` bytes) with its size prefix."""
+    payload = hot_path.produce_frame(correlation_id, count, size, topic)
+    return _SIZE.pack(len(payload)) + payload
+
+
+def split_frames(buffer: bytearray) -> Iterator[bytes]:
+    """The complete size-prefixed frames at the start of ``buffer`` (payloads), removed from it as they are read."""
+    while len(buffer) >= _SIZE.size:
+        (size,) = _SIZE.unpack_from(buffer)
+        if len(buffer) < _SIZE.size + size:
+            return
+        payload = bytes(buffer[_SIZE.size : _SIZE.size + size])
+        del buffer[: _SIZE.size + size]
+        yield payload
+
+
+def partition_error(payload: bytes) -> int:
+    """The error code of the one partition a Produce v9 answer is about."""
+    _, response = decode_response(0, PRODUCE_VERSION, payload)
+    (topic,) = response.responses
+    (partition,) = topic.partition_responses
+    return int(partition.error_code)
+
+
+def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: int) -> None:
+    """Send ``requests`` frames (in turn) over one connection with up to ``depth`` awaiting an answer; read every
+    answer; raise if the first one's partition error is not 0 or the broker closes the connection."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as connection:
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sent = answered = 0
+        buffer = bytearray()
+        while sent < min(depth, requests):
+            connection.sendall(frames[sent % len(frames)])
+            sent += 1
+        while answered < requests:
+            chunk = connection.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError(f"the broker closed the connection after {answered} answers")
+            buffer += chunk
+            for payload in split_frames(buffer):
+                if answered == 0 and (error := partition_error(payload)) != 0:
+                    raise RuntimeError(f"the broker refused the produce request: error {error}")
+                answered += 1
+                if sent < requests:
+                    connection.sendall(frames[sent % len(frames)])
+                    sent += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    peer: str
+    size: int
+    count: int
+    depth: int
+    cpu_us: float
+    """Broker CPU per request."""
+    per_second: float
+
+
+def measure(peer: brokers.RunningPeer, name: str, size: int, count: int, depth: int, requests: int) -> Round:
+    topic = create_topic(peer.bootstrap, "request-cost")
+    try:
+        frames = [produce_frame(topic, correlation_id, count, size) for correlation_id in range(FRAMES)]
+        send_pipelined(peer.bootstrap, frames, WARM_UP, depth)
+        cpu, started = peer.cpu_seconds(), time.perf_counter()
+        send_pipelined(peer.bootstrap, frames, requests, depth)
+        seconds, cpu = time.perf_counter() - started, peer.cpu_seconds() - cpu
+    finally:
+        delete_topic(peer.bootstrap, topic)
+    return Round(name, size, count, depth, cpu / requests * 1e6, requests / seconds)
+
+
+def warm_up(peer: brokers.RunningPeer, size: int, count: int, requests: int) -> None:
+    """``requests`` Produce requests (depth 5) to a topic of their own, deleted after."""
+    topic = create_topic(peer.bootstrap, "request-cost-warm-up")
+    try:
+        send_pipelined(peer.bootstrap, [produce_frame(topic, i, count, size) for i in range(FRAMES)], requests, 5)
+    finally:
+        delete_topic(peer.bootstrap, topic)
+
+
+def _records(text: str) -> list[tuple[int, int]]:
+    return [(int(size), int(count)) for size, count in (item.split(":") for item in text.split(","))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variants", nargs="*", metavar="NAME=PYTHON", help="logwright builds: a worktree's python")
+    parser.add_argument("--peers", default="logwright", help="brokers, comma-separated (logwright, kafka, tansu)")
+    parser.add_argument("--records", type=_records, default=_records("100:1,1024:44"),
+                        help="SIZE:COUNT of each request's batch, comma-separated")
+    parser.add_argument("--depth", default="5,1", help="requests awaiting an answer at once, comma-separated")
+    parser.add_argument("--requests", type=int, default=5000, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm-up", type=int, default=JIT_WARM_UP, help="requests each broker is sent at its start")
+    args = parser.parse_args(argv)
+    depths = [int(depth) for depth in args.depth.split(",")]
+    if args.requests < 1 or args.rounds < 1 or min(depths) < 1 or args.warm_up < 0:
+        parser.error("--requests, --rounds and every --depth must be 1 or more, --warm-up 0 or more")
+    starts: list[tuple[str, str, dict[str, str]]] = [(peer, peer, {}) for peer in args.peers.split(",")
+                                                      if not (args.variants and peer == "logwright")]
+    for variant in args.variants:
+        name, _, python = variant.partition("=")
+        starts.append((name, "logwright", {"python": python}))
+    rounds: list[Round] = []
+    with tempfile.TemporaryDirectory(prefix="request-cost-") as workdir:
+        running = []
+        try:
+            for name, peer, options in starts:
+                running.append((name, brokers.start(peer, Path(workdir) / name, **options)))
+                if args.warm_up > 0:
+                    warm_up(running[-1][1], *args.records[0], args.warm_up)
+            for repeat in range(args.rounds):
+                for size, count in args.records:
+                    for depth in depths:
+                        for name, peer in brokers.in_turn(running, repeat):
+                            measured = measure(peer, name, size, count, depth, args.requests)
+                            rounds.append(measured)
+                            print(f"{name}: {count} x {size} B, depth {depth}: {measured.cpu_us:.0f} us of broker "
+                                  f"CPU a request, {measured.per_second:,.0f} requests/s", flush=True)
+        finally:
+            for _, peer in running:
+                peer.stop()
+    print("\nmedians, broker CPU us a request (requests/s):")
+    for name, _, _ in starts:
+        for size, count in args.records:
+            for depth in depths:
+                mine = [r for r in rounds if (r.peer, r.size, r.count, r.depth) == (name, size, count, depth)]
+                print(f"  {name}: {count} x {size} B, depth {depth}: {statistics.median(r.cpu_us for r in mine):.0f}"
+                      f" ({statistics.median(r.per_second for r in mine):,.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
