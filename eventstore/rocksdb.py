@@ -90,6 +90,8 @@ POINT_DELETES_UP_TO = 64
 it. Each range delete in the memtable makes the next iterator fragment all of them again: seeks after n of them cost
 ~0.8n us here (`bench/results/write_path.md`), so DeleteRecords of 5,000 one-batch partitions spent ~1 s seeking and
 every read after a retention pass over many partitions paid it too. A point delete costs a seek nothing."""
+_LISTENER_PLANS_KEPT = 256
+"""Sets of event types whose concerned commit listeners are remembered (a commit's mix of types: few in practice)."""
 FLUSHED_AFTER_COVERING = 20_000
 """Stored batches a commit's range deletes may cover, summed since the last flush, before the records and index
 families are flushed (in the background: the call takes ~0.2 ms). Until a flush drops them, the covered rows stay in
@@ -264,6 +266,8 @@ class RocksEventStore:
         ]
         self._folds_by_type: dict[type[Event], list[_Fold]] = {}
         self._listeners: list[tuple[CommitListener, tuple[type[Event], ...] | None]] = []
+        self._concerned_listeners: dict[frozenset[type[Event]], tuple[CommitListener, ...]] = {}
+        """The listeners a commit of these event types concerns, in the order they were added (`_committed`)."""
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, Placement]] = []
         self._truncating: dict[int, tuple[int, list[bytes] | None]] = {}
@@ -922,13 +926,17 @@ class RocksEventStore:
                 self._read_ahead.drop(partition_id)
             else:
                 self._tail.add(partition_id, base_offset, last_offset, data, written.get((partition_id, base_offset)))
-        present: set[type[Event]] | None = None
-        for listener, wanted in self._listeners:
-            if wanted is not None:
-                if present is None:
-                    present = {type(logged.event) for logged in pending}
-                if not any(issubclass(event_type, wanted) for event_type in present):
-                    continue
+        if not self._listeners:
+            return
+        present = frozenset(type(logged.event) for logged in pending)
+        concerned = self._concerned_listeners.get(present)
+        if concerned is None:  # worked out once per set of event types: a commit of one append asked seven filters
+            if len(self._concerned_listeners) >= _LISTENER_PLANS_KEPT:
+                self._concerned_listeners.clear()
+            concerned = self._concerned_listeners[present] = tuple(
+                listener for listener, wanted in self._listeners
+                if wanted is None or any(issubclass(event_type, wanted) for event_type in present))
+        for listener in concerned:
             listener(pending)
 
     def _flush_covered_rows(self) -> None:
@@ -996,6 +1004,7 @@ class RocksEventStore:
         """``listener`` gets every commit's events; with ``event_types``, only commits holding one of them (a
         commit of 5,000 offsets is not walked by every coordinator that follows topics and appends)."""
         self._listeners.append((listener, None if event_types is None else tuple(event_types)))
+        self._concerned_listeners.clear()
 
     # -- failure and recovery -------------------------------------------------------------------
 
