@@ -61,13 +61,14 @@ def produce_frame(correlation_id: int, count: int, size: int, topic: str = TOPIC
     return encode_request(request, correlation_id, "hot-path")
 
 
-def fetch_frame(correlation_id: int, offset: int) -> bytes:
+def fetch_frame(correlation_id: int, offset: int, topic: str = TOPIC, partition_max_bytes: int = 1_048_576) -> bytes:
+    """A Fetch v12 request (no size prefix, no session) of partition 0 of ``topic`` from ``offset``."""
     request = fetch_v12.FetchRequest(
         replica_id=-1, max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=500)), min_bytes=1,
         max_bytes=52_428_800, isolation_level=0, session_id=0, session_epoch=-1,
-        topics=(fetch_v12.FetchTopic(topic=TOPIC, partitions=(fetch_v12.FetchPartition(
+        topics=(fetch_v12.FetchTopic(topic=topic, partitions=(fetch_v12.FetchPartition(
             partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
-            partition_max_bytes=1_048_576),)),),
+            partition_max_bytes=partition_max_bytes),)),),
         forgotten_topics_data=(), rack_id="")
     return encode_request(request, correlation_id, "hot-path")
 

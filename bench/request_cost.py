@@ -1,4 +1,4 @@
-"""A broker's CPU per request over TCP: pipelined Produce requests from a raw socket, no client library in the way.
+"""A broker's CPU per request over TCP: pipelined Produce or Fetch requests from a raw socket, no client library.
 
 Why: librdkafka shares this machine's two vCPUs with the broker, so its runs swing by 2x and an A/B of two builds
 needs many pairs. Here one socket sends pre-encoded Produce v9 frames of one partition's batch (acks=-1), keeping
@@ -8,23 +8,31 @@ out within about 3% from one round to the next (session 58: logwright 140-146 us
 5, 240-243 at depth 1, where the broker idles between requests: `results/cold_requests.md`). Builds compare as
 ``NAME=PYTHON`` variants (a worktree's venv runs that worktree's code), brokers as ``--peers``.
 
-    .venv/bin/python bench/request_cost.py [--peers logwright,kafka] [--records 100:1,1024:44] [--depth 5,1]
-        [--requests 5000] [--rounds 3] [--warm-up 20000] [NAME=PYTHON ...]
+``--api fetch`` sends Fetch v12 requests instead (no session, `hot_path.fetch_frame`), each from the base offset of one
+of the first eight batches of a topic filled with them first, with a partition limit of one byte: every answer holds
+exactly one stored batch (a broker answers at least the first batch whole, KIP-74), read from wherever the broker
+keeps it. Both brokers take one request of a connection at a time (Kafka mutes the channel until it has answered;
+logwright runs one Fetch of a connection at a time), so the depth saves the client's turnaround only.
 
-Every answer is read; the first of each round is decoded and must carry error 0 for the partition, so a refused
-request cannot read as a cheap one. Each round uses a fresh topic; peers take turns going first (`brokers.in_turn`).
+    .venv/bin/python bench/request_cost.py [--api produce,fetch] [--peers logwright,kafka] [--records 100:1,1024:44]
+        [--depth 5,1] [--requests 5000] [--rounds 3] [--warm-up 20000] [NAME=PYTHON ...]
+
+Every answer is read; the first of each round is decoded and must carry error 0 for the partition (and, for a Fetch,
+records), so a refused request cannot read as a cheap one. Each round uses a fresh topic; peers take turns going first
+(`brokers.in_turn`).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import socket
 import statistics
 import struct
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +42,9 @@ from logwright.compat.wire.messages import decode_response
 from wire_workload import create_topic, delete_topic
 
 _SIZE = struct.Struct(">i")
-PRODUCE_VERSION = 9
-"""The version of `hot_path.produce_frame`'s requests, which their answers are read at."""
+PRODUCE_VERSION, FETCH_VERSION = 9, 12
+"""The versions of `hot_path.produce_frame`'s and `hot_path.fetch_frame`'s requests, which their answers are read at."""
+APIS = ("produce", "fetch")
 FRAMES = 8
 """Distinct frames sent in turn (correlation ids 0-7): a broker sees the same bytes only every eighth request."""
 WARM_UP = 500
@@ -64,6 +73,12 @@ def split_frames(buffer: bytearray) -> Iterator[bytes]:
         yield payload
 
 
+def fetch_frame(topic: str, correlation_id: int, offset: int) -> bytes:
+    """`hot_path.fetch_frame` from ``offset`` with a partition limit of one byte (one batch answered), size-prefixed."""
+    payload = hot_path.fetch_frame(correlation_id, offset, topic, partition_max_bytes=1)
+    return _SIZE.pack(len(payload)) + payload
+
+
 def partition_error(payload: bytes) -> int:
     """The error code of the one partition a Produce v9 answer is about."""
     _, response = decode_response(0, PRODUCE_VERSION, payload)
@@ -72,9 +87,18 @@ def partition_error(payload: bytes) -> int:
     return int(partition.error_code)
 
 
-def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: int) -> None:
+def fetch_error(payload: bytes) -> int:
+    """The error code of the one partition a Fetch v12 answer is about; -1 when it carries no records."""
+    _, response = decode_response(1, FETCH_VERSION, payload)
+    (topic,) = response.responses
+    (partition,) = topic.partitions
+    return int(partition.error_code) if partition.error_code or partition.records else -1
+
+
+def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: int,
+                   error_of: Callable[[bytes], int] = partition_error) -> None:
     """Send ``requests`` frames (in turn) over one connection with up to ``depth`` awaiting an answer; read every
-    answer; raise if the first one's partition error is not 0 or the broker closes the connection."""
+    answer; raise if the first one's error (``error_of`` it) is not 0 or the broker closes the connection."""
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=60) as connection:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -89,8 +113,8 @@ def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: in
                 raise RuntimeError(f"the broker closed the connection after {answered} answers")
             buffer += chunk
             for payload in split_frames(buffer):
-                if answered == 0 and (error := partition_error(payload)) != 0:
-                    raise RuntimeError(f"the broker refused the produce request: error {error}")
+                if answered == 0 and (error := error_of(payload)) != 0:
+                    raise RuntimeError(f"the broker refused the request: error {error}")
                 answered += 1
                 if sent < requests:
                     connection.sendall(frames[sent % len(frames)])
@@ -100,6 +124,7 @@ def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: in
 @dataclass(frozen=True, slots=True)
 class Round:
     peer: str
+    api: str
     size: int
     count: int
     depth: int
@@ -108,17 +133,23 @@ class Round:
     per_second: float
 
 
-def measure(peer: brokers.RunningPeer, name: str, size: int, count: int, depth: int, requests: int) -> Round:
+def measure(peer: brokers.RunningPeer, name: str, size: int, count: int, depth: int, requests: int,
+            api: str = "produce") -> Round:
     topic = create_topic(peer.bootstrap, "request-cost")
     try:
         frames = [produce_frame(topic, correlation_id, count, size) for correlation_id in range(FRAMES)]
-        send_pipelined(peer.bootstrap, frames, WARM_UP, depth)
+        error_of = partition_error
+        if api == "fetch":  # the eight batches the fetches read, then a fetch from each one's base offset
+            send_pipelined(peer.bootstrap, frames, FRAMES, 1)
+            frames = [fetch_frame(topic, correlation_id, correlation_id * count) for correlation_id in range(FRAMES)]
+            error_of = fetch_error
+        send_pipelined(peer.bootstrap, frames, WARM_UP, depth, error_of)
         cpu, started = peer.cpu_seconds(), time.perf_counter()
-        send_pipelined(peer.bootstrap, frames, requests, depth)
+        send_pipelined(peer.bootstrap, frames, requests, depth, error_of)
         seconds, cpu = time.perf_counter() - started, peer.cpu_seconds() - cpu
     finally:
         delete_topic(peer.bootstrap, topic)
-    return Round(name, size, count, depth, cpu / requests * 1e6, requests / seconds)
+    return Round(name, api, size, count, depth, cpu / requests * 1e6, requests / seconds)
 
 
 def warm_up(peer: brokers.RunningPeer, size: int, count: int, requests: int) -> None:
@@ -137,6 +168,7 @@ def _records(text: str) -> list[tuple[int, int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("variants", nargs="*", metavar="NAME=PYTHON", help="logwright builds: a worktree's python")
+    parser.add_argument("--api", default="produce", help="produce, fetch or both, comma-separated")
     parser.add_argument("--peers", default="logwright", help="brokers, comma-separated (logwright, kafka, tansu)")
     parser.add_argument("--records", type=_records, default=_records("100:1,1024:44"),
                         help="SIZE:COUNT of each request's batch, comma-separated")
@@ -146,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=int, default=JIT_WARM_UP, help="requests each broker is sent at its start")
     args = parser.parse_args(argv)
     depths = [int(depth) for depth in args.depth.split(",")]
+    apis = args.api.split(",")
+    if not set(apis) <= set(APIS):
+        parser.error(f"--api takes {', '.join(APIS)}")
     if args.requests < 1 or args.rounds < 1 or min(depths) < 1 or args.warm_up < 0:
         parser.error("--requests, --rounds and every --depth must be 1 or more, --warm-up 0 or more")
     starts: list[tuple[str, str, dict[str, str]]] = [(peer, peer, {}) for peer in args.peers.split(",")
@@ -162,23 +197,22 @@ def main(argv: list[str] | None = None) -> int:
                 if args.warm_up > 0:
                     warm_up(running[-1][1], *args.records[0], args.warm_up)
             for repeat in range(args.rounds):
-                for size, count in args.records:
-                    for depth in depths:
-                        for name, peer in brokers.in_turn(running, repeat):
-                            measured = measure(peer, name, size, count, depth, args.requests)
-                            rounds.append(measured)
-                            print(f"{name}: {count} x {size} B, depth {depth}: {measured.cpu_us:.0f} us of broker "
-                                  f"CPU a request, {measured.per_second:,.0f} requests/s", flush=True)
+                for api, (size, count), depth in itertools.product(apis, args.records, depths):
+                    for name, peer in brokers.in_turn(running, repeat):
+                        measured = measure(peer, name, size, count, depth, args.requests, api)
+                        rounds.append(measured)
+                        print(f"{name}: {api}, {count} x {size} B, depth {depth}: {measured.cpu_us:.0f} us of broker "
+                              f"CPU a request, {measured.per_second:,.0f} requests/s", flush=True)
         finally:
             for _, peer in running:
                 peer.stop()
     print("\nmedians, broker CPU us a request (requests/s):")
     for name, _, _ in starts:
-        for size, count in args.records:
-            for depth in depths:
-                mine = [r for r in rounds if (r.peer, r.size, r.count, r.depth) == (name, size, count, depth)]
-                print(f"  {name}: {count} x {size} B, depth {depth}: {statistics.median(r.cpu_us for r in mine):.0f}"
-                      f" ({statistics.median(r.per_second for r in mine):,.0f})")
+        for api, (size, count), depth in itertools.product(apis, args.records, depths):
+            mine = [r for r in rounds if (r.peer, r.api, r.size, r.count, r.depth) == (name, api, size, count, depth)]
+            cpu_us, per_second = (statistics.median(r.cpu_us for r in mine),
+                                  statistics.median(r.per_second for r in mine))
+            print(f"  {name}: {api}, {count} x {size} B, depth {depth}: {cpu_us:.0f} ({per_second:,.0f})")
     return 0
 
 

@@ -24,12 +24,17 @@ def test_frames_are_split_off_the_buffer_whole_and_a_partial_one_waits() -> None
     assert buffer == bytearray()
 
 
-def test_a_real_broker_answers_every_pipelined_request_and_costs_some_cpu(tmp_path: Path) -> None:
+def test_a_real_broker_answers_every_pipelined_produce_and_fetch_and_costs_some_cpu(tmp_path: Path) -> None:
     peer = brokers.start("logwright", tmp_path / "broker")
     try:
-        measured = request_cost.measure(peer, "logwright", size=100, count=3, depth=4, requests=50)
-        assert measured.cpu_us > 0 and measured.per_second > 0
-        with pytest.raises(RuntimeError, match="refused the produce request: error 3"):  # UNKNOWN_TOPIC_OR_PARTITION
+        for api in request_cost.APIS:
+            measured = request_cost.measure(peer, "logwright", size=100, count=3, depth=4, requests=50, api=api)
+            assert measured.cpu_us > 0 and measured.per_second > 0 and measured.api == api
+        with pytest.raises(RuntimeError, match="refused the request: error 3"):  # UNKNOWN_TOPIC_OR_PARTITION
             request_cost.send_pipelined(peer.bootstrap, [request_cost.produce_frame("nowhere", 0, 1, 10)], 2, 1)
+        empty = request_cost.create_topic(peer.bootstrap, "empty")
+        with pytest.raises(RuntimeError, match="refused the request: error -1"):  # a Fetch answered without records
+            request_cost.send_pipelined(peer.bootstrap, [request_cost.fetch_frame(empty, 0, 0)], 1, 1,
+                                        request_cost.fetch_error)
     finally:
         peer.stop()
