@@ -87,7 +87,7 @@ class BatchHeader(NamedTuple):
     @property
     def compression(self) -> Compression:
         codec = self.attributes & _CODEC_MASK
-        # looked up, not called: the enum's call cost 3% of a produce request of 1,000 one-record partitions
+        # looked up, not called through the enum: 0.17 us against 0.39, once or twice for every batch produced
         return _CODECS[codec] if codec < len(_CODECS) else Compression(codec)
 
     @property
