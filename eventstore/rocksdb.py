@@ -16,7 +16,6 @@ ignores the snapshot, so consistent readers use `checkpoint`.
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import itertools
 import logging
 import os
@@ -39,30 +38,23 @@ from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, Write
 
 from . import keys, shared_refs
 from .batch_files import (
-    SHARED,
     BatchFiles,
-    BatchPieces,
     Placement,
     file_of,
-    follows,
     is_pointer,
     is_shared,
-    last_offset_delta,
-    locate,
     stored_length,
 )
 from .clock import SystemClock
-from .codec import TypeRegistry, default_registry, event_tag
+from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
 from .read_ahead import ReadAhead
-from .tail_cache import TailCache, collect_batches
+from .stored_reads import BoundedIterator, StoredReads, batch_last_offset, iterator_items, stored_batches
+from .tail_cache import TailCache
 
 log = logging.getLogger(__name__)
 
 _LAST_OFFSET_DELTA = struct.Struct(">i")
-FILE_RANGES_FROM = 64 * 1024
-"""A run of file batches this long or longer is sent from the file (`read_batch_pieces`): below it, opening a
-range (a dup and an fstat) and a sendfile cost more than reading the bytes."""
 TAIL_CACHE_BYTES = 64 * 1024 * 1024
 """Default budget of the in-memory cache of the newest committed batches (all partitions together)."""
 WAL_FILES_RECYCLED = 4
@@ -76,8 +68,6 @@ be reused (`WAL_FILES_RECYCLED`) only once every family written in it is flushed
 state, meta) fill their memtables rarely: by default (four times all write buffers) the log grew with the records,
 600 MB of new log files for 600 MB produced, none reused, each write extending a fresh file (and a restart
 replaying all of it)."""
-COALESCED_READ_BYTES = 1024 * 1024
-"""The most one read of adjacent batches from a batch file takes when the caller gives no budget (scans)."""
 INFO_LOGS_KEPT = 10
 """RocksDB's own LOG files kept: every open starts a new one, and a full disk is retried by reopening."""
 STATE_SEQUENCES_REFRESHED_EVERY = 4096
@@ -102,81 +92,6 @@ rows made one seek 82 ms, 0.06 ms once flushed. A topic deletion always flushes 
 gone by the time it is staged); a truncation counts the batches it range-deletes, so a retention pass does not make
 a file per commit."""
 
-
-class _BoundedIterator:
-    """A rocksdict iterator together with its ReadOptions.
-
-    rocksdict 0.3.29 does not keep the ReadOptions (and so the upper-bound slice) alive for the
-    iterator's lifetime: once the options object is collected, seeks silently find nothing. Holding
-    both here is the fix; `tests/eventstore/test_rocksdict_quirks.py` notices when upstream fixes it.
-    """
-
-    __slots__ = ("options", "iterator")
-
-    def __init__(self, view: Rdict, upper_bound: bytes) -> None:
-        self.options = ReadOptions()
-        self.options.set_iterate_upper_bound(upper_bound)
-        self.iterator = view.iter(self.options)
-
-    def valid(self) -> bool:
-        return bool(self.iterator.valid())
-
-    def seek(self, key: bytes) -> None:
-        self.iterator.seek(key)
-
-    def seek_for_prev(self, key: bytes) -> None:
-        self.iterator.seek_for_prev(key)
-
-    def next(self) -> None:
-        self.iterator.next()
-
-    def key(self) -> bytes:
-        return bytes(self.iterator.key())
-
-    def value(self) -> bytes:
-        return bytes(self.iterator.value())
-
-
-def _items(iterator: _BoundedIterator) -> Iterator[tuple[bytes, bytes]]:
-    while iterator.valid():
-        yield iterator.key(), iterator.value()
-        iterator.next()
-
-
-def _stored_batches(iterator: _BoundedIterator, files: BatchFiles,
-                    run_bytes: int = COALESCED_READ_BYTES) -> Iterator[tuple[int, bytes]]:
-    """(base offset, batch) from the iterator's position on, read as they are asked for; a batch kept in a file
-    (`batch_files`) is read from it, one a reader finds deleted by the primary (truncated) is skipped.
-
-    Batches that follow each other in one file are read with one pread, up to ``run_bytes`` (the caller's budget:
-    a Fetch of 16 KB batches read 64 of them a call, one syscall each)."""
-    peeked: bytes | None = None  # the value a run looked at and did not take: not read twice
-    while iterator.valid():
-        partition_id, base_offset = keys.parse_record_key(iterator.key())
-        value = iterator.value() if peeked is None else peeked
-        peeked = None
-        iterator.next()
-        if not is_pointer(value):
-            yield base_offset, value
-            continue
-        run = [(base_offset, value)]
-        total = stored_length(value)
-        while total < run_bytes and iterator.valid():
-            following = iterator.value()
-            if not follows(run[-1][1], following):
-                peeked = following
-                break
-            run.append((keys.parse_record_key(iterator.key())[1], following))
-            total += stored_length(following)
-            iterator.next()
-        for (base, _), data in zip(run, files.read_run(partition_id, [pointer for _, pointer in run]), strict=True):
-            if data is not None:
-                yield base, data
-
-
-def _last_offset(iterator: _BoundedIterator) -> int:
-    """The last offset of the stored batch under the iterator, from its RecordBatch v2 header (or pointer)."""
-    return keys.parse_record_key(iterator.key())[1] + last_offset_delta(iterator.value())
 
 
 _Fold = tuple[str, Callable[[Event], tuple[str, ...]], Callable[[Any, Event, str], Any], dict[str, Any]]
@@ -221,7 +136,7 @@ class _SealedCommit:
     sequence: int
 
 
-class RocksEventStore:
+class RocksEventStore(StoredReads):
     """`EventStore` on rocksdict. Not thread-safe: one writer (the event loop) owns it."""
 
     def __init__(
@@ -270,6 +185,8 @@ class RocksEventStore:
         """The listeners a commit of these event types concerns, in the order they were added (`_committed`)."""
         self._batch = WriteBatch(raw_mode=True)
         self._staged_records: list[tuple[int, int, bytes, Placement]] = []
+        """Record batches (partition, base offset, bytes, where they go) not yet put into ``_batch``: they go in
+        last (`_put_staged_records`)."""
         self._truncating: dict[int, tuple[int, list[bytes] | None]] = {}
         """What `truncate` found for the `LogTruncated` it appends, for `_physical_effects`: the first batch kept and,
         when there are few, the keys of those below it."""
@@ -277,8 +194,6 @@ class RocksEventStore:
         """Partitions whose stored batches this turn's WriteBatch changes (appended, truncated, rewritten, deleted):
         `truncate` commits first only for one of them. A DeleteRecords of 9,000 partitions committed before each
         one (each commit then holding the previous partition's truncation) and stalled the loop 4.4 s."""
-        """Record batches (partition, base offset, bytes, where they go) not yet put into ``_batch``: they go in
-        last (`_put_staged_records`)."""
         self._write_error: Exception | None = None
         """A batch file write that failed before the commit: the commit fails with it."""
         self._file_bytes_staged = 0
@@ -300,11 +215,11 @@ class RocksEventStore:
         self._tail = TailCache(tail_cache_bytes)
         self._read_ahead = ReadAhead()
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
+        """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._staged_aborts: dict[int, list[tuple[int, int, int, int]]] = {}
         """Indexed aborts staged and not committed yet, by partition: (marker, producer id, first offset, last stable
         offset). The partition's last stable offset moves past a transaction as its marker is staged, so a Fetch
         reading up to it must list the abort before its row is written (`aborted`)."""
-        """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._pointers_written: dict[tuple[int, int], bytes] = {}
         """(partition, base offset) -> pointer of each batch this commit writes to a file, for the tail cache."""
         self._sealed: _SealedCommit | None = None
@@ -414,7 +329,7 @@ class RocksEventStore:
         """The rows naming what each shared batch file holds (`shared_refs`), into the batch files' memory."""
         iterator = self._bounded_iterator("index", shared_refs.END_KEY)
         iterator.seek(shared_refs.FIRST_KEY)
-        self._files.load_shared_refs(_items(iterator))
+        self._files.load_shared_refs(iterator_items(iterator))
 
     def _drop_orphan_files(self) -> None:
         """A writable open deletes batch files no commit reached (see `BatchFiles.drop_orphans`); it needs the
@@ -598,7 +513,7 @@ class RocksEventStore:
         RocksDB (not the tail cache): for a whole-log pass such as compaction."""
         iterator = self._bounded_iterator("records", keys.record_key(partition_id, max(end_offset, 0)))
         iterator.seek(keys.record_key(partition_id, max(start_offset, 0)))
-        yield from _stored_batches(iterator, self._files)
+        yield from stored_batches(iterator, self._files)
 
     def _physical_effects(self, event: Event) -> None:
         """Retention and topic deletion remove stored batches in the same WriteBatch as their event, and the aborted
@@ -650,7 +565,7 @@ class RocksEventStore:
                 self._batch.delete_range(keys.aborted_key(first, 0), keys.aborted_key(last + 1, 0), index_cf)
 
     def _first_batch_to_keep(self, partition_id: int, log_start_offset: int,
-                             iterator: _BoundedIterator | None = None) -> int:
+                             iterator: BoundedIterator | None = None) -> int:
         """Base offset of the batch holding ``log_start_offset`` (or the one after, if none holds it); ``iterator``, the
         partition's, is moved."""
         if iterator is None:
@@ -659,7 +574,7 @@ class RocksEventStore:
         if iterator.valid():
             found_partition, base_offset = keys.parse_record_key(iterator.key())
             if found_partition == partition_id:
-                return base_offset if _last_offset(iterator) >= log_start_offset else log_start_offset
+                return base_offset if batch_last_offset(iterator) >= log_start_offset else log_start_offset
         return log_start_offset
 
     @property
@@ -971,7 +886,8 @@ class RocksEventStore:
                 end = later[0] if later else 2**63
                 iterator = self._bounded_iterator("records", keys.record_key(partition_id, end))
                 iterator.seek(keys.record_key(partition_id, base_offset))
-                self._files.doom_if_unreferenced(partition_id, base_offset, (value for _, value in _items(iterator)))
+                self._files.doom_if_unreferenced(partition_id, base_offset,
+                                                 (value for _, value in iterator_items(iterator)))
             self._files.drop_planned(sync)
         except OSError as error:  # the space comes back at the next open (`drop_orphans`) or truncation
             log.warning("deleting batch files of %s failed: %s", self.path, error)
@@ -987,7 +903,7 @@ class RocksEventStore:
                 continue
             iterator = self._bounded_iterator("records", keys.record_key(partition_id, span[1] + 1))
             iterator.seek(keys.record_key(partition_id, span[0]))
-            if not any(is_shared(value) and file_of(value) == number for _, value in _items(iterator)):
+            if not any(is_shared(value) and file_of(value) == number for _, value in iterator_items(iterator)):
                 for key in self._files.drop_shared_ref(number, partition_id):
                     batch.delete(key, index_cf)
         if batch.is_empty():
@@ -1092,191 +1008,6 @@ class RocksEventStore:
     @property
     def projections(self) -> tuple[Projection[Any], ...]:
         return tuple(self._projections)
-
-    def _bounded_iterator(self, family: str, upper_bound: bytes) -> _BoundedIterator:
-        return _BoundedIterator(self._views[family], upper_bound)
-
-    def _partition_iterator(self, partition_id: int) -> _BoundedIterator:
-        return self._bounded_iterator("records", keys.record_key(partition_id + 1, 0))
-
-    def read_batches(
-        self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
-    ) -> list[bytes]:
-        cached = self._tail.read(partition_id, start_offset, max_bytes, end_offset)
-        if cached is not None:
-            return cached
-        keep = functools.partial(self._read_ahead.keep, partition_id)
-        ahead = self._read_ahead.take(partition_id, start_offset)
-        if ahead is not None:
-            return collect_batches(self._batches_after(partition_id, start_offset, ahead), max_bytes, end_offset, keep)
-        iterator = self._iterator_at(partition_id, start_offset)
-        return collect_batches(_stored_batches(iterator, self._files, max_bytes), max_bytes, end_offset, keep)
-
-    def _iterator_at(self, partition_id: int, start_offset: int) -> _BoundedIterator:
-        """The partition's records iterator on the batch holding ``start_offset`` (or the first one after it)."""
-        iterator = self._partition_iterator(partition_id)
-        start_key = keys.record_key(partition_id, start_offset)
-        iterator.seek(start_key)
-        if iterator.valid() and iterator.key() == start_key:
-            # a consumer reading on asks for the base offset of the next batch: no seek_for_prev, which over
-            # 1 MB batches made a whole read 9.4 ms instead of 2.3 (median, alternated in one process)
-            return iterator
-        iterator.seek_for_prev(start_key)
-        if not iterator.valid() or keys.parse_record_key(iterator.key())[0] != partition_id:
-            iterator.seek(start_key)
-        elif _last_offset(iterator) < start_offset:
-            iterator.next()
-        return iterator
-
-    def read_batch_pieces(
-        self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None,
-        ranges_from: int = FILE_RANGES_FROM,
-    ) -> BatchPieces:
-        """`read_batches` for an answer to a socket: a run of batches adjacent in one batch file, of at least
-        ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python), from the tail
-        cache too (it knows where its batches' files hold them); the caller closes the ranges it does not send."""
-        rows: Iterator[tuple[int, bytes, bytes | None]] | None = self._tail.stored(partition_id, start_offset)
-        if rows is None:
-            rows = self._rows_from(partition_id, start_offset)
-        return self._files.pieces(partition_id, rows, max_bytes, end_offset, ranges_from)
-
-    def _rows_from(self, partition_id: int, start_offset: int) -> Iterator[tuple[int, bytes, None]]:
-        """(base offset, stored value, ``None``: the bytes of a batch in a file are not read) of the partition's
-        batches from the one holding ``start_offset`` on.
-
-        A consumer reading on asks for the base offset of the next batch: that case takes rocksdict's ``items``,
-        one native call per row where the iterator's valid/key/value/next were four (the 68 rows of a 1 MB Fetch of
-        16 KB batches: 12 us through ``items``, 31 through the iterator). Any other offset is found by
-        `_iterator_at`.
-        """
-        options = ReadOptions()  # held by this frame while ``rows`` lives (see `_BoundedIterator`)
-        options.set_iterate_upper_bound(keys.record_key(partition_id + 1, 0))
-        start_key = keys.record_key(partition_id, start_offset)
-        rows = cast(Iterator[tuple[bytes, bytes]],  # raw mode: bytes keys and values
-                    self._views["records"].items(from_key=start_key, read_opt=options))
-        first = next(rows, None)
-        if first is None or first[0] != start_key:
-            rows = _items(self._iterator_at(partition_id, start_offset))
-        else:
-            yield start_offset, first[1], None
-        parse_record_key = keys.parse_record_key
-        for key, value in rows:
-            yield parse_record_key(key)[1], value, None
-
-    def _batches_after(self, partition_id: int, base_offset: int, first: bytes) -> Iterator[tuple[int, bytes]]:
-        """``first`` (the batch at ``base_offset``, kept by `ReadAhead`), then the stored batches after it, the
-        iterator made only if more are asked for."""
-        yield base_offset, first
-        iterator = self._partition_iterator(partition_id)
-        iterator.seek(keys.record_key(partition_id, base_offset + 1))
-        yield from _stored_batches(iterator, self._files)
-
-    def seek_index(self, start_key: bytes, upper_bound: bytes) -> tuple[bytes, bytes] | None:
-        """The first ``index`` entry at or after ``start_key`` and below ``upper_bound``."""
-        iterator = self._bounded_iterator("index", upper_bound)
-        iterator.seek(start_key)
-        return (iterator.key(), iterator.value()) if iterator.valid() else None
-
-    def aborted(self, partition_id: int, start_offset: int, end_offset: int) -> list[tuple[int, int, int]]:
-        """(producer id, first offset, marker offset) of the indexed aborted transactions with records in
-        ``start_offset..end_offset - 1``, in the order of their markers, staged ones too (a transaction's records are
-        stable once its marker is staged: `_staged_aborts`).
-
-        Kafka's `TransactionIndex.collectAbortedTxns`: from the first marker at ``start_offset`` or later, up to and
-        including the first whose last stable offset reaches ``end_offset`` (every transaction that started before
-        that had ended when its marker was written, so none past it can overlap the read). Aborts from markers
-        written before the index are in the partition's `PartitionTransactions.aborted` instead."""
-        found: list[tuple[int, int, int]] = []
-        if start_offset >= end_offset:
-            return found
-        iterator = self._bounded_iterator("index", keys.aborted_key(partition_id + 1, 0))
-        iterator.seek(keys.aborted_key(partition_id, max(start_offset, 0)))
-        while iterator.valid():
-            producer_id, first_offset, marker_offset, last_stable_offset = keys.parse_aborted(iterator.key(),
-                                                                                              iterator.value())
-            if first_offset < end_offset:
-                found.append((producer_id, first_offset, marker_offset))
-            if last_stable_offset >= end_offset:
-                return found
-            iterator.next()
-        for marker_offset, producer_id, first_offset, last_stable_offset in self._staged_aborts.get(partition_id, ()):
-            if marker_offset < start_offset:  # staged markers follow every committed one: the rest, in order
-                continue
-            if first_offset < end_offset:
-                found.append((producer_id, first_offset, marker_offset))
-            if last_stable_offset >= end_offset:
-                break
-        return found
-
-    def aborted_rows(self) -> Iterator[tuple[int, int, int, int, int]]:
-        """Every indexed aborted transaction, by partition and marker: (partition id, producer id, first offset,
-        marker offset, last stable offset); for `check`."""
-        iterator = self._bounded_iterator("index", keys.ABORTED_KIND_END)
-        iterator.seek(keys.ABORTED_KIND)
-        while iterator.valid():
-            key = iterator.key()
-            producer_id, first_offset, marker_offset, last_stable_offset = keys.parse_aborted(key, iterator.value())
-            yield keys.parse_time_index_key(key)[0], producer_id, first_offset, marker_offset, last_stable_offset
-            iterator.next()
-
-    def broken_batch_pointers(self, max_reported: int = 50) -> list[str]:
-        """Every stored batch a pointer names that its file does not hold (missing file, or a file ending before
-        the batch does), and every batch in a shared file that no `shared_refs` row covers (the file could be
-        deleted under it), for `check`: the pointers are read, the batches are not."""
-        sizes: dict[tuple[int, int], int | None] = {}
-        broken: list[str] = []
-        iterator = self._bounded_iterator("records", b"\xff" * 13)
-        iterator.seek(b"")
-        refs = self._files.shared_refs
-        for key, value in _items(iterator):
-            if not is_pointer(value):
-                continue
-            partition_id, base_offset = keys.parse_record_key(key)
-            owner, file, position, length = locate(partition_id, value)
-            name = f"the shared batch file {file}" if owner == SHARED else f"the batch file {file}"
-            if (owner, file) not in sizes:
-                sizes[(owner, file)] = self._files.file_size(owner, file)
-            size = sizes[(owner, file)]
-            if size is None or size < position + length:
-                broken.append(f"records/{partition_id}/{base_offset}: {name} "
-                              + ("is missing" if size is None else f"ends at {size}, before {position + length}"))
-            elif owner == SHARED:
-                span = refs.span(file, partition_id)
-                if span is None or not span[0] <= base_offset <= span[1]:
-                    broken.append(f"records/{partition_id}/{base_offset}: {name} holds it, but no row says so")
-        return broken[:max_reported]
-
-    def read_events(self, from_sequence: int = 1, to_sequence: int | None = None,
-                    tags: frozenset[int] | None = None) -> Iterator[LoggedEvent]:
-        """Committed events in sequence order, ``to_sequence`` inclusive; with ``tags``, only events of those type
-        tags (the others are not decoded: `event_tag`)."""
-        last = self._committed_sequence if to_sequence is None else min(to_sequence, self._committed_sequence)
-        options = ReadOptions()  # held by this frame while ``rows`` lives (see `_BoundedIterator`)
-        options.set_iterate_upper_bound(keys.event_key(last + 1))
-        rows = cast(Iterator[tuple[bytes, bytes]],  # raw mode: bytes keys and values; one native call a row
-                    self._views["events"].items(from_key=keys.event_key(max(from_sequence, 1)), read_opt=options))
-        for key, value in rows:
-            if tags is not None and (tag := event_tag(value)) is not None and tag not in tags:
-                continue
-            time_ms, event = self._types.decode_event(value, f"column family 'events' key {key.hex()}")
-            yield LoggedEvent(keys.parse_event_key(key), time_ms, event)
-
-    def stored_states(self, projection: str | None = None) -> Iterator[tuple[str, str, int, bytes]]:
-        """Raw ``state`` rows (projection, entity, covered sequence, encoded state) for `check`.
-
-        With ``projection``, only that projection's rows (a bounded scan: Spark reads one per task).
-        """
-        rows: Iterable[tuple[Any, Any]]
-        if projection is None:
-            rows = self._views["state"].items()
-        else:
-            prefix = keys.state_key(projection, "")
-            iterator = self._bounded_iterator("state", prefix[:-1] + b"\x01")
-            iterator.seek(prefix)
-            rows = _items(iterator)
-        for key, value in rows:
-            projection_name, entity = keys.parse_state_key(cast(bytes, key))
-            yield projection_name, entity, keys.decode_sequence(value), value[8:]
 
     @property
     def types(self) -> TypeRegistry:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from logwright.eventstore.rocksdb import _BoundedIterator
+from logwright.eventstore.stored_reads import BoundedIterator
 from rocksdict import Options, Rdict, ReadOptions
 
 KEY = struct.Struct(">IQ")
@@ -67,7 +67,7 @@ def _iterator_outliving_its_options(db: Rdict, upper_bound: bytes) -> object:
 
 
 def test_an_iterator_whose_read_options_were_collected_finds_nothing_on_seek(db: Rdict) -> None:
-    """Workaround: `_BoundedIterator` keeps the ReadOptions alive with the iterator.
+    """Workaround: `BoundedIterator` keeps the ReadOptions alive with the iterator.
 
     Reproduced 300 out of 300 times when this was written; the bound is a fresh (not interned) bytes object.
     """
@@ -81,7 +81,7 @@ def test_an_iterator_whose_read_options_were_collected_finds_nothing_on_seek(db:
 
 def test_our_bounded_iterator_seeks_and_stops_at_its_bound(db: Rdict) -> None:
     for _ in range(50):
-        iterator = _BoundedIterator(db.get_column_family("records"), KEY.pack(2, 0))
+        iterator = BoundedIterator(db.get_column_family("records"), KEY.pack(2, 0))
         iterator.seek(KEY.pack(1, 0))
         assert keys_of(iterator) == [KEY.pack(1, offset) for offset in range(0, 100, 10)]
         iterator.seek_for_prev(KEY.pack(1, 55))
