@@ -14,20 +14,16 @@ import asyncio
 import functools
 import logging
 import uuid
-from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from logwright.compat.aborted_transactions import aborted_between
 from logwright.compat.broker import EVENTS_STAGED_PER_TURN, Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_dead_letters import NOT_COPIED, stage_dead_letters
-from logwright.compat.coordinators.pop_held import HeldDueTimes
-from logwright.compat.kafka.fetch import last_stable_offset
+from logwright.compat.coordinators.pop_reads import PopBytes, PopReader
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.batch_slices import BatchSlicer
-from logwright.compat.wire.record_batch import BatchHeader, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider
 from logwright.core.errors import DomainError, UnknownTopic, UnsupportedFeature
@@ -80,21 +76,6 @@ COPY_RETRY_MS = 60_000
 """How long records wait before the dead-letter copy is tried again when it could not be written."""
 DELAYED_PER_POP = 1_000
 """Held-back records one pop may pass over and park (bounds one `PopDelayed`)."""
-DECODED_BATCHES = 64
-"""Decoded batches kept (a few per partition being popped)."""
-DECODED_BYTES = 32 * 2**20
-"""And at most this much of them (`decoded_size`), the newest kept whatever its size: a compressed batch of a few
-KiB may decode to 64 MiB (`compression.MAX_DECOMPRESSED_BYTES`), so 64 batches alone could have held 4 GiB (the
-hostile-values fuzz, seed 239, had 40 MiB of 4 MiB values here by its 1,750th example)."""
-RECORD_OBJECT_BYTES = 200
-"""What a decoded record costs beside its key, value and headers (the object, its two ints and bytes headers)."""
-POP_MAX_BYTES = 4 * 2**20
-"""What one pop hands out at most, and one record (v0: keys, values and headers, `decoded_size`) or stored batch
-(compact) more, so a pop always makes progress: without it a pop of 32 records that a few KiB of zstd expand to
-8 MiB each (the hostile-values fuzz stores such records) would have built a 256 MiB answer, and 1,024 compact
-records may sit in 1,024 stored batches of 1 MiB. Kafka's Fetch has ``fetch.max.bytes`` and RocketMQ's store
-stops a pull at 256 KiB of messages (one at least); a pop answer here is one message, so this bound is
-logwright's own."""
 T = TypeVar("T")
 _SETTLING = (CheckpointAcked, PopDeadLettered, PopEntriesDropped)
 """Events that may empty a page (a union written inline would be built anew on every call)."""
@@ -104,17 +85,6 @@ _ADDING_OR_SETTLING = (CheckpointAcked, CheckpointCreated)
 def pop_coordinator(broker: Broker) -> PopCoordinator:
     """The broker's pop coordinator."""
     return broker.coordinators.pop
-
-
-@dataclass(slots=True)
-class PopBytes:
-    """What is left of one pop's `POP_MAX_BYTES`, shared by the partitions it visits."""
-
-    left: int = POP_MAX_BYTES
-
-    @property
-    def spent(self) -> bool:
-        return self.left <= 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,11 +142,8 @@ class PopCoordinator:
         self._tables: dict[str, tuple[PopHead, tuple[object, ...], PopPartition]] = {}
         """Head key → the rows a table was last assembled from and the table: reused while they are the same
         objects (the store replaces a row's object whenever an event changes it)."""
-        self._decoded: dict[tuple[int, int, int], tuple[int, tuple[Record, ...], int]] = {}
-        """Recently decoded stored batches, oldest first: (partition id, base offset, CRC) → last offset, records."""
-        self._decoded_sizes: dict[tuple[int, int, int], int] = {}
-        self.decoded_bytes = 0
-        """What the decoded batches kept hold (`decoded_size`), bounded by `DECODED_BYTES` beside the newest."""
+        self.reader = PopReader(broker)
+        """Reads the records and batches a pop hands out (`pop_reads`)."""
         self.slicer = BatchSlicer()
         """Cuts the stored batches a compact pop sends down to the records it hands out (walks kept per batch)."""
         self._available = asyncio.Event()
@@ -334,7 +301,7 @@ class PopCoordinator:
         room = PopBytes()
 
         def take(index: int, state: PopPartition, revived: Sequence[int], budget: int, held_room: int) -> int:
-            records, revived, next_offset, held = self._read(state, revived, budget, held_room, room)
+            records, revived, next_offset, held = self.reader.read(state, revived, budget, held_room, room)
             if held:
                 state = self._delay(state, held)
             popped.extend(self._checkpoint(state, index, topic_id, consumer, revived, records, next_offset,
@@ -351,7 +318,8 @@ class PopCoordinator:
         room = PopBytes()
 
         def take(index: int, state: PopPartition, revived: Sequence[int], budget: int, held_room: int) -> int:
-            offsets, revived, batches, next_offset, held = self._read_offsets(state, revived, budget, held_room, room)
+            offsets, revived, batches, next_offset, held = self.reader.read_offsets(state, revived, budget, held_room,
+                                                                                    room)
             if held:
                 state = self._delay(state, held)
             recorded = self._record_checkpoint(state, consumer, revived, offsets, next_offset, limits)
@@ -450,66 +418,6 @@ class PopCoordinator:
                                             self.broker.partition(pid).log_start_offset if earliest
                                             else self.broker.high_watermark(pid)) for pid in missing])
 
-    def _read(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int, room: PopBytes
-              ) -> tuple[dict[int, Record], list[int], int, list[tuple[int, int]]]:
-        """The records at the ``revived`` offsets and up to ``budget`` new ones from ``state.next_offset``, the
-        revived offsets read (those before ``room`` was spent), the position after what was read, and the
-        ``(offset, due_ms)`` passed over because a plugin holds them back (delayed delivery: `_delay` parks them;
-        the read stops when ``held_room`` would not fit another).
-        Pops read committed data only, as RocketMQ hands out a transactional message once it is committed: up
-        to the last stable offset, control batches and the batches of aborted transactions passed over."""
-        partition_id = state.partition_id
-        found: dict[int, Record] = {}
-        log_start = self.broker.partition(partition_id).log_start_offset
-        read: list[int] = []
-        for offset in revived:
-            if room.spent:
-                break
-            read.append(offset)
-            record = self._record_at(partition_id, offset) if offset >= log_start else None
-            if record is not None:
-                found[offset] = record
-                room.left -= record_size(record)
-        next_offset, stable, aborted, hold = self._window(state, log_start)
-        held: list[tuple[int, int]] = []
-        taken = 0
-        while taken < budget and next_offset < stable and taken + len(held) < held_room and not room.spent:
-            batch = self._batch_at(partition_id, next_offset, stable - 1)
-            if batch is None:
-                break
-            last, records, producer_id = batch
-            if producer_id >= 0 and _aborted(aborted, producer_id, last):
-                next_offset = max(next_offset, last + 1)
-                continue
-            for record in records[bisect_left(records, next_offset, key=_offset_of):]:
-                due = hold.due(record.offset) if hold is not None else None
-                if due is not None and taken + len(held) >= held_room:
-                    break
-                if taken >= budget or room.spent:
-                    break
-                next_offset = record.offset + 1
-                if due is not None:
-                    held.append((record.offset, due))
-                    continue
-                found[record.offset] = record
-                room.left -= record_size(record)
-                taken += 1
-            if taken < budget and taken + len(held) < held_room and not room.spent:
-                next_offset = max(next_offset, last + 1)
-        return found, read, next_offset, held
-
-    def _window(self, state: PopPartition, log_start: int
-                ) -> tuple[int, int, Sequence[tuple[int, int, int]], HeldDueTimes | None]:
-        """Where a read of ``state`` starts (not before ``log_start``), the last stable offset it stays below,
-        the aborted transactions with records in between (`aborted_between`) and what plugins hold back there:
-        `_read` and `_read_offsets` read the same records, in their two forms."""
-        next_offset = max(state.next_offset, log_start)
-        stable = last_stable_offset(self.broker, state.partition_id)
-        aborted = aborted_between(self.broker.store, state.partition_id, next_offset, stable)
-        # what the plugins hold back (``logwright_hold_back``, as share groups ask before acquiring), each offset's
-        # due time asked only for the stretch the read meets; None, after one plain question, when nothing is
-        return next_offset, stable, aborted, HeldDueTimes.of(self.broker, state.partition_id, next_offset, stable - 1)
-
     def _delay(self, state: PopPartition, held: Sequence[tuple[int, int]]) -> PopPartition:
         """Park held-back records in the table until their due time (`PopDelayed`): the revive timer turns
         them visible then, on the broker clock, and wakes long polls."""
@@ -518,118 +426,6 @@ class PopCoordinator:
             return state
         self._stage(state, [event])
         return self.table(state.group, state.partition_id) or state
-
-    def _batch_at(self, partition_id: int, offset: int, end_offset: int
-                  ) -> tuple[int, tuple[Record, ...], int] | None:
-        """The last offset, the data records (none for a control batch) and the producer id of a transactional
-        batch (-1 otherwise) of the stored batch holding ``offset``, decoded once: pops take 32 records at a time
-        from batches that often hold thousands."""
-        batches = self.broker.store.read_batches(partition_id, offset, 1, end_offset=end_offset)
-        if not batches:
-            return None
-        batch = batches[0]
-        header = parse_header(batch)
-        key = (partition_id, header.base_offset, header.crc)
-        cached = self._decoded.get(key)
-        if cached is None:
-            records = () if header.is_control else tuple(decode_records(batch))
-            cached = (header.base_offset + header.last_offset_delta, records,
-                      header.producer_id if header.is_transactional else -1)
-            self._keep_decoded(key, cached)
-        return cached
-
-    def _keep_decoded(self, key: tuple[int, int, int], decoded: tuple[int, tuple[Record, ...], int]) -> None:
-        """Remember a decoded batch, forgetting the oldest beyond `DECODED_BATCHES` or `DECODED_BYTES`."""
-        size = decoded_size(decoded[1])
-        self._decoded[key] = decoded
-        self._decoded_sizes[key] = size
-        self.decoded_bytes += size
-        while len(self._decoded) > 1 and (len(self._decoded) > DECODED_BATCHES or self.decoded_bytes > DECODED_BYTES):
-            oldest = next(iter(self._decoded))
-            del self._decoded[oldest]
-            self.decoded_bytes -= self._decoded_sizes.pop(oldest)
-
-    def _record_at(self, partition_id: int, offset: int) -> Record | None:
-        """The data record at ``offset`` (revived records are read again from their partition, by reference)."""
-        batch = self._batch_at(partition_id, offset, offset)
-        if batch is None:
-            return None
-        return next((record for record in batch[1] if record.offset == offset), None)
-
-    def _read_offsets(self, state: PopPartition, revived: Sequence[int], budget: int, held_room: int,
-                      room: PopBytes) -> tuple[list[int], list[int], dict[int, bytes], int, list[tuple[int, int]]]:
-        """`_read` in the compact form: the offsets handed out, the revived offsets read, the stored batches holding
-        them (by base offset; each costs ``room`` its size once), the position after what was read and the
-        held-back ``(offset, due_ms)``. Offsets come from the batch headers; only a batch with gaps (compaction) is
-        decoded to learn which offsets it holds."""
-        partition_id = state.partition_id
-        found: list[int] = []
-        batches: dict[int, bytes] = {}
-        log_start = self.broker.partition(partition_id).log_start_offset
-        read: list[int] = []
-        for offset in revived:
-            if room.spent:
-                break
-            read.append(offset)
-            stored = self._offsets_at(partition_id, offset, offset) if offset >= log_start else None
-            if stored is not None and _holds(stored[2], offset):
-                found.append(offset)
-                if stored[0].base_offset not in batches:
-                    batches[stored[0].base_offset] = stored[1]
-                    room.left -= len(stored[1])
-        next_offset, stable, aborted, hold = self._window(state, log_start)
-        held: list[tuple[int, int]] = []
-        taken = 0
-        while taken < budget and next_offset < stable and taken + len(held) < held_room and not room.spent:
-            stored = self._offsets_at(partition_id, next_offset, stable - 1)
-            if stored is None:
-                break
-            header, batch, offsets = stored
-            last = header.last_offset
-            if header.is_transactional and _aborted(aborted, header.producer_id, last):
-                next_offset = max(next_offset, last + 1)
-                continue
-            start = bisect_left(offsets, next_offset)
-            before = taken
-            if hold is None:
-                chunk = offsets[start:start + budget - taken]
-                if len(chunk):
-                    found.extend(chunk)
-                    taken += len(chunk)
-                    next_offset = chunk[-1] + 1
-            else:
-                for offset in offsets[start:]:
-                    due = hold.due(offset)
-                    if (due is not None and taken + len(held) >= held_room) or taken >= budget:
-                        break
-                    next_offset = offset + 1
-                    if due is not None:
-                        held.append((offset, due))
-                        continue
-                    found.append(offset)
-                    taken += 1
-            if taken > before and header.base_offset not in batches:
-                batches[header.base_offset] = batch
-                room.left -= len(batch)
-            if taken < budget and taken + len(held) < held_room:
-                next_offset = max(next_offset, last + 1)
-        return found, read, batches, next_offset, held
-
-    def _offsets_at(self, partition_id: int, offset: int, end_offset: int
-                    ) -> tuple[BatchHeader, bytes, Sequence[int]] | None:
-        """The header, the bytes and the data record offsets of the stored batch holding ``offset``: a range from
-        the header when the batch has no gaps, else what decoding it finds (none for a control batch)."""
-        batches = self.broker.store.read_batches(partition_id, offset, 1, end_offset=end_offset)
-        if not batches:
-            return None
-        batch = bytes(batches[0])
-        header = parse_header(batch)
-        if header.is_control:
-            return header, batch, ()
-        if header.record_count == header.last_offset_delta + 1:
-            return header, batch, range(header.base_offset, header.last_offset + 1)
-        decoded = self._batch_at(partition_id, offset, end_offset)
-        return header, batch, tuple(record.offset for record in decoded[1]) if decoded is not None else ()
 
     def _record_checkpoint(self, state: PopPartition, consumer: str, revived: Sequence[int], found: Collection[int],
                            next_offset: int, limits: PopLimits) -> tuple[CheckpointCreated, PopPartition] | None:
@@ -789,7 +585,7 @@ class PopCoordinator:
         (nothing is lost while the dead-letter topic is broken). ``consumer`` nacked them ("": timed out)."""
         partition_id = state.partition_id
         originals = {entry.offset: record for entry in entries
-                     if (record := self._record_at(partition_id, entry.offset)) is not None}
+                     if (record := self.reader.record_at(partition_id, entry.offset)) is not None}
         copied = stage_dead_letters(self.broker, self._archive_decider, state, entries, originals,
                                     self.settings(state.group), MAX_RECONSUME_REASON, consumer)
         if copied is NOT_COPIED:
@@ -923,32 +719,3 @@ class PopCoordinator:
 
     def close(self) -> None:
         self.timer.close()
-
-
-
-def _holds(offsets: Sequence[int], offset: int) -> bool:
-    index = bisect_left(offsets, offset)
-    return index < len(offsets) and offsets[index] == offset
-
-
-def _aborted(aborted: Sequence[tuple[int, int, int]], producer_id: int, last: int) -> bool:
-    """Whether the transactional batch of ``producer_id`` ending at ``last`` belongs to an aborted transaction
-    (producer id, first offset, marker offset)."""
-    return any(aborted_by == producer_id and first <= last <= marker for aborted_by, first, marker in aborted)
-
-
-def _offset_of(record: Record) -> int:
-    return record.offset
-
-
-def decoded_size(records: Sequence[Record]) -> int:
-    """About what ``records`` hold in memory: their keys, values and headers, and `RECORD_OBJECT_BYTES` each."""
-    return sum(map(record_size, records))
-
-
-def record_size(record: Record) -> int:
-    """`decoded_size` of one record (counted for each record a v0 pop hands out: 0.05 us, no generator)."""
-    size = RECORD_OBJECT_BYTES + len(record.key or b"") + len(record.value or b"")
-    if record.headers:
-        size += sum(len(name) + len(value or b"") for name, value in record.headers)
-    return size

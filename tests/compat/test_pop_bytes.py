@@ -8,13 +8,8 @@ import datetime
 from pathlib import Path
 
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from logwright.compat.coordinators.pop_coordinator import (
-    DECODED_BYTES,
-    POP_MAX_BYTES,
-    PopCoordinator,
-    decoded_size,
-    pop_coordinator,
-)
+from logwright.compat.coordinators.pop_coordinator import PopCoordinator, pop_coordinator
+from logwright.compat.coordinators.pop_reads import DECODED_BYTES, POP_MAX_BYTES, decoded_size
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import produce
 from logwright.compat.wire.compression import Compression
@@ -64,12 +59,13 @@ def test_a_pop_over_batches_that_decode_large_keeps_at_most_decoded_bytes_of_the
             popped = await coordinator.pop("g", topic, "c1", ONE_AT_A_TIME)
             assert [(message.record.offset, message.record.key) for message in popped] == [(index, b"k%d" % index)]
             assert popped[0].record.value == bytes([index]) * 4 * MiB
-            most = max(most, coordinator.decoded_bytes)
+            most = max(most, coordinator.reader.decoded_bytes)
         assert most <= DECODED_BYTES, f"{most} bytes of decoded batches kept"
         assert most > DECODED_BYTES - 8 * MiB, "as many as fit are kept"
         popped = await coordinator.pop("g", topic, "c1", ONE_AT_A_TIME)
         assert [len(message.record.value or b"") for message in popped] == [DECODED_BYTES + 4 * MiB]
-        assert coordinator.decoded_bytes == decoded_size([popped[0].record]), "a batch past the bound is kept alone"
+        kept = coordinator.reader.decoded_bytes
+        assert kept == decoded_size([popped[0].record]), "a batch past the bound is kept alone"
 
     run(tmp_path, scenario)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from logwright.compat.broker import EVENTS_STAGED_PER_TURN
-from logwright.compat.coordinators.pop_coordinator import PopCoordinator, pop_coordinator
+from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.coordinators.pop_reads import PopReader
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import produce
 from logwright.compat.wire.record_batch import build_batch
@@ -32,13 +33,13 @@ LIMITS = PopLimits(max_messages=8, invisible_time_ms=60_000)
 def test_a_pop_reads_only_the_partitions_with_records_or_revivals(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     read: list[int] = []
-    reading = PopCoordinator._read
+    reading = PopReader.read
 
-    def counted(self: PopCoordinator, state, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(self: PopReader, state, *args, **kwargs):  # type: ignore[no-untyped-def]
         read.append(state.partition_id)
         return reading(self, state, *args, **kwargs)
 
-    monkeypatch.setattr(PopCoordinator, "_read", counted)
+    monkeypatch.setattr(PopReader, "read", counted)
 
     async def scenario(h: Harness) -> None:
         h.broker.create_topic("wide", PARTITIONS)
