@@ -10,7 +10,7 @@ flight and stages the events; this reads and never stages.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from logwright.compat.aborted_transactions import aborted_between
@@ -71,15 +71,15 @@ class PopReader:
         partition_id = state.partition_id
         found: dict[int, Record] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
-        read: list[int] = []
-        for offset in revived:
-            if room.spent:
-                break
-            read.append(offset)
+
+        def revive(offset: int) -> int:
             record = self.record_at(partition_id, offset) if offset >= log_start else None
-            if record is not None:
-                found[offset] = record
-                room.left -= record_size(record)
+            if record is None:
+                return 0
+            found[offset] = record
+            return record_size(record)
+
+        read = _read_revived(revived, room, revive)
         next_offset, stable, aborted, hold = self.window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
@@ -167,17 +167,18 @@ class PopReader:
         found: list[int] = []
         batches: dict[int, bytes] = {}
         log_start = self.broker.partition(partition_id).log_start_offset
-        read: list[int] = []
-        for offset in revived:
-            if room.spent:
-                break
-            read.append(offset)
+
+        def revive(offset: int) -> int:
             stored = self.offsets_at(partition_id, offset, offset) if offset >= log_start else None
-            if stored is not None and _holds(stored[2], offset):
-                found.append(offset)
-                if stored[0].base_offset not in batches:
-                    batches[stored[0].base_offset] = stored[1]
-                    room.left -= len(stored[1])
+            if stored is None or not _holds(stored[2], offset):
+                return 0
+            found.append(offset)
+            if stored[0].base_offset in batches:
+                return 0
+            batches[stored[0].base_offset] = stored[1]
+            return len(stored[1])
+
+        read = _read_revived(revived, room, revive)
         next_offset, stable, aborted, hold = self.window(state, log_start)
         held: list[tuple[int, int]] = []
         taken = 0
@@ -231,6 +232,18 @@ class PopReader:
             return header, batch, range(header.base_offset, header.last_offset + 1)
         decoded = self.batch_at(partition_id, offset, end_offset)
         return header, batch, tuple(record.offset for record in decoded[1]) if decoded is not None else ()
+
+
+def _read_revived(revived: Sequence[int], room: PopBytes, revive: Callable[[int], int]) -> list[int]:
+    """The ``revived`` offsets read before ``room`` was spent, each handed to ``revive``, which keeps what it found
+    and returns the bytes that cost ``room``: the two forms of a pop differ only in what they keep."""
+    read: list[int] = []
+    for offset in revived:
+        if room.spent:
+            break
+        read.append(offset)
+        room.left -= revive(offset)
+    return read
 
 
 def _holds(offsets: Sequence[int], offset: int) -> bool:
