@@ -68,7 +68,7 @@ from logwright.compat.wire.messages import (
     request_type,
 )
 from logwright.compat.wire.mirrored_errors import mirrored_error_response
-from logwright.eventstore.batch_files import FileRange
+from logwright.eventstore.file_ranges import FileRange
 
 log = logging.getLogger(__name__)
 

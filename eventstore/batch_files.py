@@ -40,7 +40,6 @@ import errno
 import os
 import resource
 import shutil
-import struct
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,16 +48,11 @@ from typing import cast
 
 from logwright.core.errors import CorruptState
 
+from .batch_pointers import LAST_OFFSET_DELTA, POINTER, SHARED, SHARED_POINTER, file_of, locate
 from .file_drops import FileDrops
+from .file_ranges import BatchPieces, FileRange
 from .shared_refs import SharedRefs
 
-POINTER = struct.Struct(">QIIi")
-"""File (its base offset), position, length, last offset delta: 20 bytes, shorter than any RecordBatch v2 (61+),
-so a value's length says which it is."""
-SHARED_POINTER = struct.Struct(">QQIi")
-"""Into a shared file: its number, position, length, last offset delta (24 bytes)."""
-SHARED = -1
-"""The owner the shared files are kept under where files are keyed (owner, name): no partition has this id."""
 INLINE_BELOW = 4096
 """Batches shorter than this stay in RocksDB."""
 SMALL_PARTITION_BYTES = 256 * 1024
@@ -85,7 +79,6 @@ files (1,000 keyed partitions: 4.5 CPU s/GB at 512, 3.8 at 4096)."""
 RANGES_OPEN = max(16, min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 8))
 """`FileRange` descriptors open at once (answers being sent), at most: an eighth of the process's limit."""
 _SUFFIX = ".batches"
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 _FileWrite = tuple[int, list[bytes]]
 """A descriptor and the buffers to append to it (`BatchFiles.write_ahead`)."""
 
@@ -101,114 +94,11 @@ class Placement(enum.IntEnum):
     """its partition's own file"""
 
 
-def is_pointer(value: bytes) -> bool:
-    return len(value) <= SHARED_POINTER.size
-
-
-def is_shared(value: bytes) -> bool:
-    return len(value) == SHARED_POINTER.size
-
-
-def stored_length(value: bytes) -> int:
-    """The batch's length, whether ``value`` is the batch or a pointer to it."""
-    size = len(value)
-    if size == POINTER.size:
-        return int(POINTER.unpack(value)[2])
-    if size == SHARED_POINTER.size:
-        return int(SHARED_POINTER.unpack(value)[2])
-    return size
-
-
-def last_offset_delta(value: bytes) -> int:
-    """The batch's last offset delta, from the batch header or from the pointer."""
-    size = len(value)
-    if size == POINTER.size:
-        return int(POINTER.unpack(value)[3])
-    if size == SHARED_POINTER.size:
-        return int(SHARED_POINTER.unpack(value)[3])
-    return int(_LAST_OFFSET_DELTA.unpack_from(value, 23)[0])
-
-
-def locate(partition_id: int, pointer: bytes) -> tuple[int, int, int, int]:
-    """(owner, file, position, length) of a pointer of ``partition_id``'s: the owner is the partition for its own
-    files, `SHARED` for a shared one."""
-    if len(pointer) == SHARED_POINTER.size:
-        file, position, length, _ = SHARED_POINTER.unpack(pointer)
-        return SHARED, file, position, length
-    file, position, length, _ = POINTER.unpack(pointer)
-    return partition_id, file, position, length
-
-
-def follows(pointer: bytes, value: bytes) -> bool:
-    """``value`` points at the bytes right after ``pointer``'s, in the same file."""
-    if len(value) != len(pointer) or not is_pointer(value):
-        return False
-    _, file, position, length = locate(0, pointer)
-    _, next_file, next_position, _ = locate(0, value)
-    return bool(next_file == file and next_position == position + length)
-
-
-def file_of(value: bytes) -> int:
-    """The file a pointer points into: the base offset naming its partition's file, or the shared file's number."""
-    return locate(0, value)[1]
-
-
-class FileRange:
-    """Bytes of a batch file that a Fetch answer hands the socket with sendfile(2) instead of reading them into
-    Python and writing them out again (`compat.server`). It holds its own descriptor, a dup of the reader's: a
-    file that retention deletes, or a reader descriptor closed meanwhile, cannot pull the bytes away mid-send.
-    Closed once sent; one dropped unsent closes when it is collected. At most `RANGES_OPEN` are open at once
-    (``open_now``): past that, batches are read as before, so answers in flight never exhaust the descriptors."""
-
-    __slots__ = ("fd", "offset", "length")
-    open_now = 0
-
-    def __init__(self, fd: int, offset: int, length: int) -> None:
-        self.fd = fd
-        self.offset = offset
-        self.length = length
-        FileRange.open_now += 1
-
-    def __len__(self) -> int:
-        return self.length
-
-    def read(self) -> bytes:
-        """The bytes themselves (for a transport without a socket to sendfile to)."""
-        data = os.pread(self.fd, self.length, self.offset)
-        if len(data) != self.length:
-            raise CorruptState(f"a batch file ends before the {self.length} bytes at {self.offset}")
-        return data
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-            FileRange.open_now -= 1
-
-    def __del__(self) -> None:
-        self.close()
-
-
 @dataclass(slots=True)
 class _Appending:
     base_offset: int
     fd: int
     size: int
-
-
-StoredPiece = bytes | bytearray | FileRange
-"""A piece of stored batches for a socket: bytes given or read (a `bytearray` gathers short runs), or a file range."""
-
-
-class BatchPieces(list[StoredPiece]):
-    """What `BatchFiles.pieces` chose: the batches' bytes and file ranges, in order, and the offset after the last
-    batch (-1: none chosen)."""
-
-    __slots__ = ("next_offset",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.next_offset = -1
 
 
 class BatchFiles:
@@ -326,7 +216,7 @@ class BatchFiles:
             position = file.size
             for index in indexes:
                 _, _, data = batches[index]
-                (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
+                (delta,) = LAST_OFFSET_DELTA.unpack_from(data, 23)
                 pointers[index] = POINTER.pack(file.base_offset, position, len(data), delta)
                 position += len(data)
             buffers = [batches[index][2] for index in indexes]
@@ -358,7 +248,7 @@ class BatchFiles:
         wrote = self.shared_refs.wrote
         for index in order:
             partition_id, base_offset, data = batches[index]
-            (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
+            (delta,) = LAST_OFFSET_DELTA.unpack_from(data, 23)
             pointers[index] = SHARED_POINTER.pack(file.base_offset, position, len(data), delta)
             position += len(data)
             wrote(file.base_offset, partition_id, base_offset)
@@ -582,7 +472,7 @@ class BatchFiles:
                 file, position, length, last_delta = unpack_shared(value)
             else:
                 length = size
-                (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(value, 23)
+                (last_delta,) = LAST_OFFSET_DELTA.unpack_from(value, 23)
             if chosen and total + length > max_bytes:
                 break
             pieces.next_offset = base_offset + last_delta + 1

@@ -19,7 +19,6 @@ import concurrent.futures
 import itertools
 import logging
 import os
-import struct
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,14 +36,8 @@ from logwright.core.projection import Projection
 from rocksdict import AccessType, Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from . import keys, shared_refs
-from .batch_files import (
-    BatchFiles,
-    Placement,
-    file_of,
-    is_pointer,
-    is_shared,
-    stored_length,
-)
+from .batch_files import BatchFiles, Placement
+from .batch_pointers import LAST_OFFSET_DELTA, file_of, is_pointer, is_shared, stored_length
 from .clock import SystemClock
 from .codec import TypeRegistry, default_registry
 from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
@@ -54,7 +47,6 @@ from .tail_cache import TailCache
 
 log = logging.getLogger(__name__)
 
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 TAIL_CACHE_BYTES = 64 * 1024 * 1024
 """Default budget of the in-memory cache of the newest committed batches (all partitions together)."""
 WAL_FILES_RECYCLED = 4
@@ -438,7 +430,7 @@ class RocksEventStore(StoredReads):
             self._staged_records.append((batch.partition_id, batch.base_offset, batch.data, where))
             if where is not Placement.INLINE:
                 self._file_bytes_staged += len(batch.data)
-            (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
+            (last_delta,) = LAST_OFFSET_DELTA.unpack_from(batch.data, 23)
             self._pending_tail.append((batch.partition_id, batch.base_offset, batch.base_offset + last_delta,
                                        batch.data))
         for key, value in index_entries:

@@ -16,8 +16,10 @@ from typing import Any, cast
 from rocksdict import Rdict, ReadOptions
 
 from . import keys
-from .batch_files import SHARED, BatchFiles, BatchPieces, follows, is_pointer, last_offset_delta, locate, stored_length
+from .batch_files import BatchFiles
+from .batch_pointers import SHARED, follows, is_pointer, last_offset_delta, locate, stored_length
 from .codec import TypeRegistry, event_tag
+from .file_ranges import BatchPieces
 from .interface import LoggedEvent
 from .read_ahead import ReadAhead
 from .tail_cache import TailCache, collect_batches

@@ -45,7 +45,7 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.core.log.catalog import TopicState
-from logwright.eventstore.batch_files import FileRange, StoredPiece
+from logwright.eventstore.file_ranges import FileRange, StoredPiece
 
 if TYPE_CHECKING:
     from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17

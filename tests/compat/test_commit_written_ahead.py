@@ -23,7 +23,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.messages import decode_request, decode_response, encode_request, encode_response_frame
 from logwright.compat.wire.record_batch import Record, build_batch, iter_batches, parse_header
 from logwright.eventstore import batch_files
-from logwright.eventstore.batch_files import FileRange
+from logwright.eventstore.file_ranges import FileRange
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import loopback_broker

@@ -21,7 +21,7 @@ from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.compat.wiring import compose_broker
 from logwright.core.clock import ManualClock
 from logwright.eventstore import batch_files
-from logwright.eventstore.batch_files import FileRange
+from logwright.eventstore.file_ranges import FileRange
 from logwright.eventstore.rocksdb import RocksEventStore
 from logwright.plugins.host import PluginHost
 

@@ -12,7 +12,7 @@ import pytest
 from logwright.core.errors import CorruptState
 from logwright.core.events import LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_files, keys, rocksdb
+from logwright.eventstore import batch_files, batch_pointers, file_ranges, keys, rocksdb
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -105,7 +105,7 @@ def test_a_small_partitions_large_batches_go_to_the_shared_file_until_it_outgrow
     store.close()
     opened.clear()
     sizes = [len(value) for key, value in sorted(raw.items(path, "records").items())]
-    pointer, shared = batch_files.POINTER.size, batch_files.SHARED_POINTER.size
+    pointer, shared = batch_pointers.POINTER.size, batch_pointers.SHARED_POINTER.size
     assert sizes[:6] == [shared] * 3 + [pointer, len(expected[0][4]), pointer], (
         "partition 0: three batches in the shared file, then pointers into its own file around the small one")
     assert sizes[6:] == [shared] * 2, "partition 1's batches stayed in the shared file"
@@ -330,7 +330,7 @@ def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
 
 def test_the_record_key_layout_is_unchanged() -> None:
     """Pointers live under the same keys as inline batches: readers of older stores find both."""
-    assert batch_files.POINTER.size == 20 < 61
+    assert batch_pointers.POINTER.size == 20 < 61
     assert keys.record_key(1, 2) == b"\x00\x00\x00\x01" + (2).to_bytes(8, "big")
 
 
@@ -369,10 +369,10 @@ def test_batches_that_follow_each_other_in_a_file_are_read_with_one_pread(
     assert reads == [3 * len(expected[0])], "a run stops at the caller's budget"
 
 
-def _as_bytes(pieces: list[bytes | batch_files.FileRange]) -> bytes:
-    data = b"".join(piece.read() if isinstance(piece, batch_files.FileRange) else piece for piece in pieces)
+def _as_bytes(pieces: list[bytes | file_ranges.FileRange]) -> bytes:
+    data = b"".join(piece.read() if isinstance(piece, file_ranges.FileRange) else piece for piece in pieces)
     for piece in pieces:
-        if isinstance(piece, batch_files.FileRange):
+        if isinstance(piece, file_ranges.FileRange):
             piece.close()
     return data
 
@@ -436,7 +436,7 @@ def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
     store = reopen_store(opened, store)
     expected = store.read_batches(0, 0, BIG)
     (first,) = store.read_batch_pieces(0, 0, 3 * len(expected[0]), ranges_from=1)
-    assert isinstance(first, batch_files.FileRange) and len(first) == 3 * len(expected[0])
+    assert isinstance(first, file_ranges.FileRange) and len(first) == 3 * len(expected[0])
     store.append([LogTruncated(0, 90)])
     store.commit()
     store.wait_for_dropped_files()  # deleted on their own thread, after the answer
@@ -449,14 +449,14 @@ def test_a_file_range_keeps_its_bytes_when_retention_deletes_the_file(
 def test_a_dropped_file_range_closes_its_descriptor(opened: list[RocksEventStore], path: Path) -> None:
     store = _one_batch_stored(opened, path)
     store = reopen_store(opened, store)
-    before = batch_files.FileRange.open_now
+    before = file_ranges.FileRange.open_now
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
     (piece,) = pieces
-    assert isinstance(piece, batch_files.FileRange) and batch_files.FileRange.open_now == before + 1
+    assert isinstance(piece, file_ranges.FileRange) and file_ranges.FileRange.open_now == before + 1
     fd, name = piece.fd, os.readlink(f"/proc/self/fd/{piece.fd}")
     assert name.endswith(".batches")
     del pieces, piece
-    assert batch_files.FileRange.open_now == before
+    assert file_ranges.FileRange.open_now == before
     try:  # counting /proc/self/fd would race RocksDB's threads; the range's own number must not name the file
         assert os.readlink(f"/proc/self/fd/{fd}") != name, "the range's descriptor is still open"
     except FileNotFoundError:
@@ -467,9 +467,9 @@ def test_past_the_open_ranges_bound_batches_are_read_instead(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _one_batch_stored(opened, path)
     store = reopen_store(opened, store)
-    monkeypatch.setattr(batch_files, "RANGES_OPEN", batch_files.FileRange.open_now + 1)
+    monkeypatch.setattr(batch_files, "RANGES_OPEN", file_ranges.FileRange.open_now + 1)
     held = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
-    assert [type(piece) for piece in held] == [batch_files.FileRange]
+    assert [type(piece) for piece in held] == [file_ranges.FileRange]
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytearray]
     held[0].close()
-    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [batch_files.FileRange]
+    assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [file_ranges.FileRange]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_files, keys, rocksdb, shared_refs
+from logwright.eventstore import batch_files, batch_pointers, file_ranges, keys, rocksdb, shared_refs
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -94,7 +94,7 @@ def test_small_partitions_share_one_file_written_with_one_writev_a_commit(
     assert sorted(os.listdir(path / "batches")) == ["shared"], "no partition has a directory of its own"
     assert _shared_path(path, 1).read_bytes() == b"".join(expected[0] + expected[1] + expected[2]), \
         "a partition's batches of one commit lie together"
-    assert {len(value) for value in store._views["records"].values()} == {batch_files.SHARED_POINTER.size}
+    assert {len(value) for value in store._views["records"].values()} == {batch_pointers.SHARED_POINTER.size}
     reads = count_preads(monkeypatch)
     assert reopen_store(opened, store).read_batches(0, 0, BIG) == expected[0]
     assert reads == [sum(map(len, expected[0]))], "adjacent shared batches are read with one pread"
@@ -115,9 +115,9 @@ def test_pieces_for_a_socket_hold_the_shared_batches_bytes(opened: list[RocksEve
         pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
         kinds = [type(piece).__name__ for piece in pieces]
         assert kinds == ["FileRange", "bytes"] * 3
-        data = b"".join(piece.read() if isinstance(piece, batch_files.FileRange) else piece for piece in pieces)
+        data = b"".join(piece.read() if isinstance(piece, file_ranges.FileRange) else piece for piece in pieces)
         for piece in pieces:
-            if isinstance(piece, batch_files.FileRange):
+            if isinstance(piece, file_ranges.FileRange):
                 piece.close()
         assert data == b"".join(expected)
 
@@ -158,7 +158,7 @@ def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
     pieces = store.read_batch_pieces(0, 0, BIG, ranges_from=len(expected[0]))
     assert [type(piece).__name__ for piece in pieces] == ["FileRange"] * 4, "runs long enough go by sendfile"
     for piece in pieces:
-        assert isinstance(piece, batch_files.FileRange)
+        assert isinstance(piece, file_ranges.FileRange)
         piece.close()
 
 
