@@ -1,4 +1,5 @@
-"""The running broker's shared state: the store, the catalog lookups, high watermarks and group commit.
+"""The running broker's shared state: the store, high watermarks and group commit (its lookups are the mixins
+`broker_catalog` and `broker_configs`).
 
 Handlers run as tasks on one event loop and stage their effects with `stage`; `durable()` resolves once
 the WriteBatch holding them is written, which happens once per loop turn (group commit). High
@@ -15,20 +16,20 @@ import functools
 import logging
 import struct
 import uuid
-from bisect import bisect_right
 from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from logwright.compat.broker_catalog import BrokerCatalog
+from logwright.compat.broker_configs import BrokerConfigs
 from logwright.compat.fetch_sessions import FetchSessionCache
 from logwright.compat.start_at_once import InTurnFuture
 from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.compat.wire.appended_batches import appended_batch
 from logwright.core.clock import Clock, ManualClock
 from logwright.core.config.configs import ConfigRegistry, default_registry
-from logwright.core.config.topic_synonyms import topic_default
 from logwright.core.cursors.plugin_decisions import Admission, AppendRequest, TopicScope
 from logwright.core.events import (
     ConfigChanged,
@@ -42,22 +43,12 @@ from logwright.core.events import (
 from logwright.core.log.catalog import (
     COUNTER_KEY,
     PartitionIdCounter,
-    ResourceConfig,
     TopicState,
     create_topic,
-    resource_key,
-    topic_key,
 )
 from logwright.core.log.index_hooks import EventDerivation, HeldBack, HoldBackQuery, StagedChange
 from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSETS_CONFIGS
-from logwright.core.log.partition_log import PartitionState, empty_partition, partition_key
-from logwright.core.transactions.partition_transactions import PartitionTransactions
-from logwright.core.transactions.transactions import (
-    TransactionalIdOwner,
-    TransactionState,
-    owner_key,
-    transaction_key,
-)
+from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
@@ -68,8 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NODE_ID = 1
-CATALOG_CHANGES_KEPT = 4_096
-"""Changes of the topic catalog `Broker.catalog_changes_since` can tell (a reader further behind reads every topic)."""
 _OFFSET = struct.Struct(">Q")
 STORE_RETRY_MS = 1000
 """After a failed commit, how long (broker clock) writes are refused before the store is reopened again."""
@@ -96,8 +85,6 @@ ROWS_PUT_PER_TURN = 1_000
 other tasks run in between (`RocksEventStore.put_changed_rows`): the 5,000 partition rows of a topic's creation or
 deletion held the loop 15-30 ms in the commit at once. The commit is put off by at most as many turns as there were
 slices at the first look, so what others stage meanwhile (and joins the same WriteBatch) cannot put it off for good."""
-_TOPIC_CONFIGS_KEPT = 1024
-"""Distinct topic override sets `Broker.topic_configs` keeps built (all are dropped past it)."""
 _STAGED_SINCE_FAILURE: contextvars.ContextVar[int] = contextvars.ContextVar("staged_since_failure")
 """In a request's task: the broker's failed-commit count when it last staged (see `Broker.durable`)."""
 
@@ -134,7 +121,7 @@ def with_static_configs(settings: BrokerSettings) -> BrokerSettings:
     return dataclasses.replace(settings, overrides={**static, **settings.overrides})
 
 
-class Broker:
+class Broker(BrokerCatalog, BrokerConfigs):
     """One broker instance: everything a handler needs, owned by the event loop's thread."""
 
     def __init__(
@@ -259,168 +246,7 @@ class Broker:
                                                 f"reloaded from disk: {self.store.failed or 'a write failed'}"))
         self._load_from_store()
 
-    def _catalog_changed(self, topic: str | None) -> None:
-        self.catalog_version += 1
-        changes = self._catalog_changes
-        changes.append((self.catalog_version, topic))
-        if len(changes) > 2 * CATALOG_CHANGES_KEPT:
-            del changes[:-CATALOG_CHANGES_KEPT]
-
-    def catalog_changes_since(self, version: int) -> set[str] | None:
-        """The topics created, deleted or given partitions since `catalog_version` was ``version``; ``None`` when that
-        is not known (a reload since, or more changes than are kept): then read every topic again."""
-        changes = self._catalog_changes
-        if version == self.catalog_version:
-            return set()
-        if version > self.catalog_version or not changes or changes[0][0] > version + 1:
-            return None
-        names: set[str] = set()
-        for _, topic in changes[bisect_right(changes, version, key=_version_of):]:
-            if topic is None:
-                return None
-            names.add(topic)
-        return names
-
-    # -- configuration ------------------------------------------------------------------------
-
-    def broker_config(self, name: str) -> str:
-        """Effective broker config: this broker's stored override, the cluster-wide stored default (""),
-        the command-line override, then the registry default (Kafka's precedence)."""
-        for resource_name in (str(self.node_id), ""):
-            stored = self.store.state("catalog", resource_key("broker", resource_name))
-            if isinstance(stored, ResourceConfig):
-                for key, value in stored.overrides:
-                    if key == name:
-                        return value
-        if name in self.settings.overrides:
-            return self.settings.overrides[name]
-        key_info = self.configs.get("broker", name)
-        if key_info is None or key_info.default is None:
-            raise KeyError(f"unknown broker config {name!r}")
-        return key_info.default
-
-    def topic_config(self, topic: TopicState, name: str) -> str | None:
-        """The topic's override, else its broker synonyms' value (``log.segment.bytes`` for ``segment.bytes``,
-        `core.config.topic_synonyms`), else the registry default."""
-        value = topic.config(name)
-        if value is not None:
-            return value
-        inherited = topic_default(name, self._broker_value)
-        if inherited is not None:
-            return inherited
-        key_info = self.configs.get("topic", name)
-        return key_info.default if key_info else None
-
-    def _broker_value(self, name: str) -> str | None:
-        try:
-            return self.broker_config(name)
-        except KeyError:
-            return None
-
-    def topic_configs(self, topic: TopicState) -> Mapping[str, str]:
-        """Every set config of ``topic`` (its overrides over its broker synonyms' values and the registry's
-        defaults, as `topic_config` gives each), as admission plugins see it.
-
-        Built once per distinct set of overrides and registered keys (a config change makes a new TopicState, a
-        plugin's key a larger registry; a broker config change drops them all) rather than per Produce request:
-        building it sorted every known key.
-        """
-        return self._topic_memo(topic)[0]
-
-    def admission_applies(self, topic: TopicState) -> bool:
-        """Whether the plugins' admission chain acts on appends to ``topic`` (the scopes they declare,
-        ``logwright.plugins.api.acts_on_topics``), answered once per distinct topic configs like `topic_configs`."""
-        return self._topic_memo(topic)[1]
-
-    def _topic_memo(self, topic: TopicState) -> tuple[Mapping[str, str], bool]:
-        memo_key = (topic.configs, len(self.configs.keys))
-        found = self._topic_configs.get(memo_key)
-        if found is None:
-            if len(self._topic_configs) >= _TOPIC_CONFIGS_KEPT:
-                self._topic_configs.clear()
-            values: dict[str, str] = {}
-            for name, (value, is_default) in self.configs.effective("topic", dict(topic.configs)).items():
-                if is_default:
-                    value = topic_default(name, self._broker_value) or value
-                if value is not None:
-                    values[name] = value
-            configs = MappingProxyType(values)
-            scope = self._admission_scope
-            found = self._topic_configs[memo_key] = (configs, scope is None or scope(configs, self._broker_value))
-        return found
-
-    # -- catalog ------------------------------------------------------------------------------
-
-    def topic(self, name: str) -> TopicState | None:
-        state = self.store.state("catalog", topic_key(name))
-        return state if isinstance(state, TopicState) else None
-
-    def topic_by_id(self, topic_id: uuid.UUID | bytes) -> TopicState | None:
-        raw = topic_id.bytes if isinstance(topic_id, uuid.UUID) else topic_id
-        name = self._topic_names_by_id.get(raw)
-        return self.topic(name) if name is not None else None
-
-    def topics(self) -> list[TopicState]:
-        """Every topic, by name."""
-        return [state for name in self.topic_names() if (state := self.topic(name)) is not None]
-
-    def topic_names(self) -> Sequence[str]:
-        """Every topic's name, sorted: kept until a topic is created or deleted (`catalog_version`). Each call went
-        over the whole catalog and sorted it (a DescribeTopicPartitions page over 100,000 topics: 21-24 ms)."""
-        if self._sorted_names[0] != self.catalog_version:
-            self._sorted_names = (self.catalog_version, tuple(sorted(set(self._topic_names_by_id.values()))))
-        return self._sorted_names[1]
-
-    def partition_id(self, topic: str, index: int) -> int | None:
-        state = self.topic(topic)
-        if state is None or not 0 <= index < len(state.partition_ids):
-            return None
-        return state.partition_ids[index]
-
-    def partition(self, partition_id: int) -> PartitionState:
-        """The log of a partition the caller found in the catalog (one nothing was appended to has no row)."""
-        state = self.store.state("partitions", partition_key(partition_id))
-        return state if isinstance(state, PartitionState) else empty_partition(partition_id)
-
-    def partition_exists(self, partition_id: int) -> bool:
-        """Whether a topic (created or staged, not deleted) holds this partition id."""
-        return partition_id in self._partition_ids
-
-    def transaction(self, transactional_id: str) -> TransactionState | None:
-        state = self.store.state("transactions", transaction_key(transactional_id))
-        return state if isinstance(state, TransactionState) else None
-
-    def transaction_of_producer(self, producer_id: int) -> TransactionState | None:
-        """The transaction state of the transactional id holding ``producer_id`` now, if any."""
-        owner = self.store.state("transactions", owner_key(producer_id))
-        if not isinstance(owner, TransactionalIdOwner):
-            return None
-        state = self.transaction(owner.transactional_id)
-        return state if state is not None and state.producer_id == producer_id else None
-
-    def high_watermark(self, partition_id: int) -> int:
-        return self._high_watermarks.get(partition_id, 0)
-
-    @property
-    def high_watermarks(self) -> Mapping[int, int]:
-        """Every partition's high watermark but those of empty partitions never appended to (0): for a reader of
-        many partitions at once, a dict lookup each (`high_watermark` is a call each)."""
-        return self._high_watermarks
-
-    def partition_positions(self, partition_id: int) -> tuple[int, int, int]:
-        """The high watermark, last stable offset and log start offset of a partition the caller found in the catalog.
-
-        Read together, for Fetch, which asks them of every partition it names in every request: through
-        `high_watermark`, the transactions' row and `partition` (which builds an empty state for a partition nothing
-        was appended to) they were most of an empty partition's 3 us, and an idle consumer of 1,000 partitions pays
-        for each one twice per long poll."""
-        key = partition_key(partition_id)
-        high_watermark = self._high_watermarks.get(partition_id, 0)
-        transactions = self.store.state("partition_transactions", key)
-        stable = (transactions.last_stable_offset(high_watermark) if isinstance(transactions, PartitionTransactions)
-                  else high_watermark)
-        state = self.store.state("partitions", key)
-        return high_watermark, stable, state.log_start_offset if isinstance(state, PartitionState) else 0
+    # -- topics (looked up by `BrokerCatalog`, configured through `BrokerConfigs`) ---------------
 
     def create_topic(
         self, name: str, partitions: int, configs: Sequence[tuple[str, str]] = (), validate_only: bool = False
@@ -980,7 +806,3 @@ _NO_ROWS: Mapping[str, Any] = MappingProxyType({})
 
 def _no_config(name: str) -> str | None:
     return None
-
-
-def _version_of(change: tuple[int, str | None]) -> int:
-    return change[0]

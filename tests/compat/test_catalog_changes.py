@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from logwright.compat import broker as broker_module
+from logwright.compat import broker_catalog
 from logwright.compat.broker import Broker
 from logwright.eventstore.rocksdb import RocksEventStore
 
@@ -38,7 +38,7 @@ def test_the_topics_changed_since_a_version_or_none_after_a_reload_or_too_many(
         broker.store.reopen()
         assert broker.catalog_changes_since(middle) is None, "a reload may have changed anything"
         assert broker.catalog_changes_since(broker.catalog_version) == set()
-        monkeypatch.setattr(broker_module, "CATALOG_CHANGES_KEPT", 2)
+        monkeypatch.setattr(broker_catalog, "CATALOG_CHANGES_KEPT", 2)
         since = broker.catalog_version
         for index in range(6):
             broker.create_topic(f"t{index}", 1)
