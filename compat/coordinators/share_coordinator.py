@@ -24,6 +24,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import with_dead_letters
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.processed_keys import settle_processed
+from logwright.compat.coordinators.share_group_settings import ShareGroupSettings
 from logwright.compat.kafka.list_offsets import lookup
 from logwright.compat.wire.record_batch import decode_records, parse_header
 from logwright.core.config.configs import iso_duration_ms
@@ -33,29 +34,22 @@ from logwright.core.cursors.acquisition_order import eligible_in_runs, in_due_or
 from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.key_hash import key_hash
 from logwright.core.cursors.plugin_decisions import (
-    DEAD_LETTER_MAX_DELIVERIES_KEY,
     ArchiveDecider,
-    GroupConfigChange,
     GroupConfigCheck,
-    ReleaseContext,
     ReleaseDecider,
 )
-from logwright.core.cursors.redelivery_backoff import POLICY_KEY as BACKOFF_POLICY_KEY
 from logwright.core.cursors.subscription_mode import (
-    DEFAULT_MODE,
-    SUBSCRIPTION_MODE_KEY,
     DispatchView,
     Handover,
     SubscriptionMode,
     handover_delay_ms,
 )
-from logwright.core.errors import InvalidConfig, ShareSessionLimitReached, UnknownGroup, quoted
+from logwright.core.errors import ShareSessionLimitReached, UnknownGroup, quoted
 from logwright.core.events import ConfigChanged, Event
 from logwright.core.events.cursors import SubscriptionCreated
 from logwright.core.events.share_groups import ShareMembershipChanged, SwitchDelayStarted
 from logwright.core.groups.group_offsets import PROJECTION_NAME as OFFSETS_PROJECTION
 from logwright.core.groups.group_offsets import group_key as offsets_group_key
-from logwright.core.log.catalog import ResourceConfig, resource_key
 from logwright.core.log.fetch_budget import BatchSpan, FetchBudget, completing_batch, grouped, within_bytes
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups import record_locks
@@ -119,7 +113,7 @@ class DeletionIndex:
     """The in-memory tables' entries of each group: sessions, last heartbeats, consumer options."""
 
 
-class ShareCoordinator:
+class ShareCoordinator(ShareGroupSettings):
     def __init__(self, broker: Broker, modes: Callable[[str], SubscriptionMode],
                  release_decider: ReleaseDecider | None, backoff_decider: ReleaseDecider | None = None,
                  archive_decider: ArchiveDecider | None = None,
@@ -174,126 +168,7 @@ class ShareCoordinator:
                 self._left_holding.update((state.subscription, delivery.consumer) for delivery in state.in_flight
                                           if (state.subscription, delivery.consumer) not in self._last_seen)
 
-    # -- configuration --------------------------------------------------------------------------
-
-    def group_config(self, group_id: str, name: str) -> str:
-        stored = self.broker.store.state("catalog", resource_key("group", group_id))
-        if isinstance(stored, ResourceConfig):
-            for key, value in stored.overrides:
-                if key == name:
-                    return value
-        key_info = self.broker.configs.get("group", name)
-        assert key_info is not None and key_info.default is not None, f"unknown group config {name!r}"
-        return key_info.default
-
-    def group_settings(self, group_id: str) -> dict[str, str]:
-        stored = self.broker.store.state("catalog", resource_key("group", group_id))
-        overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
-        effective = self.broker.configs.effective("group", overrides)
-        return {name: value for name, (value, _) in effective.items() if value is not None}
-
-    def _check_record_lock_settings(self) -> None:
-        """Refuse to start (`InvalidConfig`) with broker record lock settings Kafka refuses (``serve --config``)."""
-        names = (record_locks.BROKER_KEY, record_locks.BROKER_MIN_KEY, record_locks.BROKER_MAX_KEY)
-        keys = {name: self.broker.configs.get("broker", name) for name in names}
-        if any(key is None for key in keys.values()):
-            return  # a registry without them (a test's own)
-        problem = record_locks.broker_problem({name: self.broker.broker_config(name) for name in names},
-                                              {name: key.validate for name, key in keys.items() if key is not None})
-        if problem is not None:
-            raise InvalidConfig(problem)
-
-    def check_config_change(self, group_id: str, overrides: dict[str, str], changed: tuple[str, ...]) -> None:
-        """Let the plugins refuse a group config change (``overrides``: the group's overrides after it) with
-        `InvalidConfig` before it is stored; the record lock limit is checked against the broker's bounds first."""
-        if record_locks.GROUP_KEY in changed and record_locks.GROUP_KEY in overrides:
-            problem = record_locks.limit_problem(int(overrides[record_locks.GROUP_KEY]),
-                                                 int(self.broker.broker_config(record_locks.BROKER_MIN_KEY)),
-                                                 int(self.broker.broker_config(record_locks.BROKER_MAX_KEY)))
-            if problem is not None:
-                raise InvalidConfig(problem)
-        check = self._group_config_check
-        if check is None:
-            return
-        effective = self.broker.configs.effective("group", overrides)
-        group = self.group(group_id)
-        topics = sorted({t for member in group.members for t in member.subscribed_topics}) if group else []
-
-        def broker_config(name: str) -> str | None:
-            return self.broker.broker_config(name) if self.broker.configs.get("broker", name) else None
-
-        def topic_config(topic: str, name: str) -> str | None:
-            state = self.broker.topic(topic)
-            return self.broker.topic_config(state, name) if state is not None else None
-
-        check(GroupConfigChange(group_id, {name: value for name, (value, _) in effective.items() if value is not None},
-                                changed, tuple(topics), broker_config, topic_config))
-
-    def mode(self, group_id: str) -> SubscriptionMode:
-        """The group's subscription mode from the plugins (``logwright.subscription.mode``, shared by default)."""
-        settings = self.group_settings(group_id)
-        return self._modes(settings.get(SUBSCRIPTION_MODE_KEY, DEFAULT_MODE))
-
-    def release_context(self, group_id: str, topic: str, partition_id: int) -> ReleaseContext | None:
-        """What a plugin's ``logwright_decide_release`` needs for records of this partition; ``None`` (and
-        nothing computed) when no plugin but the built-in default decides and the group has no backoff policy."""
-        decide = self._release_decider
-        if decide is None:
-            if self._backoff_decider is None or not self._needs_builtin_release(group_id):
-                return None
-            decide = self._backoff_decider
-        located = self.broker.topic_of_partition(partition_id)
-        index = located[1] if located is not None and located[0].name == topic else 0
-        return ReleaseContext(decide, index, self.group_settings(group_id))
-
-    def _needs_builtin_release(self, group_id: str) -> bool:
-        """Whether the built-in plugins' release decision must run for the group: it has a redelivery backoff
-        policy, its subscription mode asks for it (``decides_release``), or Pulsar's
-        ``logwright.dead.letter.max.deliveries``."""
-        if self._backoff_policy(group_id) != "none":
-            return True
-        if getattr(self.mode(group_id), "decides_release", False):
-            return True  # a mode whose plugin decides every release of its groups (pop: RocketMQ's retry table)
-        if self.broker.configs.get("group", DEAD_LETTER_MAX_DELIVERIES_KEY) is None:
-            return False
-        return int(self.group_config(group_id, DEAD_LETTER_MAX_DELIVERIES_KEY) or 0) > 0
-
-    def _backoff_policy(self, group_id: str) -> str:
-        """The group's ``logwright.redelivery.backoff.policy`` (``none`` if no plugin registered the key)."""
-        if self.broker.configs.get("group", BACKOFF_POLICY_KEY) is None:
-            return "none"
-        return self.group_config(group_id, BACKOFF_POLICY_KEY)
-
-    def lock_duration_ms(self, group_id: str, member_id: str | None = None) -> int:
-        """The member's own lock duration (its ack timeout) if it declared one, else the group's."""
-        if member_id is not None:
-            group = self.group(group_id)
-            member = group.member(member_id) if group is not None else None
-            if member is not None and member.lock_duration_ms > 0:
-                return member.lock_duration_ms
-        return int(self.group_config(group_id, "share.record.lock.duration.ms"))
-
-    def record_lock_limit(self, group_id: str) -> int:
-        """Records one share-partition of the group may hold in flight: the group's own
-        ``share.partition.max.record.locks``, else the broker's ``group.share.partition.max.record.locks``."""
-        stored = self.broker.store.state("catalog", resource_key("group", group_id))
-        if isinstance(stored, ResourceConfig):
-            for key, value in stored.overrides:
-                if key == record_locks.GROUP_KEY:
-                    return int(value)
-        return int(self.broker.broker_config(record_locks.BROKER_KEY))
-
-    def delivery_count_limit(self, group_id: str) -> int:
-        return int(self.group_config(group_id, "share.delivery.count.limit"))
-
     # -- membership -----------------------------------------------------------------------------
-
-    def group(self, group_id: str) -> ShareGroupState | None:
-        state = self.broker.store.state("share_groups", group_id)
-        return state if isinstance(state, ShareGroupState) else None
-
-    def groups(self) -> list[ShareGroupState]:
-        return [s for s in self.broker.store.entities("share_groups").values() if isinstance(s, ShareGroupState)]
 
     def _topic(self, name: str) -> tuple[bytes, int] | None:
         topic = self.broker.topic(name)
