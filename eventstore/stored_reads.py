@@ -2,9 +2,9 @@
 stored projection rows, each read from RocksDB (and the batch files its pointers name) without writing anything.
 
 A mixin of `RocksEventStore` rather than an object of its own: every read goes through the store's current views,
-batch files and caches, which a reopen after a failed commit replaces, and a Fetch's read path is hot enough that a
-delegating call per read would show. The write side (`rocksdb`) keeps what a commit changes; this module only names
-the attributes it reads.
+tail cache and staged aborts, which a reopen after a failed commit replaces, and callers keep calling the store's own
+methods, with no extra call on Fetch's path. The write side (`rocksdb`) keeps what a commit changes; this module
+only names the attributes it reads.
 """
 
 from __future__ import annotations
