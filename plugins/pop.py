@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from logwright.core.events import BacklogEvicted
 from logwright.core.events.pop import POP_EVENT_TYPES
 from logwright.core.pop import pop_commands
-from logwright.core.pop.inflight import POP_INFLIGHT, POP_STATE_TYPES, PROJECTION_NAME, table_in
+from logwright.core.pop.inflight import PROJECTION_NAME, table_in
+from logwright.core.pop.inflight_fold import POP_INFLIGHT, POP_STATE_TYPES
 from logwright.core.pop.pop_commands import (
     DEAD_LETTER_TOPIC_KEY,
     DEFAULT_MAX_IN_FLIGHT,

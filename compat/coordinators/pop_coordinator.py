@@ -53,8 +53,8 @@ from logwright.core.pop.inflight import (
     pop_head,
     pop_key,
     pop_page,
-    spans_of,
 )
+from logwright.core.pop.inflight_fold import spans_of
 from logwright.core.pop.pop_commands import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RECONSUME_TIMES,

@@ -15,7 +15,8 @@ from logwright.core.cursors.cursor import CURSORS, cursor_key
 from logwright.core.events import OffsetCommitted, RecordsAcked, RecordsAcquired, SubscriptionCreated
 from logwright.core.events.pop import CheckpointAcked, CheckpointCreated, PopCursorCreated
 from logwright.core.groups.group_offsets import GROUP_OFFSETS
-from logwright.core.pop.inflight import POP_INFLIGHT, PopPartition, PopRun
+from logwright.core.pop.inflight import PopPartition, PopRun
+from logwright.core.pop.inflight_fold import POP_INFLIGHT
 from logwright.core.projection import fold
 from logwright.core.rangeset import RangeSet
 

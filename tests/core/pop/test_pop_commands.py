@@ -21,7 +21,8 @@ from logwright.core.events.pop import (
     Revived,
 )
 from logwright.core.pop import pop_commands
-from logwright.core.pop.inflight import POP_INFLIGHT, PopEntry, PopPartition, pop_key, tables_in
+from logwright.core.pop.inflight import PopEntry, PopPartition, pop_key, tables_in
+from logwright.core.pop.inflight_fold import POP_INFLIGHT
 from logwright.core.pop.pop_commands import PopLimits
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 from logwright.core.projection import fold

@@ -23,7 +23,6 @@ from logwright.core.events.pop import (
 )
 from logwright.core.pop.inflight import (
     PAGE_OFFSETS,
-    POP_INFLIGHT,
     PopEntry,
     PopHead,
     PopPartition,
@@ -33,6 +32,7 @@ from logwright.core.pop.inflight import (
     ranges_of,
     table_in,
 )
+from logwright.core.pop.inflight_fold import POP_INFLIGHT
 from logwright.core.pop.pop_commands import current, ranges_current
 from logwright.core.pop.receipt_handle import StaleReceiptHandle, UnknownReceiptHandle
 from logwright.core.projection import fold
