@@ -1,6 +1,6 @@
 """Business-key deduplication at append: one produced batch checked against its partition's window and rewritten.
 
-`produce.stage_batch` calls `plan_deduplication` for partitions an admission plugin asked to deduplicate
+`appends.stage_batch` calls `plan_deduplication` for partitions an admission plugin asked to deduplicate
 (`Admission.deduplicate`), after the producer-sequence check and before the append. The batch's keys are
 decoded once (`core.log.record_keys`) and classified (`core.keys.dedup.classify`); records whose key the
 window holds, or an earlier record of the same batch, are not stored. With none dropped the batch is stored

@@ -1,6 +1,6 @@
 """`BrokerFacade` over a `Broker`: what a plugin's background task is handed instead of the broker.
 
-Appends take the producer's path (`produce.prepare_partition`, the admission plugins, `stage_partition`)
+Appends take the producer's path (`appends.prepare_partition`, the admission plugins, `stage_partition`)
 with the batch built here, so a task cannot write what a client could not; the client id the admission
 plugins see is ``logwright-plugin:<task name>``.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from logwright.compat import turns
+from logwright.compat.appends import PartitionResult, admit, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.produce import PartitionResult, admit, prepare_partition, stage_partition
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.record_batch import build_batch, parse_header
 from logwright.compat.wire.records import Record

@@ -29,9 +29,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.wire.record_batch import build_batch, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands

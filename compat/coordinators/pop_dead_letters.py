@@ -25,10 +25,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import copy_batches, dead_letter_copy
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
 from logwright.core.cursors.subscription_mode import SUBSCRIPTION_MODE_KEY

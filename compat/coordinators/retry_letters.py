@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.dead_letters import DeadLetterRefused
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.produce import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.wire.batch_slices import BatchSlicer
 from logwright.compat.wire.record_batch import build_batch, decode_records
 from logwright.compat.wire.records import Record

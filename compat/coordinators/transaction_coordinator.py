@@ -18,11 +18,11 @@ import logging
 import struct
 from collections.abc import Callable, Sequence
 
+from logwright.compat.appends import stage_batch
 from logwright.compat.broker import STORE_RETRY_MS, Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
-from logwright.compat.kafka.produce import stage_batch
 from logwright.compat.wire.record_batch import Record, build_batch, parse_header
 from logwright.core.errors import ConcurrentTransactions, DomainError, quoted
 from logwright.core.events.transactions import (

@@ -29,6 +29,7 @@ from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from logwright.compat import turns
+from logwright.compat.appends import produce_partition
 from logwright.compat.broker import BrokerSettings
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import (
@@ -43,7 +44,6 @@ from logwright.compat.kafka import (
     incremental_alter_configs,
     init_producer_id,
 )
-from logwright.compat.kafka.produce import produce_partition
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
 from logwright.compat.wire.record_batch import build_batch

@@ -11,8 +11,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from logwright.compat.appends import stage_batch
 from logwright.compat.broker import Broker
-from logwright.compat.kafka.produce import stage_batch
 from logwright.compat.wire.record_batch import Record, build_batch, parse_header
 from logwright.core.clock import ManualClock
 from logwright.core.log.catalog import delete_topic

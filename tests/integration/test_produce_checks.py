@@ -27,7 +27,7 @@ from kio.schema.api_versions.v0 import request as api_versions_v0
 from kio.schema.delete_records.v2 import request as delete_records
 from kio.schema.produce.v9 import request as produce_v9
 from logwright.client.connection import Connection
-from logwright.compat.kafka.produce import LISTED_RECORDS_MAX
+from logwright.compat.appends import LISTED_RECORDS_MAX
 from logwright.compat.registry import make
 from logwright.compat.wire.compression import Compression
 from logwright.compat.wire.framing import encode_frame
