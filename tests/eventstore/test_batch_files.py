@@ -12,7 +12,7 @@ import pytest
 from logwright.core.errors import CorruptState
 from logwright.core.events import LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_files, batch_pointers, file_ranges, keys, rocksdb
+from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys, rocksdb
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -467,7 +467,7 @@ def test_past_the_open_ranges_bound_batches_are_read_instead(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _one_batch_stored(opened, path)
     store = reopen_store(opened, store)
-    monkeypatch.setattr(batch_files, "RANGES_OPEN", file_ranges.FileRange.open_now + 1)
+    monkeypatch.setattr(batch_file_reads, "RANGES_OPEN", file_ranges.FileRange.open_now + 1)
     held = store.read_batch_pieces(0, 0, BIG, ranges_from=1)
     assert [type(piece) for piece in held] == [file_ranges.FileRange]
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytearray]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_files, batch_pointers, file_ranges, keys, rocksdb, shared_refs
+from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys, rocksdb, shared_refs
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
@@ -141,7 +141,7 @@ def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
     """A partition's batches in the shared file lie between other partitions': each run is read straight into its
     place in one buffer (one read a run, none joined afterwards), and a long run between them still goes by
     sendfile, the buffer before it ending there. The same whether the buffer starts zeroed or as malloc left it."""
-    monkeypatch.setattr(batch_files, "UNFILLED_FROM", unfilled_from)
+    monkeypatch.setattr(batch_file_reads, "UNFILLED_FROM", unfilled_from)
     store, expected = _interleaved(opened, path, 4)
     reads: list[int] = []
     real_preadv = os.preadv
@@ -164,9 +164,9 @@ def test_short_runs_spread_through_the_shared_file_are_read_into_one_buffer(
 
 def test_a_run_whose_file_is_gone_leaves_no_unread_bytes_in_the_buffer(
         opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gathered buffer starts as malloc left it (`batch_files.unfilled`): a run left out because its file went
+    """The gathered buffer starts as malloc left it (`batch_file_reads.unfilled`): a run left out because its file went
     (a reader finds none) must not leave its share of those bytes in the answer, which holds the other runs only."""
-    monkeypatch.setattr(batch_files, "UNFILLED_FROM", 0)
+    monkeypatch.setattr(batch_file_reads, "UNFILLED_FROM", 0)
     store, expected = _interleaved(opened, path, 3)
     files = store._files
     real_reader = files._reader
@@ -183,8 +183,9 @@ def test_a_run_whose_file_is_gone_leaves_no_unread_bytes_in_the_buffer(
 
 
 def test_unfilled_buffers_have_the_size_asked_on_both_sides_of_the_threshold() -> None:
-    for size in (0, 1, batch_files.UNFILLED_FROM - 1, batch_files.UNFILLED_FROM, 5 * batch_files.UNFILLED_FROM):
-        buffer = batch_files.unfilled(size)
+    threshold = batch_file_reads.UNFILLED_FROM
+    for size in (0, 1, threshold - 1, threshold, 5 * threshold):
+        buffer = batch_file_reads.unfilled(size)
         assert type(buffer) is bytearray and len(buffer) == size
         buffer[-1:] = b"x" if size else b""  # writable, resizable as any bytearray
         assert len(buffer) == size
