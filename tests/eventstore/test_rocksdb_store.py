@@ -13,7 +13,7 @@ from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
 from logwright.core.log.catalog import COUNTER_KEY, create_partitions, topic_key
 from logwright.core.log.partition_log import PARTITIONS, partition_key
-from logwright.eventstore import batch_files, keys, rocksdb
+from logwright.eventstore import batch_files, keys, rocksdb, stored_deletes
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
@@ -127,7 +127,7 @@ def test_deleting_a_topic_whose_partition_ids_are_interleaved_with_another_keeps
     store.commit()
     store.append([TopicDeleted("t", grown.topic_id, (*grown.partition_ids, *added.partition_ids))])
     store.commit()
-    assert rocksdb._runs((*added.partition_ids, *grown.partition_ids)) == [
+    assert stored_deletes._runs((*added.partition_ids, *grown.partition_ids)) == [
         (grown.partition_ids[0], grown.partition_ids[-1]), (added.partition_ids[0], added.partition_ids[-1])]
     opener.close(store)
     stored = [keys.parse_record_key(key) for key in raw.items(opener.path, "records")]
@@ -462,7 +462,7 @@ def test_a_truncation_deletes_a_few_batches_key_by_key_and_many_with_one_range_d
     """Every range delete in the memtable made the next iterator fragment them all again (DeleteRecords of 5,000
     one-batch partitions spent ~1 s seeking): up to `POINT_DELETES_UP_TO` batches go one key each. RocksDB counts the
     point deletes in the records family's memtable; a range delete is not among them."""
-    monkeypatch.setattr(rocksdb, "POINT_DELETES_UP_TO", 3)
+    monkeypatch.setattr(stored_deletes, "POINT_DELETES_UP_TO", 3)
     store = opener()
     few, many = new_topic(store, "t", 2).partition_ids
     for partition_id, batches in ((few, 4), (many, 5)):
@@ -496,8 +496,8 @@ def test_rows_covered_by_range_deletes_are_flushed_out_of_the_memtable(
     (a deleted 5,000-partition topic made the next topic's first truncation 3.4 ms slower each): a topic deletion, and
     range-deleting truncations once they covered `FLUSHED_AFTER_COVERING` batches, switch the records family's
     memtable for a flushed one. What stays readable is unchanged."""
-    monkeypatch.setattr(rocksdb, "POINT_DELETES_UP_TO", 1)
-    monkeypatch.setattr(rocksdb, "FLUSHED_AFTER_COVERING", 6)
+    monkeypatch.setattr(stored_deletes, "POINT_DELETES_UP_TO", 1)
+    monkeypatch.setattr(stored_deletes, "FLUSHED_AFTER_COVERING", 6)
     store = opener()
     doomed = new_topic(store, "doomed", 3)
     kept = new_topic(store, "kept", 2).partition_ids
