@@ -1,5 +1,5 @@
-"""The running broker's shared state: the store, high watermarks and group commit (its lookups are the mixins
-`broker_catalog` and `broker_configs`).
+"""The running broker's shared state: the store, high watermarks and group commit (its lookups and waits are the
+mixins `broker_catalog`, `broker_configs` and `broker_waits`).
 
 Handlers run as tasks on one event loop and stage their effects with `stage`; `durable()` resolves once
 the WriteBatch holding them is written, which happens once per loop turn (group commit). High
