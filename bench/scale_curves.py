@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import struct
 import time
@@ -46,6 +47,8 @@ WINDOW_S = (15.0, 5.0)
 """Measured seconds per point: full run, quick run."""
 SETTLE_S = 1.0
 TOTAL_RATE = 4000
+TICK_S = 0.01
+"""Each producer of the connections curve owes its share of ``TOTAL_RATE`` every tick."""
 RECORD_BYTES = 1024
 STAMP = struct.Struct(">q")
 
@@ -236,11 +239,17 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
 
             async def produce(index: int) -> None:
                 nonlocal sent_in_window, sent_total
-                per_tick = TOTAL_RATE / pairs * 0.01
+                per_tick = TOTAL_RATE / pairs * TICK_S
                 owed = random.random()
-                tick = began + random.random() * 0.01
+                tick = began + random.random() * TICK_S
                 while tick < until:
                     await asyncio.sleep(max(0.0, tick - time.monotonic()))
+                    if tick < counted_from <= time.monotonic():
+                        # Behind as the window opens (a new topic's first sends wait for its leader, on Kafka for
+                        # up to a second): the unmeasured second's ticks are dropped. Sent in the window, they read
+                        # as more than the rate offered (Kafka 4,114 rec/s of 4,000 once, failing logwright's 4,000).
+                        tick += math.ceil((counted_from - tick) / TICK_S) * TICK_S
+                        continue
                     owed += per_tick
                     while owed >= 1:
                         owed -= 1
@@ -250,7 +259,7 @@ def measure_connections(pairs: int) -> Callable[[Context, str], dict[str, float]
                         future = await producers[index].send(topic, STAMP.pack(time.monotonic_ns()) + padding,
                                                              partition=index)
                         future.add_done_callback(lambda f, sent=now: acked(sent, f))
-                    tick += 0.01
+                    tick += TICK_S
 
             async def consume(index: int) -> None:
                 nonlocal delivered, read
@@ -363,8 +372,9 @@ WORKLOADS = [
                method=(f"{TOTAL_RATE:,} records/s of {RECORD_BYTES} B in all (acks=all, linger.ms=5) from {count} "
                        f"aiokafka producer(s), each to its own partition of a {count}-partition topic, read by "
                        f"{count} assigned aiokafka consumer(s), all in one asyncio process; {WINDOW_S[0]:g} s "
-                       f"counted ({WINDOW_S[1]:g} s quick) after 1 s unmeasured: records delivered end to end per "
-                       "second, produce and end-to-end p99, broker peak RSS (/proc, its process group), the "
+                       f"counted ({WINDOW_S[1]:g} s quick) after 1 s unmeasured (a producer still behind then "
+                       "drops what it owed from that second): records delivered end to end per second, produce and "
+                       "end-to-end p99, broker peak RSS (/proc, its process group), the "
                        "broker's CPU share of one core over the window and the client loop's own (near 100%: the "
                        "one client process, not the broker, sets the rate delivered); records read per Fetch and "
                        "sent per Produce request over the whole session. With the client loop saturated (client CPU "
