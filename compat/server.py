@@ -24,13 +24,17 @@ connection carry on.
 Answers leave without being copied whole: asyncio's socket transport (Python 3.11) copies whatever its first
 ``send`` does not take into one bytearray, which for a 50 MB Fetch answer was most of the broker's CPU. A
 connection keeps its unsent answers as the handler's own bytes and hands the transport slices of at most
-`_WRITE_SLICE` only while the transport holds nothing unsent (its write-buffer limits are 0, so
+256 KiB only while the transport holds nothing unsent (its write-buffer limits are 0, so
 ``pause_writing`` means "something is left" and ``resume_writing`` "all of it went"): each slice is sent
 straight from the answer, and at most one slice's remainder is ever copied. A Fetch's run of batches read back
 from a batch file (`FileRange`) is not bytes at all: the kernel copies it from the page cache to the socket
 (sendfile), and the loop's own ``sendfile`` sends what the socket does not take at once. The broker has no TLS
 listener; one would need those bytes read and written like the others. Public asyncio API only (the socket
 from ``get_extra_info``, written while the transport holds nothing).
+
+A `Connection` is split by what it does: here it reads frames and keeps the line of answers owed, in request
+order; its mixins `request_dispatch` (a frame's handler found and started) and `answer_sending` (the answers
+written, sliced or by sendfile) do the rest.
 """
 
 from __future__ import annotations
@@ -39,66 +43,22 @@ import asyncio
 import collections
 import itertools
 import logging
-import os
 import socket
-from collections.abc import Coroutine
-from typing import Any, cast
+from typing import Any
 
+from logwright.compat.answer_sending import AnswerSending
 from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
-from logwright.compat.errors import error_code_for
 from logwright.compat.handlers import load_handlers
-from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
-from logwright.compat.start_at_once import start_at_once
-from logwright.compat.turns import in_turns
+from logwright.compat.request_dispatch import RequestDispatch, Unanswerable
 from logwright.compat.wire import record_walk
-from logwright.compat.wire.fallback import error_response, unsupported_version_response
-from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame, encode_frame
-from logwright.compat.wire.messages import (
-    KNOWN_VERSIONS,
-    PRODUCE_KEY,
-    MalformedRequest,
-    RequestHeader,
-    UnsupportedVersion,
-    decode_request,
-    decode_request_in_steps,
-    encode_response_frame,
-    encode_response_frame_in_steps,
-    parse_request_header,
-    request_type,
-)
-from logwright.compat.wire.mirrored_errors import mirrored_error_response
+from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame
 from logwright.eventstore.file_ranges import FileRange
 
 log = logging.getLogger(__name__)
 
-_UNSENT_HIGH = 4 * 1024 * 1024
-_UNSENT_LOW = 1024 * 1024
-"""Reading stops while more than `_UNSENT_HIGH` bytes of a connection's answers are unsent and resumes once at
-most `_UNSENT_LOW` are (the hysteresis asyncio's own write-buffer limits had)."""
-_WRITE_SLICE = 256 * 1024
-"""The most handed to the transport at once: what it may copy when the socket takes less."""
-_SLICES_PER_TURN = 16
-"""Slices `Connection._pump` hands the transport in one turn (4 MiB)."""
-_JOINED_BELOW = 64 * 1024
-"""Queued pieces shorter than this go out joined with their neighbours, up to `_WRITE_SLICE` a send: the answers
-that became ready in one event-loop turn (a group commit answers every request it covered) leave in one
-syscall. On this machine a send that wakes an idle reader costs ~15 us, and Kafka's ProducerPerformance keeps
-five 16 KB produce requests in flight: its answers were a quarter of the broker's samples, one send each. A Fetch
-of 16 KB batches is joined too: sending 64 pieces of 16.5 KB one by one cost the sender 0.42-0.46 CPU s/GB on
-loopback, joined into 256 KiB sends 0.28-0.29 (the copy included)."""
-ANSWERED_IN_STEPS_FROM = 64 * 1024
-"""A request frame this large is answered in steps (`messages.encode_response_frame_in_steps`), giving way between
-them: it may name tens of thousands of entities, each answered with one of its own (a million partitions of an
-ElectLeaders, 4 MB, asked for a 41 MB answer that took 470 ms to write in one stretch). Its body is walked in steps
-too, in a task (`_decode_then_handle`), but a Produce's (its own reader). Smaller ones are written at once; a
-Produce of a 1 MB batch is answered in steps too, 2 us more (its answer never takes a step)."""
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
-
-
-class Unanswerable(Exception):
-    """A request that failed and has no error answer: its connection closes once the answers before it are out."""
 
 
 class KafkaServer:
@@ -225,7 +185,7 @@ class KafkaServer:
         return next_check
 
 
-class Connection(asyncio.BufferedProtocol):
+class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
     """One client: the socket reads into the `FrameDecoder`'s buffers, answers leave in request order.
 
     A protocol rather than asyncio streams: a StreamReader copies every read into its buffer and out
@@ -269,7 +229,7 @@ class Connection(asyncio.BufferedProtocol):
         """A large request is being decoded in steps: nothing after it starts until it is read (or refused)."""
         self._unstarted: collections.deque[bytes | bytearray] = collections.deque()
         self._writable = True
-        """While at most `_UNSENT_HIGH` bytes of answers are unsent (down to `_UNSENT_LOW` once over it)."""
+        """While at most `UNSENT_HIGH` bytes of answers are unsent (down to `UNSENT_LOW` once over it)."""
         self._outbound: collections.deque[bytes | memoryview | FileRange] = collections.deque()
         """Answers' pieces not yet handed to the transport, in order (views of the handlers' bytes)."""
         self._outbound_bytes = 0
@@ -288,12 +248,6 @@ class Connection(asyncio.BufferedProtocol):
     def reading(self) -> bool:
         """Still taking requests (not yet closing)."""
         return self._reading
-
-    @property
-    def unsent_bytes(self) -> int:
-        """Answer bytes not yet taken by the socket (ours and the transport's)."""
-        held = self.transport.get_write_buffer_size() if self._transport_holds and self.transport else 0
-        return self._outbound_bytes + held
 
     @property
     def busy(self) -> bool:
@@ -421,162 +375,6 @@ class Connection(asyncio.BufferedProtocol):
         self._drop_unsent()
         self._finish_when_answered()
 
-    def pause_writing(self) -> None:
-        """The transport kept part of the last slice: hand it no more until it has sent all of it."""
-        self._transport_holds = True
-
-    def resume_writing(self) -> None:
-        """The transport sent all it held: the peer reads, hand it the next slices, in the next turn. Not from
-        here: the transport calls this from its write-ready callback and, finding its buffer empty afterwards,
-        ends a closing connection itself; a write in between that failed (the peer reset), or a close, had already
-        ended it, and asyncio called ``connection_lost`` twice (an AttributeError logged as an error; the
-        hostile-values fuzz found it once Kafka's 100 KiB send buffer made partial writes common)."""
-        self._transport_holds = False
-        self.last_active_ms = self.broker.clock.now_ms()
-        if not self._pump_scheduled:
-            self._pump_scheduled = True
-            self._loop.call_soon(self._scheduled_pump)
-
-    def _queue_answer(self, payload: list[bytes]) -> None:
-        """Queue an answer; the queue is handed to the transport once the answers ready in this turn are in it, or
-        at once when no other request of this connection is in flight (no answer can join it: a turn later, behind
-        other tasks' steps, a ping waited through a 5,000-partition request's stretches one more time)."""
-        self._outbound.extend(payload)
-        self._outbound_bytes += sum(map(len, payload))
-        if self._in_flight == 1 and not self._pump_scheduled:
-            self._pump()
-            return
-        if not self._pump_scheduled:
-            self._pump_scheduled = True
-            self._loop.call_soon(self._scheduled_pump)
-        self._unsent_changed()
-
-    def _scheduled_pump(self) -> None:
-        self._pump_scheduled = False
-        self._pump()
-
-    def _pump(self) -> None:
-        """Hand the transport the queued answers, a slice at a time, while it has sent all it was given; after
-        `_SLICES_PER_TURN` slices the rest waits for the next turn (a socket that takes everything, loopback, took
-        an 18 MB answer of a million pieces in one 180 ms stretch)."""
-        transport = self.transport
-        outbound = self._outbound
-        slices = 0
-        while outbound and not self._transport_holds and self._sending_file is None:
-            if transport is None or transport.is_closing():  # closed, or a send failed: nobody will read them
-                self._drop_unsent()
-                return
-            if slices == _SLICES_PER_TURN:
-                if not self._pump_scheduled:
-                    self._pump_scheduled = True
-                    self._loop.call_soon(self._scheduled_pump)
-                break
-            slices += 1
-            piece = outbound[0]
-            if isinstance(piece, FileRange):
-                outbound.popleft()
-                self._send_file(transport, piece)
-                continue
-            if len(piece) > _WRITE_SLICE:
-                view = piece if isinstance(piece, memoryview) else memoryview(piece)
-                outbound[0] = view[_WRITE_SLICE:]
-                piece = view[:_WRITE_SLICE]
-            else:
-                outbound.popleft()
-                if len(piece) < _JOINED_BELOW and outbound and _joinable(outbound[0]):
-                    joined, size = [piece], len(piece)
-                    while outbound and _joinable(outbound[0]) and size + len(outbound[0]) <= _WRITE_SLICE:
-                        size += len(outbound[0])
-                        joined.append(cast(bytes | memoryview, outbound.popleft()))
-                    piece = b"".join(joined)
-            self._outbound_bytes -= len(piece)
-            transport.write(piece)  # calls pause_writing at once if the socket took less
-        self._unsent_changed()
-
-    def _send_file(self, transport: asyncio.Transport, piece: FileRange) -> None:
-        """Send a range of a batch file with sendfile(2): the kernel copies it from the page cache to the socket,
-        where reading it into Python and writing it out copied every byte twice (a 1 MB-record consumer: the
-        pread a fifth of the broker's samples). The transport holds nothing now (`_pump`), so the socket is
-        written directly; what it does not take at once goes by the loop's sendfile, the pump waiting for it."""
-        connected = transport.get_extra_info("socket")
-        if connected is None:  # not a socket (an in-process transport): the bytes themselves
-            try:
-                data = piece.read()
-            finally:
-                piece.close()
-            self._outbound_bytes -= len(data)
-            transport.write(data)
-            return
-        try:
-            sent = os.sendfile(connected.fileno(), piece.fd, piece.offset, piece.length)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError as error:
-            piece.close()
-            self._file_send_failed(transport, error)
-            return
-        self._outbound_bytes -= sent
-        if sent == piece.length:
-            piece.close()
-            return
-        transport.pause_reading()  # until the rest is sent (`_read_only_when_idle`), the loop's sendfile resumes none
-        self._sending_file = self._loop.create_task(self._send_file_rest(transport, piece, sent))
-
-    async def _send_file_rest(self, transport: asyncio.Transport, piece: FileRange, sent: int) -> None:
-        offset, rest = piece.offset + sent, piece.length - sent
-        try:
-            with open(piece.fd, "rb", buffering=0, closefd=False) as file:
-                done = await self._loop.sendfile(transport, file, offset, rest, fallback=True)
-            if done != rest:
-                raise EOFError(f"the batch file ended {rest - done} bytes early")
-        except asyncio.CancelledError:
-            return  # the connection is gone (`_drop_unsent`)
-        except Exception as error:  # noqa: BLE001 - a failed send ends this connection only
-            self._file_send_failed(transport, error)
-            return
-        finally:
-            piece.close()
-        self._sending_file = None
-        self._outbound_bytes -= rest
-        self.last_active_ms = self.broker.clock.now_ms()
-        self._pump()
-        self._read_only_when_idle()
-
-    def _file_send_failed(self, transport: asyncio.Transport, error: BaseException) -> None:
-        """Part of an answer could not be sent: the stream cannot be resumed mid-frame, the connection goes."""
-        log.warning("closing connection %d from %s: sending a batch file failed: %s", self.connection_id,
-                    self.client_host, error)
-        self._sending_file = None
-        self._stop_reading()
-        self._drop_unsent()
-        transport.abort()
-
-    def _unsent_changed(self) -> None:
-        unsent = self.unsent_bytes
-        if unsent > _UNSENT_HIGH and self._writable:
-            self._writable = False
-            self._read_only_when_idle()
-        elif unsent <= _UNSENT_LOW and not self._writable:
-            self._writable = True
-            self._send_ready_answers()
-        elif not unsent and self._closing:
-            self._finish_when_answered()
-
-    def _drop_unsent(self) -> None:
-        """The connection is gone: its unsent answers go with it."""
-        for piece in self._outbound:
-            if isinstance(piece, FileRange):
-                piece.close()
-        if self._sending_file is not None:
-            self._sending_file.cancel()
-            self._sending_file = None
-        self._outbound.clear()
-        self._outbound_bytes = 0
-        self._transport_holds = False
-        self._writable = True
-        if self._closing:
-            self._finish_when_answered()
-
     def close_idle(self, reason: str) -> None:
         """Close a connection idle for ``reason``; one whose peer stopped reading its answers is dropped with them
         (a graceful close would wait for the peer forever, holding them)."""
@@ -613,56 +411,6 @@ class Connection(asyncio.BufferedProtocol):
         """
         self._finish()
 
-    def _dispatch(self, frame: bytes | bytearray, just_read: bool = False) -> bool:
-        """Queue the response for one frame; ``False`` when the connection must close. ``just_read``: see
-        `start_requests`."""
-        try:
-            header = parse_request_header(frame)
-        except MalformedRequest as error:
-            log.warning("closing connection %d from %s: unreadable request header: %s",
-                        self.connection_id, self.client_host, error)
-            return False
-        entry = self.server.handlers.get(header.api_key)
-        if entry is None or not entry.min_version <= header.api_version <= entry.max_version:
-            return self._dispatch_unsupported(header, frame)
-        if header.api_key not in KNOWN_VERSIONS:
-            # An extension API key (outside Kafka's range): the handler reads and writes its own body.
-            context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                     header.client_id, self.connection_id, self.client_host)
-            body = bytes(frame[header.header_length:])
-            self._start(entry, self._handle_raw(entry, context, body), just_read)
-            return True
-        large = len(frame) >= ANSWERED_IN_STEPS_FROM
-        if large and header.api_key != PRODUCE_KEY:
-            try:
-                request_type(header.api_key, header.api_version)
-            except UnsupportedVersion:
-                return self._dispatch_unsupported(header, frame)
-            context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                     header.client_id, self.connection_id, self.client_host)
-            self._decoding = True
-            self._start(entry, self._decode_then_handle(entry, context, frame, header), just_read=False)
-            return True
-        try:
-            _, request = decode_request(frame, header)
-        except UnsupportedVersion:
-            # A version in the handler's range that kio cannot read (ApiVersions never offers one).
-            return self._dispatch_unsupported(header, frame)
-        except MalformedRequest as error:
-            log.warning("closing connection %d from %s: malformed %s v%d request: %s", self.connection_id,
-                        self.client_host, entry.name, header.api_version, error)
-            return False
-        context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                 header.client_id, self.connection_id, self.client_host)
-        self._start(entry, self._handle(entry, context, request, large), just_read)
-        return True
-
-    def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
-        if just_read and entry.at_once:  # `start_at_once` calls `_answer_ready` when the answer is done
-            self._started(start_at_once(self._loop, answer, self._answer_ready), notifies=True)
-        else:
-            self._started(self._loop.create_task(answer))
-
     def _started(self, answer: asyncio.Future[list[bytes] | None], notifies: bool = False) -> None:
         self._in_flight += 1
         self.server.quotas.requests_in_flight += 1
@@ -682,80 +430,6 @@ class Connection(asyncio.BufferedProtocol):
             self._in_flight_bytes -= freed
             self.server.quotas.request_bytes_in_flight -= freed
             self.server.requests_finished(count)
-
-    def _dispatch_unsupported(self, header: RequestHeader, frame: bytes | bytearray) -> bool:
-        fallback = unsupported_version_response(header, frame if isinstance(frame, bytes) else bytes(frame))
-        if fallback is None:
-            log.warning("closing connection %d from %s: unsupported API key %d version %d",
-                        self.connection_id, self.client_host, header.api_key, header.api_version)
-            return False
-        log.info("API key %d version %d is not supported; answered UNSUPPORTED_VERSION",
-                 header.api_key, header.api_version)
-        self._started(_ready(fallback))
-        return True
-
-    async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> list[bytes] | None:
-        """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
-        try:
-            response = await entry.handle(context, body)
-            if response is not None and not isinstance(response, bytes | bytearray | memoryview):
-                raise TypeError(f"the handler returned {type(response).__name__}, not bytes")
-        except Exception as error:
-            self._log_failure(entry, context)
-            if entry.error_answer is None:
-                raise Unanswerable(f"{entry.name} (key {entry.api_key}) failed and has no error answer") from error
-            response = entry.error_answer(error_code_for(error), f"{type(error).__name__}: {error}")
-        if response is None:
-            return None
-        return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(response))]
-
-    async def _decode_then_handle(self, entry: HandlerEntry, context: RequestContext, frame: bytes | bytearray,
-                                  header: RequestHeader) -> list[bytes] | None:
-        """A large request (`ANSWERED_IN_STEPS_FROM`, not Produce: its own reader) decoded in steps, giving way
-        between them, then handled and answered in steps; the requests after it on this connection start once it
-        is read. Unreadable, it closes the connection as `_dispatch` does (after the answers before it), and
-        nothing after it starts."""
-        try:
-            request = await in_turns(decode_request_in_steps(frame, header))
-        except MalformedRequest as error:
-            self._stop_reading()  # as a body refused in the read: nothing more is read
-            raise Unanswerable(f"malformed {entry.name} v{header.api_version} request: {error}") from error
-        del frame  # the bytes are not kept while the request is handled and answered
-        self._decoding = False
-        self.start_requests()
-        return await self._handle(entry, context, request, in_steps=True)
-
-    async def _handle(self, entry: HandlerEntry, context: RequestContext, request: Any,
-                      in_steps: bool = False) -> list[bytes] | None:
-        """A handler's response frame in pieces (`framing.frame_pieces`: stored record batches go out
-        uncopied), written in steps between which the loop serves others if ``in_steps`` (a large request, see
-        `ANSWERED_IN_STEPS_FROM`); if the handler or the encoding fails, the error answer."""
-        try:
-            response = await entry.handle(context, request)
-            if response is None:
-                return None
-            if in_steps:
-                return await in_turns(encode_response_frame_in_steps(
-                    context.api_key, context.api_version, context.correlation_id, response))
-            return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
-        except CloseConnection as close:
-            raise Unanswerable(str(close)) from None
-        except Exception as error:
-            self._log_failure(entry, context)
-            code = error_code_for(error)
-            fallback = error_response(context.api_key, context.api_version, context.correlation_id, code)
-            if fallback is None:
-                fallback = mirrored_error_response(context.api_key, context.api_version, context.correlation_id,
-                                                   request, code)
-            if fallback is None:
-                raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
-                                   "has no top-level error code") from error
-            return [encode_frame(fallback)]
-
-    def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
-        log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",
-                      entry.name, context.api_version, context.correlation_id, self.connection_id,
-                      self.client_host, context.client_id)
 
     def _answer_ready(self, _: asyncio.Future[list[bytes] | None]) -> None:
         self._send_ready_answers()
@@ -829,13 +503,3 @@ class Connection(asyncio.BufferedProtocol):
         if self._admitted:
             self._admitted = False
             self.server.quotas.closed(self.client_host)
-
-
-def _joinable(piece: bytes | memoryview | FileRange) -> bool:
-    return len(piece) < _JOINED_BELOW and not isinstance(piece, FileRange)
-
-
-def _ready(payload: bytes) -> asyncio.Future[list[bytes] | None]:
-    future: asyncio.Future[list[bytes] | None] = asyncio.get_running_loop().create_future()
-    future.set_result([encode_frame(payload)])
-    return future

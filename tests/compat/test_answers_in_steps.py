@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext, make
-from logwright.compat.server import ANSWERED_IN_STEPS_FROM, KafkaServer
+from logwright.compat.request_dispatch import ANSWERED_IN_STEPS_FROM
+from logwright.compat.server import KafkaServer
 from logwright.compat.wire.encoder import Encoded, encode_entity
 from logwright.compat.wire.messages import (
     KNOWN_VERSIONS,

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from logwright.compat.broker import Broker
 from logwright.compat.registry import HandlerEntry, RequestContext
-from logwright.compat.server import ANSWERED_IN_STEPS_FROM, Connection, KafkaServer
+from logwright.compat.request_dispatch import ANSWERED_IN_STEPS_FROM
+from logwright.compat.server import Connection, KafkaServer
 from logwright.compat.wire.bounds import STEP_ELEMENTS, OutOfBounds, body_checker_in_steps, check_body
 from logwright.compat.wire.encoder import encode_entity
 from logwright.compat.wire.messages import (
