@@ -51,11 +51,11 @@ from .shared_refs import SharedRefs
 INLINE_BELOW = 4096
 """Batches shorter than this stay in RocksDB."""
 SMALL_PARTITION_BYTES = 256 * 1024
-"""Larger batches stay in RocksDB too while this much of a partition's did since the store opened, unless it has a
-file open for appending already (`keeps_inline`). Creating a partition's directory and first file took 0.3-1.3 ms
-of kernel time on this machine's ext4 (its directory allocator slows as directories multiply: 60 us per mkdir
-among 10, 410 among 1,000), about what 256 KiB more through RocksDB costs; a fresh topic of 1,000 partitions
-spent most of its first 100 MB of produce creating them."""
+"""Larger batches go to the shared batch file while no more than this much of a partition's went there since the
+store opened, unless it has a file of its own open for appending already (`BatchFiles.placement`). Creating a
+partition's directory and first file took 0.3-1.3 ms of kernel time on this machine's ext4 (its directory allocator
+slows as directories multiply: 60 us per mkdir among 10, 410 among 1,000); a fresh topic of 1,000 partitions spent
+most of its first 100 MB of produce creating them."""
 _clock_ns = time.perf_counter_ns
 """What writes are timed with (`BatchFiles.write_ns_per_byte`)."""
 WRITE_COST_FROM_BYTES = 64 * 1024
