@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.pop_coordinator import AckRanges, PoppedPartition, PoppedRecord, pop_coordinator
+from logwright.compat.coordinators.pop_coordinator import PoppedPartition, PoppedRecord, pop_coordinator
+from logwright.compat.coordinators.pop_results import AckRanges
 from logwright.compat.errors import error_code_for
 from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
 from logwright.compat.wire.batch_slices import BatchSlicer
