@@ -52,7 +52,8 @@ from logwright.core.log.internal_topics import CONSUMER_OFFSETS, CONSUMER_OFFSET
 from logwright.core.log.partition_log import PartitionState, partition_key
 from logwright.eventstore.clock import SystemClock
 from logwright.eventstore.interface import LoggedEvent, StoredBatch
-from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 if TYPE_CHECKING:
     from logwright.compat.wiring import Coordinators

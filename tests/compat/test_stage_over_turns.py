@@ -13,7 +13,8 @@ from logwright.compat import broker as broker_module
 from logwright.compat.broker import Broker
 from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.core.events import Event, OffsetCommitted
-from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 from tests.compat.brokers import in_process_broker
 from tests.compat.test_group_handlers import turns_during

@@ -14,7 +14,7 @@ import pytest
 from logwright.compat.broker import Broker
 from logwright.compat.kafka import fetch, produce
 from logwright.eventstore import batch_files
-from logwright.eventstore.rocksdb import StoreFailed
+from logwright.eventstore.store_errors import StoreFailed
 
 from tests.compat.brokers import loopback_broker
 from tests.compat.test_commit_written_ahead import TOPIC, fetch_frame, fetched_offsets, produce_frame, produced, serve

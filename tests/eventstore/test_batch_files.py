@@ -12,10 +12,11 @@ import pytest
 from logwright.core.errors import CorruptState
 from logwright.core.events import LogTruncated, TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys, rocksdb
+from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 from . import raw
 from .contract import BIG
@@ -318,7 +319,7 @@ def test_a_failed_file_write_fails_the_commit_and_keeps_nothing_of_it(
 
     monkeypatch.setattr(batch_files.os, "writev", full)
     produce(store, 0, record_count=10, payload_size=PAYLOAD)
-    with pytest.raises(rocksdb.StoreFailed):
+    with pytest.raises(StoreFailed):
         store.commit()
     monkeypatch.undo()
     assert store.reopen()

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from logwright.core.events import TopicDeleted
-from logwright.eventstore import batch_files, rocksdb
+from logwright.eventstore import batch_files
 from logwright.eventstore.interface import Durability
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 from .contract import BIG
 from .support import deleted_and_kept_topics, new_topic, open_store, produce, reopen_store
@@ -134,7 +135,7 @@ def test_a_failed_write_ahead_fails_the_commit_and_keeps_nothing_of_it(
     produce(store, 0, payload_size=PAYLOAD)
     writing = store.write_records_ahead()
     assert writing is not None
-    with pytest.raises(rocksdb.StoreFailed):
+    with pytest.raises(StoreFailed):
         store.commit()
     monkeypatch.undo()
     assert store.reopen()

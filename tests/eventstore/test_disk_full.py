@@ -12,7 +12,8 @@ import pytest
 from logwright.core.errors import StorageUnavailable
 from logwright.core.log.partition_log import partition_key
 from logwright.eventstore.check import check_store
-from logwright.eventstore.rocksdb import RocksEventStore, StoreFailed, StoreLost
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed, StoreLost
 
 from .small_disk import fill, small_tmpfs
 from .support import batch_base_offset, new_topic, produce

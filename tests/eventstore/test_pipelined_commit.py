@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from logwright.core.events import OffsetCommitted, TopicDeleted
 from logwright.core.groups.group_offsets import PROJECTION_NAME, offset_key
-from logwright.eventstore import batch_files, rocksdb
+from logwright.eventstore import batch_files
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import LoggedEvent
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 from .contract import BIG
 from .support import deleted_and_kept_topics, new_topic, open_store, partition_state, produce, reopen_store
@@ -132,7 +133,7 @@ def test_a_failed_sealed_write_drops_what_was_staged_after_it_too(
     produce(store, 0, payload_size=PAYLOAD)
     assert store.write_records_ahead(seal=True) is not None
     produce(store, 0, payload_size=PAYLOAD)
-    with pytest.raises(rocksdb.StoreFailed):
+    with pytest.raises(StoreFailed):
         store.finish_sealed()
     monkeypatch.undo()
     assert store.failed is None and not store.sealed, "reopened for writing"

@@ -13,10 +13,11 @@ from logwright.core.errors import CorruptState
 from logwright.core.events import OffsetCommitted, TopicDeleted
 from logwright.core.log.catalog import COUNTER_KEY, create_partitions, topic_key
 from logwright.core.log.partition_log import PARTITIONS, partition_key
-from logwright.eventstore import batch_files, keys, rocksdb, stored_deletes
+from logwright.eventstore import batch_files, keys, rocksdb, stored_commits, stored_deletes
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability
-from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import ReadOnlyStore
 
 from . import raw
 from .contract import BIG, EventStoreContract, Opener
@@ -212,7 +213,7 @@ def _offset_commits_after_a_topic(opener: Opener, commits: int) -> tuple[RocksEv
 
 def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only(
         opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+    monkeypatch.setattr(stored_commits, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
     store, created_at = _offset_commits_after_a_topic(opener, 10)
     covered = _covered(_crash_image(store, tmp_path / "crashed"))
     assert covered["committed_offsets"] == store.last_sequence
@@ -223,7 +224,7 @@ def test_a_commit_writes_the_covered_sequence_of_the_projections_it_changed_only
 
 def test_every_covered_sequence_is_written_again_within_the_refresh_bound(
         opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
+    monkeypatch.setattr(stored_commits, "STATE_SEQUENCES_REFRESHED_EVERY", 50)
     store, _ = _offset_commits_after_a_topic(opener, 120)
     assert min(_covered(_crash_image(store, tmp_path / "crashed")).values()) > store.last_sequence - 50
 
@@ -232,7 +233,7 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
         opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A projection whose covered sequence was not written refolds the events since, which change nothing of it;
     the ones that changed are not folded twice."""
-    monkeypatch.setattr(rocksdb, "STATE_SEQUENCES_REFRESHED_EVERY", 1_000)
+    monkeypatch.setattr(stored_commits, "STATE_SEQUENCES_REFRESHED_EVERY", 1_000)
     store = opener()
     created = new_topic(store, "t", 2)
     store.commit()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from logwright.core.events import OffsetCommitted
-from logwright.eventstore.rocksdb import ReadOnlyStore, RocksEventStore
+from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import ReadOnlyStore
 
 from .support import new_topic, produce
 

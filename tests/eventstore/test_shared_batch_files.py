@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import PartitionCompacted
-from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys, rocksdb, shared_refs
+from logwright.eventstore import batch_file_reads, batch_files, batch_pointers, file_ranges, keys, shared_refs
 from logwright.eventstore.check import check_store
 from logwright.eventstore.interface import Durability, StoredBatch
 from logwright.eventstore.rocksdb import RocksEventStore
+from logwright.eventstore.store_errors import StoreFailed
 
 from . import raw
 from .contract import BIG
@@ -334,7 +335,7 @@ def test_a_failed_shared_write_fails_the_commit_and_the_rows_are_read_again(
 
     monkeypatch.setattr(batch_files.os, "writev", full)
     produce(store, 1, payload_size=PAYLOAD)
-    with pytest.raises(rocksdb.StoreFailed):
+    with pytest.raises(StoreFailed):
         store.commit()
     monkeypatch.undo()
     assert store.reopen()
