@@ -119,7 +119,7 @@ class BatchFiles(BatchFileReads):
         self.write_ns_per_byte = 0.0
         """What writing a byte (and syncing it, with ``sync``) cost lately, on either thread, from the writes of
         `WRITE_COST_FROM_BYTES` or more: the broker writes a commit's files ahead only when they would take long
-        (`Broker.WRITE_AHEAD_AFTER_NS`). Wall time, not the broker clock: it measures, nothing waits on it."""
+        (`broker_commits.WRITE_AHEAD_AFTER_NS`). Wall time, not the broker clock: it measures, nothing waits on it."""
         self._planning = False
         self._closing_later: list[int] = []
         """Descriptors closed while a write ahead was planned or under way: closed once it has ended."""

@@ -21,7 +21,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from logwright.compat.broker import EVENTS_STAGED_PER_TURN, Broker
+from logwright.compat.broker import Broker
+from logwright.compat.broker_commits import EVENTS_STAGED_PER_TURN
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer, wait_first
 from logwright.compat.coordinators.pop_reads import PopBytes, PopReader
 from logwright.compat.coordinators.pop_results import PopResults

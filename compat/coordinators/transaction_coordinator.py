@@ -19,7 +19,8 @@ import struct
 from collections.abc import Callable, Sequence
 
 from logwright.compat.appends import stage_batch
-from logwright.compat.broker import STORE_RETRY_MS, Broker
+from logwright.compat.broker import Broker
+from logwright.compat.broker_commits import STORE_RETRY_MS
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure

@@ -16,7 +16,7 @@ import pytest
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.produce.v9 import request as produce_v9
 from kio.static.primitive import i32Timedelta
-from logwright.compat import broker as broker_module
+from logwright.compat import broker_commits
 from logwright.compat.broker import Broker
 from logwright.compat.kafka import fetch, produce
 from logwright.compat.registry import RequestContext
@@ -39,7 +39,7 @@ def no_small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def writes_always_slow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every commit of `WRITE_AHEAD_FROM` or more goes ahead, whatever writes cost lately (pinned by its own test)."""
-    monkeypatch.setattr(broker_module, "WRITE_AHEAD_AFTER_NS", 0)
+    monkeypatch.setattr(broker_commits, "WRITE_AHEAD_AFTER_NS", 0)
 
 
 class Gate:
@@ -293,7 +293,7 @@ def test_a_commit_that_cannot_be_pipelined_waits_for_a_bounded_number_of_writes_
     """Without a seal (the commit holds files to drop, range deletes, staged aborts) what is staged during a write ahead
     joins its commit; after `WRITES_AHEAD_PER_COMMIT` of them the commit writes the rest itself, so a steady producer
     cannot put it off."""
-    monkeypatch.setattr(broker_module, "WRITES_AHEAD_PER_COMMIT", 2)
+    monkeypatch.setattr(broker_commits, "WRITES_AHEAD_PER_COMMIT", 2)
     monkeypatch.setattr(RocksEventStore, "_can_seal", lambda store: False)
     writers, commits, answers = _three_large_produces_each_staged_during_the_write_before(broker, monkeypatch)
     assert answers == [(0, 0), (0, 300), (0, 600)]
@@ -305,7 +305,7 @@ def test_a_large_commit_is_written_on_the_loop_while_writes_are_quick_and_ahead_
         broker: Broker, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
     """Handing the files to the thread costs CPU; it pays only when writing them would hold the loop
     `WRITE_AHEAD_AFTER_NS` or more at what writes have cost lately."""
-    monkeypatch.setattr(broker_module, "WRITE_AHEAD_AFTER_NS", 1_000_000)
+    monkeypatch.setattr(broker_commits, "WRITE_AHEAD_AFTER_NS", 1_000_000)
     step = [1_000]  # ns between two readings of the write clock: each write takes one step
     now = [0]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from logwright.compat.broker import EVENTS_STAGED_PER_TURN
+from logwright.compat.broker_commits import EVENTS_STAGED_PER_TURN
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
 from logwright.compat.coordinators.pop_reads import PopReader
 from logwright.compat.errors import ErrorCode

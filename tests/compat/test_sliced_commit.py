@@ -1,4 +1,4 @@
-"""A scheduled commit of many changed rows puts them into its WriteBatch a slice per turn (`Broker.ROWS_PUT_PER_TURN`),
+"""A scheduled commit of many changed rows puts them into its WriteBatch a slice per turn (`broker_commits.ROWS_PUT_PER_TURN`),
 letting other tasks run in between, and still writes them all at once (issue 18: the 5,000 partition rows of a topic's
 creation held the event loop 15-30 ms in one commit)."""
 
@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from logwright.compat import broker as broker_module
+from logwright.compat import broker_commits
 from logwright.compat.broker import Broker
 from logwright.compat.turns import TURNS_GIVEN_WAY
 from logwright.core.events import Event, OffsetCommitted
@@ -21,7 +21,7 @@ PER_TURN = 2
 
 @pytest.fixture(autouse=True)
 def _small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(broker_module, "ROWS_PUT_PER_TURN", PER_TURN)
+    monkeypatch.setattr(broker_commits, "ROWS_PUT_PER_TURN", PER_TURN)
 
 
 def _offset_rows_on_disk(path: Path) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
-from logwright.compat import broker as broker_module
+from logwright.compat import broker_commits
 from logwright.compat.broker import Broker
 from logwright.compat.turns import TURNS_GIVEN_WAY, give_way
 from logwright.core.events import Event, OffsetCommitted
@@ -38,7 +38,7 @@ def _open(tmp_path: Path) -> tuple[RocksEventStore, Broker, list[list[Event]]]:
 
 @pytest.fixture(autouse=True)
 def _small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(broker_module, "EVENTS_STAGED_PER_TURN", PER_TURN)
+    monkeypatch.setattr(broker_commits, "EVENTS_STAGED_PER_TURN", PER_TURN)
 
 
 def test_other_tasks_run_between_the_parts_and_one_commit_writes_them_all(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from logwright.compat.broker import STORE_RETRY_MS, Broker
+from logwright.compat.broker import Broker
+from logwright.compat.broker_commits import STORE_RETRY_MS
 from logwright.core.clock import ManualClock
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.errors import StorageUnavailable

@@ -23,7 +23,7 @@ from aiokafka.protocol.produce import ProduceRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from confluent_kafka import Consumer, TopicPartition
 from logwright.client.connection import ClientError
-from logwright.compat.broker import STORE_RETRY_MS
+from logwright.compat.broker_commits import STORE_RETRY_MS
 
 from tests.eventstore.small_disk import fill, small_tmpfs
 
