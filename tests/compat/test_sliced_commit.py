@@ -1,6 +1,6 @@
-"""A scheduled commit of many changed rows puts them into its WriteBatch a slice per turn (`broker_commits.ROWS_PUT_PER_TURN`),
-letting other tasks run in between, and still writes them all at once (issue 18: the 5,000 partition rows of a topic's
-creation held the event loop 15-30 ms in one commit)."""
+"""A scheduled commit of many changed rows puts them into its WriteBatch a slice per turn
+(`broker_commits.ROWS_PUT_PER_TURN`), letting other tasks run in between, and still writes them all at once (issue 18:
+the 5,000 partition rows of a topic's creation held the event loop 15-30 ms in one commit)."""
 
 from __future__ import annotations
 
