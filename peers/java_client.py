@@ -1,8 +1,9 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has six steps (producer; consumer group, classic and KIP-848;
+peers/java/src/.../ClientScenario.java has seven steps (producer; consumer group, classic and KIP-848;
 KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
-dead-letter copies of a REJECT and of the delivery limit), each run as its own JVM that
+dead-letter copies of a REJECT and of the delivery limit; a transactional consume-transform-produce loop with an
+abort and a fenced zombie), each run as its own JVM that
 prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
@@ -23,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from peers.suite import Failure, SuiteResult, add_arguments, broker, run_recorded  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
-STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq")
+STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 

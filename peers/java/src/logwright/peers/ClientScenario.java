@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
@@ -17,6 +18,7 @@ import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
@@ -24,15 +26,19 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
  *
- * <p>Usage: {@code ClientScenario BOOTSTRAP producer|group|consumer-protocol|share|share-offsets|share-dlq}. The
+ * <p>Usage: {@code ClientScenario BOOTSTRAP
+ * producer|group|consumer-protocol|share|share-offsets|share-dlq|transactions}. The
  * consumer-protocol step is the group step with {@code group.protocol=consumer} (KIP-848). Each step prints
  * {@code OK <step>} and exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the
  * failing step. The share step uses explicit acknowledgement: it releases the first record once, checks
@@ -42,6 +48,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * KIP-1191's {@code errors.deadletterqueue.topic.name}: a REJECTed record and one RELEASEd until the delivery
  * limit must each be on the dead-letter topic exactly once, with the {@code __dlq.errors.*} headers (Kafka
  * writes them only on a cluster formatted with {@code share.version=2}).
+ * The transactions step is a consume-transform-produce loop as Kafka Streams' exactly-once runs it: a group
+ * consumer reads the input, a transactional producer writes the output and commits the consumer's offsets in
+ * the same transaction ({@code sendOffsetsToTransaction} with the consumer's group metadata); a second
+ * transaction is aborted; a {@code read_committed} consumer must see exactly the committed output, a
+ * {@code read_uncommitted} one the aborted records too, and a second producer with the same
+ * {@code transactional.id} must fence the first.
  */
 public final class ClientScenario {
     private static final int COUNT = 50;
@@ -68,6 +80,10 @@ public final class ClientScenario {
             case "share" -> shareGroup(bootstrap, topic);
             case "share-offsets" -> shareGroupOffsets(bootstrap, topic);
             case "share-dlq" -> shareDeadLetters(bootstrap, topic);
+            case "transactions" -> {
+                produce(bootstrap, topic);
+                transactions(bootstrap, topic);
+            }
             default -> fail("unknown step " + step);
         }
         System.out.println("OK " + step);
@@ -359,6 +375,129 @@ public final class ClientScenario {
             Map<TopicPartition, SharePartitionOffsetInfo> deleted = listShareOffsets(admin, group);
             if (!deleted.isEmpty()) {
                 fail("after the delete, offsets are still listed: " + offsetsAndLags(deleted));
+            }
+        }
+    }
+
+    private static KafkaProducer<String, String> transactionalProducer(String bootstrap, String transactionalId) {
+        Properties props = common(bootstrap);
+        props.put("transactional.id", transactionalId);
+        props.put("key.serializer", StringSerializer.class.getName());
+        props.put("value.serializer", StringSerializer.class.getName());
+        KafkaProducer<String, String> producer = new KafkaProducer<>(props);
+        producer.initTransactions();
+        return producer;
+    }
+
+    /** The output topic's values as a consumer of {@code isolation} reads them, until {@code expected} are in. */
+    private static List<String> readAll(String bootstrap, String topic, String isolation, int expected) {
+        Properties props = consumerProps(bootstrap, topic + "-" + isolation);
+        props.put("isolation.level", isolation);
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        List<String> values = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.assign(List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            int quiet = 0;
+            // A few empty polls after the expected count: more records than expected must be seen too.
+            while (System.nanoTime() < deadline && quiet < 3) {
+                var records = consumer.poll(Duration.ofMillis(300));
+                records.forEach(record -> values.add(record.value()));
+                quiet = values.size() >= expected && records.isEmpty() ? quiet + 1 : 0;
+            }
+        }
+        return values;
+    }
+
+    private static void transactions(String bootstrap, String input) throws Exception {
+        String output = input + "-out";
+        createTopic(bootstrap, output, 2);
+        String group = input + "-eos";
+        String transactionalId = input + "-txn";
+        Properties consumerProps = consumerProps(bootstrap, group);
+        consumerProps.put("auto.offset.reset", "earliest");
+        consumerProps.put("enable.auto.commit", "false");
+        consumerProps.put("isolation.level", "read_committed");
+        Map<TopicPartition, OffsetAndMetadata> consumed = new HashMap<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps);
+             KafkaProducer<String, String> producer = transactionalProducer(bootstrap, transactionalId)) {
+            consumer.subscribe(List.of(input));
+            producer.beginTransaction();
+            int transformed = 0;
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (transformed < COUNT && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    producer.send(new ProducerRecord<>(output, record.partition(), record.key(),
+                            "out-" + record.value()));
+                    consumed.put(new TopicPartition(record.topic(), record.partition()),
+                            new OffsetAndMetadata(record.offset() + 1));
+                    transformed++;
+                }
+            }
+            if (transformed != COUNT) {
+                fail("the transforming consumer read " + transformed + " of " + COUNT + " records");
+            }
+            ConsumerGroupMetadata metadata = consumer.groupMetadata();
+            if (metadata.generationId() < 0) {
+                fail("the transforming consumer has no generation: " + metadata);
+            }
+            producer.sendOffsetsToTransaction(consumed, metadata);
+            producer.commitTransaction();
+
+            producer.beginTransaction();
+            for (int i = 0; i < 10; i++) {
+                producer.send(new ProducerRecord<>(output, i % 2, "a" + i, "aborted-" + i));
+            }
+            producer.flush();
+            producer.abortTransaction();
+
+            // A second instance with the same transactional.id fences this one.
+            try (KafkaProducer<String, String> successor = transactionalProducer(bootstrap, transactionalId)) {
+                boolean fenced = false;
+                try {
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>(output, 0, "z", "zombie")).get();
+                    producer.commitTransaction();
+                } catch (ExecutionException | KafkaException error) {
+                    // Transaction version 1 (logwright) fences at AddPartitionsToTxn: ProducerFencedException;
+                    // version 2 (Kafka 4.4's default) at the Produce itself: InvalidProducerEpochException.
+                    Throwable cause = error instanceof ExecutionException ? error.getCause() : error;
+                    fenced = cause instanceof ProducerFencedException || cause instanceof InvalidProducerEpochException;
+                    if (!fenced) {
+                        fail("the fenced producer failed with " + error + ", not as fenced");
+                    }
+                }
+                if (!fenced) {
+                    fail("a second producer with the same transactional.id did not fence the first");
+                }
+                successor.beginTransaction();
+                successor.send(new ProducerRecord<>(output, 0, "s", "successor")).get();
+                successor.commitTransaction();
+            }
+        }
+        List<String> committed = readAll(bootstrap, output, "read_committed", COUNT + 1);
+        Set<String> expected = new java.util.HashSet<>();
+        for (int i = 0; i < COUNT; i++) {
+            expected.add("out-v" + i);
+        }
+        expected.add("successor");
+        if (committed.size() != expected.size() || !expected.equals(new java.util.HashSet<>(committed))) {
+            fail("read_committed saw " + committed.size() + " records, expected " + expected.size() + ": "
+                    + committed.stream().filter(v -> !expected.contains(v)).toList() + " unexpected");
+        }
+        List<String> uncommitted = readAll(bootstrap, output, "read_uncommitted", COUNT + 11);
+        long aborted = uncommitted.stream().filter(v -> v.startsWith("aborted-")).count();
+        if (aborted != 10 || uncommitted.contains("zombie") || uncommitted.size() != COUNT + 11
+                || !uncommitted.containsAll(expected)) {
+            fail("read_uncommitted saw " + uncommitted.size() + " records, " + aborted + " of them aborted");
+        }
+        try (KafkaConsumer<String, String> checker = new KafkaConsumer<>(consumerProps(bootstrap, group))) {
+            Set<TopicPartition> partitions = Set.of(new TopicPartition(input, 0), new TopicPartition(input, 1));
+            Map<TopicPartition, OffsetAndMetadata> offsets = checker.committed(partitions, WAIT);
+            long total = offsets.values().stream().mapToLong(o -> o == null ? 0 : o.offset()).sum();
+            if (total != COUNT) {
+                fail("offsets committed in the transaction " + offsets);
             }
         }
     }
