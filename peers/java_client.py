@@ -3,7 +3,8 @@
 peers/java/src/.../ClientScenario.java has seven steps (producer; consumer group, classic and KIP-848;
 KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
 dead-letter copies of a REJECT and of the delivery limit; a transactional consume-transform-produce loop with an
-abort and a fenced zombie), each run as its own JVM that
+abort and a fenced zombie; a Kafka Streams 4.4.0 word count, exactly once, restored from its changelog), each run as
+its own JVM that
 prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from peers.suite import Failure, SuiteResult, add_arguments, broker, run_recorded  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
-STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions")
+STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions", "streams")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 
