@@ -65,9 +65,11 @@ fuzz: $(STAMP)
 	mkdir -p .fuzz/corpus && $(BIN)/python tests/fuzz/atheris_decode.py -runs=$(FUZZ_RUNS) -max_len=4096 \
 		-artifact_prefix=.fuzz/ .fuzz/corpus
 
-# The Java client scenario (kafka-clients, javac) against logwright and Apache Kafka in the same run.
+# The Java client scenario (kafka-clients and Kafka Streams, javac) and a Kafka Connect worker against logwright and
+# Apache Kafka in the same run.
 compat-java: $(STAMP)
-	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py tests/peers/test_java_pop_renew.py --peers
+	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
+		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py --peers
 
 # Every peer suite (kafka-python, franz-go, the Java scenario) against logwright, Apache Kafka and Tansu in one
 # session, one run at a time: writes peers/results.md (ran/passed/failed/skipped, logwright failures with reasons).
