@@ -35,22 +35,15 @@ WAIT_S = 90.0
 
 pytestmark = pytest.mark.peers
 
+sys.path.insert(0, str(ROOT / "bench"))  # bench/ is not a package: kafka_peer finds java, resolves jars, runs Kafka
+import kafka_peer  # noqa: E402
+
 
 def classpath() -> str:
     """Resolve connect-runtime and connect-file from Maven Central (once per pom) into peers/connect/target/lib."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from kafka_peer import resolve  # noqa: PLC0415 - bench/ is not a package
-
     lib = CONNECT / "target" / "lib"
-    resolve(pom=CONNECT / "pom.xml", lib=lib)
+    kafka_peer.resolve(pom=CONNECT / "pom.xml", lib=lib)
     return f"{lib}/*"
-
-
-def java() -> str:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from kafka_peer import java as found  # noqa: PLC0415
-
-    return found()
 
 
 def wait_for(what: str, check: Callable[[], bool], log: Path) -> None:
@@ -92,7 +85,7 @@ class Worker:
                          "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [java(), "-Xmx512m", f"-Dlog4j.configuration=file:{log4j}", "-cp", classpath(),
+                [kafka_peer.java(), "-Xmx512m", f"-Dlog4j.configuration=file:{log4j}", "-cp", classpath(),
                  "org.apache.kafka.connect.cli.ConnectDistributed", str(properties)],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for("the worker's REST API answering", lambda: self.get("/connectors") is not None, self.log)
@@ -187,12 +180,9 @@ def test_a_file_pipeline_survives_killed_workers_and_brokers(against: str, guara
     exactly_once = guarantee == "exactly-once"
     source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(lines(1, 300)) + "\n")
-    sys.path.insert(0, str(ROOT / "bench"))
-    from kafka_peer import KafkaPeer  # noqa: PLC0415
-
-    broker: BrokerProcess | KafkaPeer
+    broker: BrokerProcess | kafka_peer.KafkaPeer
     if against == "kafka":
-        broker = KafkaPeer(tmp_path / "kafka").start()
+        broker = kafka_peer.KafkaPeer(tmp_path / "kafka").start()
     else:
         broker = BrokerProcess(tmp_path / "data").start()
 
