@@ -177,7 +177,8 @@ class ShareSessionLimitReached(DomainError):
 
 
 class PolicyViolation(DomainError):
-    """A plugin's policy refuses the request (an admission wrapper over a produce, for example)."""
+    """A policy refuses the request: a plugin's (an admission wrapper over a produce, for example) or a topic's
+    (DeleteRecords on a compact-only topic)."""
 
 
 class ProducerFenced(DomainError):

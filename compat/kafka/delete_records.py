@@ -3,7 +3,8 @@
 Offset -1 means the high watermark (everything written so far). Whole stored batches below the new
 start are deleted with a `LogTruncated` event; a batch straddling it stays, its lower records
 unreachable. An offset beyond the end is OFFSET_OUT_OF_RANGE. A partition named more than once is answered
-once, for the last offset named (Kafka takes the request as a map). The store's ``truncate`` first commits
+once, for the last offset named (Kafka takes the request as a map). A compact-only topic's records are refused
+(POLICY_VIOLATION, as Kafka: they go only when compaction replaces them). The store's ``truncate`` first commits
 what is staged, so the high watermark it measures is the committed one Fetch also sees; the answer (the
 new low watermark) waits until the truncation is durable. Every `PARTITIONS_PER_TURN` partitions the handler
 lets the other connections' requests run (a request naming 9,000 partitions held the event loop 436 ms at once),
@@ -21,6 +22,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
+from logwright.core.compaction.settings import refuse_delete_records
 from logwright.core.errors import DomainError
 from logwright.core.log.internal_topics import refuse_append
 
@@ -66,6 +68,8 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
             else:
                 try:
                     refuse_append(topic.name)
+                    if (state := broker.topic(topic.name)) is not None:
+                        refuse_delete_records(broker.topic_config(state, "cleanup.policy"))
                     truncated = broker.store.truncate(partition_id, offset) is not None or truncated
                     low_watermark = broker.partition(partition_id).log_start_offset
                 except DomainError as error:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from logwright.core.errors import PolicyViolation
+
 POLICIES = ("compact", "delete")
 
 
@@ -33,6 +35,13 @@ def cleanup_policy(value: str) -> str | None:
 
 def is_compacted(value: str | None) -> bool:
     return value is not None and "compact" in policies(value)
+
+
+def refuse_delete_records(value: str | None) -> None:
+    """Raise `PolicyViolation` (POLICY_VIOLATION) for DeleteRecords on a compact-only topic, as Kafka 4.4 does: there a
+    record goes only when a newer one of its key replaces it. ``compact,delete`` and the empty list allow it."""
+    if value is not None and (listed := policies(value)) and "delete" not in listed and "compact" in listed:
+        raise PolicyViolation(f"records cannot be deleted from a topic whose cleanup.policy is {value!r}")
 
 
 def compaction_lags_agree(values: Mapping[str, str]) -> str | None:

@@ -171,6 +171,40 @@ def test_create_partitions_and_delete_records(admin: KafkaAdminClient, bootstrap
     consumer.close()
 
 
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize(("policy", "set_by"), [("compact", "creation"), ("compact", "alteration"),
+                                                ("compact,delete", "creation"), ("delete", "creation"),
+                                                ("", "creation")])
+def test_records_of_a_compact_only_topic_cannot_be_deleted(admin: KafkaAdminClient, bootstrap: str, policy: str,
+                                                           set_by: str) -> None:
+    """Kafka 4.4 refuses DeleteRecords with POLICY_VIOLATION where ``cleanup.policy`` lists compact without delete,
+    whether set at the topic's creation or altered to it later, at any offset; the records stay. Other policies
+    (the empty list included) delete."""
+    topic = name("admin-policy")
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": policy} if set_by == "creation"
+                                  else {})])
+    if set_by == "alteration":
+        admin.alter_configs([ConfigResource("TOPIC", topic, configs={"cleanup.policy": policy})])
+        assert _eventually(lambda: topic_configs(admin, topic)["cleanup.policy"]["value"] == policy)
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for value in range(5):
+        producer.send(topic, f"v{value}".encode(), key=f"k{value}".encode(), partition=0)
+    producer.flush()
+    producer.close()
+    partition = TopicPartition(topic, 0)
+    if policy != "compact":
+        assert admin.delete_records({partition: 2})[partition]["low_watermark"] == 2
+        return
+    for offset in (2, -1):
+        with pytest.raises(kafka_errors.PolicyViolationError):
+            admin.delete_records({partition: offset})
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    assert consumer.beginning_offsets([partition]) == {partition: 0}
+    consumer.close()
+
+
 @pytest.mark.logwright_only(reason="starts a private logwright process with static configs")
 def test_static_broker_configs_and_the_default_partition_count(tmp_path: Path) -> None:
     process = BrokerProcess(tmp_path / "data", config={"num.partitions": "2"}).start()
