@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint bench bench-store bench-wire bench-compare bench-share bench-share-dlq bench-startup bench-soak clean compat-peers compat-franz \
-	compat-kafka compat-kafka-fast compat-java compat-table kafka fuzz spark-kafka
+	compat-kafka compat-kafka-fast compat-java compat-clients compat-table kafka fuzz spark-kafka
 
 $(STAMP): pyproject.toml compat/wire/_record_walk.c
 	test -d $(VENV) || $(or $(PYTHON),$$(python3 tools/fastest_python.py || echo python3)) -m venv $(VENV)
@@ -71,7 +71,11 @@ compat-java: $(STAMP)
 	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
 		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py --peers
 
-# Every peer suite (kafka-python, franz-go, the Java scenario) against logwright, Apache Kafka and Tansu in one
+# KafkaJS (Node, npm ci) and Sarama (Go, from the module proxy) scenarios against logwright and Apache Kafka.
+compat-clients: $(STAMP)
+	$(BIN)/python -m pytest -q tests/peers/test_js_go_clients.py --peers
+
+# Every peer suite (kafka-python, franz-go, the Java, KafkaJS and Sarama scenarios) against logwright, Apache Kafka and Tansu in one
 # session, one run at a time: writes peers/results.md (ran/passed/failed/skipped, logwright failures with reasons).
 # Opt-in and heavy (about half an hour); each suite alone takes --against logwright|kafka|tansu.
 compat-table: $(VENV)/.peers-installed $(VENV)/.bench-installed

@@ -45,6 +45,8 @@ SUITES = (
     Suite("kafka-python 3.0.12 test/integration", "peers/kafka_python.py", "peers/kafka_python_expected_failures.txt"),
     Suite("franz-go v1.22.2 pkg/kgo", "peers/franz_go.py", "peers/franz_go_expected_failures.txt"),
     Suite("Java kafka-clients 4.4.0 scenario", "peers/java_client.py", None),
+    Suite("KafkaJS 2.2.4 scenario", "peers/kafkajs_client.py", None),
+    Suite("Sarama v1.62.0 scenario", "peers/sarama_client.py", None),
 )
 
 
