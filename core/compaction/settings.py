@@ -40,7 +40,7 @@ def is_compacted(value: str | None) -> bool:
 def refuse_delete_records(value: str | None) -> None:
     """Raise `PolicyViolation` (POLICY_VIOLATION) for DeleteRecords on a compact-only topic, as Kafka 4.4 does: there a
     record goes only when a newer one of its key replaces it. ``compact,delete`` and the empty list allow it."""
-    if value is not None and (listed := policies(value)) and "delete" not in listed and "compact" in listed:
+    if value is not None and "compact" in (listed := policies(value)) and "delete" not in listed:
         raise PolicyViolation(f"records cannot be deleted from a topic whose cleanup.policy is {value!r}")
 
 

@@ -8,10 +8,15 @@ from logwright.core.compaction.cleanable import PartitionView, choose, due_at
 from logwright.core.compaction.offset_map import OffsetMap, capacity_for
 from logwright.core.compaction.retention import BatchFacts, Outcome, TransactionTracker, judge
 from logwright.core.compaction.segments import MAXIMA_KEPT, SegmentModel
-from logwright.core.compaction.settings import CompactionSettings, cleanup_policy, compaction_lags_agree
+from logwright.core.compaction.settings import (
+    CompactionSettings,
+    cleanup_policy,
+    compaction_lags_agree,
+    refuse_delete_records,
+)
 from logwright.core.compaction.state import CLEANER_CHECKPOINTS, CleanerCheckpoint
 from logwright.core.config.configs import default_registry
-from logwright.core.errors import InvalidConfig
+from logwright.core.errors import InvalidConfig, PolicyViolation
 from logwright.core.events import TopicDeleted
 from logwright.core.events.compaction import NOT_RECORDED, PartitionCompacted
 from logwright.core.log.record_keys import KeyedRecord
@@ -220,6 +225,18 @@ def test_cleanup_policies_kafka_accepts(value: str) -> None:
 @pytest.mark.parametrize("value", ["compacted", "compact,none", ",", " , ", "compact,", ",delete", "COMPACT"])
 def test_cleanup_policies_kafka_refuses(value: str) -> None:
     assert cleanup_policy(value) is not None
+
+
+@pytest.mark.parametrize(("value", "refused"), [("compact", True), (" compact ", True), ("compact,compact", True),
+                                               ("compact,delete", False), ("delete, compact", False),
+                                               ("delete", False), ("", False), (None, False)])
+def test_records_are_deleted_unless_the_policy_is_compact_only(value: str | None, refused: bool) -> None:
+    """Kafka 4.4's DeleteRecords refusal (tests/integration/test_admin.py runs it on both brokers)."""
+    if refused:
+        with pytest.raises(PolicyViolation, match="cleanup.policy"):
+            refuse_delete_records(value)
+    else:
+        refuse_delete_records(value)
 
 
 def test_min_compaction_lag_above_max_is_refused_together() -> None:
