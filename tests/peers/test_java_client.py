@@ -8,21 +8,16 @@ Streams word count, exactly once, restored from its changelog) as its own JVM; K
 ``share.version=2``, without which it writes no dead-letter copy (the dead-letter step then fails there, as it
 should). Opt-in (``make compat-java`` or ``pytest tests/peers --peers``): it needs java, javac and mvn, and starts a
 Kafka JVM. ``make compat-table`` runs the same script against Tansu too.
-
-The script runs as a child process, as the compat table runs it, so its JVMs and brokers end with it.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.peers.scenario_runs import assert_every_step_passes
 
 pytestmark = pytest.mark.peers
 
@@ -31,11 +26,4 @@ pytestmark = pytest.mark.peers
 def test_every_java_client_step_passes(against: str, tmp_path: Path) -> None:
     if shutil.which("javac") is None:
         pytest.fail("javac is missing: install a JDK 17+ (default-jdk-headless)")
-    results = tmp_path / "results.json"
-    run = subprocess.run([sys.executable, "peers/java_client.py", "--against", against, "--results", str(results)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert results.exists(), f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    result = json.loads(results.read_text())
-    assert result["error"] is None, run.stdout[-3000:]
-    failures = {failure["test"]: failure["message"] for failure in result["failures"]}
-    assert not failures and result["passed"] == result["ran"] > 0, f"{failures}\n{run.stdout[-5000:]}"
+    assert_every_step_passes("java_client", against, tmp_path)
