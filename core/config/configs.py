@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
-from logwright.core.errors import InvalidConfig
+from logwright.core.errors import InvalidConfig, InvalidRequest
 
 Validator = Callable[[str], str | None]
 """Returns ``None`` when the value is valid, otherwise why it is not."""
@@ -171,14 +171,15 @@ class ConfigRegistry:
         return self.keys.get((resource_type, name))
 
     def validate(self, resource_type: str, entries: Iterable[tuple[str, str | None]]) -> None:
-        """Refuse unknown keys, read-only keys and invalid values; ``None`` (reset) is always valid. An INT key's
+        """Refuse unknown keys, read-only keys (`InvalidRequest`, as Kafka 4.4 refuses a static broker key) and invalid
+        values; ``None`` (reset) is always valid. An INT key's
         value must fit 32 bits, as Kafka's ``Integer.parseInt`` reads it."""
         for name, value in entries:
             key = self.keys.get((resource_type, name))
             if key is None:
                 raise InvalidConfig(f"unknown {resource_type} config {name!r}")
-            if key.read_only:
-                raise InvalidConfig(f"{resource_type} config {name!r} is read-only")
+            if key.read_only:  # Kafka's words and error (INVALID_REQUEST) for a static key
+                raise InvalidRequest(f"Cannot update these configs dynamically: [{name}]")
             if value is None:
                 continue
             number = java_long(value) if key.value_type == "INT" else None
@@ -356,7 +357,12 @@ _BROKER_KEYS = (
     ConfigKey("unclean.leader.election.enable", "broker", "false", boolean,
               "Default unclean.leader.election.enable of topics; there is one replica.", "BOOLEAN"),
     ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
-              "Accepted for compatibility.", "INT"),
+              "How long committed offsets are kept: from when their group became Empty (a classic group with a "
+              "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "
+              "Kafka.", "INT", read_only=True),
+    ConfigKey("offsets.retention.check.interval.ms", "broker", "600000", long_at_least(1),
+              "How often expired offsets are deleted, and groups left empty without offsets with them (broker "
+              "clock).", "LONG", read_only=True),
     # the three group keys are static in Kafka (set at start, never altered), and so here
     ConfigKey("group.initial.rebalance.delay.ms", "broker", "0", long_at_least(0),
               "Wait before the first rebalance of an empty group.", "INT", read_only=True),
