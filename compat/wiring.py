@@ -18,6 +18,7 @@ from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.coordinators.consumer_coordinator import ConsumerCoordinator
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import GroupCoordinator
+from logwright.compat.coordinators.group_expiry import GroupExpiry
 from logwright.compat.coordinators.log_cleaner import LogCleaner
 from logwright.compat.coordinators.log_retention import LogRetention
 from logwright.compat.coordinators.plugin_timers import PluginTimers
@@ -86,6 +87,7 @@ class Coordinators:
     pop: PopCoordinator
     log_cleaner: LogCleaner
     log_retention: LogRetention
+    group_expiry: GroupExpiry
     plugin_timers: PluginTimers
     """Background tasks' timers (`BrokerFacade.deadline_timer`), run by LogwrightAdvanceClock with the rest."""
 
@@ -96,12 +98,12 @@ class Coordinators:
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
                    TransactionTimer(broker), PopCoordinator(broker, plugins.archive_decider()), LogCleaner(broker),
-                   LogRetention(broker),
+                   LogRetention(broker), GroupExpiry(broker),
                    PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
-                self.pop.timer, self.log_cleaner.timer, self.log_retention.timer)
+                self.pop.timer, self.log_cleaner.timer, self.log_retention.timer, self.group_expiry.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request, and
@@ -119,6 +121,7 @@ class Coordinators:
         self.pop.tick()
         self.log_cleaner.tick()
         self.log_retention.tick()
+        self.group_expiry.tick()
         self.plugin_timers.run_due()
 
     def close(self) -> None:
@@ -127,6 +130,7 @@ class Coordinators:
             timer.close()
         self.log_cleaner.close()
         self.log_retention.close()
+        self.group_expiry.close()
         self.plugin_timers.close()
 
 

@@ -113,7 +113,7 @@ class ConsumerCoordinator:
         before = consumer_group(self.broker, command.group_id)
         member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)
         if classic is not None and events:  # an empty classic group: the joining member takes its id over
-            events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER))
+            events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
                                           and not _is_static(before, member_id)):

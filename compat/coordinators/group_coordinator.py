@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
+from kio.serial import entity_reader
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.turns import give_way
@@ -50,6 +52,31 @@ def coordinator(broker: Broker) -> GroupCoordinator:
 def group_state(broker: Broker, group_id: str) -> GroupState | None:
     state = broker.store.state("groups", group_id)
     return state if isinstance(state, GroupState) else None
+
+
+_read_subscription = entity_reader(ConsumerProtocolSubscription)
+
+
+def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
+    """Topics the members subscribe to; ``None`` when they cannot be read.
+
+    Every version of the subscription starts with an int16 version and then the v0 fields, so the
+    v0 schema reads the topic list of any version.
+    """
+    if state is None or not state.members:
+        return frozenset()
+    if state.protocol_type != "consumer" or state.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in state.members:
+        try:
+            subscription, _ = _read_subscription(member.metadata(state.protocol_name), 2)
+        except Exception:
+            return None
+        if subscription.topics is None:  # a null array where the schema has none: a subscription that does not read
+            return None
+        topics.update(subscription.topics)
+    return frozenset(topics)
 
 
 OFFSETS_DELETED_PER_TURN = 200

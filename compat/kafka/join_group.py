@@ -77,7 +77,7 @@ async def handle(context: RequestContext, request: JoinGroupRequest) -> Any:
     # Kafka) makes it an Empty classic group, staged with the join's events
     converted = consumer is not None and not command.member_id
     if converted:  # staged in the join's own turn: no consumer member can join the old group in between
-        context.broker.stage([EmptyGroupConverted(command.group_id, CLASSIC)])
+        context.broker.stage([EmptyGroupConverted(command.group_id, CLASSIC, context.broker.clock.now_ms())])
     try:
         reply = await coordinator(context.broker).join(command)
     except DomainError as error:

@@ -2,7 +2,8 @@
 
 v0-v1 are not served: kio cannot parse them (they are answered UNSUPPORTED_VERSION). Members commit
 with their generation (v7+ also with ``group.instance.id``); generation -1 with no member id is a
-"simple" commit, accepted while the group has no members. Retention fields (v2-v4) are ignored, the
+"simple" commit, accepted while the group has no members. A retention time (v2-v4, not -1) makes each offset
+expire that long after its commit, whatever its group does (`core.groups.offset_expiry`); the
 metadata string is round-tripped (null is stored as ""), and a commit counts as a member's heartbeat.
 As in Kafka, the empty group id is allowed here for backward compatibility. A KIP-848 consumer group's
 members commit with their member epoch as the generation: an unknown member is UNKNOWN_MEMBER_ID, another
@@ -75,7 +76,8 @@ async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
 
     now_ms = broker.clock.now_ms()
     events, topics = await commit_partitions(broker, request.topics, group_id, refusal, now_ms,
-                                             module.OffsetCommitResponseTopic, module.OffsetCommitResponsePartition)
+                                             module.OffsetCommitResponseTopic, module.OffsetCommitResponsePartition,
+                                             _expire_time_ms(request, now_ms))
     if events:
         await broker.stage_over_turns(events)
         await broker.durable()
@@ -109,9 +111,18 @@ def check_not_share_group(broker: Broker, group_id: str) -> None:
         raise UnknownGroup(f"group {group_id!r} is a share group: it has no committed offsets")
 
 
+def _expire_time_ms(request: OffsetCommitRequest, now_ms: int) -> int:
+    """When a v2-v4 commit with its own retention time expires (Kafka's ``expireTimestampMs``); -1 otherwise."""
+    if not has_field(request, "retention_time"):
+        return -1
+    retention_ms = cast(Any, request).retention_time // datetime.timedelta(milliseconds=1)
+    return -1 if retention_ms == -1 else min(max(now_ms + retention_ms, 0), 2**63 - 1)
+
+
 async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic], group_id: str,
                             refusal: Callable[[], ErrorCode | None], now_ms: int, topic_cls: Any,
-                            partition_cls: Any) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
+                            partition_cls: Any, expire_time_ms: int = -1,
+                            ) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
     """The commits an OffsetCommit or TxnOffsetCommit asks for and its per-partition answers. ``refusal`` (the
     group's or the transaction's check) fails every partition; it is asked again after the last yield, so the caller
     stages the commits in the turn they were last allowed. A request longer than a turn's share starts its checks a
@@ -136,7 +147,7 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
                 code = ErrorCode.NONE
                 if with_epoch is None:
                     with_epoch = _names_leader_epoch(partition)
-                events.append(committed_offset(group_id, topic.name, partition, now_ms, with_epoch))
+                events.append(committed_offset(group_id, topic.name, partition, now_ms, with_epoch, expire_time_ms))
             topic_answers.append(_answer(partition_cls, partition.partition_index, code))
         answers.append(topic_answers)
     if checked >= PARTITIONS_PER_TURN and refused is None and (refused := refusal()) is not None:
@@ -209,12 +220,12 @@ class _WithLeaderEpoch(RequestedCommit, Protocol):
 
 
 def committed_offset(group_id: str, topic: str, partition: RequestedCommit, now_ms: int,
-                     with_epoch: bool) -> OffsetCommitted:
+                     with_epoch: bool, expire_time_ms: int = -1) -> OffsetCommitted:
     """The commit one request partition asks for (null metadata stored as ""); ``with_epoch``: its version carries the
     leader epoch it was read at (`_names_leader_epoch`, asked once per topic)."""
     leader_epoch = int(cast(_WithLeaderEpoch, partition).committed_leader_epoch) if with_epoch else -1
     return OffsetCommitted(group_id, topic, int(partition.partition_index), int(partition.committed_offset),
-                           leader_epoch, partition.committed_metadata or "", now_ms)
+                           leader_epoch, partition.committed_metadata or "", now_ms, expire_time_ms)
 
 
 def _names_instance(request: OffsetCommitRequest) -> TypeIs[

@@ -13,11 +13,9 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
-from kio.serial import entity_reader
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
-from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state
+from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state, subscribed_topics
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
@@ -31,31 +29,8 @@ if TYPE_CHECKING:
     OffsetDeleteRequest: TypeAlias = v0.OffsetDeleteRequest
     """Every version served: mypy checks each field read against all of them."""
 
-_read_subscription = entity_reader(ConsumerProtocolSubscription)
 _CONSUMER_PROTOCOL_MEMBER = GroupMember("", None, "", "", 0, 0, ())
 """Stands for the members of a KIP-848 consumer group, whose subscriptions the coordinator knows."""
-
-
-def subscribed_topics(state: GroupState | None) -> frozenset[str] | None:
-    """Topics the members subscribe to; ``None`` when they cannot be read.
-
-    Every version of the subscription starts with an int16 version and then the v0 fields, so the
-    v0 schema reads the topic list of any version.
-    """
-    if state is None or not state.members:
-        return frozenset()
-    if state.protocol_type != "consumer" or state.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in state.members:
-        try:
-            subscription, _ = _read_subscription(member.metadata(state.protocol_name), 2)
-        except Exception:
-            return None
-        if subscription.topics is None:  # a null array where the schema has none: a subscription that does not read
-            return None
-        topics.update(subscription.topics)
-    return frozenset(topics)
 
 
 def _partition_count(broker: Broker, name: str) -> int:

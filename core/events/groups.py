@@ -11,9 +11,12 @@ from logwright.core.events.base import Event
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitted(Event):
-    """A consumer group's committed position (the next offset to read) on one partition."""
+    """A consumer group's committed position (the next offset to read) on one partition. ``expire_time_ms``: when it
+    expires whatever the group does (OffsetCommit v2-v4's ``retention_time_ms`` after the commit), -1 for the broker's
+    ``offsets.retention.minutes`` (`core.groups.offset_expiry`); version 1 (logs written before it) reads -1."""
 
     TAG: ClassVar[int] = 7
+    VERSION: ClassVar[int] = 2
     group: str
     topic: str
     partition: int
@@ -21,6 +24,12 @@ class OffsetCommitted(Event):
     leader_epoch: int = -1
     metadata: str | None = None
     commit_time_ms: int = 0
+    expire_time_ms: int = -1
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 ends before ``expire_time_ms``: its default reads it."""
+        return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +66,16 @@ class EmptyGroupConverted(Event):
     converts an empty group the same way (a group with members is not converted: see docs/consumer-groups.md)."""
 
     TAG: ClassVar[int] = 27
+    VERSION: ClassVar[int] = 2
     group: str
     to: str
+    at_ms: int = 0
+    """When, on the broker clock: a classic group made here is Empty from then (0: version 1, written before)."""
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 ends before ``at_ms``: its default reads it."""
+        return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +128,22 @@ class MembersLeft(Event):
 
 @dataclass(frozen=True, slots=True)
 class GenerationStarted(Event):
-    """The join phase completed: a new generation with its protocol and leader (none when empty)."""
+    """The join phase completed: a new generation with its protocol and leader (none when empty). ``at_ms``: when, on
+    the broker clock; a group left without members is Empty from then, which its offsets' expiry counts from (0 in
+    version 1, written before: its offsets then count from their commits, as Kafka's do without a state timestamp)."""
 
     TAG: ClassVar[int] = 23
+    VERSION: ClassVar[int] = 2
     group: str
     generation: int
     protocol_name: str | None
     leader: str | None
+    at_ms: int = 0
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 ends before ``at_ms``: its default reads it."""
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Decisions about a group's offsets and existence: who may commit, deleting groups and offsets, listing.
 
-A group "exists" when it has members (the ``groups`` projection) or committed offsets (the
-``committed_offsets`` projection); a group that only stores offsets is reported as Empty, as Kafka does.
+A group "exists" when it has members (the ``groups`` projection) or a head of committed offsets (the
+``committed_offsets`` projection, kept when its last offset goes, until the group's expiry); a group that only stores
+offsets is reported as Empty, as Kafka does.
 """
 
 from __future__ import annotations

@@ -200,7 +200,8 @@ def _replace_static(state: GroupState, existing: GroupMember, command: JoinGroup
     return JoinDecision((replaced, *_rebalance(state.group_id, state, reason), joined), new_member_id, wait=True)
 
 
-def decide_complete_join(state: GroupState | None, *, force: bool, pending_members: int) -> tuple[Event, ...] | None:
+def decide_complete_join(state: GroupState | None, *, force: bool, pending_members: int,
+                         now_ms: int) -> tuple[Event, ...] | None:
     """Close the join phase: ``None`` while members are still expected (or nobody rejoined yet).
 
     ``force`` is set when the rebalance timeout (or the initial delay) has run out: dynamic members
@@ -220,10 +221,10 @@ def decide_complete_join(state: GroupState | None, *, force: bool, pending_membe
         [MembersLeft(state.group_id, gone, "did not rejoin before the rebalance timeout")] if gone else [])
     generation = state.generation + 1
     if not staying:
-        events.append(GenerationStarted(state.group_id, generation, None, None))
+        events.append(GenerationStarted(state.group_id, generation, None, None, now_ms))
         return tuple(events)
     leader = state.leader if any(member.member_id == state.leader for member in rejoined) else rejoined[0].member_id
-    events.append(GenerationStarted(state.group_id, generation, select_protocol(staying), leader))
+    events.append(GenerationStarted(state.group_id, generation, select_protocol(staying), leader, now_ms))
     return tuple(events)
 
 

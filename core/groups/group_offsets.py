@@ -35,6 +35,8 @@ class CommittedOffset:
     leader_epoch: int = -1
     metadata: str | None = None
     commit_time_ms: int = 0
+    expire_time_ms: int = -1
+    """-1: it expires by the broker's ``offsets.retention.minutes`` (`core.groups.offset_expiry`)."""
 
 
 Partition = tuple[str, int]
@@ -125,13 +127,14 @@ class GroupOffsets:
 
 
 def group_offsets(states: Mapping[str, Any], group: str) -> GroupOffsets | None:
-    """The group's offsets in the projection's ``states``; ``None`` when it has committed none."""
+    """The group's offsets in the projection's ``states``; ``None`` when it has no head (it never committed, or it was
+    deleted). A head whose last offset went is kept, empty: the group stays until its expiry deletes it."""
     head = states.get(group_key(group))
     return GroupOffsets(group, head, states) if isinstance(head, OffsetsHead) else None
 
 
 def groups_with_offsets(states: Mapping[str, Any]) -> Iterator[str]:
-    """Every group that has committed offsets (its head's key, without the prefix)."""
+    """Every group with a head, even emptied (its head's key, without the prefix)."""
     return (key[1:] for key in states if key.startswith(HEAD_PREFIX))
 
 
@@ -182,7 +185,8 @@ def _evolve(state: Any, event: Event, key: str) -> Any:
         return None if isinstance(event, GroupDeleted) else head
     if committed:
         commit = cast(OffsetCommitted, event)
-        return CommittedOffset(commit.offset, commit.leader_epoch, commit.metadata, commit.commit_time_ms)
+        return CommittedOffset(commit.offset, commit.leader_epoch, commit.metadata, commit.commit_time_ms,
+                               commit.expire_time_ms)
     return None if isinstance(event, OffsetDeleted | GroupDeleted) else state
 
 
@@ -194,12 +198,12 @@ def _committed_head(event: OffsetCommitted, head: OffsetsHead | None) -> Offsets
 
 
 def _deleted_head(event: OffsetDeleted, head: OffsetsHead | None) -> OffsetsHead | None:
+    """A head whose last partition goes stays, empty: the group stays too, Empty, until its expiry
+    (`core.groups.offset_expiry`) or a DeleteGroups, as Kafka keeps it until its next cleanup."""
     if head is None:
         return None
     partitions = head.partitions.without(event.topic, event.partition)
-    if partitions is head.partitions:
-        return head
-    return OffsetsHead(partitions) if partitions else None
+    return head if partitions is head.partitions else OffsetsHead(partitions)
 
 
 GROUP_OFFSETS: Projection[Any] = Projection(

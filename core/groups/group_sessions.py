@@ -312,7 +312,8 @@ class GroupSessions:
             force = True
         else:
             force = now_ms >= timer.deadline_ms
-        events = decide_complete_join(state, force=force, pending_members=len(self._pending.get(group, {})))
+        events = decide_complete_join(state, force=force, pending_members=len(self._pending.get(group, {})),
+                                      now_ms=now_ms)
         if events is None:
             if force:
                 timer.not_before_ms = None

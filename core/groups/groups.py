@@ -78,6 +78,9 @@ class GroupState:
     protocol_name: str | None = None
     leader: str | None = None
     members: tuple[GroupMember, ...] = ()
+    empty_since_ms: int = 0
+    """When it last became Empty, on the broker clock (0: unknown, a log written before it was kept); its committed
+    offsets expire ``offsets.retention.minutes`` after it (`core.groups.offset_expiry`), as Kafka's state timestamp."""
 
     def member(self, member_id: str) -> GroupMember | None:
         return member_by_id(self.members, member_id)
@@ -178,7 +181,7 @@ def _(event: GenerationStarted, state: GroupState | None, key: str) -> GroupStat
     members = tuple(replace(member, assignment=b"", rejoined=False) for member in current.members)
     phase = GroupPhase.COMPLETING_REBALANCE if members else GroupPhase.EMPTY
     return replace(current, phase=phase, generation=event.generation, protocol_name=event.protocol_name,
-                   leader=event.leader, members=members)
+                   leader=event.leader, members=members, empty_since_ms=0 if members else event.at_ms)
 
 
 @_evolve.register
@@ -213,7 +216,7 @@ def _(event: EmptyGroupConverted, state: GroupState | None, key: str) -> GroupSt
     join on, as in Kafka, even if that join is then refused (MEMBER_ID_REQUIRED)."""
     if event.to != CLASSIC:
         return None
-    return state if state is not None else GroupState(event.group)
+    return state if state is not None else GroupState(event.group, empty_since_ms=event.at_ms)
 
 
 GROUPS: Projection[GroupState] = Projection(

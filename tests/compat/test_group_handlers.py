@@ -56,6 +56,7 @@ from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
 from logwright.core.clock import ManualClock
 from logwright.core.events import TopicDeleted
+from logwright.core.groups.offset_expiry import CHECK_INTERVAL_MS
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import GivenWay, as_read, in_process_broker
@@ -311,7 +312,8 @@ def test_deleting_a_topic_deletes_every_groups_offsets_on_it_and_keeps_the_other
     monkeypatch.setattr(group_coordinator, "OFFSETS_DELETED_PER_TURN", 2)
 
     async def scenario() -> None:
-        harness = Harness(tmp_path, ManualClock())
+        clock = ManualClock()
+        harness = Harness(tmp_path, clock)
         harness.broker.create_topic("t", 3)
         harness.broker.create_topic("u", 1)
         await harness.broker.durable()
@@ -333,7 +335,12 @@ def test_deleting_a_topic_deletes_every_groups_offsets_on_it_and_keeps_the_other
         assert await fetch("g2", "t", (2,)) == [-1]
         assert await fetch("g1", "u", (0,)) == [7], "offsets on other topics stay"
         listed = await harness.call(list_groups.handle, 4, ListGroupsRequest(states_filter=()))
-        assert [g.group_id for g in listed.groups] == ["g1"], "a group left without offsets or members is gone"
+        assert [g.group_id for g in listed.groups] == ["g1", "g2"], "left without offsets, Empty until the cleanup"
+        clock.advance(CHECK_INTERVAL_MS)
+        harness.broker.coordinators.run_due()
+        await harness.broker.durable()
+        listed = await harness.call(list_groups.handle, 4, ListGroupsRequest(states_filter=()))
+        assert [g.group_id for g in listed.groups] == ["g1"], "the cleanup removed the group"
         harness.close()
 
     asyncio.run(scenario())
@@ -441,9 +448,9 @@ def test_the_groups_with_offsets_are_read_once_and_then_kept_by_the_commits(
         deleted = await harness.call(offset_delete.handle, 0, OffsetDeleteRequest(group_id="g3", topics=(
             OffsetDeleteRequestTopic(name="t", partitions=(OffsetDeleteRequestPartition(partition_index=0),)),)))
         assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
-        assert await listed() == ["g1", "g2"], "its last partition's offset deleted"
-        gone = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=("g1",)))
-        assert gone.results[0].error_code == ErrorCode.NONE
+        assert await listed() == ["g1", "g2", "g3"], "its last offset deleted, g3 is Empty until the cleanup"
+        gone = await harness.call(delete_groups.handle, 2, DeleteGroupsRequest(groups_names=("g1", "g3")))
+        assert [result.error_code for result in gone.results] == [ErrorCode.NONE, ErrorCode.NONE]
         assert await listed() == ["g2"]
         assert searches == 1, "the rows were searched once, for the first listing"
         assert harness.store.reopen()

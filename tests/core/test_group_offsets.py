@@ -83,10 +83,13 @@ def test_committing_a_partition_the_head_lists_leaves_the_head_as_it_was() -> No
     assert GROUP_OFFSETS.evolve(head, OffsetCommitted("g", "t", 1, 9), group_key("g")) != head
 
 
-def test_offset_deleted_removes_one_partition_and_the_group_with_its_last() -> None:
+def test_offset_deleted_removes_one_partition_and_leaves_the_group_empty_after_its_last() -> None:
+    """The group stays until its expiry or a DeleteGroups removes it, as Kafka keeps it until its next cleanup."""
     commits = (OffsetCommitted("g", "t", 0, 1), OffsetCommitted("g", "t", 1, 2))
     assert listed(offsets(*commits, OffsetDeleted("g", "t", 0))) == [("t", 1, CommittedOffset(2))]
-    assert states(*commits, OffsetDeleted("g", "t", 0), OffsetDeleted("g", "t", 1)) == {}
+    emptied = states(*commits, OffsetDeleted("g", "t", 0), OffsetDeleted("g", "t", 1))
+    assert emptied == {group_key("g"): OffsetsHead()}
+    assert states(*commits, OffsetDeleted("g", "t", 0), OffsetDeleted("g", "t", 1), GroupDeleted("g")) == {}
 
 
 def test_deleting_what_was_never_committed_changes_nothing() -> None:
@@ -165,7 +168,8 @@ def test_the_rows_on_deleted_topics_are_found_whatever_the_group_and_only_theirs
     assert rows_on_topics(folded.items(), ["g", "a", "b"]) == [], "a group's name is no topic"
     after = states(*commits, *(row_deletion(key) for key, _ in rows))
     assert listed(group_offsets(after, "g")) == [("t2", 0, CommittedOffset(3))]
-    assert group_offsets(after, "a/b") is None
+    emptied = group_offsets(after, "a/b")
+    assert emptied is not None and len(emptied) == 0, "the group stays, Empty, until its expiry"
 
 
 def test_the_topics_with_offsets_are_named_by_the_rows_not_the_heads() -> None:

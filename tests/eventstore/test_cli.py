@@ -62,7 +62,7 @@ def test_events_json_prints_one_line_per_event_with_its_fields(data_dir: Path) -
     assert lines[1]["record_count"] == 3 and lines[1]["byte_size"] == 161
     assert lines[2] | {"time_ms": 0} == {"sequence": 3, "time_ms": 0, "type": "OffsetCommitted", "group": "g",
                                          "topic": "t", "partition": 0, "offset": 3, "leader_epoch": -1,
-                                         "metadata": "meta", "commit_time_ms": 0}
+                                         "metadata": "meta", "commit_time_ms": 0, "expire_time_ms": -1}
     assert {line["time_ms"] for line in lines} == {1_700_000_000_000}
 
 

@@ -13,6 +13,7 @@ from logwright.core.events import (
     AclsCreated,
     ConsumerMemberLeft,
     Event,
+    GenerationStarted,
     ManualClockSet,
     OffsetCommitted,
     RecordsAcquired,
@@ -34,7 +35,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     5: ("RecordsAppended", "partition_id base_offset record_count byte_size max_timestamp producer_id producer_epoch "
                            "base_sequence transactional"),
     6: ("LogTruncated", "partition_id log_start_offset removed_batches removed_bytes reason"),
-    7: ("OffsetCommitted", "group topic partition offset leader_epoch metadata commit_time_ms"),
+    7: ("OffsetCommitted", "group topic partition offset leader_epoch metadata commit_time_ms "
+                           "expire_time_ms"),  # version 2 added expire_time_ms
     8: ("OffsetDeleted", "group topic partition"),
     9: ("GroupDeleted", "group partitions"),  # version 2 added partitions
     10: ("ProducerIdAllocated", "producer_id producer_epoch transactional_id"),
@@ -46,8 +48,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
                          "rebalance_timeout_ms protocol_type protocols"),
     22: ("MemberLeft", "group member_id reason"),
     26: ("MembersLeft", "group member_ids reason"),
-    27: ("EmptyGroupConverted", "group to"),
-    23: ("GenerationStarted", "group generation protocol_name leader"),
+    27: ("EmptyGroupConverted", "group to at_ms"),  # version 2 added at_ms
+    23: ("GenerationStarted", "group generation protocol_name leader at_ms"),  # version 2 added at_ms
     24: ("AssignmentsSynced", "group generation assignments"),
     25: ("StaticMemberReplaced", "group group_instance_id old_member_id new_member_id"),
     30: ("SubscriptionCreated", "subscription partition_id topic start_offset"),
@@ -134,12 +136,13 @@ GOLDEN: list[tuple[Event, str]] = [
      "a431303030"),
     (RecordsAppended(3, 1_000, 5, 512, NOW, 7, 0, 40, True),
      "9ccf0000018bcfe56800050103cd03e805cd0200cf0000018bcfe56800070028c3"),
-    (OffsetCommitted("g", "orders", 1, 42, 3, "meta", NOW),
-     "9acf0000018bcfe568000701a167a66f7264657273012a03a46d657461cf0000018bcfe56800"),
+    (OffsetCommitted("g", "orders", 1, 42, 3, "meta", NOW, NOW + 60_000),
+     "9bcf0000018bcfe568000702a167a66f7264657273012a03a46d657461cf0000018bcfe56800cf0000018bcfe65260"),
+    (GenerationStarted("g", 2, None, None, NOW), "98cf0000018bcfe568001702a16702c0c0cf0000018bcfe56800"),
     (ManualClockSet(1_000), "94cf0000018bcfe568000b01cd03e8"),
     (RecordsAcquired("g", 0, "c1", ((3, 7),), 31_000), "98cf0000018bcfe568001f01a16700a2633191920307cd7918"),
     (TransactionalOffsetCommitted("tx", 9, 1, OffsetCommitted("g", "orders", 0, 5)),
-     "97cf0000018bcfe568003f01a274780901c71101990701a167a66f72646572730005ffc000"),
+     "97cf0000018bcfe568003f01a274780901c712019a0702a167a66f72646572730005ffc000ff"),
     (ConsumerMemberLeft("g", "m1", "left"), "96cf0000018bcfe568004a01a167a26d31a46c656674"),
     (AclsCreated((AclBinding(2, "orders", 3, "User:alice", "*", 3, 3),)),
      "94cf0000018bcfe56800500191c71d0199cd04380102a66f726465727303aa557365723a616c696365a12a0303"),
@@ -156,6 +159,19 @@ def test_a_marker_written_before_the_index_of_aborts_reads_as_one_the_partitions
     time_ms, marker = CODEC.decode_event(bytes.fromhex("98cf0000018bcfe56800400103cd03e80700c2"), "golden")
     assert (time_ms, marker) == (NOW, TransactionMarkerWritten(3, 1_000, 7, 0, False))
     assert isinstance(marker, TransactionMarkerWritten) and not marker.indexed_abort
+
+
+def test_offsets_and_generations_written_before_their_times_read_with_none() -> None:
+    """Version 1 of `OffsetCommitted` (no expiry time of its own: the broker's retention applies), alone or inside a
+    transaction's commit, and of `GenerationStarted` (no time: an Empty group's offsets count from their commits)."""
+    assert CODEC.decode_event(bytes.fromhex(
+        "9acf0000018bcfe568000701a167a66f7264657273012a03a46d657461cf0000018bcfe56800"), "golden") == (
+        NOW, OffsetCommitted("g", "orders", 1, 42, 3, "meta", NOW, -1))
+    assert CODEC.decode_event(bytes.fromhex(
+        "97cf0000018bcfe568003f01a274780901c71101990701a167a66f72646572730005ffc000"), "golden") == (
+        NOW, TransactionalOffsetCommitted("tx", 9, 1, OffsetCommitted("g", "orders", 0, 5)))
+    assert CODEC.decode_event(bytes.fromhex("97cf0000018bcfe568001701a16702c0c0"), "golden") == (
+        NOW, GenerationStarted("g", 2, None, None, 0))
 
 
 @pytest.mark.parametrize(("event", "golden"), GOLDEN, ids=[type(event).__name__ for event, _ in GOLDEN])

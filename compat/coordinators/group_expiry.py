@@ -1,0 +1,131 @@
+"""The group metadata cleanup: every ``offsets.retention.check.interval.ms`` on the broker clock, expire committed
+offsets and delete the groups left empty without offsets (`core.groups.offset_expiry` decides, as Kafka 4.4).
+
+Kafka runs this pass on a timer from its coordinator's start; so does this one, from the broker's start, on a
+`DeadlineTimer` (nothing polls; on a manual clock LogwrightAdvanceClock runs it when due). It looks at every classic
+group, KIP-848 consumer group and group of committed offsets, share groups aside (Kafka skips them too). Each group
+is decided and staged in one turn, from the states of that turn, so a commit or join between two slices is seen; a
+pass gives way to other requests every `OFFSETS_PER_TURN` offsets looked at, and on a manual clock runs whole inside
+the tick. What a group's deletion forgets in memory (sessions, members' liveness) goes with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+
+from logwright.compat.broker import Broker
+from logwright.compat.coordinators.consumer_coordinator import consumer_group
+from logwright.compat.coordinators.deadline_timer import DeadlineTimer
+from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state, subscribed_topics
+from logwright.compat.turns import give_way
+from logwright.core.clock import ManualClock
+from logwright.core.groups.groups import GroupState
+from logwright.core.groups.offset_expiry import CHECK_INTERVAL_MS, cleanup
+from logwright.core.transactions.transactions import pending_offsets
+
+log = logging.getLogger(__name__)
+
+OFFSETS_PER_TURN = 5_000
+"""Groups and committed offsets looked at before a pass gives way to other requests."""
+
+
+class GroupExpiry:
+    """One broker's cleanup pass and its timer; `tick` starts the pass when it is due."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._interval_ms = self._read_interval()
+        self._next_ms = broker.clock.now_ms() + self._interval_ms
+        self._pass: asyncio.Task[None] | None = None
+        self.expired_offsets = 0
+        self.deleted_groups = 0
+        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-group-expiry")
+
+    def _read_interval(self) -> int:
+        try:
+            return int(self.broker.broker_config("offsets.retention.check.interval.ms"))
+        except KeyError:
+            return CHECK_INTERVAL_MS
+
+    def retention_ms(self) -> int:
+        return int(self.broker.broker_config("offsets.retention.minutes")) * 60_000
+
+    def next_deadline(self) -> int | None:
+        return None if self._pass is not None and not self._pass.done() else self._next_ms
+
+    def tick(self) -> None:
+        """Run the pass if it is due: whole on a manual clock, else as a task that gives way between slices."""
+        now = self.broker.clock.now_ms()
+        if now < self._next_ms or (self._pass is not None and not self._pass.done()):
+            return
+        self._next_ms = now + self._interval_ms
+        if isinstance(self.broker.clock, ManualClock):
+            for _ in self._slices():
+                pass
+            return
+        self._pass = asyncio.get_running_loop().create_task(self._run(), name="logwright-group-expiry-pass")
+
+    async def _run(self) -> None:
+        try:
+            for _ in self._slices():
+                await give_way()
+        except Exception:
+            log.exception("the group metadata cleanup failed; it runs again at its next interval")
+        finally:
+            self.timer.wake()
+
+    def group_ids(self) -> list[str]:
+        """Every group the pass looks at, sorted: classic, KIP-848 and those of committed offsets only."""
+        store = self.broker.store
+        ids = set(store.entities("groups"))
+        ids.update(store.entities("consumer_groups"))
+        ids.update(self.broker.coordinators.groups.groups_with_offsets())
+        return sorted(ids)
+
+    def _slices(self) -> Iterator[None]:
+        """Decide and stage each group in turn; yields after every `OFFSETS_PER_TURN` groups and offsets."""
+        retention_ms = self.retention_ms()
+        looked_at = 0
+        pending = pending_offsets(self.broker.store.entities("transactions").values())
+        for group_id in self.group_ids():
+            if looked_at >= OFFSETS_PER_TURN:
+                yield
+                looked_at = 0
+                pending = pending_offsets(self.broker.store.entities("transactions").values())
+            looked_at += 1 + self._clean(group_id, pending.get(group_id, set()), retention_ms)
+
+    def _clean(self, group_id: str, pending: set[tuple[str, int]], retention_ms: int) -> int:
+        """Expire what is due of one group, or delete it; the offsets looked at."""
+        classic, consumer = group_state(self.broker, group_id), consumer_group(self.broker, group_id)
+        offsets = committed_offsets(self.broker, group_id)
+        subscriptions = subscribed_topics(classic) if _stable_consumer(classic) else None
+        decided = cleanup(group_id, classic, consumer, offsets, subscriptions, pending, self.broker.clock.now_ms(),
+                          retention_ms)
+        if decided.events:
+            self.broker.stage(decided.events)
+            self.broker.durable().add_done_callback(_log_failure)
+            if decided.deleted:
+                self.deleted_groups += 1
+                self.broker.coordinators.groups.sessions.forget(group_id)
+                self.broker.coordinators.consumer_groups.forget_group(group_id)
+                log.info("group %r was empty without offsets to keep: deleted", group_id)
+            else:
+                self.expired_offsets += len(decided.events)
+        return len(offsets) if offsets is not None else 0
+
+    def close(self) -> None:
+        self.timer.close()
+        if self._pass is not None and not self._pass.done():
+            self._pass.cancel()  # each group it staged is whole; the next pass does the rest
+
+
+def _stable_consumer(state: GroupState | None) -> bool:
+    return state is not None and state.protocol_type == "consumer" and bool(state.members)
+
+
+def _log_failure(durable: asyncio.Future[None]) -> None:
+    if not durable.cancelled() and durable.exception() is not None:
+        log.warning("the group metadata cleanup's changes were not written: %s", durable.exception())
+
