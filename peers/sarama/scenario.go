@@ -469,7 +469,7 @@ func admin() {
 	must(err, "group offsets")
 	block := offsets.Blocks[topic][0]
 	check(block.Offset == 7 && block.Metadata == "seven", "committed %d %q, not 7 \"seven\"", block.Offset, block.Metadata)
-	// one of the two: a group of committed offsets only ends with its last one here, at Kafka's next cleanup there
+	// one of the two; the other stays, and the group with it (with none, it would stay Empty until the broker's next cleanup)
 	must(admin.DeleteConsumerGroupOffset(groupID, topic, 0), "delete the group's offset")
 	offsets, err = admin.ListConsumerGroupOffsets(groupID, map[string][]int32{topic: {0, 1}})
 	must(err, "group offsets after deleting one")
