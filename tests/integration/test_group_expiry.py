@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import struct
 import time
 import uuid
 from typing import Any
@@ -22,6 +23,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 from kio.schema.delete_groups.v2 import request as delete_groups
 from kio.schema.describe_groups.v5 import request as describe_groups
+from kio.schema.heartbeat.v4 import request as heartbeat
+from kio.schema.join_group.v9 import request as join_group
 from kio.schema.leave_group.v5 import request as leave_group
 from kio.schema.list_groups.v5 import request as list_groups
 from kio.schema.offset_commit.v2 import request as offset_commit_v2
@@ -102,10 +105,20 @@ async def delete_group(connection: Connection, group: str) -> int:
     return int(answer.results[0].error_code)
 
 
-async def classic_member(connection: Connection, group: str, session_ms: int | None = None) -> tuple[str, int]:
-    """A classic member joined and synced alone: (member id, generation)."""
+def subscription(*topics: str) -> bytes:
+    """A ``consumer`` protocol subscription, version 0: the topics, no user data."""
+    named = b"".join(struct.pack(">h", len(topic.encode())) + topic.encode() for topic in topics)
+    return struct.pack(">hi", 0, len(topics)) + named + struct.pack(">i", -1)
+
+
+async def classic_member(connection: Connection, group: str, session_ms: int | None = None,
+                         topics: tuple[str, ...] = ()) -> tuple[str, int]:
+    """A classic member subscribed to ``topics``, joined and synced alone: (member id, generation)."""
     def join(member: str) -> Any:
         request = join_request(group, member)
+        if topics:
+            request = dataclasses.replace(request, protocols=(
+                join_group.JoinGroupRequestProtocol(name="range", metadata=subscription(*topics)),))
         if session_ms is None:
             return request
         timeout = datetime.timedelta(milliseconds=session_ms)
@@ -213,6 +226,56 @@ def test_the_cleanup_removes_groups_left_empty_and_keeps_young_offsets(started_w
 
     asyncio.run(scenario())
     assert seen == {"left listed": [], "young": ("Empty", 5), "DeleteGroups of a removed group": GROUP_ID_NOT_FOUND}
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("started_with", [{"offsets.retention.minutes": "1",
+                                           "offsets.retention.check.interval.ms": "1000"}], indirect=True)
+def test_kafkas_expiry_condition_in_real_time(started_with: str) -> None:
+    """A minute's retention, a pass every second: after 66 s a group of offsets only has lost its offset and gone, a
+    Stable consumer group has lost the offset of the topic it does not subscribe to and kept the other, and a group
+    Empty for 46 s (its commit 66 s old) keeps its offset."""
+    bootstrap = started_with
+    subscribed, other = new_topic(bootstrap), new_topic(bootstrap)
+    tag = uuid.uuid4().hex[:8]
+    simple, stable, emptied = (f"expiry-minute-{kind}-{tag}" for kind in ("simple", "stable", "emptied"))
+    seen: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        connection = await connect(bootstrap, simple, stable, emptied)
+        try:
+            started = time.monotonic()
+            assert await commit(connection, simple, subscribed) == [NONE]
+            member, generation = await classic_member(connection, stable, topics=(subscribed,))
+            for topic in (subscribed, other):
+                assert await commit(connection, stable, topic, generation=generation, member=member) == [NONE]
+            leaving, leaving_generation = await classic_member(connection, emptied, topics=(subscribed,))
+            assert await commit(connection, emptied, subscribed, generation=leaving_generation,
+                                member=leaving) == [NONE]
+            left = False
+            while time.monotonic() - started < 66:
+                for group, member_id, generation_id in ((stable, member, generation),
+                                                        (emptied, leaving, leaving_generation)):
+                    if group == emptied and left:
+                        continue
+                    beat = await connection.request(make(
+                        heartbeat.HeartbeatRequest, group_id=group, generation_id=generation_id,
+                        member_id=member_id, group_instance_id=None))
+                    assert beat.error_code == NONE, group
+                if not left and time.monotonic() - started >= 20:
+                    await leave(connection, emptied, leaving)
+                    left = True
+                await asyncio.sleep(2)
+            groups = await listed(connection)
+            seen["listed"] = {group: groups.get(group) for group in (simple, stable, emptied)}
+            seen["committed"] = {group: [await committed(connection, group, topic) for topic in (subscribed, other)]
+                                 for group in (simple, stable, emptied)}
+        finally:
+            await connection.close()
+
+    asyncio.run(scenario())
+    assert seen == {"listed": {simple: None, stable: "Stable", emptied: "Empty"},
+                    "committed": {simple: [-1, -1], stable: [5, -1], emptied: [5, -1]}}
 
 
 def run(scenario: Any) -> Any:
