@@ -22,7 +22,7 @@ from logwright.compat.coordinators.group_coordinator import committed_offsets, g
 from logwright.compat.turns import give_way
 from logwright.core.clock import ManualClock
 from logwright.core.groups.groups import GroupState
-from logwright.core.groups.offset_expiry import CHECK_INTERVAL_MS, cleanup
+from logwright.core.groups.offset_expiry import CHECK_INTERVAL_MS, Cleanup, cleanup
 from logwright.core.transactions.transactions import pending_offsets
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,6 @@ class GroupExpiry:
         self._interval_ms = self._read_interval()
         self._next_ms = broker.clock.now_ms() + self._interval_ms
         self._pass: asyncio.Task[None] | None = None
-        self.expired_offsets = 0
-        self.deleted_groups = 0
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-group-expiry")
 
     def _read_interval(self) -> int:
@@ -87,17 +85,24 @@ class GroupExpiry:
     def _slices(self) -> Iterator[None]:
         """Decide and stage each group in turn; yields after every `OFFSETS_PER_TURN` groups and offsets."""
         retention_ms = self.retention_ms()
-        looked_at = 0
+        looked_at, expired, deleted = 0, 0, 0
         pending = pending_offsets(self.broker.store.entities("transactions").values())
         for group_id in self.group_ids():
             if looked_at >= OFFSETS_PER_TURN:
                 yield
                 looked_at = 0
                 pending = pending_offsets(self.broker.store.entities("transactions").values())
-            looked_at += 1 + self._clean(group_id, pending.get(group_id, set()), retention_ms)
+            offsets, decided = self._clean(group_id, pending.get(group_id, set()), retention_ms)
+            looked_at += 1 + offsets
+            if decided.deleted:
+                deleted += 1
+            else:
+                expired += len(decided.events)
+        if expired or deleted:
+            log.info("group metadata cleanup: %d committed offsets expired, %d groups deleted", expired, deleted)
 
-    def _clean(self, group_id: str, pending: set[tuple[str, int]], retention_ms: int) -> int:
-        """Expire what is due of one group, or delete it; the offsets looked at."""
+    def _clean(self, group_id: str, pending: set[tuple[str, int]], retention_ms: int) -> tuple[int, Cleanup]:
+        """Expire what is due of one group, or delete it: the offsets looked at, and what was decided."""
         classic, consumer = group_state(self.broker, group_id), consumer_group(self.broker, group_id)
         offsets = committed_offsets(self.broker, group_id)
         subscriptions = subscribed_topics(classic) if _stable_consumer(classic) else None
@@ -107,13 +112,9 @@ class GroupExpiry:
             self.broker.stage(decided.events)
             self.broker.durable().add_done_callback(_log_failure)
             if decided.deleted:
-                self.deleted_groups += 1
                 self.broker.coordinators.groups.sessions.forget(group_id)
                 self.broker.coordinators.consumer_groups.forget_group(group_id)
-                log.info("group %r was empty without offsets to keep: deleted", group_id)
-            else:
-                self.expired_offsets += len(decided.events)
-        return len(offsets) if offsets is not None else 0
+        return (len(offsets) if offsets is not None else 0), decided
 
     def close(self) -> None:
         self.timer.close()
