@@ -21,8 +21,7 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state, subscribed_topics
 from logwright.compat.turns import give_way
 from logwright.core.clock import ManualClock
-from logwright.core.groups.groups import GroupState
-from logwright.core.groups.offset_expiry import CHECK_INTERVAL_MS, Cleanup, cleanup
+from logwright.core.groups.offset_expiry import Cleanup, cleanup
 from logwright.core.transactions.transactions import pending_offsets
 
 log = logging.getLogger(__name__)
@@ -36,16 +35,10 @@ class GroupExpiry:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self._interval_ms = self._read_interval()
+        self._interval_ms = int(broker.broker_config("offsets.retention.check.interval.ms"))
         self._next_ms = broker.clock.now_ms() + self._interval_ms
         self._pass: asyncio.Task[None] | None = None
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-group-expiry")
-
-    def _read_interval(self) -> int:
-        try:
-            return int(self.broker.broker_config("offsets.retention.check.interval.ms"))
-        except KeyError:
-            return CHECK_INTERVAL_MS
 
     def retention_ms(self) -> int:
         return int(self.broker.broker_config("offsets.retention.minutes")) * 60_000
@@ -105,9 +98,8 @@ class GroupExpiry:
         """Expire what is due of one group, or delete it: the offsets looked at, and what was decided."""
         classic, consumer = group_state(self.broker, group_id), consumer_group(self.broker, group_id)
         offsets = committed_offsets(self.broker, group_id)
-        subscriptions = subscribed_topics(classic) if _stable_consumer(classic) else None
-        decided = cleanup(group_id, classic, consumer, offsets, subscriptions, pending, self.broker.clock.now_ms(),
-                          retention_ms)
+        decided = cleanup(group_id, classic, consumer, offsets, subscribed_topics(classic), pending,
+                          self.broker.clock.now_ms(), retention_ms)
         if decided.events:
             self.broker.stage(decided.events)
             self.broker.durable().add_done_callback(_log_failure)
@@ -120,10 +112,6 @@ class GroupExpiry:
         self.timer.close()
         if self._pass is not None and not self._pass.done():
             self._pass.cancel()  # each group it staged is whole; the next pass does the rest
-
-
-def _stable_consumer(state: GroupState | None) -> bool:
-    return state is not None and state.protocol_type == "consumer" and bool(state.members)
 
 
 def _log_failure(durable: asyncio.Future[None]) -> None:
