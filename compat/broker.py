@@ -25,6 +25,7 @@ from logwright.compat.broker_catalog import BrokerCatalog
 from logwright.compat.broker_commits import STAGED_SINCE_FAILURE, STORE_RETRY_MS, WRITES_AHEAD_PER_COMMIT, BrokerCommits
 from logwright.compat.broker_configs import BrokerConfigs
 from logwright.compat.broker_waits import BrokerWaits
+from logwright.compat.client_quota_enforcement import ClientQuotaEnforcement
 from logwright.compat.fetch_sessions import FetchSessionCache
 from logwright.compat.start_at_once import InTurnFuture
 from logwright.compat.wire.appended_batches import appended_batch
@@ -186,6 +187,8 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
             int(self.broker_config("logwright.fetch.session.cache.partitions")))
         """Incremental fetch sessions (KIP-227): kept in memory only, as Kafka keeps them; after a restart a client's
         next incremental fetch is FETCH_SESSION_ID_NOT_FOUND and it starts over with a full one."""
+        self.client_quotas = ClientQuotaEnforcement(self)
+        """Kafka's producer and consumer byte-rate quotas: what Produce and Fetch record, and who is muted."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._reloaded)
         self._coordinators = coordinators(self) if coordinators is not None else None

@@ -28,6 +28,7 @@ from logwright.compat.extensions import (
 from logwright.compat.kafka import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -44,6 +45,7 @@ from logwright.compat.kafka import (
     delete_share_group_offsets,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -119,6 +121,8 @@ KAFKA_APIS: dict[int, ModuleType] = {
     45: alter_partition_reassignments,  # AlterPartitionReassignments
     46: list_partition_reassignments,  # ListPartitionReassignments
     47: offset_delete,  # OffsetDelete
+    48: describe_client_quotas,  # DescribeClientQuotas
+    49: alter_client_quotas,  # AlterClientQuotas
     55: describe_quorum,  # DescribeQuorum
     60: describe_cluster,  # DescribeCluster
     61: describe_producers,  # DescribeProducers

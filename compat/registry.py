@@ -34,6 +34,9 @@ class RequestContext:
     client_id: str | None
     connection_id: int
     client_host: str
+    request_bytes: int = 0
+    """The request's body, as Kafka's ``sizeInBytes`` counts it (the header not included): what a produce quota
+    records."""
 
 
 class CloseConnection(Exception):  # noqa: N818 - it is an instruction to the server, not an error of the handler

@@ -94,7 +94,8 @@ class RequestDispatch:
             except UnsupportedVersion:
                 return self._dispatch_unsupported(header, frame)
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                     header.client_id, self.connection_id, self.client_host)
+                                     header.client_id, self.connection_id, self.client_host,
+                                     len(frame) - header.header_length)
             self._decoding = True
             self._start(entry, self._decode_then_handle(entry, context, frame, header), just_read=False)
             return True
@@ -108,7 +109,8 @@ class RequestDispatch:
                         self.client_host, entry.name, header.api_version, error)
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                 header.client_id, self.connection_id, self.client_host)
+                                 header.client_id, self.connection_id, self.client_host,
+                                 len(frame) - header.header_length)
         self._start(entry, self._handle(entry, context, request, large), just_read)
         return True
 

@@ -69,6 +69,8 @@ class KafkaServer:
         self._server: asyncio.base_events.Server | None = None
         self.connections: set[Connection] = set()
         broker.connections = self.connections
+        self.connections_by_id: dict[int, Connection] = {}
+        broker.client_quotas.mute = self._mute
         self._waiting_for_slot: collections.OrderedDict[Connection, None] = collections.OrderedDict()
         """Connections with requests read but not started because ``queued.max.requests`` are in flight, in turn."""
         self._start_scheduled = False
@@ -144,8 +146,14 @@ class KafkaServer:
             connection, _ = waiting.popitem(last=False)
             connection.start_requests()
 
+    def _mute(self, connection_id: int, until_ms: int) -> None:
+        connection = self.connections_by_id.get(connection_id)
+        if connection is not None:
+            connection.mute_until(until_ms)
+
     def forget(self, connection: Connection) -> None:
         self.connections.discard(connection)
+        self.connections_by_id.pop(connection.connection_id, None)
         self._waiting_for_slot.pop(connection, None)
         self.broker.connection_closed(connection.connection_id)
 
@@ -243,6 +251,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         """No more requests start: the connection closes once the answers owed are sent."""
         self._finished = False
         self._loop = asyncio.get_running_loop()
+        self._muted_until: int | None = None
+        """A client quota throttles this connection (`mute_until`): nothing is read or started until then."""
+        self._unmuting: asyncio.Task[None] | None = None
 
     @property
     def reading(self) -> bool:
@@ -269,6 +280,7 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self._configure_socket(transport)
         transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
         self.server.connections.add(self)
+        self.server.connections_by_id[self.connection_id] = self
 
     def _configure_socket(self, transport: asyncio.Transport) -> None:
         """What Kafka's acceptor sets on a connection (asyncio has set TCP_NODELAY): keep-alive, and SO_SNDBUF
@@ -325,7 +337,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         """
         quotas = self.server.quotas
         try:
-            while self._unstarted and self._reading and self._writable and not self._decoding:
+            while (self._unstarted and self._reading and self._writable and not self._decoding
+                   and self._muted_until is None):
                 frame = self._unstarted[0]
                 size, fetch = len(frame), frame[:2] == _FETCH_KEY
                 if self._in_flight >= quotas.limits.in_flight_per_connection or (
@@ -360,11 +373,32 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
             return
         held_back = len(self._unstarted) + (self._in_flight >= self.server.quotas.limits.in_flight_per_connection)
         hold = (not self._writable or held_back > 1 or bool(held_back and self.decoder.held)
-                or self._sending_file is not None)
+                or self._sending_file is not None or self._muted_until is not None)
         if hold and transport.is_reading():
             transport.pause_reading()
         elif not hold and not transport.is_reading():
             transport.resume_reading()
+
+    def mute_until(self, until_ms: int) -> None:
+        """Kafka's throttle of a client over its quota (KIP-219): the answers owed still go, but nothing more is read
+        or started until ``until_ms`` on the broker clock, as Kafka's socket server mutes the channel."""
+        if self._muted_until is not None and until_ms <= self._muted_until:
+            return
+        self._muted_until = until_ms
+        if self._unmuting is None:
+            self._unmuting = self._loop.create_task(self._unmute(), name=f"throttled connection {self.connection_id}")
+        self._read_only_when_idle()
+
+    async def _unmute(self) -> None:
+        while self._muted_until is not None and self._reading:
+            until = self._muted_until
+            await self.broker.sleep_until(until)
+            if self._muted_until == until:
+                break
+        self._muted_until = None
+        self._unmuting = None
+        self.last_active_ms = self.broker.clock.now_ms()
+        self.start_requests()
 
     def eof_received(self) -> bool:
         self._stop_reading()
@@ -388,6 +422,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
 
     def _stop_reading(self) -> None:
         """Read no more requests; those already started are answered, then the connection closes."""
+        if self._unmuting is not None:
+            self._unmuting.cancel()
+            self._unmuting = None
         if self._reading:
             self._reading = False
             self._closing = True

@@ -37,6 +37,7 @@ from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, Topic
 from logwright.core.log.delayed_delivery import DelayedIndex
 from logwright.core.log.partition_log import PartitionState
 from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
+from logwright.core.quotas.entities import EntityQuotas, QuotaAlteration
 from logwright.core.rangeset import RangeSet
 from logwright.core.share_groups.share_groups import ShareGroupState, ShareMember
 from logwright.core.transactions.partition_transactions import (
@@ -243,6 +244,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1164: OpenTransaction,
     1165: AbortedTransaction,
     1200: CleanerCheckpoint,
+    1210: EntityQuotas,
+    1211: QuotaAlteration,
 }
 """1006 was a group's whole offset table (projection ``group_offsets``, replaced by ``committed_offsets``): not
 reused, so an old row can never decode as something else."""

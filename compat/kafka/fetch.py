@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.aborted_transactions import aborted_between
 from logwright.compat.broker import Broker
+from logwright.compat.client_quota_enforcement import FETCH
 from logwright.compat.errors import ErrorCode
 from logwright.compat.fetch_sessions import (
     FINAL_EPOCH,
@@ -97,11 +98,13 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
+    quotas = broker.client_quotas
+    quota_cap = quotas.fetch_cap(context.client_id) if quotas.fetching else None
     while True:
         read_as_of = (broker.catalog_version, broker.log_starts_version)
         asked, quiet_ids, quiet_marks = to_read(read_as_of)
         answers, total_bytes, had_error, partition_ids, watermarks, gave_way = await _read(
-            broker, version, request, asked)
+            broker, version, request, asked, quota_cap)
         if quiet_ids:  # a long poll waits on the partitions it skipped too (`_read`'s lists are its own)
             partition_ids += quiet_ids
             watermarks += quiet_marks
@@ -129,10 +132,13 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             [_cached(key, asked[key][1], answer) for key, _, answer in answers], version >= 13, broker.clock.now_ms())
         if answered_session != INVALID_SESSION_ID:
             broker.fetch_sessions.sessions[answered_session].read_as_of = read_as_of
+    throttle_ms = 0
+    if quota_cap is not None:  # the records' bytes recorded on the client's consumer byte-rate quota
+        throttle_ms = quotas.record(FETCH, context.client_id, context.connection_id, total_bytes)
     module = response_module("fetch", version)
     return make(
         module.FetchResponse,
-        throttle_time=datetime.timedelta(0),
+        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
         error_code=ErrorCode.NONE,
         session_id=answered_session,
         responses=tuple(
@@ -342,7 +348,7 @@ _Answered = tuple[tuple[object, int], _Topic, PartitionAnswer]
 
 
 async def _read(broker: Broker, version: int, request: FetchRequest,
-                asked: dict[tuple[object, int], tuple[_Topic, Any]]
+                asked: dict[tuple[object, int], tuple[_Topic, Any]], quota_cap: int | None
                 ) -> tuple[list[_Answered], int, bool, list[int], list[int], bool]:
     """The partitions' answers, the bytes of records in them, whether a partition erred, the partitions read (those
     a long poll waits on), their high watermarks as it read them, and whether the read gave way (`READ_SLICE_BYTES`).
@@ -350,6 +356,8 @@ async def _read(broker: Broker, version: int, request: FetchRequest,
     As Kafka 4.4 answers: the partitions the broker has first, read in the order asked, then those of topic ids it
     does not know, then the other partitions it does not have (their offsets -1, aborted transactions empty)."""
     budget = min(int(request.max_bytes), int(broker.broker_config("fetch.max.bytes")))  # < 0: Kafka fails a read
+    if quota_cap is not None:  # a consumer byte-rate quota: one quota window's worth at most, as Kafka caps it
+        budget = min(budget, quota_cap)
     read_committed = int(request.isolation_level) == 1
     total = given_way_at = 0
     gave_way = False

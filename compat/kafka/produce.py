@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.appends import PartitionResult, Prepared, admit, prepare_partition, stage_partition, topic_limits
 from logwright.compat.broker import Broker
+from logwright.compat.client_quota_enforcement import PRODUCE
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import CloseConnection, RequestContext, handler, has_field, make, response_module
@@ -140,6 +141,10 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 answered[start:] = [_storage_failed(result, error) for result in answered[start:]]
         elif every is not None and start + PARTITIONS_PER_TURN < len(every):
             await give_way()
+    throttle_ms = hold.throttle_ms
+    if broker.client_quotas.producing:  # Kafka's producer byte-rate quota: the request's bytes, whatever became of it
+        throttle_ms = max(throttle_ms, broker.client_quotas.record(PRODUCE, context.client_id, context.connection_id,
+                                                                   context.request_bytes))
     if acks == 0:
         if any(result.error_code != ErrorCode.NONE for result in answered):
             raise CloseConnection("an acks=0 produce request failed; as Kafka, the connection closes to say so")
@@ -158,7 +163,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
             ))
             for name, partitions in results
         ),
-        throttle_time=datetime.timedelta(milliseconds=hold.throttle_ms),
+        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
     )
 
 

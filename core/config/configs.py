@@ -360,6 +360,10 @@ _BROKER_KEYS = (
               "How long committed offsets are kept: from when their group became Empty (a classic group with a "
               "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "
               "Kafka.", "INT", read_only=True),
+    ConfigKey("quota.window.num", "broker", "11", long_at_least(1),
+              "Samples a client quota's byte rate is measured over.", "INT", read_only=True),
+    ConfigKey("quota.window.size.seconds", "broker", "1", long_at_least(1),
+              "Span of each sample of a client quota's byte rate.", "INT", read_only=True),
     ConfigKey("offsets.retention.check.interval.ms", "broker", "600000", long_at_least(1),
               "How often expired offsets are deleted, and groups left empty without offsets with them (broker "
               "clock).", "LONG", read_only=True),

@@ -94,6 +94,7 @@ from logwright.core.events.pop import (
     PopPositionMoved,
     Revived,
 )
+from logwright.core.events.quotas import QUOTA_EVENT_TYPES, ClientQuotasAltered
 from logwright.core.events.share_groups import (
     SHARE_GROUP_EVENT_TYPES,
     SWITCH_DELAY_EVENT_TYPES,
@@ -131,6 +132,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *POP_EVENT_TYPES,
     *BACKLOG_EVENT_TYPES,
     *COMPACTION_EVENT_TYPES,
+    *QUOTA_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
 
@@ -197,6 +199,7 @@ __all__ = [
     "ConsumerStaticMemberReplaced",
     "AclsCreated",
     "AclsDeleted",
+    "ClientQuotasAltered",
     "DedupKeysIndexed",
     "DuplicateDropped",
     "DedupKeysExpired",

@@ -47,7 +47,7 @@ def neutral(kind: Any) -> Any:
     if dataclasses.is_dataclass(kind):
         return build(typing.cast(type[Any], kind))
     if hasattr(kind, "parse"):  # kio's phantom types (i32, i32Timedelta, ...) check a plain value
-        for candidate in (0, datetime.timedelta(0)):
+        for candidate in (0, 0.0, datetime.timedelta(0)):
             if isinstance(candidate, kind):
                 return kind.parse(candidate)
     if isinstance(kind, type):
@@ -55,7 +55,7 @@ def neutral(kind: Any) -> Any:
             return kind(0)
         if issubclass(kind, bool):
             return False
-        if issubclass(kind, int):
+        if issubclass(kind, int | float):
             return kind(0)
         if issubclass(kind, str):
             return kind(NAME)

@@ -47,6 +47,8 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         return I64
     if hint is bool:
         return st.booleans()
+    if hint is float:  # quota values: finite doubles (NaN never equals itself, and Kafka refuses it)
+        return st.floats(allow_nan=False)
     if hint is str:
         return st.text(max_size=20)
     if hint is bytes:

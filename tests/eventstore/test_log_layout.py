@@ -11,6 +11,7 @@ from logwright.core.cursors.subscription_mode import Membership
 from logwright.core.events import (
     ALL_EVENT_TYPES,
     AclsCreated,
+    ClientQuotasAltered,
     ConsumerMemberLeft,
     Event,
     GenerationStarted,
@@ -23,6 +24,7 @@ from logwright.core.events import (
     TransactionalOffsetCommitted,
     TransactionMarkerWritten,
 )
+from logwright.core.quotas.entities import QuotaAlteration
 from logwright.eventstore.codec import default_registry
 
 CODEC = default_registry()
@@ -116,6 +118,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     113: ("ProcessedKeysRecorded", "subscription topic partition_id expires_at_ms keys"),
     114: ("ProcessedDuplicateAcked", "subscription topic partition_id records"),
     115: ("ProcessedKeysExpired", "expired"),
+    121: ("ClientQuotasAltered", "alterations"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""
@@ -150,6 +153,10 @@ GOLDEN: list[tuple[Event, str]] = [
      "96cf0000018bcfe568005801a167c7140195cd041401a16790c7090194cd04120190cdffffcd1388"),
     (TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995),
      "9acf0000018bcfe56800400203cd03e80700c2cd03decd03e3"),
+    (ClientQuotasAltered((QuotaAlteration((("client-id", "c1"), ("user", "alice")), (("producer_byte_rate", 1024.0),),
+                                          ("consumer_byte_rate",)),)),
+     "94cf0000018bcfe56800790191c7520195cd04bb019292a9636c69656e742d6964a2633192a475736572a5616c6963659192b270726f64"
+     "756365725f627974655f72617465cb409000000000000091b2636f6e73756d65725f627974655f72617465"),
 ]
 
 

@@ -1,0 +1,260 @@
+"""Client quotas (DescribeClientQuotas 48, AlterClientQuotas 49) and the byte-rate quotas they set, over the wire.
+
+The differential tests run on Apache Kafka 4.4 with ``--against kafka``: the answers written here are the ones
+Kafka 4.4 gave (words, error codes, the order of an answer's entries and of an entity's parts), and a producer
+over its ``producer_byte_rate`` is throttled on both as Kafka's sampled rate says. The manual-clock test is
+logwright's own: a throttled connection reads nothing until the broker clock has moved past its throttle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.alter_client_quotas.v1 import request as alter_v1
+from kio.schema.describe_client_quotas.v1 import request as describe_v1
+from kio.schema.produce.v9 import request as produce_v9
+from logwright.client.connection import Connection
+from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.testing.clients import advance_clock, one_request
+
+from .broker_process import BrokerProcess
+
+NONE, UNSUPPORTED_VERSION, INVALID_REQUEST, POLICY_VIOLATION = 0, 35, 42, 44
+
+Parts = tuple[tuple[str, str | None], ...]
+
+
+def alter(bootstrap: str, entries: list[tuple[Parts, list[tuple[str, float | None]]]],
+          validate_only: bool = False) -> list[tuple[int, str | None, Parts]]:
+    answer = one_request(bootstrap, make(alter_v1.AlterClientQuotasRequest, validate_only=validate_only, entries=tuple(
+        make(alter_v1.EntryData,
+             entity=tuple(make(alter_v1.EntityData, entity_type=kind, entity_name=name) for kind, name in parts),
+             ops=tuple(make(alter_v1.OpData, key=key, value=0.0 if value is None else value, remove=value is None)
+                       for key, value in ops))
+        for parts, ops in entries)), "quota-admin")
+    return [(int(entry.error_code), entry.error_message,
+             tuple((part.entity_type, part.entity_name) for part in entry.entity)) for entry in answer.entries]
+
+
+def describe(bootstrap: str, components: list[tuple[str, int, str | None]], strict: bool = False) -> tuple[
+        int, str | None, list[tuple[Parts, dict[str, float]]] | None]:
+    answer = one_request(bootstrap, make(describe_v1.DescribeClientQuotasRequest, strict=strict, components=tuple(
+        make(describe_v1.ComponentData, entity_type=kind, match_type=match_type, match=match)
+        for kind, match_type, match in components)), "quota-admin")
+    entries = None if answer.entries is None else sorted(
+        (tuple((part.entity_type, part.entity_name) for part in entry.entity),
+         {value.key: value.value for value in entry.values}) for entry in answer.entries)
+    return int(answer.error_code), answer.error_message, entries
+
+
+def described(bootstrap: str, components: list[tuple[str, int, str | None]], strict: bool = False,
+              expected: Any = None) -> Any:
+    """`describe`, asked again for up to 10 s until it answers ``expected``: Kafka answers an alteration once its
+    controller has it, and its broker's metadata shows it a moment later (logwright's answer is durable)."""
+    deadline = time.monotonic() + 10
+    while True:
+        answer = describe(bootstrap, components, strict)
+        if answer == expected or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
+@pytest.mark.differential
+def test_quotas_are_set_described_and_removed_as_on_kafka(bootstrap: str) -> None:
+    alice, client = f"alice-{uuid.uuid4().hex[:8]}", f"c-{uuid.uuid4().hex[:8]}"
+    pair = (("user", alice), ("client-id", client))
+    assert alter(bootstrap, [(pair, [("producer_byte_rate", 1000.0), ("request_percentage", 12.5)]),
+                             ((("user", alice),), [("consumer_byte_rate", 2000.0)])]) in (
+        [(NONE, None, (("client-id", client), ("user", alice))), (NONE, None, (("user", alice),))],
+        [(NONE, None, (("user", alice),)), (NONE, None, (("client-id", client), ("user", alice)))])
+    expected = (NONE, "", [
+        ((("client-id", client), ("user", alice)), {"producer_byte_rate": 1000.0, "request_percentage": 12.5}),
+        ((("user", alice),), {"consumer_byte_rate": 2000.0})])
+    assert described(bootstrap, [("user", 0, alice)], expected=expected) == expected
+    expected = (NONE, "", [
+        ((("user", alice),), {"consumer_byte_rate": 2000.0})])
+    assert described(bootstrap, [("user", 0, alice)], strict=True, expected=expected) == expected
+    expected = (NONE, "", [
+        ((("client-id", client), ("user", alice)), {"producer_byte_rate": 1000.0, "request_percentage": 12.5})])
+    assert described(bootstrap, [("user", 0, alice), ("client-id", 2, None)], expected=expected) == expected
+    # validate-only changes nothing; removing a key the entity lacks is no error; an emptied entity is gone
+    assert alter(bootstrap, [((("user", alice),), [("consumer_byte_rate", 5.0)])], validate_only=True) == [
+        (NONE, None, (("user", alice),))]
+    assert alter(bootstrap, [((("user", alice),), [("consumer_byte_rate", None), ("producer_byte_rate", None)]),
+                             (pair, [("request_percentage", None)])]) in (
+        [(NONE, None, (("client-id", client), ("user", alice))), (NONE, None, (("user", alice),))],
+        [(NONE, None, (("user", alice),)), (NONE, None, (("client-id", client), ("user", alice)))])
+    expected = (NONE, "", [
+        ((("client-id", client), ("user", alice)), {"producer_byte_rate": 1000.0})])
+    assert described(bootstrap, [("user", 0, alice)], expected=expected) == expected
+
+
+@pytest.mark.differential
+def test_refusals_and_their_order_as_on_kafka(bootstrap: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    dup, dan = f"dup-{tag}", f"dan-{tag}"
+    asked: list[tuple[Parts, list[tuple[str, float | None]]]] = [
+        ((("user", dup),), [("producer_byte_rate", 1000.0)]),
+        ((("user", dup),), [("consumer_byte_rate", 7.0)]),
+        ((), [("producer_byte_rate", 1.0)]),
+        ((("group", "g"),), [("producer_byte_rate", 1.0)]),
+        ((("user", ""),), [("producer_byte_rate", 1.0)]),
+        ((("user", "u"), ("ip", "10.0.0.1")), [("producer_byte_rate", 1.0)]),
+        ((("ip", "not an ip!"),), [("connection_creation_rate", 1.0)]),
+        ((("user", dan),), [("foo", 1.0)]),
+        ((("user", dan), ("client-id", "x")), [("producer_byte_rate", 1.5)]),
+        ((("client-id", dan),), [("producer_byte_rate", float("nan"))]),
+        ((("ip", "127.1"),), [("connection_creation_rate", 3e9)]),
+    ]
+    checked = alter(bootstrap, asked, validate_only=True)  # the same checks and answer, nothing made
+    assert describe(bootstrap, [("user", 0, dup)])[2] == []
+    answered = alter(bootstrap, asked)
+    assert checked == answered
+    assert sorted(answered, key=repr) == sorted([
+        (INVALID_REQUEST, f"Ignoring duplicate entity ClientQuotaEntity(entries={{user={dup}}})", (("user", dup),)),
+        (INVALID_REQUEST, "Invalid empty client quota entity", ()),
+        (INVALID_REQUEST, "Unhandled client quota entity type: group", (("group", "g"),)),
+        (INVALID_REQUEST, "Empty user not supported", (("user", ""),)),
+        (INVALID_REQUEST, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
+         (("user", "u"), ("ip", "10.0.0.1"))),
+        (INVALID_REQUEST, "not an ip! is not a valid IP or resolvable host.", (("ip", "not an ip!"),)),
+        (INVALID_REQUEST, "Invalid configuration key foo", (("user", dan),)),
+        (INVALID_REQUEST, "producer_byte_rate cannot be a fractional value.", (("client-id", "x"), ("user", dan))),
+        (INVALID_REQUEST, "Quota producer_byte_rate must be a finite number", (("client-id", dan),)),
+        (INVALID_REQUEST, "Proposed value for connection_creation_rate is too large for an INT.", (("ip", "127.1"),)),
+    ], key=repr)
+    # Kafka's controller made the first alteration of the entity named twice, though it answered an error
+    expected = (NONE, "", [((("user", dup),), {"producer_byte_rate": 1000.0})])
+    assert described(bootstrap, [("user", 0, dup)], expected=expected) == expected
+    assert describe(bootstrap, [("user", 0, dan)])[2] == []
+    # the answer's order is Kafka's map order (a hash of each entity), not the request's
+    ordered = alter(bootstrap, [((("client-id", "m"),), [("producer_byte_rate", 100.0)]),
+                                ((("user", "a"), ("client-id", "b")), [("producer_byte_rate", 100.0)]),
+                                ((("ip", "1.1.1.1"),), [("producer_byte_rate", 100.0)]),
+                                ((("user", "zz"),), [("bad", 100.0)])], validate_only=True)
+    assert ordered == [(NONE, None, (("client-id", "b"), ("user", "a"))),
+                       (INVALID_REQUEST, "Invalid configuration key producer_byte_rate", (("ip", "1.1.1.1"),)),
+                       (INVALID_REQUEST, "Invalid configuration key bad", (("user", "zz"),)),
+                       (NONE, None, (("client-id", "m"),))]
+
+
+@pytest.mark.differential
+def test_more_than_ten_thousand_keys_are_refused_whole(bootstrap: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    entries: list[tuple[Parts, list[tuple[str, float | None]]]] = [
+        ((("user", f"big{i}-{tag}"),), [("producer_byte_rate", 1000.0)]) for i in range(10_001)]
+    answered = alter(bootstrap, entries)
+    assert len(answered) == 10_001 and answered[0] == (
+        POLICY_VIOLATION, "Request parameters do not satisfy the configured policy.", (("user", f"big0-{tag}"),))
+    assert {code for code, _, _ in answered} == {POLICY_VIOLATION}
+    assert describe(bootstrap, [("user", 0, f"big5-{tag}")])[2] == []
+    assert {code for code, _, _ in alter(bootstrap, entries[:10_000], validate_only=True)} == {NONE}
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize(("components", "answer"), [
+    ([("user", 0, None)], (INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null.")),
+    ([("user", 1, "x")], (INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")),
+    ([("user", 2, "x")],
+     (INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")),
+    ([("user", 5, None)], (INVALID_REQUEST, "Unknown match type 5")),
+    ([("group", 2, None)], (UNSUPPORTED_VERSION, "Unsupported entity type group")),
+    ([("", 2, None)], (INVALID_REQUEST, "Invalid empty entity type.")),
+    ([("user", 2, None), ("user", 0, "a")], (INVALID_REQUEST, "Entity type user cannot appear more than once in the "
+                                                               "filter.")),
+    ([("ip", 2, None), ("client-id", 2, None)], (
+        INVALID_REQUEST, "Invalid entity filter component combination. IP filter component should not be used with "
+                         "user or clientId filter component.")),
+])
+def test_bad_filters_as_on_kafka(bootstrap: str, components: list[tuple[str, int, str | None]],
+                                 answer: tuple[int, str]) -> None:
+    assert describe(bootstrap, components) == (*answer, None)
+
+
+def _topic(bootstrap: str) -> str:
+    name = f"quota-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1)])[name].result(30)
+    return name
+
+
+def _produce(topic: str, size: int) -> Any:
+    batch = build_batch([Record(0, int(time.time() * 1000), None, b"x" * size)])
+    return make(produce_v9.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+                topic_data=(make(produce_v9.TopicProduceData, name=topic, partition_data=(
+                    make(produce_v9.PartitionProduceData, index=0, records=batch),)),))
+
+
+@pytest.mark.differential
+def test_a_producer_over_its_byte_rate_is_throttled_and_muted(bootstrap: str) -> None:
+    """50,000 B/s on the client id; requests of ~50 KB. Kafka's rate counts at least ten seconds, so the first ten
+    (~500 KB) pass unthrottled; the eleventh takes it over and is answered with the time that brings the rate back
+    (about 1 s per 50 KB over), and the connection reads nothing more for that long."""
+    client_id = f"quota-client-{uuid.uuid4().hex[:8]}"
+    topic = _topic(bootstrap)
+    assert alter(bootstrap, [((("client-id", client_id),), [("producer_byte_rate", 50_000.0)])]) == [
+        (NONE, None, (("client-id", client_id),))]
+
+    async def run() -> tuple[list[int], float]:
+        connection = await Connection.open(bootstrap, client_id)
+        try:
+            throttles = []
+            for _ in range(11):
+                answer = await connection.request(_produce(topic, 49_000))
+                assert int(answer.responses[0].partition_responses[0].error_code) == NONE
+                throttles.append(int(answer.throttle_time.total_seconds() * 1000))
+            started = time.monotonic()
+            answer = await connection.request(_produce(topic, 100))
+            throttles.append(int(answer.throttle_time.total_seconds() * 1000))
+            return throttles, time.monotonic() - started
+        finally:
+            await connection.close()
+
+    try:
+        throttles, held_s = asyncio.run(run())
+    finally:
+        alter(bootstrap, [((("client-id", client_id),), [("producer_byte_rate", None)])])
+    assert throttles[:10] == [0] * 10
+    assert 500 <= throttles[10] <= 1_500, throttles
+    assert held_s >= throttles[10] / 1000 * 0.8, (held_s, throttles)  # muted: the next request waited
+    assert throttles[11] <= throttles[10]
+
+
+def test_a_throttled_connection_waits_for_the_broker_clock(clock_broker: BrokerProcess) -> None:
+    """On a manual clock the muted connection's next request is answered only once the clock has moved past the
+    throttle, however long that takes in real time; another client of no quota is served meanwhile."""
+    bootstrap = clock_broker.bootstrap
+    topic = _topic(bootstrap)
+    assert alter(bootstrap, [((("client-id", "slow"),), [("producer_byte_rate", 1_000.0)])])[0][0] == NONE
+
+    async def run() -> None:
+        slow = await Connection.open(bootstrap, "slow")
+        other = await Connection.open(bootstrap, "other")
+        try:
+            answer = await slow.request(_produce(topic, 20_000))
+            throttle_ms = int(answer.throttle_time.total_seconds() * 1000)
+            assert 10_000 <= throttle_ms <= 11_000  # ~20 KB over ten seconds at 1 KB/s: ten seconds more
+            held = asyncio.ensure_future(slow.request(_produce(topic, 10)))
+            await asyncio.sleep(1.0)
+            assert not held.done()
+            answer = await other.request(_produce(topic, 20_000))
+            assert int(answer.throttle_time.total_seconds() * 1000) == 0
+            await asyncio.to_thread(advance_clock, bootstrap, throttle_ms - 1)
+            await asyncio.sleep(0.5)
+            assert not held.done()
+            await asyncio.to_thread(advance_clock, bootstrap, 1)
+            answer = await asyncio.wait_for(held, 10)
+            assert int(answer.responses[0].partition_responses[0].error_code) == NONE
+        finally:
+            await slow.close()
+            await other.close()
+
+    asyncio.run(run())
