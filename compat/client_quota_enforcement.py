@@ -4,10 +4,10 @@ broker clock), and a request that takes the rate over its bound is answered with
 (``throttle_time_ms``) and its connection reads nothing more until that time has passed (KIP-219: the answer goes
 at once, the channel is muted), as Kafka's socket server mutes it.
 
-Two differences from Kafka, both kinder to the client and neither visible in the long-run rate: a Fetch that takes
-the rate over its quota is answered with its records and the throttle time (Kafka drops the records it read and
-answers empty, and records nothing); a Fetch's bytes are its records' (Kafka counts the whole response). A Fetch's
-``max_bytes`` is capped, as Kafka caps it, at what one quota window may take.
+A Fetch that takes the rate over its quota is answered as Kafka answers it: empty, with the throttle time, its bytes
+taken back off the rate and its session left as it was (its epoch moved on). A Fetch's ``max_bytes`` and
+``min_bytes`` are capped, as Kafka caps them, at what one quota window may take. One difference: a Fetch's bytes are
+its records' (Kafka counts the whole response, a few dozen bytes a partition more).
 
 With no byte-rate quota set nothing is recorded: Produce and Fetch ask one attribute each.
 """
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from logwright.core.events.quotas import ClientQuotasAltered
 from logwright.core.quotas.client_quotas import QuotaBook, stored_quotas
+from logwright.core.quotas.entities import EntityQuotas, entity_key
 from logwright.core.quotas.rate import ByteRates
 from logwright.eventstore.interface import LoggedEvent
 
@@ -57,7 +58,15 @@ class ClientQuotaEnforcement:
         self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
     def _altered(self, events: Sequence[LoggedEvent]) -> None:
-        self._load()
+        """The entities a commit altered, read back from the projection (a commit changes a few of many)."""
+        stored = self._broker.store.entities("client_quotas")
+        for logged in events:
+            if isinstance(logged.event, ClientQuotasAltered):
+                for alteration in logged.event.alterations:
+                    quotas = stored.get(entity_key(alteration.entity))
+                    for book in self._books.values():
+                        book.update(alteration.entity, quotas if isinstance(quotas, EntityQuotas) else None)
+        self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
     def record(self, key: str, client_id: str | None, connection_id: int, nbytes: int) -> int:
         """Record a request's bytes against the quota of ``key`` that applies to ``client_id``; the throttle time
@@ -70,6 +79,13 @@ class ClientQuotaEnforcement:
         if throttle_ms > 0 and connection_id >= 0:
             self.mute(connection_id, now_ms + throttle_ms)
         return throttle_ms
+
+    def unrecord(self, key: str, client_id: str | None, nbytes: int) -> None:
+        """Take back bytes `record` counted: a throttled Fetch is answered empty, so what it read is not counted, as
+        Kafka unrecords it."""
+        applied = self._books[key].applied(client_id or "")
+        if applied is not None:
+            self._rates[key].record(applied.metric, -nbytes, applied.bound, self._broker.clock.now_ms())
 
     def fetch_cap(self, client_id: str | None) -> int | None:
         """The most a Fetch of ``client_id`` may return under its quota (one quota window's worth); ``None``

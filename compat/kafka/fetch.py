@@ -100,6 +100,8 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     min_bytes = int(request.min_bytes)
     quotas = broker.client_quotas
     quota_cap = quotas.fetch_cap(context.client_id) if quotas.fetching else None
+    if quota_cap is not None:
+        min_bytes = min(min_bytes, quota_cap)
     while True:
         read_as_of = (broker.catalog_version, broker.log_starts_version)
         asked, quiet_ids, quiet_marks = to_read(read_as_of)
@@ -120,10 +122,16 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
                 continue  # a commit in the turn it waited for its task woke no waiter of its own
         await broker.wait_for_data(remaining, partition_ids)
     answered_session = INVALID_SESSION_ID
-    if session is not None:
-        if session.epoch != next_epoch(epoch):  # a duplicate request took the epoch meanwhile
+    if session is not None and session.epoch != next_epoch(epoch):  # a duplicate request took the epoch meanwhile
+        _close(piece for _, _, answer in answers for piece in answer[6] or ())
+        return _session_refused(version, ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.session_id)
+    if quota_cap is not None:  # the records' bytes recorded on the client's consumer byte-rate quota
+        throttle_ms = quotas.record(FETCH, context.client_id, context.connection_id, total_bytes)
+        if throttle_ms:  # answered empty, and what it read not counted, as Kafka answers it
+            quotas.unrecord(FETCH, context.client_id, total_bytes)
             _close(piece for _, _, answer in answers for piece in answer[6] or ())
-            return _session_refused(version, ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.session_id)
+            return _throttled(version, throttle_ms, session.session_id if session is not None else INVALID_SESSION_ID)
+    if session is not None:
         answers = _changed(session, answers)
         session.read_as_of = read_as_of
         answered_session = session.session_id
@@ -132,13 +140,10 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             [_cached(key, asked[key][1], answer) for key, _, answer in answers], version >= 13, broker.clock.now_ms())
         if answered_session != INVALID_SESSION_ID:
             broker.fetch_sessions.sessions[answered_session].read_as_of = read_as_of
-    throttle_ms = 0
-    if quota_cap is not None:  # the records' bytes recorded on the client's consumer byte-rate quota
-        throttle_ms = quotas.record(FETCH, context.client_id, context.connection_id, total_bytes)
     module = response_module("fetch", version)
     return make(
         module.FetchResponse,
-        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
+        throttle_time=datetime.timedelta(0),
         error_code=ErrorCode.NONE,
         session_id=answered_session,
         responses=tuple(
@@ -155,6 +160,15 @@ def _names_session(request: FetchRequest) -> TypeIs[
 ]:
     """v7+ carry a fetch session's id and epoch."""
     return has_field(request, "session_epoch")
+
+
+def _throttled(version: int, throttle_ms: int, session_id: int) -> Any:
+    """A Fetch that would take its client over its consumer byte-rate quota, answered as Kafka answers it: no
+    partitions, the throttle time, and the session it named (its epoch moved on, what it last answered unchanged;
+    a full fetch opens none)."""
+    module = response_module("fetch", version)
+    return make(module.FetchResponse, throttle_time=datetime.timedelta(milliseconds=throttle_ms),
+                error_code=ErrorCode.NONE, session_id=session_id, responses=())
 
 
 def _session_refused(version: int, code: int, session_id: int) -> Any:

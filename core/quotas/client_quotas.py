@@ -127,11 +127,22 @@ class QuotaBook:
     def __init__(self, key: str, stored: Iterable[EntityQuotas]) -> None:
         self.key = key
         self._bounds: dict[Entity, float] = {}
-        for quotas in stored:
-            value = dict(quotas.values).get(key)
-            if value is not None and not any(kind == IP for kind, _ in quotas.entity):
-                self._bounds[quotas.entity] = value
         self._resolved: dict[str, AppliedQuota | None] = {}
+        for quotas in stored:
+            self.update(quotas.entity, quotas)
+
+    def update(self, entity: Entity, quotas: EntityQuotas | None) -> None:
+        """``entity``'s quotas are now ``quotas`` (``None``: it has none): one alteration, not a rebuild of every
+        entity stored."""
+        value = dict(quotas.values).get(self.key) if quotas is not None else None
+        if value is None or any(kind == IP for kind, _ in entity):
+            if self._bounds.pop(entity, None) is None:
+                return
+        elif self._bounds.get(entity) == value:
+            return
+        else:
+            self._bounds[entity] = value
+        self._resolved.clear()
 
     @property
     def any(self) -> bool:

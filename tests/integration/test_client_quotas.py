@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.alter_client_quotas.v1 import request as alter_v1
 from kio.schema.describe_client_quotas.v1 import request as describe_v1
+from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.produce.v9 import request as produce_v9
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
@@ -226,6 +227,70 @@ def test_a_producer_over_its_byte_rate_is_throttled_and_muted(bootstrap: str) ->
     assert 500 <= throttles[10] <= 1_500, throttles
     assert held_s >= throttles[10] / 1000 * 0.8, (held_s, throttles)  # muted: the next request waited
     assert throttles[11] <= throttles[10]
+
+
+def _fetch(topic: str, offset: int) -> Any:
+    """A sessionless Fetch of one batch (every limit 1 byte: the first batch goes whole) from ``offset``."""
+    return make(fetch_v12.FetchRequest, max_wait=datetime.timedelta(milliseconds=100), min_bytes=1, max_bytes=1,
+                isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                topics=(make(fetch_v12.FetchTopic, topic=topic, partitions=(make(
+                    fetch_v12.FetchPartition, partition=0, fetch_offset=offset, partition_max_bytes=1),)),))
+
+
+@pytest.mark.differential
+def test_a_consumer_over_its_byte_rate_is_answered_empty_and_muted(bootstrap: str) -> None:
+    """50,000 B/s on the client id; twelve stored batches of ~49 KB read one a Fetch. The first ten pass; the
+    eleventh would take the rate over: it is answered as Kafka answers it, with no records and the throttle time, and
+    the connection's next Fetch waits that long, then reads the same batch, now within the quota."""
+    client_id = f"quota-reader-{uuid.uuid4().hex[:8]}"
+    topic = _topic(bootstrap)
+
+    async def fill() -> None:
+        connection = await Connection.open(bootstrap, "quota-filler")
+        try:
+            for _ in range(12):
+                answer = await connection.request(_produce(topic, 49_000))
+                assert int(answer.responses[0].partition_responses[0].error_code) == NONE
+        finally:
+            await connection.close()
+
+    asyncio.run(fill())
+    assert alter(bootstrap, [((("client-id", client_id),), [("consumer_byte_rate", 50_000.0)])]) == [
+        (NONE, None, (("client-id", client_id),))]
+    described(bootstrap, [("client-id", 0, client_id)], expected=(NONE, "", [
+        ((("client-id", client_id),), {"consumer_byte_rate": 50_000.0})]))
+
+    async def run() -> tuple[list[tuple[int, int, int]], float]:
+        connection = await Connection.open(bootstrap, client_id)
+        try:
+            seen, offset = [], 0
+            for _ in range(11):
+                answer = await connection.request(_fetch(topic, offset))
+                partitions = [partition for entry in answer.responses for partition in entry.partitions]
+                records = bytes(partitions[0].records or b"") if partitions else b""
+                seen.append((int(answer.throttle_time.total_seconds() * 1000), len(partitions), len(records)))
+                offset += 1 if records else 0
+            started = time.monotonic()
+            answer = await connection.request(_fetch(topic, offset))
+            partitions = [partition for entry in answer.responses for partition in entry.partitions]
+            seen.append((int(answer.throttle_time.total_seconds() * 1000), len(partitions),
+                         len(bytes(partitions[0].records or b"")) if partitions else 0))
+            return seen, time.monotonic() - started
+        finally:
+            await connection.close()
+
+    try:
+        seen, held_s = asyncio.run(run())
+    finally:
+        alter(bootstrap, [((("client-id", client_id),), [("consumer_byte_rate", None)])])
+    assert [(throttle, partitions) for throttle, partitions, _ in seen[:10]] == [(0, 1)] * 10
+    assert all(49_000 < size < 50_000 for _, _, size in seen[:10])
+    throttle_ms, partitions, size = seen[10]
+    assert (partitions, size) == (0, 0) and 500 <= throttle_ms <= 1_500, seen
+    assert held_s >= throttle_ms / 1000 * 0.8, (held_s, seen)  # muted: the next request waited
+    # then the same batch, or (Kafka's window counts ten seconds plus the current second's part, so the rate can
+    # still be over) another empty answer with its own throttle
+    assert seen[11] == (0, 1, seen[0][2]) or (seen[11][1:] == (0, 0) and seen[11][0] > 0), seen
 
 
 def test_a_throttled_connection_waits_for_the_broker_clock(clock_broker: BrokerProcess) -> None:
