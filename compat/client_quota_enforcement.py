@@ -9,6 +9,9 @@ taken back off the rate and its session left as it was (its epoch moved on). A F
 ``min_bytes`` are capped, as Kafka caps them, at what one quota window may take. One difference: a Fetch's bytes are
 its records' (Kafka counts the whole response, a few dozen bytes a partition more).
 
+Kafka's controller mutation quota (``controller_mutation_rate``, KIP-599) is a token bucket per client
+(`MutationQuota`), applied by CreateTopics, DeleteTopics and CreatePartitions.
+
 With no byte-rate quota set nothing is recorded: Produce and Fetch ask one attribute each.
 """
 
@@ -18,10 +21,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from logwright.core.errors import ThrottlingQuotaExceeded
 from logwright.core.events.quotas import ClientQuotasAltered
 from logwright.core.quotas.client_quotas import QuotaBook, stored_quotas
 from logwright.core.quotas.entities import EntityQuotas, entity_key
-from logwright.core.quotas.rate import ByteRates
+from logwright.core.quotas.rate import ByteRates, TokenBucket
 from logwright.eventstore.interface import LoggedEvent
 
 if TYPE_CHECKING:
@@ -29,7 +33,49 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH = "producer_byte_rate", "consumer_byte_rate"
+PRODUCE, FETCH, MUTATION = "producer_byte_rate", "consumer_byte_rate", "controller_mutation_rate"
+
+
+class MutationQuota:
+    """One request's controller mutation quota (KIP-599), as Kafka's controller applies it: each topic created or
+    deleted, or partitions added, takes its partitions' count from the client's token bucket once everything else
+    about it was found valid (validate-only requests too, as on Kafka). Strict (from CreateTopics v6, DeleteTopics
+    v5, CreatePartitions v3): a bucket below zero refuses the topic (`ThrottlingQuotaExceeded`) and the answer
+    carries the time until it is back at zero; permissive (older versions, which know no such error): everything
+    goes and the answer carries the time the bucket then needs."""
+
+    def __init__(self, bucket: TokenBucket | None, bound: float, strict: bool, now_ms: int) -> None:
+        self._bucket = bucket
+        self._bound = bound
+        self._strict = strict
+        self._now_ms = now_ms
+        self._throttle_ms = 0
+
+    @property
+    def bounded(self) -> bool:
+        """A quota applies: without one, `apply` does nothing."""
+        return self._bucket is not None
+
+    def apply(self, permits: int) -> None:
+        bucket = self._bucket
+        if bucket is None:
+            return
+        if self._strict:
+            tokens = bucket.tokens(self._bound, self._now_ms)
+            if tokens < 0:
+                self._throttle_ms = TokenBucket.throttle_ms(tokens, self._bound)
+                raise ThrottlingQuotaExceeded("The throttling quota has been exceeded.")
+            bucket.record(permits, self._bound, self._now_ms)
+        else:
+            bucket.record(permits, self._bound, self._now_ms)
+            self._throttle_ms = TokenBucket.throttle_ms(bucket.tokens(self._bound, self._now_ms), self._bound)
+
+    @property
+    def throttle_ms(self) -> int:
+        return self._throttle_ms
+
+
+UNBOUNDED = MutationQuota(None, 0.0, False, 0)
 
 
 class ClientQuotaEnforcement:
@@ -39,8 +85,8 @@ class ClientQuotaEnforcement:
         self._broker = broker
         samples = int(broker.broker_config("quota.window.num"))
         window_ms = int(broker.broker_config("quota.window.size.seconds")) * 1000
-        self._rates = {PRODUCE: ByteRates(samples, window_ms), FETCH: ByteRates(samples, window_ms)}
-        self._books = {PRODUCE: QuotaBook(PRODUCE, ()), FETCH: QuotaBook(FETCH, ())}
+        self._rates = {key: ByteRates(samples, window_ms) for key in (PRODUCE, FETCH, MUTATION)}
+        self._books = {key: QuotaBook(key, ()) for key in (PRODUCE, FETCH, MUTATION)}
         self.producing = False
         """A ``producer_byte_rate`` is set somewhere: Produce records its bytes."""
         self.fetching = False
@@ -54,7 +100,7 @@ class ClientQuotaEnforcement:
 
     def _load(self) -> None:
         stored = stored_quotas(self._broker.store.entities("client_quotas"))
-        self._books = {key: QuotaBook(key, stored) for key in (PRODUCE, FETCH)}
+        self._books = {key: QuotaBook(key, stored) for key in (PRODUCE, FETCH, MUTATION)}
         self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
     def _altered(self, events: Sequence[LoggedEvent]) -> None:
@@ -79,6 +125,20 @@ class ClientQuotaEnforcement:
         if throttle_ms > 0 and connection_id >= 0:
             self.mute(connection_id, now_ms + throttle_ms)
         return throttle_ms
+
+    def mutations(self, client_id: str | None, strict: bool) -> MutationQuota:
+        """The controller mutation quota of one CreateTopics, DeleteTopics or CreatePartitions request."""
+        book = self._books[MUTATION]
+        applied = book.applied(client_id or "") if book.any else None
+        if applied is None:
+            return UNBOUNDED
+        now_ms = self._broker.clock.now_ms()
+        return MutationQuota(self._rates[MUTATION].bucket(applied.metric, now_ms), applied.bound, strict, now_ms)
+
+    def throttle(self, connection_id: int, throttle_ms: int) -> None:
+        """Mute ``connection_id`` for ``throttle_ms`` (a mutation quota's answer), as `record` does."""
+        if throttle_ms > 0 and connection_id >= 0:
+            self.mute(connection_id, self._broker.clock.now_ms() + throttle_ms)
 
     def unrecord(self, key: str, client_id: str | None, nbytes: int) -> None:
         """Take back bytes `record` counted: a throttled Fetch is answered empty, so what it read is not counted, as

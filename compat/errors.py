@@ -228,6 +228,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.InvalidShareSessionEpoch: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     domain.PolicyViolation: ErrorCode.POLICY_VIOLATION,
     domain.AppendHeld: ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+    domain.ThrottlingQuotaExceeded: ErrorCode.THROTTLING_QUOTA_EXCEEDED,
     domain.UnreleasedInstanceId: ErrorCode.UNRELEASED_INSTANCE_ID,
     domain.UnsupportedAssignor: ErrorCode.UNSUPPORTED_ASSIGNOR,
     domain.StaleMemberEpoch: ErrorCode.STALE_MEMBER_EPOCH,

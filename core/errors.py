@@ -234,3 +234,8 @@ class CorruptRecords(DomainError):
 class AppendHeld(DomainError):
     """An admission plugin holds an append (a backlog quota's ``producer_request_hold``): the produce request
     waits, its connection open, and is asked again after each commit until admitted or its timeout passes."""
+
+
+class ThrottlingQuotaExceeded(DomainError):
+    """A client's ``controller_mutation_rate`` (KIP-599) has no tokens left: the topic's creation, deletion or new
+    partitions are refused, as Kafka's controller refuses them from the versions that know the error."""

@@ -3,9 +3,9 @@
 peers/java/src/.../ClientScenario.java has nine steps (producer; consumer group, classic and KIP-848;
 KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
 dead-letter copies of a REJECT and of the delivery limit; a transactional consume-transform-produce loop with an
-abort and a fenced zombie; a Kafka Streams 4.4.0 word count, exactly once, restored from its changelog; a producer over the byte-rate quota the Admin client set, throttled), each run as
-its own JVM that
-prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
+abort and a fenced zombie; a Kafka Streams 4.4.0 word count, exactly once, restored from its changelog; a producer
+over the byte-rate quota the Admin client set, throttled), each run as its own JVM that prints ``OK <step>`` or
+``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
 logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
 """

@@ -126,7 +126,7 @@ def _stage_markers(broker: Broker, completion: Completion, partition_ids: Sequen
                                                    last_stable_offset)])
 
 
-def wire_failure(error: DomainError, api_version: int, fenced_from_version: int) -> tuple[ErrorCode, str]:
+def wire_failure(error: DomainError, api_version: int, fenced_from_version: int) -> tuple[ErrorCode, str | None]:
     """The code and message of a refused transactional request; PRODUCER_FENCED (KIP-588) exists only from
     ``fenced_from_version`` of each API, older versions say INVALID_PRODUCER_EPOCH."""
     code, message = failure(error)

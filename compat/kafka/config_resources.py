@@ -26,7 +26,7 @@ from logwright.compat.turns import give_way
 from logwright.core.config.configs import ConfigKey, ConfigRegistry
 from logwright.core.config.topic_synonyms import BROKER_KEY_FAMILIES, TOPIC_BROKER_SYNONYMS, topic_default
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
-from logwright.core.errors import DomainError
+from logwright.core.errors import DomainError, ThrottlingQuotaExceeded
 from logwright.core.events import ConfigChanged
 from logwright.core.log.catalog import ResourceConfig, resource_key, validate_topic_name
 from logwright.core.share_groups.share_groups import ShareGroupState, check_mode_change
@@ -76,10 +76,13 @@ class DescribedConfig:
     documentation: str
 
 
-def failure(error: Exception) -> tuple[ErrorCode, str]:
-    """The code and the user-facing message of a refused request part."""
+def failure(error: Exception) -> tuple[ErrorCode, str | None]:
+    """The code and the user-facing message of a refused request part (none for a controller mutation quota's
+    refusal: Kafka 4.4 answers it without one)."""
     if isinstance(error, KafkaError):
         return error.code, error.message
+    if isinstance(error, ThrottlingQuotaExceeded):
+        return error_code_for(error), None
     return error_code_for(error), str(error)
 
 

@@ -57,6 +57,7 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             for topic in request.topics))
     results, staged, answered = [], False, set()
     timed_out = expired(request.timeout)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 3)
     for topic in request.topics:
         if topic.name in answered:
             continue  # named twice: answered once, as Kafka does
@@ -76,6 +77,7 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             assignments = None if not topic.assignments else [entry.broker_ids for entry in topic.assignments]
             current = int(topic.count) - len(event.partition_ids)
             check_new_partition_assignments(current, int(topic.count), assignments, broker.node_id)
+            mutations.apply(len(event.partition_ids))
             if not validate_only:
                 broker.stage([event])
                 staged = True
@@ -85,4 +87,6 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
                             error_message=message))
     if staged:
         await broker.durable()
-    return make(module.CreatePartitionsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+    broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
+    return make(module.CreatePartitionsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
+                results=tuple(results))

@@ -53,6 +53,7 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
                  error_message="Excessively large number of partitions per request.", num_partitions=-1,
                  replication_factor=-1, configs=()) for name in counts))
     timed_out = expired(request.timeout)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 6)
     results, answered, staged = [], set(), False
     for topic in request.topics:
         if topic.name in answered:
@@ -65,7 +66,11 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
             if timed_out:
                 results.append(_failed(module, topic.name, ErrorCode.REQUEST_TIMED_OUT, None))
                 continue
-            event = _create(broker, topic, validate_only)
+            if mutations.bounded:  # the quota is the last check, after everything else about the topic held
+                event = _create(broker, topic, validate_only=True)
+                mutations.apply(len(event.partition_ids))
+            if not validate_only or not mutations.bounded:
+                event = _create(broker, topic, validate_only)
         except DomainError as error:
             results.append(_failed(module, topic.name, *failure(error)))
             continue
@@ -73,7 +78,9 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
         results.append(_created(module, broker, event, validate_only))
     if staged:
         await broker.durable()
-    return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(0), topics=tuple(results))
+    broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
+    return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
+                topics=tuple(results))
 
 
 def _failed(module: Any, name: str, code: ErrorCode, message: str | None) -> Any:

@@ -56,6 +56,7 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     staged = 0
     answered: set[tuple[str | None, uuid.UUID]] = set()
     timed_out = expired(request.timeout)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 5)
     for name, topic_id in wanted:
         if (name, topic_id) in answered:
             continue  # named twice: answered once, as Kafka does
@@ -75,6 +76,7 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
                 continue
             state = _lookup(broker, name, topic_id)
             event = delete_topic(state, state.name if state is not None else str(name))
+            mutations.apply(len(event.partition_ids))
         except DomainError as error:
             code, message = failure(error)
             results.append(make(module.DeletableTopicResult, name=name, topic_id=topic_id, error_code=code,
@@ -88,7 +90,9 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     if deleted:
         await broker.durable()
         await forget_topic_offsets(broker, deleted)
-    return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(0), responses=tuple(results))
+    broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
+    return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
+                responses=tuple(results))
 
 
 def _check_named_once(name: str | None, topic_id: uuid.UUID) -> None:

@@ -46,7 +46,8 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
         lambda entry: _entry(module, entry, include_synonyms, include_documentation))
 
     def described(resource: DescribeConfigsResource) -> Any:
-        code, message, entries = ErrorCode.NONE, "", []  # Kafka: "" when described
+        code, entries = ErrorCode.NONE, []
+        message: str | None = ""  # Kafka: "" when described
         try:
             keys = resource.configuration_keys
             if int(resource.resource_type) == broker_loggers.BROKER_LOGGER:

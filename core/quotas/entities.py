@@ -12,6 +12,7 @@ Kafka's byte for byte; nothing else depends on it.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,20 +92,19 @@ def check_entity(entity: Sequence[tuple[str, str | None]], resolvable: frozenset
 
 
 def is_ip_literal(name: str) -> bool:
-    """An IPv4 or IPv6 address as Java's ``InetAddress`` reads one without a lookup (``127.1`` included)."""
-    import ipaddress
-    import socket
-
+    """An IPv4 or IPv6 address as Java's ``InetAddress`` reads one without a lookup: the short IPv4 forms included
+    (``127.1``: one to four decimal parts, the last filling the bytes left)."""
     try:
-        ipaddress.ip_address(name.strip("[]") if name.startswith("[") else name)
+        ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
         return True
     except ValueError:
         pass
-    try:
-        socket.inet_aton(name)  # the BSD forms Java accepts too: 127.1, 10.1.2
-        return all(part.isdigit() for part in name.split("."))
-    except OSError:
+    parts = name.split(".")
+    if not 1 <= len(parts) <= 4 or not all(part.isascii() and part.isdigit() for part in parts):
         return False
+    values = [int(part) for part in parts]
+    last_bytes = 5 - len(parts)
+    return all(value <= 255 for value in values[:-1]) and values[-1] < 256 ** last_bytes
 
 
 def check_value(entity: Entity, key: str, value: float) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from typing import TypeVar
 
 SENSOR_IDLE_MS = 3_600_000
 """Kafka drops a client's quota sensors after an hour without a request (``InactiveSensorExpirationTimeSeconds``)."""
@@ -106,13 +107,47 @@ def _java_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
+class TokenBucket:
+    """Kafka's ``TokenBucket`` for the controller mutation quota (KIP-599): full at first, ``bound`` tokens a second
+    back up to a burst of ``samples`` windows' worth; a mutation takes its partitions' count and may leave it
+    below zero, after which a strict quota refuses until it is back at zero."""
+
+    __slots__ = ("_tokens", "_last_ms", "_burst_s", "last_used_ms")
+
+    def __init__(self, samples: int, window_ms: int, now_ms: int) -> None:
+        self._tokens: float | None = None
+        self._last_ms = now_ms
+        self._burst_s = samples * window_ms / 1000.0
+        self.last_used_ms = now_ms
+
+    def tokens(self, bound: float, now_ms: int) -> float:
+        burst = self._burst_s * bound
+        if self._tokens is None:
+            self._tokens = burst
+        else:
+            self._tokens = min(burst, self._tokens + bound * (now_ms - self._last_ms) / 1000.0)
+        self._last_ms = now_ms
+        return self._tokens
+
+    def record(self, value: float, bound: float, now_ms: int) -> None:
+        self._tokens = min(self._burst_s * bound, self.tokens(bound, now_ms) - value)
+        self.last_used_ms = now_ms
+
+    @staticmethod
+    def throttle_ms(tokens: float, bound: float) -> int:
+        """The time until ``tokens`` (below zero) are back at zero: Kafka's ``-tokens / bound``, rounded."""
+        return _java_round(-tokens / bound * 1000) if tokens < 0 else 0
+
+
 class ByteRates:
-    """One `SampledRate` per quota metric (user and client id), dropped after an hour idle, at most `MAX_RATES`."""
+    """One `SampledRate` (or `TokenBucket`) per quota metric (user and client id), dropped after an hour idle, at
+    most `MAX_RATES` of each."""
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.samples = samples
         self.window_ms = window_ms
         self._rates: collections.OrderedDict[tuple[str, str], SampledRate] = collections.OrderedDict()
+        self._buckets: collections.OrderedDict[tuple[str, str], TokenBucket] = collections.OrderedDict()
 
     def __len__(self) -> int:
         return len(self._rates)
@@ -121,21 +156,37 @@ class ByteRates:
         """Record ``value`` bytes under ``metric`` and answer the throttle time its quota ``bound`` asks for."""
         rate = self._rates.get(metric)
         if rate is None:
-            self._expire(now_ms)
+            _expire(self._rates, now_ms)
             rate = self._rates[metric] = SampledRate(self.samples, self.window_ms, now_ms)
         else:
             self._rates.move_to_end(metric)
         rate.record(value, now_ms)
         return rate.throttle_ms(bound, now_ms)
 
+    def bucket(self, metric: tuple[str, str], now_ms: int) -> TokenBucket:
+        """The token bucket of ``metric`` (for a controller mutation quota), made full if it has none."""
+        bucket = self._buckets.get(metric)
+        if bucket is None:
+            _expire(self._buckets, now_ms)
+            bucket = self._buckets[metric] = TokenBucket(self.samples, self.window_ms, now_ms)
+        else:
+            self._buckets.move_to_end(metric)
+        return bucket
+
     def max_value_in_window(self, bound: float) -> float:
         """The most one request may take without being throttled on an idle rate (Kafka caps a Fetch at it)."""
         return bound * (self.samples - 1) * self.window_ms / 1000.0
 
-    def _expire(self, now_ms: int) -> None:
-        rates = self._rates
-        while rates:
-            metric, oldest = next(iter(rates.items()))
-            if now_ms - oldest.last_used_ms < SENSOR_IDLE_MS and len(rates) < MAX_RATES:
-                return
-            del rates[metric]
+
+
+_Meter = TypeVar("_Meter", SampledRate, TokenBucket)
+
+
+def _expire(meters: collections.OrderedDict[tuple[str, str], _Meter], now_ms: int) -> None:
+    """Drop the meters idle for an hour, and the longest idle while there are `MAX_RATES` (least recently used
+    first: the dict is kept in that order)."""
+    while meters:
+        metric, oldest = next(iter(meters.items()))
+        if now_ms - oldest.last_used_ms < SENSOR_IDLE_MS and len(meters) < MAX_RATES:
+            return
+        del meters[metric]

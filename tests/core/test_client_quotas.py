@@ -17,7 +17,7 @@ from logwright.core.quotas.entities import (
     entity_key,
     java_map_order,
 )
-from logwright.core.quotas.rate import ByteRates, SampledRate
+from logwright.core.quotas.rate import ByteRates, SampledRate, TokenBucket
 
 ALICE_C1 = (("client-id", "c1"), ("user", "alice"))
 
@@ -191,3 +191,14 @@ def test_byte_rates_answer_the_throttle_and_forget_idle_clients() -> None:
     assert rates.max_value_in_window(1000.0) == 10_000
     rates.record(("", "c"), 1, 1000.0, 3_600_000)  # an hour later both earlier rates are idle
     assert len(rates) == 1
+
+
+def test_kafkas_token_bucket_starts_full_refills_and_goes_below_zero() -> None:
+    bucket = TokenBucket(11, 1000, 0)
+    assert bucket.tokens(1.0, 0) == 11.0  # full: eleven one-second windows at 1 a second
+    bucket.record(16, 1.0, 0)
+    assert bucket.tokens(1.0, 0) == -5.0
+    assert TokenBucket.throttle_ms(-5.0, 1.0) == 5_000
+    assert bucket.tokens(1.0, 2_500) == -2.5
+    assert bucket.tokens(1.0, 60_000) == 11.0  # never above the burst
+    assert TokenBucket.throttle_ms(3.0, 1.0) == 0

@@ -17,6 +17,10 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.alter_client_quotas.v1 import request as alter_v1
+from kio.schema.create_partitions.v3 import request as create_partitions_v3
+from kio.schema.create_topics.v5 import request as create_topics_v5
+from kio.schema.create_topics.v7 import request as create_topics_v7
+from kio.schema.delete_topics.v6 import request as delete_topics_v6
 from kio.schema.describe_client_quotas.v1 import request as describe_v1
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.produce.v9 import request as produce_v9
@@ -28,7 +32,7 @@ from logwright.testing.clients import advance_clock, one_request
 
 from .broker_process import BrokerProcess
 
-NONE, UNSUPPORTED_VERSION, INVALID_REQUEST, POLICY_VIOLATION = 0, 35, 42, 44
+NONE, UNSUPPORTED_VERSION, INVALID_REQUEST, POLICY_VIOLATION, THROTTLING_QUOTA_EXCEEDED = 0, 35, 42, 44, 89
 
 Parts = tuple[tuple[str, str | None], ...]
 
@@ -291,6 +295,54 @@ def test_a_consumer_over_its_byte_rate_is_answered_empty_and_muted(bootstrap: st
     # then the same batch, or (Kafka's window counts ten seconds plus the current second's part, so the rate can
     # still be over) another empty answer with its own throttle
     assert seen[11] == (0, 1, seen[0][2]) or (seen[11][1:] == (0, 0) and seen[11][0] > 0), seen
+
+
+def _create_topics(bootstrap: str, client_id: str, topics: list[tuple[str, int]], module: Any = create_topics_v7,
+                   validate_only: bool = False) -> tuple[int, list[tuple[int, str | None]]]:
+    answer = one_request(bootstrap, make(
+        module.CreateTopicsRequest, timeout=datetime.timedelta(seconds=30), validate_only=validate_only,
+        topics=tuple(make(module.CreatableTopic, name=name, num_partitions=count, replication_factor=1,
+                          assignments=(), configs=()) for name, count in topics)), client_id)
+    return (int(answer.throttle_time.total_seconds() * 1000),
+            [(int(topic.error_code), topic.error_message) for topic in answer.topics])
+
+
+@pytest.mark.differential
+def test_topic_mutations_over_the_controller_mutation_rate_as_on_kafka(bootstrap: str) -> None:
+    """KIP-599 at 1 partition a second: the bucket holds eleven (eleven one-second windows). A validate-only creation
+    of 6 takes 6, as on Kafka; 10 more go (the bucket may go below zero), and what follows is refused
+    THROTTLING_QUOTA_EXCEEDED, without a message, with the time until the bucket is back at zero, by CreateTopics
+    v7, CreatePartitions v3 and DeleteTopics v6, while CreateTopics v5 (before the error existed) goes and is
+    answered the throttle time."""
+    tag = uuid.uuid4().hex[:8]
+    client_id = f"quota-admin-{tag}"
+    assert alter(bootstrap, [((("client-id", client_id),), [("controller_mutation_rate", 1.0)])])[0][0] == NONE
+    described(bootstrap, [("client-id", 0, client_id)], expected=(NONE, "", [
+        ((("client-id", client_id),), {"controller_mutation_rate": 1.0})]))
+    try:
+        assert _create_topics(bootstrap, client_id, [(f"mut-a-{tag}", 6)], validate_only=True) == (0, [(NONE, None)])
+        throttle, results = _create_topics(bootstrap, client_id, [(f"mut-b-{tag}", 10), (f"mut-c-{tag}", 5),
+                                                                  (f"mut-d-{tag}", 1)])
+        assert results == [(NONE, None), (THROTTLING_QUOTA_EXCEEDED, None), (THROTTLING_QUOTA_EXCEEDED, None)]
+        assert 3_000 <= throttle <= 5_000, throttle  # 11 - 6 - 10 = -5 tokens, refilled a little since
+        throttle, results = _create_topics(bootstrap, client_id, [(f"mut-e-{tag}", 1)], module=create_topics_v5)
+        assert results == [(NONE, None)] and 3_000 <= throttle <= 6_000, throttle
+        answer = one_request(bootstrap, make(
+            create_partitions_v3.CreatePartitionsRequest, timeout=datetime.timedelta(seconds=30), validate_only=False,
+            topics=(make(create_partitions_v3.CreatePartitionsTopic, name=f"mut-b-{tag}", count=12,
+                         assignments=None),)), client_id)
+        assert [(int(result.error_code), result.error_message) for result in answer.results] == [
+            (THROTTLING_QUOTA_EXCEEDED, None)]
+        assert 3_000 <= answer.throttle_time.total_seconds() * 1000 <= 6_000
+        answer = one_request(bootstrap, make(
+            delete_topics_v6.DeleteTopicsRequest, timeout=datetime.timedelta(seconds=30), topics=(
+                make(delete_topics_v6.DeleteTopicState, name=f"mut-b-{tag}", topic_id=uuid.UUID(int=0)),)), client_id)
+        assert [(int(result.error_code), result.error_message) for result in answer.responses] == [
+            (THROTTLING_QUOTA_EXCEEDED, None)]
+        # another client, no quota of its own, is not held by this one's
+        assert _create_topics(bootstrap, f"other-{tag}", [(f"mut-f-{tag}", 3)]) == (0, [(NONE, None)])
+    finally:
+        alter(bootstrap, [((("client-id", client_id),), [("controller_mutation_rate", None)])])
 
 
 def test_a_throttled_connection_waits_for_the_broker_clock(clock_broker: BrokerProcess) -> None:
