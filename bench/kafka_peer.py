@@ -116,18 +116,25 @@ class KafkaPeer:
 
     ``config`` overrides or adds broker properties (a ``node.id`` there also names the controller voter);
     ``features`` are passed to the storage tool as
-    ``--feature name=level`` (``share.version=1`` by default, so share groups work).
+    ``--feature name=level`` (``share.version=1`` by default, so share groups work). ``sasl_users`` adds a
+    SASL_PLAINTEXT listener (``sasl_bootstrap``) offering PLAIN for these users and SCRAM-SHA-256/512 for the
+    credentials AlterUserScramCredentials stores.
     """
 
     def __init__(self, work_dir: Path | None = None, config: dict[str, str] | None = None,
                  features: dict[str, int] | None = None, heap: str = DEFAULT_HEAP,
-                 log_level: str = "warn", port: int | None = None) -> None:
+                 log_level: str = "warn", port: int | None = None, sasl_users: dict[str, str] | None = None
+                 ) -> None:
         self._own_dir = work_dir is None
         self.work_dir = Path(tempfile.mkdtemp(prefix="kafka-peer-")) if work_dir is None else work_dir
         self.port = port or free_port()
         self.controller_port = free_port()
         while self.controller_port == self.port:  # each port was free alone; the two listeners need two
             self.controller_port = free_port()
+        self.sasl_users = sasl_users
+        self.sasl_port = 0
+        while sasl_users is not None and self.sasl_port in (0, self.port, self.controller_port):
+            self.sasl_port = free_port()
         self.config = dict(config or {})
         self.features = {"share.version": 1} if features is None else dict(features)
         self.heap = heap
@@ -140,6 +147,10 @@ class KafkaPeer:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def log_path(self) -> Path:
@@ -175,6 +186,20 @@ class KafkaPeer:
             # this machine cannot raise. Only the delay changes, not how Kafka serves.
             "file.delete.delay.ms": "1000",
         }
+        if self.sasl_users is not None:
+            users = " ".join(f'user_{name}="{password}"' for name, password in self.sasl_users.items())
+            scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            props.update({
+                "listeners": f"{props['listeners']},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
+                "advertised.listeners": f"{props['advertised.listeners']},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
+                "listener.security.protocol.map": f"{props['listener.security.protocol.map']},"
+                                                  "SASL_PLAINTEXT:SASL_PLAINTEXT",
+                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+                "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            })
         props.update(self.config)
         return props
 

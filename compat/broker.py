@@ -72,6 +72,11 @@ class BrokerSettings:
     advertised_port: int | None = None
     cluster_id: str = "logwright-cluster"
     overrides: dict[str, str] = field(default_factory=dict)
+    sasl_host: str | None = None
+    sasl_port: int = 0
+    """A SASL_PLAINTEXT listener besides the PLAINTEXT one (`compat.authentication`); None: none."""
+    sasl_advertised_host: str | None = None
+    sasl_advertised_port: int | None = None
 
     @property
     def public_host(self) -> str:
@@ -88,8 +93,13 @@ def with_static_configs(settings: BrokerSettings) -> BrokerSettings:
     ``node.id`` is Kafka's static broker id (test harnesses written for Kafka often use 0);
     ``listeners`` and ``advertised.listeners`` say where this broker serves, in Kafka's form.
     """
-    static = {"node.id": str(NODE_ID), "listeners": f"PLAINTEXT://{settings.host}:{settings.port}",
-              "advertised.listeners": f"PLAINTEXT://{settings.public_host}:{settings.public_port}"}
+    listeners = [f"PLAINTEXT://{settings.host}:{settings.port}"]
+    advertised = [f"PLAINTEXT://{settings.public_host}:{settings.public_port}"]
+    if settings.sasl_host is not None:
+        listeners.append(f"SASL_PLAINTEXT://{settings.sasl_host}:{settings.sasl_port}")
+        advertised.append(f"SASL_PLAINTEXT://{settings.sasl_advertised_host or settings.sasl_host}:"
+                          f"{settings.sasl_advertised_port or settings.sasl_port}")
+    static = {"node.id": str(NODE_ID), "listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised)}
     node_id = settings.overrides.get("node.id", static["node.id"])
     if not node_id.isdigit():
         raise ValueError(f"node.id must be a non-negative integer, got {node_id!r}")

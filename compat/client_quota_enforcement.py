@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from logwright.core.errors import ThrottlingQuotaExceeded
 from logwright.core.events.quotas import ClientQuotasAltered
-from logwright.core.quotas.client_quotas import QuotaBook, stored_quotas
+from logwright.core.quotas.client_quotas import ANONYMOUS, QuotaBook, stored_quotas
 from logwright.core.quotas.entities import EntityQuotas, entity_key
 from logwright.core.quotas.rate import ByteRates, TokenBucket
 from logwright.eventstore.interface import LoggedEvent
@@ -114,10 +114,10 @@ class ClientQuotaEnforcement:
                         book.update(alteration.entity, quotas if isinstance(quotas, EntityQuotas) else None)
         self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
-    def record(self, key: str, client_id: str | None, connection_id: int, nbytes: int) -> int:
-        """Record a request's bytes against the quota of ``key`` that applies to ``client_id``; the throttle time
-        (ms) to answer with, the connection muted for it. 0 when no quota applies."""
-        applied = self._books[key].applied(client_id or "")
+    def record(self, key: str, client_id: str | None, connection_id: int, nbytes: int, user: str = ANONYMOUS) -> int:
+        """Record a request's bytes against the quota of ``key`` that applies to ``user`` and ``client_id``; the
+        throttle time (ms) to answer with, the connection muted for it. 0 when no quota applies."""
+        applied = self._books[key].applied(client_id or "", user)
         if applied is None:
             return 0
         now_ms = self._broker.clock.now_ms()
@@ -126,10 +126,10 @@ class ClientQuotaEnforcement:
             self.mute(connection_id, now_ms + throttle_ms)
         return throttle_ms
 
-    def mutations(self, client_id: str | None, strict: bool) -> MutationQuota:
+    def mutations(self, client_id: str | None, strict: bool, user: str = ANONYMOUS) -> MutationQuota:
         """The controller mutation quota of one CreateTopics, DeleteTopics or CreatePartitions request."""
         book = self._books[MUTATION]
-        applied = book.applied(client_id or "") if book.any else None
+        applied = book.applied(client_id or "", user) if book.any else None
         if applied is None:
             return UNBOUNDED
         now_ms = self._broker.clock.now_ms()
@@ -140,17 +140,17 @@ class ClientQuotaEnforcement:
         if throttle_ms > 0 and connection_id >= 0:
             self.mute(connection_id, self._broker.clock.now_ms() + throttle_ms)
 
-    def unrecord(self, key: str, client_id: str | None, nbytes: int) -> None:
+    def unrecord(self, key: str, client_id: str | None, nbytes: int, user: str = ANONYMOUS) -> None:
         """Take back bytes `record` counted: a throttled Fetch is answered empty, so what it read is not counted, as
         Kafka unrecords it."""
-        applied = self._books[key].applied(client_id or "")
+        applied = self._books[key].applied(client_id or "", user)
         if applied is not None:
             self._rates[key].record(applied.metric, -nbytes, applied.bound, self._broker.clock.now_ms())
 
-    def fetch_cap(self, client_id: str | None) -> int | None:
-        """The most a Fetch of ``client_id`` may return under its quota (one quota window's worth); ``None``
-        without one."""
-        applied = self._books[FETCH].applied(client_id or "")
+    def fetch_cap(self, client_id: str | None, user: str = ANONYMOUS) -> int | None:
+        """The most a Fetch of ``user`` and ``client_id`` may return under its quota (one quota window's worth);
+        ``None`` without one."""
+        applied = self._books[FETCH].applied(client_id or "", user)
         if applied is None:
             return None
         return max(1, int(self._rates[FETCH].max_value_in_window(applied.bound)))

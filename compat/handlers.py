@@ -33,6 +33,7 @@ from logwright.compat.kafka import (
     alter_partition_reassignments,
     alter_replica_log_dirs,
     alter_share_group_offsets,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -55,6 +56,7 @@ from logwright.compat.kafka import (
     describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -74,6 +76,8 @@ from logwright.compat.kafka import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     share_acknowledge,
     share_fetch,
     share_group_describe,
@@ -98,6 +102,7 @@ KAFKA_APIS: dict[int, ModuleType] = {
     14: sync_group,  # SyncGroup
     15: describe_groups,  # DescribeGroups
     16: list_groups,  # ListGroups
+    17: sasl_handshake,  # SaslHandshake
     18: api_versions,  # ApiVersions
     19: create_topics,  # CreateTopics
     20: delete_topics,  # DeleteTopics
@@ -114,6 +119,7 @@ KAFKA_APIS: dict[int, ModuleType] = {
     33: alter_configs,  # AlterConfigs
     34: alter_replica_log_dirs,  # AlterReplicaLogDirs
     35: describe_log_dirs,  # DescribeLogDirs
+    36: sasl_authenticate,  # SaslAuthenticate
     37: create_partitions,  # CreatePartitions
     42: delete_groups,  # DeleteGroups
     43: elect_leaders,  # ElectLeaders
@@ -123,6 +129,8 @@ KAFKA_APIS: dict[int, ModuleType] = {
     47: offset_delete,  # OffsetDelete
     48: describe_client_quotas,  # DescribeClientQuotas
     49: alter_client_quotas,  # AlterClientQuotas
+    50: describe_user_scram_credentials,  # DescribeUserScramCredentials
+    51: alter_user_scram_credentials,  # AlterUserScramCredentials
     55: describe_quorum,  # DescribeQuorum
     60: describe_cluster,  # DescribeCluster
     61: describe_producers,  # DescribeProducers

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
+    from logwright.compat.authentication import ConnectionAuthentication
     from logwright.compat.broker import Broker
 
 
@@ -37,6 +38,23 @@ class RequestContext:
     request_bytes: int = 0
     """The request's body, as Kafka's ``sizeInBytes`` counts it (the header not included): what a produce quota
     records."""
+    authentication: ConnectionAuthentication | None = None
+    """The connection's listener and SASL state (None in tests that build a context by hand: a PLAINTEXT
+    client)."""
+
+    @property
+    def principal(self) -> str:
+        """The user the client is (Kafka's ``User:`` principal): ANONYMOUS on a PLAINTEXT listener."""
+        return self.authentication.principal if self.authentication is not None else "ANONYMOUS"
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """The host and port this client is told the broker has: its own listener's."""
+        if self.authentication is not None:
+            listener = self.authentication.listener
+            return listener.advertised_host, listener.advertised_port
+        settings = self.broker.settings
+        return settings.public_host, settings.public_port
 
 
 class CloseConnection(Exception):  # noqa: N818 - it is an instruction to the server, not an error of the handler

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from logwright.compat.errors import error_code_for
+from logwright.compat.authentication import ConnectionAuthentication, Stage
+from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
 from logwright.compat.turns import in_turns
@@ -59,6 +60,7 @@ class RequestDispatch:
     broker: Broker
     connection_id: int
     client_host: str
+    authentication: ConnectionAuthentication
     _loop: asyncio.AbstractEventLoop
     _decoding: bool
 
@@ -77,13 +79,21 @@ class RequestDispatch:
             log.warning("closing connection %d from %s: unreadable request header: %s",
                         self.connection_id, self.client_host, error)
             return False
+        authentication = self.authentication
+        refused = authentication.stage is not Stage.AUTHENTICATED and not authentication.allows(header.api_key)
+        if refused and not (authentication.answers_refusal and header.api_key in KNOWN_VERSIONS
+                            and len(frame) < ANSWERED_IN_STEPS_FROM):
+            log.warning("closing connection %d from %s: API key %d before SASL authentication", self.connection_id,
+                        self.client_host, header.api_key)
+            return False
         entry = self.server.handlers.get(header.api_key)
         if entry is None or not entry.min_version <= header.api_version <= entry.max_version:
-            return self._dispatch_unsupported(header, frame)
+            return not refused and self._dispatch_unsupported(header, frame)
         if header.api_key not in KNOWN_VERSIONS:
             # An extension API key (outside Kafka's range): the handler reads and writes its own body.
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
-                                     header.client_id, self.connection_id, self.client_host)
+                                     header.client_id, self.connection_id, self.client_host,
+                                     authentication=authentication)
             body = bytes(frame[header.header_length:])
             self._start(entry, self._handle_raw(entry, context, body), just_read)
             return True
@@ -95,7 +105,7 @@ class RequestDispatch:
                 return self._dispatch_unsupported(header, frame)
             context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                      header.client_id, self.connection_id, self.client_host,
-                                     len(frame) - header.header_length)
+                                     len(frame) - header.header_length, authentication)
             self._decoding = True
             self._start(entry, self._decode_then_handle(entry, context, frame, header), just_read=False)
             return True
@@ -110,7 +120,11 @@ class RequestDispatch:
             return False
         context = RequestContext(self.broker, header.api_key, header.api_version, header.correlation_id,
                                  header.client_id, self.connection_id, self.client_host,
-                                 len(frame) - header.header_length)
+                                 len(frame) - header.header_length, authentication)
+        if refused:  # answered, then closed once the answer is out
+            self._start(entry, self._refuse_during_authentication(entry, context, request), just_read=False)
+            authentication.close(f"{entry.name} during SASL authentication")
+            return True
         self._start(entry, self._handle(entry, context, request, large), just_read)
         return True
 
@@ -188,6 +202,19 @@ class RequestDispatch:
                 raise Unanswerable(f"{entry.name} v{context.api_version} failed and its response "
                                    "has no top-level error code") from error
             return [encode_frame(fallback)]
+
+    async def _refuse_during_authentication(self, entry: HandlerEntry, context: RequestContext,
+                                            request: Any) -> list[bytes] | None:
+        """A request other than SaslAuthenticate in the middle of a SASL exchange: its error response with
+        ILLEGAL_SASL_STATE, as Kafka's authenticator answers it (the connection then closes)."""
+        code = ErrorCode.ILLEGAL_SASL_STATE
+        answer = error_response(context.api_key, context.api_version, context.correlation_id, code)
+        if answer is None:
+            answer = mirrored_error_response(context.api_key, context.api_version, context.correlation_id, request,
+                                             code)
+        if answer is None:
+            raise Unanswerable(f"{entry.name} v{context.api_version} during SASL authentication")
+        return [encode_frame(answer)]
 
     def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:
         log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",

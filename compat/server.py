@@ -47,6 +47,7 @@ import socket
 from typing import Any
 
 from logwright.compat.answer_sending import AnswerSending
+from logwright.compat.authentication import PLAINTEXT, SASL_PLAINTEXT, ConnectionAuthentication, Listener, SaslSettings
 from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.handlers import load_handlers
@@ -67,6 +68,11 @@ class KafkaServer:
         self.handlers = load_handlers()
         self.quotas = ConnectionQuotas(broker.broker_config, StartupLimits.read(broker.broker_config))
         self._server: asyncio.base_events.Server | None = None
+        self._sasl_server: asyncio.base_events.Server | None = None
+        self.sasl = SaslSettings.read(broker.broker_config)
+        settings = broker.settings
+        self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
+        self.sasl_listener: Listener | None = None
         self.connections: set[Connection] = set()
         broker.connections = self.connections
         self.connections_by_id: dict[int, Connection] = {}
@@ -81,23 +87,43 @@ class KafkaServer:
 
     async def start(self) -> None:
         settings = self.broker.settings
+        self._server, settings.port = await self._listen(PLAINTEXT, settings.host, settings.port)
+        self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
+        if settings.sasl_host is not None:
+            self._sasl_server, settings.sasl_port = await self._listen(SASL_PLAINTEXT, settings.sasl_host,
+                                                                       settings.sasl_port)
+            self.sasl_listener = Listener(SASL_PLAINTEXT, settings.sasl_host, settings.sasl_port,
+                                          settings.sasl_advertised_host or settings.sasl_host,
+                                          settings.sasl_advertised_port or settings.sasl_port)
+            log.info("listening on %s:%d for SASL (%s)", settings.sasl_host, settings.sasl_port,
+                     ", ".join(self.sasl.enabled))
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: Connection(self), settings.host, settings.port,
-                                                reuse_address=True, start_serving=False)
-        sockets: tuple[Any, ...] = tuple(self._server.sockets or ())
-        receive_buffer = self.quotas.limits.receive_buffer_bytes
-        if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
-            for listening in sockets:
-                listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-        await self._server.start_serving()
-        if sockets and settings.port == 0:
-            settings.port = sockets[0].getsockname()[1]
         self._idle_reaper = loop.create_task(self._close_idle_connections(), name="idle connections")
         log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,
                  settings.public_host, settings.public_port)
         if not record_walk.NATIVE:  # the install found no C compiler: correct, but produce costs more CPU
             log.warning("compat/wire/_record_walk.c was not built at install: produced records are walked in "
                         "Python (20-30x the CPU of the C walk); install a C compiler and reinstall")
+
+    async def _listen(self, name: str, host: str, port: int) -> tuple[asyncio.base_events.Server, int]:
+        """One listener's server, serving, and the port it got."""
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: Connection(self, name), host, port, reuse_address=True,
+                                          start_serving=False)
+        sockets: tuple[Any, ...] = tuple(server.sockets or ())
+        receive_buffer = self.quotas.limits.receive_buffer_bytes
+        if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
+            for listening in sockets:
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        await server.start_serving()
+        return server, (sockets[0].getsockname()[1] if sockets and port == 0 else port)
+
+    def authentication(self, connection: Connection, listener_name: str) -> ConnectionAuthentication:
+        """A new connection's SASL state on its listener."""
+        listener = self.sasl_listener if listener_name == SASL_PLAINTEXT and self.sasl_listener else self.listener
+        store = self.broker.store
+        return ConnectionAuthentication(listener, self.sasl.enabled, self.sasl.plain_users,
+                                        lambda user: store.state("scram_credentials", user), connection.close_for)
 
     async def stop(self) -> None:
         """Stop accepting, end every open connection, then wait for the listener to close.
@@ -106,12 +132,13 @@ class KafkaServer:
         """
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
-        if self._server is not None:
-            self._server.close()
+        servers = [server for server in (self._server, self._sasl_server) if server is not None]
+        for server in servers:
+            server.close()
         for connection in list(self.connections):
             connection.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in servers:
+            await server.wait_closed()
 
     def wait_for_slot(self, connection: Connection) -> None:
         self._waiting_for_slot[connection] = None
@@ -208,13 +235,17 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
     what waits is at most that request and one read's worth behind it.
     """
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, listener_name: str = PLAINTEXT) -> None:
         self.server = server
         self.broker = server.broker
         self.connection_id = next(_connection_ids)
+        self.authentication = server.authentication(self, listener_name)
         self.client_host = "?"
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes, server.read_buffer)
+        if not self.authentication.authenticated:  # as Kafka reads a SASL connection until it has authenticated
+            self.decoder.limit(min(server.sasl.max_receive_size, server.quotas.limits.max_request_bytes))
+            self.authentication.on_authenticated = self._lift_frame_bound
         self._answers: collections.deque[asyncio.Future[list[bytes] | None]] = collections.deque()
         """The answers owed, in request order: each a running handler's task (or a ready answer)."""
         self.last_active_ms = self.broker.clock.now_ms()
@@ -254,6 +285,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self._muted_until: int | None = None
         """A client quota throttles this connection (`mute_until`): nothing is read or started until then."""
         self._unmuting: asyncio.Task[None] | None = None
+
+    def _lift_frame_bound(self) -> None:
+        self.decoder.limit(self.server.quotas.limits.max_request_bytes)
 
     @property
     def reading(self) -> bool:

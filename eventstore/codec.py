@@ -31,6 +31,7 @@ from logwright.core.cursors.key_hash_ranges import HashRange, KeyHashOwnership, 
 from logwright.core.cursors.subscription_mode import Handover, Membership, ModeConsumer
 from logwright.core.errors import CorruptState
 from logwright.core.events import ALL_EVENT_TYPES, PLUGIN_EVENT_TAGS, Event
+from logwright.core.events.security import ScramCredential
 from logwright.core.groups.group_offsets import CommittedOffset, OffsetsHead
 from logwright.core.groups.groups import GroupMember, GroupState
 from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
@@ -39,6 +40,7 @@ from logwright.core.log.partition_log import PartitionState
 from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.quotas.entities import EntityQuotas, QuotaAlteration
 from logwright.core.rangeset import RangeSet
+from logwright.core.security.scram_credentials import UserCredentials
 from logwright.core.share_groups.share_groups import ShareGroupState, ShareMember
 from logwright.core.transactions.partition_transactions import (
     AbortedTransaction,
@@ -246,6 +248,8 @@ STATE_TYPES: dict[int, type[Any]] = {
     1200: CleanerCheckpoint,
     1210: EntityQuotas,
     1211: QuotaAlteration,
+    1220: ScramCredential,
+    1221: UserCredentials,
 }
 """1006 was a group's whole offset table (projection ``group_offsets``, replaced by ``committed_offsets``): not
 reused, so an old row can never decode as something else."""

@@ -53,6 +53,9 @@ def main(log_level: str) -> None:
 @DATA_DIR
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to listen on")
 @click.option("--advertised", default=None, help="HOST:PORT given to clients (defaults to --listen)")
+@click.option("--sasl-listen", default=None,
+              help="HOST:PORT of a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) besides --listen")
+@click.option("--sasl-advertised", default=None, help="HOST:PORT given to its clients (defaults to --sasl-listen)")
 @click.option("--durability", type=click.Choice([d.value for d in Durability]), default="wal", show_default=True)
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="broker config override")
 @click.option("--ready-file", default=None, hidden=True, help="write HOST:PORT here once listening (tests)")
@@ -64,7 +67,8 @@ def main(log_level: str) -> None:
               help="log every event-loop step that runs this long or longer, with where it was (0: never)")
 @DISABLE_PLUGIN
 @EXTRA_PLUGIN
-def serve(data_dir: str, listen: str, advertised: str | None, durability: str, overrides: tuple[str, ...],
+def serve(data_dir: str, listen: str, advertised: str | None, sasl_listen: str | None, sasl_advertised: str | None,
+          durability: str, overrides: tuple[str, ...],
           ready_file: str | None, manual_clock: bool, idle_poll_us: int, log_stalls_ms: int,
           disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
     """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
@@ -72,6 +76,10 @@ def serve(data_dir: str, listen: str, advertised: str | None, durability: str, o
     settings = BrokerSettings(host=host, port=port)
     if advertised:
         settings.advertised_host, settings.advertised_port = parse_address(advertised)
+    if sasl_listen:
+        settings.sasl_host, settings.sasl_port = parse_address(sasl_listen)
+    if sasl_advertised:
+        settings.sasl_advertised_host, settings.sasl_advertised_port = parse_address(sasl_advertised)
     for override in overrides:
         key, separator, value = override.partition("=")
         if not separator:

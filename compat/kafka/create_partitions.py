@@ -57,7 +57,8 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             for topic in request.topics))
     results, staged, answered = [], False, set()
     timed_out = expired(request.timeout)
-    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 3)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 3,
+                                                  user=context.principal)
     for topic in request.topics:
         if topic.name in answered:
             continue  # named twice: answered once, as Kafka does

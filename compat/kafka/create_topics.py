@@ -53,7 +53,8 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
                  error_message="Excessively large number of partitions per request.", num_partitions=-1,
                  replication_factor=-1, configs=()) for name in counts))
     timed_out = expired(request.timeout)
-    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 6)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 6,
+                                                  user=context.principal)
     results, answered, staged = [], set(), False
     for topic in request.topics:
         if topic.name in answered:

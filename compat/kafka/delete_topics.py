@@ -56,7 +56,8 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     staged = 0
     answered: set[tuple[str | None, uuid.UUID]] = set()
     timed_out = expired(request.timeout)
-    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 5)
+    mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 5,
+                                                  user=context.principal)
     for name, topic_id in wanted:
         if (name, topic_id) in answered:
             continue  # named twice: answered once, as Kafka does

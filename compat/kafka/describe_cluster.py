@@ -46,8 +46,8 @@ async def handle(context: RequestContext, request: DescribeClusterRequest) -> An
         module.DescribeClusterResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
         error_message=None, endpoint_type=endpoint_type, cluster_id=settings.cluster_id,
         controller_id=broker.node_id,
-        brokers=(make(module.DescribeClusterBroker, broker_id=broker.node_id, host=settings.public_host,
-                      port=settings.public_port, rack=None, is_fenced=False),),
+        brokers=(make(module.DescribeClusterBroker, broker_id=broker.node_id, host=context.advertised[0],
+                      port=context.advertised[1], rack=None, is_fenced=False),),
         cluster_authorized_operations=operations,
     )
 

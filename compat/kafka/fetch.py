@@ -99,7 +99,7 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
     min_bytes = int(request.min_bytes)
     quotas = broker.client_quotas
-    quota_cap = quotas.fetch_cap(context.client_id) if quotas.fetching else None
+    quota_cap = quotas.fetch_cap(context.client_id, context.principal) if quotas.fetching else None
     if quota_cap is not None:
         min_bytes = min(min_bytes, quota_cap)
     while True:
@@ -126,9 +126,10 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         _close(piece for _, _, answer in answers for piece in answer[6] or ())
         return _session_refused(version, ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.session_id)
     if quota_cap is not None:  # the records' bytes recorded on the client's consumer byte-rate quota
-        throttle_ms = quotas.record(FETCH, context.client_id, context.connection_id, total_bytes)
+        throttle_ms = quotas.record(FETCH, context.client_id, context.connection_id, total_bytes,
+                                   context.principal)
         if throttle_ms:  # answered empty, and what it read not counted, as Kafka answers it
-            quotas.unrecord(FETCH, context.client_id, total_bytes)
+            quotas.unrecord(FETCH, context.client_id, total_bytes, context.principal)
             _close(piece for _, _, answer in answers for piece in answer[6] or ())
             return _throttled(version, throttle_ms, session.session_id if session is not None else INVALID_SESSION_ID)
     if session is not None:

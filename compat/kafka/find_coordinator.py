@@ -37,9 +37,8 @@ async def handle(context: RequestContext, request: FindCoordinatorRequest) -> An
         coordinator(broker)
         if broker.ensure_consumer_offsets_topic():
             await broker.durable()
-    settings = broker.settings
     code, message = ErrorCode.NONE, "" if _batched(request) else "NONE"  # Kafka 4.4's, in either shape
-    node_id, host, port = broker.node_id, settings.public_host, settings.public_port
+    node_id, (host, port) = broker.node_id, context.advertised
     if key_type not in KNOWN_KEY_TYPES:
         code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
         node_id, host, port = -1, "", -1

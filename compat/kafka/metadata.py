@@ -95,8 +95,8 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
     return make(
         module.MetadataResponse,
         throttle_time=datetime.timedelta(0),
-        brokers=(make(module.MetadataResponseBroker, node_id=broker.node_id, host=settings.public_host,
-                      port=settings.public_port, rack=None),),
+        brokers=(make(module.MetadataResponseBroker, node_id=broker.node_id, host=context.advertised[0],
+                      port=context.advertised[1], rack=None),),
         cluster_id=settings.cluster_id,
         controller_id=broker.node_id,
         topics=tuple(topics),

@@ -144,7 +144,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     throttle_ms = hold.throttle_ms
     if broker.client_quotas.producing:  # Kafka's producer byte-rate quota: the request's bytes, whatever became of it
         throttle_ms = max(throttle_ms, broker.client_quotas.record(PRODUCE, context.client_id, context.connection_id,
-                                                                   context.request_bytes))
+                                                                   context.request_bytes, context.principal))
     if acks == 0:
         if any(result.error_code != ErrorCode.NONE for result in answered):
             raise CloseConnection("an acks=0 produce request failed; as Kafka, the connection closes to say so")

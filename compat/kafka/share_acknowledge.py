@@ -39,7 +39,7 @@ async def handle(context: RequestContext, request: ShareAcknowledgeRequest) -> A
     def response(code: ErrorCode, message: str | None, responses: tuple[Any, ...]) -> Any:
         return make(module.ShareAcknowledgeResponse, throttle_time=datetime.timedelta(0), error_code=code,
                     error_message=message, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
-                    responses=responses, node_endpoints=node_endpoints(module, broker) if not code else ())
+                    responses=responses, node_endpoints=node_endpoints(module, context) if not code else ())
 
     acks = ack_batches(request.topics)
     try:

@@ -129,7 +129,7 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
                               partitions=tuple(parts)))
     return make(module.ShareFetchResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
                 error_message=None, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
-                responses=tuple(responses), node_endpoints=node_endpoints(module, broker))
+                responses=tuple(responses), node_endpoints=node_endpoints(module, context))
 
 
 def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,

@@ -13,7 +13,7 @@ from typing import Any
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.registry import make
+from logwright.compat.registry import RequestContext, make
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_acks import AckBatch
@@ -69,10 +69,10 @@ def leader(module: Any, broker: Broker) -> Any:
     return make(module.LeaderIdAndEpoch, leader_id=broker.node_id, leader_epoch=0)
 
 
-def node_endpoints(module: Any, broker: Broker) -> tuple[Any, ...]:
-    settings = broker.settings
-    return (make(module.NodeEndpoint, node_id=broker.node_id, host=settings.public_host, port=settings.public_port,
-                 rack=None),)
+def node_endpoints(module: Any, context: RequestContext) -> tuple[Any, ...]:
+    """The broker's endpoint on the client's own listener."""
+    host, port = context.advertised
+    return (make(module.NodeEndpoint, node_id=context.broker.node_id, host=host, port=port, rack=None),)
 
 
 def by_topic(refs: Iterable[PartitionRef]) -> dict[bytes, list[int]]:

@@ -85,6 +85,10 @@ class FrameDecoder:
         """The payload buffer of the large frame being read into, ``_own_filled`` bytes of it in."""
         self._own_filled = 0
 
+    def limit(self, max_request_bytes: int) -> None:
+        """Bound the frames whose size prefix is read from now on (a SASL connection's, until it authenticates)."""
+        self._max_request_bytes = max_request_bytes
+
     @property
     def buffered(self) -> int:
         """Bytes held for a frame that has not fully arrived yet."""

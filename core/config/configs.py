@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
 from logwright.core.errors import InvalidConfig, InvalidRequest
+from logwright.core.security.sasl_plain import plain_users
 
 Validator = Callable[[str], str | None]
 """Returns ``None`` when the value is valid, otherwise why it is not."""
@@ -59,6 +60,20 @@ def one_of(*choices: str) -> Validator:
         return None if value in choices else f"must be one of {', '.join(choices)}"
 
     return check
+
+
+def sasl_mechanisms(value: str) -> str | None:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")]
+    return f"mechanisms not served: {', '.join(unknown)}" if unknown else None
+
+
+def plain_jaas(value: str) -> str | None:
+    try:
+        plain_users(value)
+    except InvalidConfig as error:
+        return str(error)
+    return None
 
 
 def boolean(value: str) -> str | None:
@@ -360,6 +375,19 @@ _BROKER_KEYS = (
               "How long committed offsets are kept: from when their group became Empty (a classic group with a "
               "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "
               "Kafka.", "INT", read_only=True),
+    ConfigKey("sasl.enabled.mechanisms", "broker", "SCRAM-SHA-256,SCRAM-SHA-512", sasl_mechanisms,
+              "Mechanisms the SASL_PLAINTEXT listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, "
+              "GSSAPI, is not served).", "LIST", read_only=True),
+    ConfigKey("listener.name.sasl_plaintext.plain.sasl.jaas.config", "broker", "", plain_jaas,
+              "The PLAIN users of the SASL_PLAINTEXT listener, in Kafka's JAAS form: "
+              "org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"PASSWORD\";",
+              "PASSWORD", sensitive=True, read_only=True),
+    ConfigKey("sasl.server.max.receive.size", "broker", "524288", long_at_least(1),
+              "The largest request a SASL connection may send before it has authenticated; a larger one closes it.",
+              "INT", read_only=True),
+    ConfigKey("connection.failed.authentication.delay.ms", "broker", "100", long_at_least(0),
+              "How long a failed SASL authentication waits (broker clock) before its answer and the close.", "INT",
+              read_only=True),
     ConfigKey("quota.window.num", "broker", "11", long_at_least(1),
               "Samples a client quota's byte rate is measured over.", "INT", read_only=True),
     ConfigKey("quota.window.size.seconds", "broker", "1", long_at_least(1),

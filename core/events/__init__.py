@@ -95,6 +95,7 @@ from logwright.core.events.pop import (
     Revived,
 )
 from logwright.core.events.quotas import QUOTA_EVENT_TYPES, ClientQuotasAltered
+from logwright.core.events.security import SECURITY_EVENT_TYPES, ScramCredential, UserScramCredentialsAltered
 from logwright.core.events.share_groups import (
     SHARE_GROUP_EVENT_TYPES,
     SWITCH_DELAY_EVENT_TYPES,
@@ -133,6 +134,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *BACKLOG_EVENT_TYPES,
     *COMPACTION_EVENT_TYPES,
     *QUOTA_EVENT_TYPES,
+    *SECURITY_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
 
@@ -200,6 +202,8 @@ __all__ = [
     "AclsCreated",
     "AclsDeleted",
     "ClientQuotasAltered",
+    "ScramCredential",
+    "UserScramCredentialsAltered",
     "DedupKeysIndexed",
     "DuplicateDropped",
     "DedupKeysExpired",

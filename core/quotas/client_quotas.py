@@ -1,8 +1,9 @@
 """The ``client_quotas`` projection (one entity per quota entity, `entities.entity_key`), DescribeClientQuotas'
 matching, and which byte-rate quota applies to a client (Kafka's default quota callback).
 
-Without authentication every client is Kafka's ``User:ANONYMOUS``, so a quota on user ``ANONYMOUS`` (or the
-default user) applies to every client, one on a client id to the clients that send it.
+A client of the PLAINTEXT listener is Kafka's ``User:ANONYMOUS``, so a quota on user ``ANONYMOUS`` (or the default
+user) applies to every such client, one on a client id to the clients that send it; a client of the SASL listener
+is the user it authenticated as (`compat.authentication`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from logwright.core.projection import Projection
 from logwright.core.quotas.entities import CLIENT_ID, ENTITY_TYPES, IP, USER, Entity, EntityQuotas, entity_key
 
 ANONYMOUS = "ANONYMOUS"
-"""The user every client is: logwright has one PLAINTEXT listener and no authentication, as Kafka's is then."""
+"""The user a client of a PLAINTEXT listener is, as on Kafka."""
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
@@ -127,7 +128,7 @@ class QuotaBook:
     def __init__(self, key: str, stored: Iterable[EntityQuotas]) -> None:
         self.key = key
         self._bounds: dict[Entity, float] = {}
-        self._resolved: dict[str, AppliedQuota | None] = {}
+        self._resolved: dict[tuple[str, str], AppliedQuota | None] = {}
         for quotas in stored:
             self.update(quotas.entity, quotas)
 
@@ -151,8 +152,9 @@ class QuotaBook:
 
     def applied(self, client_id: str, user: str = ANONYMOUS) -> AppliedQuota | None:
         """The most specific quota on (``user``, ``client_id``) in Kafka's precedence; ``None`` if none applies."""
-        if user == ANONYMOUS and client_id in self._resolved:
-            return self._resolved[client_id]
+        who = (user, client_id)
+        if who in self._resolved:
+            return self._resolved[who]
         found = None
         for entity, metric in _precedence(user, client_id):
             bound = self._bounds.get(entity)
@@ -161,10 +163,9 @@ class QuotaBook:
                 # client that sent none)
                 found = AppliedQuota(bound, metric) if metric != ("", "") else None
                 break
-        if user == ANONYMOUS:
-            if len(self._resolved) >= 100_000:  # client ids are the client's to choose: keep the cache bounded
-                self._resolved.clear()
-            self._resolved[client_id] = found
+        if len(self._resolved) >= 100_000:  # client ids are the client's to choose: keep the cache bounded
+            self._resolved.clear()
+        self._resolved[who] = found
         return found
 
 

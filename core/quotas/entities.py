@@ -17,6 +17,8 @@ import math
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from logwright.core.java_hash_order import java_order, java_string_hash
+
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 ENTITY_TYPES = (USER, CLIENT_ID, IP)
 
@@ -231,33 +233,6 @@ def _alteration(entity: Entity, ops: dict[str, float | None], current: Mapping[s
     return QuotaAlteration(entity, tuple(values), tuple(removed)), None
 
 
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit overflow)."""
-    value = 0
-    encoded = text.encode("utf-16-be")
-    for index in range(0, len(encoded), 2):
-        value = (31 * value + int.from_bytes(encoded[index:index + 2], "big")) & 0xFFFFFFFF
-    return value
-
-
-def _java_order(hashes: Sequence[int], initial_capacity: int | None) -> list[int]:
-    """The iteration order of a Java ``HashMap`` the distinct keys of these hashes were put into, in that order,
-    made with ``new HashMap<>(initial_capacity)`` (``None``: the default constructor)."""
-    if initial_capacity is None:
-        capacity = 16
-    else:
-        capacity = 1
-        while capacity < initial_capacity:
-            capacity *= 2
-    threshold = capacity * 0.75
-    for size in range(1, len(hashes) + 1):
-        if size > threshold:
-            capacity *= 2
-            threshold = capacity * 0.75
-    spread = [(value ^ (value >> 16)) & (capacity - 1) for value in hashes]
-    return sorted(range(len(hashes)), key=lambda index: spread[index])  # stable: a bucket keeps its order
-
-
 def java_map_order(parts: Sequence[tuple[str, str | None]]) -> tuple[tuple[str, str | None], ...]:
     """A request's entity parts in the order Kafka's map of them iterates (a type named twice: its last name, at
     its first place)."""
@@ -265,7 +240,7 @@ def java_map_order(parts: Sequence[tuple[str, str | None]]) -> tuple[tuple[str, 
     for kind, name in parts:
         names[kind] = name
     kinds = list(names)
-    order = _java_order([java_string_hash(kind) for kind in kinds], len(parts))
+    order = java_order([java_string_hash(kind) for kind in kinds], len(parts))
     return tuple((kinds[index], names[kinds[index]]) for index in order)
 
 
@@ -274,7 +249,7 @@ def java_map_order_of_entities(entities: Iterable[Entity]) -> list[Entity]:
     listed = list(entities)
     hashes = [(31 + sum((java_string_hash(kind) ^ (java_string_hash(name) if name is not None else 0))
                         for kind, name in entity)) & 0xFFFFFFFF for entity in listed]  # Objects.hash(entries)
-    return [listed[index] for index in _java_order(hashes, None)]
+    return [listed[index] for index in java_order(hashes, None)]
 
 
 def _java_map(parts: Iterable[tuple[str, str | None]]) -> str:

@@ -19,10 +19,12 @@ from logwright.core.events import (
     OffsetCommitted,
     RecordsAcquired,
     RecordsAppended,
+    ScramCredential,
     SwitchDelayStarted,
     TopicCreated,
     TransactionalOffsetCommitted,
     TransactionMarkerWritten,
+    UserScramCredentialsAltered,
 )
 from logwright.core.quotas.entities import QuotaAlteration
 from logwright.eventstore.codec import default_registry
@@ -119,6 +121,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     114: ("ProcessedDuplicateAcked", "subscription topic partition_id records"),
     115: ("ProcessedKeysExpired", "expired"),
     121: ("ClientQuotasAltered", "alterations"),
+    122: ("UserScramCredentialsAltered", "upserted deleted"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""
@@ -157,6 +160,9 @@ GOLDEN: list[tuple[Event, str]] = [
                                           ("consumer_byte_rate",)),)),
      "94cf0000018bcfe56800790191c7520195cd04bb019292a9636c69656e742d6964a2633192a475736572a5616c6963659192b270726f64"
      "756365725f627974655f72617465cb409000000000000091b2636f6e73756d65725f627974655f72617465"),
+    (UserScramCredentialsAltered((ScramCredential("alice", 1, b"salt", b"\x01" * 4, b"\x02" * 4, 4096),),
+                                 (("bob", 2),)),
+     "95cf0000018bcfe568007a0191c7210198cd04c401a5616c69636501c40473616c74c40401010101c40402020202cd10009192a3626f6202"),
 ]
 
 
