@@ -60,6 +60,15 @@ class Launch:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     ready_file: Path | None = None
+    sasl_port: int = 0
+    """The SASL_PLAINTEXT listener's port, when the ``sasl`` option asked for one."""
+
+
+def sasl_users(options: dict[str, str]) -> dict[str, str] | None:
+    """The option ``sasl`` ("alice:secret,bob:pw"): a SASL_PLAINTEXT listener with these PLAIN users (and SCRAM)."""
+    if "sasl" not in options:
+        return None
+    return dict(pair.split(":", 1) for pair in options["sasl"].split(",") if pair)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,14 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
              "--ready-file", str(ready)]
     for key, value in config.items():
         serve += ["--config", f"{key}={value}"]
+    users, sasl_port = sasl_users(options), 0
+    if users is not None:
+        sasl_port = free_port()
+        jaas = " ".join(f'user_{name}="{password}"' for name, password in users.items())
+        serve += ["--sasl-listen", f"127.0.0.1:{sasl_port}",
+                  "--config", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                  "--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+                              f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"]
     profile = options.get("profile")
     if profile is None:
         command = [python, *serve]
@@ -109,7 +126,7 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
                    python, *serve]
     else:
         command = [python, "-m", "cProfile", "-o", profile, *serve]
-    return Launch(command, ready_file=ready)
+    return Launch(command, ready_file=ready, sasl_port=sasl_port)
 
 
 def _tansu(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
@@ -127,9 +144,10 @@ def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, 
     """
     from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
 
-    return Launch(KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
-                            log_level=options.get("log_level", "warn"), config=config,
-                            features={"share.version": int(options.get("share_version", "1"))}).prepare())
+    peer = KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
+                     log_level=options.get("log_level", "warn"), config=config,
+                     features={"share.version": int(options.get("share_version", "1"))}, sasl_users=sasl_users(options))
+    return Launch(peer.prepare(), sasl_port=peer.sasl_port)
 
 
 PEERS: dict[str, PeerSpec] = {
@@ -154,12 +172,18 @@ class RunningPeer:
     log: IO[bytes]
     launched_at: float
     ready_s: float = float("nan")
+    sasl_port: int = 0
+    """Its SASL_PLAINTEXT listener's port (0: none)."""
     meter: Meter | None = None
     """The broker's own cgroup, for CPU time to the microsecond; None where the machine gives none."""
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}" if self.sasl_port else ""
 
     @property
     def log_path(self) -> Path:
@@ -298,7 +322,7 @@ def start(name: str, workdir: Path, config: dict[str, str] | None = None, **opti
     launched_at = time.monotonic()
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                env={**os.environ, **launch.env}, start_new_session=True)
-    peer = RunningPeer(name, port, workdir, process, log, launched_at, meter=meter)
+    peer = RunningPeer(name, port, workdir, process, log, launched_at, sasl_port=launch.sasl_port, meter=meter)
     _LIVE.add(peer)
     deadline = launched_at + spec.start_timeout_s
     try:

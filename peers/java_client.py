@@ -1,12 +1,13 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has nine steps (producer; consumer group, classic and KIP-848;
+peers/java/src/.../ClientScenario.java has ten steps (producer; consumer group, classic and KIP-848;
 KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
 dead-letter copies of a REJECT and of the delivery limit; a transactional consume-transform-produce loop with an
 abort and a fenced zombie; a Kafka Streams 4.4.0 word count, exactly once, restored from its changelog; a producer
-over the byte-rate quota the Admin client set, throttled), each run as its own JVM that prints ``OK <step>`` or
-``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
-logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
+over the byte-rate quota the Admin client set, throttled; SCRAM credentials through the Admin client, then SASL
+SCRAM-SHA-512 and PLAIN clients on the broker's SASL_PLAINTEXT listener), each run as its own JVM that prints
+``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against logwright and
+Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
 """
 
@@ -26,7 +27,7 @@ from peers.suite import add_arguments  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
 STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions", "streams",
-         "quotas")
+         "quotas", "sasl")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 
@@ -56,8 +57,9 @@ def main() -> int:
         classpath, binary = build(), java()
         return lambda bootstrap, step: [binary, "-cp", classpath, "logwright.peers.ClientScenario", bootstrap, step]
 
-    # share.version=2: Kafka writes dead-letter copies (share-dlq) only on a cluster formatted with it
-    options = {"share_version": "2"} if args.against == "kafka" else {}
+    # share.version=2: Kafka writes dead-letter copies (share-dlq) only on a cluster formatted with it; the sasl
+    # step needs a SASL_PLAINTEXT listener with PLAIN user alice
+    options = {"sasl": "alice:alice-secret", **({"share_version": "2"} if args.against == "kafka" else {})}
     return run_scenario(args, SUITE, STEPS, build_command, STEP_TIMEOUT_S, options)
 
 

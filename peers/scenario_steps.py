@@ -9,6 +9,7 @@ pytest wrappers in tests/peers read every client's scenario the same way.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,8 +53,9 @@ def run_scenario(args: argparse.Namespace, suite: str, steps: Sequence[str], bui
         command = build(work)
         with broker(args.against, work / args.against, {}, **(broker_options or {})) as peer:
             started = time.monotonic()
+            step_env = env if not peer.sasl_port else {**(env or os.environ), "SASL_BOOTSTRAP": peer.sasl_bootstrap}
             for step in steps:
-                ok, output = run_step(command, peer.bootstrap, step, timeout_s, env)
+                ok, output = run_step(command, peer.bootstrap, step, timeout_s, step_env)
                 result.ran += 1
                 if ok:
                     result.passed += 1

@@ -38,7 +38,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
  *
  * <p>Usage: {@code ClientScenario BOOTSTRAP
- * producer|group|consumer-protocol|share|share-offsets|share-dlq|transactions|streams|quotas}. The
+ * producer|group|consumer-protocol|share|share-offsets|share-dlq|transactions|streams|quotas|sasl}. The
  * consumer-protocol step is the group step with {@code group.protocol=consumer} (KIP-848). Each step prints
  * {@code OK <step>} and exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the
  * failing step. The share step uses explicit acknowledgement: it releases the first record once, checks
@@ -55,7 +55,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * {@code read_uncommitted} one the aborted records too, and a second producer with the same
  * {@code transactional.id} must fence the first. The streams step runs a Kafka Streams application
  * ({@link StreamsScenario}). The quotas step sets a client's producer byte-rate quota with the Admin client and
- * checks that its producer is throttled ({@link ClientQuotaScenario}).
+ * checks that its producer is throttled ({@link ClientQuotaScenario}). The sasl step stores a SCRAM credential with
+ * the Admin client and writes and reads through the broker's SASL_PLAINTEXT listener with SCRAM-SHA-512 and PLAIN
+ * ({@link SaslScenario}).
  */
 public final class ClientScenario {
     private static final int COUNT = 50;
@@ -84,6 +86,7 @@ public final class ClientScenario {
             case "share-dlq" -> shareDeadLetters(bootstrap, topic);
             case "streams" -> StreamsScenario.run(bootstrap, topic);
             case "quotas" -> ClientQuotaScenario.run(bootstrap, topic);
+            case "sasl" -> SaslScenario.run(bootstrap, topic);
             case "transactions" -> {
                 produce(bootstrap, topic);
                 transactions(bootstrap, topic);
