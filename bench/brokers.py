@@ -64,6 +64,10 @@ class Launch:
     """The SASL_PLAINTEXT listener's port, when the ``sasl`` option asked for one."""
 
 
+TOKEN_SECRET = "logwright-bench-token-key"
+"""The delegation token key of a peer started with a SASL listener (tokens on, as the Java sasl step uses them)."""
+
+
 def sasl_users(options: dict[str, str]) -> dict[str, str] | None:
     """The option ``sasl`` ("alice:secret,bob:pw"): a SASL_PLAINTEXT listener with these PLAIN users (and SCRAM)."""
     if "sasl" not in options:
@@ -115,7 +119,8 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
         serve += ["--sasl-listen", f"127.0.0.1:{sasl_port}",
                   "--config", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
                   "--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
-                              f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"]
+                              f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};",
+                  "--config", f"delegation.token.secret.key={TOKEN_SECRET}"]
     profile = options.get("profile")
     if profile is None:
         command = [python, *serve]
@@ -144,9 +149,12 @@ def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, 
     """
     from kafka_peer import DEFAULT_HEAP, KafkaPeer  # noqa: PLC0415 - bench/ is a folder of scripts
 
+    users = sasl_users(options)
+    if users is not None:
+        config = {"delegation.token.secret.key": TOKEN_SECRET, **config}
     peer = KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
                      log_level=options.get("log_level", "warn"), config=config,
-                     features={"share.version": int(options.get("share_version", "1"))}, sasl_users=sasl_users(options))
+                     features={"share.version": int(options.get("share_version", "1"))}, sasl_users=users)
     return Launch(peer.prepare(), sasl_port=peer.sasl_port)
 
 

@@ -7,22 +7,23 @@ authentication is answered SASL_AUTHENTICATION_FAILED after ``connection.failed.
 broker clock, then the connection closes; nothing more is read from it.
 
 Mechanisms: PLAIN against the users of the listener's JAAS line (`core.security.sasl_plain`), SCRAM-SHA-256 and
-SCRAM-SHA-512 against the credentials AlterUserScramCredentials stored (`core.security.scram_credentials`), read at
-the moment the client names its user. The SCRAM exchange itself is `scramp`'s (RFC 5802, maintained, used by
-pg8000), fed the stored salt and keys; GSSAPI and OAUTHBEARER are not served.
+SCRAM-SHA-512 (`core.security.scram_exchange`) against the credentials AlterUserScramCredentials stored
+(`core.security.scram_credentials`), read at the moment the client names its user, or against a delegation token
+when the client says ``tokenauth=true`` (`compat.delegation_tokens`): the client is then the token's owner, and
+may not manage tokens. GSSAPI and OAUTHBEARER are not served.
 """
 
 from __future__ import annotations
 
 import enum
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from logwright.core.java_hash_order import java_map_order_of_strings
 from logwright.core.security.sasl_plain import SaslFailed, plain_principal, plain_users
-from logwright.core.security.scram_credentials import MECHANISM_NAMES, UserCredentials
-from scramp import ScramMechanism
+from logwright.core.security.scram_credentials import MECHANISM_NAMES
+from logwright.core.security.scram_exchange import ScramSecret, ScramServer
 
 PLAINTEXT, SASL_PLAINTEXT = "PLAINTEXT", "SASL_PLAINTEXT"
 PLAIN = "PLAIN"
@@ -79,7 +80,7 @@ class ConnectionAuthentication:
     """One connection's SASL state; the handlers of SaslHandshake and SaslAuthenticate move it."""
 
     def __init__(self, listener: Listener, enabled: tuple[str, ...], plain_users: Mapping[str, str],
-                 scram_credentials: Callable[[str], UserCredentials | None],
+                 scram_secret: Callable[[str, bool, int], ScramSecret | None],
                  close: Callable[[str], None] = lambda reason: None) -> None:
         self.listener = listener
         self.close = close
@@ -89,14 +90,17 @@ class ConnectionAuthentication:
         self.enabled = tuple(java_map_order_of_strings(enabled))
         """In the order Kafka's SaslHandshake lists them (its ``HashSet``'s)."""
         self._plain_users = plain_users
-        self._scram_credentials = scram_credentials
+        self._scram_secret = scram_secret
         self.stage = Stage.HANDSHAKE if listener.sasl else Stage.AUTHENTICATED
         self.principal = ANONYMOUS
-        """The user this connection is (Kafka's ``User:<name>`` principal)."""
+        """The user this connection is (the name of Kafka's ``User:<name>`` principal)."""
+        self.principal_type = "User"
+        """The principal's type: User, but for a token whose owner is of another type."""
+        self.token_authenticated = False
+        """Authenticated with a delegation token (which may not create, renew, expire or describe tokens)."""
         self.mechanism: str | None = None
-        self._scram: Any = None
-        """scramp's ScramServer while a SCRAM exchange runs (scramp has no type hints)."""
-        self._scram_user = ""
+        self._scram: ScramServer | None = None
+        self._scram_started = False
 
     @property
     def authenticated(self) -> bool:
@@ -124,7 +128,9 @@ class ConnectionAuthentication:
         self.mechanism = mechanism
         self.stage = Stage.AUTHENTICATE
         if mechanism != PLAIN:
-            self._scram = ScramMechanism(mechanism).make_server(self._scram_auth_info)
+            code = next(code for code, name in MECHANISM_NAMES.items() if name == mechanism)
+            self._scram = ScramServer(code, lambda name, token: self._scram_secret(name, token, code),
+                                      secrets.token_urlsafe(24))
         return True
 
     def authenticate(self, token: bytes) -> tuple[bytes, bool]:
@@ -147,13 +153,12 @@ class ConnectionAuthentication:
         server = self._scram
         if server is None:
             raise SaslFailed(None)
-        message = token.decode("utf-8")
-        if server.stage is None:
-            server.set_client_first(message)
-            return server.get_server_first().encode(), False
-        server.set_client_final(message)
-        final = server.get_server_final().encode()
-        self.principal = self._scram_user
+        if not self._scram_started:
+            self._scram_started = True
+            return server.first(token), False
+        final, secret = server.final(token)
+        self.principal, self.principal_type = secret.principal, secret.principal_type
+        self.token_authenticated = server.token_authenticated
         self._scram = None
         self._authenticated()
         return final, True
@@ -162,11 +167,3 @@ class ConnectionAuthentication:
         self.stage = Stage.AUTHENTICATED
         self.on_authenticated()
 
-    def _scram_auth_info(self, username: str) -> tuple[bytes, bytes, bytes, int]:
-        mechanism = next(code for code, name in MECHANISM_NAMES.items() if name == self.mechanism)
-        held = self._scram_credentials(username)
-        credential = held.of(mechanism) if held is not None else None
-        if credential is None:
-            raise SaslFailed(None)  # Kafka: "Authentication failed: Invalid user credentials", not shown
-        self._scram_user = username
-        return credential.salt, credential.stored_key, credential.server_key, credential.iterations

@@ -26,6 +26,7 @@ from logwright.compat.broker_commits import STAGED_SINCE_FAILURE, STORE_RETRY_MS
 from logwright.compat.broker_configs import BrokerConfigs
 from logwright.compat.broker_waits import BrokerWaits
 from logwright.compat.client_quota_enforcement import ClientQuotaEnforcement
+from logwright.compat.delegation_tokens import DelegationTokenBook
 from logwright.compat.fetch_sessions import FetchSessionCache
 from logwright.compat.start_at_once import InTurnFuture
 from logwright.compat.wire.appended_batches import appended_batch
@@ -199,6 +200,8 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         next incremental fetch is FETCH_SESSION_ID_NOT_FOUND and it starts over with a full one."""
         self.client_quotas = ClientQuotaEnforcement(self)
         """Kafka's producer and consumer byte-rate quotas: what Produce and Fetch record, and who is muted."""
+        self.delegation_tokens = DelegationTokenBook(self)
+        """Delegation tokens: settings, lookups by HMAC, the SCRAM secret of each (`compat.delegation_tokens`)."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._reloaded)
         self._coordinators = coordinators(self) if coordinators is not None else None

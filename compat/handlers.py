@@ -38,6 +38,7 @@ from logwright.compat.kafka import (
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
+    create_delegation_token,
     create_partitions,
     create_topics,
     delete_acls,
@@ -49,6 +50,7 @@ from logwright.compat.kafka import (
     describe_client_quotas,
     describe_cluster,
     describe_configs,
+    describe_delegation_token,
     describe_groups,
     describe_log_dirs,
     describe_producers,
@@ -59,6 +61,7 @@ from logwright.compat.kafka import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
+    expire_delegation_token,
     fetch,
     find_coordinator,
     heartbeat,
@@ -76,6 +79,7 @@ from logwright.compat.kafka import (
     offset_delete,
     offset_fetch,
     produce,
+    renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -121,6 +125,10 @@ KAFKA_APIS: dict[int, ModuleType] = {
     35: describe_log_dirs,  # DescribeLogDirs
     36: sasl_authenticate,  # SaslAuthenticate
     37: create_partitions,  # CreatePartitions
+    38: create_delegation_token,  # CreateDelegationToken
+    39: renew_delegation_token,  # RenewDelegationToken
+    40: expire_delegation_token,  # ExpireDelegationToken
+    41: describe_delegation_token,  # DescribeDelegationToken
     42: delete_groups,  # DeleteGroups
     43: elect_leaders,  # ElectLeaders
     44: incremental_alter_configs,  # IncrementalAlterConfigs

@@ -49,6 +49,9 @@ too, in a task (`_decode_then_handle`), but a Produce's (its own reader). Smalle
 Produce of a 1 MB batch is answered in steps too, 2 us more (its answer never takes a step)."""
 
 
+_AUTHENTICATED = Stage.AUTHENTICATED
+
+
 class Unanswerable(Exception):
     """A request that failed and has no error answer: its connection closes once the answers before it are out."""
 
@@ -80,7 +83,7 @@ class RequestDispatch:
                         self.connection_id, self.client_host, error)
             return False
         authentication = self.authentication
-        refused = authentication.stage is not Stage.AUTHENTICATED and not authentication.allows(header.api_key)
+        refused = authentication.stage is not _AUTHENTICATED and not authentication.allows(header.api_key)
         if refused and not (authentication.answers_refusal and header.api_key in KNOWN_VERSIONS
                             and len(frame) < ANSWERED_IN_STEPS_FROM):
             log.warning("closing connection %d from %s: API key %d before SASL authentication", self.connection_id,

@@ -54,6 +54,8 @@ from logwright.compat.handlers import load_handlers
 from logwright.compat.request_dispatch import RequestDispatch, Unanswerable
 from logwright.compat.wire import record_walk
 from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame
+from logwright.core.security.scram_credentials import UserCredentials
+from logwright.core.security.scram_exchange import ScramSecret
 from logwright.eventstore.file_ranges import FileRange
 
 log = logging.getLogger(__name__)
@@ -121,9 +123,19 @@ class KafkaServer:
     def authentication(self, connection: Connection, listener_name: str) -> ConnectionAuthentication:
         """A new connection's SASL state on its listener."""
         listener = self.sasl_listener if listener_name == SASL_PLAINTEXT and self.sasl_listener else self.listener
-        store = self.broker.store
-        return ConnectionAuthentication(listener, self.sasl.enabled, self.sasl.plain_users,
-                                        lambda user: store.state("scram_credentials", user), connection.close_for)
+        return ConnectionAuthentication(listener, self.sasl.enabled, self.sasl.plain_users, self._scram_secret,
+                                        connection.close_for)
+
+    def _scram_secret(self, name: str, token: bool, mechanism: int) -> ScramSecret | None:
+        """What a SCRAM client naming ``name`` is checked against: a user's stored credential, or (``tokenauth``) a
+        delegation token's."""
+        if token:
+            return self.broker.delegation_tokens.scram_secret(name, mechanism)
+        held = self.broker.store.state("scram_credentials", name)
+        credential = held.of(mechanism) if isinstance(held, UserCredentials) else None
+        if credential is None:
+            return None
+        return ScramSecret(credential.salt, credential.stored_key, credential.server_key, credential.iterations, name)
 
     async def stop(self) -> None:
         """Stop accepting, end every open connection, then wait for the listener to close.

@@ -24,6 +24,7 @@ from logwright.compat.coordinators.log_retention import LogRetention
 from logwright.compat.coordinators.plugin_timers import PluginTimers
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
+from logwright.compat.coordinators.token_expiry import TokenExpiry
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
 from logwright.core.clock import Clock
 from logwright.core.config.configs import ConfigRegistry
@@ -88,6 +89,7 @@ class Coordinators:
     log_cleaner: LogCleaner
     log_retention: LogRetention
     group_expiry: GroupExpiry
+    token_expiry: TokenExpiry
     plugin_timers: PluginTimers
     """Background tasks' timers (`BrokerFacade.deadline_timer`), run by LogwrightAdvanceClock with the rest."""
 
@@ -98,12 +100,13 @@ class Coordinators:
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
                    TransactionTimer(broker), PopCoordinator(broker, plugins.archive_decider()), LogCleaner(broker),
-                   LogRetention(broker), GroupExpiry(broker),
+                   LogRetention(broker), GroupExpiry(broker), TokenExpiry(broker),
                    PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
-                self.pop.timer, self.log_cleaner.timer, self.log_retention.timer, self.group_expiry.timer)
+                self.pop.timer, self.log_cleaner.timer, self.log_retention.timer, self.group_expiry.timer,
+                self.token_expiry.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request, and
@@ -122,6 +125,7 @@ class Coordinators:
         self.log_cleaner.tick()
         self.log_retention.tick()
         self.group_expiry.tick()
+        self.token_expiry.tick()
         self.plugin_timers.run_due()
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from logwright.core.log.partition_log import PARTITIONS
 from logwright.core.log.producers import PRODUCERS
 from logwright.core.projection import Projection
 from logwright.core.quotas.client_quotas import CLIENT_QUOTAS
+from logwright.core.security.delegation_tokens import DELEGATION_TOKENS
 from logwright.core.security.scram_credentials import SCRAM_CREDENTIALS
 from logwright.core.share_groups.share_groups import SHARE_GROUPS
 from logwright.core.share_groups.switch_delays import SWITCH_DELAYS
@@ -26,5 +27,5 @@ from logwright.core.transactions.transactions import TRANSACTIONS
 CORE_PROJECTIONS: tuple[Projection[Any], ...] = (
     CATALOG, PARTITIONS, GROUP_OFFSETS, PRODUCERS, GROUPS, CURSORS, SHARE_GROUPS, MANUAL_CLOCK, ACLS,
     TRANSACTIONS, PARTITION_TRANSACTIONS, SWITCH_DELAYS, CONSUMER_GROUPS,
-    DEAD_LETTER_HISTORY, CLEANER_CHECKPOINTS, CLIENT_QUOTAS, SCRAM_CREDENTIALS,
+    DEAD_LETTER_HISTORY, CLEANER_CHECKPOINTS, CLIENT_QUOTAS, SCRAM_CREDENTIALS, DELEGATION_TOKENS,
 )

@@ -40,6 +40,7 @@ from logwright.core.log.partition_log import PartitionState
 from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.quotas.entities import EntityQuotas, QuotaAlteration
 from logwright.core.rangeset import RangeSet
+from logwright.core.security.delegation_tokens import DelegationToken
 from logwright.core.security.scram_credentials import UserCredentials
 from logwright.core.share_groups.share_groups import ShareGroupState, ShareMember
 from logwright.core.transactions.partition_transactions import (
@@ -250,6 +251,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1211: QuotaAlteration,
     1220: ScramCredential,
     1221: UserCredentials,
+    1222: DelegationToken,
 }
 """1006 was a group's whole offset table (projection ``group_offsets``, replaced by ``committed_offsets``): not
 reused, so an old row can never decode as something else."""

@@ -95,7 +95,15 @@ from logwright.core.events.pop import (
     Revived,
 )
 from logwright.core.events.quotas import QUOTA_EVENT_TYPES, ClientQuotasAltered
-from logwright.core.events.security import SECURITY_EVENT_TYPES, ScramCredential, UserScramCredentialsAltered
+from logwright.core.events.security import (
+    SECURITY_EVENT_TYPES,
+    TOKEN_EVENT_TYPES,
+    DelegationTokenCreated,
+    DelegationTokenRemoved,
+    DelegationTokenRenewed,
+    ScramCredential,
+    UserScramCredentialsAltered,
+)
 from logwright.core.events.share_groups import (
     SHARE_GROUP_EVENT_TYPES,
     SWITCH_DELAY_EVENT_TYPES,
@@ -135,6 +143,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     *COMPACTION_EVENT_TYPES,
     *QUOTA_EVENT_TYPES,
     *SECURITY_EVENT_TYPES,
+    *TOKEN_EVENT_TYPES,
 )
 """Every core event class; each tag once, all below `PLUGIN_EVENT_TAGS`."""
 
@@ -203,6 +212,9 @@ __all__ = [
     "AclsDeleted",
     "ClientQuotasAltered",
     "ScramCredential",
+    "DelegationTokenCreated",
+    "DelegationTokenRenewed",
+    "DelegationTokenRemoved",
     "UserScramCredentialsAltered",
     "DedupKeysIndexed",
     "DuplicateDropped",

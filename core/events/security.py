@@ -1,7 +1,9 @@
-"""Security events (tag 122): AlterUserScramCredentials records one event with every credential it set and every
-one it removed, so a restarted broker authenticates the same users with the same keys.
+"""Security events: AlterUserScramCredentials records one event with every credential it set and every one it
+removed (tag 122), so a restarted broker authenticates the same users with the same keys; delegation tokens are
+created, renewed and removed (tags 123-125).
 
-The ``scram_credentials`` projection folding it is `core.security.scram_credentials.SCRAM_CREDENTIALS`.
+The projections folding them are `core.security.scram_credentials.SCRAM_CREDENTIALS` and
+`core.security.delegation_tokens.DELEGATION_TOKENS`.
 """
 
 from __future__ import annotations
@@ -33,4 +35,42 @@ class UserScramCredentialsAltered(Event):
     deleted: tuple[tuple[str, int], ...]
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationTokenCreated(Event):
+    """A delegation token (KIP-48), as Kafka's DelegationTokenRecord holds it: never its HMAC, which is derived from
+    the broker's ``delegation.token.secret.key`` and the token id whenever it is needed."""
+
+    TAG: ClassVar[int] = 123
+    token_id: str
+    owner_type: str
+    owner_name: str
+    requester_type: str
+    requester_name: str
+    renewers: tuple[tuple[str, str], ...]
+    issue_ms: int
+    expiry_ms: int
+    max_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationTokenRenewed(Event):
+    """A token's expiry moved (RenewDelegationToken, or ExpireDelegationToken with a period)."""
+
+    TAG: ClassVar[int] = 124
+    token_id: str
+    expiry_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationTokenRemoved(Event):
+    """A token gone: expired at once on request (``expired_by_request``) or swept once past its expiry."""
+
+    TAG: ClassVar[int] = 125
+    token_id: str
+    expired_by_request: bool
+
+
 SECURITY_EVENT_TYPES: tuple[type[Event], ...] = (UserScramCredentialsAltered,)
+TOKEN_EVENT_TYPES: tuple[type[Event], ...] = (DelegationTokenCreated, DelegationTokenRenewed, DelegationTokenRemoved)

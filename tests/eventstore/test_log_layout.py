@@ -13,6 +13,9 @@ from logwright.core.events import (
     AclsCreated,
     ClientQuotasAltered,
     ConsumerMemberLeft,
+    DelegationTokenCreated,
+    DelegationTokenRemoved,
+    DelegationTokenRenewed,
     Event,
     GenerationStarted,
     ManualClockSet,
@@ -122,6 +125,10 @@ LAYOUT: dict[int, tuple[str, str]] = {
     115: ("ProcessedKeysExpired", "expired"),
     121: ("ClientQuotasAltered", "alterations"),
     122: ("UserScramCredentialsAltered", "upserted deleted"),
+    123: ("DelegationTokenCreated", "token_id owner_type owner_name requester_type requester_name renewers issue_ms "
+                                    "expiry_ms max_ms"),
+    124: ("DelegationTokenRenewed", "token_id expiry_ms"),
+    125: ("DelegationTokenRemoved", "token_id expired_by_request"),
 }
 """Tag -> (class, fields in log order) as logs were written when the events were split per domain.
 A new event adds a row; a changed row is a log nobody can read without a VERSION bump and upgrade_fields."""
@@ -163,6 +170,10 @@ GOLDEN: list[tuple[Event, str]] = [
     (UserScramCredentialsAltered((ScramCredential("alice", 1, b"salt", b"\x01" * 4, b"\x02" * 4, 4096),),
                                  (("bob", 2),)),
      "95cf0000018bcfe568007a0191c7210198cd04c401a5616c69636501c40473616c74c40401010101c40402020202cd10009192a3626f6202"),
+    (DelegationTokenCreated("tok1", "User", "alice", "User", "alice", (("User", "bob"),), 1, 2, 3),
+     "9ccf0000018bcfe568007b01a4746f6b31a455736572a5616c696365a455736572a5616c6963659192a455736572a3626f62010203"),
+    (DelegationTokenRenewed("tok1", 5), "95cf0000018bcfe568007c01a4746f6b3105"),
+    (DelegationTokenRemoved("tok1", True), "95cf0000018bcfe568007d01a4746f6b31c3"),
 ]
 
 

@@ -16,7 +16,8 @@ from typing import Protocol
 
 import pytest
 
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, free_port
+from .sasl_listeners import PLAIN_USERS, TOKENS, Listeners
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -131,3 +132,28 @@ class _External:
 
     def alive(self) -> bool:
         return True
+
+
+@pytest.fixture(scope="module")
+def listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
+    """A broker with a SASL_PLAINTEXT listener beside its PLAINTEXT one, for one test module
+    (`sasl_listeners`)."""
+    if against(request.config) == "kafka":
+        sys.path.append(str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(tmp_path_factory.mktemp("kafka-sasl"), sasl_users=PLAIN_USERS, config=TOKENS) as kafka:
+            yield Listeners(kafka.bootstrap, kafka.sasl_bootstrap)
+        return
+    users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
+    port = free_port()
+    process = BrokerProcess(Path(tmp_path_factory.mktemp("sasl")) / "data", config={
+        **TOKENS, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+    }, extra_args=("--sasl-listen", f"127.0.0.1:{port}")).start()
+    try:
+        yield Listeners(process.bootstrap, f"127.0.0.1:{port}")
+    finally:
+        assert process.alive(), process.log_tail()
+        process.kill()

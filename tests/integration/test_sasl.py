@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,45 +32,17 @@ from logwright.compat.wire.records import Record
 from logwright.testing.clients import one_request
 from scramp import ScramClient
 
-from .broker_process import BrokerProcess, free_port
-from .conftest import BENCH, against
+from .sasl_listeners import (
+    ILLEGAL_SASL_STATE,
+    MECHANISMS,
+    NONE,
+    SASL_AUTHENTICATION_FAILED,
+    SCRAM_FAILED,
+    UNSUPPORTED_SASL_MECHANISM,
+    Listeners,
+)
 
 pytestmark = pytest.mark.differential
-
-PLAIN_USERS = {"alice": "alice-secret", "bob": "b"}
-MECHANISMS = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
-"""As both brokers list PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 enabled (the order of Kafka's HashSet)."""
-SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
-NONE, ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 0, 34, 33, 58
-
-
-class Listeners:
-    def __init__(self, plaintext: str, sasl: str) -> None:
-        self.plaintext, self.sasl = plaintext, sasl
-
-
-@pytest.fixture(scope="module")
-def listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
-    if against(request.config) == "kafka":
-        sys.path.append(str(BENCH))
-        from kafka_peer import KafkaPeer
-
-        with KafkaPeer(tmp_path_factory.mktemp("kafka-sasl"), sasl_users=PLAIN_USERS) as kafka:
-            yield Listeners(kafka.bootstrap, kafka.sasl_bootstrap)
-        return
-    users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
-    port = free_port()
-    process = BrokerProcess(Path(tmp_path_factory.mktemp("sasl")) / "data", config={
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-    }, extra_args=("--sasl-listen", f"127.0.0.1:{port}")).start()
-    try:
-        yield Listeners(process.bootstrap, f"127.0.0.1:{port}")
-    finally:
-        assert process.alive(), process.log_tail()
-        process.kill()
-
 
 def upsertion(name: str, mechanism: int, iterations: int, salted: bytes = b"pw") -> Any:
     return make(alter_v0.ScramCredentialUpsertion, name=name, mechanism=mechanism, iterations=iterations,

@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
@@ -19,6 +20,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -28,7 +30,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * ({@code alterUserScramCredentials}) and reads it back ({@code describeUserScramCredentials}); a producer
  * authenticated by it with SCRAM-SHA-512 writes ten records, a consumer authenticated with PLAIN reads them back
  * through the same listener; a producer with a wrong password fails with {@code SaslAuthenticationException}; the
- * credential is then deleted and must be gone.
+ * credential is then deleted. Then delegation tokens (KIP-48): an Admin client authenticated as alice creates one
+ * ({@code createDelegationToken}), a producer authenticates with it ({@code tokenauth=true}) and writes, and the
+ * token is expired ({@code expireDelegationToken}) and no longer described.
  */
 final class SaslScenario {
     private SaslScenario() {
@@ -98,6 +102,51 @@ final class SaslScenario {
             }
             admin.alterUserScramCredentials(List.of(new UserScramCredentialDeletion(user,
                     ScramMechanism.SCRAM_SHA_512))).all().get();
+        }
+        delegationToken(sasl, topic);
+    }
+
+    private static void delegationToken(String sasl, String topic) throws Exception {
+        Properties adminProps = login(sasl, "PLAIN", "org.apache.kafka.common.security.plain.PlainLoginModule",
+                "alice", "alice-secret", Map.of());
+        try (Admin admin = Admin.create(adminProps)) {
+            DelegationToken token = admin.createDelegationToken().delegationToken().get();
+            if (!token.tokenInfo().owner().getName().equals("alice")) {
+                fail("a token owned by " + token.tokenInfo().owner());
+            }
+            String jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                    + token.tokenInfo().tokenId() + "\" password=\"" + token.hmacAsBase64String()
+                    + "\" tokenauth=\"true\";";
+            Map<String, Object> props = serializers();
+            props.put("max.block.ms", "5000");
+            Exception last = null;
+            for (int attempt = 0; attempt < 10; attempt++) {  // Kafka's broker sees a new token a moment later
+                Properties producerProps = login(sasl, "SCRAM-SHA-256", "unused", "unused", "unused", props);
+                producerProps.put("sasl.jaas.config", jaas);
+                try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps)) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, "token")).get();
+                    last = null;
+                    break;
+                } catch (Exception refused) {
+                    last = refused;
+                    Thread.sleep(500);
+                }
+            }
+            if (last != null) {
+                fail("a producer with the token was refused: " + last);
+            }
+            admin.expireDelegationToken(token.hmac(),
+                    new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp().get();
+            List<DelegationToken> left = List.of(token);
+            for (int attempt = 0; attempt < 50 && !left.isEmpty(); attempt++) {
+                left = admin.describeDelegationToken().delegationTokens().get().stream()
+                        .filter(described -> described.tokenInfo().tokenId().equals(token.tokenInfo().tokenId()))
+                        .toList();
+                Thread.sleep(left.isEmpty() ? 0 : 100);
+            }
+            if (!left.isEmpty()) {
+                fail("the expired token is still described");
+            }
         }
     }
 

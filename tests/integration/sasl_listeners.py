@@ -1,0 +1,18 @@
+"""What the SASL and delegation token tests share: the brokers' settings (the ``listeners`` fixture in conftest.py
+starts logwright with a SASL_PLAINTEXT listener, or Apache Kafka 4.4 under ``--against kafka``; both with PLAIN
+users, SCRAM, and delegation tokens on) and the answers both give."""
+
+from __future__ import annotations
+
+PLAIN_USERS = {"alice": "alice-secret", "bob": "b"}
+TOKENS = {"delegation.token.secret.key": "token-secret", "delegation.token.expiry.check.interval.ms": "1000"}
+"""Both brokers issue delegation tokens and sweep expired ones every second."""
+MECHANISMS = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
+"""As both brokers list PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 enabled (the order of Kafka's HashSet)."""
+SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
+NONE, ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 0, 34, 33, 58
+
+
+class Listeners:
+    def __init__(self, plaintext: str, sasl: str) -> None:
+        self.plaintext, self.sasl = plaintext, sasl
