@@ -31,7 +31,7 @@ MECHANISMS = (PLAIN, *MECHANISM_NAMES.values())
 """Every mechanism logwright can serve (``sasl.enabled.mechanisms`` picks among them)."""
 BEFORE_HANDSHAKE = frozenset({17, 18})
 """SaslHandshake and ApiVersions: all a SASL connection may send first."""
-SASL_AUTHENTICATE = 36
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 ANONYMOUS = "ANONYMOUS"
 
 
@@ -61,12 +61,15 @@ class SaslSettings:
     plain_users: Mapping[str, str]
     max_receive_size: int
     """``sasl.server.max.receive.size``: the largest frame a SASL connection may send before it authenticates."""
+    reauthentication_ms: int
+    """``connections.max.reauth.ms``: the longest session before the client must re-authenticate (0: no limit)."""
 
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> SaslSettings:
         enabled = tuple(name.strip() for name in broker_config("sasl.enabled.mechanisms").split(",") if name.strip())
         return cls(enabled, plain_users(broker_config(PLAIN_JAAS_KEY)) if PLAIN in enabled else {},
-                   int(broker_config("sasl.server.max.receive.size")))
+                   int(broker_config("sasl.server.max.receive.size")),
+                   int(broker_config("connections.max.reauth.ms")))
 
 
 class Stage(enum.Enum):
@@ -76,12 +79,32 @@ class Stage(enum.Enum):
     FAILED = "failed"
 
 
+class HandshakeOutcome(enum.Enum):
+    GO_ON = "go on"
+    UNSUPPORTED = "unsupported"
+    """The mechanism is not enabled: answered with the enabled ones, then the connection closes."""
+    ILLEGAL = "illegal"
+    """No exchange to begin (a PLAINTEXT listener, or a session that may not re-authenticate now)."""
+
+
+REAUTHENTICATION_INTERVAL_MS = 1_000
+"""Kafka lets a connection begin re-authenticating at most once a second."""
+
+
 class ConnectionAuthentication:
-    """One connection's SASL state; the handlers of SaslHandshake and SaslAuthenticate move it."""
+    """One connection's SASL state; the handlers of SaslHandshake and SaslAuthenticate move it.
+
+    A session may expire (KIP-368): with ``connections.max.reauth.ms`` set, or when the client authenticated with a
+    delegation token (its expiry), the session lasts the shorter of the two, told to the client as
+    ``session_lifetime_ms``. A client re-authenticates by a new handshake on the same connection (at most once a
+    second; the same mechanism and principal, or the exchange fails); past its session, any other request closes the
+    connection unanswered, as Kafka's socket server closes it. Expiry reads the broker clock.
+    """
 
     def __init__(self, listener: Listener, enabled: tuple[str, ...], plain_users: Mapping[str, str],
                  scram_secret: Callable[[str, bool, int], ScramSecret | None],
-                 close: Callable[[str], None] = lambda reason: None) -> None:
+                 close: Callable[[str], None] = lambda reason: None, reauthentication_ms: int = 0,
+                 now_ms: Callable[[], int] = lambda: 0) -> None:
         self.listener = listener
         self.close = close
         """Close the connection once the answers owed (this one's included) are sent, for this reason."""
@@ -91,7 +114,8 @@ class ConnectionAuthentication:
         """In the order Kafka's SaslHandshake lists them (its ``HashSet``'s)."""
         self._plain_users = plain_users
         self._scram_secret = scram_secret
-        self.stage = Stage.HANDSHAKE if listener.sasl else Stage.AUTHENTICATED
+        self._reauthentication_ms = reauthentication_ms
+        self._now_ms = now_ms
         self.principal = ANONYMOUS
         """The user this connection is (the name of Kafka's ``User:<name>`` principal)."""
         self.principal_type = "User"
@@ -99,47 +123,90 @@ class ConnectionAuthentication:
         self.token_authenticated = False
         """Authenticated with a delegation token (which may not create, renew, expire or describe tokens)."""
         self.mechanism: str | None = None
+        self.session_expires_ms: int | None = None
+        """When the session ends unless the client re-authenticates (None: never)."""
+        self.session_lifetime_ms = 0
+        """What the last successful SaslAuthenticate tells the client (0: no expiry)."""
+        self.reauthenticating = False
+        self._reauthentication_started_ms: int | None = None
+        self._previous: tuple[str, str, str | None] = ("", "", None)
         self._scram: ScramServer | None = None
         self._scram_started = False
+        self._stage = Stage.HANDSHAKE if listener.sasl else Stage.AUTHENTICATED
+        self.gated = listener.sasl
+        """Requests must be checked (`allows`): not yet authenticated, or a session that expires. False for a
+        PLAINTEXT connection and a session without expiry: the hot path looks at this one attribute."""
+
+    @property
+    def stage(self) -> Stage:
+        return self._stage
+
+    @stage.setter
+    def stage(self, stage: Stage) -> None:
+        self._stage = stage
+        self.gated = stage is not Stage.AUTHENTICATED or self.session_expires_ms is not None
 
     @property
     def authenticated(self) -> bool:
-        return self.stage is Stage.AUTHENTICATED
+        return self._stage is Stage.AUTHENTICATED
 
     def allows(self, api_key: int) -> bool:
-        """Whether a request of this key may start now: before the handshake ApiVersions and SaslHandshake,
-        then SaslAuthenticate only, as Kafka's SaslServerAuthenticator reads them."""
-        stage = self.stage
-        return stage is Stage.AUTHENTICATED or (stage is Stage.HANDSHAKE and api_key in BEFORE_HANDSHAKE) or (
+        """Whether a request of this key may start now: before the handshake ApiVersions and SaslHandshake, then
+        SaslAuthenticate only, as Kafka's SaslServerAuthenticator reads them; once the session has expired, only a
+        SaslHandshake (which re-authenticates)."""
+        stage = self._stage
+        if stage is Stage.AUTHENTICATED:
+            expires = self.session_expires_ms
+            return expires is None or api_key == SASL_HANDSHAKE or self._now_ms() <= expires
+        return (stage is Stage.HANDSHAKE and api_key in BEFORE_HANDSHAKE) or (
             stage is Stage.AUTHENTICATE and api_key == SASL_AUTHENTICATE)
 
     @property
     def answers_refusal(self) -> bool:
         """A request refused now is answered with its error response (ILLEGAL_SASL_STATE) before the connection
-        closes, as Kafka answers one in the middle of an exchange; before the handshake it closes unanswered."""
-        return self.stage is Stage.AUTHENTICATE
+        closes, as Kafka answers one in the middle of an exchange; before the handshake, or past the session, it
+        closes unanswered."""
+        return self._stage is Stage.AUTHENTICATE
 
-    def handshake(self, mechanism: str) -> bool:
-        """A SaslHandshake naming ``mechanism``: True if the exchange may go on with it. False closes the
-        connection after the answer, as on Kafka."""
-        if self.stage is not Stage.HANDSHAKE or mechanism not in self.enabled:
+    def handshake(self, mechanism: str) -> HandshakeOutcome:
+        """A SaslHandshake naming ``mechanism``. On an authenticated connection it begins re-authentication where
+        the session expires and the last one began a second ago or more; otherwise it is ILLEGAL (answered so, the
+        connection kept, as Kafka answers it)."""
+        if self._stage is Stage.AUTHENTICATED:
+            now = self._now_ms()
+            started = self._reauthentication_started_ms
+            if self.session_expires_ms is None or (
+                    started is not None and now - started < REAUTHENTICATION_INTERVAL_MS):
+                return HandshakeOutcome.ILLEGAL
+            self._reauthentication_started_ms = now
+            self._previous = (self.principal_type, self.principal, self.mechanism)
+            self.reauthenticating = True
+            self.stage = Stage.HANDSHAKE
+        if self._stage is not Stage.HANDSHAKE or mechanism not in self.enabled:
             self.stage = Stage.FAILED
-            return False
+            return HandshakeOutcome.UNSUPPORTED
         self.mechanism = mechanism
         self.stage = Stage.AUTHENTICATE
+        self._scram, self._scram_started = None, False
         if mechanism != PLAIN:
             code = next(code for code, name in MECHANISM_NAMES.items() if name == mechanism)
             self._scram = ScramServer(code, lambda name, token: self._scram_secret(name, token, code),
                                       secrets.token_urlsafe(24))
-        return True
+        return HandshakeOutcome.GO_ON
+
+    @property
+    def mechanism_changed(self) -> bool:
+        """A re-authentication with another mechanism than the session's: Kafka closes the connection at its first
+        token, unanswered."""
+        return self.reauthenticating and self.mechanism != self._previous[2]
 
     def authenticate(self, token: bytes) -> tuple[bytes, bool]:
-        """One SaslAuthenticate token: the bytes to answer and whether the client is now authenticated. Raises
-        `SaslFailed` (the stage is then FAILED)."""
+        """One SaslAuthenticate token: the bytes to answer and whether the client is now authenticated (then
+        `session_lifetime_ms` says for how long: told to clients of SaslAuthenticate v1+, ended on time for every
+        client, as Kafka does). Raises `SaslFailed` (the stage is then FAILED)."""
         try:
             if self.mechanism == PLAIN:
-                self.principal = plain_principal(token, self._plain_users)
-                self._authenticated()
+                self._authenticated(("User", plain_principal(token, self._plain_users)), None, False)
                 return b"", True
             return self._scram_step(token)
         except SaslFailed:
@@ -157,13 +224,23 @@ class ConnectionAuthentication:
             self._scram_started = True
             return server.first(token), False
         final, secret = server.final(token)
-        self.principal, self.principal_type = secret.principal, secret.principal_type
-        self.token_authenticated = server.token_authenticated
         self._scram = None
-        self._authenticated()
+        self._authenticated((secret.principal_type, secret.principal), secret.expires_ms, server.token_authenticated)
         return final, True
 
-    def _authenticated(self) -> None:
+    def _authenticated(self, principal: tuple[str, str], credential_expires_ms: int | None, token: bool) -> None:
+        if self.reauthenticating and principal != self._previous[:2]:
+            before, after = self._previous[:2], principal
+            raise SaslFailed(f"Cannot change principals during re-authentication from {before[0]}.{before[1]}: "
+                             f"{after[0]}.{after[1]}")
+        self.principal_type, self.principal = principal
+        self.token_authenticated = token
+        now = self._now_ms()
+        limits = [self._reauthentication_ms] if self._reauthentication_ms > 0 else []
+        if credential_expires_ms is not None:
+            limits.append(credential_expires_ms - now)
+        self.session_lifetime_ms = max(0, min(limits)) if limits else 0
+        self.session_expires_ms = now + self.session_lifetime_ms if limits else None
+        self.reauthenticating = False
         self.stage = Stage.AUTHENTICATED
         self.on_authenticated()
-

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from logwright.compat.authentication import ConnectionAuthentication, Stage
+from logwright.compat.authentication import ConnectionAuthentication
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
@@ -49,9 +49,6 @@ too, in a task (`_decode_then_handle`), but a Produce's (its own reader). Smalle
 Produce of a 1 MB batch is answered in steps too, 2 us more (its answer never takes a step)."""
 
 
-_AUTHENTICATED = Stage.AUTHENTICATED
-
-
 class Unanswerable(Exception):
     """A request that failed and has no error answer: its connection closes once the answers before it are out."""
 
@@ -83,11 +80,12 @@ class RequestDispatch:
                         self.connection_id, self.client_host, error)
             return False
         authentication = self.authentication
-        refused = authentication.stage is not _AUTHENTICATED and not authentication.allows(header.api_key)
+        refused = authentication.gated and not authentication.allows(header.api_key)
         if refused and not (authentication.answers_refusal and header.api_key in KNOWN_VERSIONS
                             and len(frame) < ANSWERED_IN_STEPS_FROM):
-            log.warning("closing connection %d from %s: API key %d before SASL authentication", self.connection_id,
-                        self.client_host, header.api_key)
+            log.warning("closing connection %d from %s: API key %d %s", self.connection_id, self.client_host,
+                        header.api_key, "after its SASL session expired" if authentication.authenticated
+                        else "before SASL authentication")
             return False
         entry = self.server.handlers.get(header.api_key)
         if entry is None or not entry.min_version <= header.api_version <= entry.max_version:

@@ -124,7 +124,8 @@ class KafkaServer:
         """A new connection's SASL state on its listener."""
         listener = self.sasl_listener if listener_name == SASL_PLAINTEXT and self.sasl_listener else self.listener
         return ConnectionAuthentication(listener, self.sasl.enabled, self.sasl.plain_users, self._scram_secret,
-                                        connection.close_for)
+                                        connection.close_for, self.sasl.reauthentication_ms,
+                                        self.broker.clock.now_ms)
 
     def _scram_secret(self, name: str, token: bool, mechanism: int) -> ScramSecret | None:
         """What a SCRAM client naming ``name`` is checked against: a user's stored credential, or (``tokenauth``) a

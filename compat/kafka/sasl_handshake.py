@@ -1,17 +1,19 @@
 """SaslHandshake (key 17), version 1: the client names its SASL mechanism (`compat.authentication`).
 
-On a PLAINTEXT listener, or once a connection has authenticated, Kafka answers ILLEGAL_SASL_STATE without
-mechanisms, and so does this. On a SASL_PLAINTEXT listener before authentication: the enabled mechanisms (in the
-order of Kafka's ``HashSet`` of them), with UNSUPPORTED_SASL_MECHANISM (then the connection closes) when the one
-named is not among them. A second handshake during the exchange never gets here (`compat.request_dispatch`
-refuses it). Version 0 (SASL tokens without Kafka framing, before KIP-152) is not served: clients of this decade
-send 1.
+On a SASL_PLAINTEXT listener before authentication: the enabled mechanisms (in the order of Kafka's ``HashSet`` of
+them), with UNSUPPORTED_SASL_MECHANISM (then the connection closes) when the one named is not among them. On an
+authenticated connection whose session expires, it begins re-authentication (KIP-368). Elsewhere (a PLAINTEXT
+listener, a session without expiry, a re-authentication less than a second after the last) Kafka answers
+ILLEGAL_SASL_STATE without mechanisms and keeps the connection, and so does this. A second handshake in the middle
+of an exchange never gets here (`compat.request_dispatch` refuses it). Version 0 (SASL tokens without Kafka
+framing, before KIP-152) is not served: clients of this decade send 1.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from logwright.compat.authentication import HandshakeOutcome
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 
@@ -23,10 +25,11 @@ if TYPE_CHECKING:
 async def handle(context: RequestContext, request: SaslHandshakeRequest) -> Any:
     module = response_module("sasl_handshake", context.api_version)
     authentication = context.authentication
-    if authentication is None or authentication.authenticated:
+    outcome = HandshakeOutcome.ILLEGAL if authentication is None else authentication.handshake(request.mechanism)
+    if outcome is HandshakeOutcome.ILLEGAL or authentication is None:
         return make(module.SaslHandshakeResponse, error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=())
-    if authentication.handshake(request.mechanism):
-        return make(module.SaslHandshakeResponse, error_code=ErrorCode.NONE, mechanisms=authentication.enabled)
-    authentication.close(f"SASL mechanism {request.mechanism!r} is not enabled")
-    return make(module.SaslHandshakeResponse, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                mechanisms=authentication.enabled)
+    if outcome is HandshakeOutcome.UNSUPPORTED:
+        authentication.close(f"SASL mechanism {request.mechanism!r} is not enabled")
+        return make(module.SaslHandshakeResponse, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                    mechanisms=authentication.enabled)
+    return make(module.SaslHandshakeResponse, error_code=ErrorCode.NONE, mechanisms=authentication.enabled)

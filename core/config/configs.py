@@ -385,6 +385,9 @@ _BROKER_KEYS = (
     ConfigKey("sasl.server.max.receive.size", "broker", "524288", long_at_least(1),
               "The largest request a SASL connection may send before it has authenticated; a larger one closes it.",
               "INT", read_only=True),
+    ConfigKey("connections.max.reauth.ms", "broker", "0", long_at_least(0),
+              "The longest a SASL session lasts before the client must re-authenticate (KIP-368; broker clock); 0: "
+              "no limit, but a delegation token's session ends with the token.", "LONG", read_only=True),
     ConfigKey("connection.failed.authentication.delay.ms", "broker", "100", long_at_least(0),
               "How long a failed SASL authentication waits (broker clock) before its answer and the close.", "INT",
               read_only=True),

@@ -206,4 +206,5 @@ def token_secret(secret_key: str, token: DelegationToken, mechanism: int) -> Scr
     salt = hashlib.sha256(b"logwright delegation token salt" + password).digest()[:16]
     salted = hashlib.pbkdf2_hmac(HASHES[mechanism], password, salt, MIN_ITERATIONS)
     stored_key, server_key = derived_keys(mechanism, salted)
-    return ScramSecret(salt, stored_key, server_key, MIN_ITERATIONS, token.owner_name, token.owner_type)
+    return ScramSecret(salt, stored_key, server_key, MIN_ITERATIONS, token.owner_name, token.owner_type,
+                       token.expiry_ms)

@@ -45,6 +45,8 @@ class ScramSecret:
     iterations: int
     principal: str
     principal_type: str = "User"
+    expires_ms: int | None = None
+    """When the credential itself expires (a delegation token's expiry): the session ends then at the latest."""
 
 
 SecretLookup = Callable[[str, bool], ScramSecret | None]

@@ -134,26 +134,42 @@ class _External:
         return True
 
 
-@pytest.fixture(scope="module")
-def listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
-    """A broker with a SASL_PLAINTEXT listener beside its PLAINTEXT one, for one test module
-    (`sasl_listeners`)."""
+def _sasl_broker(request: pytest.FixtureRequest, work: Path, config: dict[str, str]) -> Iterator[Listeners]:
+    """A broker with a SASL_PLAINTEXT listener beside its PLAINTEXT one (`sasl_listeners`), with ``config`` more."""
     if against(request.config) == "kafka":
         sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
 
-        with KafkaPeer(tmp_path_factory.mktemp("kafka-sasl"), sasl_users=PLAIN_USERS, config=TOKENS) as kafka:
+        with KafkaPeer(work / "kafka", sasl_users=PLAIN_USERS, config={**TOKENS, **config}) as kafka:
             yield Listeners(kafka.bootstrap, kafka.sasl_bootstrap)
         return
+    yield from sasl_logwright(work, config)
+
+
+def sasl_logwright(work: Path, config: dict[str, str], *extra_args: str) -> Iterator[Listeners]:
+    """logwright with a SASL_PLAINTEXT listener (PLAIN users, SCRAM, tokens) and ``config`` more; ``extra_args``
+    for its command line (``--manual-clock``)."""
     users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
     port = free_port()
-    process = BrokerProcess(Path(tmp_path_factory.mktemp("sasl")) / "data", config={
+    process = BrokerProcess(work / "data", config={
         **TOKENS, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-    }, extra_args=("--sasl-listen", f"127.0.0.1:{port}")).start()
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};", **config,
+    }, extra_args=("--sasl-listen", f"127.0.0.1:{port}", *extra_args)).start()
     try:
         yield Listeners(process.bootstrap, f"127.0.0.1:{port}")
     finally:
         assert process.alive(), process.log_tail()
         process.kill()
+
+
+@pytest.fixture(scope="module")
+def listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
+    """A SASL broker for one test module: sessions without expiry."""
+    yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl"), {})
+
+
+@pytest.fixture(scope="module")
+def reauth_listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
+    """A SASL broker for one test module whose sessions last 3 s (``connections.max.reauth.ms``)."""
+    yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl-reauth"), {"connections.max.reauth.ms": "3000"})

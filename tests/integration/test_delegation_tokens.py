@@ -33,8 +33,8 @@ from logwright.compat.registry import make
 from logwright.compat.wire.messages import encode_request
 from logwright.testing.clients import advance_clock
 
-from .broker_process import BrokerProcess, free_port
-from .sasl_listeners import NONE, PLAIN_USERS, SASL_AUTHENTICATION_FAILED, SCRAM_FAILED, TOKENS, Listeners
+from .conftest import sasl_logwright
+from .sasl_listeners import NONE, PLAIN_USERS, SASL_AUTHENTICATION_FAILED, SCRAM_FAILED, Listeners
 
 pytestmark = pytest.mark.differential
 
@@ -159,8 +159,8 @@ async def plain_login(bootstrap: str, user: str) -> Connection:
 
 
 async def token_login(bootstrap: str, token_id: str, password: str, mechanism: str = "SCRAM-SHA-256") -> Any:
-    """A SCRAM exchange with ``tokenauth=true`` (as Kafka's clients log in with a token): ``"ok"`` and what the
-    connection then gets creating a token, or where it failed."""
+    """A SCRAM exchange with ``tokenauth=true`` (as Kafka's clients log in with a token): ``"ok"``, what the
+    connection then gets creating a token and the session lifetime it was told; or where it failed."""
     digest = "sha256" if mechanism.endswith("256") else "sha512"
     connection = await Connection.open(bootstrap, "token-login")
     try:
@@ -184,7 +184,8 @@ async def token_login(bootstrap: str, token_id: str, password: str, mechanism: s
             return "final", int(final.error_code), final.error_message
         await connection.request(make(metadata_v12.MetadataRequest, topics=(), allow_auto_topic_creation=False,
                                       include_topic_authorized_operations=False))
-        return "ok", (await ask(connection, create()))["error"]
+        lifetime = int(final.session_lifetime.total_seconds() * 1000)
+        return "ok", (await ask(connection, create()))["error"], lifetime
     except ConnectionClosed:
         return "closed"
     finally:
@@ -295,7 +296,9 @@ def test_a_client_authenticates_with_a_token_as_its_owner(listeners: Listeners) 
             password = base64.b64encode(token["hmac"]).decode()
             for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
                 # authenticated, and a token-authenticated connection may not manage tokens
-                assert await logged_in(listeners.sasl, token["token_id"], password, mechanism) == ("ok", NOT_ALLOWED)
+                login = await logged_in(listeners.sasl, token["token_id"], password, mechanism)
+                # the session lasts as long as the token: about a day
+                assert login[:2] == ("ok", NOT_ALLOWED) and DAY_MS - 60_000 < login[2] <= DAY_MS, login
             assert await token_login(listeners.sasl, token["token_id"], "AAAA") == (
                 "final", SASL_AUTHENTICATION_FAILED, SCRAM_FAILED.format("SCRAM-SHA-256"))
             assert await token_login(listeners.sasl, "no-such-token", password) == (
@@ -316,19 +319,9 @@ def test_a_client_authenticates_with_a_token_as_its_owner(listeners: Listeners) 
 
 @pytest.fixture
 def clock_listeners(tmp_path: Path) -> Iterator[Listeners]:
-    port = free_port()
-    users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
-    process = BrokerProcess(tmp_path / "data", config={
-        **TOKENS, "delegation.token.expiry.check.interval.ms": "60000",
-        "connection.failed.authentication.delay.ms": "0",  # the delay runs on the broker clock, which waits here
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-    }, extra_args=("--sasl-listen", f"127.0.0.1:{port}", "--manual-clock")).start()
-    try:
-        yield Listeners(process.bootstrap, f"127.0.0.1:{port}")
-    finally:
-        process.kill()
+    # the failed-authentication delay runs on the broker clock, which waits here: none
+    yield from sasl_logwright(tmp_path, {"delegation.token.expiry.check.interval.ms": "60000",
+                                         "connection.failed.authentication.delay.ms": "0"}, "--manual-clock")
 
 
 @pytest.mark.logwright_only(reason="a manual clock")
@@ -346,6 +339,7 @@ def test_a_token_expires_and_is_swept_on_the_broker_clock(clock_listeners: Liste
             assert token is not None
             password = base64.b64encode(token["hmac"]).decode()
             login = await token_login(clock_listeners.sasl, token["token_id"], password)
+            login = login[:2] if login[0] == "ok" else login  # its session lifetime aside
             renewed = await ask(alice, renew(token["hmac"])) if step == "renew" else None
             return login, renewed, len((await ask(alice, describe(None)))["tokens"])
         finally:
