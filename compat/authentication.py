@@ -110,6 +110,9 @@ class ConnectionAuthentication:
         """Close the connection once the answers owed (this one's included) are sent, for this reason."""
         self.on_authenticated: Callable[[], None] = lambda: None
         """Called once the client has authenticated (the server lifts the frame bound it read with until then)."""
+        self.on_reauthenticating: Callable[[], None] = lambda: None
+        """Called as a re-authentication begins (the server bounds its frames again until it has ended, as Kafka
+        reads a re-authenticating connection with ``sasl.server.max.receive.size``)."""
         self.enabled = tuple(java_map_order_of_strings(enabled))
         """In the order Kafka's SaslHandshake lists them (its ``HashSet``'s)."""
         self._plain_users = plain_users
@@ -182,6 +185,7 @@ class ConnectionAuthentication:
             self._previous = (self.principal_type, self.principal, self.mechanism)
             self.reauthenticating = True
             self.stage = Stage.HANDSHAKE
+            self.on_reauthenticating()
         if self._stage is not Stage.HANDSHAKE or mechanism not in self.enabled:
             self.stage = Stage.FAILED
             return HandshakeOutcome.UNSUPPORTED

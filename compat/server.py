@@ -91,12 +91,14 @@ class KafkaServer:
         settings = self.broker.settings
         self._server, settings.port = await self._listen(PLAINTEXT, settings.host, settings.port)
         self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
+        await self._server.start_serving()  # once its listener knows its port: a client is told where it is
         if settings.sasl_host is not None:
             self._sasl_server, settings.sasl_port = await self._listen(SASL_PLAINTEXT, settings.sasl_host,
                                                                        settings.sasl_port)
             self.sasl_listener = Listener(SASL_PLAINTEXT, settings.sasl_host, settings.sasl_port,
                                           settings.sasl_advertised_host or settings.sasl_host,
                                           settings.sasl_advertised_port or settings.sasl_port)
+            await self._sasl_server.start_serving()
             log.info("listening on %s:%d for SASL (%s)", settings.sasl_host, settings.sasl_port,
                      ", ".join(self.sasl.enabled))
         loop = asyncio.get_running_loop()
@@ -108,7 +110,7 @@ class KafkaServer:
                         "Python (20-30x the CPU of the C walk); install a C compiler and reinstall")
 
     async def _listen(self, name: str, host: str, port: int) -> tuple[asyncio.base_events.Server, int]:
-        """One listener's server, serving, and the port it got."""
+        """One listener's server, not yet serving, and the port it got."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: Connection(self, name), host, port, reuse_address=True,
                                           start_serving=False)
@@ -117,7 +119,6 @@ class KafkaServer:
         if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
             for listening in sockets:
                 listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-        await server.start_serving()
         return server, (sockets[0].getsockname()[1] if sockets and port == 0 else port)
 
     def authentication(self, connection: Connection, listener_name: str) -> ConnectionAuthentication:
@@ -257,8 +258,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes, server.read_buffer)
         if not self.authentication.authenticated:  # as Kafka reads a SASL connection until it has authenticated
-            self.decoder.limit(min(server.sasl.max_receive_size, server.quotas.limits.max_request_bytes))
+            self._bound_frames()
             self.authentication.on_authenticated = self._lift_frame_bound
+            self.authentication.on_reauthenticating = self._bound_frames
         self._answers: collections.deque[asyncio.Future[list[bytes] | None]] = collections.deque()
         """The answers owed, in request order: each a running handler's task (or a ready answer)."""
         self.last_active_ms = self.broker.clock.now_ms()
@@ -298,6 +300,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self._muted_until: int | None = None
         """A client quota throttles this connection (`mute_until`): nothing is read or started until then."""
         self._unmuting: asyncio.Task[None] | None = None
+
+    def _bound_frames(self) -> None:
+        self.decoder.limit(min(self.server.sasl.max_receive_size, self.server.quotas.limits.max_request_bytes))
 
     def _lift_frame_bound(self) -> None:
         self.decoder.limit(self.server.quotas.limits.max_request_bytes)

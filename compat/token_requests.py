@@ -7,9 +7,16 @@ listener and on a connection that authenticated with a token itself; only a SASL
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 
+from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext
-from logwright.core.security.delegation_tokens import Principal
+from logwright.core.events.base import Event
+from logwright.core.security.delegation_tokens import DelegationToken, Principal, TokenSettings
+
+TokenChange = Callable[[TokenSettings, DelegationToken | None, Principal, int, int], tuple[int, int, Event | None]]
+"""`core.security.delegation_tokens.renew` or `expire`: (settings, token, requester, period, now) -> (error, expiry,
+event)."""
 
 
 def requester(context: RequestContext) -> Principal:
@@ -28,3 +35,19 @@ def may_manage_tokens(context: RequestContext) -> bool:
 def timestamp(milliseconds: int) -> datetime.datetime:
     """A Kafka timestamp field as kio writes it (-1 and 0 included)."""
     return datetime.datetime.fromtimestamp(milliseconds / 1000, tz=datetime.UTC)
+
+
+async def change_token(context: RequestContext, token_hmac: bytes, period: datetime.timedelta,
+                       decide: TokenChange) -> tuple[int, int]:
+    """Renew or Expire: the token named by its HMAC changed as ``decide`` says, durable before the answer;
+    (error, expiry to answer). A connection that may not manage tokens: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, -1."""
+    if not may_manage_tokens(context):
+        return ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, -1
+    broker = context.broker
+    tokens = broker.delegation_tokens
+    code, expiry_ms, event = decide(tokens.settings, tokens.by_hmac(token_hmac), requester(context),
+                                    int(period.total_seconds() * 1000), broker.clock.now_ms())
+    if event is not None:
+        broker.stage([event])
+        await broker.durable()
+    return code, expiry_ms

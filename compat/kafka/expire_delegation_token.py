@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.token_requests import may_manage_tokens, requester, timestamp
+from logwright.compat.token_requests import change_token, timestamp
 from logwright.core.security.delegation_tokens import expire
 
 if TYPE_CHECKING:
@@ -22,15 +22,6 @@ if TYPE_CHECKING:
 @handler(40, "ExpireDelegationToken", 1, 2)
 async def handle(context: RequestContext, request: ExpireDelegationTokenRequest) -> Any:
     module = response_module("expire_delegation_token", context.api_version)
-    broker = context.broker
-    if not may_manage_tokens(context):
-        code, expiry_ms, event = int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), -1, None
-    else:
-        tokens = broker.delegation_tokens
-        code, expiry_ms, event = expire(tokens.settings, tokens.by_hmac(request.hmac), requester(context),
-                                        int(request.expiry_time_period.total_seconds() * 1000), broker.clock.now_ms())
-    if event is not None:
-        broker.stage([event])
-        await broker.durable()
-    return make(module.ExpireDelegationTokenResponse, error_code=ErrorCode(code),
-                expiry_timestamp=timestamp(expiry_ms), throttle_time=datetime.timedelta(0))
+    code, expiry_ms = await change_token(context, request.hmac, request.expiry_time_period, expire)
+    return make(module.ExpireDelegationTokenResponse, error_code=ErrorCode(code), expiry_timestamp=timestamp(expiry_ms),
+                throttle_time=datetime.timedelta(0))
