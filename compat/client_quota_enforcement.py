@@ -10,7 +10,10 @@ taken back off the rate and its session left as it was (its epoch moved on). A F
 its records' (Kafka counts the whole response, a few dozen bytes a partition more).
 
 Kafka's controller mutation quota (``controller_mutation_rate``, KIP-599) is a token bucket per client
-(`MutationQuota`), applied by CreateTopics, DeleteTopics and CreatePartitions.
+(`MutationQuota`), applied by CreateTopics, DeleteTopics and CreatePartitions. Kafka's connection creation quota
+(``connection_creation_rate`` of ``ip`` entities, KIP-612) counts each connection an address opens on the same
+sampled rate; one that takes it over is not served and is closed once the throttle time Kafka computes (at most one
+quota window) has passed on the broker clock, as Kafka's acceptor closes it (`connection_throttle_ms`).
 
 With no byte-rate quota set nothing is recorded: Produce and Fetch ask one attribute each.
 """
@@ -23,8 +26,14 @@ from typing import TYPE_CHECKING
 
 from logwright.core.errors import ThrottlingQuotaExceeded
 from logwright.core.events.quotas import ClientQuotasAltered
-from logwright.core.quotas.client_quotas import ANONYMOUS, QuotaBook, stored_quotas
-from logwright.core.quotas.entities import EntityQuotas, entity_key
+from logwright.core.quotas.client_quotas import (
+    ANONYMOUS,
+    CONNECTION_CREATION_RATE,
+    IpConnectionRates,
+    QuotaBook,
+    stored_quotas,
+)
+from logwright.core.quotas.entities import IP, EntityQuotas, entity_key
 from logwright.core.quotas.rate import ByteRates, TokenBucket
 from logwright.eventstore.interface import LoggedEvent
 
@@ -34,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, MUTATION = "producer_byte_rate", "consumer_byte_rate", "controller_mutation_rate"
+CONNECTIONS = CONNECTION_CREATION_RATE
 
 
 class MutationQuota:
@@ -85,7 +95,9 @@ class ClientQuotaEnforcement:
         self._broker = broker
         samples = int(broker.broker_config("quota.window.num"))
         window_ms = int(broker.broker_config("quota.window.size.seconds")) * 1000
-        self._rates = {key: ByteRates(samples, window_ms) for key in (PRODUCE, FETCH, MUTATION)}
+        self._rates = {key: ByteRates(samples, window_ms) for key in (PRODUCE, FETCH, MUTATION, CONNECTIONS)}
+        self._window_ms = window_ms
+        self._ip_rates = IpConnectionRates(())
         self._books = {key: QuotaBook(key, ()) for key in (PRODUCE, FETCH, MUTATION)}
         self.producing = False
         """A ``producer_byte_rate`` is set somewhere: Produce records its bytes."""
@@ -101,6 +113,7 @@ class ClientQuotaEnforcement:
     def _load(self) -> None:
         stored = stored_quotas(self._broker.store.entities("client_quotas"))
         self._books = {key: QuotaBook(key, stored) for key in (PRODUCE, FETCH, MUTATION)}
+        self._ip_rates = IpConnectionRates(stored)
         self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
     def _altered(self, events: Sequence[LoggedEvent]) -> None:
@@ -110,8 +123,10 @@ class ClientQuotaEnforcement:
             if isinstance(logged.event, ClientQuotasAltered):
                 for alteration in logged.event.alterations:
                     quotas = stored.get(entity_key(alteration.entity))
+                    held = quotas if isinstance(quotas, EntityQuotas) else None
                     for book in self._books.values():
-                        book.update(alteration.entity, quotas if isinstance(quotas, EntityQuotas) else None)
+                        book.update(alteration.entity, held)
+                    self._ip_rates.update(alteration.entity, held)
         self.producing, self.fetching = self._books[PRODUCE].any, self._books[FETCH].any
 
     def record(self, key: str, client_id: str | None, connection_id: int, nbytes: int, user: str = ANONYMOUS) -> int:
@@ -125,6 +140,22 @@ class ClientQuotaEnforcement:
         if throttle_ms > 0 and connection_id >= 0:
             self.mute(connection_id, now_ms + throttle_ms)
         return throttle_ms
+
+    def connection_throttle_ms(self, address: str) -> int:
+        """A new connection from ``address``: counted on its connection creation quota, and the time to hold it
+        unserved before closing it when it takes the rate over (then it is not counted, as Kafka un-records it);
+        0: serve it."""
+        if not self._ip_rates.any:
+            return 0
+        bound = self._ip_rates.bound(address)
+        if bound is None:
+            return 0
+        rates, now_ms = self._rates[CONNECTIONS], self._broker.clock.now_ms()
+        throttle_ms = rates.record((IP, address), 1.0, bound, now_ms)
+        if throttle_ms <= 0:
+            return 0
+        rates.record((IP, address), -1.0, bound, now_ms)
+        return min(throttle_ms, self._window_ms)
 
     def mutations(self, client_id: str | None, strict: bool, user: str = ANONYMOUS) -> MutationQuota:
         """The controller mutation quota of one CreateTopics, DeleteTopics or CreatePartitions request."""

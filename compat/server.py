@@ -77,6 +77,8 @@ class KafkaServer:
         self.sasl_listener: Listener | None = None
         self.connections: set[Connection] = set()
         broker.connections = self.connections
+        self.throttled: set[Connection] = set()
+        """Connections over their address's connection creation quota, held until their throttle has passed."""
         self.connections_by_id: dict[int, Connection] = {}
         broker.client_quotas.mute = self._mute
         self._waiting_for_slot: collections.OrderedDict[Connection, None] = collections.OrderedDict()
@@ -149,7 +151,7 @@ class KafkaServer:
         servers = [server for server in (self._server, self._sasl_server) if server is not None]
         for server in servers:
             server.close()
-        for connection in list(self.connections):
+        for connection in [*self.connections, *self.throttled]:
             connection.abort()
         for server in servers:
             await server.wait_closed()
@@ -322,6 +324,16 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else "?"
+        throttle_ms = self.broker.client_quotas.connection_throttle_ms(self.client_host)
+        if throttle_ms > 0:  # over its address's connection_creation_rate: held unserved, then closed, as Kafka
+            log.info("connection %d from %s over its connection creation quota: closed in %d ms", self.connection_id,
+                     self.client_host, throttle_ms)
+            self._reading = False
+            transport.pause_reading()
+            self.server.throttled.add(self)
+            # held as a muted connection's wait is: a close of the connection (shutdown, the peer) cancels it
+            self._unmuting = self._loop.create_task(self._close_throttled(throttle_ms))
+            return
         refusal = self.server.quotas.refusal(self.client_host)
         if refusal is not None:
             log.warning("closing connection %d from %s at accept: %s", self.connection_id, self.client_host, refusal)
@@ -333,6 +345,14 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
         self.server.connections.add(self)
         self.server.connections_by_id[self.connection_id] = self
+
+    async def _close_throttled(self, throttle_ms: int) -> None:
+        try:
+            await self.broker.sleep(throttle_ms)
+        finally:
+            self.server.throttled.discard(self)
+            if self.transport is not None:
+                self.transport.abort()
 
     def _configure_socket(self, transport: asyncio.Transport) -> None:
         """What Kafka's acceptor sets on a connection (asyncio has set TCP_NODELAY): keep-alive, and SO_SNDBUF

@@ -8,10 +8,11 @@ its ``h1:`` hash against the one pinned below before copying the module to a tem
 
 The tests adapt to the broker's ApiVersions: KIP-848 (ConsumerGroupHeartbeat v1), share groups
 (ShareFetch/ShareAcknowledge v2) and static membership are skipped by franz-go itself when not offered,
-and SCRAM tests skip without ``KGO_TEST_SCRAM``. Transactions have no such switch: ``skip`` lines in
-``peers/franz_go_expected_failures.txt`` name tests we do not start (``go test -skip``), because they hang
-or flood the log rather than fail. Other lines name tests expected to fail, each with its reason.
-Exit status: 0 when every failing test is listed; 1 on an unlisted failure, a test with no result
+and SCRAM tests skip without ``KGO_TEST_SCRAM``: logwright and Kafka are started with a SASL_PLAINTEXT listener
+and a SCRAM-SHA-256 user, so TestSCRAMAuth and TestSCRAMAuthBadCredentials run. Transactions have no such
+switch: ``skip`` lines in ``peers/franz_go_expected_failures.txt`` name tests we do not start (``go test
+-skip``), because they hang or flood the log rather than fail. Other lines name tests expected to fail, each
+with its reason. Exit status: 0 when every failing test is listed; 1 on an unlisted failure, a test with no result
 (timeout or panic) or a dead broker; listed tests that pass are reported (and fail the run with
 ``--strict``) so the list shrinks as logwright grows.
 
@@ -55,6 +56,36 @@ CACHE = ROOT / "peers" / ".cache"
 EXPECTED = ROOT / "peers" / "franz_go_expected_failures.txt"
 TEST_ENV = {"KGO_TEST_RF": "1", "KGO_LOG_LEVEL": "none"}
 """One broker, so replication factor 1 (as franz-go's own CI does for single-node Kafka)."""
+SCRAM_USER = ("franz", "franz-secret")
+"""The SCRAM-SHA-256 user TestSCRAMAuth logs in as (``KGO_TEST_SCRAM``), on the broker's SASL listener."""
+
+
+def add_scram_user(bootstrap: str, user: str, password: str, timeout_s: float = 30.0) -> None:
+    """Store a SCRAM-SHA-256 credential as Kafka's Admin client does (the password salted here), and wait until
+    the broker describes it (Kafka's broker sees its controller's change a moment later)."""
+    import hashlib  # noqa: PLC0415 - only the SCRAM set-up needs these
+    import os  # noqa: PLC0415
+
+    from kio.schema.alter_user_scram_credentials.v0 import request as alter  # noqa: PLC0415
+    from kio.schema.describe_user_scram_credentials.v0 import request as describe  # noqa: PLC0415
+    from logwright.compat.registry import make  # noqa: PLC0415
+    from logwright.testing.clients import one_request  # noqa: PLC0415
+
+    salt = os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 4096)
+    answer = one_request(bootstrap, make(alter.AlterUserScramCredentialsRequest, deletions=(), upsertions=(
+        make(alter.ScramCredentialUpsertion, name=user, mechanism=1, iterations=4096, salt=salt,
+             salted_password=salted),)))
+    if [int(result.error_code) for result in answer.results] != [0]:
+        raise SystemExit(f"storing the SCRAM user {user} failed: {answer}")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        described = one_request(bootstrap, make(describe.DescribeUserScramCredentialsRequest,
+                                                users=(make(describe.UserName, name=user),)))
+        if int(described.results[0].error_code) == 0:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"the broker never described the SCRAM user {user}")
 
 
 def fetch_module(go: list[str], env: dict[str, str]) -> Path:
@@ -251,9 +282,14 @@ def main() -> int:
     events = CACHE / f"franz-go-{args.against}-last-run.jsonl"
 
     def body(work: Path, result: SuiteResult) -> int:
-        with broker(args.against, work / args.against, {}) as peer:
+        sasl = {"sasl": "alice:alice-secret"} if args.against in ("logwright", "kafka") else {}
+        with broker(args.against, work / args.against, {}, **sasl) as peer:
             started = time.monotonic()
             test_env = {**env, **TEST_ENV, "KGO_SEEDS": peer.bootstrap}
+            if peer.sasl_port:  # franz-go's SCRAM tests: a SCRAM-SHA-256 user on the SASL listener
+                add_scram_user(peer.bootstrap, *SCRAM_USER)
+                test_env |= {"KGO_TEST_SCRAM": f"{SCRAM_USER[0]}:{SCRAM_USER[1]}:256",
+                             "KGO_TEST_SCRAM_SEEDS": peer.sasl_bootstrap}
             outcomes = run_tests(tree, go, test_env, args, not_run, events)
             result.seconds = time.monotonic() - started
             alive, log_tail = peer.alive(), peer.log_tail()

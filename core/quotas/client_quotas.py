@@ -172,3 +172,35 @@ class QuotaBook:
 def stored_quotas(entities: Mapping[str, object]) -> list[EntityQuotas]:
     """The projection's rows that are quota states."""
     return [state for state in entities.values() if isinstance(state, EntityQuotas)]
+
+
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+
+
+class IpConnectionRates:
+    """The ``connection_creation_rate`` quotas of ``ip`` entities (KIP-612): an address's own, else the default
+    ip entity's, else none, as Kafka's ``connectionRateForIp``. Names are matched as written: an entity named by a
+    host name (which Kafka resolves when it is set) applies to a client whose address is written the same."""
+
+    def __init__(self, stored: Iterable[EntityQuotas]) -> None:
+        self._rates: dict[str | None, float] = {}
+        for quotas in stored:
+            self.update(quotas.entity, quotas)
+
+    def update(self, entity: Entity, quotas: EntityQuotas | None) -> None:
+        if len(entity) != 1 or entity[0][0] != IP:
+            return
+        name = entity[0][1]
+        value = dict(quotas.values).get(CONNECTION_CREATION_RATE) if quotas is not None else None
+        if value is None:
+            self._rates.pop(name, None)
+        else:
+            self._rates[name] = value
+
+    @property
+    def any(self) -> bool:
+        return bool(self._rates)
+
+    def bound(self, address: str) -> float | None:
+        """The connections per second ``address`` may open, or None without a quota."""
+        return self._rates.get(address, self._rates.get(None))

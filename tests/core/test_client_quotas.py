@@ -7,7 +7,7 @@ import pytest
 from logwright.core.errors import InvalidRequest, UnsupportedFeature
 from logwright.core.events.quotas import ClientQuotasAltered
 from logwright.core.projection import fold
-from logwright.core.quotas.client_quotas import CLIENT_QUOTAS, Component, QuotaBook, describe
+from logwright.core.quotas.client_quotas import CLIENT_QUOTAS, Component, IpConnectionRates, QuotaBook, describe
 from logwright.core.quotas.entities import (
     AlterationAsked,
     EntityQuotas,
@@ -202,3 +202,14 @@ def test_kafkas_token_bucket_starts_full_refills_and_goes_below_zero() -> None:
     assert bucket.tokens(1.0, 2_500) == -2.5
     assert bucket.tokens(1.0, 60_000) == 11.0  # never above the burst
     assert TokenBucket.throttle_ms(3.0, 1.0) == 0
+
+
+def test_an_address_has_its_own_connection_creation_rate_or_the_default() -> None:
+    rates = IpConnectionRates([EntityQuotas((("ip", "10.0.0.1"),), (("connection_creation_rate", 3.0),)),
+                               EntityQuotas((("ip", None),), (("connection_creation_rate", 10.0),)),
+                               EntityQuotas((("client-id", "c"),), (("producer_byte_rate", 5.0),))])
+    assert rates.any and rates.bound("10.0.0.1") == 3.0 and rates.bound("10.0.0.2") == 10.0
+    rates.update((("ip", None),), None)
+    assert rates.bound("10.0.0.2") is None and rates.bound("10.0.0.1") == 3.0
+    rates.update((("ip", "10.0.0.1"),), EntityQuotas((("ip", "10.0.0.1"),), ()))
+    assert not rates.any

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.alter_client_quotas.v1 import request as alter_v1
+from kio.schema.api_versions.v3 import request as api_versions_v3
 from kio.schema.create_partitions.v3 import request as create_partitions_v3
 from kio.schema.create_topics.v5 import request as create_topics_v5
 from kio.schema.create_topics.v7 import request as create_topics_v7
@@ -24,7 +25,7 @@ from kio.schema.delete_topics.v6 import request as delete_topics_v6
 from kio.schema.describe_client_quotas.v1 import request as describe_v1
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.produce.v9 import request as produce_v9
-from logwright.client.connection import Connection
+from logwright.client.connection import Connection, ConnectionClosed
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
@@ -196,6 +197,60 @@ def _produce(topic: str, size: int) -> Any:
     return make(produce_v9.ProduceRequest, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
                 topic_data=(make(produce_v9.TopicProduceData, name=topic, partition_data=(
                     make(produce_v9.PartitionProduceData, index=0, records=batch),)),))
+
+
+def _ip_quota(value: float | None) -> Any:
+    """AlterClientQuotas of ``connection_creation_rate`` on 127.0.0.1 (None: removed)."""
+    return make(alter_v1.AlterClientQuotasRequest, validate_only=False, entries=(make(
+        alter_v1.EntryData, entity=(make(alter_v1.EntityData, entity_type="ip", entity_name="127.0.0.1"),),
+        ops=(make(alter_v1.OpData, key="connection_creation_rate", value=value or 0.0, remove=value is None),)),))
+
+
+IP_FILTER = make(describe_v1.DescribeClientQuotasRequest, strict=True, components=(
+    make(describe_v1.ComponentData, entity_type="ip", match_type=0, match="127.0.0.1"),))
+
+
+@pytest.mark.differential
+def test_connections_over_an_ip_connection_creation_rate_are_closed_unserved(bootstrap: str) -> None:
+    """connection_creation_rate 5 on 127.0.0.1 (KIP-612). Kafka's rate counts at least ten seconds, so about fifty
+    connections opened at once are served; each one after is held unanswered and closed within the throttle time
+    (at most one quota window, a second), and not counted, so the next is throttled too. The quota is set and removed
+    over a connection opened before: a new one would be throttled."""
+
+    async def run() -> tuple[int, list[float]]:
+        admin = await Connection.open(bootstrap, "quota-admin")
+        served, closed_after = 0, []
+        try:
+            assert [int(entry.error_code) for entry in (await admin.request(_ip_quota(5.0))).entries] == [NONE]
+            for _ in range(100):  # Kafka's broker applies the quota a moment after its controller stored it
+                if (await admin.request(IP_FILTER)).entries:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
+            for _ in range(70):
+                started = time.monotonic()
+                connection = await Connection.open(bootstrap, "connection-flood")
+                try:
+                    await connection.request(make(api_versions_v3.ApiVersionsRequest, client_software_name="flood",
+                                                  client_software_version="1"), timeout_s=5)
+                    served += 1
+                except ConnectionClosed:
+                    closed_after.append(time.monotonic() - started)
+                finally:
+                    await connection.close()
+        finally:
+            assert [int(entry.error_code) for entry in (await admin.request(_ip_quota(None))).entries] == [NONE]
+            for _ in range(100):
+                if not (await admin.request(IP_FILTER)).entries:
+                    break
+                await asyncio.sleep(0.1)
+            await admin.close()
+        return served, closed_after
+
+    served, closed_after = asyncio.run(run())
+    assert 45 <= served <= 60, (served, closed_after)
+    assert len(closed_after) == 70 - served
+    assert all(0.05 <= seconds <= 1.5 for seconds in closed_after), closed_after  # held, then closed
 
 
 @pytest.mark.differential
