@@ -46,7 +46,7 @@ async def change_token(context: RequestContext, token_hmac: bytes, period: datet
     broker = context.broker
     tokens = broker.delegation_tokens
     code, expiry_ms, event = decide(tokens.settings, tokens.by_hmac(token_hmac), requester(context),
-                                    int(period.total_seconds() * 1000), broker.clock.now_ms())
+                                    period // datetime.timedelta(milliseconds=1), broker.clock.now_ms())
     if event is not None:
         broker.stage([event])
         await broker.durable()

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
                                     | v3.CreateDelegationTokenRequest)
 
 
+_MILLISECOND = datetime.timedelta(milliseconds=1)
+
+
 @handler(38, "CreateDelegationToken", 1, 3)
 async def handle(context: RequestContext, request: CreateDelegationTokenRequest) -> Any:
     module = response_module("create_delegation_token", context.api_version)
@@ -43,7 +46,7 @@ async def handle(context: RequestContext, request: CreateDelegationTokenRequest)
     tokens = broker.delegation_tokens
     created = create(tokens.settings, asker, owner,
                      [(renewer.principal_type, renewer.principal_name) for renewer in request.renewers],
-                     int(request.max_lifetime.total_seconds() * 1000), broker.clock.now_ms(), tokens.new_token_id())
+                     request.max_lifetime // _MILLISECOND, broker.clock.now_ms(), tokens.new_token_id())
     event = created.event
     if event is None:
         stamps = (-1, -1, -1) if created.error == INVALID_PRINCIPAL_TYPE else (0, 0, 0)
