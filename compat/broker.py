@@ -21,6 +21,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from logwright.compat.authorization import BrokerAuthorizer
 from logwright.compat.broker_catalog import BrokerCatalog
 from logwright.compat.broker_commits import STAGED_SINCE_FAILURE, STORE_RETRY_MS, WRITES_AHEAD_PER_COMMIT, BrokerCommits
 from logwright.compat.broker_configs import BrokerConfigs
@@ -202,6 +203,8 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         """Kafka's producer and consumer byte-rate quotas: what Produce and Fetch record, and who is muted."""
         self.delegation_tokens = DelegationTokenBook(self)
         """Delegation tokens: settings, lookups by HMAC, the SCRAM secret of each (`compat.delegation_tokens`)."""
+        self.authorizer = BrokerAuthorizer.configured(self)
+        """The stored ACLs enforced (``authorizer.class.name``); ``None``: every request is allowed."""
         store.add_commit_listener(self._on_commit, (RecordsAppended, TopicDeleted, LogTruncated, ConfigChanged))
         store.add_reload_listener(self._reloaded)
         self._coordinators = coordinators(self) if coordinators is not None else None

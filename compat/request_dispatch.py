@@ -14,6 +14,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from logwright.compat.authentication import ConnectionAuthentication
+from logwright.compat.authorization_rules import is_super_user, refusal
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
@@ -148,6 +149,13 @@ class RequestDispatch:
 
     async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> list[bytes] | None:
         """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
+        if self.broker.authorizer is not None and not is_super_user(context):
+            # logwright's own keys are the cluster's: with an authorizer, only super users call them
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            if entry.error_answer is None:
+                raise Unanswerable(f"{entry.name} (key {entry.api_key}) is for super users: {code.name}")
+            refused = entry.error_answer(code, f"{entry.name} is for super users when an authorizer is on")
+            return [encode_frame(context.correlation_id.to_bytes(4, "big", signed=True) + bytes(refused))]
         try:
             response = await entry.handle(context, body)
             if response is not None and not isinstance(response, bytes | bytearray | memoryview):
@@ -183,6 +191,10 @@ class RequestDispatch:
         uncopied), written in steps between which the loop serves others if ``in_steps`` (a large request, see
         `ANSWERED_IN_STEPS_FROM`); if the handler or the encoding fails, the error answer."""
         try:
+            if self.broker.authorizer is not None:
+                code = refusal(context, request)
+                if code is not None:
+                    return self._refused(entry, context, request, code)
             response = await entry.handle(context, request)
             if response is None:
                 return None
@@ -208,13 +220,18 @@ class RequestDispatch:
                                             request: Any) -> list[bytes] | None:
         """A request other than SaslAuthenticate in the middle of a SASL exchange: its error response with
         ILLEGAL_SASL_STATE, as Kafka's authenticator answers it (the connection then closes)."""
-        code = ErrorCode.ILLEGAL_SASL_STATE
+        return self._refused(entry, context, request, ErrorCode.ILLEGAL_SASL_STATE)
+
+    @staticmethod
+    def _refused(entry: HandlerEntry, context: RequestContext, request: Any, code: ErrorCode) -> list[bytes]:
+        """The request's error response carrying ``code`` (Kafka's ``getErrorResponse``): the top-level error, or
+        the code on every entry the request names; a response with neither closes the connection."""
         answer = error_response(context.api_key, context.api_version, context.correlation_id, code)
         if answer is None:
             answer = mirrored_error_response(context.api_key, context.api_version, context.correlation_id, request,
                                              code)
         if answer is None:
-            raise Unanswerable(f"{entry.name} v{context.api_version} during SASL authentication")
+            raise Unanswerable(f"{entry.name} v{context.api_version} refused with {code.name} has no error answer")
         return [encode_frame(answer)]
 
     def _log_failure(self, entry: HandlerEntry, context: RequestContext) -> None:

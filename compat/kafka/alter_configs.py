@@ -31,5 +31,6 @@ def _decide(registry: ConfigRegistry, kind: str, name: str, current: Mapping[str
 @handler(33, "AlterConfigs", 0, 2)
 async def handle(context: RequestContext, request: AlterConfigsRequest) -> Any:
     module = response_module("alter_configs", context.api_version)
-    outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide)
+    outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide,
+                                     context=context)
     return alter_response(module, module.AlterConfigsResponse, outcomes)

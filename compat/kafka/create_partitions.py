@@ -13,12 +13,14 @@ import datetime
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.kafka.create_topics import MAX_PARTITIONS_PER_REQUEST
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.log.catalog import COUNTER_KEY, PartitionIdCounter, create_partitions
 from logwright.core.log.placement import check_new_partition_assignments
@@ -70,6 +72,11 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             if timed_out:
                 results.append(make(module.CreatePartitionsTopicResult, name=topic.name,
                                     error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None))
+                continue
+            if not allowed(context, AclOperation.ALTER, ResourceType.TOPIC, topic.name):  # before whether it exists
+                results.append(make(module.CreatePartitionsTopicResult, name=topic.name,
+                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                    error_message="Topic authorization failed."))
                 continue
             state = broker.topic(topic.name)
             counter = broker.store.state("catalog", COUNTER_KEY)

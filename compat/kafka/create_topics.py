@@ -14,13 +14,16 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.controller_deadline import expired
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import Resource, describe, failure
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from logwright.core.errors import DomainError, InvalidConfig, InvalidRequest
 from logwright.core.events import TopicCreated
 from logwright.core.log.placement import partitions_to_create
@@ -56,8 +59,9 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 6,
                                                   user=context.principal)
     results, answered, staged = [], set(), False
+    refused = _not_creatable(context, counts.items())
     for topic in request.topics:
-        if topic.name in answered:
+        if topic.name in answered or topic.name in refused:
             continue
         answered.add(topic.name)
         try:
@@ -76,12 +80,24 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
             results.append(_failed(module, topic.name, *failure(error)))
             continue
         staged = staged or not validate_only
-        results.append(_created(module, broker, event, validate_only))
+        results.append(_created(module, broker, event, validate_only,
+                                allowed(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, event.topic)))
+    results.extend(_failed(module, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                   for name in refused)  # after the others, as Kafka's controller answers them
     if staged:
         await broker.durable()
     broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
     return make(module.CreateTopicsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
                 topics=tuple(results))
+
+
+def _not_creatable(context: RequestContext, counts: Iterable[tuple[str, int]]) -> dict[str, None]:
+    """The names (each once, named once) the principal may not create: neither CREATE on the cluster nor on the
+    topic. Empty without an authorizer."""
+    if context.broker.authorizer is None or allowed(context, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return {}
+    return {name: None for name, count in counts
+            if count == 1 and not allowed(context, AclOperation.CREATE, ResourceType.TOPIC, name)}
 
 
 def _failed(module: Any, name: str, code: ErrorCode, message: str | None) -> Any:
@@ -119,7 +135,14 @@ def _create(broker: Broker, topic: CreatableTopic, validate_only: bool) -> Topic
     return broker.create_topic(topic.name, partitions, tuple(configs.items()), validate_only=validate_only)
 
 
-def _created(module: Any, broker: Broker, event: TopicCreated, validate_only: bool) -> Any:
+def _created(module: Any, broker: Broker, event: TopicCreated, validate_only: bool, describable: bool) -> Any:
+    """A topic created (or validated); its configs only for a principal that may DESCRIBE_CONFIGS it, else
+    ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED (v5+), as Kafka."""
+    if not describable:
+        return make(module.CreatableTopicResult, name=event.topic,
+                    topic_id=ZERO_UUID if validate_only else uuid.UUID(bytes=event.topic_id),
+                    error_code=ErrorCode.NONE, error_message=None, num_partitions=len(event.partition_ids),
+                    replication_factor=1, configs=(), topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     configs = None if not has_field(module.CreatableTopicResult, "configs") else tuple(
         make(module.CreatableTopicConfigs, name=entry.name, value=entry.value, read_only=entry.read_only,
              config_source=int(entry.source), is_sensitive=entry.sensitive)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
@@ -20,6 +21,7 @@ from logwright.compat.coordinators.share_coordinator import DeletionIndex, share
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError, NonEmptyGroup, quoted
 from logwright.core.groups.group_admin import decide_delete_group
 from logwright.core.groups.group_offsets import deletion
@@ -45,7 +47,13 @@ async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
     shares = share_coordinator(broker)
     index: DeletionIndex | None = None  # read once, when a share group is first named (again after giving way)
     rows = 0
-    for group_id in dict.fromkeys(request.groups_names):  # a group named again is answered once, as in Kafka
+    named = dict.fromkeys(request.groups_names)  # a group named again is answered once, as in Kafka
+    refused = [group_id for group_id in named if not allowed(context, AclOperation.DELETE, ResourceType.GROUP,
+                                                             group_id)]
+    skipped = set(refused)
+    for group_id in named:
+        if group_id in skipped:
+            continue  # answered after the others, as Kafka answers the groups the principal may not DELETE
         if rows >= ROWS_PER_TURN:
             rows, index = 0, None
             await give_way()
@@ -63,6 +71,8 @@ async def handle(context: RequestContext, request: DeleteGroupsRequest) -> Any:
         else:
             deleted, code = True, ErrorCode.NONE
         results.append(make(module.DeletableGroupResult, group_id=group_id, error_code=code))
+    results.extend(make(module.DeletableGroupResult, group_id=group_id,
+                        error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED) for group_id in refused)
     if deleted:
         await broker.durable()
     return make(module.DeleteGroupsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))

@@ -18,10 +18,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.compaction.settings import refuse_delete_records
 from logwright.core.errors import DomainError
 from logwright.core.log.internal_topics import refuse_append
@@ -51,6 +53,7 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
                for topic in request.topics for partition in topic.partitions}  # the last one named, as Kafka's map
     for topic in request.topics:
         partitions = []
+        deletable = allowed(context, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
         for partition in topic.partitions:
             index = int(partition.partition_index)
             offset = offsets.pop((topic.name, index), None)
@@ -63,7 +66,9 @@ async def handle(context: RequestContext, request: DeleteRecordsRequest) -> Any:
                 await broker.commits_free()
             partition_id = broker.partition_id(topic.name, index)
             code, low_watermark = ErrorCode.NONE, -1
-            if partition_id is None:
+            if not deletable:  # before whether it exists, as Kafka
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition_id is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 try:

@@ -16,6 +16,7 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.controller_deadline import expired
 from logwright.compat.coordinators.group_coordinator import forget_topic_offsets
@@ -23,6 +24,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopicId, quoted
 from logwright.core.log.catalog import TopicState, delete_topic
 
@@ -76,6 +78,12 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
                                     error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=None))
                 continue
             state = _lookup(broker, name, topic_id)
+            denied = _denied(context, name, topic_id, state)
+            if denied is not None:
+                results.append(make(module.DeletableTopicResult, name=denied[0], topic_id=denied[1],
+                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                    error_message="Topic authorization failed."))
+                continue
             event = delete_topic(state, state.name if state is not None else str(name))
             mutations.apply(len(event.partition_ids))
         except DomainError as error:
@@ -94,6 +102,22 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
     return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
                 responses=tuple(results))
+
+
+def _denied(context: RequestContext, name: str | None, topic_id: uuid.UUID, state: TopicState | None
+            ) -> tuple[str | None, uuid.UUID] | None:
+    """How a topic the principal may not DELETE is answered (the name and id it is given), as Kafka's controller
+    decides: named, it must first be DESCRIBE-able (else refused with neither existence nor id told, before an unknown
+    name would be); by id, its name is told only if it may be described. ``None``: allowed (or no authorizer)."""
+    if context.broker.authorizer is None:
+        return None
+    if name is not None and not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+        return name, ZERO_UUID
+    if state is None or allowed(context, AclOperation.DELETE, ResourceType.TOPIC, state.name):
+        return None
+    if name is None and not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, state.name):
+        return None, topic_id
+    return state.name, uuid.UUID(bytes=state.topic_id)
 
 
 def _check_named_once(name: str | None, topic_id: uuid.UUID) -> None:

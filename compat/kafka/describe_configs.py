@@ -15,10 +15,18 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import broker_loggers
 from logwright.compat.errors import ErrorCode, KafkaError
-from logwright.compat.kafka.config_resources import ConfigSource, DescribedConfig, describe, failure, resolve
+from logwright.compat.kafka.config_resources import (
+    ConfigSource,
+    DescribedConfig,
+    config_refusal,
+    describe,
+    failure,
+    resolve,
+)
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import Slices
 from logwright.compat.wire.encoder import OnceAnswered
+from logwright.core.acls.bindings import AclOperation
 from logwright.core.errors import DomainError
 
 if TYPE_CHECKING:
@@ -65,11 +73,18 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
         )
 
     answer, slices = OnceAnswered(described), Slices(RESOURCES_PER_TURN)
-    results = []
+    results, denied = [], []
     for resource in request.resources:  # asked again (as Kafka, answered again): the same bytes
+        refused = config_refusal(context, int(resource.resource_type), resource.resource_name,
+                                 AclOperation.DESCRIBE_CONFIGS)
+        if refused is not None:  # answered after the others, as Kafka answers them
+            denied.append(make(module.DescribeConfigsResult, error_code=refused[0], error_message=refused[1],
+                               resource_type=resource.resource_type, resource_name=resource.resource_name,
+                               configs=()))
+            continue
         results.append(answer(resource))
         await slices.done()
-    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0), results=tuple(results))
+    return make(module.DescribeConfigsResponse, throttle_time=datetime.timedelta(0), results=(*results, *denied))
 
 
 RESOURCES_PER_TURN = 200

@@ -16,12 +16,15 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import allowed
+from logwright.compat.authorization import operations as permitted
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.groups.groups import GroupPhase
 
 if TYPE_CHECKING:
@@ -41,9 +44,22 @@ async def handle(context: RequestContext, request: DescribeGroupsRequest) -> Any
     coordinator(context.broker)
     asked = bool(getattr(request, "include_authorized_operations", False))  # v3+
     operations = authorized_operations.reported(asked, authorized_operations.GROUP)
-    groups = await answered_once_in_turns(request.groups, lambda group_id: _describe(context, module, group_id,
-                                                                                     operations))
-    return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
+    if context.broker.authorizer is None:
+        groups = await answered_once_in_turns(request.groups, lambda group_id: _describe(context, module, group_id,
+                                                                                         operations))
+        return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=groups)
+    # with an authorizer: the groups the principal may DESCRIBE, then the others refused, as Kafka answers
+    described = [group_id for group_id in request.groups
+                 if allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)]
+    refused = [group_id for group_id in request.groups
+               if not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)]
+    groups = await answered_once_in_turns(described, lambda group_id: _describe(
+        context, module, group_id, authorized_operations.reported(asked, permitted(
+            context, ResourceType.GROUP, group_id, authorized_operations.GROUP))))
+    return make(module.DescribeGroupsResponse, throttle_time=datetime.timedelta(0), groups=(*groups, *(
+        make(module.DescribedGroup, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+             group_id=group_id, group_state="", protocol_type="", protocol_data="", members=(),
+             authorized_operations=authorized_operations.UNKNOWN) for group_id in refused)))
 
 
 def _describe(context: RequestContext, module: Any, group_id: str, operations: int) -> Any:

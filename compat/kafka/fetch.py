@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.aborted_transactions import aborted_between
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.client_quota_enforcement import FETCH
 from logwright.compat.errors import ErrorCode
@@ -45,6 +46,7 @@ from logwright.compat.leader_epochs import leader_epoch_error
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.log.catalog import TopicState
 from logwright.eventstore.file_ranges import FileRange, StoredPiece
 
@@ -68,6 +70,7 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     broker = context.broker
     version = context.api_version
     session: FetchSession | None = None
+    may_read = _readable(context)
     opens_session = False
     epoch = FINAL_EPOCH
     if _names_session(request):
@@ -86,14 +89,14 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     def to_read(read_as_of: object) -> tuple[dict[tuple[object, int], tuple[_Topic, Any]], list[int], list[int]]:
         """The partitions to read; the ids and high watermarks of those a session skips (`_session_asked`)."""
         if session is None:
-            return _asked(broker, request), [], []
-        return _session_asked(broker, session, read_as_of)
+            return _asked(broker, request, may_read), [], []
+        return _session_asked(broker, session, read_as_of, may_read)
 
     if int(request.isolation_level) not in (0, 1):  # refused once it would read a partition it has, as Kafka
         asked, _, _ = to_read(None)
         if any(topic.state is not None and 0 <= index < len(topic.state.partition_ids)
                for (_, index), (topic, _) in asked.items()):
-            return _refused(broker, version, _asked(broker, request), ErrorCode.UNKNOWN_SERVER_ERROR,
+            return _refused(broker, version, _asked(broker, request, may_read), ErrorCode.UNKNOWN_SERVER_ERROR,
                             int(request.session_id) if _names_session(request) else INVALID_SESSION_ID)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
@@ -293,7 +296,7 @@ class _Topic(NamedTuple):
     missing_code: ErrorCode
 
 
-def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tuple[_Topic, Any]]:
+def _asked(broker: Broker, request: FetchRequest, may_read: Readable) -> dict[tuple[object, int], tuple[_Topic, Any]]:
     """Every partition asked for, as Kafka 4.4 takes a request: once, where it was first named, with the fetch
     position it was last given (a map by topic and partition), so a partition named 10,000 times is read once."""
     topics: dict[object, _Topic] = {}
@@ -306,13 +309,13 @@ def _asked(broker: Broker, request: FetchRequest) -> dict[tuple[object, int], tu
             named = fetch_topic.topic
         topic = topics.get(named)
         if topic is None:
-            topic = topics[named] = _resolved(broker, named, by_id)
+            topic = topics[named] = _resolved(broker, named, by_id, may_read)
         for partition in fetch_topic.partitions:
             asked[named, int(partition.partition)] = topic, partition
     return asked
 
 
-def _session_asked(broker: Broker, session: FetchSession, read_as_of: object
+def _session_asked(broker: Broker, session: FetchSession, read_as_of: object, may_read: Readable
                    ) -> tuple[dict[tuple[object, int], tuple[_Topic, Any]], list[int], list[int]]:
     """A session's partitions to read, in its order, each with what it last asked (a `CachedPartition` reads as a
     request's partition does); and the ids and high watermarks of those skipped as quiet, which a long poll still
@@ -331,7 +334,7 @@ def _session_asked(broker: Broker, session: FetchSession, read_as_of: object
         named = key[0]
         topic = topics.get(named)
         if topic is None:
-            topic = topics[named] = _resolved(broker, named, session.uses_topic_ids)
+            topic = topics[named] = _resolved(broker, named, session.uses_topic_ids, may_read)
         if may_skip and (state := topic.state) is not None and key not in asked_now:
             partition_ids = state.partition_ids
             index = key[1]
@@ -346,16 +349,34 @@ def _session_asked(broker: Broker, session: FetchSession, read_as_of: object
     return asked, quiet_ids, quiet_marks
 
 
-def _resolved(broker: Broker, named: Any, by_id: bool) -> _Topic:
-    """The topic a request names by id (v13+) or by name, as the answer names it."""
+def _resolved(broker: Broker, named: Any, by_id: bool, may_read: Readable) -> _Topic:
+    """The topic a request names by id (v13+) or by name, as the answer names it. One the principal may not READ
+    is answered TOPIC_AUTHORIZATION_FAILED whether it exists or not, as Kafka checks before it looks (an unknown
+    topic id is UNKNOWN_TOPIC_ID first: it has no name to check)."""
     if by_id:
         state = broker.topic_by_id(named) if named is not None else None
-        return (_Topic(state.name, uuid.UUID(bytes=state.topic_id), state, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if state is not None else _Topic(None, named, None, ErrorCode.UNKNOWN_TOPIC_ID))
+        if state is None:
+            return _Topic(None, named, None, ErrorCode.UNKNOWN_TOPIC_ID)
+        topic_id = uuid.UUID(bytes=state.topic_id)
+        if may_read is not None and not may_read(state.name):
+            return _Topic(state.name, topic_id, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return _Topic(state.name, topic_id, state, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if may_read is not None and not may_read(named):
+        return _Topic(named, None, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     state = broker.topic(named)
     if state is None:
         return _Topic(named, None, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return _Topic(state.name, uuid.UUID(bytes=state.topic_id), state, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+Readable = Callable[[str], bool] | None
+"""Whether the principal may READ a topic (``None``: no authorizer, every topic)."""
+
+
+def _readable(context: RequestContext) -> Readable:
+    if context.broker.authorizer is None:
+        return None
+    return lambda name: allowed(context, AclOperation.READ, ResourceType.TOPIC, name)
 
 
 _Answered = tuple[tuple[object, int], _Topic, PartitionAnswer]

@@ -41,5 +41,5 @@ def _alter_loggers(resource: Any, validate_only: bool) -> None:
 async def handle(context: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     module = response_module("incremental_alter_configs", context.api_version)
     outcomes = await alter_resources(context.broker, request.resources, bool(request.validate_only), _decide,
-                                     _alter_loggers)
+                                     _alter_loggers, context)
     return alter_response(module, module.IncrementalAlterConfigsResponse, outcomes)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed, allowed_on_cluster
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.groups.group_admin import GroupListing, list_groups
 from logwright.core.groups.groups import GroupState
 
@@ -51,6 +53,9 @@ async def handle(context: RequestContext, request: ListGroupsRequest) -> Any:
                   for group in share_coordinator(context.broker).groups())
     wanted_states = {state.lower() for state in (request.states_filter if _filters_states(request) else ())}
     wanted_types = {kind.lower() for kind in (request.types_filter if _filters_types(request) else ())}
+    if not allowed_on_cluster(context, AclOperation.DESCRIBE):  # then only the groups it may DESCRIBE, as Kafka
+        listed = [(entry, kind) for entry, kind in listed
+                  if allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, entry.group_id)]
     groups = tuple(
         make(module.ListedGroup, group_id=entry.group_id, protocol_type=entry.protocol_type,
              group_state=str(entry.phase), group_type=kind)

@@ -25,6 +25,7 @@ import datetime
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.fetch import last_stable_offset
@@ -32,6 +33,7 @@ from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH, leader_epoch_
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.record_batch import decode_records, parse_header
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.compaction.state import CleanerCheckpoint, checkpoint_key
 from logwright.core.log.catalog import TopicState
 from logwright.eventstore.keys import time_index_key
@@ -76,7 +78,14 @@ async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
     topics = []
     answered: set[tuple[str, int]] = set()
     searches = 0
+    denied = []
     for topic in request.topics:
+        if not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            denied.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(
+                make(module.ListOffsetsPartitionResponse, partition_index=int(partition.partition_index),
+                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1, offset=-1)
+                for partition in topic.partitions)))
+            continue
         state = broker.topic(topic.name)
         partitions = []
         for partition in topic.partitions:
@@ -105,7 +114,8 @@ async def handle(context: RequestContext, request: ListOffsetsRequest) -> Any:
                                    error_code=ErrorCode.NONE, timestamp=timestamp, offset=offset,
                                    leader_epoch=PARTITION_LEADER_EPOCH if offset >= 0 else -1))
         topics.append(make(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions)))
-    return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics))
+    # topics the principal may not DESCRIBE come last, each partition as named, as Kafka merges them
+    return make(module.ListOffsetsResponse, throttle_time=datetime.timedelta(0), topics=(*topics, *denied))
 
 
 def _asked_once(request: ListOffsetsRequest) -> set[tuple[str, int]]:

@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import allowed, operations
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.wire.encoder import Encoded, encode_entity
+from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState, validate_topic_name
 from logwright.core.log.internal_topics import is_internal_topic
@@ -53,6 +55,12 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         wanted = _wanted(broker, requested)
     may_create = bool(request.allow_auto_topic_creation) if _may_create(request) else True
     allow_auto_create = may_create and broker.auto_create_enabled()
+    denied: list[tuple[str | uuid.UUID, bool]] = []
+    if broker.authorizer is not None:
+        all_topics = requested is None or (context.api_version == 0 and not requested)
+        by_id = not all_topics and any(_names_topic_id(entry) and entry.topic_id is not None
+                                       and entry.topic_id.int != 0 for entry in requested or ())
+        wanted, denied = _authorized(context, wanted, all_topics, by_id, allow_auto_create)
     errors: dict[str, ErrorCode] = {}
     created = False
     for name, state in wanted:
@@ -73,8 +81,8 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
                 errors[name] = error_code_for(error)
     if created:
         await broker.durable()
-    topic_operations = authorized_operations.reported(  # v8+
-        bool(getattr(request, "include_topic_authorized_operations", False)), authorized_operations.TOPIC)
+    asked_topic_operations = bool(getattr(request, "include_topic_authorized_operations", False))  # v8+
+    topic_operations = authorized_operations.reported(asked_topic_operations, authorized_operations.TOPIC)
     topics = []
     for name, state in wanted:
         if isinstance(name, uuid.UUID):  # a topic id the broker does not know: Kafka answers it with the id
@@ -83,6 +91,8 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
                                topic_authorized_operations=authorized_operations.UNKNOWN))
             continue
         state = broker.topic(name) if name is not None else state
+        if asked_topic_operations and broker.authorizer is not None:
+            topic_operations = operations(context, ResourceType.TOPIC, name or "", authorized_operations.TOPIC)
         if state is None:
             code = errors.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) if name is not None \
                 else ErrorCode.UNKNOWN_TOPIC_ID  # neither a name nor an id
@@ -91,6 +101,12 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
                                topic_authorized_operations=topic_operations))
             continue
         topics.append(_topic(module, state, broker.node_id, topic_operations))
+    for named, internal in denied:  # after the others, never looked up, as Kafka answers them
+        by_id = isinstance(named, uuid.UUID)
+        topics.append(make(module.MetadataResponseTopic, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                           name=None if by_id else named, topic_id=named if by_id else uuid.UUID(int=0),
+                           partitions=(), is_internal=internal,
+                           topic_authorized_operations=authorized_operations.UNKNOWN))
     settings = broker.settings
     return make(
         module.MetadataResponse,
@@ -101,9 +117,41 @@ async def handle(context: RequestContext, request: MetadataRequest) -> Any:
         controller_id=broker.node_id,
         topics=tuple(topics),
         cluster_authorized_operations=authorized_operations.reported(  # v8-v10
-            bool(getattr(request, "include_cluster_authorized_operations", False)), authorized_operations.CLUSTER),
+            bool(getattr(request, "include_cluster_authorized_operations", False)),
+            operations(context, ResourceType.CLUSTER, CLUSTER_NAME, authorized_operations.CLUSTER)),
         error_code=ErrorCode.NONE,
     )
+
+
+def _authorized(context: RequestContext, wanted: list[tuple[str | uuid.UUID | None, TopicState | None]],
+                all_topics: bool, by_id: bool, allow_auto_create: bool
+                ) -> tuple[list[tuple[str | uuid.UUID | None, TopicState | None]], list[tuple[str | uuid.UUID, bool]]]:
+    """The topics the principal may DESCRIBE, and those it may not: answered TOPIC_AUTHORIZATION_FAILED after the
+    others (by id when the request names topics by id), left out of an all-topics answer, as Kafka decides them. A
+    topic to be auto-created also needs CREATE on the cluster or on itself, else it is answered so too (before those
+    denied DESCRIBE, marked internal if it would be). Denied: the name or id, and whether internal."""
+    kept: list[tuple[str | uuid.UUID | None, TopicState | None]] = []
+    not_described: list[tuple[str | uuid.UUID, bool]] = []
+    not_created: list[tuple[str | uuid.UUID, bool]] = []
+    may_create_any = None
+    for name, state in wanted:
+        topic_name = state.name if state is not None else name
+        if not isinstance(topic_name, str):  # an unknown topic id: no name to check
+            kept.append((name, state))
+            continue
+        if not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic_name):
+            if not all_topics:
+                not_described.append((uuid.UUID(bytes=state.topic_id) if by_id and state is not None else topic_name,
+                                      False))
+            continue
+        if state is None and allow_auto_create:
+            if may_create_any is None:
+                may_create_any = allowed(context, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+            if not may_create_any and not allowed(context, AclOperation.CREATE, ResourceType.TOPIC, topic_name):
+                not_created.append((topic_name, is_internal_topic(topic_name)))
+                continue
+        kept.append((name, state))
+    return kept, [*not_created, *not_described]
 
 
 def _wanted(broker: Broker, requested: Sequence[Any]) -> list[tuple[str | uuid.UUID | None, TopicState | None]]:

@@ -24,6 +24,7 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, coordinator, group_state
@@ -32,6 +33,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import CommitToNoGroup, DomainError, UnknownGroup
 from logwright.core.events import OffsetCommitted
@@ -77,7 +79,7 @@ async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
     now_ms = broker.clock.now_ms()
     events, topics = await commit_partitions(broker, request.topics, group_id, refusal, now_ms,
                                              module.OffsetCommitResponseTopic, module.OffsetCommitResponsePartition,
-                                             _expire_time_ms(request, now_ms))
+                                             _expire_time_ms(request, now_ms), context)
     if events:
         await broker.stage_over_turns(events)
         await broker.durable()
@@ -122,11 +124,13 @@ def _expire_time_ms(request: OffsetCommitRequest, now_ms: int) -> int:
 async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic], group_id: str,
                             refusal: Callable[[], ErrorCode | None], now_ms: int, topic_cls: Any,
                             partition_cls: Any, expire_time_ms: int = -1,
+                            context: RequestContext | None = None,
                             ) -> tuple[list[OffsetCommitted], tuple[Any, ...]]:
     """The commits an OffsetCommit or TxnOffsetCommit asks for and its per-partition answers. ``refusal`` (the
     group's or the transaction's check) fails every partition; it is asked again after the last yield, so the caller
     stages the commits in the turn they were last allowed. A request longer than a turn's share starts its checks a
-    turn after the read that decoded it (decoding 5,000 partitions is a turn's work of its own: 5 ms)."""
+    turn after the read that decoded it (decoding 5,000 partitions is a turn's work of its own: 5 ms). With an
+    authorizer, a topic the ``context``'s principal may not READ is TOPIC_AUTHORIZATION_FAILED, whatever else."""
     if sum(len(topic.partitions) for topic in requested) > PARTITIONS_PER_TURN:
         await give_way()
     refused = refusal()
@@ -136,13 +140,15 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
     for topic in requested:
         topic_answers = []
         state = broker.topic(topic.name)  # looked up again after each yield: it may be deleted meanwhile
+        readable = context is None or allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name)
         with_epoch: bool | None = None  # every partition of a request is of one class: asked once
         for partition in topic.partitions:
             checked += 1
             if checked % PARTITIONS_PER_TURN == 0:
                 await give_way()
                 state = broker.topic(topic.name)
-            code = refused or partition_error(state, partition)
+            code = (refused or partition_error(state, partition)) if readable \
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
             if code is None:
                 code = ErrorCode.NONE
                 if with_epoch is None:
@@ -152,8 +158,11 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
         answers.append(topic_answers)
     if checked >= PARTITIONS_PER_TURN and refused is None and (refused := refusal()) is not None:
         events = []
-        answers = [[_answer(partition_cls, partition.partition_index, refused) for partition in topic.partitions]
-                   for topic in requested]
+        answers = [[_answer(partition_cls, partition.partition_index, code) for partition in topic.partitions]
+                   for topic in requested
+                   for code in [refused if context is None or allowed(context, AclOperation.READ, ResourceType.TOPIC,
+                                                                      topic.name)
+                                else ErrorCode.TOPIC_AUTHORIZATION_FAILED]]
     topics = tuple(make(topic_cls, name=topic.name, partitions=tuple(topic_answers))
                    for topic, topic_answers in zip(requested, answers, strict=True))
     return events, topics

@@ -20,6 +20,7 @@ import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets
@@ -27,6 +28,7 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.consumer_reconciliation import check_member_epoch
 from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import pending_offsets
@@ -97,7 +99,12 @@ def _member(group: OffsetFetchRequestGroup) -> tuple[str, int]:
 
 async def _group(context: RequestContext, module: Any, group: OffsetFetchRequestGroup, pending: _Pending | None,
                  known: dict[tuple[str, str, int], Encoded]) -> Any:
-    """One group of a batched fetch; v9 members of a consumer group must send their current epoch."""
+    """One group of a batched fetch; v9 members of a consumer group must send their current epoch. A group the
+    principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED (v1-7 are refused as a whole,
+    `compat.authorization_rules`)."""
+    if not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+        return make(module.OffsetFetchResponseGroup, group_id=group.group_id,
+                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=())
     consumer = consumer_group(context.broker, group.group_id)
     if consumer is not None and _names_member(group):
         try:
@@ -122,12 +129,17 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
     offsets = committed_offsets(context.broker, group_id)
     unstable = pending.of(group_id) if pending is not None else set()
     wanted: dict[str, list[int]] = {}
-    if requested is None:
+    denied: dict[str, list[int]] = {}
+    checks = context.broker.authorizer is not None
+    if requested is None:  # every partition: those of topics the principal may not DESCRIBE are left out
         for topic, partition in offsets.partitions() if offsets is not None else ():
-            wanted.setdefault(topic, []).append(partition)
-    else:
+            if not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                wanted.setdefault(topic, []).append(partition)
+    else:  # named: answered TOPIC_AUTHORIZATION_FAILED, after the others (as Kafka appends them)
         for entry in requested:
-            wanted.setdefault(entry.name, []).extend(int(index) for index in entry.partition_indexes)
+            readable = not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, entry.name)
+            (wanted if readable else denied).setdefault(entry.name, []).extend(
+                int(index) for index in entry.partition_indexes)
     topics = []
     answered = 0
     for topic, indexes in wanted.items():
@@ -149,6 +161,10 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
                 )))
             partitions.append(answer)
         topics.append(make(topic_cls, name=topic, partitions=tuple(partitions)))
+    for topic, indexes in denied.items():
+        topics.append(make(topic_cls, name=topic, partitions=tuple(
+            make(partition_cls, partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 committed_offset=-1, committed_leader_epoch=-1, metadata="") for index in indexes)))
     return tuple(topics)
 
 

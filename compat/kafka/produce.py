@@ -34,6 +34,7 @@ import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.appends import PartitionResult, Prepared, admit, prepare_partition, stage_partition, topic_limits
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.client_quota_enforcement import PRODUCE
 from logwright.compat.errors import ErrorCode, error_code_for
@@ -41,6 +42,7 @@ from logwright.compat.kafka.produce_hold import Hold
 from logwright.compat.registry import CloseConnection, RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire import record_check
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import (
     StorageUnavailable,
 )
@@ -82,6 +84,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     inflated_at = record_check.inflated_bytes
     last_named = _named_twice(request.topic_data)
     for topic_data in request.topic_data:
+        writable = allowed(context, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
         topic = broker.topic(topic_data.name)
         limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
@@ -97,7 +100,9 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 topic = broker.topic(topic_data.name)  # looked up again: it may be gone (staging checks each)
                 limits = topic_limits(broker, topic) if topic is not None else None
             index = int(partition_data.index)
-            if acks not in (0, 1, -1):
+            if not writable:  # before whether the topic exists, as Kafka: a client denied it learns nothing more
+                partitions.append((index, _NOT_AUTHORIZED))
+            elif acks not in (0, 1, -1):
                 message = f"acks={acks} is not 0, 1 or -1"
                 partitions.append((index, PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)))
             else:
@@ -175,6 +180,9 @@ def _named_twice(topic_data: Any) -> dict[tuple[str, int], Any] | None:
     last = {(topic.name, int(partition.index)): partition for topic in topic_data for partition in topic.partition_data}
     return last if len(last) < sum(len(topic.partition_data) for topic in topic_data) else None
 
+
+_NOT_AUTHORIZED = PartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+"""A partition of a topic the principal may not WRITE (with an authorizer, `compat.authorization`)."""
 
 _UNNAMED_TRANSACTION = PartitionResult(
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,

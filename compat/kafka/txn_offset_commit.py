@@ -74,7 +74,7 @@ async def handle(context: RequestContext, request: TxnOffsetCommitRequest) -> An
 
     commits, topics = await commit_partitions(broker, request.topics, group_id, refusal, broker.clock.now_ms(),
                                               module.TxnOffsetCommitResponseTopic,
-                                              module.TxnOffsetCommitResponsePartition)
+                                              module.TxnOffsetCommitResponsePartition, context=context)
     events = [TransactionalOffsetCommitted(transaction.transactional_id, transaction.producer_id,
                                            transaction.producer_epoch, commit)
               for commit in commits if transaction is not None]

@@ -17,7 +17,7 @@ from typing import Protocol
 import pytest
 
 from .broker_process import BrokerProcess, free_port
-from .sasl_listeners import PLAIN_USERS, TOKENS, Listeners
+from .sasl_listeners import AUTHORIZING, PLAIN_USERS, TOKENS, Listeners
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -167,6 +167,14 @@ def sasl_logwright(work: Path, config: dict[str, str], *extra_args: str) -> Iter
 def listeners(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
     """A SASL broker for one test module: sessions without expiry."""
     yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl"), {})
+
+
+@pytest.fixture(scope="module")
+def authorizing_listeners(request: pytest.FixtureRequest,
+                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
+    """A SASL broker for one test module enforcing ACLs (Kafka's StandardAuthorizer): the PLAINTEXT listener's
+    ``User:ANONYMOUS`` is the super user, the SASL users are not."""
+    yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl-acls"), AUTHORIZING)
 
 
 @pytest.fixture(scope="module")

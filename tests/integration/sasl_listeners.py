@@ -7,6 +7,9 @@ from __future__ import annotations
 PLAIN_USERS = {"alice": "alice-secret", "bob": "b"}
 TOKENS = {"delegation.token.secret.key": "token-secret", "delegation.token.expiry.check.interval.ms": "1000"}
 """Both brokers issue delegation tokens and sweep expired ones every second."""
+AUTHORIZING = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "super.users": "User:ANONYMOUS"}
+"""Both brokers enforce ACLs; the PLAINTEXT listener's clients (and Kafka's own controller link) are super users."""
 MECHANISMS = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
 """As both brokers list PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 enabled (the order of Kafka's HashSet)."""
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"

@@ -1,0 +1,155 @@
+"""Which ACL each request needs as a whole, in one table read before the handler runs (with an authorizer).
+
+Kafka's ``KafkaApis`` checks a request in two ways. A check of the request as a whole (the cluster's ALTER for
+CreateAcls, the group's READ for a JoinGroup, the transactional id's WRITE for an EndTxn) refuses it with its
+response's error answer, every entry carrying the code (``getErrorResponse``); those checks are `RULES`, here, so
+one table says what every API asks. Checks of each entity a request names (the topics of a Produce, the groups of a
+DescribeGroups) answer or filter each entity on its own; the handlers make them (`compat.authorization.allowed`),
+and `IN_HANDLER` lists the keys whose handlers do. `OPEN` keys need nothing (ApiVersions, the SASL exchange,
+DescribeCluster) or decide themselves who may (a delegation token's owner and renewers).
+
+A served key in none of these is for super users only: logwright's extension keys (their bodies are the handler's
+to read, and a clock or a cursor is the cluster's) and nothing else; `tests/compat/test_authorization_rules.py`
+checks that every Kafka key is placed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from logwright.compat.authorization import allowed, allowed_any, allowed_on_cluster, principal
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import RequestContext
+from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+
+Check = Callable[[RequestContext, Any], ErrorCode | None]
+"""A refusal's error code, or ``None`` when the request may go on."""
+
+_CODES = {ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """``operation`` on the resource ``name`` reads from the request (``None``: nothing to check)."""
+
+    operation: AclOperation
+    resource_type: ResourceType
+    name: Callable[[Any], str | None]
+
+    def __call__(self, context: RequestContext, request: Any) -> ErrorCode | None:
+        name = self.name(request)
+        if name is None or allowed(context, self.operation, self.resource_type, name):
+            return None
+        return _CODES[self.resource_type]
+
+
+def cluster(operation: AclOperation) -> Needs:
+    return Needs(operation, ResourceType.CLUSTER, lambda _: CLUSTER_NAME)
+
+
+def group(operation: AclOperation, field: str = "group_id") -> Needs:
+    return Needs(operation, ResourceType.GROUP, lambda request: getattr(request, field))
+
+
+def transactional_id(operation: AclOperation) -> Needs:
+    return Needs(operation, ResourceType.TRANSACTIONAL_ID, lambda request: request.transactional_id)
+
+
+def _idempotent_producer(context: RequestContext, request: Any) -> ErrorCode | None:
+    """InitProducerId without a transactional id: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    (KIP-679: a producer allowed to write anywhere may be idempotent)."""
+    if request.transactional_id is not None:
+        return None
+    if allowed_on_cluster(context, AclOperation.IDEMPOTENT_WRITE) or allowed_any(
+            context, AclOperation.WRITE, ResourceType.TOPIC):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _find_coordinator(context: RequestContext, request: Any) -> ErrorCode | None:
+    """FindCoordinator v0-3 names one key (v4+ many: the handler checks each)."""
+    key = getattr(request, "key", None)
+    if key is None:
+        return None
+    if int(getattr(request, "key_type", 0)) == 1:
+        return transactional_id_check(context, key)
+    if int(getattr(request, "key_type", 0)) == 0 and not allowed(context, AclOperation.DESCRIBE,
+                                                                 ResourceType.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None
+
+
+def transactional_id_check(context: RequestContext, key: str) -> ErrorCode | None:
+    if allowed(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return None
+    return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+RULES: dict[int, tuple[Check, ...]] = {
+    0: (transactional_id(AclOperation.WRITE),),  # Produce: then WRITE on each topic, in the handler
+    8: (group(AclOperation.READ),),  # OffsetCommit: then READ on each topic
+    9: (Needs(AclOperation.DESCRIBE, ResourceType.GROUP, lambda request: getattr(request, "group_id", None)),),
+    # OffsetFetch v1-7 (v8+ name groups: the handler checks each), then DESCRIBE on each topic
+    10: (_find_coordinator,),
+    11: (group(AclOperation.READ),),  # JoinGroup
+    12: (group(AclOperation.READ),),  # Heartbeat
+    13: (group(AclOperation.READ),),  # LeaveGroup
+    14: (group(AclOperation.READ),),  # SyncGroup
+    22: (transactional_id(AclOperation.WRITE), _idempotent_producer),  # InitProducerId
+    25: (transactional_id(AclOperation.WRITE), group(AclOperation.READ)),  # AddOffsetsToTxn
+    26: (transactional_id(AclOperation.WRITE),),  # EndTxn
+    28: (transactional_id(AclOperation.WRITE), group(AclOperation.READ)),  # TxnOffsetCommit: then topics
+    29: (cluster(AclOperation.DESCRIBE),),  # DescribeAcls
+    30: (cluster(AclOperation.ALTER),),  # CreateAcls
+    31: (cluster(AclOperation.ALTER),),  # DeleteAcls
+    34: (cluster(AclOperation.ALTER),),  # AlterReplicaLogDirs
+    35: (cluster(AclOperation.DESCRIBE),),  # DescribeLogDirs
+    43: (cluster(AclOperation.ALTER),),  # ElectLeaders
+    45: (cluster(AclOperation.ALTER),),  # AlterPartitionReassignments
+    46: (cluster(AclOperation.DESCRIBE),),  # ListPartitionReassignments
+    47: (group(AclOperation.DELETE),),  # OffsetDelete: then READ on each topic
+    48: (cluster(AclOperation.DESCRIBE_CONFIGS),),  # DescribeClientQuotas
+    49: (cluster(AclOperation.ALTER_CONFIGS),),  # AlterClientQuotas
+    50: (cluster(AclOperation.DESCRIBE),),  # DescribeUserScramCredentials
+    51: (cluster(AclOperation.ALTER),),  # AlterUserScramCredentials
+    55: (cluster(AclOperation.DESCRIBE),),  # DescribeQuorum
+    68: (group(AclOperation.READ),),  # ConsumerGroupHeartbeat: then DESCRIBE on each subscribed topic
+    74: (cluster(AclOperation.DESCRIBE_CONFIGS),),  # ListConfigResources
+    76: (group(AclOperation.READ),),  # ShareGroupHeartbeat: then DESCRIBE on each subscribed topic
+    78: (group(AclOperation.READ),),  # ShareFetch: then READ on each topic
+    79: (group(AclOperation.READ),),  # ShareAcknowledge: then READ on each topic
+}
+
+IN_HANDLER = frozenset({
+    1, 2, 3, 9, 15, 16, 19, 20, 21, 24, 32, 33, 37, 39, 42, 44, 61, 65, 66, 69, 75, 77, 90, 91, 92,
+    0, 8, 28, 47, 68, 76, 78, 79, 10, 38,
+})
+"""Keys whose handlers check the entities they name (some after a whole-request rule above)."""
+
+OPEN = frozenset({17, 18, 36, 40, 41, 60})
+"""SaslHandshake, ApiVersions, SaslAuthenticate, Renew and ExpireDelegationToken (the token's owner or renewers,
+checked by the handler), DescribeCluster (its authorized operations are the principal's)."""
+
+
+def refusal(context: RequestContext, request: Any) -> ErrorCode | None:
+    """The error a request is refused with as a whole, or ``None``; a key placed nowhere is for super users."""
+    checks = RULES.get(context.api_key)
+    if checks is not None:
+        for check in checks:
+            code = check(context, request)
+            if code is not None:
+                return code
+        return None
+    if context.api_key in IN_HANDLER or context.api_key in OPEN:
+        return None
+    return None if is_super_user(context) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def is_super_user(context: RequestContext) -> bool:
+    authorizer = context.broker.authorizer
+    return authorizer is None or authorizer.authorizer.is_super_user(principal(context))
