@@ -71,31 +71,11 @@ def _idempotent_producer(context: RequestContext, request: Any) -> ErrorCode | N
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-def _find_coordinator(context: RequestContext, request: Any) -> ErrorCode | None:
-    """FindCoordinator v0-3 names one key (v4+ many: the handler checks each)."""
-    key = getattr(request, "key", None)
-    if key is None:
-        return None
-    if int(getattr(request, "key_type", 0)) == 1:
-        return transactional_id_check(context, key)
-    if int(getattr(request, "key_type", 0)) == 0 and not allowed(context, AclOperation.DESCRIBE,
-                                                                 ResourceType.GROUP, key):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return None
-
-
-def transactional_id_check(context: RequestContext, key: str) -> ErrorCode | None:
-    if allowed(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-        return None
-    return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-
-
 RULES: dict[int, tuple[Check, ...]] = {
     0: (transactional_id(AclOperation.WRITE),),  # Produce: then WRITE on each topic, in the handler
     8: (group(AclOperation.READ),),  # OffsetCommit: then READ on each topic
     9: (Needs(AclOperation.DESCRIBE, ResourceType.GROUP, lambda request: getattr(request, "group_id", None)),),
     # OffsetFetch v1-7 (v8+ name groups: the handler checks each), then DESCRIBE on each topic
-    10: (_find_coordinator,),
     11: (group(AclOperation.READ),),  # JoinGroup
     12: (group(AclOperation.READ),),  # Heartbeat
     13: (group(AclOperation.READ),),  # LeaveGroup

@@ -1,0 +1,219 @@
+"""ACLs enforced on consumer groups (FindCoordinator, JoinGroup, OffsetCommit, OffsetFetch, DescribeGroups,
+ListGroups, DeleteGroups) and on a real consumer, as Kafka 4.4's StandardAuthorizer enforces them: differential.
+
+As in test_authorization_topics: ``alice`` and ``bob`` (PLAIN, SASL listener) have what a test grants; the
+PLAINTEXT listener's ``User:ANONYMOUS`` is the super user.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kio.schema.delete_groups.v2 import request as delete_groups_v2
+from kio.schema.describe_groups.v5 import request as describe_groups_v5
+from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
+from kio.schema.find_coordinator.v4 import request as find_coordinator_v4
+from kio.schema.join_group.v9 import request as join_group_v9
+from kio.schema.list_groups.v4 import request as list_groups_v4
+from kio.schema.offset_commit.v8 import request as offset_commit_v8
+from kio.schema.offset_fetch.v7 import request as offset_fetch_v7
+from kio.schema.offset_fetch.v8 import request as offset_fetch_v8
+from logwright.compat.registry import make
+from logwright.testing.clients import one_request
+
+from .authorization_clients import (
+    GROUP_AUTHORIZATION_FAILED,
+    NONE,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNKNOWN_OPERATIONS,
+    AclOperation,
+    ResourcePatternType,
+    ResourceType,
+    asked,
+    binding,
+    bits,
+    create_topic,
+    grant,
+    one,
+    unique,
+)
+from .sasl_listeners import PLAIN_USERS, Listeners
+
+pytestmark = pytest.mark.differential
+
+
+def find_coordinator(group: str) -> Any:
+    return make(find_coordinator_v3.FindCoordinatorRequest, key=group, key_type=0)
+
+
+def find_coordinators(*groups: str) -> Any:
+    return make(find_coordinator_v4.FindCoordinatorRequest, key_type=0, coordinator_keys=groups)
+
+
+def join(group: str) -> Any:
+    return make(join_group_v9.JoinGroupRequest, group_id=group, session_timeout=datetime.timedelta(seconds=10),
+                rebalance_timeout=datetime.timedelta(seconds=10), member_id="", group_instance_id=None,
+                protocol_type="consumer", protocols=(make(join_group_v9.JoinGroupRequestProtocol, name="range",
+                                                          metadata=b""),), reason=None)
+
+
+def commit(group: str, *topics: str) -> Any:
+    return make(offset_commit_v8.OffsetCommitRequest, group_id=group, generation_id_or_member_epoch=-1,
+                member_id="", group_instance_id=None, topics=tuple(
+                    make(offset_commit_v8.OffsetCommitRequestTopic, name=topic, partitions=(make(
+                        offset_commit_v8.OffsetCommitRequestPartition, partition_index=0, committed_offset=7,
+                        committed_leader_epoch=-1, committed_metadata=""),)) for topic in topics))
+
+
+def committed(answer: Any) -> list[tuple[str, int]]:
+    return [(topic.name, int(partition.error_code)) for topic in answer.topics for partition in topic.partitions]
+
+
+def fetch_offsets(group: str, *topics: str) -> Any:
+    return make(offset_fetch_v7.OffsetFetchRequest, group_id=group, require_stable=False, topics=tuple(
+        make(offset_fetch_v7.OffsetFetchRequestTopic, name=topic, partition_indexes=(0,)) for topic in topics))
+
+
+def fetch_group_offsets(group: str, *topics: str | None) -> Any:
+    """v8: one group; ``None`` for every partition it has."""
+    return make(offset_fetch_v8.OffsetFetchRequest, require_stable=False, groups=(make(
+        offset_fetch_v8.OffsetFetchRequestGroup, group_id=group, topics=None if topics == (None,) else tuple(
+            make(offset_fetch_v8.OffsetFetchRequestTopics, name=topic, partition_indexes=(0,))
+            for topic in topics)),))
+
+
+def offsets(topics: Any) -> list[tuple[str, int, int]]:
+    return [(topic.name, int(partition.error_code), int(partition.committed_offset)) for topic in topics
+            for partition in topic.partitions]
+
+
+def describe_groups(*groups: str) -> Any:
+    return make(describe_groups_v5.DescribeGroupsRequest, groups=groups, include_authorized_operations=True)
+
+
+def described(answer: Any) -> list[tuple[str, int, str, int]]:
+    return [(group.group_id, int(group.error_code), group.group_state, int(group.authorized_operations))
+            for group in answer.groups]
+
+
+LIST_GROUPS = make(list_groups_v4.ListGroupsRequest, states_filter=())
+
+
+def listed(answer: Any) -> list[str]:
+    return [group.group_id for group in answer.groups]
+
+
+def delete_groups(*groups: str) -> Any:
+    return make(delete_groups_v2.DeleteGroupsRequest, groups_names=groups)
+
+
+def test_a_user_without_group_acls_is_refused(authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    group, topic = unique("authz-group"), unique("authz-group-topic")
+    create_topic(plain, topic)
+    grant(plain, binding(ResourceType.TOPIC, topic, "User:alice", AclOperation.READ))
+    assert committed(_as_super(plain, commit(group, topic))) == [(topic, NONE)]
+    answers = asked(sasl, "alice", [find_coordinator(group), find_coordinators(group), join(group),
+                                    commit(group, topic), fetch_offsets(group, topic),
+                                    fetch_group_offsets(group, topic), describe_groups(group), LIST_GROUPS,
+                                    delete_groups(group)])
+    found, batch = answers[0], answers[1]
+    assert (int(found.error_code), found.error_message, int(found.node_id), found.host, int(found.port)) == (
+        GROUP_AUTHORIZATION_FAILED, "Group authorization failed.", -1, "", -1)
+    assert [(c.key, int(c.error_code), c.error_message, int(c.node_id)) for c in batch.coordinators] == [
+        (group, GROUP_AUTHORIZATION_FAILED, "", -1)]  # Kafka 4.4 words only the single-key answer
+    assert int(answers[2].error_code) == GROUP_AUTHORIZATION_FAILED
+    assert committed(answers[3]) == [(topic, GROUP_AUTHORIZATION_FAILED)]
+    assert (int(answers[4].error_code), offsets(answers[4].topics)) == (GROUP_AUTHORIZATION_FAILED, [])
+    assert [(g.group_id, int(g.error_code), offsets(g.topics)) for g in answers[5].groups] == [
+        (group, GROUP_AUTHORIZATION_FAILED, [])]
+    assert described(answers[6]) == [(group, GROUP_AUTHORIZATION_FAILED, "", UNKNOWN_OPERATIONS)]
+    assert group not in listed(answers[7])
+    assert [(r.group_id, int(r.error_code)) for r in answers[8].results] == [(group, GROUP_AUTHORIZATION_FAILED)]
+
+
+def _as_super(bootstrap: str, request: Any) -> Any:
+    """The super user's commit, asked again while Kafka's coordinator loads (NOT_COORDINATOR, COORDINATOR_LOAD_IN_
+    PROGRESS, COORDINATOR_NOT_AVAILABLE: its offsets topic is made on the first FindCoordinator)."""
+    one_request(bootstrap, find_coordinator(request.group_id))
+    deadline = time.monotonic() + 30
+    while True:
+        answer = one_request(bootstrap, request)
+        codes = {code for _, code in committed(answer)}
+        if not codes & {14, 15, 16} or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_read_on_the_group_and_its_topics(authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    group, readable, hidden = unique("authz-reader"), unique("authz-readable"), unique("authz-hidden")
+    for topic in (readable, hidden):
+        create_topic(plain, topic)
+    assert committed(_as_super(plain, commit(group, readable, hidden))) == [(readable, NONE), (hidden, NONE)]
+    grant(plain, binding(ResourceType.GROUP, group, "User:alice", AclOperation.READ),
+          binding(ResourceType.TOPIC, readable, "User:alice", AclOperation.READ))
+    answers = asked(sasl, "alice", [find_coordinator(group), commit(group, hidden, readable),
+                                    fetch_offsets(group, hidden, readable), fetch_group_offsets(group, None),
+                                    describe_groups(group), LIST_GROUPS, delete_groups(group)])
+    assert int(answers[0].error_code) == NONE
+    assert committed(answers[1]) == [(hidden, TOPIC_AUTHORIZATION_FAILED), (readable, NONE)]
+    # the topics it may not DESCRIBE come after the others; asked for every partition, they are left out
+    assert offsets(answers[2].topics) == [(readable, NONE, 7), (hidden, TOPIC_AUTHORIZATION_FAILED, -1)]
+    assert [(g.group_id, int(g.error_code), offsets(g.topics)) for g in answers[3].groups] == [
+        (group, NONE, [(readable, NONE, 7)])]
+    assert described(answers[4]) == [(group, NONE, "Empty", bits(AclOperation.READ, AclOperation.DESCRIBE))]
+    assert group in listed(answers[5])
+    assert [(r.group_id, int(r.error_code)) for r in answers[6].results] == [(group, GROUP_AUTHORIZATION_FAILED)]
+    grant(plain, binding(ResourceType.GROUP, group, "User:alice", AclOperation.DELETE))
+    assert [(r.group_id, int(r.error_code)) for r in one(sasl, "alice", delete_groups(group)).results] == [
+        (group, NONE)]
+
+
+def test_a_consumer_group_member_reads_with_read_on_group_and_topic(authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    prefix = unique("authz-consume")
+    topic, group = f"{prefix}-topic", f"{prefix}-group"
+    create_topic(plain, topic)
+    producer = Producer({"bootstrap.servers": plain})
+    for index in range(5):
+        producer.produce(topic, f"record-{index}".encode())
+    assert producer.flush(30) == 0
+    login = {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": "bob", "sasl.password": PLAIN_USERS["bob"], "group.id": group,
+             "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    refused = Consumer(login)
+    try:
+        refused.subscribe([topic])
+        message = refused.poll(10)
+        assert message is not None and message.error() is not None
+        assert message.error().code() in (29, 30)  # the topic's or the group's refusal, whichever comes first
+    finally:
+        refused.close()
+    grant(plain, binding(ResourceType.GROUP, prefix, "User:bob", AclOperation.READ,
+                         pattern=ResourcePatternType.PREFIXED),
+          binding(ResourceType.TOPIC, prefix, "User:bob", AclOperation.READ, pattern=ResourcePatternType.PREFIXED))
+    consumer = Consumer(login)
+    try:
+        consumer.subscribe([topic])
+        values = []
+        while len(values) < 5:
+            message = consumer.poll(15)
+            assert message is not None, values
+            assert message.error() is None, message.error()
+            values.append(message.value())
+        consumer.commit(asynchronous=False)
+        assert [p.offset for p in consumer.committed([TopicPartition(topic, 0)], timeout=15)] == [5]
+    finally:
+        consumer.close()
+    assert values == [f"record-{index}".encode() for index in range(5)]
+    with pytest.raises(KafkaException):
+        denied = Consumer({**login, "group.id": unique("authz-other-group")})
+        try:
+            denied.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        finally:
+            denied.close()
