@@ -15,13 +15,14 @@ checks that every Kafka key is placed.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from logwright.compat.authorization import allowed, allowed_any, allowed_on_cluster, principal
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext
+from logwright.compat.registry import RequestContext, make, response_module
 from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 
 Check = Callable[[RequestContext, Any], ErrorCode | None]
@@ -114,6 +115,40 @@ IN_HANDLER = frozenset({
 OPEN = frozenset({17, 18, 36, 40, 41, 60})
 """SaslHandshake, ApiVersions, SaslAuthenticate, Renew and ExpireDelegationToken (the token's owner or renewers,
 checked by the handler), DescribeCluster (its authorized operations are the principal's)."""
+
+
+def _acl_creations_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("create_acls", context.api_version)
+    message = "CreateAcls needs ALTER permission on the cluster."
+    return make(module.CreateAclsResponse, throttle_time=datetime.timedelta(0), results=tuple(
+        make(module.AclCreationResult, error_code=code, error_message=message) for _ in request.creations))
+
+
+def _acl_deletions_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("delete_acls", context.api_version)
+    message = "DeleteAcls needs ALTER permission on the cluster."
+    return make(module.DeleteAclsResponse, throttle_time=datetime.timedelta(0), filter_results=tuple(
+        make(module.DeleteAclsFilterResult, error_code=code, error_message=message, matching_acls=())
+        for _ in request.filters))
+
+
+def _credentials_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("alter_user_scram_credentials", context.api_version)
+    users = dict.fromkeys([*(entry.name for entry in request.deletions), *(entry.name for entry in request.upsertions)])
+    return make(module.AlterUserScramCredentialsResponse, throttle_time=datetime.timedelta(0), results=tuple(
+        make(module.AlterUserScramCredentialsResult, user=user, error_code=code, error_message=None)
+        for user in users))
+
+
+REFUSAL_ANSWERS: dict[int, Callable[[RequestContext, Any, ErrorCode], Any]] = {
+    30: _acl_creations_refused,
+    31: _acl_deletions_refused,
+    51: _credentials_refused,
+}
+"""Answers to a whole-request refusal whose response shares no list with its request (the others are the
+response's top-level error, or the code on every entry the request names): one result per entry, as Kafka's
+``getErrorResponse`` answers. Kafka's words for the ACL APIs quote its own request object; these say what is
+needed."""
 
 
 def refusal(context: RequestContext, request: Any) -> ErrorCode | None:

@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from logwright.compat.authentication import ConnectionAuthentication
-from logwright.compat.authorization_rules import is_super_user, refusal
+from logwright.compat.authorization_rules import REFUSAL_ANSWERS, is_super_user, refusal
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
@@ -226,6 +226,10 @@ class RequestDispatch:
     def _refused(entry: HandlerEntry, context: RequestContext, request: Any, code: ErrorCode) -> list[bytes]:
         """The request's error response carrying ``code`` (Kafka's ``getErrorResponse``): the top-level error, or
         the code on every entry the request names; a response with neither closes the connection."""
+        answered = REFUSAL_ANSWERS.get(context.api_key)
+        if answered is not None:
+            return encode_response_frame(context.api_key, context.api_version, context.correlation_id,
+                                         answered(context, request, code))
         answer = error_response(context.api_key, context.api_version, context.correlation_id, code)
         if answer is None:
             answer = mirrored_error_response(context.api_key, context.api_version, context.correlation_id, request,

@@ -227,7 +227,7 @@ _CLUSTER_CONFIG_ACL = (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAI
 
 
 def config_refusal(context: RequestContext | None, resource_type: int, name: str, operation: AclOperation
-                   ) -> tuple[ErrorCode, str] | None:
+                   ) -> tuple[ErrorCode, str | None] | None:
     """Why the principal may not describe (DESCRIBE_CONFIGS) or alter (ALTER_CONFIGS) a resource's configs, as
     Kafka answers it: a topic's or group's ACL, the cluster's for brokers, loggers and client metrics. ``None``:
     allowed, a type with no ACL of its own (refused as it is without an authorizer), or no authorizer."""
@@ -238,7 +238,10 @@ def config_refusal(context: RequestContext | None, resource_type: int, name: str
         if resource_type not in (4, 8, 16):
             return None
         name = CLUSTER_NAME
-    return None if allowed(context, operation, acl_type, name) else (code, message)
+    if allowed(context, operation, acl_type, name):
+        return None
+    # Kafka 4.4 words every refusal but an alteration of the cluster's configs
+    return code, None if acl_type == ResourceType.CLUSTER and operation == AclOperation.ALTER_CONFIGS else message
 
 
 async def alter_resources(

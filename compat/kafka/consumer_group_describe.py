@@ -14,6 +14,8 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import allowed
+from logwright.compat.authorization import operations as permitted
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
@@ -21,6 +23,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.consumer_group_heartbeat import wire_assignment
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
 
 if TYPE_CHECKING:
@@ -36,10 +39,20 @@ CONSUMER_MEMBER_TYPE = 1
 async def handle(context: RequestContext, request: ConsumerGroupDescribeRequest) -> Any:
     module = response_module("consumer_group_describe", context.api_version)
     consumer_coordinator(context.broker)
-    operations = authorized_operations.reported(request.include_authorized_operations, authorized_operations.GROUP)
-    groups = await answered_once_in_turns(request.group_ids, lambda group_id: _describe(context, module, group_id,
-                                                                                        operations))
-    return make(module.ConsumerGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=groups)
+    asked = request.include_authorized_operations
+    described = [group_id for group_id in request.group_ids
+                 if allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)]
+    refused = [group_id for group_id in request.group_ids
+               if context.broker.authorizer is not None
+               and not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)]
+    groups = await answered_once_in_turns(described, lambda group_id: _describe(
+        context, module, group_id, authorized_operations.reported(asked, permitted(
+            context, ResourceType.GROUP, group_id, authorized_operations.GROUP))))
+    return make(module.ConsumerGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=(*groups, *(
+        make(module.DescribedGroup, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+             error_message="Group authorization failed.", group_id=group_id, group_state="", group_epoch=0,
+             assignment_epoch=0, assignor_name="", members=(), authorized_operations=authorized_operations.UNKNOWN)
+        for group_id in refused)))  # after the others, as Kafka answers the groups the principal may not DESCRIBE
 
 
 def _describe(context: RequestContext, module: Any, group_id: str, operations: int) -> Any:

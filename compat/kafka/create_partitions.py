@@ -75,8 +75,7 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
                 continue
             if not allowed(context, AclOperation.ALTER, ResourceType.TOPIC, topic.name):  # before whether it exists
                 results.append(make(module.CreatePartitionsTopicResult, name=topic.name,
-                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                    error_message="Topic authorization failed."))
+                                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None))
                 continue
             state = broker.topic(topic.name)
             counter = broker.store.state("catalog", COUNTER_KEY)

@@ -106,18 +106,20 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
 
 def _denied(context: RequestContext, name: str | None, topic_id: uuid.UUID, state: TopicState | None
             ) -> tuple[str | None, uuid.UUID] | None:
-    """How a topic the principal may not DELETE is answered (the name and id it is given), as Kafka's controller
-    decides: named, it must first be DESCRIBE-able (else refused with neither existence nor id told, before an unknown
-    name would be); by id, its name is told only if it may be described. ``None``: allowed (or no authorizer)."""
+    """How a topic the principal may not DELETE is answered (the name and id it is given), as Kafka 4.4's
+    controller answers: named, with its name and no id, whether it exists or not unless the principal may DESCRIBE
+    it (then a missing one is UNKNOWN_TOPIC_OR_PARTITION); by id, with its name only if it may be described.
+    ``None``: allowed (or no authorizer)."""
     if context.broker.authorizer is None:
         return None
-    if name is not None and not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-        return name, ZERO_UUID
+    if name is not None:
+        if not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            return name, ZERO_UUID
+        return None if state is None or allowed(context, AclOperation.DELETE, ResourceType.TOPIC, name) \
+            else (name, ZERO_UUID)
     if state is None or allowed(context, AclOperation.DELETE, ResourceType.TOPIC, state.name):
         return None
-    if name is None and not allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, state.name):
-        return None, topic_id
-    return state.name, uuid.UUID(bytes=state.topic_id)
+    return (state.name if allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, state.name) else None), topic_id
 
 
 def _check_named_once(name: str | None, topic_id: uuid.UUID) -> None:

@@ -14,8 +14,10 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import operations as permitted
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.acls.bindings import CLUSTER_NAME, ResourceType
 
 if TYPE_CHECKING:
     from kio.schema.describe_cluster import v0, v1, v2
@@ -40,8 +42,8 @@ async def handle(context: RequestContext, request: DescribeClusterRequest) -> An
                     error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                     error_message=f"Unsupported endpoint type {endpoint_type}",
                     endpoint_type=1, cluster_id=settings.cluster_id, controller_id=-1, brokers=())  # the listener's
-    operations = authorized_operations.reported(request.include_cluster_authorized_operations,
-                                                authorized_operations.CLUSTER)
+    operations = authorized_operations.reported(request.include_cluster_authorized_operations, permitted(
+        context, ResourceType.CLUSTER, CLUSTER_NAME, authorized_operations.CLUSTER))
     return make(
         module.DescribeClusterResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
         error_message=None, endpoint_type=endpoint_type, cluster_id=settings.cluster_id,

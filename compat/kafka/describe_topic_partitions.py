@@ -14,6 +14,7 @@ topic operation is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 from bisect import bisect_left
@@ -21,9 +22,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import allowed
+from logwright.compat.authorization import operations as permitted
 from logwright.compat.errors import ErrorCode
 from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState, validate_topic_name
 from logwright.core.log.internal_topics import is_internal_topic
@@ -45,6 +49,12 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
         return _refused(module, [str(topic.name) for topic in request.topics], ErrorCode.UNKNOWN_SERVER_ERROR)
     names: Sequence[str] = (sorted({str(topic.name) for topic in request.topics}) if request.topics
                             else broker.topic_names())  # sorted, kept between pages
+    denied: list[str] = []
+    if broker.authorizer is not None:  # a topic the principal may not DESCRIBE: told only when named, last
+        readable = [name for name in names if allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
+        if request.topics:
+            denied = sorted(set(names) - set(readable))
+        names = readable
     first_partition = 0
     if request.cursor is not None:
         cursor_topic, first_partition = request.cursor.topic_name, int(request.cursor.partition_index)
@@ -77,8 +87,19 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
         if remaining == 0 and position + 1 < len(names):
             next_cursor = make(module.Cursor, topic_name=names[position + 1], partition_index=0)
             break
+    if broker.authorizer is not None:
+        topics = [_with_operations(context, topic) for topic in topics]
+        topics += [make(module.DescribeTopicPartitionsResponseTopic, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        name=name, topic_id=uuid.UUID(int=0), is_internal=False, partitions=(),
+                        topic_authorized_operations=authorized_operations.UNKNOWN) for name in denied]
     return make(module.DescribeTopicPartitionsResponse, throttle_time=datetime.timedelta(0), topics=tuple(topics),
                 next_cursor=next_cursor)
+
+
+def _with_operations(context: RequestContext, topic: Any) -> Any:
+    """A topic's entry with the operations the principal may perform on it (an authorizer's answer)."""
+    return dataclasses.replace(topic, topic_authorized_operations=permitted(
+        context, ResourceType.TOPIC, topic.name, authorized_operations.TOPIC))
 
 
 def _missing(module: Any, name: str, code: ErrorCode) -> Any:

@@ -14,10 +14,13 @@ import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat import authorized_operations
+from logwright.compat.authorization import allowed
+from logwright.compat.authorization import operations as permitted
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from kio.schema.share_group_describe import v1
@@ -35,10 +38,17 @@ async def handle(context: RequestContext, request: ShareGroupDescribeRequest) ->
     named = tuple(group_id for group_id in request.group_ids if group_id)
     empty = tuple(_refused(module, "", ErrorCode.INVALID_GROUP_ID, "the group id is empty")
                   for group_id in request.group_ids if not group_id)
-    operations = authorized_operations.reported(request.include_authorized_operations, authorized_operations.GROUP)
-    groups = await answered_once_in_turns(named, lambda group_id: _describe(module, coordinator, group_id,
-                                                                            operations))
-    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0), groups=(*empty, *groups))
+    asked = request.include_authorized_operations
+    described = tuple(group_id for group_id in named
+                      if allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id))
+    refused = tuple(_refused(module, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+                    for group_id in named if context.broker.authorizer is not None
+                    and not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id))
+    groups = await answered_once_in_turns(described, lambda group_id: _describe(
+        module, coordinator, group_id, authorized_operations.reported(asked, permitted(
+            context, ResourceType.GROUP, group_id, authorized_operations.GROUP))))
+    return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0),
+                groups=(*empty, *groups, *refused))
 
 
 def _refused(module: Any, group_id: str, code: ErrorCode, message: str) -> Any:
