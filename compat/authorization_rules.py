@@ -82,6 +82,8 @@ RULES: dict[int, tuple[Check, ...]] = {
     13: (group(AclOperation.READ),),  # LeaveGroup
     14: (group(AclOperation.READ),),  # SyncGroup
     22: (transactional_id(AclOperation.WRITE), _idempotent_producer),  # InitProducerId
+    24: (Needs(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+               lambda request: request.v3_and_below_transactional_id),),  # AddPartitionsToTxn: then WRITE on topics
     25: (transactional_id(AclOperation.WRITE), group(AclOperation.READ)),  # AddOffsetsToTxn
     26: (transactional_id(AclOperation.WRITE),),  # EndTxn
     28: (transactional_id(AclOperation.WRITE), group(AclOperation.READ)),  # TxnOffsetCommit: then topics
@@ -104,6 +106,8 @@ RULES: dict[int, tuple[Check, ...]] = {
     76: (group(AclOperation.READ),),  # ShareGroupHeartbeat: then DESCRIBE on each subscribed topic
     78: (group(AclOperation.READ),),  # ShareFetch: then READ on each topic
     79: (group(AclOperation.READ),),  # ShareAcknowledge: then READ on each topic
+    91: (group(AclOperation.READ),),  # AlterShareGroupOffsets: then READ on each topic
+    92: (group(AclOperation.DELETE),),  # DeleteShareGroupOffsets: then READ on each topic
 }
 
 IN_HANDLER = frozenset({

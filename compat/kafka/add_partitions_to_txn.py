@@ -13,10 +13,13 @@ import datetime
 import logging
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.coordinators.transaction_coordinator import check_not_ending, wire_failure
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
+from logwright.core.log.internal_topics import is_internal_topic
 from logwright.core.transactions.transactions import add_partitions
 
 if TYPE_CHECKING:
@@ -38,15 +41,19 @@ async def handle(context: RequestContext, request: AddPartitionsToTxnRequest) ->
     requested = [(topic.name, [int(index) for index in topic.partitions]) for topic in request.v3_and_below_topics]
     partition_ids: list[int] = []
     unknown: set[tuple[str, int]] = set()
+    denied = {name for name, _ in requested if broker.authorizer is not None and (
+        is_internal_topic(name) or not allowed(context, AclOperation.WRITE, ResourceType.TOPIC, name))}
     for name, indexes in requested:
         for index in indexes:
             partition_id = broker.partition_id(name, index)
+            if name in denied:
+                continue  # TOPIC_AUTHORIZATION_FAILED, before whether it exists (internal topics too), as Kafka
             if partition_id is None:
                 unknown.add((name, index))
             else:
                 partition_ids.append(partition_id)
     code = ErrorCode.NONE
-    if unknown:
+    if unknown or denied:
         code = ErrorCode.OPERATION_NOT_ATTEMPTED
     else:
         try:
@@ -64,7 +71,8 @@ async def handle(context: RequestContext, request: AddPartitionsToTxnRequest) ->
                 await broker.durable()
 
     def result(name: str, index: int) -> Any:
-        partition_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (name, index) in unknown else code
+        partition_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied else \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (name, index) in unknown else code
         return make(module.AddPartitionsToTxnPartitionResult, partition_index=index,
                     partition_error_code=partition_code)
 

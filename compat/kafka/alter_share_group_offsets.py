@@ -14,11 +14,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.share_offsets import admin_group, answer
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import Slices
 from logwright.compat.wire.encoder import OnceAnswered
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups import share_group_offsets
@@ -44,8 +46,15 @@ async def handle(context: RequestContext, request: AlterShareGroupOffsetsRequest
     for entry in request.topics:
         topic = broker.topic(entry.topic_name)
 
-        def result(index: int, topic: TopicState | None = topic, name: str = entry.topic_name) -> Any:
+        readable = allowed(context, AclOperation.READ, ResourceType.TOPIC, entry.topic_name)
+
+        def result(index: int, topic: TopicState | None = topic, name: str = entry.topic_name,
+                   readable: bool = readable) -> Any:
             code, message = ErrorCode.NONE, None
+            if not readable:  # before whether it exists, as Kafka
+                return make(module.AlterShareGroupOffsetsResponsePartition, partition_index=index,
+                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            error_message="Topic authorization failed.")
             try:
                 share_group_offsets.partition_id_of(name, topic, index)
             except DomainError as error:
@@ -57,7 +66,7 @@ async def handle(context: RequestContext, request: AlterShareGroupOffsetsRequest
         partitions = []
         for partition in entry.partitions:
             index = int(partition.partition_index)
-            if topic is not None and 0 <= index < len(topic.partition_ids):
+            if readable and topic is not None and 0 <= index < len(topic.partition_ids):
                 partition_id = topic.partition_ids[index]
                 starts[partition_id] = (entry.topic_name, partition_id, int(partition.start_offset))
             partitions.append(answered(index))

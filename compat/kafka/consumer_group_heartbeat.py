@@ -17,12 +17,14 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.heartbeat_answer import heartbeat_answer, refusal
 from logwright.compat.kafka.join_group import milliseconds
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.consumer_groups import as_tuple
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat
 from logwright.core.errors import DomainError
@@ -84,6 +86,10 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
 
     answer = heartbeat_answer(module.ConsumerGroupHeartbeatResponse, coordinator, command.group_id)
 
+    if names and context.broker.authorizer is not None and not all(
+            allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name) for name in names):
+        # a subscription naming a topic the principal may not DESCRIBE: refused alone, nothing else told (Kafka)
+        return answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None, 0, None)
     before = consumer_group(broker, command.group_id)
     try:
         member_id, state = await coordinator.heartbeat(command)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.token_requests import may_manage_tokens, requester, timestamp
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.security.delegation_tokens import INVALID_PRINCIPAL_TYPE, NONE, create
 
 if TYPE_CHECKING:
@@ -43,6 +45,10 @@ async def handle(context: RequestContext, request: CreateDelegationTokenRequest)
 
     if not may_manage_tokens(context):
         return answer(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner or asker, (-1, -1, -1))
+    if owner is not None and owner != asker and not allowed(context, AclOperation.CREATE_TOKENS, ResourceType.USER,
+                                                            f"{owner[0]}:{owner[1]}"):
+        # a token for another principal needs CREATE_TOKENS on that user (one's own never does), as Kafka's broker
+        return answer(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, (-1, -1, -1))
     tokens = broker.delegation_tokens
     created = create(tokens.settings, asker, owner,
                      [(renewer.principal_type, renewer.principal_name) for renewer in request.renewers],

@@ -11,9 +11,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.authorization import allowed
+from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
 from logwright.compat.kafka.share_offsets import admin_group, answer, cursors_of
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.events import Event
 from logwright.core.share_groups import share_group_offsets
@@ -46,8 +48,12 @@ async def handle(context: RequestContext, request: DeleteShareGroupOffsetsReques
             topic = broker.topic(entry.topic_name)
             code, message, topic_id = ErrorCode.NONE, None, None
             try:
+                if not allowed(context, AclOperation.READ, ResourceType.TOPIC, entry.topic_name):
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
                 events.extend(share_group_offsets.delete(group_id, entry.topic_name, topic, cursor_of))
                 topic_id = uuid.UUID(bytes=topic.topic_id) if topic is not None else None
+            except KafkaError as error:
+                code, message = error.code, error.message
             except DomainError as error:
                 code, message = error_code_for(error), str(error)
             answered = decided[entry.topic_name] = make(

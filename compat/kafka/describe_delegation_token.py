@@ -8,10 +8,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.token_requests import may_manage_tokens
-from logwright.core.security.delegation_tokens import described
+from logwright.compat.token_requests import may_manage_tokens, requester
+from logwright.core.acls.bindings import AclOperation, ResourceType
+from logwright.core.security.delegation_tokens import DelegationToken, described
 
 if TYPE_CHECKING:
     from kio.schema.describe_delegation_token import v1, v2, v3
@@ -30,10 +32,10 @@ async def handle(context: RequestContext, request: DescribeDelegationTokenReques
         code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
     else:
         code = ErrorCode.NONE
-    found = [] if code != ErrorCode.NONE else described(
+    found = [] if code != ErrorCode.NONE else visible(context, described(
         sorted(tokens.tokens(), key=lambda token: token.issue_ms),
         None if request.owners is None else [(owner.principal_type, owner.principal_name)
-                                             for owner in request.owners])
+                                             for owner in request.owners]))
     return make(module.DescribeDelegationTokenResponse, error_code=code, throttle_time=datetime.timedelta(0),
                 tokens=tuple(
         make(module.DescribedDelegationToken, principal_type=token.owner_type, principal_name=token.owner_name,
@@ -44,3 +46,16 @@ async def handle(context: RequestContext, request: DescribeDelegationTokenReques
                  make(module.DescribedDelegationTokenRenewer, principal_type=kind, principal_name=name)
                  for kind, name in token.renewers))
         for token in found))
+
+
+def visible(context: RequestContext, tokens: list[DelegationToken]) -> list[DelegationToken]:
+    """With an authorizer, the tokens the principal may see, as Kafka filters them: its own (owner, requester or
+    renewer), and others' with DESCRIBE on the token or DESCRIBE_TOKENS on its owner (a USER resource)."""
+    if context.broker.authorizer is None:
+        return tokens
+    asker = requester(context)
+    return [token for token in tokens
+            if token.owner_or_renewer(asker) or token.requester == asker
+            or allowed(context, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token.token_id)
+            or allowed(context, AclOperation.DESCRIBE_TOKENS, ResourceType.USER,
+                       f"{token.owner_type}:{token.owner_name}")]

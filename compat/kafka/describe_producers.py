@@ -12,10 +12,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.log.producers import ProducerState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 
@@ -35,11 +37,17 @@ async def handle(context: RequestContext, request: DescribeProducersRequest) -> 
     broker = context.broker
     module = response_module("describe_producers", context.api_version)
     asked = [(str(topic.name), int(index)) for topic in request.topics for index in topic.partition_indexes]
-    partition_ids = {name: broker.partition_id(*name) for name in asked}
+    partition_ids = {name: broker.partition_id(*name) for name in asked}  # the producers read only where allowed
     producers = _producers(broker, {each for each in partition_ids.values() if each is not None})
+
+    readable = {topic: allowed(context, AclOperation.READ, ResourceType.TOPIC, topic) for topic, _ in asked}
 
     def describe(name: tuple[str, int]) -> Any:
         partition_id = partition_ids[name]
+        if not readable[name[0]]:  # before whether it exists, as Kafka
+            return make(module.PartitionResponse, partition_index=name[1],
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, active_producers=(),
+                        error_message="Topic authorization failed.")
         if partition_id is None:  # Kafka 4.4 gives a message for an unknown topic, none for an unknown partition
             return make(module.PartitionResponse, partition_index=name[1],
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, active_producers=(),

@@ -13,11 +13,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.share_offsets import LEADER_EPOCH, cursors_of
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.cursors.cursor import CursorState
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_group_offsets import UNINITIALIZED, describe
@@ -52,7 +54,11 @@ async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequ
         return held.get(group_id, [])
 
     def describe(group: DescribeShareGroupOffsetsRequestGroup) -> Any:
-        return _group(context.broker, module, group, held_by)
+        if not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+            return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group.group_id, topics=(),
+                        error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message="Group authorization failed.")
+        return _group(context.broker, module, group, held_by,
+                      lambda topic: allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic))
 
     groups: Sequence[DescribeShareGroupOffsetsRequestGroup] = request.groups
     return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0),
@@ -60,8 +66,9 @@ async def handle(context: RequestContext, request: DescribeShareGroupOffsetsRequ
 
 
 def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsRequestGroup,
-           held_by: Callable[[str], list[int]]) -> Any:
-    """``held_by``: the partition ids a group has a cursor on, for a group asking for all of them."""
+           held_by: Callable[[str], list[int]], describable: Callable[[str], bool]) -> Any:
+    """``held_by``: the partition ids a group has a cursor on, for a group asking for all of them. A topic the
+    principal may not DESCRIBE (``describable``) is left out of all of them, and TOPIC_AUTHORIZATION_FAILED named."""
     group_id = request.group_id
     if not group_id:
         return make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, topics=(),
@@ -74,13 +81,22 @@ def _group(broker: Broker, module: Any, request: DescribeShareGroupOffsetsReques
             located = broker.topic_of_partition(partition_id)
             if located is not None:
                 by_topic.setdefault(located[0].name, (located[0], []))[1].append(located[1])
-        wanted = [(name, state, sorted(indexes)) for name, (state, indexes) in sorted(by_topic.items())]
+        wanted = [(name, state, sorted(indexes)) for name, (state, indexes) in sorted(by_topic.items())
+                  if describable(name)]
     else:
         wanted = [(entry.topic_name, broker.topic(entry.topic_name), [int(p) for p in entry.partitions])
                   for entry in request.topics]
     topics = []
     for name, topic, indexes in wanted:
         partitions = []
+        if not describable(name):
+            topics.append(make(module.DescribeShareGroupOffsetsResponseTopic, topic_name=name, topic_id=None,
+                               partitions=tuple(make(
+                                   module.DescribeShareGroupOffsetsResponsePartition, partition_index=index,
+                                   start_offset=UNINITIALIZED, leader_epoch=LEADER_EPOCH, lag=UNINITIALIZED,
+                                   error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   error_message="Topic authorization failed.") for index in indexes)))
+            continue
         for index in indexes:
             start, lag = UNINITIALIZED, UNINITIALIZED
             if topic is not None and 0 <= index < len(topic.partition_ids):

@@ -13,10 +13,12 @@ import datetime
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.transactions.transactions import ONGOING, TransactionState
 
 if TYPE_CHECKING:
@@ -44,11 +46,24 @@ async def handle(context: RequestContext, request: DescribeTransactionsRequest) 
             transaction_start_time=state.started_ms if state.status == ONGOING else -1,
             producer_id=state.producer_id, producer_epoch=state.producer_epoch,
             topics=tuple(make(module.TopicData, topic=topic, partitions=tuple(indexes))
-                         for topic, indexes in _partitions(broker, state).items()),
+                         for topic, indexes in _partitions(broker, state).items()
+                         if allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)),
         )
 
-    return make(module.DescribeTransactionsResponse, throttle_time=datetime.timedelta(0),
-                transaction_states=await answered_once_in_turns(request.transactional_ids, describe))
+    if broker.authorizer is None:
+        return make(module.DescribeTransactionsResponse, throttle_time=datetime.timedelta(0),
+                    transaction_states=await answered_once_in_turns(request.transactional_ids, describe))
+    # with an authorizer, as Kafka: the ids the principal may not DESCRIBE first, refused; the others' partitions
+    # only of topics it may DESCRIBE
+    described = [each for each in request.transactional_ids
+                 if allowed(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, each)]
+    refused = tuple(make(module.TransactionState, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                         transactional_id=each, transaction_state="", transaction_timeout=datetime.timedelta(0),
+                         transaction_start_time=0, producer_id=0, producer_epoch=0, topics=())
+                    for each in request.transactional_ids
+                    if not allowed(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, each))
+    return make(module.DescribeTransactionsResponse, throttle_time=datetime.timedelta(0), transaction_states=(
+        *refused, *await answered_once_in_turns(described, describe)))
 
 
 def _partitions(broker: Broker, state: TransactionState) -> dict[str, list[int]]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.topic_regex import compile_pattern
 from logwright.compat.turns import Slices
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.topic_patterns import PatternError
 from logwright.core.transactions.transactions import EMPTY, ONGOING, TransactionState
 
@@ -52,7 +54,8 @@ async def handle(context: RequestContext, request: ListTransactionsRequest) -> A
         return ((not states or state.status in states)
                 and (not producer_ids or state.producer_id in producer_ids)
                 and (duration_ms < 0 or _running_longer(state, now, duration_ms))
-                and (pattern is None or pattern.fullmatch(state.transactional_id) is not None))
+                and (pattern is None or pattern.fullmatch(state.transactional_id) is not None)
+                and allowed(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, state.transactional_id))
 
     slices = Slices()  # every transactional id may be read and listed: 100,000 held every client 184 ms
     found: list[TransactionState] = []

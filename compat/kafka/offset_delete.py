@@ -13,12 +13,14 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
 from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state, subscribed_topics
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_admin import decide_offset_delete
 from logwright.core.groups.groups import GroupMember, GroupState
@@ -48,8 +50,10 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
     state = group_state(broker, request.group_id)
     offsets = committed_offsets(broker, request.group_id)
     partition_counts = {topic.name: _partition_count(broker, topic.name) for topic in request.topics}
+    denied = {topic.name for topic in request.topics if broker.authorizer is not None
+              and not allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name)}
     unknown = {(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
-               if not 0 <= p.partition_index < partition_counts[topic.name]}
+               if topic.name in denied or not 0 <= p.partition_index < partition_counts[topic.name]}
     requested = [(topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
                  if (topic.name, int(p.partition_index)) not in unknown]
     consumer = consumer_group(broker, request.group_id)
@@ -67,6 +71,8 @@ async def handle(context: RequestContext, request: OffsetDeleteRequest) -> Any:
         broker.stage(outcome.events)
         await broker.durable()
     def code(key: tuple[str, int]) -> ErrorCode:
+        if key[0] in denied:  # before whether it exists, as Kafka
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if key in unknown:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return error_code_for(outcome.errors[key]) if key in outcome.errors else ErrorCode.NONE

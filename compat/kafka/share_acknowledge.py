@@ -50,7 +50,8 @@ async def handle(context: RequestContext, request: ShareAcknowledgeRequest) -> A
         coordinator.advance_session(group_id, member_id, epoch, (), (), context.connection_id)
     except DomainError as error:
         return response(error_code_for(error), str(error), ())
-    outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2)
+    outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2,
+                              context=context)
     if epoch == CLOSE_EPOCH:
         coordinator.release_closed_session(group_id, member_id)
     await broker.durable()

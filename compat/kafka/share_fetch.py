@@ -30,6 +30,7 @@ import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.coordinators.share_coordinator import Acquired, ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.share_wire import (
@@ -42,6 +43,7 @@ from logwright.compat.kafka.share_wire import (
     topic_id_bytes,
 )
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError, InvalidRequest
 from logwright.core.log.fetch_budget import BATCH_OPTIMIZED, RECORD_LIMIT, FetchBudget
 from logwright.core.share_groups.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, PartitionRef
@@ -89,7 +91,8 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
         partitions = coordinator.advance_session(group_id, member_id, epoch, added, forgotten, context.connection_id)
     except DomainError as error:
         return refusal(error_code_for(error), str(error))
-    ack_outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2)
+    ack_outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2,
+                              context=context)
     if epoch == CLOSE_EPOCH:
         coordinator.release_closed_session(group_id, member_id)
     errors: dict[PartitionRef, tuple[ErrorCode, str]] = {}
@@ -144,6 +147,9 @@ def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group
             errors[ref] = (ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id or partition")
             continue
         topic, partition_id = resolved
+        if not allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name):
+            errors[ref] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+            continue
         got = coordinator.acquire(group_id, member_id, topic.name, partition_id, budget)
         if got is None:
             continue

@@ -15,10 +15,12 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.authorization import allowed
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.heartbeat_answer import heartbeat_answer, refusal
 from logwright.compat.registry import RequestContext, handler, make, response_module
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.share_groups.share_groups import ShareHeartbeat
 
@@ -46,6 +48,10 @@ async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -
 
     answer = heartbeat_answer(module.ShareGroupHeartbeatResponse, coordinator, command.group_id)
 
+    if topics and context.broker.authorizer is not None and not all(
+            allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name) for name in topics):
+        # a subscription naming a topic the principal may not DESCRIBE: refused alone, nothing else told (Kafka)
+        return answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None, 0, None)
     try:
         member_id, state = await coordinator.heartbeat(command)
     except DomainError as error:

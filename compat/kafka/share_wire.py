@@ -10,10 +10,12 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, make
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.errors import DomainError
 from logwright.core.log.catalog import TopicState
 from logwright.core.share_groups.share_acks import AckBatch
@@ -47,8 +49,10 @@ def ack_batches(topics: Iterable[Any]) -> dict[PartitionRef, list[AckBatch]]:
 
 
 def apply_acks(broker: Broker, coordinator: ShareCoordinator, group_id: str, member_id: str,
-               acks: dict[PartitionRef, list[AckBatch]], renew_allowed: bool) -> dict[PartitionRef, AckOutcome]:
-    """Each partition's acknowledgements, all or nothing per partition; the outcome per partition."""
+               acks: dict[PartitionRef, list[AckBatch]], renew_allowed: bool,
+               context: RequestContext | None = None) -> dict[PartitionRef, AckOutcome]:
+    """Each partition's acknowledgements, all or nothing per partition; the outcome per partition. With an
+    authorizer, those of a topic the ``context``'s principal may not READ are TOPIC_AUTHORIZATION_FAILED."""
     outcomes: dict[PartitionRef, AckOutcome] = {}
     for ref, batches in acks.items():
         resolved = resolve(broker, ref)
@@ -56,6 +60,9 @@ def apply_acks(broker: Broker, coordinator: ShareCoordinator, group_id: str, mem
             outcomes[ref] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic id or partition")
             continue
         topic, partition_id = resolved
+        if context is not None and not allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name):
+            outcomes[ref] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+            continue
         try:
             coordinator.acknowledge(group_id, member_id, topic.name, partition_id, batches, renew_allowed,
                                     kafka_offsets=True)
