@@ -144,7 +144,18 @@ def _credentials_refused(context: RequestContext, request: Any, code: ErrorCode)
         for user in users))
 
 
+def _partitions_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("add_partitions_to_txn", context.api_version)
+    return make(module.AddPartitionsToTxnResponse, throttle_time=datetime.timedelta(0),
+                results_by_topic_v3_and_below=tuple(
+                    make(module.AddPartitionsToTxnTopicResult, name=topic.name, results_by_partition=tuple(
+                        make(module.AddPartitionsToTxnPartitionResult, partition_index=index,
+                             partition_error_code=code) for index in topic.partitions))
+                    for topic in request.v3_and_below_topics))
+
+
 REFUSAL_ANSWERS: dict[int, Callable[[RequestContext, Any, ErrorCode], Any]] = {
+    24: _partitions_refused,
     30: _acl_creations_refused,
     31: _acl_deletions_refused,
     51: _credentials_refused,

@@ -89,6 +89,10 @@ class HandlerEntry:
     """Run up to its first ``await`` in the turn that read the request, and the step after it by hand
     (`start_at_once`): only for handlers that need no current task (no ``asyncio.timeout``) before their second
     ``await``."""
+    authorize: Callable[[RequestContext, bytes], bool] | None = None
+    """For extension keys, with an authorizer on: whether the request's principal may call it (read the body,
+    ask `compat.authorization.allowed`). Without it only super users may: an extension names no resource Kafka's
+    ACLs know, and the broker cannot read its body for one."""
 
 
 HANDLERS: dict[int, HandlerEntry] = {}

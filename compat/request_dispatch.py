@@ -149,8 +149,9 @@ class RequestDispatch:
 
     async def _handle_raw(self, entry: HandlerEntry, context: RequestContext, body: bytes) -> list[bytes] | None:
         """Extension keys answer with a v0 response header (correlation id) and the bytes the handler wrote."""
-        if self.broker.authorizer is not None and not is_super_user(context):
-            # logwright's own keys are the cluster's: with an authorizer, only super users call them
+        if self.broker.authorizer is not None and not is_super_user(context) and not _extension_allowed(
+                entry, context, body):
+            # logwright's own keys: with an authorizer, super users, or those the entry's own check allows
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             if entry.error_answer is None:
                 raise Unanswerable(f"{entry.name} (key {entry.api_key}) is for super users: {code.name}")
@@ -242,6 +243,17 @@ class RequestDispatch:
         log.exception("%s v%d handler failed for correlation id %d on connection %d from %s (client id %r)",
                       entry.name, context.api_version, context.correlation_id, self.connection_id,
                       self.client_host, context.client_id)
+
+
+def _extension_allowed(entry: HandlerEntry, context: RequestContext, body: bytes) -> bool:
+    """An extension key's own authorization check; one that fails on the body it was given refuses."""
+    if entry.authorize is None:
+        return False
+    try:
+        return entry.authorize(context, body)
+    except Exception:
+        log.warning("%s's authorization check failed on a request; refused", entry.name, exc_info=True)
+        return False
 
 
 def _ready(payload: bytes) -> asyncio.Future[list[bytes] | None]:

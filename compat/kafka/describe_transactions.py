@@ -19,7 +19,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.acls.bindings import AclOperation, ResourceType
-from logwright.core.transactions.transactions import ONGOING, TransactionState
+from logwright.core.transactions.transactions import TransactionState
 
 if TYPE_CHECKING:
     from kio.schema.describe_transactions import v0
@@ -43,7 +43,7 @@ async def handle(context: RequestContext, request: DescribeTransactionsRequest) 
         return make(
             module.TransactionState, error_code=ErrorCode.NONE, transactional_id=transactional_id,
             transaction_state=state.status, transaction_timeout=datetime.timedelta(milliseconds=state.timeout_ms),
-            transaction_start_time=state.started_ms if state.status == ONGOING else -1,
+            transaction_start_time=state.started_ms,  # a finished one's last start, as Kafka 4.4 answers
             producer_id=state.producer_id, producer_epoch=state.producer_epoch,
             topics=tuple(make(module.TopicData, topic=topic, partitions=tuple(indexes))
                          for topic, indexes in _partitions(broker, state).items()

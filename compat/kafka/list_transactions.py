@@ -19,7 +19,7 @@ from logwright.compat.topic_regex import compile_pattern
 from logwright.compat.turns import Slices
 from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.consumer_groups.topic_patterns import PatternError
-from logwright.core.transactions.transactions import EMPTY, ONGOING, TransactionState
+from logwright.core.transactions.transactions import TransactionState
 
 if TYPE_CHECKING:
     from kio.schema.list_transactions import v0, v1, v2
@@ -75,11 +75,8 @@ async def handle(context: RequestContext, request: ListTransactionsRequest) -> A
 
 def _running_longer(state: TransactionState, now_ms: int, duration_ms: int) -> bool:
     """The duration filter, as Kafka 4.4 applies it: now less the transaction's start, where an id that never
-    started one (Empty) starts at -1, so it always passes. A finished transaction does not: Kafka compares its last
-    start, which logwright does not keep once the transaction ends."""
-    if state.status == EMPTY:
-        return True
-    return state.status == ONGOING and now_ms - state.started_ms > duration_ms
+    started one (Empty) starts at -1, so it always passes, and a finished one is measured from its last start."""
+    return now_ms - state.started_ms > duration_ms
 
 
 def _filters_duration(request: ListTransactionsRequest) -> TypeIs[

@@ -150,7 +150,7 @@ def _(event: TransactionEnded, state: object, key: str) -> object:
     return replace(state, producer_epoch=event.producer_epoch,
                    previous_epoch=state.producer_epoch if bumped else state.previous_epoch,
                    status=COMPLETE_COMMIT if event.committed else COMPLETE_ABORT, partition_ids=(), groups=(),
-                   pending_offsets=NO_PENDING_OFFSETS, started_ms=-1, updated_ms=event.now_ms)
+                   pending_offsets=NO_PENDING_OFFSETS, updated_ms=event.now_ms)  # its start kept, as Kafka keeps it
 
 
 TRANSACTIONS: Projection[object] = Projection(

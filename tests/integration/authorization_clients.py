@@ -20,6 +20,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kio.schema.create_acls.v3 import request as create_acls_v3
+from kio.schema.describe_acls.v3 import request as describe_acls_v3
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.list_offsets.v7 import request as list_offsets_v7
 from kio.schema.metadata.v12 import request as metadata_v12
@@ -30,6 +32,7 @@ from logwright.client.connection import Connection, ConnectionClosed
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
+from logwright.testing.clients import one_request
 
 from .sasl_listeners import PLAIN_USERS
 
@@ -110,6 +113,23 @@ def _await_acls(client: AdminClient, bindings: Iterable[AclBinding], present: bo
             assert time.monotonic() < deadline, f"ACL {each} never became {'present' if present else 'absent'}"
             time.sleep(0.05)
     time.sleep(0.2)  # Kafka's brokers apply the metadata log's records in order; the describe saw them applied
+
+
+def grant_ids(bootstrap: str, resource_type: int, name: str, principal: str, operation: int) -> None:
+    """A literal ALLOW ACL by Kafka's ids, for what confluent-kafka's AdminClient cannot name (USER resources,
+    CREATE_TOKENS), created and awaited with raw CreateAcls and DescribeAcls as the super user."""
+    creation = make(create_acls_v3.CreateAclsRequest, creations=(make(
+        create_acls_v3.AclCreation, resource_type=resource_type, resource_name=name, resource_pattern_type=3,
+        principal=principal, host="*", operation=operation, permission_type=3),))
+    assert [int(result.error_code) for result in one_request(bootstrap, creation).results] == [NONE]
+    describe = make(describe_acls_v3.DescribeAclsRequest, resource_type_filter=resource_type,
+                    resource_name_filter=name, pattern_type_filter=3, principal_filter=principal, host_filter="*",
+                    operation=operation, permission_type=3)
+    deadline = time.monotonic() + 30
+    while not one_request(bootstrap, describe).resources:
+        assert time.monotonic() < deadline, "the ACL never appeared"
+        time.sleep(0.05)
+    time.sleep(0.2)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:

@@ -1,0 +1,188 @@
+"""ACLs enforced on transactions, share groups and delegation tokens, as Kafka 4.4's StandardAuthorizer enforces
+them: differential.
+
+As in test_authorization_topics: ``alice`` and ``bob`` (PLAIN, SASL listener) have what a test grants; the
+PLAINTEXT listener's ``User:ANONYMOUS`` is the super user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kio.schema.add_partitions_to_txn.v3 import request as add_partitions_v3
+from kio.schema.describe_transactions.v0 import request as describe_transactions_v0
+from kio.schema.end_txn.v3 import request as end_txn_v3
+from kio.schema.list_transactions.v1 import request as list_transactions_v1
+from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat_v1
+from logwright.compat.registry import make
+
+from .authorization_clients import (
+    GROUP_AUTHORIZATION_FAILED,
+    NONE,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    AclOperation,
+    ResourcePatternType,
+    ResourceType,
+    asked,
+    binding,
+    create_topic,
+    grant,
+    grant_ids,
+    one,
+    unique,
+)
+from .sasl_listeners import PLAIN_USERS, Listeners
+from .test_delegation_tokens import ask, create, describe, plain_login
+
+pytestmark = pytest.mark.differential
+
+DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+
+
+def sasl_conf(bootstrap: str, user: str) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": user, "sasl.password": PLAIN_USERS[user]}
+
+
+def test_a_transactional_producer_needs_write_on_its_id_and_topics(authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    prefix = unique("authz-txn")
+    topic, transactional_id = f"{prefix}-topic", f"{prefix}-id"
+    create_topic(plain, topic)
+    answers = asked(sasl, "alice", [
+        make(add_partitions_v3.AddPartitionsToTxnRequest, v3_and_below_transactional_id=transactional_id,
+             v3_and_below_producer_id=1, v3_and_below_producer_epoch=0, v3_and_below_topics=(
+                 make(add_partitions_v3.AddPartitionsToTxnTopic, name=topic, partitions=(0,)),)),
+        make(end_txn_v3.EndTxnRequest, transactional_id=transactional_id, producer_id=1, producer_epoch=0,
+             committed=True),
+        make(describe_transactions_v0.DescribeTransactionsRequest, transactional_ids=(transactional_id,))])
+    assert [int(p.partition_error_code) for t in answers[0].results_by_topic_v3_and_below
+            for p in t.results_by_partition] == [TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    assert int(answers[1].error_code) == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert [(s.transactional_id, int(s.error_code)) for s in answers[2].transaction_states] == [
+        (transactional_id, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)]
+    grant(plain, binding(ResourceType.TRANSACTIONAL_ID, transactional_id, "User:bob", AclOperation.WRITE),
+          binding(ResourceType.TOPIC, topic, "User:bob", AclOperation.WRITE))
+    producer = Producer({**sasl_conf(sasl, "bob"), "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"in a transaction")
+    producer.commit_transaction(30)
+    consumer = Consumer({"bootstrap.servers": plain, "group.id": unique("authz-txn-reader"),
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    try:
+        consumer.subscribe([topic])
+        message = consumer.poll(20)
+        while message is not None and message.error() is not None:
+            message = consumer.poll(20)
+        assert message is not None and message.value() == b"in a transaction"
+    finally:
+        consumer.close()
+    # bob may describe and list his transaction (WRITE implies DESCRIBE), alice may not see it
+    listing = make(list_transactions_v1.ListTransactionsRequest, state_filters=(), producer_id_filters=(),
+                   duration_filter=-1)
+    assert transactional_id in [s.transactional_id for s in _listed(sasl, "bob", listing, transactional_id)]
+    assert transactional_id not in [s.transactional_id for s in one(sasl, "alice", listing).transaction_states]
+    described = one(sasl, "bob", make(describe_transactions_v0.DescribeTransactionsRequest,
+                                      transactional_ids=(transactional_id,)))
+    assert [(s.transactional_id, int(s.error_code), s.transaction_state) for s in described.transaction_states] == [
+        (transactional_id, NONE, "CompleteCommit")]
+    # a finished transaction keeps its last start (its time, not -1)
+    assert described.transaction_states[0].transaction_start_time.year >= 2024
+
+
+def _listed(bootstrap: str, user: str, request: Any, transactional_id: str) -> Any:
+    """The listing, asked again until it has the id (Kafka's coordinator lists it once its state is loaded)."""
+    deadline = time.monotonic() + 10
+    while True:
+        states = one(bootstrap, user, request).transaction_states
+        if transactional_id in [s.transactional_id for s in states] or time.monotonic() > deadline:
+            return states
+        time.sleep(0.1)
+
+
+def test_share_group_heartbeats_need_read_on_the_group_and_describe_on_topics(
+        authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    prefix = unique("authz-share")
+    group, topic = f"{prefix}-group", f"{prefix}-topic"
+    create_topic(plain, topic)
+
+    def heartbeat() -> Any:
+        return make(share_heartbeat_v1.ShareGroupHeartbeatRequest, group_id=group, member_id="member-authz-1",
+                    member_epoch=0, rack_id=None, subscribed_topic_names=(topic,))
+
+    first = one(sasl, "alice", heartbeat())
+    assert int(first.error_code) == GROUP_AUTHORIZATION_FAILED
+    grant(plain, binding(ResourceType.GROUP, group, "User:alice", AclOperation.READ))
+    second = one(sasl, "alice", heartbeat())
+    assert (int(second.error_code), second.member_id, int(second.member_epoch)) == (
+        TOPIC_AUTHORIZATION_FAILED, None, 0)
+    grant(plain, binding(ResourceType.TOPIC, prefix, "User:alice", AclOperation.READ,
+                         pattern=ResourcePatternType.PREFIXED))
+    third = one(sasl, "alice", heartbeat())
+    assert int(third.error_code) == NONE and int(third.member_epoch) >= 1
+
+
+def test_a_token_for_another_owner_needs_create_tokens_on_that_user(authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+
+    async def run() -> list[Any]:
+        alice = await plain_login(sasl, "alice")
+        bob = await plain_login(sasl, "bob")
+        try:
+            refused = await ask(alice, create(("User", "bob")))
+            own = await ask(alice, create())
+            return [refused, own, alice, bob]
+        except Exception:
+            await alice.close()
+            await bob.close()
+            raise
+
+    async def finish(alice: Any, bob: Any) -> list[Any]:
+        try:
+            for_bob = await ask(alice, create(("User", "bob")))
+            seen_by_bob = await _described(bob, for_bob["token_id"])
+            seen_by_alice = await _described(alice, for_bob["token_id"])
+            return [for_bob, seen_by_bob, seen_by_alice]
+        finally:
+            await alice.close()
+            await bob.close()
+
+    refused, own, alice, bob = _sync(run())
+    assert (refused["error"], refused["owner"], refused["issue"], refused["max"]) == (
+        DELEGATION_TOKEN_AUTHORIZATION_FAILED, ("User", "bob"), -1, -1)
+    assert (own["error"], own["owner"]) == (NONE, ("User", "alice"))
+    grant_ids(plain, 7, "User:bob", "User:alice", 13)  # USER User:bob, CREATE_TOKENS
+    for_bob, seen_by_bob, seen_by_alice = _sync(finish(alice, bob))
+    assert (for_bob["error"], for_bob["owner"], for_bob["requester"]) == (NONE, ("User", "bob"), ("User", "alice"))
+    assert seen_by_bob == [for_bob["token_id"]]  # its owner sees it
+    assert seen_by_alice == [for_bob["token_id"]]  # and so does its requester
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _sync(work: Any) -> Any:
+    """Coroutines of one test on one loop (its connections live across the ACL granted between them)."""
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP.run_until_complete(work)
+
+
+async def _described(connection: Any, token_id: str) -> list[str]:
+    """The ids of the tokens the connection's principal is shown among those it asks about (every owner), asked
+    again for a moment while Kafka's broker learns of a token its controller made."""
+    deadline = time.monotonic() + 10
+    while True:
+        tokens = [token["token_id"] for token in (await ask(connection, describe(None)))["tokens"]]
+        if token_id in tokens or time.monotonic() > deadline:
+            return [each for each in tokens if each == token_id]
+        await asyncio.sleep(0.1)
+
