@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from logwright.core.acls.acls import AclBinding
 from logwright.core.acls.authorizer import Authorizer, AuthorizerSettings
 from logwright.core.acls.bindings import CLUSTER_NAME, ResourceType
+from logwright.core.errors import InvalidConfig
 from logwright.core.events.acls import ACL_EVENT_TYPES
 from logwright.eventstore.interface import LoggedEvent
 
@@ -42,8 +43,15 @@ class BrokerAuthorizer:
 
     @classmethod
     def configured(cls, broker: Broker) -> BrokerAuthorizer | None:
-        """The authorizer ``authorizer.class.name`` asks for; ``None`` when it is empty."""
-        return cls(broker) if broker.broker_config("authorizer.class.name") == STANDARD_AUTHORIZER else None
+        """The authorizer ``authorizer.class.name`` asks for; ``None`` when it is empty. Any other class is refused:
+        a broker that silently enforced nothing where its operator asked for an authorizer would be open."""
+        name = broker.broker_config("authorizer.class.name").strip()
+        if not name:
+            return None
+        if name != STANDARD_AUTHORIZER:
+            raise InvalidConfig(f"authorizer.class.name={name!r} is not served: use {STANDARD_AUTHORIZER} (or leave it "
+                             "empty for no authorizer)")
+        return cls(broker)
 
     def _changed(self, events: Sequence[LoggedEvent]) -> None:
         self._forget()

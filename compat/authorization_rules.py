@@ -54,7 +54,8 @@ def cluster(operation: AclOperation) -> Needs:
 
 
 def group(operation: AclOperation, field: str = "group_id") -> Needs:
-    return Needs(operation, ResourceType.GROUP, lambda request: getattr(request, field))
+    """A group's ACL; a null group id (a hostile request) is checked as the empty name, never skipped."""
+    return Needs(operation, ResourceType.GROUP, lambda request: getattr(request, field) or "")
 
 
 def transactional_id(operation: AclOperation) -> Needs:

@@ -1,10 +1,10 @@
 """What the describing APIs report as the operations a client may perform on a resource.
 
-logwright stores ACLs but does not enforce them (without authentication every client is ``User:ANONYMOUS`` and every
-operation is allowed), which is what Kafka is without an authorizer: asked for (``include_*_authorized_operations``),
-a resource's authorized operations are every operation its type supports, as bits of Kafka's ``AclOperation`` ids;
-not asked for, or in an answer that is an error, they are ``UNKNOWN`` (INT32_MIN). Kafka 4.4 answers the same
-(tests/integration/test_authorized_operations.py runs on both).
+Asked for (``include_*_authorized_operations``), a resource's authorized operations are bits of Kafka's
+``AclOperation`` ids: without an authorizer, every operation its type supports (what Kafka answers without one); with
+one, those the principal may perform (`compat.authorization.operations`). Not asked for, or in an answer that is an
+error, they are ``UNKNOWN`` (INT32_MIN). tests/integration/test_authorized_operations.py and the authorization tests
+run on both brokers.
 """
 
 from __future__ import annotations

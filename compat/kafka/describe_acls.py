@@ -1,8 +1,8 @@
 """DescribeAcls (key 29), versions 1-3 (v2+ flexible): the stored ACL bindings a filter matches.
 
 Bindings are grouped by resource pattern, as Kafka answers. A filter with an UNKNOWN element is
-refused with INVALID_REQUEST. ACLs are stored and served for admin tools but not enforced: there is no
-authentication, so every client is ``User:ANONYMOUS`` and every operation is allowed (docs/acls.md).
+refused with INVALID_REQUEST. With an authorizer, asking needs DESCRIBE on the cluster (`authorization_rules`);
+the ACLs are enforced then (docs/acls.md).
 """
 
 from __future__ import annotations

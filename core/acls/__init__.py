@@ -1,1 +1,1 @@
-"""ACL bindings as Kafka's StandardAuthorizer answers them (stored, not enforced)."""
+"""ACL bindings as Kafka's StandardAuthorizer answers them, and its decisions over them (`authorizer`)."""

@@ -1,6 +1,6 @@
 """Authorized operations as Apache Kafka 4.4 without an authorizer reports them (``--against kafka``).
 
-logwright does not enforce ACLs, so, as Kafka without an authorizer, every operation a resource's type supports is
+Without an authorizer (the shared brokers have none), as on Kafka, every operation a resource's type supports is
 allowed: asked for, Metadata reports a topic's (even one that does not exist) and, in v8-v10, the cluster's;
 DescribeCluster the cluster's; DescribeGroups, ConsumerGroupDescribe and ShareGroupDescribe a group's, but not in an
 answer that is an error; DescribeTopicPartitions always reports a topic's. Not asked for, they are INT32_MIN.
