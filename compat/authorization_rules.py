@@ -155,7 +155,51 @@ def _partitions_refused(context: RequestContext, request: Any, code: ErrorCode) 
                     for topic in request.v3_and_below_topics))
 
 
+def _produce_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    """Every partition refused; an ``acks=0`` producer reads no answer, so its connection closes instead (Kafka)."""
+    if int(request.acks) == 0:
+        from logwright.compat.request_dispatch import Unanswerable
+
+        raise Unanswerable("an acks=0 produce request was refused by the authorizer; the connection closes to say so")
+    module = response_module("produce", context.api_version)
+    return make(module.ProduceResponse, throttle_time=datetime.timedelta(0), responses=tuple(
+        make(module.TopicProduceResponse, name=topic.name, partition_responses=tuple(
+            make(module.PartitionProduceResponse, index=int(partition.index), error_code=code, base_offset=-1,
+                 log_append_time=-1, log_start_offset=-1, record_errors=(), error_message=None)
+            for partition in topic.partition_data))
+        for topic in request.topic_data))
+
+
+def _log_dirs_moves_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("alter_replica_log_dirs", context.api_version)
+    return make(module.AlterReplicaLogDirsResponse, throttle_time=datetime.timedelta(0), results=tuple(
+        make(module.AlterReplicaLogDirTopicResult, topic_name=topic.name, partitions=tuple(
+            make(module.AlterReplicaLogDirPartitionResult, partition_index=int(index), error_code=code)
+            for index in topic.partitions))
+        for log_dir in request.dirs for topic in log_dir.topics))
+
+
+def _log_dirs_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    """v1-2 have no error field: the refusal is an answer naming no directory, as Kafka's."""
+    module = response_module("describe_log_dirs", context.api_version)
+    return make(module.DescribeLogDirsResponse, throttle_time=datetime.timedelta(0), error_code=code, results=())
+
+
+def _elections_refused(context: RequestContext, request: Any, code: ErrorCode) -> Any:
+    module = response_module("elect_leaders", context.api_version)
+    return make(module.ElectLeadersResponse, throttle_time=datetime.timedelta(0), error_code=code,
+                replica_election_results=tuple(
+                    make(module.ReplicaElectionResult, topic=topic.topic, partition_result=tuple(
+                        make(module.PartitionResult, partition_id=int(index), error_code=code, error_message=None)
+                        for index in topic.partitions))
+                    for topic in request.topic_partitions or ()))
+
+
 REFUSAL_ANSWERS: dict[int, Callable[[RequestContext, Any, ErrorCode], Any]] = {
+    0: _produce_refused,
+    34: _log_dirs_moves_refused,
+    35: _log_dirs_refused,
+    43: _elections_refused,
     24: _partitions_refused,
     30: _acl_creations_refused,
     31: _acl_deletions_refused,

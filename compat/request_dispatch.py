@@ -205,6 +205,8 @@ class RequestDispatch:
             return encode_response_frame(context.api_key, context.api_version, context.correlation_id, response)
         except CloseConnection as close:
             raise Unanswerable(str(close)) from None
+        except Unanswerable:
+            raise  # a refusal without an error answer: the connection closes, nothing failed
         except Exception as error:
             self._log_failure(entry, context)
             code = error_code_for(error)

@@ -4,10 +4,16 @@ here rather than being open to every principal."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, cast
+
 import logwright.compat.handlers  # noqa: F401 - registers every handler
 from logwright.compat.authorization_rules import IN_HANDLER, OPEN, RULES
-from logwright.compat.registry import HANDLERS
-from logwright.compat.wire.messages import KNOWN_VERSIONS
+from logwright.compat.errors import ErrorCode
+from logwright.compat.registry import HANDLERS, RequestContext
+from logwright.compat.request_dispatch import RequestDispatch
+from logwright.compat.wire.fallback import empty_entity
+from logwright.compat.wire.messages import KNOWN_VERSIONS, PRODUCE_KEY, request_type
 
 
 def test_every_kafka_key_served_is_placed() -> None:
@@ -21,3 +27,17 @@ def test_extension_keys_are_left_to_super_users() -> None:
     extension_keys = {key for key in HANDLERS if key not in KNOWN_VERSIONS}
     assert extension_keys
     assert extension_keys.isdisjoint(set(RULES) | IN_HANDLER | OPEN)
+
+
+def test_every_whole_request_refusal_has_an_answer() -> None:
+    """A refusal is the request's own error answer in every version served (its top-level error, the code on each
+    entry, or one built for it), never a connection closed for want of one."""
+    for api_key in sorted(RULES):
+        entry = HANDLERS[api_key]
+        for version in range(entry.min_version, entry.max_version + 1):
+            request = empty_entity(request_type(api_key, version))
+            if api_key == PRODUCE_KEY:
+                request = dataclasses.replace(request, acks=-1)  # acks=0 is answered by closing, as Kafka
+            context = RequestContext(cast(Any, None), api_key, version, 7, "test", 1, "127.0.0.1")
+            answer = RequestDispatch._refused(entry, context, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            assert answer, (entry.name, version)

@@ -4,7 +4,8 @@ Each example sends, each on a fresh SASL connection: a hostile request of any se
 authentication (it must close the connection or be refused, never reach a handler that assumes a user); a SASL
 handshake followed by hostile SaslAuthenticate tokens; and, after a PLAIN login, hostile requests of the security
 APIs (SaslHandshake, SaslAuthenticate, the delegation token APIs 38-41, the SCRAM credential APIs 50-51). Then the
-broker must be alive, answer a well-behaved client within a second and have logged no ERROR.
+broker must be alive, answer a well-behaved client within a second and have logged no ERROR. A second broker enforces
+ACLs: hostile requests of every served key from a user without any take the authorizer's refusal paths.
 
 ``LOGWRIGHT_HOSTILE_SASL_EXAMPLES`` sets the number of examples and ``LOGWRIGHT_FUZZ_SEED`` the seed.
 """
@@ -16,6 +17,7 @@ import random
 import socket
 import struct
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
@@ -38,21 +40,33 @@ class SaslBroker:
         self.process, self.sasl_port = process, sasl_port
 
 
-@pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
+def _sasl_broker(work: Path, config: dict[str, str]) -> Iterator[SaslBroker]:
     port = free_port()
-    process = BrokerProcess(tmp_path_factory.mktemp("hostile-sasl") / "data", config={
+    process = BrokerProcess(work / "data", config={
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
             'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
         "delegation.token.secret.key": "hostile-key",
-        "connection.failed.authentication.delay.ms": "0",
+        "connection.failed.authentication.delay.ms": "0", **config,
     }, extra_args=("--sasl-listen", f"127.0.0.1:{port}"))
     process.start()
     try:
         yield SaslBroker(process, port)
     finally:
         process.kill()
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
+    yield from _sasl_broker(tmp_path_factory.mktemp("hostile-sasl"), {})
+
+
+@pytest.fixture(scope="module")
+def authorizing_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
+    """ACLs enforced; alice has none, so her requests take the authorizer's refusal paths."""
+    yield from _sasl_broker(tmp_path_factory.mktemp("hostile-acls"), {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"})
 
 
 def _exchange(sock: socket.socket, frame: bytes) -> bytes | None:
@@ -115,3 +129,28 @@ def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker
         assert_served_within_a_second(sasl_broker.process, context)
         log.assert_no_errors(context)
     assert answered >= EXAMPLES, f"only {answered} hostile requests reached the security APIs and were answered"
+
+
+def test_hostile_requests_refused_by_the_authorizer_hurt_nobody(authorizing_broker: SaslBroker) -> None:
+    """Every served (API key, version) with hostile values, from a user without ACLs: each is refused (its own
+    error answer, a filtered answer, or a closed connection) or served, never failed on."""
+    log = BrokerLog(authorizing_broker.process)
+    handshake = framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"), 1))
+    login = framed(encode(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=b"\0alice\0alice-secret"), 2))
+    answered = 0
+    for example in range(EXAMPLES):
+        rng = random.Random(SEED * 1_000_033 + example)
+        values = HostileValues(rng)
+        keys = [rng.choice(SERVED) for _ in range(4)]
+        with _connect(authorizing_broker) as sock:
+            assert _exchange(sock, handshake) is not None
+            logged_in = _exchange(sock, login)
+            assert logged_in is not None and logged_in[5:7] == b"\0\0", f"the PLAIN login failed: {logged_in!r}"
+            for api_key, version in keys:
+                if _exchange(sock, values.frame(api_key, version, correlation_id=3)) is None:
+                    break
+                answered += 1
+        context = f"example {example} (LOGWRIGHT_FUZZ_SEED={SEED}): {keys} as a user without ACLs"
+        assert_served_within_a_second(authorizing_broker.process, context)
+        log.assert_no_errors(context)
+    assert answered >= EXAMPLES, f"only {answered} hostile requests were answered"
