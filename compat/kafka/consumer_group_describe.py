@@ -66,10 +66,27 @@ def _describe(context: RequestContext, module: Any, group_id: str, operations: i
         return make(module.DescribedGroup, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message,
                     group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                     members=(), authorized_operations=authorized_operations.UNKNOWN)
+    members = _members(context, module, state)
+    if context.broker.authorizer is not None and not all(
+            allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name) for name in {
+                part.topic_name for member in members
+                for assignment in (member.assignment, member.target_assignment)
+                for part in assignment.topic_partitions}):
+        return topics_hidden(module, group_id)
     return make(module.DescribedGroup, error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
                 group_state=state.phase, group_epoch=state.group_epoch, assignment_epoch=state.assignment_epoch,
-                assignor_name=state.assignor, members=_members(context, module, state),
-                authorized_operations=operations)
+                assignor_name=state.assignor, members=members, authorized_operations=operations)
+
+
+TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
+
+
+def topics_hidden(module: Any, group_id: str) -> Any:
+    """A group whose members' assignments name a topic the principal may not DESCRIBE: told nothing but that, as
+    Kafka answers it (TOPIC_AUTHORIZATION_FAILED in place of the whole group)."""
+    return make(module.DescribedGroup, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=TOPICS_HIDDEN,
+                group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                authorized_operations=authorized_operations.UNKNOWN)
 
 
 def _members(context: RequestContext, module: Any, state: ConsumerGroupState) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from logwright.compat.authorization import allowed
 from logwright.compat.authorization import operations as permitted
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator, share_coordinator
 from logwright.compat.errors import ErrorCode
+from logwright.compat.kafka.consumer_group_describe import topics_hidden
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.acls.bindings import AclOperation, ResourceType
@@ -44,7 +45,15 @@ async def handle(context: RequestContext, request: ShareGroupDescribeRequest) ->
     refused = tuple(_refused(module, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
                     for group_id in named if context.broker.authorizer is not None
                     and not allowed(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id))
-    groups = await answered_once_in_turns(described, lambda group_id: _describe(
+    def hides_topics(group_id: str) -> bool:
+        """Kafka replaces a group whose members are assigned a topic the principal may not DESCRIBE."""
+        state = coordinator.group(group_id)
+        return context.broker.authorizer is not None and state is not None and not all(
+            allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            for member in state.members for name, _, _ in member.assignment)
+
+    groups = await answered_once_in_turns(described, lambda group_id: topics_hidden(module, group_id)
+                                          if hides_topics(group_id) else _describe(
         module, coordinator, group_id, authorized_operations.reported(asked, permitted(
             context, ResourceType.GROUP, group_id, authorized_operations.GROUP))))
     return make(module.ShareGroupDescribeResponse, throttle_time=datetime.timedelta(0),

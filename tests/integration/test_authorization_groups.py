@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from kio.schema.consumer_group_describe.v1 import request as consumer_group_describe_v1
+from kio.schema.consumer_group_heartbeat.v1 import request as consumer_group_heartbeat_v1
 from kio.schema.delete_groups.v2 import request as delete_groups_v2
 from kio.schema.describe_groups.v5 import request as describe_groups_v5
 from kio.schema.find_coordinator.v3 import request as find_coordinator_v3
@@ -211,3 +213,48 @@ def test_a_consumer_group_member_reads_with_read_on_group_and_topic(authorizing_
     finally:
         consumer.close()
     assert values == [f"record-{index}".encode() for index in range(5)]
+
+
+def test_consumer_group_describe_hides_a_group_assigned_topics_the_user_may_not_describe(
+        authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    prefix = unique("authz-cg")
+    group, topic = f"{prefix}-group", f"{prefix}-topic"
+    create_topic(plain, topic)
+    joined = _joined(plain, group, topic)  # the super user's member, assigned the topic
+    assert int(joined.error_code) == NONE, joined
+    describe = make(consumer_group_describe_v1.ConsumerGroupDescribeRequest, group_ids=(group,),
+                    include_authorized_operations=True)
+    refused = one(sasl, "alice", describe).groups
+    assert [(g.group_id, int(g.error_code), len(g.members)) for g in refused] == [
+        (group, GROUP_AUTHORIZATION_FAILED, 0)]
+    grant(plain, binding(ResourceType.GROUP, group, "User:alice", AclOperation.DESCRIBE))
+    hidden = one(sasl, "alice", describe).groups
+    assert [(g.group_id, int(g.error_code), g.error_message, len(g.members), int(g.authorized_operations))
+            for g in hidden] == [(group, TOPIC_AUTHORIZATION_FAILED, "The group has described topic(s) that the "
+                                  "client is not authorized to describe.", 0, UNKNOWN_OPERATIONS)]
+    grant(plain, binding(ResourceType.TOPIC, topic, "User:alice", AclOperation.DESCRIBE))
+    shown = one(sasl, "alice", describe).groups
+    assert [(g.group_id, int(g.error_code), len(g.members), int(g.authorized_operations)) for g in shown] == [
+        (group, NONE, 1, bits(AclOperation.DESCRIBE))]
+
+
+def _joined(bootstrap: str, group: str, topic: str) -> Any:
+    """A KIP-848 member of ``group`` subscribed to ``topic``, heartbeating until it is assigned it (Kafka's
+    coordinator assigns on a later heartbeat, and answers NOT_COORDINATOR while its offsets topic is made)."""
+    one_request(bootstrap, find_coordinator(group))
+    member_id, epoch = f"{group}-member", 0
+    deadline = time.monotonic() + 30
+    while True:
+        answer = one_request(bootstrap, make(
+            consumer_group_heartbeat_v1.ConsumerGroupHeartbeatRequest, group_id=group, member_id=member_id,
+            member_epoch=epoch, instance_id=None, rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+            subscribed_topic_names=(topic,) if epoch == 0 else None, subscribed_topic_regex=None,
+            server_assignor=None, topic_partitions=() if epoch == 0 else None))
+        if int(answer.error_code) == NONE:
+            epoch = int(answer.member_epoch)
+            if answer.assignment is not None and answer.assignment.topic_partitions:
+                return answer
+        if time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
