@@ -99,10 +99,20 @@ def _security_key(rng: random.Random) -> tuple[int, int]:
     return rng.choice([(key, version) for key, version in SERVED if key in SECURITY_KEYS])
 
 
+HANDSHAKE = framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"), 1))
+LOGIN = framed(encode(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=b"\0alice\0alice-secret"), 2))
+
+
+def _log_in(sock: socket.socket) -> None:
+    """A PLAIN login as alice on a fresh connection."""
+    assert _exchange(sock, HANDSHAKE) is not None
+    logged_in = _exchange(sock, LOGIN)
+    # SaslAuthenticate v2's answer: correlation id, the header's tagged fields, then the error code
+    assert logged_in is not None and logged_in[5:7] == b"\0\0", f"the PLAIN login failed: {logged_in!r}"
+
+
 def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker) -> None:
     log = BrokerLog(sasl_broker.process)
-    handshake = framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"), 1))
-    login = framed(encode(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=b"\0alice\0alice-secret"), 2))
     answered = 0
     for example in range(EXAMPLES):
         rng = random.Random(SEED * 1_000_003 + example)
@@ -116,10 +126,7 @@ def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker
             _exchange(sock, values.frame(36, rng.choice((0, 1, 2))))
         keys = [_security_key(rng) for _ in range(3)]
         with _connect(sasl_broker) as sock:  # authenticated: the security APIs with hostile values
-            assert _exchange(sock, handshake) is not None
-            logged_in = _exchange(sock, login)
-            # SaslAuthenticate v2's answer: correlation id, the header's tagged fields, then the error code
-            assert logged_in is not None and logged_in[5:7] == b"\0\0", f"the PLAIN login failed: {logged_in!r}"
+            _log_in(sock)
             for api_key, version in keys:
                 if _exchange(sock, values.frame(api_key, version, correlation_id=3)) is None:
                     break
@@ -135,17 +142,13 @@ def test_hostile_requests_refused_by_the_authorizer_hurt_nobody(authorizing_brok
     """Every served (API key, version) with hostile values, from a user without ACLs: each is refused (its own
     error answer, a filtered answer, or a closed connection) or served, never failed on."""
     log = BrokerLog(authorizing_broker.process)
-    handshake = framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"), 1))
-    login = framed(encode(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=b"\0alice\0alice-secret"), 2))
     answered = 0
     for example in range(EXAMPLES):
         rng = random.Random(SEED * 1_000_033 + example)
         values = HostileValues(rng)
         keys = [rng.choice(SERVED) for _ in range(4)]
         with _connect(authorizing_broker) as sock:
-            assert _exchange(sock, handshake) is not None
-            logged_in = _exchange(sock, login)
-            assert logged_in is not None and logged_in[5:7] == b"\0\0", f"the PLAIN login failed: {logged_in!r}"
+            _log_in(sock)
             for api_key, version in keys:
                 if _exchange(sock, values.frame(api_key, version, correlation_id=3)) is None:
                     break
