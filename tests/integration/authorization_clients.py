@@ -26,15 +26,13 @@ from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.list_offsets.v7 import request as list_offsets_v7
 from kio.schema.metadata.v12 import request as metadata_v12
 from kio.schema.produce.v9 import request as produce_v9
-from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
-from kio.schema.sasl_handshake.v1 import request as handshake_v1
-from logwright.client.connection import Connection, ConnectionClosed
+from logwright.client.connection import ConnectionClosed
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.testing.clients import one_request
 
-from .sasl_listeners import PLAIN_USERS
+from .sasl_listeners import plain_login
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -52,14 +50,9 @@ def asked(bootstrap: str, user: str, requests: list[Any]) -> list[Any]:
     """Each request's answer on one connection authenticated as ``user`` (PLAIN); "closed" where it closed."""
 
     async def run() -> list[Any]:
-        connection = await Connection.open(bootstrap, f"authorization-{user}")
+        connection = await plain_login(bootstrap, user, f"authorization-{user}")
         answers: list[Any] = []
         try:
-            handshake = make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN")
-            assert int((await connection.request(handshake)).error_code) == NONE
-            token = f"\0{user}\0{PLAIN_USERS[user]}".encode()
-            authenticated = await connection.request(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=token))
-            assert int(authenticated.error_code) == NONE, authenticated
             for request in requests:
                 answers.append(await connection.request(request, timeout_s=15))
         except ConnectionClosed:

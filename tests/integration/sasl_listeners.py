@@ -1,8 +1,13 @@
 """What the SASL and delegation token tests share: the brokers' settings (the ``listeners`` fixture in conftest.py
 starts logwright with a SASL_PLAINTEXT listener, or Apache Kafka 4.4 under ``--against kafka``; both with PLAIN
-users, SCRAM, and delegation tokens on) and the answers both give."""
+users, SCRAM, and delegation tokens on), the answers both give, and a PLAIN login."""
 
 from __future__ import annotations
+
+from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
+from kio.schema.sasl_handshake.v1 import request as handshake_v1
+from logwright.client.connection import Connection
+from logwright.compat.registry import make
 
 PLAIN_USERS = {"alice": "alice-secret", "bob": "b"}
 TOKENS = {"delegation.token.secret.key": "token-secret", "delegation.token.expiry.check.interval.ms": "1000"}
@@ -19,3 +24,18 @@ NONE, ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED
 class Listeners:
     def __init__(self, plaintext: str, sasl: str) -> None:
         self.plaintext, self.sasl = plaintext, sasl
+
+
+async def plain_login(bootstrap: str, user: str, client_id: str = "plain-login") -> Connection:
+    """A connection authenticated as ``user`` (one of `PLAIN_USERS`) with PLAIN; closed again if refused."""
+    connection = await Connection.open(bootstrap, client_id)
+    try:
+        handshake = await connection.request(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"))
+        assert int(handshake.error_code) == NONE, handshake
+        answer = await connection.request(make(authenticate_v2.SaslAuthenticateRequest,
+                                               auth_bytes=f"\0{user}\0{PLAIN_USERS[user]}".encode()))
+        assert int(answer.error_code) == NONE, answer
+    except BaseException:
+        await connection.close()
+        raise
+    return connection

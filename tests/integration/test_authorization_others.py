@@ -36,8 +36,8 @@ from .authorization_clients import (
     one,
     unique,
 )
-from .sasl_listeners import PLAIN_USERS, Listeners
-from .test_delegation_tokens import ask, create, describe, plain_login
+from .sasl_listeners import PLAIN_USERS, Listeners, plain_login
+from .test_delegation_tokens import ask, create, describe
 
 pytestmark = pytest.mark.differential
 

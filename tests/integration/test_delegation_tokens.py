@@ -34,7 +34,7 @@ from logwright.compat.wire.messages import encode_request
 from logwright.testing.clients import advance_clock
 
 from .conftest import sasl_logwright
-from .sasl_listeners import NONE, PLAIN_USERS, SASL_AUTHENTICATION_FAILED, SCRAM_FAILED, Listeners
+from .sasl_listeners import NONE, SASL_AUTHENTICATION_FAILED, SCRAM_FAILED, Listeners, plain_login
 
 pytestmark = pytest.mark.differential
 
@@ -147,15 +147,6 @@ def describe(owners: list[tuple[str, str]] | None) -> Any:
     return make(describe_v3.DescribeDelegationTokenRequest, owners=None if owners is None else tuple(
         make(describe_v3.DescribeDelegationTokenOwner, principal_type=kind, principal_name=name)
         for kind, name in owners))
-
-
-async def plain_login(bootstrap: str, user: str) -> Connection:
-    connection = await Connection.open(bootstrap, "token-test")
-    await connection.request(make(handshake_v1.SaslHandshakeRequest, mechanism="PLAIN"))
-    answer = await connection.request(make(authenticate_v2.SaslAuthenticateRequest,
-                                           auth_bytes=f"\0{user}\0{PLAIN_USERS[user]}".encode()))
-    assert int(answer.error_code) == NONE
-    return connection
 
 
 async def token_login(bootstrap: str, token_id: str, password: str, mechanism: str = "SCRAM-SHA-256") -> Any:

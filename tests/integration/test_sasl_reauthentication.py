@@ -24,8 +24,8 @@ from logwright.compat.registry import make
 from logwright.testing.clients import advance_clock
 
 from .conftest import sasl_logwright
-from .sasl_listeners import MECHANISMS, NONE, PLAIN_USERS, SASL_AUTHENTICATION_FAILED, Listeners
-from .test_delegation_tokens import NOT_ALLOWED, ask, create, expire, logged_in, plain_login, token_login
+from .sasl_listeners import MECHANISMS, NONE, PLAIN_USERS, SASL_AUTHENTICATION_FAILED, Listeners, plain_login
+from .test_delegation_tokens import NOT_ALLOWED, ask, create, expire, logged_in, token_login
 
 pytestmark = pytest.mark.differential
 
