@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml compat/wire/_record_walk.c
 serve: $(STAMP)
 	$(BIN)/logwright serve --data-dir ./data --listen 127.0.0.1:9092
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist): most of its time is spent waiting on broker processes,
+# so three workers halve it on two cores. Each module stays on one worker (its module-scoped brokers start once),
+# every Spark test on one (one SparkSession): tests/conftest.py. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark, from Maven Central into an ignored folder
 # (tests/spark/kafka_connector/target/lib); the Spark tests fetch it themselves when it is missing and mvn is there.

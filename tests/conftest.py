@@ -10,6 +10,8 @@ fault of the code. The examples still run; only their timing is no longer judged
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import settings
 
@@ -39,3 +41,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("peers") is not None:
             item.add_marker(pytest.mark.skip(reason="opt-in peer scenario: run with --peers (make compat-java)"))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``pytest -n N --dist loadfile`` (`make test`): each module on one worker (its module-scoped brokers
+    start once), and every Spark test on one (one SparkSession, 10-50 s to start, not one per worker)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndSpark(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/spark" if nodeid.startswith("tests/spark/") else super()._split_scope(nodeid)
+
+    return ModulesAndSpark(config, log)

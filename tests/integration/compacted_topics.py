@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
@@ -13,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 TIMEOUT_S = 30
 Entry = tuple[int, bytes | None, bytes | None]
 """(offset, key, value) of one record read back."""
+Read = TypeVar("Read")
 
 
 def create_compacted(bootstrap: str, configs: Mapping[str, str] | None = None, partitions: int = 1) -> str:
@@ -98,7 +100,7 @@ SIZE_ROLLED = {"segment.bytes": "1048576", "segment.ms": "604800000"}
 later than every record before it, which would then hold the partition's largest timestamp itself."""
 
 
-def eventually(read: Callable[[], list[Entry]], done: Callable[[list[Entry]], bool], timeout_s: float) -> list[Entry]:
+def eventually(read: Callable[[], Read], done: Callable[[Read], bool], timeout_s: float) -> Read:
     """``read()`` again until ``done`` holds of what it returns (Kafka's cleaner wakes every 15 s)."""
     deadline = time.monotonic() + timeout_s
     while True:
