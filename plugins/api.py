@@ -9,7 +9,8 @@ defined where the broker uses them and re-exported here, so a plugin and the bro
   admission implementation acts on, so produce requests to other topics skip it; `derives_from` declares the
   event types (`names_partition`: those naming a partition) and whether the record batches a
   ``logwright_derive_events`` implementation derives from, so other changes skip it.
-- **registration**: the register each registration hook receives, and `BackgroundTask`.
+- **registration**: the register each registration hook receives, and `BackgroundTask`; for an extension key's
+  ``authorize`` check, `allowed` with `AclOperation` and `ResourceType` (the broker's ACLs).
 - **subscription modes**: the `SubscriptionMode` protocol, `SubscriptionModeBase` (the membership
   bookkeeping: subclass it and override only what your mode does differently) and the values a mode
   reads and returns.
@@ -23,7 +24,9 @@ defined where the broker uses them and re-exported here, so a plugin and the bro
 
 from __future__ import annotations
 
+from logwright.compat.authorization import allowed
 from logwright.compat.registry import ErrorAnswer, Handler, RequestContext
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.config.configs import ConfigKey, any_value, boolean, long_at_least, long_between, one_of
 from logwright.core.cursors.key_hash_ranges import HashRange
 from logwright.core.cursors.plugin_decisions import (
@@ -95,6 +98,7 @@ __all__ = [
     # registration
     "SubscriptionModeRegister", "ConfigKeyRegister", "ExtensionHandlerRegister", "ProjectionRegister",
     "BackgroundTaskRegister", "BackgroundTask", "EXTENSION_API_KEYS", "Handler", "ErrorAnswer", "RequestContext",
+    "allowed", "AclOperation", "ResourceType",
     # subscription modes
     "SubscriptionMode", "SubscriptionModeBase", "Membership", "ModeConsumer", "DispatchView", "Handover",
     "HashRange", "RangeSet", "first_offsets", "in_flight_budget", "SUBSCRIPTION_MODE_KEY", "DEFAULT_MODE",

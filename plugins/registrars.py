@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from logwright.compat.registry import ErrorAnswer, Handler, HandlerEntry
+from logwright.compat.registry import ErrorAnswer, Handler, HandlerEntry, RequestContext
 from logwright.core.config.configs import ConfigKey
 from logwright.core.cursors.subscription_mode import SubscriptionMode
 from logwright.core.events import Event
@@ -122,11 +122,15 @@ class ExtensionHandlerRegister:
         self._ledger = ledger
 
     def add(self, api_key: int, name: str, min_version: int, max_version: int, handle: Handler,
-            error_answer: ErrorAnswer | None = None) -> None:
+            error_answer: ErrorAnswer | None = None,
+            authorize: Callable[[RequestContext, bytes], bool] | None = None) -> None:
         """Serve ``api_key`` (in `EXTENSION_API_KEYS`) versions ``min_version..max_version`` with ``handle``.
 
         ``error_answer(error_code, message)`` writes the body that answers a request ``handle`` raised on;
         without it such a request closes its connection (the server cannot know the key's body format).
+        ``authorize(context, body)``: with an authorizer on, whether the request's principal may call the key
+        (ask `logwright.compat.authorization.allowed` for the resources the body names); without it only super
+        users may then.
         """
         if api_key not in EXTENSION_API_KEYS:
             raise ValueError(f"extension API {name!r}: key {api_key} is outside {EXTENSION_API_KEYS.start}.."
@@ -134,7 +138,8 @@ class ExtensionHandlerRegister:
         if not 0 <= min_version <= max_version:
             raise ValueError(f"extension API {name!r}: versions {min_version}..{max_version} are not a range")
         self._ledger.add(self.KIND, str(api_key),
-                         HandlerEntry(api_key, name, min_version, max_version, handle, error_answer))
+                         HandlerEntry(api_key, name, min_version, max_version, handle, error_answer,
+                                      authorize=authorize))
 
 
 class ProjectionRegister:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.extensions.access import group_and_entry_topics
 from logwright.compat.registry import RequestContext
 from logwright.compat.turns import give_way
 from logwright.compat.wire.extension_body import MAX_RANGES, Body, extension, member_of, partition_of, ranges, text
@@ -51,7 +52,7 @@ class AcknowledgeBatchRequest:
         return cls(group_id, member_id, tuple(acks))
 
 
-@extension(API_KEY, "LogwrightAcknowledgeBatch")
+@extension(API_KEY, "LogwrightAcknowledgeBatch", group_and_entry_topics("acks"))
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)

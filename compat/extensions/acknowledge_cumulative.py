@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.extensions.access import group_and_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, MemberPartition, extension, integer, member_of
 from logwright.core.cursors import cursor_commands
@@ -37,7 +38,7 @@ class AcknowledgeCumulativeRequest:
         return cls(MemberPartition.parse(body, broker), integer(body, "offset"))
 
 
-@extension(API_KEY, "LogwrightAcknowledgeCumulative")
+@extension(API_KEY, "LogwrightAcknowledgeCumulative", group_and_topic())
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)

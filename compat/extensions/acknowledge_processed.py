@@ -18,6 +18,7 @@ from typing import Final
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.extensions.access import group_and_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, MemberPartition, extension, member_of
 from logwright.core.errors import InvalidRequest
@@ -54,7 +55,7 @@ class AcknowledgeProcessedRequest:
         return cls(target, tuple(parsed))
 
 
-@extension(API_KEY, "LogwrightAcknowledgeProcessed")
+@extension(API_KEY, "LogwrightAcknowledgeProcessed", group_and_topic())
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)

@@ -25,6 +25,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from logwright.compat.extensions.access import describing_the_cluster
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension
 
@@ -58,7 +59,7 @@ def open_descriptors() -> int | None:
         return None
 
 
-@extension(API_KEY, "LogwrightBrokerStats")
+@extension(API_KEY, "LogwrightBrokerStats", describing_the_cluster)
 async def handle(context: RequestContext, body: Body) -> Body:
     counts = task_counts()
     sessions = context.broker.fetch_sessions

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.extensions.access import group_only
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer, ranges, text
 from logwright.core.cursors.key_hash_ranges import HashRange
@@ -60,7 +61,7 @@ class ConsumerOptionsRequest:
         return cls(group_id, member_id, options)
 
 
-@extension(API_KEY, "LogwrightConsumerOptions")
+@extension(API_KEY, "LogwrightConsumerOptions", group_only())
 async def handle(context: RequestContext, body: Body) -> Body:
     request = ConsumerOptionsRequest.parse(body, context.broker)
     group_id, member_id = request.group_id, request.member_id

@@ -37,6 +37,7 @@ from typing import Any
 
 from logwright.compat.backlog_report import backlog_report, report_tracker
 from logwright.compat.broker import Broker
+from logwright.compat.extensions.access import DESCRIBE, group_and_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.turns import give_way
 from logwright.compat.wire.extension_body import Body, extension, text
@@ -123,7 +124,7 @@ def _deferred(history: DeadLetterHistory | None, cursor: CursorState | None) -> 
     return listed
 
 
-@extension(API_KEY, "LogwrightInspectCursor")
+@extension(API_KEY, "LogwrightInspectCursor", group_and_topic(DESCRIBE))
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     request = InspectCursorRequest.parse(body, broker)

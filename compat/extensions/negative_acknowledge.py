@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.extensions.access import group_and_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, MemberPartition, extension, integer, member_of, ranges
 from logwright.core.cursors import cursor_commands
@@ -37,7 +38,7 @@ class NegativeAcknowledgeRequest:
         return cls(MemberPartition.parse(body, broker), ranges(body.get("ranges")), integer(body, "delay_ms"))
 
 
-@extension(API_KEY, "LogwrightNegativeAcknowledge")
+@extension(API_KEY, "LogwrightNegativeAcknowledge", group_and_topic())
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)

@@ -43,9 +43,10 @@ from logwright.compat.broker import Broker
 from logwright.compat.coordinators.pop_coordinator import PoppedPartition, PoppedRecord, pop_coordinator
 from logwright.compat.coordinators.pop_results import AckRanges
 from logwright.compat.errors import error_code_for
+from logwright.compat.extensions.access import Access, checked_by_handler, popping
 from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
 from logwright.compat.wire.batch_slices import BatchSlicer
-from logwright.compat.wire.extension_body import Body, ExtensionHandler, answer, decode, integer, text
+from logwright.compat.wire.extension_body import Body, ExtensionHandler, answer, integer, text, wrapped
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopic
 from logwright.core.log.catalog import TopicState
 from logwright.core.pop.pop_commands import DEFAULT_INVISIBLE_TIME_MS, MAX_MESSAGES, MAX_MESSAGES_COMPACT, PopLimits
@@ -126,18 +127,11 @@ def message(popped: PoppedRecord) -> Body:
             "invisible_until_ms": popped.invisible_until_ms}
 
 
-def versioned(api_key: int, api_name: str, handlers: Sequence[ExtensionHandler]) -> None:
+def versioned(api_key: int, api_name: str, handlers: Sequence[ExtensionHandler], access: Access | None = None) -> None:
     """Register ``handlers[v]`` for version ``v`` of ``api_key`` (the extension registrar serves v0 only);
-    failures are answered as every extension key answers them."""
-
-    async def raw(context: RequestContext, body: bytes) -> bytes:
-        try:
-            return answer(**await handlers[context.api_version](context, decode(body)))
-        except DomainError as error:
-            return answer(error_code_for(error), str(error))
-
-    raw.__module__ = handlers[0].__module__  # the handler table checks which module serves each key
-    register_extension(HandlerEntry(api_key, api_name, 0, len(handlers) - 1, raw, error_answer=answer))
+    failures are answered as every extension key answers them, ``access`` checked as `extension` does."""
+    register_extension(HandlerEntry(api_key, api_name, 0, len(handlers) - 1, wrapped(handlers, access),
+                                    error_answer=answer, authorize=None if access is None else checked_by_handler))
 
 
 MAX_ACK_ENTRIES = 1_024
@@ -289,4 +283,4 @@ async def handle_v1(context: RequestContext, body: Body) -> Body:
     return answer_body
 
 
-versioned(API_KEY, "LogwrightPop", (handle, handle_v1))
+versioned(API_KEY, "LogwrightPop", (handle, handle_v1), popping)

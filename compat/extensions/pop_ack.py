@@ -22,6 +22,7 @@ offset not listed settled (one event per partition), durable on return.
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.access import settling
 from logwright.compat.extensions.pop import (
     MAX_NAME_LENGTH,
     ack_range_results,
@@ -63,4 +64,4 @@ async def handle_v1(context: RequestContext, body: Body) -> Body:
     return {"results": ack_range_results(refusals)}
 
 
-versioned(API_KEY, "LogwrightPopAck", (handle, handle_v1))
+versioned(API_KEY, "LogwrightPopAck", (handle, handle_v1), settling)

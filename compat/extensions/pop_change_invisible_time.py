@@ -13,6 +13,7 @@ for an invisible time out of range.
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.access import settling
 from logwright.compat.extensions.pop import MAX_NAME_LENGTH, name, refused
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer
@@ -21,7 +22,7 @@ from logwright.core.pop.receipt_handle import HANDLE_ERRORS
 API_KEY = 32011
 
 
-@extension(API_KEY, "LogwrightPopChangeInvisibleTime")
+@extension(API_KEY, "LogwrightPopChangeInvisibleTime", settling)
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id = name(body, "group_id")
     consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])

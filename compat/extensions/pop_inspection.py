@@ -21,6 +21,7 @@ from __future__ import annotations
 from itertools import chain, islice
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.access import DESCRIBE, group_and_topic
 from logwright.compat.extensions.pop import name
 from logwright.compat.registry import RequestContext
 from logwright.compat.turns import give_way
@@ -40,7 +41,7 @@ PARTITIONS_PER_TURN = 256
 """Partitions inspected before other requests run: each is its own table read."""
 
 
-@extension(API_KEY, "LogwrightPopInspect")
+@extension(API_KEY, "LogwrightPopInspect", group_and_topic(DESCRIBE))
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id, topic_name = name(body, "group_id"), text(body, "topic")
     topic = context.broker.topic(topic_name)

@@ -13,6 +13,7 @@ LogwrightPopAck's.
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.access import settling
 from logwright.compat.extensions.pop import MAX_NAME_LENGTH, name, refused
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer
@@ -22,7 +23,7 @@ from logwright.core.pop.receipt_handle import HANDLE_ERRORS
 API_KEY = 32012
 
 
-@extension(API_KEY, "LogwrightPopNack")
+@extension(API_KEY, "LogwrightPopNack", settling)
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id = name(body, "group_id")
     consumer = name(body, "consumer", (context.client_id or "-")[:MAX_NAME_LENGTH])

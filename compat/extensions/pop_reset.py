@@ -18,6 +18,7 @@ topic or partition, a repeated partition or a missing value is refused whole, no
 from __future__ import annotations
 
 from logwright.compat.coordinators.pop_coordinator import pop_coordinator
+from logwright.compat.extensions.access import group_and_topic
 from logwright.compat.extensions.pop import name
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer, text
@@ -27,7 +28,7 @@ API_KEY = 32014
 TARGETS = ("earliest", "latest", "offset", "timestamp")
 
 
-@extension(API_KEY, "LogwrightPopReset")
+@extension(API_KEY, "LogwrightPopReset", group_and_topic())
 async def handle(context: RequestContext, body: Body) -> Body:
     group_id, topic_name, to = name(body, "group_id"), text(body, "topic"), text(body, "to")
     if to not in TARGETS:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.retry_letters import reconsume_later
 from logwright.compat.coordinators.share_coordinator import share_coordinator
+from logwright.compat.extensions.access import group_and_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, MemberPartition, extension, integer, member_of
 
@@ -37,7 +38,7 @@ class ReconsumeLaterRequest:
         return cls(MemberPartition.parse(body, broker), integer(body, "offset"), integer(body, "delay_ms"))
 
 
-@extension(API_KEY, "LogwrightReconsumeLater")
+@extension(API_KEY, "LogwrightReconsumeLater", group_and_topic())
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)

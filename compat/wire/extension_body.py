@@ -16,14 +16,15 @@ are answered with the matching Kafka error code and a message; the connection st
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
-from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
+from logwright.compat.extensions.access import Access, checked_by_handler, enforced
 from logwright.compat.registry import HandlerEntry, RequestContext, register_extension
 from logwright.core.errors import DomainError, InvalidRequest, UnknownMember, UnknownPartition, UnknownTopic
 from logwright.core.log.catalog import TopicState
@@ -31,6 +32,7 @@ from logwright.core.share_groups.share_groups import ShareGroupState
 
 Body = dict[str, Any]
 ExtensionHandler = Callable[[RequestContext, Body], Awaitable[Body]]
+RawHandler = Callable[[RequestContext, bytes], Awaitable[bytes]]
 
 MAX_RANGES = 100_000
 """Ranges one request may name: bounds the work a single request can ask for."""
@@ -60,26 +62,40 @@ def decode(body: bytes) -> Body:
     return value
 
 
-def extension(api_key: int, name: str) -> Callable[[ExtensionHandler], ExtensionHandler]:
+def extension(api_key: int, name: str, access: Access | None = None) -> Callable[[ExtensionHandler], ExtensionHandler]:
     """Register ``handle`` (taking the decoded map, returning the answer's fields) for ``api_key`` v0.
 
-    Every failure becomes an answer: a `DomainError` its Kafka code, anything else (through the
+    Every failure becomes an answer: a `DomainError` or `KafkaError` its Kafka code, anything else (through the
     server's guard, which logs it) UNKNOWN_SERVER_ERROR with the exception's text, never a dropped
-    connection.
+    connection. ``access``: what the key needs when an authorizer is on (`compat.extensions.access`); without
+    it only super users may call the key then.
     """
 
     def register(handle: ExtensionHandler) -> ExtensionHandler:
-        async def raw(context: RequestContext, body: bytes) -> bytes:
-            try:
-                return answer(**await handle(context, decode(body)))
-            except DomainError as error:
-                return answer(error_code_for(error), str(error))
-
-        raw.__module__ = handle.__module__  # the handler table checks which module serves each key
-        register_extension(HandlerEntry(api_key, name, 0, 0, raw, error_answer=answer))
+        register_extension(HandlerEntry(api_key, name, 0, 0, wrapped((handle,), access), error_answer=answer,
+                                        authorize=None if access is None else checked_by_handler))
         return handle
 
     return register
+
+
+def wrapped(handlers: Sequence[ExtensionHandler], access: Access | None) -> RawHandler:
+    """The raw handler of ``handlers[version]``: the body decoded, ``access`` checked when an authorizer is on,
+    the answer packed, a refusal answered with its code."""
+
+    async def raw(context: RequestContext, body: bytes) -> bytes:
+        try:
+            decoded = decode(body)
+            if access is not None and enforced(context):
+                access(context, decoded)
+            return answer(**await handlers[context.api_version](context, decoded))
+        except DomainError as error:
+            return answer(error_code_for(error), str(error))
+        except KafkaError as error:
+            return answer(error.code, error.message)
+
+    raw.__module__ = handlers[0].__module__  # the handler table checks which module serves each key
+    return raw
 
 
 def text(body: Body, field: str) -> str:

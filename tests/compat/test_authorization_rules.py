@@ -1,6 +1,6 @@
 """Every API key the broker serves has its place in the authorization table: a whole-request rule, checks in its
-handler, nothing to check, or (logwright's own keys) super users only. A new handler without a decision fails
-here rather than being open to every principal."""
+handler, nothing to check; logwright's own keys each declare what they need (`compat.extensions.access`) or are
+for super users. A new handler without a decision fails here rather than being open to every principal."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, cast
 import logwright.compat.handlers  # noqa: F401 - registers every handler
 from logwright.compat.authorization_rules import IN_HANDLER, OPEN, RULES
 from logwright.compat.errors import ErrorCode
+from logwright.compat.extensions.clock_control import API_KEY as ADVANCE_CLOCK_KEY
 from logwright.compat.registry import HANDLERS, RequestContext
 from logwright.compat.request_dispatch import RequestDispatch
 from logwright.compat.wire.fallback import empty_entity
@@ -23,10 +24,13 @@ def test_every_kafka_key_served_is_placed() -> None:
     assert OPEN.isdisjoint(RULES) and OPEN.isdisjoint(IN_HANDLER)
 
 
-def test_extension_keys_are_left_to_super_users() -> None:
+def test_extension_keys_declare_their_access() -> None:
+    """logwright's own keys are outside Kafka's table; each built-in one asks for the ACLs of the Kafka work it
+    does (tests/integration/test_authorization_extensions.py), LogwrightAdvanceClock stays for super users."""
     extension_keys = {key for key in HANDLERS if key not in KNOWN_VERSIONS}
     assert extension_keys
     assert extension_keys.isdisjoint(set(RULES) | IN_HANDLER | OPEN)
+    assert {key for key in extension_keys if HANDLERS[key].authorize is None} <= {ADVANCE_CLOCK_KEY}
 
 
 def test_every_whole_request_refusal_has_an_answer() -> None:
