@@ -21,6 +21,7 @@ from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode, KafkaError
 from logwright.compat.registry import RequestContext
 from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from logwright.core.pop.pop_commands import MAX_HANDLES
 from logwright.core.pop.receipt_handle import InvalidReceiptHandle, ReceiptHandle
 
 Access = Callable[[RequestContext, dict[str, Any]], None]
@@ -74,27 +75,14 @@ def group_and_topic(operation: int = READ) -> Access:
     return check
 
 
-def group_and_entry_topics(field: str) -> Access:
-    """The access of a key naming a ``group_id`` and a list ``field`` of maps, each with its ``topic``."""
-
-    def check(context: RequestContext, body: dict[str, Any]) -> None:
-        require_group(context, body.get("group_id"))
-        entries = body.get(field)
-        if isinstance(entries, list):
-            for name in {entry.get("topic") for entry in entries if isinstance(entry, dict)
-                         and isinstance(entry.get("topic"), str)}:
-                require_topic(context, name)
-
-    return check
-
-
 def _handle_topic_ids(body: dict[str, Any]) -> Iterable[uuid.UUID]:
     """The topic ids of the receipt handles a request names: v0 texts (``handle``, ``handles``, ``ack_handles``),
     compact acks (``acks``); a malformed one names none (the handler refuses it)."""
     texts = [body.get("handle")]
     for field in ("handles", "ack_handles"):
         listed = body.get(field)
-        if isinstance(listed, list):
+        # a longer list is refused by the handler unread: parsing 8 MiB of handles here would hold the loop
+        if isinstance(listed, list) and len(listed) <= MAX_HANDLES:
             texts.extend(listed)
     for text in texts:
         if text is not None:
@@ -103,7 +91,7 @@ def _handle_topic_ids(body: dict[str, Any]) -> Iterable[uuid.UUID]:
             except InvalidReceiptHandle:
                 pass
     acks = body.get("acks")
-    if isinstance(acks, list):
+    if isinstance(acks, list) and len(acks) <= MAX_HANDLES:
         for entry in acks:
             topic_id = entry.get("topic_id") if isinstance(entry, dict) else None
             if isinstance(topic_id, bytes) and len(topic_id) == 16:

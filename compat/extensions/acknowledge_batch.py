@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from logwright.compat.coordinators.share_coordinator import share_coordinator
-from logwright.compat.errors import ErrorCode, error_code_for
-from logwright.compat.extensions.access import group_and_entry_topics
+from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
+from logwright.compat.extensions.access import group_only, require_topic
 from logwright.compat.registry import RequestContext
 from logwright.compat.turns import give_way
 from logwright.compat.wire.extension_body import MAX_RANGES, Body, extension, member_of, partition_of, ranges, text
@@ -52,7 +52,7 @@ class AcknowledgeBatchRequest:
         return cls(group_id, member_id, tuple(acks))
 
 
-@extension(API_KEY, "LogwrightAcknowledgeBatch", group_and_entry_topics("acks"))
+@extension(API_KEY, "LogwrightAcknowledgeBatch", group_only())
 async def handle(context: RequestContext, body: Body) -> Body:
     broker = context.broker
     coordinator = share_coordinator(broker)
@@ -66,11 +66,14 @@ async def handle(context: RequestContext, body: Body) -> Body:
         result = {"topic": entry.get("topic"), "partition": entry.get("partition"),
                   "error_code": int(ErrorCode.NONE), "error_message": None}
         try:
+            require_topic(context, text(entry, "topic"))  # per entry, as ShareAcknowledge refuses a partition
             topic, partition_id = partition_of(broker, text(entry, "topic"), entry.get("partition"))
             batches = [AckBatch(first, last, (ACCEPT,)) for first, last in ranges(entry.get("ranges"))]
             coordinator.acknowledge(group_id, member_id, topic.name, partition_id, batches, renew_allowed=False)
         except DomainError as error:
             result.update(error_code=int(error_code_for(error)), error_message=str(error))
+        except KafkaError as error:
+            result.update(error_code=int(error.code), error_message=error.message)
         results.append(result)
     await broker.durable()
     return {"results": results}

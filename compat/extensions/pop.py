@@ -49,7 +49,13 @@ from logwright.compat.wire.batch_slices import BatchSlicer
 from logwright.compat.wire.extension_body import Body, ExtensionHandler, answer, integer, text, wrapped
 from logwright.core.errors import DomainError, InvalidRequest, UnknownTopic
 from logwright.core.log.catalog import TopicState
-from logwright.core.pop.pop_commands import DEFAULT_INVISIBLE_TIME_MS, MAX_MESSAGES, MAX_MESSAGES_COMPACT, PopLimits
+from logwright.core.pop.pop_commands import (
+    DEFAULT_INVISIBLE_TIME_MS,
+    MAX_HANDLES,
+    MAX_MESSAGES,
+    MAX_MESSAGES_COMPACT,
+    PopLimits,
+)
 
 API_KEY = 32009
 MAX_NAME_LENGTH = 255
@@ -101,10 +107,6 @@ def refused(error: DomainError) -> Body:
             "handle_error": getattr(error, "KIND", "")}
 
 
-MAX_HANDLES = 1_024
-"""Handles one batch ack may carry (32 pops' worth)."""
-
-
 def handle_list(body: Body, field: str) -> list[object]:
     """A list of 1 to `MAX_HANDLES` receipt handles (each checked when it is resolved)."""
     handles = body.get(field)
@@ -134,7 +136,7 @@ def versioned(api_key: int, api_name: str, handlers: Sequence[ExtensionHandler],
                                     error_answer=answer, authorize=None if access is None else checked_by_handler))
 
 
-MAX_ACK_ENTRIES = 1_024
+MAX_ACK_ENTRIES = MAX_HANDLES
 """(partition, epoch) entries one compact ack may carry."""
 MAX_ACK_OFFSETS = 32_768
 """Offsets one compact ack may settle in all (32 full compact pops): bounds the work one request asks for."""

@@ -46,6 +46,8 @@ MAX_MESSAGES_COMPACT = 1_024
 per record, so what limits a pop is its checkpoint (one event listing the offsets, and the in-flight table it
 grows); 1,024 records of a pop are about 3 KiB of event and 32 times fewer round trips than RocketMQ's 32."""
 MIN_INVISIBLE_TIME_MS = 10_000
+MAX_HANDLES = 1_024
+"""Receipt handles one batch ack may carry (32 pops' worth), and compact ack entries one request may carry."""
 MAX_INVISIBLE_TIME_MS = 12 * 3_600_000
 DEFAULT_INVISIBLE_TIME_MS = 60_000
 MAX_LONG_POLL_MS = 20_000

@@ -13,6 +13,8 @@ from typing import Any
 import msgpack
 import pytest
 from confluent_kafka import Producer
+from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat_v1
+from logwright.compat.registry import make
 
 from .authorization_clients import (
     CLUSTER_AUTHORIZATION_FAILED,
@@ -31,15 +33,20 @@ from .sasl_listeners import Listeners, plain_login
 pytestmark = pytest.mark.logwright_only(reason="logwright's own API keys")
 
 POP, POP_ACK, POP_NACK, POP_INSPECT, POP_RESET = 32009, 32010, 32012, 32013, 32014
-INSPECT_CURSOR, BROKER_STATS = 32006, 32007
+INSPECT_CURSOR, BROKER_STATS, ACKNOWLEDGE_BATCH = 32006, 32007, 32004
 
 
-def calls(bootstrap: str, user: str, requests: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Each extension request's answer (a msgpack map) on one connection authenticated as ``user``."""
+def calls(bootstrap: str, user: str, requests: list[tuple[int, dict[str, Any]]],
+          joining: Any = None) -> list[dict[str, Any]]:
+    """Each extension request's answer (a msgpack map) on one connection authenticated as ``user``; ``joining``, a
+    ShareGroupHeartbeat sent first on the same connection, must be answered without error."""
 
     async def run() -> list[dict[str, Any]]:
         connection = await plain_login(bootstrap, user, f"extensions-{user}")
         try:
+            if joining is not None:
+                joined = await connection.request(joining, timeout_s=15)
+                assert int(joined.error_code) == NONE, joined
             return [msgpack.unpackb(await connection.raw(key, msgpack.packb(body), 15.0), raw=False)
                     for key, body in requests]
         finally:
@@ -115,3 +122,25 @@ def test_cursor_inspection_and_broker_stats_need_describe(
     inspected = calls(sasl, "bob", [inspect])[0]
     assert int(inspected["error_code"]) == NONE
     assert [partition["exists"] for partition in inspected["partitions"]] == [False]  # looked at, none created
+
+
+def test_a_batch_acknowledgement_refuses_only_the_entries_of_topics_the_member_may_not_read(
+        authorizing_listeners: Listeners) -> None:
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    prefix = unique("authz-ackbatch")
+    readable, other, group = f"{prefix}-readable", f"{prefix}-other", f"{prefix}-group"
+    create_topic(plain, readable)
+    create_topic(plain, other)
+    grant(plain, binding(ResourceType.GROUP, group, "User:alice", AclOperation.READ),
+          binding(ResourceType.TOPIC, readable, "User:alice", AclOperation.READ))
+    member = "member-authz-ackbatch"
+    join = make(share_heartbeat_v1.ShareGroupHeartbeatRequest, group_id=group, member_id=member, member_epoch=0,
+                rack_id=None, subscribed_topic_names=(readable,))
+    acks = [{"topic": name, "partition": 0, "ranges": [[0, 0]]} for name in (readable, other, f"{prefix}-missing")]
+    answer = calls(sasl, "alice", [(ACKNOWLEDGE_BATCH, {"group_id": group, "member_id": member, "acks": acks})],
+                   joining=join)[0]
+    assert int(answer["error_code"]) == NONE
+    results = [(result["topic"], int(result["error_code"])) for result in answer["results"]]
+    # the readable topic's entry gets past the authorizer (nothing was delivered: its own refusal), the others not
+    assert results[1:] == [(other, TOPIC_AUTHORIZATION_FAILED), (f"{prefix}-missing", TOPIC_AUTHORIZATION_FAILED)]
+    assert results[0][0] == readable and results[0][1] != TOPIC_AUTHORIZATION_FAILED
