@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from logwright.compat.authorization import allowed
+from logwright.compat.authorization import allowed, allowed_on_cluster
 from logwright.compat.errors import ErrorCode, KafkaError
 from logwright.compat.registry import RequestContext
-from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.pop.pop_commands import MAX_HANDLES
 from logwright.core.pop.receipt_handle import InvalidReceiptHandle, ReceiptHandle
 
@@ -60,7 +60,7 @@ def require_topic_ids(context: RequestContext, topic_ids: Iterable[uuid.UUID], o
 
 
 def require_cluster(context: RequestContext, operation: int) -> None:
-    if not allowed(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not allowed_on_cluster(context, operation):
         raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          f"{AclOperation(operation).name} on the cluster is not allowed")
 
