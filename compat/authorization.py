@@ -38,6 +38,8 @@ class BrokerAuthorizer:
                                                  broker.broker_config("allow.everyone.if.no.acl.found"))
         self._authorizer: Authorizer | None = None
         self._decided: dict[tuple[str, str, int, int, str], bool] = {}
+        self.generation = 0
+        """Counts the ACL changes (and reloads): what was decided under an older generation may no longer hold."""
         broker.store.add_commit_listener(self._changed, ACL_EVENT_TYPES)
         broker.store.add_reload_listener(self._forget)
 
@@ -57,6 +59,7 @@ class BrokerAuthorizer:
         self._forget()
 
     def _forget(self) -> None:
+        self.generation += 1
         self._authorizer = None
         self._decided.clear()
 

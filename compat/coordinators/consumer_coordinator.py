@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
@@ -27,6 +28,7 @@ from logwright.core.consumer_groups.consumer_reconciliation import (
     heartbeat,
     remove_all,
 )
+from logwright.core.consumer_groups.topic_patterns import PatternError
 from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
 from logwright.core.events import EmptyGroupConverted, Event
 from logwright.core.events.consumer_groups import ConsumerMemberLeft
@@ -34,6 +36,18 @@ from logwright.core.events.groups import CONSUMER
 from logwright.core.log.catalog import ResourceConfig, resource_key
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RegexResolution:
+    """A group's regexes resolved for one principal (`ConsumerCoordinator.regex_topics`)."""
+
+    generation: tuple[int, int]
+    """The broker's catalog version and the authorizer's generation it was resolved at."""
+    regexes: frozenset[str]
+    allowed: frozenset[str]
+    """The topics the regexes matched that the principal may DESCRIBE."""
+    topics: TopicCatalog
 
 SESSION_TIMEOUT_REASON = "session timeout"
 REBALANCE_TIMEOUT_REASON = "rebalance timeout: partitions not revoked in time"
@@ -58,6 +72,8 @@ class ConsumerCoordinator:
         """Each group's members with an entry in either table, so forgetting a group reads only its own."""
         self._topics: tuple[int, TopicCatalog] | None = None
         """The topics as of a catalog version (`Broker.catalog_version`)."""
+        self._resolved: dict[str, RegexResolution] = {}
+        """Each group's regexes as resolved for a principal, while an authorizer is set (`regex_topics`)."""
         self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-consumer-groups")
         now = broker.clock.now_ms()
         for group in self.groups():
@@ -102,8 +118,10 @@ class ConsumerCoordinator:
         return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
                                    "group.consumer.heartbeat.interval.ms")
 
-    async def heartbeat(self, command: ConsumerHeartbeat) -> tuple[str, ConsumerGroupState]:
-        """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed)."""
+    async def heartbeat(self, command: ConsumerHeartbeat,
+                        describable: Callable[[str], bool] | None = None) -> tuple[str, ConsumerGroupState]:
+        """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed).
+        ``describable`` says whether the heartbeat's principal may DESCRIBE a topic (``None``: no authorizer)."""
         classic = group_state(self.broker, command.group_id)
         if classic is not None and classic.members:
             raise InconsistentGroupProtocol(f"group {command.group_id!r} is a classic group with members; a "
@@ -111,7 +129,8 @@ class ConsumerCoordinator:
         if share_coordinator(self.broker).group(command.group_id) is not None:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
-        member_id, events = heartbeat(before, command, self.topics(), lambda: str(uuid.uuid4()), compile_pattern)
+        topics = self.regex_topics(before, command, describable)
+        member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern)
         if classic is not None and events:  # an empty classic group: the joining member takes its id over
             events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()
@@ -129,9 +148,52 @@ class ConsumerCoordinator:
         self._track(state, now)
         return member_id, state
 
+    def regex_topics(self, group: ConsumerGroupState | None, command: ConsumerHeartbeat,
+                     describable: Callable[[str], bool] | None) -> TopicCatalog:
+        """The topics a heartbeat decides with. With an authorizer, the group's subscribed regexes match only the
+        topics the principal of the heartbeat that resolved them may DESCRIBE, as Kafka's TopicRegexResolver
+        filters a group's resolution with the context of the heartbeat that started it. They are resolved again at
+        a heartbeat once a regex is new to the group, a topic was created, deleted or grown, or an ACL changed
+        (Kafka waits for new topics only, so a DESCRIBE revoked from a regex subscriber held until the next topic
+        was created: ours). Without an authorizer, or for a group without regexes, every match counts."""
+        topics = self.topics()
+        members = group.members if group is not None else ()
+        regexes = {regex for regex in (command.subscribed_topic_regex,
+                                       *(member.subscribed_topic_regex for member in members)) if regex}
+        authorizer = self.broker.authorizer
+        if authorizer is None or describable is None or not regexes:
+            self._resolved.pop(command.group_id, None)
+            return topics
+        generation = (self.broker.catalog_version, authorizer.generation)
+        resolved = self._resolved.get(command.group_id)
+        if resolved is not None and resolved.generation == generation and regexes <= resolved.regexes:
+            return resolved.topics
+        matched: set[str] = set()
+        for regex in regexes:
+            try:
+                matched.update(topics.matching(regex, compile_pattern(regex)))
+            except PatternError:
+                continue  # refused by the heartbeat's own checks
+        allowed = frozenset(name for name in matched if describable(name))
+        resolution = RegexResolution(generation, frozenset(regexes), allowed, topics.regex_matches_within(allowed))
+        self._resolved[command.group_id] = resolution
+        return resolution.topics
+
+    def _group_topics(self, group_id: str) -> TopicCatalog:
+        """The topics a timeout's rebalance decides with: the group's last resolution of its regexes, if any (a topic
+        created since it is in no regex's matches until a member's heartbeat resolves them again)."""
+        topics = self.topics()
+        resolved = self._resolved.get(group_id)
+        if resolved is None:
+            return topics
+        if resolved.generation[0] == self.broker.catalog_version:
+            return resolved.topics
+        return topics.regex_matches_within(resolved.allowed)
+
     def forget_group(self, group_id: str) -> None:
         """Forget the liveness of a deleted group's members (its own entries: a DeleteGroups of many groups went
         over every member of every group for each)."""
+        self._resolved.pop(group_id, None)
         for member_id in self._members_of.pop(group_id, ()):
             self._last_seen.pop((group_id, member_id), None)
             self._revoke_by.pop((group_id, member_id), None)
@@ -174,14 +236,13 @@ class ConsumerCoordinator:
             if now >= deadline:
                 expired.setdefault(group_id, []).append((member_id, REBALANCE_TIMEOUT_REASON))
         events: list[Event] = []
-        topics = self.topics() if expired else {}
         for group_id, gone in expired.items():
             for member_id, _ in gone:
                 self._forget(group_id, member_id)
             state = consumer_group(self.broker, group_id)
             if state is None:
                 continue
-            removed = remove_all(state, gone, topics, compile_pattern)
+            removed = remove_all(state, gone, self._group_topics(group_id), compile_pattern)
             for event in removed:
                 if isinstance(event, ConsumerMemberLeft):
                     log.info("consumer group %s: member %s removed (%s)", group_id, event.member_id, event.reason)

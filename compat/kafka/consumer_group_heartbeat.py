@@ -1,7 +1,6 @@
 """ConsumerGroupHeartbeat (key 68), versions 0-1: the KIP-848 consumer group protocol.
 
-v1 adds a subscribed topic regex (matched in full with Python ``re``; RE2J's syntax is close enough for
-the patterns clients send, but Python accepts lookarounds and backreferences RE2J refuses). A member
+v1 adds a subscribed topic regex (matched in full, compiled by RE2 as Kafka's RE2J: `compat.topic_regex`). A member
 joins with epoch 0 (librdkafka 2.16 and Java 4.x generate their member id, which v1 requires, KIP-1082; an
 empty one gets a UUID in v0), heartbeats with its epoch, leaves with -1 (-2: a static member leaving
 temporarily). The assignment is
@@ -10,6 +9,8 @@ otherwise: "unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_
 UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST (also for an empty
 instance or rack id and for epoch -2 without an instance id, as Kafka 4.4),
 INCONSISTENT_GROUP_PROTOCOL (a classic group of that id has members), GROUP_ID_NOT_FOUND (a share group).
+With an authorizer, a subscription naming a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED,
+and a regex matches only the topics it may (`ConsumerCoordinator.regex_topics`), as Kafka.
 """
 
 from __future__ import annotations
@@ -91,8 +92,12 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
         # a subscription naming a topic the principal may not DESCRIBE: refused alone, nothing else told (Kafka)
         return answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None, 0, None)
     before = consumer_group(broker, command.group_id)
+    describable = None
+    if broker.authorizer is not None:
+        def describable(name: str) -> bool:
+            return allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
     try:
-        member_id, state = await coordinator.heartbeat(command)
+        member_id, state = await coordinator.heartbeat(command, describable)
     except DomainError as error:
         return refusal(answer, error_code_for(error), str(error))
     member = state.member(member_id)

@@ -90,6 +90,32 @@ class TopicCatalog(dict[str, tuple[bytes, int]]):
             changed._matches[regex] = (pattern, found.difference(gone).union(new) if gone or new else found)
         return changed
 
+    def regex_matches_within(self, allowed: frozenset[str]) -> TopicCatalog:
+        """This catalog with every regex's matches kept to ``allowed`` (topics subscribed by name are not touched):
+        a group's regexes resolved once for a principal that may not DESCRIBE every topic they match, as Kafka's
+        TopicRegexResolver leaves those out of the group's resolution. A topic created since is in no regex's
+        matches until the group resolves its regexes again."""
+        return _RegexMatchesWithin(self, allowed)
+
+
+class _RegexMatchesWithin(TopicCatalog):
+    """`TopicCatalog.regex_matches_within`: the entries and the unrestricted matches shared with the catalog."""
+
+    def __init__(self, catalog: TopicCatalog, allowed: frozenset[str]) -> None:
+        super().__init__(catalog)
+        self._catalog = catalog
+        self._allowed = allowed
+        self._within: dict[str, frozenset[str]] = {}
+
+    def matching(self, regex: str, pattern: CompiledPattern) -> frozenset[str]:
+        found = self._within.get(regex)
+        if found is None:
+            found = self._within[regex] = self._catalog.matching(regex, pattern) & self._allowed
+        return found
+
+    def with_changes(self, changes: Mapping[str, tuple[bytes, int] | None]) -> TopicCatalog:
+        return self._catalog.with_changes(changes).regex_matches_within(self._allowed)
+
 
 @dataclass(frozen=True, slots=True)
 class ConsumerHeartbeat:

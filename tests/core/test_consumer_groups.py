@@ -354,6 +354,20 @@ def test_a_topic_catalog_matches_each_regex_once_for_every_heartbeat_of_the_grou
     assert matched == len(names), "a new catalog (the topics changed) matches the regex once for all three members"
 
 
+def test_regex_matches_kept_within_the_allowed_topics() -> None:
+    """A group's regexes resolved for a principal that may DESCRIBE some of the topics they match: the others are
+    in no regex's matches (a name subscribed explicitly is not a regex match), and neither is a topic created after
+    the resolution, until the group resolves again."""
+    names = {"orders-eu": (b"e" * 16, 1), "orders-us": (b"u" * 16, 2), "audit": (b"a" * 16, 1)}
+    group = Group()
+    group.topics = TopicCatalog(names).regex_matches_within(frozenset({"orders-eu"}))  # type: ignore[assignment]
+    group.beat("a", 0, names=("audit",), subscribed_topic_regex="orders-.*")
+    assert as_set(group.member("a").assigned) == {("orders-eu", 0), ("audit", 0)}
+    grown = group.topics.with_changes({"orders-ap": (b"p" * 16, 1)})  # type: ignore[attr-defined]
+    assert grown.matching("orders-.*", re.compile("orders-.*")) == {"orders-eu"}
+    assert "orders-ap" in grown
+
+
 NAMES = st.sampled_from([f"{prefix}-{n}" for prefix in ("orders", "audit", "logs") for n in range(6)])
 
 
