@@ -13,6 +13,12 @@ a negative ``max_bytes`` holds for the first partition asked only.
 A partition named more than once is read and answered once, as Kafka 4.4 does (`_asked`); one whose
 current leader epoch (v9+) is not the partition's is refused (`leader_epochs`).
 
+A Fetch from a replica (replica id 0 or more: v15+ in its replica state) is a follower's, and logwright has no
+followers: as Kafka 4.4 answers a broker id not among a partition's replicas, each partition it has is
+NOT_LEADER_OR_FOLLOWER (with the current leader from v16, KIP-951), UNKNOWN_LEADER_EPOCH when the request names
+the leader epoch, and nothing is read. Under an authorizer a follower needs CLUSTER_ACTION on the cluster; without
+it every partition asked is TOPIC_AUTHORIZATION_FAILED (`_follower_answers`).
+
 Every answer carries the last stable offset (LSO: the first offset of the earliest open transaction, see
 `core.partition_transactions`). READ_COMMITTED (isolation level 1) reads only below it and gets the
 aborted transactions (producer id, first offset) overlapping what it read, so clients drop their records;
@@ -28,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.aborted_transactions import aborted_between
-from logwright.compat.authorization import allowed
+from logwright.compat.authorization import allowed, allowed_on_cluster
 from logwright.compat.broker import Broker
 from logwright.compat.client_quota_enforcement import FETCH
 from logwright.compat.errors import ErrorCode
@@ -42,7 +48,7 @@ from logwright.compat.fetch_sessions import (
     Refusal,
     next_epoch,
 )
-from logwright.compat.leader_epochs import leader_epoch_error
+from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH, leader_epoch_error
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import Encoded, encode_entity
@@ -70,7 +76,9 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     broker = context.broker
     version = context.api_version
     session: FetchSession | None = None
-    may_read = _readable(context)
+    follower = _replica_id(request) >= 0
+    may_read = _readable(context) if not follower else None
+    refused_follower = follower and not allowed_on_cluster(context, AclOperation.CLUSTER_ACTION)
     opens_session = False
     epoch = FINAL_EPOCH
     if _names_session(request):
@@ -92,10 +100,12 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
             return _asked(broker, request, may_read), [], []
         return _session_asked(broker, session, read_as_of, may_read)
 
-    if int(request.isolation_level) not in (0, 1):  # refused once it would read a partition it has, as Kafka
-        asked, _, _ = to_read(None)
+    if not refused_follower and int(request.isolation_level) not in (0, 1):
+        asked, _, _ = to_read(None)  # refused once it would read a partition it has, as Kafka
         if any(topic.state is not None and 0 <= index < len(topic.state.partition_ids)
                for (_, index), (topic, _) in asked.items()):
+            if follower:  # Kafka reads a follower's isolation level before its partitions: the whole request fails
+                return _session_refused(version, ErrorCode.UNKNOWN_SERVER_ERROR, INVALID_SESSION_ID)
             return _refused(broker, version, _asked(broker, request, may_read), ErrorCode.UNKNOWN_SERVER_ERROR,
                             int(request.session_id) if _names_session(request) else INVALID_SESSION_ID)
     loop = asyncio.get_running_loop()
@@ -108,6 +118,10 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
     while True:
         read_as_of = (broker.catalog_version, broker.log_starts_version)
         asked, quiet_ids, quiet_marks = to_read(read_as_of)
+        if follower:
+            answers, total_bytes, had_error, partition_ids, watermarks, gave_way = _follower_answers(
+                version, asked, refused_follower)
+            break
         answers, total_bytes, had_error, partition_ids, watermarks, gave_way = await _read(
             broker, version, request, asked, quota_cap)
         if quiet_ids:  # a long poll waits on the partitions it skipped too (`_read`'s lists are its own)
@@ -152,10 +166,41 @@ async def handle(context: RequestContext, request: FetchRequest) -> Any:
         session_id=answered_session,
         responses=tuple(
             make(module.FetchableTopicResponse, topic=name, topic_id=topic_id,
-                 partitions=tuple(_partition_data(module, answer) for answer in partitions))
+                 partitions=tuple(_partition_data(module, answer, broker.node_id) for answer in partitions))
             for name, topic_id, partitions in _by_topic(answers)
         ),
     )
+
+
+def _replica_id(request: FetchRequest) -> int:
+    """Who fetches: a consumer's id is negative (-1; -2 and -3 are Kafka's debugging and future-local ids, read as
+    a consumer's), a broker replica's its node id; v15+ carry it in the replica state (KIP-903)."""
+    state = getattr(request, "replica_state", None)
+    return int(state.replica_id) if state is not None else int(getattr(request, "replica_id", -1))
+
+
+def _follower_answers(version: int, asked: dict[tuple[object, int], tuple[_Topic, Any]], refused: bool
+                      ) -> tuple[list[_Answered], int, bool, list[int], list[int], bool]:
+    """A follower's Fetch answered as `_read` answers (nothing read). ``refused``: the principal may not
+    CLUSTER_ACTION, and every partition asked is TOPIC_AUTHORIZATION_FAILED in the order asked, known or not, as
+    Kafka refuses a follower before it looks."""
+    if refused:
+        return [(key, topic, (key[1], ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None, None))
+                for key, (topic, _) in asked.items()], 0, bool(asked), [], [], False
+    answered: list[_Answered] = []
+    missing: list[_Answered] = []  # Kafka sorts them out before it reads: after the others, in the order asked
+    for key, (topic, partition) in asked.items():
+        index = key[1]
+        state = topic.state
+        if state is None or not 0 <= index < len(state.partition_ids):
+            missing.append((key, topic, (index, topic.missing_code, -1, -1, -1, [], None)))
+            continue
+        epoch = int(getattr(partition, "current_leader_epoch", -1))
+        code = leader_epoch_error(epoch, negative_is_none=True) if version >= 9 else None
+        if code is None:  # Kafka's followerReplicaOrThrow: an epoch named means "not yet a replica of it"
+            code = ErrorCode.UNKNOWN_LEADER_EPOCH if epoch >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        answered.append((key, topic, (index, code, -1, -1, -1, None, None)))
+    return [*answered, *missing], 0, bool(asked), [], [], False
 
 
 def _names_session(request: FetchRequest) -> TypeIs[
@@ -236,7 +281,8 @@ def _refused(broker: Broker, version: int, asked: dict[tuple[object, int], tuple
         topics.setdefault(named, (topic, []))[1].append((index, code, -1, -1, -1, [], None))
     return make(module.FetchResponse, throttle_time=datetime.timedelta(0), error_code=code, session_id=session_id,
                 responses=tuple(make(module.FetchableTopicResponse, topic=topic.name, topic_id=topic.topic_id,
-                                     partitions=tuple(_partition_data(module, answer) for answer in answers))
+                                     partitions=tuple(_partition_data(module, answer, broker.node_id)
+                                                      for answer in answers))
                                 for topic, answers in topics.values()))
 
 
@@ -245,36 +291,41 @@ READ_SLICE_BYTES = 4 * 1024 * 1024
 each time it has read this much more: a consumer asking 55 MiB of 78-byte batches (700,000 stored rows) held every
 other client about 0.4 s. Clients' default per-partition limit (1 MiB) never makes a read stop."""
 
-_OFFSETS_ONLY: dict[tuple[str, int, ErrorCode, int, int, int, bool], Encoded] = {}
+_OFFSETS_ONLY: dict[tuple[str, int, ErrorCode, int, int, int, bool, int], Encoded] = {}
 OFFSETS_ONLY_KEPT = 50_000
 """Encoded answers of partitions with nothing to return, by version and content: a consumer of 10,000 partitions
 asks for all of them in every Fetch, and building and encoding each unchanged empty answer was about a third of
 the broker's time for such a Fetch."""
 
 
-def _partition_data(module: Any, answer: PartitionAnswer) -> Any:
+def _partition_data(module: Any, answer: PartitionAnswer, node_id: int) -> Any:
     """The answer's ``PartitionData``; one with no records and no aborted transactions is encoded once."""
     index, code, high_watermark, stable, log_start, aborted, records = answer
     if records or aborted:
-        return _partition_entity(module, answer)
-    key = (module.__name__, index, code, high_watermark, stable, log_start, aborted is None)
+        return _partition_entity(module, answer, node_id)
+    key = (module.__name__, index, code, high_watermark, stable, log_start, aborted is None, node_id)
     encoded = _OFFSETS_ONLY.get(key)
     if encoded is None:
         if len(_OFFSETS_ONLY) >= OFFSETS_ONLY_KEPT:
             _OFFSETS_ONLY.clear()
-        encoded = _OFFSETS_ONLY[key] = Encoded(encode_entity(_partition_entity(module, answer)))
+        encoded = _OFFSETS_ONLY[key] = Encoded(encode_entity(_partition_entity(module, answer, node_id)))
     return encoded
 
 
-def _partition_entity(module: Any, answer: PartitionAnswer) -> Any:
+def _partition_entity(module: Any, answer: PartitionAnswer, node_id: int) -> Any:
+    """From v16 a NOT_LEADER_OR_FOLLOWER names the current leader, this broker at epoch 0 (KIP-951, as Kafka 4.4:
+    without its endpoint in ``node_endpoints``)."""
     index, code, high_watermark, stable, log_start, aborted, records = answer
+    leader = ({"current_leader": make(module.LeaderIdAndEpoch, leader_id=node_id, leader_epoch=PARTITION_LEADER_EPOCH)}
+              if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and has_field(module.FetchResponse, "node_endpoints")
+              else {})
     return make(module.PartitionData, partition_index=index, error_code=code, high_watermark=high_watermark,
                 last_stable_offset=stable, log_start_offset=log_start,
                 aborted_transactions=tuple(
                     make(module.AbortedTransaction, producer_id=producer_id, first_offset=first_offset)
                     for producer_id, first_offset in aborted
                 ) if aborted is not None else None,
-                preferred_read_replica=-1, records=records if records is not None else [])  # Kafka: empty
+                preferred_read_replica=-1, records=records if records is not None else [], **leader)  # Kafka: empty
 
 
 PartitionAnswer = tuple[int, ErrorCode, int, int, int, list[tuple[int, int]] | None, list[StoredPiece] | None]
