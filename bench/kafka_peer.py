@@ -118,13 +118,15 @@ class KafkaPeer:
     ``features`` are passed to the storage tool as
     ``--feature name=level`` (``share.version=1`` by default, so share groups work). ``sasl_users`` adds a
     SASL_PLAINTEXT listener (``sasl_bootstrap``) offering PLAIN for these users and SCRAM-SHA-256/512 for the
-    credentials AlterUserScramCredentials stores.
+    credentials AlterUserScramCredentials stores. ``ssl`` adds an SSL listener (``ssl_bootstrap``), and with
+    ``sasl_users`` a SASL_SSL one (``sasl_ssl_bootstrap``) with the same users; their stores are ``ssl.*`` keys of
+    ``config``.
     """
 
     def __init__(self, work_dir: Path | None = None, config: dict[str, str] | None = None,
                  features: dict[str, int] | None = None, heap: str = DEFAULT_HEAP,
-                 log_level: str = "warn", port: int | None = None, sasl_users: dict[str, str] | None = None
-                 ) -> None:
+                 log_level: str = "warn", port: int | None = None, sasl_users: dict[str, str] | None = None,
+                 ssl: bool = False) -> None:
         self._own_dir = work_dir is None
         self.work_dir = Path(tempfile.mkdtemp(prefix="kafka-peer-")) if work_dir is None else work_dir
         self.port = port or free_port()
@@ -135,6 +137,12 @@ class KafkaPeer:
         self.sasl_port = 0
         while sasl_users is not None and self.sasl_port in (0, self.port, self.controller_port):
             self.sasl_port = free_port()
+        self.ssl_port = self.sasl_ssl_port = 0
+        while ssl and self.ssl_port in (0, self.port, self.controller_port, self.sasl_port):
+            self.ssl_port = free_port()
+        while ssl and sasl_users is not None and self.sasl_ssl_port in (
+                0, self.port, self.controller_port, self.sasl_port, self.ssl_port):
+            self.sasl_ssl_port = free_port()
         self.config = dict(config or {})
         self.features = {"share.version": 1} if features is None else dict(features)
         self.heap = heap
@@ -151,6 +159,14 @@ class KafkaPeer:
     @property
     def sasl_bootstrap(self) -> str:
         return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_ssl_port}"
 
     @property
     def log_path(self) -> Path:
@@ -199,6 +215,23 @@ class KafkaPeer:
                     f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
                 "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
                 "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            })
+            if self.sasl_ssl_port:
+                props.update({
+                    "listeners": f"{props['listeners']},SASL_SSL://127.0.0.1:{self.sasl_ssl_port}",
+                    "advertised.listeners": f"{props['advertised.listeners']},"
+                                            f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}",
+                    "listener.security.protocol.map": f"{props['listener.security.protocol.map']},SASL_SSL:SASL_SSL",
+                    "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                        f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+                    "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
+                })
+        if self.ssl_port:
+            props.update({
+                "listeners": f"{props['listeners']},SSL://127.0.0.1:{self.ssl_port}",
+                "advertised.listeners": f"{props['advertised.listeners']},SSL://127.0.0.1:{self.ssl_port}",
+                "listener.security.protocol.map": f"{props['listener.security.protocol.map']},SSL:SSL",
             })
         props.update(self.config)
         return props

@@ -55,6 +55,8 @@ class AnswerSending:
     _transport_holds: bool
     _sending_file: asyncio.Task[None] | None
     _pump_scheduled: bool
+    encrypted: bool
+    """A TLS connection: its socket carries TLS records, so batch files cannot go to it by sendfile."""
 
     if TYPE_CHECKING:
         def _read_only_when_idle(self) -> None: ...
@@ -145,8 +147,8 @@ class AnswerSending:
         where reading it into Python and writing it out copied every byte twice (a 1 MB-record consumer: the
         pread a fifth of the broker's samples). The transport holds nothing now (`_pump`), so the socket is
         written directly; what it does not take at once goes by the loop's sendfile, the pump waiting for it."""
-        connected = transport.get_extra_info("socket")
-        if connected is None:  # not a socket (an in-process transport): the bytes themselves
+        connected = None if self.encrypted else transport.get_extra_info("socket")
+        if connected is None:  # not a socket (in process), or TLS: the bytes themselves, through the transport
             try:
                 data = piece.read()
             finally:

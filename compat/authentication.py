@@ -1,6 +1,7 @@
 """Listeners and where each connection is in Kafka's SASL exchange (KIP-43, KIP-152).
 
-A PLAINTEXT listener's clients are ``User:ANONYMOUS`` from their first byte. On a SASL_PLAINTEXT listener a
+A PLAINTEXT listener's clients are ``User:ANONYMOUS`` from their first byte, an SSL listener's the subject of the
+certificate they gave (`compat.tls`). On a SASL_PLAINTEXT listener a
 connection may send only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated; anything
 else closes it, as Kafka closes it ("Unexpected Kafka request ... during SASL handshake"). A failed
 authentication is answered SASL_AUTHENTICATION_FAILED after ``connection.failed.authentication.delay.ms`` on the
@@ -25,7 +26,7 @@ from logwright.core.security.sasl_plain import SaslFailed, plain_principal, plai
 from logwright.core.security.scram_credentials import MECHANISM_NAMES
 from logwright.core.security.scram_exchange import ScramSecret, ScramServer
 
-PLAINTEXT, SASL_PLAINTEXT = "PLAINTEXT", "SASL_PLAINTEXT"
+PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL = "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *MECHANISM_NAMES.values())
 """Every mechanism logwright can serve (``sasl.enabled.mechanisms`` picks among them)."""
@@ -47,10 +48,22 @@ class Listener:
 
     @property
     def sasl(self) -> bool:
-        return self.name == SASL_PLAINTEXT
+        """SASL_PLAINTEXT or SASL_SSL: the client is the user it authenticates as."""
+        return self.name in (SASL_PLAINTEXT, SASL_SSL)
+
+    @property
+    def encrypted(self) -> bool:
+        """SSL or SASL_SSL (`compat.tls`): answers go through the TLS transport (no sendfile); on SSL the client is
+        its certificate's subject."""
+        return self.name in (SSL, SASL_SSL)
 
 
-PLAIN_JAAS_KEY = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+def plain_jaas_key(listener_name: str) -> str:
+    """The broker key holding a SASL listener's PLAIN users, as Kafka names it."""
+    return f"listener.name.{listener_name.lower()}.plain.sasl.jaas.config"
+
+
+PLAIN_JAAS_KEY = plain_jaas_key(SASL_PLAINTEXT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,9 @@ class SaslSettings:
 
     enabled: tuple[str, ...]
     plain_users: Mapping[str, str]
+    """The SASL_PLAINTEXT listener's PLAIN users."""
+    ssl_plain_users: Mapping[str, str]
+    """The SASL_SSL listener's (each listener has its own JAAS line, as on Kafka)."""
     max_receive_size: int
     """``sasl.server.max.receive.size``: the largest frame a SASL connection may send before it authenticates."""
     reauthentication_ms: int
@@ -68,6 +84,7 @@ class SaslSettings:
     def read(cls, broker_config: Callable[[str], str]) -> SaslSettings:
         enabled = tuple(name.strip() for name in broker_config("sasl.enabled.mechanisms").split(",") if name.strip())
         return cls(enabled, plain_users(broker_config(PLAIN_JAAS_KEY)) if PLAIN in enabled else {},
+                   plain_users(broker_config(plain_jaas_key(SASL_SSL))) if PLAIN in enabled else {},
                    int(broker_config("sasl.server.max.receive.size")),
                    int(broker_config("connections.max.reauth.ms")))
 

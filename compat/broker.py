@@ -79,6 +79,21 @@ class BrokerSettings:
     """A SASL_PLAINTEXT listener besides the PLAINTEXT one (`compat.authentication`); None: none."""
     sasl_advertised_host: str | None = None
     sasl_advertised_port: int | None = None
+    ssl_host: str | None = None
+    ssl_port: int = 0
+    """An SSL listener besides the PLAINTEXT one (`compat.tls`); None: none."""
+    ssl_advertised_host: str | None = None
+    ssl_advertised_port: int | None = None
+    sasl_ssl_host: str | None = None
+    sasl_ssl_port: int = 0
+    """A SASL_SSL listener (SASL over TLS) besides the PLAINTEXT one; None: none."""
+    sasl_ssl_advertised_host: str | None = None
+    sasl_ssl_advertised_port: int | None = None
+
+    @property
+    def tls(self) -> bool:
+        """Whether a listener needs the ``ssl.*`` stores."""
+        return self.ssl_host is not None or self.sasl_ssl_host is not None
 
     @property
     def public_host(self) -> str:
@@ -101,6 +116,14 @@ def with_static_configs(settings: BrokerSettings) -> BrokerSettings:
         listeners.append(f"SASL_PLAINTEXT://{settings.sasl_host}:{settings.sasl_port}")
         advertised.append(f"SASL_PLAINTEXT://{settings.sasl_advertised_host or settings.sasl_host}:"
                           f"{settings.sasl_advertised_port or settings.sasl_port}")
+    if settings.ssl_host is not None:
+        listeners.append(f"SSL://{settings.ssl_host}:{settings.ssl_port}")
+        advertised.append(f"SSL://{settings.ssl_advertised_host or settings.ssl_host}:"
+                          f"{settings.ssl_advertised_port or settings.ssl_port}")
+    if settings.sasl_ssl_host is not None:
+        listeners.append(f"SASL_SSL://{settings.sasl_ssl_host}:{settings.sasl_ssl_port}")
+        advertised.append(f"SASL_SSL://{settings.sasl_ssl_advertised_host or settings.sasl_ssl_host}:"
+                          f"{settings.sasl_ssl_advertised_port or settings.sasl_ssl_port}")
     static = {"node.id": str(NODE_ID), "listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised)}
     node_id = settings.overrides.get("node.id", static["node.id"])
     if not node_id.isdigit():

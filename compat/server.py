@@ -28,9 +28,9 @@ connection keeps its unsent answers as the handler's own bytes and hands the tra
 ``pause_writing`` means "something is left" and ``resume_writing`` "all of it went"): each slice is sent
 straight from the answer, and at most one slice's remainder is ever copied. A Fetch's run of batches read back
 from a batch file (`FileRange`) is not bytes at all: the kernel copies it from the page cache to the socket
-(sendfile), and the loop's own ``sendfile`` sends what the socket does not take at once. The broker has no TLS
-listener; one would need those bytes read and written like the others. Public asyncio API only (the socket
-from ``get_extra_info``, written while the transport holds nothing).
+(sendfile), and the loop's own ``sendfile`` sends what the socket does not take at once; on the SSL listener
+(`compat.tls`) the run is read and written through the TLS transport like any other bytes. Public asyncio API
+only (the socket from ``get_extra_info``, written while the transport holds nothing).
 
 A `Connection` is split by what it does: here it reads frames and keeps the line of answers owed, in request
 order; its mixins `request_dispatch` (a frame's handler found and started) and `answer_sending` (the answers
@@ -47,11 +47,20 @@ import socket
 from typing import Any
 
 from logwright.compat.answer_sending import AnswerSending
-from logwright.compat.authentication import PLAINTEXT, SASL_PLAINTEXT, ConnectionAuthentication, Listener, SaslSettings
+from logwright.compat.authentication import (
+    PLAINTEXT,
+    SASL_PLAINTEXT,
+    SASL_SSL,
+    SSL,
+    ConnectionAuthentication,
+    Listener,
+    SaslSettings,
+)
 from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.handlers import load_handlers
 from logwright.compat.request_dispatch import RequestDispatch, Unanswerable
+from logwright.compat.tls import TlsSettings, client_principal
 from logwright.compat.wire import record_walk
 from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame
 from logwright.core.security.scram_credentials import UserCredentials
@@ -59,6 +68,9 @@ from logwright.core.security.scram_exchange import ScramSecret
 from logwright.eventstore.file_ranges import FileRange
 
 log = logging.getLogger(__name__)
+
+OPTIONAL_LISTENERS = ((SASL_PLAINTEXT, "sasl"), (SSL, "ssl"), (SASL_SSL, "sasl_ssl"))
+"""The listeners served besides PLAINTEXT when `BrokerSettings` gives them an address, and their settings' prefix."""
 
 _FETCH_KEY = (1).to_bytes(2, "big")
 _connection_ids = itertools.count(1)
@@ -70,11 +82,14 @@ class KafkaServer:
         self.handlers = load_handlers()
         self.quotas = ConnectionQuotas(broker.broker_config, StartupLimits.read(broker.broker_config))
         self._server: asyncio.base_events.Server | None = None
-        self._sasl_server: asyncio.base_events.Server | None = None
+        self._servers: dict[str, asyncio.base_events.Server] = {}
+        """The optional listeners' servers, by listener name."""
         self.sasl = SaslSettings.read(broker.broker_config)
+        self.tls = TlsSettings.read(broker.broker_config) if broker.settings.tls else None
         settings = broker.settings
         self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
-        self.sasl_listener: Listener | None = None
+        self.listeners: dict[str, Listener] = {}
+        """The optional listeners served (SASL_PLAINTEXT, SSL, SASL_SSL), by name."""
         self.connections: set[Connection] = set()
         broker.connections = self.connections
         self.throttled: set[Connection] = set()
@@ -94,15 +109,8 @@ class KafkaServer:
         self._server, settings.port = await self._listen(PLAINTEXT, settings.host, settings.port)
         self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
         await self._server.start_serving()  # once its listener knows its port: a client is told where it is
-        if settings.sasl_host is not None:
-            self._sasl_server, settings.sasl_port = await self._listen(SASL_PLAINTEXT, settings.sasl_host,
-                                                                       settings.sasl_port)
-            self.sasl_listener = Listener(SASL_PLAINTEXT, settings.sasl_host, settings.sasl_port,
-                                          settings.sasl_advertised_host or settings.sasl_host,
-                                          settings.sasl_advertised_port or settings.sasl_port)
-            await self._sasl_server.start_serving()
-            log.info("listening on %s:%d for SASL (%s)", settings.sasl_host, settings.sasl_port,
-                     ", ".join(self.sasl.enabled))
+        for name, prefix in OPTIONAL_LISTENERS:
+            await self._start_optional(name, prefix)
         loop = asyncio.get_running_loop()
         self._idle_reaper = loop.create_task(self._close_idle_connections(), name="idle connections")
         log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,
@@ -111,11 +119,29 @@ class KafkaServer:
             log.warning("compat/wire/_record_walk.c was not built at install: produced records are walked in "
                         "Python (20-30x the CPU of the C walk); install a C compiler and reinstall")
 
+    async def _start_optional(self, name: str, prefix: str) -> None:
+        """Serve the listener ``name`` if the settings give it an address (``<prefix>_host`` and the rest: see
+        `BrokerSettings`), its port written back once known."""
+        settings = self.broker.settings
+        host: str | None = getattr(settings, f"{prefix}_host")
+        if host is None:
+            return
+        server, port = await self._listen(name, host, getattr(settings, f"{prefix}_port"))
+        setattr(settings, f"{prefix}_port", port)
+        self._servers[name] = server
+        self.listeners[name] = Listener(name, host, port, getattr(settings, f"{prefix}_advertised_host") or host,
+                                        getattr(settings, f"{prefix}_advertised_port") or port)
+        await server.start_serving()
+        offers = (f"client certificates: {self.tls.client_auth}" if name == SSL and self.tls is not None
+                  else ", ".join(self.sasl.enabled))
+        log.info("listening on %s:%d for %s (%s)", host, port, name, offers)
+
     async def _listen(self, name: str, host: str, port: int) -> tuple[asyncio.base_events.Server, int]:
         """One listener's server, not yet serving, and the port it got."""
         loop = asyncio.get_running_loop()
+        tls = self.tls.context if name in (SSL, SASL_SSL) and self.tls is not None else None
         server = await loop.create_server(lambda: Connection(self, name), host, port, reuse_address=True,
-                                          start_serving=False)
+                                          start_serving=False, ssl=tls)
         sockets: tuple[Any, ...] = tuple(server.sockets or ())
         receive_buffer = self.quotas.limits.receive_buffer_bytes
         if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
@@ -125,8 +151,9 @@ class KafkaServer:
 
     def authentication(self, connection: Connection, listener_name: str) -> ConnectionAuthentication:
         """A new connection's SASL state on its listener."""
-        listener = self.sasl_listener if listener_name == SASL_PLAINTEXT and self.sasl_listener else self.listener
-        return ConnectionAuthentication(listener, self.sasl.enabled, self.sasl.plain_users, self._scram_secret,
+        listener = self.listeners.get(listener_name, self.listener)
+        plain_users = self.sasl.ssl_plain_users if listener_name == SASL_SSL else self.sasl.plain_users
+        return ConnectionAuthentication(listener, self.sasl.enabled, plain_users, self._scram_secret,
                                         connection.close_for, self.sasl.reauthentication_ms,
                                         self.broker.clock.now_ms)
 
@@ -148,7 +175,7 @@ class KafkaServer:
         """
         if self._idle_reaper is not None:
             self._idle_reaper.cancel()
-        servers = [server for server in (self._server, self._sasl_server) if server is not None]
+        servers = [server for server in (self._server, *self._servers.values()) if server is not None]
         for server in servers:
             server.close()
         for connection in [*self.connections, *self.throttled]:
@@ -256,6 +283,7 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self.broker = server.broker
         self.connection_id = next(_connection_ids)
         self.authentication = server.authentication(self, listener_name)
+        self.encrypted = self.authentication.listener.encrypted
         self.client_host = "?"
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.quotas.limits.max_request_bytes, server.read_buffer)
@@ -341,8 +369,13 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
             transport.abort()
             return
         self._admitted = True
+        listener = self.authentication.listener
+        if listener.encrypted and not listener.sasl:  # the TLS handshake is done: the client's certificate is known
+            self.authentication.principal = client_principal(transport.get_extra_info("ssl_object"))
         self._configure_socket(transport)
-        transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
+        # pause_writing: bytes left; resume_writing: none. asyncio's TLS transport pauses at a size >= its high mark
+        # where the socket transport pauses above it: 1 there, or it pauses with nothing left and never resumes
+        transport.set_write_buffer_limits(high=1 if self.encrypted else 0, low=0)
         self.server.connections.add(self)
         self.server.connections_by_id[self.connection_id] = self
 
@@ -474,7 +507,9 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self._stop_reading()
-        return True  # the transport stays open until the answers already owed are sent
+        # the transport stays open until the answers already owed are sent; TLS has no half-close (asyncio ends the
+        # session at the peer's close_notify whatever this says)
+        return not self.encrypted
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_reading()

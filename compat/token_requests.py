@@ -1,7 +1,8 @@
 """What the four delegation token APIs share: who asks, and whether the connection may ask at all.
 
 As Kafka's ``allowTokenRequests``: token requests are refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) on a PLAINTEXT
-listener and on a connection that authenticated with a token itself; only a SASL-authenticated user manages tokens.
+listener, on an SSL connection without a client certificate, and on a connection that authenticated with a token
+itself; a SASL-authenticated user, or an SSL client with a certificate, manages tokens.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 
+from logwright.compat.authentication import ANONYMOUS
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext
 from logwright.core.events.base import Event
@@ -28,8 +30,10 @@ def requester(context: RequestContext) -> Principal:
 
 def may_manage_tokens(context: RequestContext) -> bool:
     authentication = context.authentication
-    return (authentication is not None and authentication.listener.sasl and authentication.authenticated
-            and not authentication.token_authenticated)
+    if authentication is None or not authentication.authenticated or authentication.token_authenticated:
+        return False
+    listener = authentication.listener  # as Kafka's allowTokenRequests: never PLAINTEXT, nor one-way TLS
+    return listener.sasl or (listener.encrypted and authentication.principal != ANONYMOUS)
 
 
 def timestamp(milliseconds: int) -> datetime.datetime:

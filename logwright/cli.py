@@ -56,6 +56,12 @@ def main(log_level: str) -> None:
 @click.option("--sasl-listen", default=None,
               help="HOST:PORT of a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) besides --listen")
 @click.option("--sasl-advertised", default=None, help="HOST:PORT given to its clients (defaults to --sasl-listen)")
+@click.option("--ssl-listen", default=None,
+              help="HOST:PORT of an SSL listener (TLS; the ssl.* configs name its PEM stores) besides --listen")
+@click.option("--ssl-advertised", default=None, help="HOST:PORT given to its clients (defaults to --ssl-listen)")
+@click.option("--sasl-ssl-listen", default=None, help="HOST:PORT of a SASL_SSL listener (SASL over TLS)")
+@click.option("--sasl-ssl-advertised", default=None,
+              help="HOST:PORT given to its clients (defaults to --sasl-ssl-listen)")
 @click.option("--durability", type=click.Choice([d.value for d in Durability]), default="wal", show_default=True)
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="broker config override")
 @click.option("--ready-file", default=None, hidden=True, help="write HOST:PORT here once listening (tests)")
@@ -68,7 +74,8 @@ def main(log_level: str) -> None:
 @DISABLE_PLUGIN
 @EXTRA_PLUGIN
 def serve(data_dir: str, listen: str, advertised: str | None, sasl_listen: str | None, sasl_advertised: str | None,
-          durability: str, overrides: tuple[str, ...],
+          ssl_listen: str | None, ssl_advertised: str | None, sasl_ssl_listen: str | None,
+          sasl_ssl_advertised: str | None, durability: str, overrides: tuple[str, ...],
           ready_file: str | None, manual_clock: bool, idle_poll_us: int, log_stalls_ms: int,
           disabled: tuple[str, ...], extra: tuple[str, ...]) -> None:
     """Run the broker on DATA_DIR, serving the Kafka protocol on --listen."""
@@ -76,10 +83,17 @@ def serve(data_dir: str, listen: str, advertised: str | None, sasl_listen: str |
     settings = BrokerSettings(host=host, port=port)
     if advertised:
         settings.advertised_host, settings.advertised_port = parse_address(advertised)
-    if sasl_listen:
-        settings.sasl_host, settings.sasl_port = parse_address(sasl_listen)
-    if sasl_advertised:
-        settings.sasl_advertised_host, settings.sasl_advertised_port = parse_address(sasl_advertised)
+    for prefix, address, advertised_address in (("sasl", sasl_listen, sasl_advertised),
+                                                ("ssl", ssl_listen, ssl_advertised),
+                                                ("sasl_ssl", sasl_ssl_listen, sasl_ssl_advertised)):
+        if address:  # BrokerSettings' <prefix>_host and the rest
+            listen_host, listen_port = parse_address(address)
+            setattr(settings, f"{prefix}_host", listen_host)
+            setattr(settings, f"{prefix}_port", listen_port)
+        if advertised_address:
+            advertised_host, advertised_port = parse_address(advertised_address)
+            setattr(settings, f"{prefix}_advertised_host", advertised_host)
+            setattr(settings, f"{prefix}_advertised_port", advertised_port)
     for override in overrides:
         key, separator, value = override.partition("=")
         if not separator:

@@ -68,6 +68,14 @@ def sasl_mechanisms(value: str) -> str | None:
     return f"mechanisms not served: {', '.join(unknown)}" if unknown else None
 
 
+def tls_protocols(value: str) -> str | None:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ("TLSv1.2", "TLSv1.3")]
+    if not names:
+        return "name TLSv1.2, TLSv1.3 or both"
+    return f"protocols not served: {', '.join(unknown)} (TLSv1.2 and TLSv1.3 are)" if unknown else None
+
+
 def plain_jaas(value: str) -> str | None:
     try:
         plain_users(value)
@@ -376,12 +384,15 @@ _BROKER_KEYS = (
               "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "
               "Kafka.", "INT", read_only=True),
     ConfigKey("sasl.enabled.mechanisms", "broker", "SCRAM-SHA-256,SCRAM-SHA-512", sasl_mechanisms,
-              "Mechanisms the SASL_PLAINTEXT listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, "
-              "GSSAPI, is not served).", "LIST", read_only=True),
+              "Mechanisms the SASL_PLAINTEXT and SASL_SSL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+              "(Kafka's default, GSSAPI, is not served).", "LIST", read_only=True),
     ConfigKey("listener.name.sasl_plaintext.plain.sasl.jaas.config", "broker", "", plain_jaas,
               "The PLAIN users of the SASL_PLAINTEXT listener, in Kafka's JAAS form: "
               "org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"PASSWORD\";",
               "PASSWORD", sensitive=True, read_only=True),
+    ConfigKey("listener.name.sasl_ssl.plain.sasl.jaas.config", "broker", "", plain_jaas,
+              "The PLAIN users of the SASL_SSL listener, in the same form.", "PASSWORD", sensitive=True,
+              read_only=True),
     ConfigKey("sasl.server.max.receive.size", "broker", "524288", long_at_least(1),
               "The largest request a SASL connection may send before it has authenticated; a larger one closes it.",
               "INT", read_only=True),
@@ -390,6 +401,29 @@ _BROKER_KEYS = (
               "no limit, but a delegation token's session ends with the token.", "LONG", read_only=True),
     ConfigKey("connection.failed.authentication.delay.ms", "broker", "100", long_at_least(0),
               "How long a failed SASL authentication waits (broker clock) before its answer and the close.", "INT",
+              read_only=True),
+    ConfigKey("ssl.keystore.location", "broker", "", any_value,
+              "The SSL listener's keystore: a PEM file holding its private key (PKCS#8) and certificate chain.",
+              read_only=True),
+    ConfigKey("ssl.keystore.type", "broker", "PEM", one_of("PEM"),
+              "PEM only (Kafka's default, JKS, is not read: convert the store with keytool and openssl).",
+              read_only=True),
+    ConfigKey("ssl.key.password", "broker", "", any_value,
+              "The password of the keystore's private key, if it is encrypted.", "PASSWORD", sensitive=True,
+              read_only=True),
+    ConfigKey("ssl.truststore.location", "broker", "", any_value,
+              "A PEM file of the CAs client certificates must chain to (ssl.client.auth requested or required); "
+              "empty: ssl.truststore.certificates, else the system's CAs.", read_only=True),
+    ConfigKey("ssl.truststore.certificates", "broker", "", any_value,
+              "The truststore's CAs as PEM text, instead of a file.", "PASSWORD", sensitive=True, read_only=True),
+    ConfigKey("ssl.truststore.type", "broker", "PEM", one_of("PEM"), "PEM only.", read_only=True),
+    ConfigKey("ssl.client.auth", "broker", "none", one_of("none", "requested", "required"),
+              "Whether the SSL listener asks clients for a certificate: none, requested or required. A client's "
+              "principal is User:<its certificate's subject>, or User:ANONYMOUS without one.", read_only=True),
+    ConfigKey("ssl.enabled.protocols", "broker", "TLSv1.2,TLSv1.3", tls_protocols,
+              "The TLS versions the SSL listener accepts: TLSv1.2, TLSv1.3.", "LIST", read_only=True),
+    ConfigKey("ssl.principal.mapping.rules", "broker", "DEFAULT", one_of("DEFAULT"),
+              "How a client certificate's subject becomes its principal: DEFAULT only (the whole subject).",
               read_only=True),
     ConfigKey("authorizer.class.name", "broker", "",
               one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),

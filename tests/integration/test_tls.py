@@ -1,0 +1,159 @@
+"""The SSL and SASL_SSL listeners, as Apache Kafka 4.4 serves them (``--against kafka``): librdkafka clients over
+TLS, a client certificate's subject (SSL) or the SASL user (SASL_SSL) as the principal the authorizer decides on,
+and clients TLS refuses.
+
+Both brokers: PEM stores (`tls_certificates`), ``ssl.client.auth=requested``, Kafka's StandardAuthorizer with the
+PLAINTEXT listener's and the certificate-less TLS clients' ``User:ANONYMOUS`` as the super user.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from logwright.testing.tls_certificates import CLIENT_PRINCIPAL, Certificates, make_certificates
+
+from .authorization_clients import AclOperation, ResourceType, binding, create_topic, grant, unique
+from .broker_process import BrokerProcess, free_port
+from .conftest import BENCH, against
+from .sasl_listeners import AUTHORIZING, PLAIN_USERS
+
+pytestmark = pytest.mark.differential
+
+
+class TlsBroker:
+    def __init__(self, plaintext: str, tls: str, sasl_tls: str, certificates: Certificates) -> None:
+        self.plaintext, self.tls, self.sasl_tls, self.certificates = plaintext, tls, sasl_tls, certificates
+
+    def sasl_client(self, user: str, password: str, **config: object) -> dict[str, object]:
+        """A librdkafka configuration for the SASL_SSL listener, PLAIN."""
+        return {"bootstrap.servers": self.sasl_tls, "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                "sasl.username": user, "sasl.password": password, "ssl.ca.location": str(self.certificates.ca),
+                **config}
+
+    def client(self, certificate: tuple[Path, Path] | None = None, **config: object) -> dict[str, object]:
+        """A librdkafka configuration for the SSL listener, with a client certificate (and key) or none."""
+        settings: dict[str, object] = {"bootstrap.servers": self.tls, "security.protocol": "SSL",
+                                       "ssl.ca.location": str(self.certificates.ca), **config}
+        if certificate is not None:
+            settings.update({"ssl.certificate.location": str(certificate[0]), "ssl.key.location": str(certificate[1])})
+        return settings
+
+    @property
+    def alice(self) -> tuple[Path, Path]:
+        return self.certificates.client_certificate, self.certificates.client_key
+
+
+@pytest.fixture(scope="module")
+def tls_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
+    work = tmp_path_factory.mktemp("tls")
+    certificates = make_certificates(work / "certificates")
+    config = {**AUTHORIZING, "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
+              "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
+              "ssl.client.auth": "requested"}
+    if against(request.config) == "kafka":
+        sys.path.append(str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(work / "kafka", config=config, ssl=True, sasl_users=PLAIN_USERS) as kafka:
+            yield TlsBroker(kafka.bootstrap, kafka.ssl_bootstrap, kafka.sasl_ssl_bootstrap, certificates)
+        return
+    port, sasl_port = free_port(), free_port()
+    users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
+    config.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                   "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                       f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"})
+    process = BrokerProcess(work / "data", config=config, extra_args=(
+        "--ssl-listen", f"127.0.0.1:{port}", "--sasl-ssl-listen", f"127.0.0.1:{sasl_port}")).start()
+    try:
+        yield TlsBroker(process.bootstrap, f"127.0.0.1:{port}", f"127.0.0.1:{sasl_port}", certificates)
+    finally:
+        assert process.alive(), process.log_tail()
+        process.kill()
+
+
+def test_a_producer_and_a_consumer_over_tls(tls_broker: TlsBroker) -> None:
+    """5 MB of records, so the consumer's answers come from batch files (sent through TLS, not by sendfile); every
+    broker address the clients are given is the SSL listener's."""
+    topic = unique("tls")
+    create_topic(tls_broker.plaintext, topic, 2)
+    producer = Producer(tls_broker.client(**{"linger.ms": 5}))
+    values = [index.to_bytes(4, "big") * 256 for index in range(5_000)]
+    for index, value in enumerate(values):
+        producer.produce(topic, value, partition=index % 2)
+    assert producer.flush(60) == 0
+    brokers = AdminClient(tls_broker.client()).list_topics(timeout=15).brokers
+    assert [f"{b.host}:{b.port}" for b in brokers.values()] == [tls_broker.tls]
+    consumer = Consumer(tls_broker.client(**{"group.id": unique("tls-group"), "enable.auto.commit": False}))
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+        read: list[bytes] = []
+        while len(read) < len(values):
+            message = consumer.poll(15)
+            assert message is not None, len(read)
+            assert message.error() is None, message.error()
+            read.append(message.value())
+    finally:
+        consumer.close()
+    assert sorted(read) == sorted(values)
+
+
+def _produce(config: dict[str, object], topic: str) -> KafkaError | None:
+    """One record produced (and waited for): its error, if any."""
+    errors: list[KafkaError | None] = []
+    producer = Producer({**config, "message.timeout.ms": 10_000})
+    producer.produce(topic, b"value", on_delivery=lambda error, _: errors.append(error))
+    producer.flush(20)
+    assert len(errors) == 1
+    return errors[0]
+
+
+def test_a_client_certificate_is_the_principal(tls_broker: TlsBroker) -> None:
+    topic = unique("tls-principal")
+    create_topic(tls_broker.plaintext, topic)
+    refused = _produce(tls_broker.client(tls_broker.alice), topic)
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _produce(tls_broker.client(), topic) is None, "without a certificate: User:ANONYMOUS, the super user"
+    grant(tls_broker.plaintext, binding(ResourceType.TOPIC, topic, f"User:{CLIENT_PRINCIPAL}", AclOperation.WRITE))
+    assert _produce(tls_broker.client(tls_broker.alice), topic) is None
+
+
+@pytest.mark.logwright_only(reason="Kafka's handshake names the CAs it trusts, so librdkafka leaves out a certificate "
+                                   "none of them signed and connects without one; Python's ssl cannot name them")
+def test_a_certificate_no_trusted_ca_signed_fails_the_handshake(tls_broker: TlsBroker) -> None:
+    stranger = (tls_broker.certificates.stranger_certificate, tls_broker.certificates.stranger_key)
+    with pytest.raises(KafkaException):
+        AdminClient(tls_broker.client(stranger)).list_topics(timeout=5)
+    assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
+
+
+def test_a_plaintext_request_to_the_tls_listener_is_not_answered(tls_broker: TlsBroker) -> None:
+    host, port = tls_broker.tls.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as plain:  # a Kafka request, not a TLS handshake
+        plain.sendall(bytes.fromhex("0000000a00120003000000010000"))
+        plain.settimeout(5)
+        try:
+            answer = plain.recv(1024)
+        except (ConnectionResetError, TimeoutError):
+            answer = b""
+        assert not answer.startswith(b"\0\0"), "no Kafka answer over a TLS listener"
+    assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
+
+
+def test_sasl_over_tls_authenticates_the_user(tls_broker: TlsBroker) -> None:
+    topic = unique("sasl-tls")
+    create_topic(tls_broker.plaintext, topic)
+    alice = tls_broker.sasl_client("alice", PLAIN_USERS["alice"])
+    brokers = AdminClient(alice).list_topics(timeout=15).brokers
+    assert [f"{b.host}:{b.port}" for b in brokers.values()] == [tls_broker.sasl_tls]
+    refused = _produce(alice, topic)
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, "User:alice, no ACL"
+    grant(tls_broker.plaintext, binding(ResourceType.TOPIC, topic, "User:alice", AclOperation.WRITE))
+    assert _produce(alice, topic) is None
+    with pytest.raises(KafkaException):
+        AdminClient(tls_broker.sasl_client("alice", "wrong")).list_topics(timeout=5)
