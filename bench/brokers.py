@@ -62,6 +62,9 @@ class Launch:
     ready_file: Path | None = None
     sasl_port: int = 0
     """The SASL_PLAINTEXT listener's port, when the ``sasl`` option asked for one."""
+    ssl_port: int = 0
+    sasl_ssl_port: int = 0
+    """The SSL and SASL_SSL listeners' ports, when the ``tls`` option asked for them (SASL_SSL with ``sasl``)."""
 
 
 TOKEN_SECRET = "logwright-bench-token-key"
@@ -73,6 +76,19 @@ def sasl_users(options: dict[str, str]) -> dict[str, str] | None:
     if "sasl" not in options:
         return None
     return dict(pair.split(":", 1) for pair in options["sasl"].split(",") if pair)
+
+
+def tls_config(options: dict[str, str]) -> dict[str, str]:
+    """The option ``tls`` (a directory): the ``ssl.*`` broker configs of an SSL listener (and a SASL_SSL one with
+    ``sasl``) with the certificates of `logwright.testing.tls_certificates` made there; {} without the option."""
+    if "tls" not in options:
+        return {}
+    from logwright.testing.tls_certificates import make_certificates  # noqa: PLC0415 - only when asked
+
+    certificates = make_certificates(Path(options["tls"]))
+    return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
+            "ssl.client.auth": "requested"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +128,7 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
              "--ready-file", str(ready)]
     for key, value in config.items():
         serve += ["--config", f"{key}={value}"]
-    users, sasl_port = sasl_users(options), 0
+    users, sasl_port, jaas = sasl_users(options), 0, ""
     if users is not None:
         sasl_port = free_port()
         jaas = " ".join(f'user_{name}="{password}"' for name, password in users.items())
@@ -121,6 +137,16 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
                   "--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
                               f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};",
                   "--config", f"delegation.token.secret.key={TOKEN_SECRET}"]
+    tls, ssl_port, sasl_ssl_port = tls_config(options), 0, 0
+    if tls:
+        ssl_port = free_port()
+        serve += ["--ssl-listen", f"127.0.0.1:{ssl_port}", *(arg for key, value in tls.items()
+                                                             for arg in ("--config", f"{key}={value}"))]
+    if tls and users is not None:
+        sasl_ssl_port = free_port()
+        serve += ["--sasl-ssl-listen", f"127.0.0.1:{sasl_ssl_port}",
+                  "--config", "listener.name.sasl_ssl.plain.sasl.jaas.config="
+                              f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"]
     profile = options.get("profile")
     if profile is None:
         command = [python, *serve]
@@ -131,7 +157,7 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
                    python, *serve]
     else:
         command = [python, "-m", "cProfile", "-o", profile, *serve]
-    return Launch(command, ready_file=ready, sasl_port=sasl_port)
+    return Launch(command, ready_file=ready, sasl_port=sasl_port, ssl_port=ssl_port, sasl_ssl_port=sasl_ssl_port)
 
 
 def _tansu(port: int, workdir: Path, options: dict[str, str], config: dict[str, str]) -> Launch:
@@ -152,10 +178,12 @@ def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, 
     users = sasl_users(options)
     if users is not None:
         config = {"delegation.token.secret.key": TOKEN_SECRET, **config}
+    tls = tls_config(options)
     peer = KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
-                     log_level=options.get("log_level", "warn"), config=config,
-                     features={"share.version": int(options.get("share_version", "1"))}, sasl_users=users)
-    return Launch(peer.prepare(), sasl_port=peer.sasl_port)
+                     log_level=options.get("log_level", "warn"), config={**tls, **config},
+                     features={"share.version": int(options.get("share_version", "1"))}, sasl_users=users,
+                     ssl=bool(tls))
+    return Launch(peer.prepare(), sasl_port=peer.sasl_port, ssl_port=peer.ssl_port, sasl_ssl_port=peer.sasl_ssl_port)
 
 
 PEERS: dict[str, PeerSpec] = {
@@ -182,6 +210,9 @@ class RunningPeer:
     ready_s: float = float("nan")
     sasl_port: int = 0
     """Its SASL_PLAINTEXT listener's port (0: none)."""
+    ssl_port: int = 0
+    sasl_ssl_port: int = 0
+    """Its SSL and SASL_SSL listeners' ports (0: none)."""
     meter: Meter | None = None
     """The broker's own cgroup, for CPU time to the microsecond; None where the machine gives none."""
 
@@ -330,7 +361,8 @@ def start(name: str, workdir: Path, config: dict[str, str] | None = None, **opti
     launched_at = time.monotonic()
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                env={**os.environ, **launch.env}, start_new_session=True)
-    peer = RunningPeer(name, port, workdir, process, log, launched_at, sasl_port=launch.sasl_port, meter=meter)
+    peer = RunningPeer(name, port, workdir, process, log, launched_at, sasl_port=launch.sasl_port,
+                       ssl_port=launch.ssl_port, sasl_ssl_port=launch.sasl_ssl_port, meter=meter)
     _LIVE.add(peer)
     deadline = launched_at + spec.start_timeout_s
     try:

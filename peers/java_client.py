@@ -17,6 +17,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +28,7 @@ from peers.suite import add_arguments  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
 STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions", "streams",
-         "quotas", "sasl")
+         "quotas", "sasl", "tls")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 
@@ -58,8 +59,10 @@ def main() -> int:
         return lambda bootstrap, step: [binary, "-cp", classpath, "logwright.peers.ClientScenario", bootstrap, step]
 
     # share.version=2: Kafka writes dead-letter copies (share-dlq) only on a cluster formatted with it; the sasl
-    # step needs a SASL_PLAINTEXT listener with PLAIN user alice
-    options = {"sasl": "alice:alice-secret", **({"share_version": "2"} if args.against == "kafka" else {})}
+    # step needs a SASL_PLAINTEXT listener with PLAIN user alice, the tls step SSL and SASL_SSL ones (certificates
+    # made in a directory of their own)
+    options = {"sasl": "alice:alice-secret", "tls": tempfile.mkdtemp(prefix="java-tls-"),
+               **({"share_version": "2"} if args.against == "kafka" else {})}
     return run_scenario(args, SUITE, STEPS, build_command, STEP_TIMEOUT_S, options)
 
 

@@ -54,6 +54,12 @@ def run_scenario(args: argparse.Namespace, suite: str, steps: Sequence[str], bui
         with broker(args.against, work / args.against, {}, **(broker_options or {})) as peer:
             started = time.monotonic()
             step_env = env if not peer.sasl_port else {**(env or os.environ), "SASL_BOOTSTRAP": peer.sasl_bootstrap}
+            if peer.ssl_port:  # the certificates `bench/brokers.py` made in the ``tls`` option's directory
+                certificates = Path((broker_options or {})["tls"])
+                step_env = {**(step_env or os.environ), "TLS_BOOTSTRAP": f"127.0.0.1:{peer.ssl_port}",
+                            "SASL_SSL_BOOTSTRAP": f"127.0.0.1:{peer.sasl_ssl_port}" if peer.sasl_ssl_port else "",
+                            "TLS_CA": str(certificates / "ca.pem"),
+                            "TLS_CLIENT_KEYSTORE": str(certificates / "client-keystore.pem")}
             for step in steps:
                 ok, output = run_step(command, peer.bootstrap, step, timeout_s, step_env)
                 result.ran += 1

@@ -4,7 +4,8 @@ peers/java_client.py compiles peers/java/src/.../ClientScenario.java with javac 
 (producer, consumer group, share consumer with explicit acknowledgement, share group offsets through the
 Admin client, KIP-1191 dead-letter copies of a REJECT and of the delivery limit with
 ``errors.deadletterqueue.topic.name`` set, transactions: consume-transform-produce, an abort, a fenced zombie; a Kafka
-Streams word count, exactly once, restored from its changelog) as its own JVM; Kafka is formatted with
+Streams word count, exactly once, restored from its changelog; SASL and delegation tokens; SSL and SASL_SSL with PEM
+stores) as its own JVM; Kafka is formatted with
 ``share.version=2``, without which it writes no dead-letter copy (the dead-letter step then fails there, as it
 should). Opt-in (``make compat-java`` or ``pytest tests/peers --peers``): it needs java, javac and mvn, and starts a
 Kafka JVM. ``make compat-table`` runs the same script against Tansu too.
