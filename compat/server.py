@@ -139,9 +139,8 @@ class KafkaServer:
     async def _listen(self, name: str, host: str, port: int) -> tuple[asyncio.base_events.Server, int]:
         """One listener's server, not yet serving, and the port it got."""
         loop = asyncio.get_running_loop()
-        tls = self.tls.context if name in (SSL, SASL_SSL) and self.tls is not None else None
         server = await loop.create_server(lambda: Connection(self, name), host, port, reuse_address=True,
-                                          start_serving=False, ssl=tls)
+                                          start_serving=False)  # TLS starts after the connection limits: _start_tls
         sockets: tuple[Any, ...] = tuple(server.sockets or ())
         receive_buffer = self.quotas.limits.receive_buffer_bytes
         if receive_buffer != -1:  # before the first accept: a connection inherits it, and its window scale with it
@@ -369,15 +368,40 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
             transport.abort()
             return
         self._admitted = True
-        listener = self.authentication.listener
-        if listener.encrypted and not listener.sasl:  # the TLS handshake is done: the client's certificate is known
-            self.authentication.principal = client_principal(transport.get_extra_info("ssl_object"))
         self._configure_socket(transport)
-        # pause_writing: bytes left; resume_writing: none. asyncio's TLS transport pauses at a size >= its high mark
-        # where the socket transport pauses above it: 1 there, or it pauses with nothing left and never resumes
-        transport.set_write_buffer_limits(high=1 if self.encrypted else 0, low=0)
         self.server.connections.add(self)
         self.server.connections_by_id[self.connection_id] = self
+        if self.encrypted:  # counted against the connection limits before its handshake, as Kafka's acceptor counts
+            self._loop.create_task(self._start_tls(transport), name=f"TLS handshake {self.connection_id}")
+            return
+        transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
+
+    async def _start_tls(self, transport: asyncio.Transport) -> None:
+        """The TLS handshake of an SSL or SASL_SSL connection, then its requests over the TLS transport.
+
+        The task is created in ``connection_made``, so its first step, which hands the socket to asyncio's TLS
+        protocol, runs before anything the client sent can be read (the reader is added in the same turn as
+        ``connection_made``, and what a poll finds is run after the steps already queued). A handshake that fails or
+        times out (60 s, asyncio's default) closes the connection; its slot is freed as any connection's."""
+        tls = self.server.tls
+        assert tls is not None
+        try:
+            encrypted = await self._loop.start_tls(transport, self, tls.context, server_side=True)
+        except OSError as error:  # a failed handshake (SSLError), a reset, asyncio's handshake timeout
+            log.info("connection %d from %s: no TLS session: %s", self.connection_id, self.client_host,
+                     error or type(error).__name__)
+            self._finish()
+            return
+        if self._finished or encrypted is None:
+            if encrypted is not None:
+                encrypted.abort()
+            return
+        self.transport = encrypted
+        if not self.authentication.listener.sasl:  # an SSL client is its certificate's subject (or ANONYMOUS)
+            self.authentication.principal = client_principal(encrypted.get_extra_info("ssl_object"))
+        # asyncio's TLS transport pauses writing at a size >= its high mark where the socket transport pauses above
+        # it: 1 here, or it pauses with nothing left and never resumes
+        encrypted.set_write_buffer_limits(high=1, low=0)
 
     async def _close_throttled(self, throttle_ms: int) -> None:
         try:
