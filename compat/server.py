@@ -329,6 +329,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self._muted_until: int | None = None
         """A client quota throttles this connection (`mute_until`): nothing is read or started until then."""
         self._unmuting: asyncio.Task[None] | None = None
+        self._handshake: asyncio.Task[None] | None = None
+        """An SSL or SASL_SSL connection's TLS handshake while it runs (`_start_tls`)."""
 
     def _bound_frames(self) -> None:
         self.decoder.limit(min(self.server.sasl.max_receive_size, self.server.quotas.limits.max_request_bytes))
@@ -372,7 +374,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self.server.connections.add(self)
         self.server.connections_by_id[self.connection_id] = self
         if self.encrypted:  # counted against the connection limits before its handshake, as Kafka's acceptor counts
-            self._loop.create_task(self._start_tls(transport), name=f"TLS handshake {self.connection_id}")
+            self._handshake = self._loop.create_task(self._start_tls(transport),
+                                                     name=f"TLS handshake {self.connection_id}")
             return
         transport.set_write_buffer_limits(high=0, low=0)  # pause_writing: bytes left; resume_writing: none
 
@@ -392,6 +395,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
                      error or type(error).__name__)
             self._finish()
             return
+        finally:
+            self._handshake = None
         if self._finished or encrypted is None:
             if encrypted is not None:
                 encrypted.abort()

@@ -157,3 +157,28 @@ def test_sasl_over_tls_authenticates_the_user(tls_broker: TlsBroker) -> None:
     assert _produce(alice, topic) is None
     with pytest.raises(KafkaException):
         AdminClient(tls_broker.sasl_client("alice", "wrong")).list_topics(timeout=5)
+
+
+@pytest.mark.logwright_only(reason="a broker of its own with a per-address limit of two connections")
+def test_a_tls_connection_counts_against_the_limits_before_its_handshake(tmp_path: Path) -> None:
+    """Connections that open a TLS handshake and stop hold a slot each, as on Kafka (its acceptor counts them), so
+    ``max.connections.per.ip`` bounds what they hold; the client after them is closed at accept until one goes."""
+    certificates = make_certificates(tmp_path / "certificates")
+    port = free_port()
+    process = BrokerProcess(tmp_path / "data", config={
+        "ssl.keystore.location": str(certificates.broker), "max.connections.per.ip": "2"},
+        extra_args=("--ssl-listen", f"127.0.0.1:{port}")).start()
+    broker = TlsBroker(process.bootstrap, f"127.0.0.1:{port}", "", certificates)
+    stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        for connection in stalled:
+            connection.sendall(b"\x16\x03\x01\x00\x05")  # a TLS record header, and nothing after it
+        with pytest.raises(KafkaException):
+            AdminClient(broker.client(**{"reconnect.backoff.max.ms": 100})).list_topics(timeout=3)
+        stalled.pop().close()
+        assert AdminClient(broker.client()).list_topics(timeout=15).brokers
+    finally:
+        for connection in stalled:
+            connection.close()
+        assert process.alive(), process.log_tail()
+        process.kill()
