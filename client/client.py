@@ -30,6 +30,7 @@ redelivered at once, without using up an attempt.
 
 from __future__ import annotations
 
+import ssl
 import struct
 import uuid
 from collections.abc import Sequence
@@ -71,8 +72,10 @@ class Client:
         self._consumers: list[Consumer] = []
 
     @classmethod
-    async def connect(cls, bootstrap: str, client_id: str = "logwright-client") -> Client:
-        return cls(await Connection.open(bootstrap, client_id))
+    async def connect(cls, bootstrap: str, client_id: str = "logwright-client",
+                      tls: ssl.SSLContext | None = None) -> Client:
+        """A client of the broker at ``bootstrap``: its PLAINTEXT listener, or with ``tls`` its SSL one."""
+        return cls(await Connection.open(bootstrap, client_id, tls=tls))
 
     async def subscribe(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
 from typing import Any
 
@@ -48,10 +49,13 @@ class Connection:
         self._read_task = asyncio.get_running_loop().create_task(self._read_forever(), name="logwright-client-read")
 
     @classmethod
-    async def open(cls, bootstrap: str, client_id: str, timeout_s: float = 30.0) -> Connection:
+    async def open(cls, bootstrap: str, client_id: str, timeout_s: float = 30.0,
+                   tls: ssl.SSLContext | None = None) -> Connection:
+        """A connection to ``bootstrap``; ``tls`` for the broker's SSL listener (a context that trusts the broker's
+        CA, with a client certificate loaded if the broker asks for one: its subject is then the principal)."""
         host, _, port = bootstrap.rpartition(":")
         async with asyncio.timeout(timeout_s):  # not wait_for, which can swallow a cancellation on Python 3.11
-            reader, writer = await asyncio.open_connection(host or "127.0.0.1", int(port))
+            reader, writer = await asyncio.open_connection(host or "127.0.0.1", int(port), ssl=tls)
         return cls(reader, writer, client_id)
 
     async def request(self, request: Any, timeout_s: float = 60.0) -> Any:

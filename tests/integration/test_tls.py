@@ -8,7 +8,9 @@ PLAINTEXT listener's and the certificate-less TLS clients' ``User:ANONYMOUS`` as
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import ssl
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +18,21 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from logwright.client import BrokerError, Client
 from logwright.testing.tls_certificates import CLIENT_PRINCIPAL, Certificates, make_certificates
 
-from .authorization_clients import AclOperation, ResourceType, binding, create_topic, grant, unique
+from .authorization_clients import (
+    GROUP_AUTHORIZATION_FAILED,
+    AclOperation,
+    ResourceType,
+    binding,
+    create_topic,
+    grant,
+    unique,
+)
 from .broker_process import BrokerProcess, free_port
 from .conftest import BENCH, against
+from .group_configs import set_group_configs
 from .sasl_listeners import AUTHORIZING, PLAIN_USERS
 
 pytestmark = pytest.mark.differential
@@ -182,3 +194,37 @@ def test_a_tls_connection_counts_against_the_limits_before_its_handshake(tmp_pat
             connection.close()
         assert process.alive(), process.log_tail()
         process.kill()
+
+
+@pytest.mark.logwright_only(reason="logwright's own client and its Pop extension key")
+def test_the_bundled_client_pops_over_tls(tls_broker: TlsBroker) -> None:
+    """`logwright.client` over the SSL listener: Pop needs READ on the group and the topic, so a client certificate
+    without ACLs is refused where a client without one (ANONYMOUS, the super user here) pops and acknowledges."""
+    topic = unique("tls-pop")
+    create_topic(tls_broker.plaintext, topic)
+    set_group_configs(tls_broker.plaintext, "tls-pop-group", {"logwright.pop.init.mode": "earliest"})
+    producer = Producer({"bootstrap.servers": tls_broker.plaintext})
+    for index in range(3):
+        producer.produce(topic, f"pop-{index}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    anonymous = ssl.create_default_context(cafile=str(tls_broker.certificates.ca))
+    alice = ssl.create_default_context(cafile=str(tls_broker.certificates.ca))
+    alice.load_cert_chain(str(tls_broker.certificates.client_certificate), str(tls_broker.certificates.client_key))
+
+    async def scenario() -> list[bytes | None]:
+        refused = await Client.connect(tls_broker.tls, tls=alice)
+        try:
+            with pytest.raises(BrokerError) as error:
+                await refused.pop(topic, "tls-pop-group", 3)
+            assert error.value.code == GROUP_AUTHORIZATION_FAILED
+        finally:
+            await refused.close()
+        client = await Client.connect(tls_broker.tls, tls=anonymous)
+        try:
+            popped = await client.pop(topic, "tls-pop-group", 3)
+            assert await client.ack_all(popped) == [None] * len(popped)
+            return [message.value for message in popped]
+        finally:
+            await client.close()
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 60)) == [b"pop-0", b"pop-1", b"pop-2"]
