@@ -56,15 +56,18 @@ compat-kafka-fast: $(STAMP)
 
 # Fuzzing, opt-in (15-20 min): FUZZ_EXAMPLES batches of 6 mutated frames of every served API key and version
 # against a broker process (tests/fuzz; `make test` runs 300), HOSTILE_EXAMPLES examples of well-formed requests with
-# hostile values and stateful sequences (`make test` runs 250; FUZZ_SEED fixes their seed, random otherwise), then
+# hostile values and stateful sequences (`make test` runs 250; FUZZ_SEED fixes their seed, random otherwise),
+# HOSTILE_TLS_EXAMPLES of hostile bytes on the SSL listener (`make test` runs 40), then
 # atheris (coverage-guided, in-process) over the decoding path for FUZZ_RUNS inputs; findings land in .fuzz/. No
 # per-test timeout here: 5,000 hostile-value examples take 8-10 min, past the suite's 300 s.
 # atheris is installed here, not by `make test`.
 FUZZ_EXAMPLES ?= 4000
 HOSTILE_EXAMPLES ?= 5000
+HOSTILE_TLS_EXAMPLES ?= 1000
 FUZZ_RUNS ?= 1000000
 fuzz: $(STAMP)
 	LOGWRIGHT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) LOGWRIGHT_HOSTILE_EXAMPLES=$(HOSTILE_EXAMPLES) \
+		LOGWRIGHT_HOSTILE_TLS_EXAMPLES=$(HOSTILE_TLS_EXAMPLES) \
 		$(if $(FUZZ_SEED),LOGWRIGHT_FUZZ_SEED=$(FUZZ_SEED)) $(BIN)/python -m pytest -q --timeout 0 tests/fuzz -x
 	$(BIN)/pip install -q atheris || { echo "atheris did not install: skipping the in-process run"; exit 0; }; \
 	mkdir -p .fuzz/corpus && $(BIN)/python tests/fuzz/atheris_decode.py -runs=$(FUZZ_RUNS) -max_len=4096 \

@@ -397,13 +397,19 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
             return
         finally:
             self._handshake = None
-        if self._finished or encrypted is None:
+        if self._finished or encrypted is None or encrypted.is_closing():
             if encrypted is not None:
                 encrypted.abort()
             return
-        self.transport = encrypted
         if not self.authentication.listener.sasl:  # an SSL client is its certificate's subject (or ANONYMOUS)
-            self.authentication.principal = client_principal(encrypted.get_extra_info("ssl_object"))
+            try:
+                self.authentication.principal = client_principal(encrypted.get_extra_info("ssl_object"))
+            except ValueError:  # "handshake not done yet": a bad record right after the handshake ended the session
+                log.info("connection %d from %s: the TLS session ended before its first request", self.connection_id,
+                         self.client_host)
+                encrypted.abort()
+                return
+        self.transport = encrypted
         # asyncio's TLS transport pauses writing at a size >= its high mark where the socket transport pauses above
         # it: 1 here, or it pauses with nothing left and never resumes
         encrypted.set_write_buffer_limits(high=1, low=0)

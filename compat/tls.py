@@ -69,6 +69,9 @@ class TlsSettings:
         versions = sorted(PROTOCOLS[name.strip()] for name in broker_config("ssl.enabled.protocols").split(",")
                           if name.strip())
         context.minimum_version, context.maximum_version = versions[0], versions[-1]
+        # a client may not renegotiate a TLS 1.2 session (each costs a handshake's CPU: a cheap way to load a broker,
+        # CVE-2011-1473), as Kafka's SslTransportLayer refuses it; OpenSSL 3 refuses by default, 1.1 did not
+        context.options |= ssl.OP_NO_RENEGOTIATION
         password = broker_config("ssl.key.password") or None
         try:
             context.load_cert_chain(keystore, password=password)

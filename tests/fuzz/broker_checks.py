@@ -23,10 +23,11 @@ RSS_BUDGET_BYTES = 256 * 1024 * 1024
 """How far above its size after the warm-up the broker may grow while fuzzed."""
 
 
-def send_alone(broker: BrokerProcess, frame: bytes) -> None:
-    """One frame on a connection of its own; whatever comes back (an answer, a close, nothing) is fine."""
+def send_alone(broker: BrokerProcess, frame: bytes, port: int | None = None) -> None:
+    """One frame (or any bytes) on a connection of its own, to the broker's port or ``port`` (another listener's);
+    whatever comes back (an answer, a close, nothing) is fine."""
     try:
-        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=2)
+        sock = socket.create_connection(("127.0.0.1", port or broker.port), timeout=2)
     except ConnectionRefusedError:
         assert broker.alive(), f"the broker died before frame {frame[:40].hex()}...: {broker.log_tail(8)}"
         raise

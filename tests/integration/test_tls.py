@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,6 +156,26 @@ def test_a_plaintext_request_to_the_tls_listener_is_not_answered(tls_broker: Tls
         except (ConnectionResetError, TimeoutError):
             answer = b""
         assert not answer.startswith(b"\0\0"), "no Kafka answer over a TLS listener"
+    assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
+
+
+def test_a_client_initiated_renegotiation_is_refused(tls_broker: TlsBroker) -> None:
+    """A TLS 1.2 client asks for a new handshake mid-session (openssl s_client's ``R``): refused, not served (each
+    renegotiation costs the broker a handshake's CPU), and the broker serves on."""
+    session = subprocess.Popen(["openssl", "s_client", "-tls1_2", "-connect", tls_broker.tls, "-servername",
+                                "localhost", "-CAfile", str(tls_broker.certificates.ca)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert session.stdin is not None
+        time.sleep(1.0)  # the handshake; an "R" line sent before it ends is read as data
+        session.stdin.write(b"R\n")
+        session.stdin.flush()
+        time.sleep(1.0)
+    finally:
+        session.kill()
+        output = session.communicate()[0].decode(errors="replace")
+    assert "RENEGOTIATING" in output, output
+    assert output.count("verify return:1") == 2, f"a second handshake was served: {output}"
     assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
 
 
