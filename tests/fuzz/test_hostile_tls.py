@@ -94,6 +94,8 @@ def client_hello(rng: random.Random) -> bytes:
 def mutated_hello(rng: random.Random) -> bytes:
     hello = bytearray(client_hello(rng))
     for _ in range(rng.randint(1, 4)):
+        if not hello:  # cut to nothing by an earlier mutation
+            break
         at = rng.randrange(len(hello))
         kind = rng.choice(("flip", "overwrite", "insert", "truncate", "record length", "handshake length"))
         if kind == "flip":
