@@ -73,6 +73,14 @@ def _idempotent_producer(context: RequestContext, request: Any) -> ErrorCode | N
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+def _sync_protocol_named(context: RequestContext, request: Any) -> ErrorCode | None:
+    """SyncGroup v5+ must name its protocol type and name: a null one is INCONSISTENT_GROUP_PROTOCOL before the
+    group's ACL is asked, as Kafka 4.4 checks it first (an answer, not a refusal: the handler answers the same)."""
+    if getattr(request, "protocol_type", "") is None or getattr(request, "protocol_name", "") is None:
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
 RULES: dict[int, tuple[Check, ...]] = {
     0: (transactional_id(AclOperation.WRITE),),  # Produce: then WRITE on each topic, in the handler
     8: (group(AclOperation.READ),),  # OffsetCommit: then READ on each topic
@@ -81,7 +89,7 @@ RULES: dict[int, tuple[Check, ...]] = {
     11: (group(AclOperation.READ),),  # JoinGroup
     12: (group(AclOperation.READ),),  # Heartbeat
     13: (group(AclOperation.READ),),  # LeaveGroup
-    14: (group(AclOperation.READ),),  # SyncGroup
+    14: (_sync_protocol_named, group(AclOperation.READ)),  # SyncGroup
     22: (transactional_id(AclOperation.WRITE), _idempotent_producer),  # InitProducerId
     24: (Needs(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                lambda request: request.v3_and_below_transactional_id),),  # AddPartitionsToTxn: then WRITE on topics

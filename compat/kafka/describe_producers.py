@@ -4,7 +4,8 @@ Each idempotent or transactional producer that appended to the partition is list
 last sequence (the ``producers`` projection) and, when its transaction is open on the partition, the
 transaction's first offset (``partition_transactions``), as ``kafka-transactions.sh find-hanging`` reads
 it. The last timestamp is not kept (-1); the coordinator epoch is 0, this broker's only one. A partition named
-again is described again, as Kafka does, from the first answer's bytes (`answered_once`).
+again is described again, as Kafka does, from the first answer's bytes (`answered_once`). A name no topic may have
+is INVALID_TOPIC_EXCEPTION with Kafka's words, before authorization, as Kafka 4.4 checks it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import answered_once_in_turns
 from logwright.core.acls.bindings import AclOperation, ResourceType
+from logwright.core.log.catalog import topic_name_problem
 from logwright.core.log.producers import ProducerState
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 
@@ -40,10 +42,15 @@ async def handle(context: RequestContext, request: DescribeProducersRequest) -> 
     partition_ids = {name: broker.partition_id(*name) for name in asked}  # the producers read only where allowed
     producers = _producers(broker, {each for each in partition_ids.values() if each is not None})
 
-    readable = {topic: allowed(context, AclOperation.READ, ResourceType.TOPIC, topic) for topic, _ in asked}
+    invalid = {topic: topic_name_problem(topic) for topic, _ in asked}
+    readable = {topic: invalid[topic] is not None or allowed(context, AclOperation.READ, ResourceType.TOPIC, topic)
+                for topic, _ in asked}
 
     def describe(name: tuple[str, int]) -> Any:
         partition_id = partition_ids[name]
+        if (problem := invalid[name[0]]) is not None:  # before authorization, as Kafka 4.4
+            return make(module.PartitionResponse, partition_index=name[1],
+                        error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, active_producers=(), error_message=problem)
         if not readable[name[0]]:  # before whether it exists, as Kafka
             return make(module.PartitionResponse, partition_index=name[1],
                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, active_producers=(),

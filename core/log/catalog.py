@@ -129,13 +129,25 @@ CATALOG: Projection[object] = Projection(
 )
 
 
-def validate_topic_name(topic: str) -> None:
-    if not topic or topic in (".", ".."):
-        raise InvalidTopicName(f"topic name {topic!r} is not allowed")
+def topic_name_problem(topic: str) -> str | None:
+    """Why ``topic`` cannot name a topic, in Kafka 4.4's words (its answers to CreateTopics, DescribeConfigs and
+    DescribeProducers carry them), checked in Kafka's order; ``None`` for a valid name."""
+    if not topic:
+        return "Topic name is invalid: the empty string is not allowed"
+    if topic in (".", ".."):
+        return f"Topic name is invalid: '{topic}' is not allowed"
     if len(topic) > 249:
-        raise InvalidTopicName(f"topic name is {len(topic)} characters long; the limit is 249")
+        return f"Topic name is invalid: the length of '{topic}' is longer than the max allowed length 249"
     if not _TOPIC_NAME.match(topic):
-        raise InvalidTopicName(f"topic name {topic!r} may contain only ASCII letters, digits, '.', '_', '-'")
+        return (f"Topic name is invalid: '{topic}' contains one or more characters other than ASCII alphanumerics, "
+                "'.', '_' and '-'")
+    return None
+
+
+def validate_topic_name(topic: str) -> None:
+    problem = topic_name_problem(topic)
+    if problem is not None:
+        raise InvalidTopicName(problem)
 
 
 def create_topic(

@@ -24,6 +24,7 @@ from kio.schema.list_groups.v4 import request as list_groups_v4
 from kio.schema.offset_commit.v8 import request as offset_commit_v8
 from kio.schema.offset_fetch.v7 import request as offset_fetch_v7
 from kio.schema.offset_fetch.v8 import request as offset_fetch_v8
+from kio.schema.sync_group.v5 import request as sync_group_v5
 from logwright.compat.registry import make
 from logwright.testing.clients import one_request
 
@@ -47,6 +48,8 @@ from .authorization_clients import (
 from .sasl_listeners import PLAIN_USERS, Listeners
 
 pytestmark = pytest.mark.differential
+
+INCONSISTENT_GROUP_PROTOCOL = 23
 
 
 def find_coordinator(group: str) -> Any:
@@ -150,6 +153,24 @@ def _as_super(bootstrap: str, request: Any) -> Any:
         if not codes & {14, 15, 16} or time.monotonic() > deadline:
             return answer
         time.sleep(0.2)
+
+
+def test_sync_group_without_its_protocol_is_inconsistent_before_authorization(authorizing_listeners: Listeners) -> None:
+    """SyncGroup v5 with a null protocol type or name is INCONSISTENT_GROUP_PROTOCOL even from a user who may not
+    READ the group; named, the same user is refused GROUP_AUTHORIZATION_FAILED."""
+    group = unique("authz-sync")
+
+    def sync(protocol_type: str | None, protocol_name: str | None) -> Any:
+        return make(sync_group_v5.SyncGroupRequest, group_id=group, generation_id=1, member_id="m",
+                    group_instance_id=None, protocol_type=protocol_type, protocol_name=protocol_name,
+                    assignments=())
+
+    answers = asked(authorizing_listeners.sasl, "alice", [
+        sync(None, "range"), sync("consumer", None), sync("consumer", "range")])
+    assert [(int(answer.error_code), answer.protocol_type, answer.protocol_name, answer.assignment)
+            for answer in answers] == [(INCONSISTENT_GROUP_PROTOCOL, None, None, b""),
+                                       (INCONSISTENT_GROUP_PROTOCOL, None, None, b""),
+                                       (GROUP_AUTHORIZATION_FAILED, None, None, b"")]
 
 
 def test_read_on_the_group_and_its_topics(authorizing_listeners: Listeners) -> None:

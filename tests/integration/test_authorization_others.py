@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from kio.schema.add_partitions_to_txn.v3 import request as add_partitions_v3
+from kio.schema.describe_producers.v0 import request as describe_producers_v0
 from kio.schema.describe_transactions.v0 import request as describe_transactions_v0
 from kio.schema.end_txn.v3 import request as end_txn_v3
 from kio.schema.list_transactions.v1 import request as list_transactions_v1
@@ -42,6 +43,7 @@ from .test_delegation_tokens import ask, create, describe
 pytestmark = pytest.mark.differential
 
 DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+INVALID_TOPIC_EXCEPTION = 17
 
 
 def sasl_conf(bootstrap: str, user: str) -> dict[str, Any]:
@@ -94,6 +96,29 @@ def test_a_transactional_producer_needs_write_on_its_id_and_topics(authorizing_l
         (transactional_id, NONE, "CompleteCommit")]
     # a finished transaction keeps its last start (its time, not -1)
     assert described.transaction_states[0].transaction_start_time.year >= 2024
+
+
+def test_describe_producers_checks_topic_names_before_authorization(authorizing_listeners: Listeners) -> None:
+    """A name no topic may have is INVALID_TOPIC_EXCEPTION, with Kafka's words, even for a user who may READ
+    nothing; a valid name, existing or not, is TOPIC_AUTHORIZATION_FAILED for that user."""
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    topic = unique("authz-producers")
+    create_topic(plain, topic)
+    names = (topic, "authz-nowhere", "bad name!", "", "..", "a" * 250)
+    answer = one(sasl, "alice", make(describe_producers_v0.DescribeProducersRequest, topics=tuple(
+        make(describe_producers_v0.TopicRequest, name=name, partition_indexes=(0,)) for name in names)))
+    described = [(entry.name, int(partition.error_code), partition.error_message)
+                 for entry in answer.topics for partition in entry.partitions]
+    invalid = "Topic name is invalid: "
+    assert described == [
+        (topic, TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+        ("authz-nowhere", TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+        ("bad name!", INVALID_TOPIC_EXCEPTION,
+         invalid + "'bad name!' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+        ("", INVALID_TOPIC_EXCEPTION, invalid + "the empty string is not allowed"),
+        ("..", INVALID_TOPIC_EXCEPTION, invalid + "'..' is not allowed"),
+        ("a" * 250, INVALID_TOPIC_EXCEPTION,
+         invalid + f"the length of '{'a' * 250}' is longer than the max allowed length 249")]
 
 
 def _listed(bootstrap: str, user: str, request: Any, transactional_id: str) -> Any:
