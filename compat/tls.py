@@ -6,7 +6,7 @@ the keystore holds the private key (PKCS#8, encrypted with ``ssl.key.password`` 
 the truststore the CAs a client certificate must chain to (``ssl.truststore.certificates`` may give them inline).
 JKS and PKCS12 stores are refused at start (``keytool -importkeystore`` and ``openssl pkcs12`` convert them): a
 broker that quietly served without the store its operator named would be worse. ``ssl.client.auth`` is Kafka's:
-``none`` (the default), ``requested`` or ``required``.
+``none`` (the default), ``requested`` or ``required``; ``ssl.cipher.suites`` narrows the suites (`tls_ciphers`).
 
 Kafka names an SSL client ``User:`` followed by its certificate's subject as Java's ``X500Principal.getName()``
 writes it (RFC 2253), or ``User:ANONYMOUS`` when it sent none; only ``ssl.principal.mapping.rules=DEFAULT`` is
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from logwright.compat.tls_ciphers import restrict
 from logwright.core.errors import InvalidConfig
 
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -72,6 +73,7 @@ class TlsSettings:
         # a client may not renegotiate a TLS 1.2 session (each costs a handshake's CPU: a cheap way to load a broker,
         # CVE-2011-1473), as Kafka's SslTransportLayer refuses it; OpenSSL 3 refuses by default, 1.1 did not
         context.options |= ssl.OP_NO_RENEGOTIATION
+        restrict(context, broker_config("ssl.cipher.suites"))
         password = broker_config("ssl.key.password") or None
         try:
             context.load_cert_chain(keystore, password=password)

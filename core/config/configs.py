@@ -422,6 +422,10 @@ _BROKER_KEYS = (
               "principal is User:<its certificate's subject>, or User:ANONYMOUS without one.", read_only=True),
     ConfigKey("ssl.enabled.protocols", "broker", "TLSv1.2,TLSv1.3", tls_protocols,
               "The TLS versions the SSL listener accepts: TLSv1.2, TLSv1.3.", "LIST", read_only=True),
+    ConfigKey("ssl.cipher.suites", "broker", "", any_value,
+              "The TLS suites the SSL listeners may negotiate, by their IANA names as Kafka's (Java's); empty: "
+              "OpenSSL's default suites. A list without TLS 1.3 suites serves TLS 1.2 only; the TLS 1.3 suites are "
+              "named all three or none. A suite not served refuses the start.", "LIST", read_only=True),
     ConfigKey("ssl.principal.mapping.rules", "broker", "DEFAULT", one_of("DEFAULT"),
               "How a client certificate's subject becomes its principal: DEFAULT only (the whole subject).",
               read_only=True),

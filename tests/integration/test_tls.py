@@ -9,6 +9,7 @@ PLAINTEXT listener's and the certificate-less TLS clients' ``User:ANONYMOUS`` as
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import subprocess
@@ -177,6 +178,56 @@ def test_a_client_initiated_renegotiation_is_refused(tls_broker: TlsBroker) -> N
     assert "RENEGOTIATING" in output, output
     assert output.count("verify return:1") == 2, f"a second handshake was served: {output}"
     assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
+
+
+def test_cipher_suites_narrow_what_a_handshake_may_choose(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """``ssl.cipher.suites`` naming one TLS 1.2 suite (Kafka's IANA name): a client offering only another fails its
+    handshake, one that insists on TLS 1.3 too (no TLS 1.3 suite is named), a default client gets that suite over
+    TLS 1.2, and librdkafka works."""
+    certificates = make_certificates(tmp_path / "certificates")
+    config = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
+              "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}
+    with _tls_only_broker(request, tmp_path, config) as address:
+        host, port = address.split(":")
+
+        def handshake(context: ssl.SSLContext) -> tuple[str | None, str | None]:
+            context.load_verify_locations(certificates.ca)
+            with socket.create_connection((host, int(port)), timeout=5) as plain, \
+                    context.wrap_socket(plain, server_hostname="localhost") as tls:
+                cipher = tls.cipher()
+                return tls.version(), cipher[0] if cipher else None
+
+        assert handshake(ssl.create_default_context()) == ("TLSv1.2", "ECDHE-ECDSA-AES256-GCM-SHA384")
+        other = ssl.create_default_context()
+        other.maximum_version = ssl.TLSVersion.TLSv1_2
+        other.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
+        with pytest.raises(ssl.SSLError):
+            handshake(other)
+        only_tls13 = ssl.create_default_context()
+        only_tls13.minimum_version = ssl.TLSVersion.TLSv1_3
+        with pytest.raises(ssl.SSLError):
+            handshake(only_tls13)
+        client = {"bootstrap.servers": address, "security.protocol": "SSL", "ssl.ca.location": str(certificates.ca)}
+        assert AdminClient(client).list_topics(timeout=15).brokers
+
+
+@contextlib.contextmanager
+def _tls_only_broker(request: pytest.FixtureRequest, work: Path, config: dict[str, str]) -> Iterator[str]:
+    """A broker of its own with an SSL listener (Kafka 4.4 under ``--against kafka``): that listener's address."""
+    if against(request.config) == "kafka":
+        sys.path.append(str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(work / "kafka", config=config, ssl=True) as kafka:
+            yield kafka.ssl_bootstrap
+        return
+    port = free_port()
+    process = BrokerProcess(work / "data", config=config, extra_args=("--ssl-listen", f"127.0.0.1:{port}")).start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        assert process.alive(), process.log_tail()
+        process.kill()
 
 
 def test_sasl_over_tls_authenticates_the_user(tls_broker: TlsBroker) -> None:
