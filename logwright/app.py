@@ -49,10 +49,13 @@ async def run_broker(
     manual_clock: bool = False,
 ) -> None:
     host = PluginHost.for_broker(settings.overrides)  # plugins.extra added, plugins.disabled left out
+    configs = host.config_registry()
+    for name in configs.check_static("broker", settings.overrides):  # a bad value refuses the start, as Kafka's
+        log.warning("the configuration %r was supplied but isn't a known config: logwright ignores it", name)
     store = RocksEventStore(data_dir, durability=durability, projections=host.projections(),
                             types=host.type_registry())
     clock: Clock | None = resume_manual_clock(store) if manual_clock else None
-    broker = compose_broker(store, host, settings, configs=host.config_registry(), clock=clock)
+    broker = compose_broker(store, host, settings, configs=configs, clock=clock)
     server = KafkaServer(broker)
     host.install_extension_handlers()  # keys outside Kafka's range: their handlers read and write raw bodies
     tune_garbage_collector()

@@ -173,6 +173,15 @@ class ConfigKey:
     topics), so `ConfigRegistry.register` refuses a group key with a rule here."""
 
 
+def _check_value(resource_type: str, key: ConfigKey, value: str) -> None:
+    """Refuse an invalid value of ``key``: an INT key's must fit 32 bits, as Kafka's ``Integer.parseInt`` reads it."""
+    number = java_long(value) if key.value_type == "INT" else None
+    problem = ("must be an integer (32 bits)" if key.value_type == "INT" and (
+        number is None or not _INT_MIN <= number <= _INT_MAX) else key.validate(value))
+    if problem is not None:
+        raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {key.name!r}: {problem}")
+
+
 @dataclass(slots=True)
 class ConfigRegistry:
     """Known keys per resource type (``topic``, ``group``, ``broker``)."""
@@ -195,21 +204,25 @@ class ConfigRegistry:
 
     def validate(self, resource_type: str, entries: Iterable[tuple[str, str | None]]) -> None:
         """Refuse unknown keys, read-only keys (`InvalidRequest`, as Kafka 4.4 refuses a static broker key) and invalid
-        values; ``None`` (reset) is always valid. An INT key's
-        value must fit 32 bits, as Kafka's ``Integer.parseInt`` reads it."""
+        values (`_check_value`); ``None`` (reset) is always valid."""
         for name, value in entries:
             key = self.keys.get((resource_type, name))
             if key is None:
                 raise InvalidConfig(f"unknown {resource_type} config {name!r}")
             if key.read_only:  # Kafka's words and error (INVALID_REQUEST) for a static key
                 raise InvalidRequest(f"Cannot update these configs dynamically: [{name}]")
-            if value is None:
-                continue
-            number = java_long(value) if key.value_type == "INT" else None
-            problem = ("must be an integer (32 bits)" if key.value_type == "INT" and (
-                number is None or not _INT_MIN <= number <= _INT_MAX) else key.validate(value))
-            if problem is not None:
-                raise InvalidConfig(f"invalid value {value!r} for {resource_type} config {name!r}: {problem}")
+            if value is not None:
+                _check_value(resource_type, key, value)
+
+    def check_static(self, resource_type: str, overrides: Mapping[str, str]) -> list[str]:
+        """Refuse (`InvalidConfig`) an invalid value of a known key among a broker's static settings (the command
+        line's), as Kafka refuses to start on one; the keys no one registered, which Kafka warns about and ignores."""
+        unknown = [name for name in overrides if (resource_type, name) not in self.keys]
+        known = {name: value for name, value in overrides.items() if (resource_type, name) in self.keys}
+        for name, value in known.items():
+            _check_value(resource_type, self.keys[(resource_type, name)], value)
+        self.check_together(resource_type, known, known)
+        return unknown
 
     def check_together(self, resource_type: str, overrides: Mapping[str, str], changed: Iterable[str]) -> None:
         """Refuse ``overrides`` (the whole set after a change) when a changed key's rule across keys fails."""
