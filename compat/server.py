@@ -403,12 +403,18 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
             return
         if not self.authentication.listener.sasl:  # an SSL client is its certificate's subject (or ANONYMOUS)
             try:
-                self.authentication.principal = client_principal(encrypted.get_extra_info("ssl_object"))
+                principal = client_principal(encrypted.get_extra_info("ssl_object"), tls.principal_rules)
             except ValueError:  # "handshake not done yet": a bad record right after the handshake ended the session
                 log.info("connection %d from %s: the TLS session ended before its first request", self.connection_id,
                          self.client_host)
                 encrypted.abort()
                 return
+            if principal is None:  # as Kafka fails to build its principal: the connection closes
+                log.info("connection %d from %s: no ssl.principal.mapping.rules rule applies to its certificate",
+                         self.connection_id, self.client_host)
+                encrypted.abort()
+                return
+            self.authentication.principal = principal
         self.transport = encrypted
         # asyncio's TLS transport pauses writing at a size >= its high mark where the socket transport pauses above
         # it: 1 here, or it pauses with nothing left and never resumes

@@ -9,10 +9,10 @@ broker that quietly served without the store its operator named would be worse. 
 ``none`` (the default), ``requested`` or ``required``; ``ssl.cipher.suites`` narrows the suites (`tls_ciphers`).
 
 Kafka names an SSL client ``User:`` followed by its certificate's subject as Java's ``X500Principal.getName()``
-writes it (RFC 2253), or ``User:ANONYMOUS`` when it sent none; only ``ssl.principal.mapping.rules=DEFAULT`` is
-served. Python's ``ssl`` gives the subject as decoded (name, value) pairs, not as Java's string, so
-`subject_principal` writes that string itself (no library here does: the standard library has no X.500 writer and
-``cryptography`` is not a dependency).
+writes it (RFC 2253), mapped by ``ssl.principal.mapping.rules`` (`core.security.ssl_principal_rules`), or
+``User:ANONYMOUS`` when it sent none. Python's ``ssl`` gives the subject as decoded (name, value) pairs, not as
+Java's string, so `subject_principal` writes that string itself (no library here does: the standard library has no
+X.500 writer and ``cryptography`` is not a dependency).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 from logwright.compat.tls_ciphers import restrict
 from logwright.core.errors import InvalidConfig
+from logwright.core.security.ssl_principal_rules import PrincipalRules
 
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -56,6 +57,7 @@ class TlsSettings:
 
     context: ssl.SSLContext
     client_auth: str
+    principal_rules: PrincipalRules
 
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> TlsSettings:
@@ -88,15 +90,16 @@ class TlsSettings:
         except (OSError, ssl.SSLError, ValueError) as error:
             raise InvalidConfig(f"the SSL listener's stores cannot be read: {error}") from error
         sslproto.SSLProtocol.max_size = TLS_READ_BYTES
-        return cls(context, client_auth)
+        return cls(context, client_auth, PrincipalRules.parse(broker_config("ssl.principal.mapping.rules")))
 
 
-def client_principal(ssl_object: Any) -> str:
-    """The name in Kafka's ``User:`` principal of a TLS connection: its certificate's subject, or ANONYMOUS."""
+def client_principal(ssl_object: Any, rules: PrincipalRules) -> str | None:
+    """The name in Kafka's ``User:`` principal of a TLS connection: its certificate's subject as ``rules`` map it
+    (``None``: no rule applies, and the connection has no principal), or ANONYMOUS without a certificate."""
     certificate = ssl_object.getpeercert() if ssl_object is not None else None
     if not certificate:
         return "ANONYMOUS"
-    return subject_principal(certificate.get("subject", ()))
+    return rules.name(subject_principal(certificate.get("subject", ())))
 
 
 def subject_principal(subject: tuple[tuple[tuple[str, str], ...], ...]) -> str:

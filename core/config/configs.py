@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
 from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.security.sasl_plain import plain_users
+from logwright.core.security.ssl_principal_rules import PrincipalRules
 
 Validator = Callable[[str], str | None]
 """Returns ``None`` when the value is valid, otherwise why it is not."""
@@ -74,6 +75,14 @@ def tls_protocols(value: str) -> str | None:
     if not names:
         return "name TLSv1.2, TLSv1.3 or both"
     return f"protocols not served: {', '.join(unknown)} (TLSv1.2 and TLSv1.3 are)" if unknown else None
+
+
+def principal_rules(value: str) -> str | None:
+    try:
+        PrincipalRules.parse(value)
+    except InvalidConfig as error:
+        return str(error)
+    return None
 
 
 def plain_jaas(value: str) -> str | None:
@@ -439,8 +448,10 @@ _BROKER_KEYS = (
               "The TLS suites the SSL listeners may negotiate, by their IANA names as Kafka's (Java's); empty: "
               "OpenSSL's default suites. A list without TLS 1.3 suites serves TLS 1.2 only; the TLS 1.3 suites are "
               "named all three or none. A suite not served refuses the start.", "LIST", read_only=True),
-    ConfigKey("ssl.principal.mapping.rules", "broker", "DEFAULT", one_of("DEFAULT"),
-              "How a client certificate's subject becomes its principal: DEFAULT only (the whole subject).",
+    ConfigKey("ssl.principal.mapping.rules", "broker", "DEFAULT", principal_rules,
+              "How a client certificate's subject (RFC 2253) becomes its principal's name, as Kafka's rules: "
+              "DEFAULT (the whole subject) and RULE:pattern/replacement/[LU], the first whose pattern matches the "
+              "whole subject naming it; a subject no rule matches is refused (its connection closes).", "LIST",
               read_only=True),
     ConfigKey("authorizer.class.name", "broker", "",
               one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),

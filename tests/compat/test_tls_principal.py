@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from logwright.compat.tls import client_principal, subject_principal
+from logwright.core.security.ssl_principal_rules import PrincipalRules
 
 
 def test_the_subject_is_written_last_rdn_first() -> None:
@@ -31,5 +32,6 @@ def test_a_client_without_a_certificate_is_anonymous() -> None:
         def getpeercert(self) -> dict[str, object] | None:
             return None
 
-    assert client_principal(NoCertificate()) == "ANONYMOUS"
-    assert client_principal(None) == "ANONYMOUS"
+    rules = PrincipalRules.parse("RULE:^CN=(.*)$/$1/")  # no subject to map: ANONYMOUS whatever the rules
+    assert client_principal(NoCertificate(), rules) == "ANONYMOUS"
+    assert client_principal(None, rules) == "ANONYMOUS"

@@ -187,7 +187,7 @@ def test_cipher_suites_narrow_what_a_handshake_may_choose(request: pytest.Fixtur
     certificates = make_certificates(tmp_path / "certificates")
     config = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
               "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}
-    with _tls_only_broker(request, tmp_path, config) as address:
+    with _tls_only_broker(request, tmp_path, config) as (_, address):
         host, port = address.split(":")
 
         def handshake(context: ssl.SSLContext) -> tuple[str | None, str | None]:
@@ -211,20 +211,50 @@ def test_cipher_suites_narrow_what_a_handshake_may_choose(request: pytest.Fixtur
         assert AdminClient(client).list_topics(timeout=15).brokers
 
 
+def test_principal_mapping_rules_name_the_certificate_user(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """``ssl.principal.mapping.rules`` maps the certificate's subject to ``User:alice`` (lower-cased from its CN), the
+    name ACLs grant; without a rule that applies to a subject its connection fails, while a client without a
+    certificate is ANONYMOUS (the super user here) either way."""
+    certificates = make_certificates(tmp_path / "certificates")
+    alice = {"ssl.certificate.location": str(certificates.client_certificate),
+             "ssl.key.location": str(certificates.client_key)}
+    base = {**AUTHORIZING, "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
+            "ssl.client.auth": "requested"}
+    rules = {"ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=tests,.*$/$1/L,DEFAULT"}
+    with _tls_only_broker(request, tmp_path / "mapped", {**base, **rules}) as (plaintext, address):
+        client = {"bootstrap.servers": address, "security.protocol": "SSL", "ssl.ca.location": str(certificates.ca)}
+        topic = unique("tls-mapped")
+        create_topic(plaintext, topic)
+        refused = _produce({**client, **alice}, topic)
+        assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        grant(plaintext, binding(ResourceType.TOPIC, topic, "User:alice", AclOperation.WRITE))
+        assert _produce({**client, **alice}, topic) is None, "User:alice, as the rule names the certificate"
+    unmatched = {"ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=other,.*$/$1/"}
+    with _tls_only_broker(request, tmp_path / "unmatched", {**base, **unmatched}) as (_, address):
+        client = {"bootstrap.servers": address, "security.protocol": "SSL", "ssl.ca.location": str(certificates.ca)}
+        with pytest.raises(KafkaException):
+            AdminClient({**client, **alice}).list_topics(timeout=5)
+        assert AdminClient(client).list_topics(timeout=15).brokers
+
+
 @contextlib.contextmanager
-def _tls_only_broker(request: pytest.FixtureRequest, work: Path, config: dict[str, str]) -> Iterator[str]:
-    """A broker of its own with an SSL listener (Kafka 4.4 under ``--against kafka``): that listener's address."""
+def _tls_only_broker(request: pytest.FixtureRequest, work: Path, config: dict[str, str]
+                     ) -> Iterator[tuple[str, str]]:
+    """A broker of its own with an SSL listener (Kafka 4.4 under ``--against kafka``): the PLAINTEXT listener's
+    address and the SSL one's."""
     if against(request.config) == "kafka":
         sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
 
         with KafkaPeer(work / "kafka", config=config, ssl=True) as kafka:
-            yield kafka.ssl_bootstrap
+            yield kafka.bootstrap, kafka.ssl_bootstrap
         return
     port = free_port()
+    work.mkdir(parents=True, exist_ok=True)
     process = BrokerProcess(work / "data", config=config, extra_args=("--ssl-listen", f"127.0.0.1:{port}")).start()
     try:
-        yield f"127.0.0.1:{port}"
+        yield process.bootstrap, f"127.0.0.1:{port}"
     finally:
         assert process.alive(), process.log_tail()
         process.kill()
