@@ -251,7 +251,9 @@ class KafkaPeer:
         self.resolve_s = resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         server_properties = self.work_dir / "server.properties"
-        server_properties.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        # a value's line breaks (PEM text given inline) written as Java's Properties reads them back: \n
+        lines = (key + "=" + value.replace("\n", "\\n") for key, value in self.properties().items())
+        server_properties.write_text("".join(line + "\n" for line in lines))
         (self.work_dir / "log4j2.properties").write_text(_LOG4J2.format(level=self.log_level))
         if not (self.work_dir / "data" / "meta.properties").exists():
             self._format(server_properties)

@@ -3,7 +3,8 @@ certificate names.
 
 Stores are PEM files, as Kafka reads them with ``ssl.keystore.type=PEM`` and ``ssl.truststore.type=PEM`` (KIP-651):
 the keystore holds the private key (PKCS#8, encrypted with ``ssl.key.password`` or not) and the certificate chain;
-the truststore the CAs a client certificate must chain to (``ssl.truststore.certificates`` may give them inline).
+the truststore the CAs a client certificate must chain to (``ssl.truststore.certificates`` may give them inline, as
+``ssl.keystore.key`` and ``ssl.keystore.certificate.chain`` may give the keystore).
 JKS and PKCS12 stores are refused at start (``keytool -importkeystore`` and ``openssl pkcs12`` convert them): a
 broker that quietly served without the store its operator named would be worse. ``ssl.client.auth`` is Kafka's:
 ``none`` (the default), ``requested`` or ``required``; ``ssl.cipher.suites`` narrows the suites (`tls_ciphers`).
@@ -17,7 +18,9 @@ X.500 writer and ``cryptography`` is not a dependency).
 
 from __future__ import annotations
 
+import os
 import ssl
+import tempfile
 from asyncio import sslproto
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,9 +67,13 @@ class TlsSettings:
         """Raises `InvalidConfig` for stores that cannot be read (the keys' own checks refused other types, rules
         and protocols already: `core.config.configs`)."""
         keystore = broker_config("ssl.keystore.location")
-        if not keystore:
+        inline_key, inline_chain = broker_config("ssl.keystore.key"), broker_config("ssl.keystore.certificate.chain")
+        if keystore and (inline_key or inline_chain):
+            raise InvalidConfig("ssl.keystore.location and ssl.keystore.key/ssl.keystore.certificate.chain are "
+                                "two ways to give the keystore: set one")
+        if not keystore and not (inline_key and inline_chain):
             raise InvalidConfig("an SSL listener needs ssl.keystore.location (a PEM file: private key and "
-                                "certificate chain)")
+                                "certificate chain), or ssl.keystore.key and ssl.keystore.certificate.chain (PEM text)")
         client_auth = broker_config("ssl.client.auth")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         versions = sorted(PROTOCOLS[name.strip()] for name in broker_config("ssl.enabled.protocols").split(",")
@@ -78,7 +85,10 @@ class TlsSettings:
         restrict(context, broker_config("ssl.cipher.suites"))
         password = broker_config("ssl.key.password") or None
         try:
-            context.load_cert_chain(keystore, password=password)
+            if keystore:
+                context.load_cert_chain(keystore, password=password)
+            else:
+                _load_inline_chain(context, inline_key, inline_chain, password)
             context.verify_mode = CLIENT_AUTH[client_auth]
             if client_auth != "none":
                 truststore, inline = broker_config("ssl.truststore.location"), broker_config(
@@ -91,6 +101,17 @@ class TlsSettings:
             raise InvalidConfig(f"the SSL listener's stores cannot be read: {error}") from error
         sslproto.SSLProtocol.max_size = TLS_READ_BYTES
         return cls(context, client_auth, PrincipalRules.parse(broker_config("ssl.principal.mapping.rules")))
+
+
+def _load_inline_chain(context: ssl.SSLContext, key: str, chain: str, password: str | None) -> None:
+    """The keystore given as PEM text: Python's ``ssl`` loads a key and chain only from a file, so they are written
+    to one only this process may read, in a directory of its own, and removed once loaded."""
+    with tempfile.TemporaryDirectory(prefix="logwright-keystore-") as directory:  # created 0700
+        path = os.path.join(directory, "keystore.pem")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as keystore:
+            keystore.write(key.strip() + "\n" + chain.strip() + "\n")
+        context.load_cert_chain(path, password=password)
 
 
 def client_principal(ssl_object: Any, rules: PrincipalRules) -> str | None:

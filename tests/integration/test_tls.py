@@ -238,6 +238,22 @@ def test_principal_mapping_rules_name_the_certificate_user(request: pytest.Fixtu
         assert AdminClient(client).list_topics(timeout=15).brokers
 
 
+def test_the_keystore_given_as_pem_text(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """``ssl.keystore.key`` and ``ssl.keystore.certificate.chain`` instead of a keystore file (KIP-651), and the
+    CAs as ``ssl.truststore.certificates``: a client trusting the CA connects, and its certificate is accepted."""
+    certificates = make_certificates(tmp_path / "certificates")
+    config = {"ssl.keystore.type": "PEM", "ssl.keystore.key": (tmp_path / "certificates" / "broker.key").read_text(),
+              "ssl.keystore.certificate.chain": (tmp_path / "certificates" / "broker.pem").read_text(),
+              "ssl.truststore.type": "PEM", "ssl.truststore.certificates": certificates.ca.read_text(),
+              "ssl.client.auth": "required"}
+    with _tls_only_broker(request, tmp_path / "inline", config) as (_, address):
+        client = {"bootstrap.servers": address, "security.protocol": "SSL", "ssl.ca.location": str(certificates.ca),
+                  "ssl.certificate.location": str(certificates.client_certificate),
+                  "ssl.key.location": str(certificates.client_key)}
+        assert [f"{b.host}:{b.port}" for b in AdminClient(client).list_topics(timeout=15).brokers.values()] == [
+            address]
+
+
 @contextlib.contextmanager
 def _tls_only_broker(request: pytest.FixtureRequest, work: Path, config: dict[str, str]
                      ) -> Iterator[tuple[str, str]]:
