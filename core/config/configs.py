@@ -63,6 +63,15 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
+def only(*accepted: str, what: str) -> Validator:
+    """A Kafka key that plugs in a class logwright cannot load: its default is served, anything else refused (a broker
+    that ignored a custom principal builder or credential check would decide security without it)."""
+    def check(value: str) -> str | None:
+        return None if value in accepted else f"logwright serves no custom {what}: leave it unset"
+
+    return check
+
+
 def sasl_mechanisms(value: str) -> str | None:
     names = [name.strip() for name in value.split(",") if name.strip()]
     unknown = [name for name in names if name not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")]
@@ -75,6 +84,9 @@ def tls_protocols(value: str) -> str | None:
     if not names:
         return "name TLSv1.2, TLSv1.3 or both"
     return f"protocols not served: {', '.join(unknown)} (TLSv1.2 and TLSv1.3 are)" if unknown else None
+
+
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 
 
 def principal_rules(value: str) -> str | None:
@@ -459,6 +471,18 @@ _BROKER_KEYS = (
               "DEFAULT (the whole subject) and RULE:pattern/replacement/[LU], the first whose pattern matches the "
               "whole subject naming it; a subject no rule matches is refused (its connection closes).", "LIST",
               read_only=True),
+    ConfigKey("principal.builder.class", "broker", DEFAULT_PRINCIPAL_BUILDER,
+              only("", DEFAULT_PRINCIPAL_BUILDER, what="principal builder"),
+              "Kafka's default principal builder only (SASL: the user; SSL: the certificate subject mapped by "
+              "ssl.principal.mapping.rules).", "CLASS", read_only=True),
+    ConfigKey("ssl.engine.factory.class", "broker", "", only("", what="SSL engine factory"),
+              "Not served: the TLS context is built from the ssl.* keys.", "CLASS", read_only=True),
+    *(ConfigKey(name, "broker", "", only("", what="SASL callback handler"),
+                "Not served: PLAIN checks the users of the listener's JAAS line, SCRAM the stored credentials.",
+                "CLASS", read_only=True)
+      for name in ("sasl.server.callback.handler.class",
+                   "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class",
+                   "listener.name.sasl_ssl.plain.sasl.server.callback.handler.class")),
     ConfigKey("authorizer.class.name", "broker", "",
               one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
               "The authorizer: empty (the default) checks nothing; Kafka's StandardAuthorizer enforces the stored "

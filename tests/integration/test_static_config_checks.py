@@ -15,6 +15,8 @@ from .broker_process import BrokerProcess
     ({"ssl.client.auth": "bogus"}, "invalid value 'bogus' for broker config 'ssl.client.auth'"),
     ({"num.partitions": "many"}, "invalid value 'many' for broker config 'num.partitions'"),
     ({"group.share.partition.max.record.locks": "99"}, "must be between 100 and 10000"),
+    ({"principal.builder.class": "com.example.CustomPrincipalBuilder"}, "serves no custom principal builder"),
+    ({"ssl.principal.mapping.rules": "RULE:(/x/"}, "does not compile"),
 ])
 def test_an_invalid_value_stops_the_start(tmp_path: Path, config: dict[str, str], says: str) -> None:
     process = BrokerProcess(tmp_path / "data", config=config)
