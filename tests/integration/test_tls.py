@@ -14,7 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,15 +166,25 @@ def test_a_client_initiated_renegotiation_is_refused(tls_broker: TlsBroker) -> N
     session = subprocess.Popen(["openssl", "s_client", "-tls1_2", "-connect", tls_broker.tls, "-servername",
                                 "localhost", "-CAfile", str(tls_broker.certificates.ca)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert session.stdin is not None and session.stdout is not None
+    stalled = threading.Timer(30, session.kill)  # a handshake that never ends fails the test, not the run
+    stalled.start()
+    seen = b""
     try:
-        assert session.stdin is not None
-        time.sleep(1.0)  # the handshake; an "R" line sent before it ends is read as data
+        while b"Verify return code" not in seen:  # the handshake ended: an "R" line before it is read as data
+            chunk = session.stdout.read1(4096)
+            assert chunk, seen.decode(errors="replace")
+            seen += chunk
         session.stdin.write(b"R\n")
         session.stdin.flush()
-        time.sleep(1.0)
+        try:  # a refused renegotiation ends the session, and s_client exits
+            rest = session.communicate(timeout=15)[0]
+        except subprocess.TimeoutExpired:
+            session.kill()
+            rest = session.communicate()[0]
     finally:
-        session.kill()
-        output = session.communicate()[0].decode(errors="replace")
+        stalled.cancel()
+    output = (seen + rest).decode(errors="replace")
     assert "RENEGOTIATING" in output, output
     assert output.count("verify return:1") == 2, f"a second handshake was served: {output}"
     assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
