@@ -71,8 +71,16 @@ TOKEN_SECRET = "logwright-bench-token-key"
 """The delegation token key of a peer started with a SASL listener (tokens on, as the Java sasl step uses them)."""
 
 
+SASL_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+OAUTHBEARER_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                    'unsecuredLoginStringClaim_sub="broker";')
+"""OAUTHBEARER with Kafka's default, unsecured validator (Kafka's broker makes its own unused token from
+``unsecuredLoginStringClaim_sub``; logwright ignores it)."""
+
+
 def sasl_users(options: dict[str, str]) -> dict[str, str] | None:
-    """The option ``sasl`` ("alice:secret,bob:pw"): a SASL_PLAINTEXT listener with these PLAIN users (and SCRAM)."""
+    """The option ``sasl`` ("alice:secret,bob:pw"): a SASL_PLAINTEXT listener with these PLAIN users (and SCRAM and
+    OAUTHBEARER)."""
     if "sasl" not in options:
         return None
     return dict(pair.split(":", 1) for pair in options["sasl"].split(",") if pair)
@@ -133,7 +141,8 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
         sasl_port = free_port()
         jaas = " ".join(f'user_{name}="{password}"' for name, password in users.items())
         serve += ["--sasl-listen", f"127.0.0.1:{sasl_port}",
-                  "--config", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                  "--config", f"sasl.enabled.mechanisms={SASL_MECHANISMS}",
+                  "--config", f"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={OAUTHBEARER_JAAS}",
                   "--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
                               f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};",
                   "--config", f"delegation.token.secret.key={TOKEN_SECRET}"]
@@ -145,6 +154,7 @@ def _logwright(port: int, workdir: Path, options: dict[str, str], config: dict[s
     if tls and users is not None:
         sasl_ssl_port = free_port()
         serve += ["--sasl-ssl-listen", f"127.0.0.1:{sasl_ssl_port}",
+                  "--config", f"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={OAUTHBEARER_JAAS}",
                   "--config", "listener.name.sasl_ssl.plain.sasl.jaas.config="
                               f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"]
     profile = options.get("profile")
@@ -177,7 +187,9 @@ def _kafka(port: int, workdir: Path, options: dict[str, str], config: dict[str, 
 
     users = sasl_users(options)
     if users is not None:
-        config = {"delegation.token.secret.key": TOKEN_SECRET, **config}
+        config = {"delegation.token.secret.key": TOKEN_SECRET, "sasl.enabled.mechanisms": SASL_MECHANISMS,
+                  **{f"listener.name.{listener}.oauthbearer.sasl.jaas.config": OAUTHBEARER_JAAS
+                     for listener in ("sasl_plaintext", "sasl_ssl")}, **config}
     tls = tls_config(options)
     peer = KafkaPeer(workdir, port=port, heap=options.get("heap", DEFAULT_HEAP),
                      log_level=options.get("log_level", "warn"), config={**tls, **config},

@@ -11,7 +11,8 @@ Mechanisms: PLAIN against the users of the listener's JAAS line (`core.security.
 SCRAM-SHA-512 (`core.security.scram_exchange`) against the credentials AlterUserScramCredentials stored
 (`core.security.scram_credentials`), read at the moment the client names its user, or against a delegation token
 when the client says ``tokenauth=true`` (`compat.delegation_tokens`): the client is then the token's owner, and
-may not manage tokens. GSSAPI and OAUTHBEARER are not served.
+may not manage tokens; OAUTHBEARER with Kafka's default, unsecured validator (`core.security.oauthbearer`), the
+token's principal the client, its expiry the session's end. GSSAPI is not served.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from logwright.core.java_hash_order import java_map_order_of_strings
-from logwright.core.security.sasl_plain import SaslFailed, plain_principal, plain_users
+from logwright.core.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, UnsecuredValidatorOptions
+from logwright.core.security.sasl_plain import SaslAborted, SaslFailed, plain_principal, plain_users
 from logwright.core.security.scram_credentials import MECHANISM_NAMES
 from logwright.core.security.scram_exchange import ScramSecret, ScramServer
 
 PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL = "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"
 PLAIN = "PLAIN"
-MECHANISMS = (PLAIN, *MECHANISM_NAMES.values())
+MECHANISMS = (PLAIN, *MECHANISM_NAMES.values(), OAUTHBEARER)
 """Every mechanism logwright can serve (``sasl.enabled.mechanisms`` picks among them)."""
 BEFORE_HANDSHAKE = frozenset({17, 18})
 """SaslHandshake and ApiVersions: all a SASL connection may send first."""
@@ -66,6 +68,11 @@ def plain_jaas_key(listener_name: str) -> str:
 PLAIN_JAAS_KEY = plain_jaas_key(SASL_PLAINTEXT)
 
 
+def oauthbearer_jaas_key(listener_name: str) -> str:
+    """The broker key holding a SASL listener's OAuthBearerLoginModule line (its unsecured validator's options)."""
+    return f"listener.name.{listener_name.lower()}.oauthbearer.sasl.jaas.config"
+
+
 @dataclass(frozen=True, slots=True)
 class SaslSettings:
     """The broker's SASL configuration, read once at start (the keys are static, as on Kafka)."""
@@ -75,6 +82,8 @@ class SaslSettings:
     """The SASL_PLAINTEXT listener's PLAIN users."""
     ssl_plain_users: Mapping[str, str]
     """The SASL_SSL listener's (each listener has its own JAAS line, as on Kafka)."""
+    oauthbearer: Mapping[str, UnsecuredValidatorOptions]
+    """Each SASL listener's OAUTHBEARER validator options, by listener name."""
     max_receive_size: int
     """``sasl.server.max.receive.size``: the largest frame a SASL connection may send before it authenticates."""
     reauthentication_ms: int
@@ -83,8 +92,10 @@ class SaslSettings:
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> SaslSettings:
         enabled = tuple(name.strip() for name in broker_config("sasl.enabled.mechanisms").split(",") if name.strip())
+        oauthbearer = {name: UnsecuredValidatorOptions.from_jaas(broker_config(oauthbearer_jaas_key(name)))
+                       for name in (SASL_PLAINTEXT, SASL_SSL)} if OAUTHBEARER in enabled else {}
         return cls(enabled, plain_users(broker_config(PLAIN_JAAS_KEY)) if PLAIN in enabled else {},
-                   plain_users(broker_config(plain_jaas_key(SASL_SSL))) if PLAIN in enabled else {},
+                   plain_users(broker_config(plain_jaas_key(SASL_SSL))) if PLAIN in enabled else {}, oauthbearer,
                    int(broker_config("sasl.server.max.receive.size")),
                    int(broker_config("connections.max.reauth.ms")))
 
@@ -104,6 +115,9 @@ class HandshakeOutcome(enum.Enum):
     """No exchange to begin (a PLAINTEXT listener, or a session that may not re-authenticate now)."""
 
 
+LONGEST_SESSION_MS = (2**63 - 1) // 1_000_000
+"""Kafka times a session in nanoseconds of a long: a credential lasting longer (an OAUTHBEARER token expiring ~292
+years ahead) overflows its arithmetic and the connection closes unanswered; logwright closes it too."""
 REAUTHENTICATION_INTERVAL_MS = 1_000
 """Kafka lets a connection begin re-authenticating at most once a second."""
 
@@ -121,7 +135,8 @@ class ConnectionAuthentication:
     def __init__(self, listener: Listener, enabled: tuple[str, ...], plain_users: Mapping[str, str],
                  scram_secret: Callable[[str, bool, int], ScramSecret | None],
                  close: Callable[[str], None] = lambda reason: None, reauthentication_ms: int = 0,
-                 now_ms: Callable[[], int] = lambda: 0) -> None:
+                 now_ms: Callable[[], int] = lambda: 0,
+                 oauthbearer: UnsecuredValidatorOptions | None = None) -> None:
         self.listener = listener
         self.close = close
         """Close the connection once the answers owed (this one's included) are sent, for this reason."""
@@ -134,6 +149,8 @@ class ConnectionAuthentication:
         """In the order Kafka's SaslHandshake lists them (its ``HashSet``'s)."""
         self._plain_users = plain_users
         self._scram_secret = scram_secret
+        self._oauthbearer_options = oauthbearer or UnsecuredValidatorOptions()
+        self._oauthbearer: OAuthBearerServer | None = None
         self._reauthentication_ms = reauthentication_ms
         self._now_ms = now_ms
         self.principal = ANONYMOUS
@@ -208,8 +225,10 @@ class ConnectionAuthentication:
             return HandshakeOutcome.UNSUPPORTED
         self.mechanism = mechanism
         self.stage = Stage.AUTHENTICATE
-        self._scram, self._scram_started = None, False
-        if mechanism != PLAIN:
+        self._scram, self._scram_started, self._oauthbearer = None, False, None
+        if mechanism == OAUTHBEARER:
+            self._oauthbearer = OAuthBearerServer(self._oauthbearer_options, self._now_ms)
+        elif mechanism != PLAIN:
             code = next(code for code, name in MECHANISM_NAMES.items() if name == mechanism)
             self._scram = ScramServer(code, lambda name, token: self._scram_secret(name, token, code),
                                       secrets.token_urlsafe(24))
@@ -224,18 +243,29 @@ class ConnectionAuthentication:
     def authenticate(self, token: bytes) -> tuple[bytes, bool]:
         """One SaslAuthenticate token: the bytes to answer and whether the client is now authenticated (then
         `session_lifetime_ms` says for how long: told to clients of SaslAuthenticate v1+, ended on time for every
-        client, as Kafka does). Raises `SaslFailed` (the stage is then FAILED)."""
+        client, as Kafka does). Raises `SaslFailed`, or `SaslAborted` where Kafka closes the connection unanswered
+        (the stage is then FAILED)."""
         try:
             if self.mechanism == PLAIN:
                 self._authenticated(("User", plain_principal(token, self._plain_users)), None, False)
                 return b"", True
+            if self._oauthbearer is not None:
+                return self._oauthbearer_step(self._oauthbearer, token)
             return self._scram_step(token)
-        except SaslFailed:
+        except (SaslFailed, SaslAborted):
             self.stage = Stage.FAILED
             raise
         except Exception as error:  # noqa: BLE001 - whatever a hostile token makes the parser raise is a refusal
             self.stage = Stage.FAILED
             raise SaslFailed(None) from error
+
+    def _oauthbearer_step(self, server: OAuthBearerServer, message: bytes) -> tuple[bytes, bool]:
+        answer, token = server.step(message)
+        if token is None:
+            return answer, False
+        self._oauthbearer = None
+        self._authenticated(("User", token.principal), token.expires_ms, False)
+        return answer, True
 
     def _scram_step(self, token: bytes) -> tuple[bytes, bool]:
         server = self._scram
@@ -254,13 +284,16 @@ class ConnectionAuthentication:
             before, after = self._previous[:2], principal
             raise SaslFailed(f"Cannot change principals during re-authentication from {before[0]}.{before[1]}: "
                              f"{after[0]}.{after[1]}")
-        self.principal_type, self.principal = principal
-        self.token_authenticated = token
         now = self._now_ms()
         limits = [self._reauthentication_ms] if self._reauthentication_ms > 0 else []
         if credential_expires_ms is not None:
             limits.append(credential_expires_ms - now)
-        self.session_lifetime_ms = max(0, min(limits)) if limits else 0
+        lifetime_ms = max(0, min(limits)) if limits else 0
+        if lifetime_ms > LONGEST_SESSION_MS:
+            raise SaslAborted("a session longer than Kafka's nanosecond clock can time")
+        self.principal_type, self.principal = principal
+        self.token_authenticated = token
+        self.session_lifetime_ms = lifetime_ms
         self.session_expires_ms = now + self.session_lifetime_ms if limits else None
         self.reauthenticating = False
         self.stage = Stage.AUTHENTICATED

@@ -154,7 +154,7 @@ class KafkaServer:
         plain_users = self.sasl.ssl_plain_users if listener_name == SASL_SSL else self.sasl.plain_users
         return ConnectionAuthentication(listener, self.sasl.enabled, plain_users, self._scram_secret,
                                         connection.close_for, self.sasl.reauthentication_ms,
-                                        self.broker.clock.now_ms)
+                                        self.broker.clock.now_ms, self.sasl.oauthbearer.get(listener_name))
 
     def _scram_secret(self, name: str, token: bool, mechanism: int) -> ScramSecret | None:
         """What a SCRAM client naming ``name`` is checked against: a user's stored credential, or (``tokenauth``) a

@@ -6,7 +6,8 @@ and malformed tokens only "Authentication failed during authentication due to in
 mechanism M", as Kafka hides the rest), after ``connection.failed.authentication.delay.ms`` on the broker clock,
 and the connection closes. ``session_lifetime_ms`` (v1+) is how long the session lasts before the client must
 re-authenticate (KIP-368: ``connections.max.reauth.ms``, a token's expiry; 0: no limit). A re-authentication with
-another mechanism closes the connection unanswered, as on Kafka; one that fails says "re-authentication". Where no
+another mechanism closes the connection unanswered, as on Kafka; one that fails says "re-authentication". A token
+Kafka's OAUTHBEARER server trips over closes it unanswered too. Where no
 exchange is under way (a PLAINTEXT listener, a connection already authenticated), Kafka's answer is
 ILLEGAL_SASL_STATE, "SaslAuthenticate request received after successful authentication".
 """
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import CloseConnection, RequestContext, handler, make, response_module
-from logwright.core.security.sasl_plain import SaslFailed
+from logwright.core.security.sasl_plain import SaslAborted, SaslFailed
 
 if TYPE_CHECKING:
     from kio.schema.sasl_authenticate import v0, v1, v2
@@ -38,6 +39,8 @@ async def handle(context: RequestContext, request: SaslAuthenticateRequest) -> A
         raise CloseConnection("a SASL re-authentication with another mechanism")
     try:
         token, done = authentication.authenticate(request.auth_bytes)
+    except SaslAborted as aborted:
+        raise CloseConnection(f"SASL {authentication.mechanism}: {aborted}") from None
     except SaslFailed as failure:
         which = "re-authentication" if authentication.reauthenticating else "authentication"
         authentication.close(f"SASL {authentication.mechanism} {which} failed")

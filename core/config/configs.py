@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
 from logwright.core.errors import InvalidConfig, InvalidRequest
+from logwright.core.security.oauthbearer import UNSECURED_VALIDATOR, UnsecuredValidatorOptions
 from logwright.core.security.sasl_plain import plain_users
 from logwright.core.security.ssl_principal_rules import PrincipalRules
 
@@ -74,7 +75,7 @@ def only(*accepted: str, what: str) -> Validator:
 
 def sasl_mechanisms(value: str) -> str | None:
     names = [name.strip() for name in value.split(",") if name.strip()]
-    unknown = [name for name in names if name not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")]
+    unknown = [name for name in names if name not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")]
     return f"mechanisms not served: {', '.join(unknown)}" if unknown else None
 
 
@@ -100,6 +101,14 @@ def principal_rules(value: str) -> str | None:
 def plain_jaas(value: str) -> str | None:
     try:
         plain_users(value)
+    except InvalidConfig as error:
+        return str(error)
+    return None
+
+
+def oauthbearer_jaas(value: str) -> str | None:
+    try:
+        UnsecuredValidatorOptions.from_jaas(value)
     except InvalidConfig as error:
         return str(error)
     return None
@@ -418,8 +427,9 @@ _BROKER_KEYS = (
               "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "
               "Kafka.", "INT", read_only=True),
     ConfigKey("sasl.enabled.mechanisms", "broker", "SCRAM-SHA-256,SCRAM-SHA-512", sasl_mechanisms,
-              "Mechanisms the SASL_PLAINTEXT and SASL_SSL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
-              "(Kafka's default, GSSAPI, is not served).", "LIST", read_only=True),
+              "Mechanisms the SASL_PLAINTEXT and SASL_SSL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+              "OAUTHBEARER (unsecured tokens, Kafka's default validator) (Kafka's default, GSSAPI, is not served).",
+              "LIST", read_only=True),
     ConfigKey("listener.name.sasl_plaintext.plain.sasl.jaas.config", "broker", "", plain_jaas,
               "The PLAIN users of the SASL_PLAINTEXT listener, in Kafka's JAAS form: "
               "org.apache.kafka.common.security.plain.PlainLoginModule required user_NAME=\"PASSWORD\";",
@@ -427,6 +437,17 @@ _BROKER_KEYS = (
     ConfigKey("listener.name.sasl_ssl.plain.sasl.jaas.config", "broker", "", plain_jaas,
               "The PLAIN users of the SASL_SSL listener, in the same form.", "PASSWORD", sensitive=True,
               read_only=True),
+    *(ConfigKey(f"listener.name.{listener}.oauthbearer.sasl.jaas.config", "broker", "", oauthbearer_jaas,
+                f"The {listener.upper()} listener's OAUTHBEARER validator options, in Kafka's JAAS form: "
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                "unsecuredValidatorRequiredScope=\"...\" ...; (PrincipalClaimName, ScopeClaimName, RequiredScope, "
+                "AllowableClockSkewMs).", "PASSWORD", sensitive=True, read_only=True)
+      for listener in ("sasl_plaintext", "sasl_ssl")),
+    *(ConfigKey(f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class", "broker", "",
+                only("", UNSECURED_VALIDATOR, what="OAUTHBEARER callback handler"),
+                "Kafka's default only: the unsecured validator (unsigned tokens, for development and tests).",
+                "CLASS", read_only=True)
+      for listener in ("sasl_plaintext", "sasl_ssl")),
     ConfigKey("sasl.server.max.receive.size", "broker", "524288", long_at_least(1),
               "The largest request a SASL connection may send before it has authenticated; a larger one closes it.",
               "INT", read_only=True),

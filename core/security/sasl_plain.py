@@ -2,21 +2,17 @@
 (``org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";``), so a broker
 configured for Kafka is configured for logwright with the same line.
 
-The JAAS reader is written by hand: it reads the one login-module line Kafka's PLAIN server uses (options as
-``name="value"`` or bare ``name=value``), not Java's whole JAAS grammar, for which no Python library exists.
+The JAAS line is read by `core.security.jaas`.
 """
 
 from __future__ import annotations
 
 import hmac
-import re
 from collections.abc import Mapping
 
-from logwright.core.errors import InvalidConfig
+from logwright.core.security.jaas import login_module_options
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_OPTION = re.compile(r'\s*([^\s=;]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
-_HEADER = re.compile(r"\s*([\w.$]+)\s+(required|requisite|sufficient|optional)")
 
 
 class SaslFailed(Exception):
@@ -28,30 +24,16 @@ class SaslFailed(Exception):
         self.message = message
 
 
+class SaslAborted(Exception):  # noqa: N818 - an instruction to the server, as CloseConnection
+    """A token Kafka's SASL server does not refuse but trips over (an unexpected Java exception): Kafka closes the
+    connection without an answer, and so does logwright."""
+
+
 def plain_users(jaas: str) -> dict[str, str]:
     """The ``user_NAME="password"`` options of a PlainLoginModule JAAS line ("" declares none). Raises
     `InvalidConfig` for a line that is not one PlainLoginModule entry ending in ``;``."""
-    text = jaas.strip()
-    if not text:
-        return {}
-    header = _HEADER.match(text)
-    if header is None or header.group(1) != PLAIN_LOGIN_MODULE:
-        raise InvalidConfig(f"the JAAS configuration must name {PLAIN_LOGIN_MODULE} with a control flag")
-    position, users = header.end(), {}
-    while True:
-        option = _OPTION.match(text, position)
-        if option is None:
-            break
-        name = option.group(1)
-        value = option.group(2) if option.group(2) is not None else option.group(3)
-        if option.group(2) is not None:
-            value = re.sub(r"\\(.)", r"\1", value)
-        if name.startswith("user_"):
-            users[name[len("user_"):]] = value
-        position = option.end()
-    if text[position:].strip() != ";":
-        raise InvalidConfig("the JAAS configuration must end its login module with ';'")
-    return users
+    return {name[len("user_"):]: value for name, value in login_module_options(jaas, PLAIN_LOGIN_MODULE).items()
+            if name.startswith("user_")}
 
 
 def plain_principal(token: bytes, users: Mapping[str, str]) -> str:

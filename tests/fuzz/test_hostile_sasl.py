@@ -2,7 +2,9 @@
 
 Each example sends, each on a fresh SASL connection: a hostile request of any served (API key, version) before
 authentication (it must close the connection or be refused, never reach a handler that assumes a user); a SASL
-handshake followed by hostile SaslAuthenticate tokens; and, after a PLAIN login, hostile requests of the security
+handshake followed by hostile SaslAuthenticate tokens (for OAUTHBEARER, also well-framed first messages carrying
+hostile unsecured tokens: JSON values of every kind and size, truncated or re-encoded JSON, stray sections and
+padding); and, after a PLAIN login, hostile requests of the security
 APIs (SaslHandshake, SaslAuthenticate, the delegation token APIs 38-41, the SCRAM credential APIs 50-51). Then the
 broker must be alive, answer a well-behaved client within a second and have logged no ERROR. A second broker enforces
 ACLs: hostile requests of every served key from a user without any take the authorizer's refusal paths.
@@ -12,6 +14,8 @@ ACLs: hostile requests of every served key from a user without any take the auth
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import random
 import socket
@@ -43,7 +47,10 @@ class SaslBroker:
 def _sasl_broker(work: Path, config: dict[str, str]) -> Iterator[SaslBroker]:
     port = free_port()
     process = BrokerProcess(work / "data", config={
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredValidatorRequiredScope="kafka" unsecuredValidatorAllowableClockSkewMs="1000";',
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
             'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
         "delegation.token.secret.key": "hostile-key",
@@ -111,6 +118,59 @@ def _log_in(sock: socket.socket) -> None:
     assert logged_in is not None and logged_in[5:7] == b"\0\0", f"the PLAIN login failed: {logged_in!r}"
 
 
+def _authenticate(token: bytes) -> bytes:
+    return framed(encode(make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=token), 2))
+
+
+def _hostile_json(rng: random.Random, depth: int = 0) -> object:
+    kinds = ["null", "bool", "int", "huge", "float", "text", "unicode", "list", "object"]
+    kind = rng.choice(kinds if depth < 4 else kinds[:7])
+    if kind == "list":
+        return [_hostile_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == "object":
+        return {rng.choice(["sub", "exp", "iat", "scope", "alg", "x"]): _hostile_json(rng, depth + 1)
+                for _ in range(rng.randrange(4))}
+    return {"null": None, "bool": rng.random() < 0.5, "int": rng.randint(-2**70, 2**70),
+            "huge": 10 ** rng.randrange(1, 1200) * rng.choice((1, -1)),
+            "float": rng.choice((rng.uniform(-1e308, 1e308), rng.uniform(0, 4e9), -0.0, 5e-324)),
+            "text": "".join(rng.choice(" kafka\x01\t.=,") for _ in range(rng.randrange(12))),
+            "unicode": "".join(chr(rng.randrange(0x110000)) for _ in range(rng.randrange(6)))}[kind]
+
+
+def _hostile_section(rng: random.Random, members: dict[str, object]) -> str:
+    """A token section: JSON of ``members`` with some replaced by hostile values, perhaps truncated, re-encoded or
+    padded."""
+    for name in rng.sample(sorted(members) + ["alg", "x"], rng.randrange(1, 4)):
+        members[name] = _hostile_json(rng)
+    raw = json.dumps(members).encode() if rng.random() < 0.8 else json.dumps(_hostile_json(rng)).encode()
+    change = rng.randrange(6)
+    if change == 0:
+        raw = raw[:rng.randrange(len(raw) + 1)]
+    elif change == 1:
+        raw = json.dumps(members).encode(rng.choice(("utf-16-le", "utf-16-be", "utf-32", "utf-8-sig")))
+    elif change == 2:
+        at = rng.randrange(len(raw) + 1)
+        raw = raw[:at] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))) + raw[at:]
+    text = base64.urlsafe_b64encode(raw).decode()
+    return text if rng.random() < 0.2 else text.rstrip("=")
+
+
+def _hostile_oauthbearer_messages(rng: random.Random) -> list[bytes]:
+    """A well-framed first message carrying a hostile unsecured token; then perhaps the 0x01 acknowledging a
+    refusal, another first message, or stray bytes."""
+    header = _hostile_section(rng, {"alg": "none"}) if rng.random() < 0.5 else "eyJhbGciOiJub25lIn0"
+    claims = _hostile_section(rng, {"sub": "alice", "exp": 4_000_000_000, "iat": 1, "scope": ["kafka"]})
+    sections = [header, claims, rng.choice(("", "", "", "x", "=", "..", "a.b"))]
+    token = ".".join(sections)
+    if rng.random() < 0.2:
+        token = "".join(rng.choice("-_~+/.=aZ9") if rng.random() < 0.05 else char for char in token)
+    authzid = rng.choice(("", "", "a=alice,", "a=bob,", "a==2C,"))
+    first = f"n,{authzid or ','}\x01auth=Bearer {token}\x01".encode()
+    extensions = rng.choice((b"", b"", b"k=v\x01", b"k=\x01", b"auth=Bearer x\x01"))
+    then = rng.choice(([], [b"\x01"], [b"\x01", b"\x01"], [b"n,,\x01auth=Bearer a.b.\x01\x01"], [b"\xff" * 9]))
+    return [first + extensions + b"\x01", *then]
+
+
 def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker) -> None:
     log = BrokerLog(sasl_broker.process)
     answered = 0
@@ -120,10 +180,15 @@ def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker
         before = rng.choice(SERVED)
         with _connect(sasl_broker) as sock:  # before authentication: refused or closed, never handled as a user's
             _exchange(sock, values.frame(*before))
-        mechanism = rng.choice(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+        mechanism = rng.choice(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "OAUTHBEARER"))
         with _connect(sasl_broker) as sock:  # a hostile token in the exchange
             _exchange(sock, framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism=mechanism), 1)))
-            _exchange(sock, values.frame(36, rng.choice((0, 1, 2))))
+            if mechanism == "OAUTHBEARER" and rng.random() < 0.7:
+                for message in _hostile_oauthbearer_messages(rng):
+                    if _exchange(sock, _authenticate(message)) is None:
+                        break
+            else:
+                _exchange(sock, values.frame(36, rng.choice((0, 1, 2))))
         keys = [_security_key(rng) for _ in range(3)]
         with _connect(sasl_broker) as sock:  # authenticated: the security APIs with hostile values
             _log_in(sock)

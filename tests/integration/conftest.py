@@ -17,7 +17,7 @@ from typing import Protocol
 import pytest
 
 from .broker_process import BrokerProcess, free_port
-from .sasl_listeners import AUTHORIZING, PLAIN_USERS, TOKENS, Listeners
+from .sasl_listeners import AUTHORIZING, OAUTHBEARER, PLAIN_USERS, TOKENS, Listeners
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -175,6 +175,14 @@ def authorizing_listeners(request: pytest.FixtureRequest,
     """A SASL broker for one test module enforcing ACLs (Kafka's StandardAuthorizer): the PLAINTEXT listener's
     ``User:ANONYMOUS`` is the super user, the SASL users are not."""
     yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl-acls"), AUTHORIZING)
+
+
+@pytest.fixture(scope="module")
+def oauthbearer_listeners(request: pytest.FixtureRequest,
+                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listeners]:
+    """A SASL broker for one test module that also serves OAUTHBEARER with Kafka's unsecured validator
+    (`sasl_listeners.OAUTHBEARER`)."""
+    yield from _sasl_broker(request, tmp_path_factory.mktemp("sasl-oauthbearer"), OAUTHBEARER)
 
 
 @pytest.fixture(scope="module")

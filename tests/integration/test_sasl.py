@@ -21,10 +21,7 @@ from kio.schema.alter_client_quotas.v1 import request as alter_quotas_v1
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_v0
 from kio.schema.api_versions.v3 import request as api_versions_v3
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_v0
-from kio.schema.metadata.v12 import request as metadata_v12
 from kio.schema.produce.v9 import request as produce_v9
-from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
-from kio.schema.sasl_handshake.v1 import request as handshake_v1
 from logwright.client.connection import Connection, ConnectionClosed
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
@@ -35,11 +32,16 @@ from scramp import ScramClient
 from .sasl_listeners import (
     ILLEGAL_SASL_STATE,
     MECHANISMS,
+    METADATA,
     NONE,
     SASL_AUTHENTICATION_FAILED,
     SCRAM_FAILED,
     UNSUPPORTED_SASL_MECHANISM,
     Listeners,
+    authenticate,
+    exchange,
+    handshake,
+    short,
 )
 
 pytestmark = pytest.mark.differential
@@ -113,47 +115,6 @@ def test_scram_credentials_are_altered_and_described_as_on_kafka(listeners: List
     assert described(bootstrap, [], only_s) == only_s
     assert alter(bootstrap, [("s", 1), ("t", 2)], []) == [("s", NONE, None), ("t", 91, MISSING)]
     assert described(bootstrap, None, (NONE, "", [])) == (NONE, "", [])
-
-
-def handshake(mechanism: str) -> Any:
-    return make(handshake_v1.SaslHandshakeRequest, mechanism=mechanism)
-
-
-def authenticate(token: bytes) -> Any:
-    return make(authenticate_v2.SaslAuthenticateRequest, auth_bytes=token)
-
-
-METADATA = make(metadata_v12.MetadataRequest, topics=(), allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False)
-
-
-def short(answer: Any) -> tuple[Any, ...]:
-    if hasattr(answer, "brokers"):
-        return ("brokers", tuple((broker.host, broker.port) for broker in answer.brokers))
-    if hasattr(answer, "mechanisms"):
-        return int(answer.error_code), answer.mechanisms
-    if hasattr(answer, "auth_bytes"):
-        return int(answer.error_code), answer.error_message, answer.auth_bytes
-    return (int(answer.error_code),)
-
-
-def exchange(bootstrap: str, requests: list[Any]) -> list[Any]:
-    """Each request's short answer on one connection, then whether a Metadata is still answered ("closed" where
-    the connection was)."""
-
-    async def run() -> list[Any]:
-        connection = await Connection.open(bootstrap, "sasl-probe")
-        answers: list[Any] = []
-        try:
-            for request in [*requests, METADATA]:
-                answers.append(short(await connection.request(request, timeout_s=10)))
-        except ConnectionClosed:
-            answers.append("closed")
-        finally:
-            await connection.close()
-        return answers
-
-    return asyncio.run(run())
 
 
 def test_plain_and_the_exchange_rules_as_on_kafka(listeners: Listeners) -> None:

@@ -41,6 +41,11 @@ from .sasl_listeners import AUTHORIZING, PLAIN_USERS
 pytestmark = pytest.mark.differential
 
 
+OAUTHBEARER_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                    'unsecuredLoginStringClaim_sub="broker";')
+"""OAUTHBEARER with Kafka's unsecured validator (Kafka's broker needs a principal for its own unused token)."""
+
+
 class TlsBroker:
     def __init__(self, plaintext: str, tls: str, sasl_tls: str, certificates: Certificates) -> None:
         self.plaintext, self.tls, self.sasl_tls, self.certificates = plaintext, tls, sasl_tls, certificates
@@ -70,7 +75,10 @@ def tls_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     certificates = make_certificates(work / "certificates")
     config = {**AUTHORIZING, "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates.broker),
               "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
-              "ssl.client.auth": "requested"}
+              "ssl.client.auth": "requested",
+              "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+              **{f"listener.name.{listener}.oauthbearer.sasl.jaas.config": OAUTHBEARER_JAAS
+                 for listener in ("sasl_plaintext", "sasl_ssl")}}
     if against(request.config) == "kafka":
         sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
@@ -80,8 +88,7 @@ def tls_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         return
     port, sasl_port = free_port(), free_port()
     users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
-    config.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-                   "listener.name.sasl_ssl.plain.sasl.jaas.config":
+    config.update({"listener.name.sasl_ssl.plain.sasl.jaas.config":
                        f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"})
     process = BrokerProcess(work / "data", config=config, extra_args=(
         "--ssl-listen", f"127.0.0.1:{port}", "--sasl-ssl-listen", f"127.0.0.1:{sasl_port}")).start()
@@ -126,6 +133,18 @@ def _produce(config: dict[str, object], topic: str) -> KafkaError | None:
     producer.flush(20)
     assert len(errors) == 1
     return errors[0]
+
+
+def test_an_oauthbearer_tokens_principal_is_authorized_over_sasl_ssl(tls_broker: TlsBroker) -> None:
+    topic = unique("tls-oauthbearer")
+    create_topic(tls_broker.plaintext, topic)
+    carol = {"bootstrap.servers": tls_broker.sasl_tls, "security.protocol": "SASL_SSL",
+             "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+             "sasl.oauthbearer.config": "principal=carol", "ssl.ca.location": str(tls_broker.certificates.ca)}
+    refused = _produce(carol, topic)
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(tls_broker.plaintext, binding(ResourceType.TOPIC, topic, "User:carol", AclOperation.WRITE))
+    assert _produce(carol, topic) is None
 
 
 def test_a_client_certificate_is_the_principal(tls_broker: TlsBroker) -> None:

@@ -32,7 +32,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * through the same listener; a producer with a wrong password fails with {@code SaslAuthenticationException}; the
  * credential is then deleted. Then delegation tokens (KIP-48): an Admin client authenticated as alice creates one
  * ({@code createDelegationToken}), a producer authenticates with it ({@code tokenauth=true}) and writes, and the
- * token is expired ({@code expireDelegationToken}) and no longer described.
+ * token is expired ({@code expireDelegationToken}) and no longer described. Last, a producer authenticates with
+ * OAUTHBEARER by the Java client's unsecured token (the broker's default, unsecured validator) and writes.
  */
 final class SaslScenario {
     private SaslScenario() {
@@ -104,6 +105,17 @@ final class SaslScenario {
                     ScramMechanism.SCRAM_SHA_512))).all().get();
         }
         delegationToken(sasl, topic);
+        oauthBearer(sasl, topic);
+    }
+
+    /** A producer authenticated by the Java client's own unsecured OAUTHBEARER token (its default login handler). */
+    private static void oauthBearer(String sasl, String topic) throws Exception {
+        Properties props = login(sasl, "OAUTHBEARER", "unused", "unused", "unused", serializers());
+        props.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                + "unsecuredLoginStringClaim_sub=\"java-oauth\" unsecuredLoginListClaim_scope=\",kafka\";");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+            producer.send(new ProducerRecord<>(topic, 0, null, "oauthbearer")).get();
+        }
     }
 
     private static void delegationToken(String sasl, String topic) throws Exception {
