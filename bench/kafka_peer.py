@@ -120,14 +120,16 @@ class KafkaPeer:
     SASL_PLAINTEXT listener (``sasl_bootstrap``) offering PLAIN for these users and SCRAM-SHA-256/512 for the
     credentials AlterUserScramCredentials stores. ``ssl`` adds an SSL listener (``ssl_bootstrap``), and with
     ``sasl_users`` a SASL_SSL one (``sasl_ssl_bootstrap``) with the same users; their stores are ``ssl.*`` keys of
-    ``config``.
+    ``config``. ``system_properties`` are given to the broker's JVM as ``-Dname=value`` (Kafka 4's
+    ``org.apache.kafka.sasl.oauthbearer.allowed.urls``, which a JWKS URL must be listed in).
     """
 
     def __init__(self, work_dir: Path | None = None, config: dict[str, str] | None = None,
                  features: dict[str, int] | None = None, heap: str = DEFAULT_HEAP,
                  log_level: str = "warn", port: int | None = None, sasl_users: dict[str, str] | None = None,
-                 ssl: bool = False) -> None:
+                 ssl: bool = False, system_properties: dict[str, str] | None = None) -> None:
         self._own_dir = work_dir is None
+        self.system_properties = dict(system_properties or {})
         self.work_dir = Path(tempfile.mkdtemp(prefix="kafka-peer-")) if work_dir is None else work_dir
         self.port = port or free_port()
         self.controller_port = free_port()
@@ -236,9 +238,9 @@ class KafkaPeer:
         props.update(self.config)
         return props
 
-    def _java(self, main: str, *args: str, heap: str) -> list[str]:
+    def _java(self, main: str, *args: str, heap: str, jvm: list[str] | None = None) -> list[str]:
         return [java(), heap, "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}",
+                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}", *(jvm or ()),
                 "-cp", str(LIB / "*"), main, *args]
 
     def prepare(self) -> list[str]:
@@ -257,7 +259,8 @@ class KafkaPeer:
         (self.work_dir / "log4j2.properties").write_text(_LOG4J2.format(level=self.log_level))
         if not (self.work_dir / "data" / "meta.properties").exists():
             self._format(server_properties)
-        return self._java("kafka.Kafka", str(server_properties), heap=self.heap)
+        properties = [f"-D{name}={value}" for name, value in self.system_properties.items()]
+        return self._java("kafka.Kafka", str(server_properties), heap=self.heap, jvm=properties)
 
     def _format(self, server_properties: Path) -> None:
         started = time.monotonic()

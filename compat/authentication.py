@@ -22,8 +22,16 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from logwright.core.errors import InvalidConfig
 from logwright.core.java_hash_order import java_map_order_of_strings
-from logwright.core.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, UnsecuredValidatorOptions
+from logwright.core.security.oauthbearer import (
+    OAUTHBEARER,
+    AcceptedToken,
+    OAuthBearerServer,
+    UnsecuredValidatorOptions,
+    validate_unsecured,
+)
+from logwright.core.security.oauthbearer_jwt import SIGNED_VALIDATOR, JwtSettings
 from logwright.core.security.sasl_plain import SaslAborted, SaslFailed, plain_principal, plain_users
 from logwright.core.security.scram_credentials import MECHANISM_NAMES
 from logwright.core.security.scram_exchange import ScramSecret, ScramServer
@@ -68,9 +76,49 @@ def plain_jaas_key(listener_name: str) -> str:
 PLAIN_JAAS_KEY = plain_jaas_key(SASL_PLAINTEXT)
 
 
+def oauthbearer_handler_key(listener_name: str) -> str:
+    """The broker key naming a SASL listener's OAUTHBEARER server callback handler class."""
+    return f"listener.name.{listener_name.lower()}.oauthbearer.sasl.server.callback.handler.class"
+
+
 def oauthbearer_jaas_key(listener_name: str) -> str:
     """The broker key holding a SASL listener's OAuthBearerLoginModule line (its unsecured validator's options)."""
     return f"listener.name.{listener_name.lower()}.oauthbearer.sasl.jaas.config"
+
+
+def oauthbearer_config(broker_config: Callable[[str], str], listener_name: str) -> Callable[[str], str]:
+    """A listener's OAUTHBEARER keys as Kafka reads them: ``listener.name.L.oauthbearer.KEY`` where set, else
+    ``KEY``."""
+    def config(key: str) -> str:
+        return broker_config(f"listener.name.{listener_name.lower()}.oauthbearer.{key}") or broker_config(key)
+
+    return config
+
+
+@dataclass(frozen=True, slots=True)
+class SignedOAuthBearer:
+    """How a listener checks signed OAUTHBEARER tokens: the claims (`JwtSettings`) and where its keys are."""
+
+    jwt: JwtSettings
+    jwks_url: str
+    refresh_ms: int
+    backoff_ms: int
+    backoff_max_ms: int
+
+    @classmethod
+    def read(cls, config: Callable[[str], str]) -> SignedOAuthBearer:
+        url = config("sasl.oauthbearer.jwks.endpoint.url").strip()
+        if not url:
+            raise InvalidConfig('The OAuth validator for the broker requires "sasl.oauthbearer.jwks.endpoint.url" '
+                                "to be configured so that JWT signatures can be verified, but it was not set")
+        return cls(JwtSettings.read(config), url, int(config("sasl.oauthbearer.jwks.endpoint.refresh.ms")),
+                   int(config("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")),
+                   int(config("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms")))
+
+    @property
+    def endpoint(self) -> tuple[str, int, int, int]:
+        """What names its key source (listeners configured alike share one)."""
+        return self.jwks_url, self.refresh_ms, self.backoff_ms, self.backoff_max_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +131,10 @@ class SaslSettings:
     ssl_plain_users: Mapping[str, str]
     """The SASL_SSL listener's (each listener has its own JAAS line, as on Kafka)."""
     oauthbearer: Mapping[str, UnsecuredValidatorOptions]
-    """Each SASL listener's OAUTHBEARER validator options, by listener name."""
+    """The unsecured validator's options of each SASL listener that uses it, by listener name."""
+    signed_oauthbearer: Mapping[str, SignedOAuthBearer]
+    """The SASL listeners whose OAUTHBEARER tokens must be signed (their callback handler is Kafka's
+    ``OAuthBearerValidatorCallbackHandler``) and how each checks them."""
     max_receive_size: int
     """``sasl.server.max.receive.size``: the largest frame a SASL connection may send before it authenticates."""
     reauthentication_ms: int
@@ -92,10 +143,14 @@ class SaslSettings:
     @classmethod
     def read(cls, broker_config: Callable[[str], str]) -> SaslSettings:
         enabled = tuple(name.strip() for name in broker_config("sasl.enabled.mechanisms").split(",") if name.strip())
+        signed = {name: SignedOAuthBearer.read(oauthbearer_config(broker_config, name))
+                  for name in (SASL_PLAINTEXT, SASL_SSL) if OAUTHBEARER in enabled
+                  and broker_config(oauthbearer_handler_key(name)) == SIGNED_VALIDATOR}
         oauthbearer = {name: UnsecuredValidatorOptions.from_jaas(broker_config(oauthbearer_jaas_key(name)))
-                       for name in (SASL_PLAINTEXT, SASL_SSL)} if OAUTHBEARER in enabled else {}
+                       for name in (SASL_PLAINTEXT, SASL_SSL) if name not in signed} if OAUTHBEARER in enabled else {}
         return cls(enabled, plain_users(broker_config(PLAIN_JAAS_KEY)) if PLAIN in enabled else {},
                    plain_users(broker_config(plain_jaas_key(SASL_SSL))) if PLAIN in enabled else {}, oauthbearer,
+                   signed,
                    int(broker_config("sasl.server.max.receive.size")),
                    int(broker_config("connections.max.reauth.ms")))
 
@@ -136,7 +191,7 @@ class ConnectionAuthentication:
                  scram_secret: Callable[[str, bool, int], ScramSecret | None],
                  close: Callable[[str], None] = lambda reason: None, reauthentication_ms: int = 0,
                  now_ms: Callable[[], int] = lambda: 0,
-                 oauthbearer: UnsecuredValidatorOptions | None = None) -> None:
+                 oauthbearer: Callable[[str], AcceptedToken] | None = None) -> None:
         self.listener = listener
         self.close = close
         """Close the connection once the answers owed (this one's included) are sent, for this reason."""
@@ -149,7 +204,9 @@ class ConnectionAuthentication:
         """In the order Kafka's SaslHandshake lists them (its ``HashSet``'s)."""
         self._plain_users = plain_users
         self._scram_secret = scram_secret
-        self._oauthbearer_options = oauthbearer or UnsecuredValidatorOptions()
+        self._validate_oauthbearer = oauthbearer or (
+            lambda token: validate_unsecured(token, UnsecuredValidatorOptions(), now_ms()))
+        """Checks an OAUTHBEARER token: the listener's validator (by default the unsecured one's defaults)."""
         self._oauthbearer: OAuthBearerServer | None = None
         self._reauthentication_ms = reauthentication_ms
         self._now_ms = now_ms
@@ -227,7 +284,7 @@ class ConnectionAuthentication:
         self.stage = Stage.AUTHENTICATE
         self._scram, self._scram_started, self._oauthbearer = None, False, None
         if mechanism == OAUTHBEARER:
-            self._oauthbearer = OAuthBearerServer(self._oauthbearer_options, self._now_ms)
+            self._oauthbearer = OAuthBearerServer(self._validate_oauthbearer)
         elif mechanism != PLAIN:
             code = next(code for code, name in MECHANISM_NAMES.items() if name == mechanism)
             self._scram = ScramServer(code, lambda name, token: self._scram_secret(name, token, code),
@@ -294,7 +351,9 @@ class ConnectionAuthentication:
         self.principal_type, self.principal = principal
         self.token_authenticated = token
         self.session_lifetime_ms = lifetime_ms
-        self.session_expires_ms = now + self.session_lifetime_ms if limits else None
+        # a credential already expired (a token within the clock skew) ends the session at once, as Kafka's
+        # nanosecond expiry does with a lifetime of 0
+        self.session_expires_ms = (now + lifetime_ms if lifetime_ms > 0 else now - 1) if limits else None
         self.reauthenticating = False
         self.stage = Stage.AUTHENTICATED
         self.on_authenticated()

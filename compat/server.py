@@ -44,6 +44,7 @@ import collections
 import itertools
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from logwright.compat.answer_sending import AnswerSending
@@ -59,10 +60,13 @@ from logwright.compat.authentication import (
 from logwright.compat.broker import Broker
 from logwright.compat.connection_limits import ConnectionQuotas, StartupLimits
 from logwright.compat.handlers import load_handlers
+from logwright.compat.jwks_endpoint import JwksEndpoint
 from logwright.compat.request_dispatch import RequestDispatch, Unanswerable
 from logwright.compat.tls import TlsSettings, client_principal
 from logwright.compat.wire import record_walk
 from logwright.compat.wire.framing import READ_BUFFER_BYTES, FrameDecoder, FrameTooLarge, InvalidFrame
+from logwright.core.security.oauthbearer import AcceptedToken, UnsecuredValidatorOptions, validate_unsecured
+from logwright.core.security.oauthbearer_jwt import MissingKey, validate_signed
 from logwright.core.security.scram_credentials import UserCredentials
 from logwright.core.security.scram_exchange import ScramSecret
 from logwright.eventstore.file_ranges import FileRange
@@ -86,6 +90,12 @@ class KafkaServer:
         """The optional listeners' servers, by listener name."""
         self.sasl = SaslSettings.read(broker.broker_config)
         self.tls = TlsSettings.read(broker.broker_config) if broker.settings.tls else None
+        self.jwks: dict[tuple[str, int, int, int], JwksEndpoint] = {}
+        """The signed OAUTHBEARER validators' key sources (`compat.jwks_endpoint`), where listeners ask for them."""
+        for signed in self.sasl.signed_oauthbearer.values():
+            if signed.endpoint not in self.jwks:
+                self.jwks[signed.endpoint] = JwksEndpoint(*signed.endpoint, broker.clock.now_ms)
+        self._jwks_refreshers: list[asyncio.Task[None]] = []
         settings = broker.settings
         self.listener = Listener(PLAINTEXT, settings.host, settings.port, settings.public_host, settings.public_port)
         self.listeners: dict[str, Listener] = {}
@@ -113,6 +123,8 @@ class KafkaServer:
             await self._start_optional(name, prefix)
         loop = asyncio.get_running_loop()
         self._idle_reaper = loop.create_task(self._close_idle_connections(), name="idle connections")
+        self._jwks_refreshers = [loop.create_task(jwks.run(self.broker.sleep_until), name=f"JWKS {jwks.url}")
+                                 for jwks in self.jwks.values()]
         log.info("listening on %s:%d (advertised %s:%d)", settings.host, settings.port,
                  settings.public_host, settings.public_port)
         if not record_walk.NATIVE:  # the install found no C compiler: correct, but produce costs more CPU
@@ -154,7 +166,24 @@ class KafkaServer:
         plain_users = self.sasl.ssl_plain_users if listener_name == SASL_SSL else self.sasl.plain_users
         return ConnectionAuthentication(listener, self.sasl.enabled, plain_users, self._scram_secret,
                                         connection.close_for, self.sasl.reauthentication_ms,
-                                        self.broker.clock.now_ms, self.sasl.oauthbearer.get(listener_name))
+                                        self.broker.clock.now_ms, self._oauthbearer_validator(listener_name))
+
+    def _oauthbearer_validator(self, listener_name: str) -> Callable[[str], AcceptedToken]:
+        """How a listener checks OAUTHBEARER tokens: signed ones against the JWKS, or Kafka's unsecured validator."""
+        now_ms = self.broker.clock.now_ms
+        if (signed_settings := self.sasl.signed_oauthbearer.get(listener_name)) is not None:
+            settings, jwks = signed_settings.jwt, self.jwks[signed_settings.endpoint]
+
+            def signed(token: str) -> AcceptedToken:
+                try:
+                    return validate_signed(token, jwks.keys(), settings, now_ms())
+                except MissingKey as missing:
+                    jwks.missing(missing.key_id)
+                    raise
+
+            return signed
+        options = self.sasl.oauthbearer.get(listener_name, UnsecuredValidatorOptions())
+        return lambda token: validate_unsecured(token, options, now_ms())
 
     def _scram_secret(self, name: str, token: bool, mechanism: int) -> ScramSecret | None:
         """What a SCRAM client naming ``name`` is checked against: a user's stored credential, or (``tokenauth``) a
@@ -172,8 +201,9 @@ class KafkaServer:
 
         Connections are ended first: from Python 3.12 on, ``wait_closed`` waits for them.
         """
-        if self._idle_reaper is not None:
-            self._idle_reaper.cancel()
+        for task in (self._idle_reaper, *self._jwks_refreshers):
+            if task is not None:
+                task.cancel()
         servers = [server for server in (self._server, *self._servers.values()) if server is not None]
         for server in servers:
             server.close()

@@ -6,6 +6,7 @@ read-only afterwards. Invalid values are refused with `InvalidConfig` naming the
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
 from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.security.oauthbearer import UNSECURED_VALIDATOR, UnsecuredValidatorOptions
+from logwright.core.security.oauthbearer_jwt import JWT_VALIDATORS, SIGNED_VALIDATOR
 from logwright.core.security.sasl_plain import plain_users
 from logwright.core.security.ssl_principal_rules import PrincipalRules
 
@@ -323,6 +325,55 @@ _TOPIC_KEYS = (
               "Accepted for compatibility.", "LONG"),
 )
 
+_OAUTHBEARER_JWT_KEYS = (
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.url", "broker", "", any_value,
+              "Where the signed OAUTHBEARER validator reads its keys (a JWKS): a file: URL (read again when it "
+              "changes) or an http(s): one (refreshed).", read_only=True),
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.refresh.ms", "broker", "3600000", long_at_least(1),
+              "How often an http(s) JWKS is fetched again (broker clock); sooner when a token names a key id the "
+              "set lacks.", "LONG", read_only=True),
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "broker", "100", long_at_least(0),
+              "The first wait before fetching a JWKS again after a failure; it doubles.", "LONG", read_only=True),
+    ConfigKey("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "broker", "10000", long_at_least(0),
+              "The longest wait between failed JWKS fetches.", "LONG", read_only=True),
+    ConfigKey("sasl.oauthbearer.clock.skew.seconds", "broker", "30", long_at_least(0),
+              "The clock difference allowed between the identity provider and the broker when a token's exp and "
+              "nbf are checked.", "INT", read_only=True),
+    ConfigKey("sasl.oauthbearer.expected.audience", "broker", "", any_value,
+              "The audiences a signed token's aud must name one of (required unless "
+              "sasl.oauthbearer.allow.unverified.audience is true).", "LIST", read_only=True),
+    ConfigKey("sasl.oauthbearer.expected.issuer", "broker", "", any_value,
+              "The issuer a signed token's iss must be (required unless sasl.oauthbearer.allow.unverified.issuer "
+              "is true).", read_only=True),
+    *(ConfigKey(f"sasl.oauthbearer.allow.unverified.{claim}", "broker", "false", boolean,
+                f"Accept signed tokens without checking their {claim} (Kafka 4.4 requires this set to true to leave "
+                f"sasl.oauthbearer.expected.{claim} empty).", "BOOLEAN", read_only=True)
+      for claim in ("audience", "issuer")),
+    ConfigKey("sasl.oauthbearer.scope.claim.name", "broker", "scope", any_value,
+              "The claim of a signed token holding its scope.", read_only=True),
+    ConfigKey("sasl.oauthbearer.sub.claim.name", "broker", "sub", any_value,
+              "The claim of a signed token naming its principal.", read_only=True),
+    ConfigKey("sasl.oauthbearer.jwt.validator.class", "broker", JWT_VALIDATORS[0],
+              only("", *JWT_VALIDATORS, what="JWT validator"),
+              "Kafka's default JWT validator only (the broker validator of signed tokens).", "CLASS",
+              read_only=True),
+)
+"""The keys Kafka's broker validator of signed OAUTHBEARER tokens reads."""
+
+
+def _listener_override(key: ConfigKey, listener: str) -> ConfigKey:
+    """Kafka's listener-prefixed form of a SASL mechanism's key (``listener.name.L.oauthbearer.KEY``), which wins
+    over ``KEY`` for that listener's mechanism; unset ("") by default."""
+    check = key.validate
+
+    def unset_or_valid(value: str) -> str | None:
+        return None if value == "" else check(value)
+
+    return dataclasses.replace(key, name=f"listener.name.{listener}.oauthbearer.{key.name}", default="",
+                               validate=unset_or_valid, value_type="STRING" if key.value_type == "INT" else
+                               key.value_type, doc=f"{key.name} for the {listener.upper()} listener's OAUTHBEARER.")
+
+
 _BROKER_KEYS = (
     ConfigKey("auto.create.topics.enable", "broker", "true", boolean,
               "Create a topic when Metadata or Produce names one that does not exist.", "BOOLEAN"),
@@ -444,9 +495,13 @@ _BROKER_KEYS = (
                 "AllowableClockSkewMs).", "PASSWORD", sensitive=True, read_only=True)
       for listener in ("sasl_plaintext", "sasl_ssl")),
     *(ConfigKey(f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class", "broker", "",
-                only("", UNSECURED_VALIDATOR, what="OAUTHBEARER callback handler"),
-                "Kafka's default only: the unsecured validator (unsigned tokens, for development and tests).",
-                "CLASS", read_only=True)
+                only("", UNSECURED_VALIDATOR, SIGNED_VALIDATOR, what="OAUTHBEARER callback handler"),
+                "Empty (Kafka's default): the unsecured validator (unsigned tokens, for development and tests); "
+                f"{SIGNED_VALIDATOR}: tokens signed by a key of sasl.oauthbearer.jwks.endpoint.url, checked as "
+                "Kafka's broker validator checks them.", "CLASS", read_only=True)
+      for listener in ("sasl_plaintext", "sasl_ssl")),
+    *_OAUTHBEARER_JWT_KEYS,
+    *(_listener_override(key, listener) for key in _OAUTHBEARER_JWT_KEYS
       for listener in ("sasl_plaintext", "sasl_ssl")),
     ConfigKey("sasl.server.max.receive.size", "broker", "524288", long_at_least(1),
               "The largest request a SASL connection may send before it has authenticated; a larger one closes it.",

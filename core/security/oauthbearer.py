@@ -96,7 +96,7 @@ class UnsecuredValidatorOptions:
         options = login_module_options(jaas, LOGIN_MODULE)
 
         def option(name: str, default: str) -> str:
-            value = _java_trim(options.get("unsecuredValidator" + name, ""))
+            value = java_trim(options.get("unsecuredValidator" + name, ""))
             return value or default
 
         required = tuple(item for item in option("RequiredScope", "").split(" ") if item)
@@ -110,8 +110,8 @@ class UnsecuredValidatorOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class UnsecuredToken:
-    """A token the unsecured validator accepted."""
+class AcceptedToken:
+    """A token a validator accepted (the unsecured one here, the signed one in `core.security.oauthbearer_jwt`)."""
 
     principal: str
     expires_ms: int
@@ -131,7 +131,7 @@ class InvalidToken(Exception):  # noqa: N818 - a refusal, answered as RFC 7628's
             self.challenge = '{"status":"insufficient_scope", "scope":"[' + ", ".join(required_scope) + ']"}'
 
 
-def validate_unsecured(token: str, options: UnsecuredValidatorOptions, now_ms: int) -> UnsecuredToken:
+def validate_unsecured(token: str, options: UnsecuredValidatorOptions, now_ms: int) -> AcceptedToken:
     """Check ``token`` as Kafka's unsecured validator checks it, in its order. Raises `InvalidToken`, or
     `SaslAborted` for a header without ``alg`` (Kafka's null check throws there)."""
     if ".." in token:
@@ -155,7 +155,7 @@ def validate_unsecured(token: str, options: UnsecuredValidatorOptions, now_ms: i
     if expires is None:
         raise InvalidToken("No expiration time in JWT")
     principal = _claim(claims, options.principal_claim, (str,))
-    if principal is None or not _java_trim(principal):
+    if principal is None or not java_trim(principal):
         raise InvalidToken(f"No principal name in JWT claim: {options.principal_claim}")
     issued = _claim(claims, "iat", (int, float))
     skew = options.clock_skew_ms
@@ -168,18 +168,18 @@ def validate_unsecured(token: str, options: UnsecuredValidatorOptions, now_ms: i
     for required in options.required_scope:
         if required not in scope:
             raise InvalidToken(f"The provided scope was missing a required scope ({required})", options.required_scope)
-    return UnsecuredToken(principal, _java_round(1000 * _double(expires)), scope)
+    return AcceptedToken(principal, _java_round(1000 * _double(expires)), scope)
 
 
 class OAuthBearerServer:
-    """One OAUTHBEARER exchange on a connection (Kafka's ``OAuthBearerSaslServer`` with the unsecured validator)."""
+    """One OAUTHBEARER exchange on a connection (Kafka's ``OAuthBearerSaslServer``), its tokens checked by
+    ``validate`` (raising `InvalidToken` or `SaslAborted`): the unsecured validator, or the signed one."""
 
-    def __init__(self, options: UnsecuredValidatorOptions, now_ms: Callable[[], int]) -> None:
-        self._options = options
-        self._now_ms = now_ms
+    def __init__(self, validate: Callable[[str], AcceptedToken]) -> None:
+        self._validate = validate
         self._challenge: str | None = None
 
-    def step(self, data: bytes) -> tuple[bytes, UnsecuredToken | None]:
+    def step(self, data: bytes) -> tuple[bytes, AcceptedToken | None]:
         """The answer to one client message and, once authenticated, the token. A refused token is answered with
         its error challenge (None: not authenticated); the client's ``0x01`` after it raises `SaslFailed` with the
         challenge as Kafka's message. Raises `SaslFailed` or `SaslAborted` as `read_first_message`."""
@@ -188,7 +188,7 @@ class OAuthBearerServer:
         self._challenge = None
         message = read_first_message(data)
         try:
-            token = validate_unsecured(message.token, self._options, self._now_ms())
+            token = self._validate(message.token)
         except InvalidToken as refused:
             self._challenge = refused.challenge
             return refused.challenge.encode(), None
@@ -260,8 +260,8 @@ def _claim(claims: Mapping[str, Any], name: str, types: tuple[type, ...]) -> Any
 def _scope(claims: Mapping[str, Any], name: str) -> frozenset[str]:
     value = _claim(claims, name, (str, list))
     if isinstance(value, str):
-        return frozenset({_java_trim(value)}) if _java_trim(value) else frozenset()
-    return frozenset(_java_trim(item) for item in value or () if _java_trim(item))
+        return frozenset({java_trim(value)}) if java_trim(value) else frozenset()
+    return frozenset(java_trim(item) for item in value or () if java_trim(item))
 
 
 def _java_base64(text: str) -> bytes:
@@ -277,7 +277,7 @@ def _java_base64(text: str) -> bytes:
         raise ValueError(str(error)) from None
 
 
-def _java_trim(text: str) -> str:
+def java_trim(text: str) -> str:
     """``String.trim``: every character up to the space, control characters included."""
     return text.strip(_JAVA_TRIMMED)
 

@@ -20,6 +20,7 @@ from logwright.core.security.oauthbearer import (
 from logwright.core.security.sasl_plain import SaslAborted, SaslFailed
 
 NOW_MS = 1_800_000_000_000
+UNSECURED = lambda token: validate_unsecured(token, UnsecuredValidatorOptions(), NOW_MS)  # noqa: E731
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
 
 
@@ -88,21 +89,21 @@ def test_a_custom_principal_claim_and_an_exp_past_a_long() -> None:
 
 
 def test_a_refusal_waits_for_the_clients_acknowledgement_or_a_new_try() -> None:
-    server = OAuthBearerServer(UnsecuredValidatorOptions(), lambda: NOW_MS)
+    server = OAuthBearerServer(UNSECURED)
     answer, accepted = server.step(message(token(alice(exp=1))))
     assert (answer, accepted) == (b'{"status":"invalid_token"}', None)
     answer, accepted = server.step(message(token(alice())))  # another try instead of 0x01
     assert answer == b"" and accepted is not None and accepted.principal == "alice"
-    server = OAuthBearerServer(UnsecuredValidatorOptions(), lambda: NOW_MS)
+    server = OAuthBearerServer(UNSECURED)
     server.step(message(token(alice(exp=1))))
     with pytest.raises(SaslFailed) as refused:
         server.step(b"\x01")
     assert refused.value.message == '{"status":"invalid_token"}'
     with pytest.raises(SaslFailed) as unread:  # 0x01 with no challenge before it is not a first message
-        OAuthBearerServer(UnsecuredValidatorOptions(), lambda: NOW_MS).step(b"\x01")
+        OAuthBearerServer(UNSECURED).step(b"\x01")
     assert unread.value.message is None
     with pytest.raises(SaslFailed) as other:
-        OAuthBearerServer(UnsecuredValidatorOptions(), lambda: NOW_MS).step(
+        OAuthBearerServer(UNSECURED).step(
             f"n,a=bob,\x01auth=Bearer {token(alice())}\x01\x01".encode())
     assert other.value.message == ("Authentication failed: Client requested an authorization id (bob) that is "
                                    "different from the token's principal name (alice)")

@@ -10,6 +10,11 @@ import pytest
 
 from .broker_process import BrokerProcess
 
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+SIGNED = {"sasl.enabled.mechanisms": "OAUTHBEARER",
+          "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+              "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}
+
 
 @pytest.mark.parametrize(("config", "says"), [
     ({"ssl.client.auth": "bogus"}, "invalid value 'bogus' for broker config 'ssl.client.auth'"),
@@ -17,6 +22,17 @@ from .broker_process import BrokerProcess
     ({"group.share.partition.max.record.locks": "99"}, "must be between 100 and 10000"),
     ({"principal.builder.class": "com.example.CustomPrincipalBuilder"}, "serves no custom principal builder"),
     ({"ssl.principal.mapping.rules": "RULE:(/x/"}, "does not compile"),
+    ({"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": f"{OAUTH_MODULE} "
+      'unsecuredValidatorAllowableClockSkewMs="-1";'}, "Allowable clock skew millis must be a non-negative int"),
+    ({**SIGNED}, 'requires "sasl.oauthbearer.jwks.endpoint.url" to be configured'),
+    ({**SIGNED, "sasl.oauthbearer.jwks.endpoint.url": "file:///nonexistent/jwks.json"},
+     'requires "sasl.oauthbearer.expected.audience" to be configured'),
+    ({**SIGNED, "sasl.oauthbearer.jwks.endpoint.url": "file:///nonexistent/jwks.json",
+      "sasl.oauthbearer.expected.audience": "kafka", "sasl.oauthbearer.allow.unverified.issuer": "true"},
+     "the JWKS file /nonexistent/jwks.json cannot be read as a key set"),
+    ({**SIGNED, "sasl.oauthbearer.jwks.endpoint.url": "ftp://example/jwks.json",
+      "sasl.oauthbearer.expected.audience": "kafka", "sasl.oauthbearer.expected.issuer": "i"},
+     "must be a file, http or https URL"),
 ])
 def test_an_invalid_value_stops_the_start(tmp_path: Path, config: dict[str, str], says: str) -> None:
     process = BrokerProcess(tmp_path / "data", config=config)
