@@ -299,3 +299,21 @@ def test_librdkafka_produces_with_a_signed_token(signed: SignedBroker) -> None:
                          "sasl.mechanisms": "OAUTHBEARER", "oauth_cb": refresh, "acks": "all"})
     producer.produce(f"signed-{uuid.uuid4().hex[:8]}", b"signed")
     assert producer.flush(30) == 0
+
+
+def test_kafka_python_produces_with_a_signed_token(signed: SignedBroker) -> None:
+    """kafka-python's own OAUTHBEARER client (a refusal only shows there as a bootstrap timeout, so the refusals
+    are the raw exchanges' above)."""
+    from kafka import KafkaProducer  # noqa: PLC0415 - kafka-python, only here
+    from kafka.net.sasl.oauth import AbstractTokenProvider  # noqa: PLC0415
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return token(signed.keys.rsa2, kid="rsa2")
+
+    producer = KafkaProducer(bootstrap_servers=signed.listeners.sasl, security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Provider(), acks="all")
+    try:
+        producer.send(f"signed-python-{uuid.uuid4().hex[:8]}", b"signed").get(timeout=30)
+    finally:
+        producer.close()
