@@ -81,6 +81,12 @@ def _sync_protocol_named(context: RequestContext, request: Any) -> ErrorCode | N
     return None
 
 
+def _share_group_named(context: RequestContext, request: Any) -> ErrorCode | None:
+    """ShareFetch and ShareAcknowledge must name their group: a null one is INVALID_REQUEST before the group's ACL
+    is asked, as Kafka 4.4 checks it first."""
+    return ErrorCode.INVALID_REQUEST if request.group_id is None else None
+
+
 RULES: dict[int, tuple[Check, ...]] = {
     0: (transactional_id(AclOperation.WRITE),),  # Produce: then WRITE on each topic, in the handler
     8: (group(AclOperation.READ),),  # OffsetCommit: then READ on each topic
@@ -113,8 +119,8 @@ RULES: dict[int, tuple[Check, ...]] = {
     68: (group(AclOperation.READ),),  # ConsumerGroupHeartbeat: then DESCRIBE on each subscribed topic
     74: (cluster(AclOperation.DESCRIBE_CONFIGS),),  # ListConfigResources
     76: (group(AclOperation.READ),),  # ShareGroupHeartbeat: then DESCRIBE on each subscribed topic
-    78: (group(AclOperation.READ),),  # ShareFetch: then READ on each topic
-    79: (group(AclOperation.READ),),  # ShareAcknowledge: then READ on each topic
+    78: (_share_group_named, group(AclOperation.READ)),  # ShareFetch: then READ on each topic
+    79: (_share_group_named, group(AclOperation.READ)),  # ShareAcknowledge: then READ on each topic
     91: (group(AclOperation.READ),),  # AlterShareGroupOffsets: then READ on each topic
     92: (group(AclOperation.DELETE),),  # DeleteShareGroupOffsets: then READ on each topic
 }

@@ -10,6 +10,7 @@ names records the member does not hold gets INVALID_RECORD_STATE for that partit
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -17,7 +18,7 @@ from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.kafka.share_wire import ack_batches, apply_acks, by_topic, leader, node_endpoints
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.errors import DomainError, InvalidRequest, InvalidShareSessionEpoch
 from logwright.core.share_groups.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
     ShareAcknowledgeRequest: TypeAlias = v1.ShareAcknowledgeRequest | v2.ShareAcknowledgeRequest
     """Every version served: mypy checks each field read against all of them."""
+
+
+log = logging.getLogger(__name__)
 
 
 @handler(79, "ShareAcknowledge", 1, 2)
@@ -46,10 +50,11 @@ async def handle(context: RequestContext, request: ShareAcknowledgeRequest) -> A
         if not group_id or not member_id:
             raise InvalidRequest("ShareAcknowledge needs a group id and a member id")
         if epoch == OPEN_EPOCH:
-            raise InvalidRequest("ShareAcknowledge cannot open a share session (epoch 0)")
+            raise InvalidShareSessionEpoch("ShareAcknowledge cannot open a share session (epoch 0)")
         coordinator.advance_session(group_id, member_id, epoch, (), (), context.connection_id)
-    except DomainError as error:
-        return response(error_code_for(error), str(error), ())
+    except DomainError as error:  # Kafka 4.4 gives the code alone
+        log.debug("ShareAcknowledge of %r / %r refused: %s", group_id, member_id, error)
+        return response(error_code_for(error), None, ())
     outcomes = apply_acks(broker, coordinator, group_id, member_id, acks, renew_allowed=context.api_version >= 2,
                               context=context)
     if epoch == CLOSE_EPOCH:

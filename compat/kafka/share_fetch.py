@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 MAX_RESPONSE_BYTES = 2**31 - 1
 """The byte budget of a request whose ``max_bytes`` is not positive."""
 
+log = logging.getLogger(__name__)
+
 
 @handler(78, "ShareFetch", 1, 2)
 async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
@@ -69,9 +72,10 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
     renew = bool(request.is_renew_ack) if _v2(request) else False
     lock_ms = coordinator.lock_duration_ms(group_id, member_id) if group_id else 0
 
-    def refusal(code: ErrorCode, message: str) -> Any:
+    def refusal(code: ErrorCode, message: str) -> Any:  # Kafka 4.4 gives the code alone: the reason is logged
+        log.debug("ShareFetch of %r / %r refused: %s", group_id, member_id, message)
         return make(module.ShareFetchResponse, throttle_time=datetime.timedelta(0), error_code=code,
-                    error_message=message, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
+                    error_message=None, acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
                     responses=(), node_endpoints=())
 
     acquire_mode = int(request.share_acquire_mode) if _v2(request) else BATCH_OPTIMIZED
@@ -95,7 +99,7 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
                               context=context)
     if epoch == CLOSE_EPOCH:
         coordinator.release_closed_session(group_id, member_id)
-    errors: dict[PartitionRef, tuple[ErrorCode, str]] = {}
+    errors: dict[PartitionRef, tuple[ErrorCode, str | None]] = {}
     acquired: dict[PartitionRef, Acquired] = {}
     max_records = int(request.max_records)
     max_bytes = min(int(request.max_bytes) if int(request.max_bytes) > 0 else MAX_RESPONSE_BYTES,
@@ -137,18 +141,18 @@ async def handle(context: RequestContext, request: ShareFetchRequest) -> Any:
 
 def _acquire_round(context: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
                    partitions: tuple[PartitionRef, ...], budget: FetchBudget,
-                   errors: dict[PartitionRef, tuple[ErrorCode, str]]) -> dict[PartitionRef, Acquired]:
+                   errors: dict[PartitionRef, tuple[ErrorCode, str | None]]) -> dict[PartitionRef, Acquired]:
     """One pass over the session's partitions, starting after the last one served so none is starved."""
     acquired: dict[PartitionRef, Acquired] = {}
     last: PartitionRef | None = None
     for ref in coordinator.round_order(group_id, member_id, partitions):
         resolved = resolve(context.broker, ref)
         if resolved is None:
-            errors[ref] = (ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id or partition")
+            errors[ref] = (ErrorCode.UNKNOWN_TOPIC_ID, None)  # Kafka 4.4's partition errors have no words
             continue
         topic, partition_id = resolved
         if not allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name):
-            errors[ref] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+            errors[ref] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
             continue
         got = coordinator.acquire(group_id, member_id, topic.name, partition_id, budget)
         if got is None:
