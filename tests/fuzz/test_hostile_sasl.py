@@ -7,7 +7,8 @@ hostile unsecured tokens: JSON values of every kind and size, truncated or re-en
 padding); and, after a PLAIN login, hostile requests of the security
 APIs (SaslHandshake, SaslAuthenticate, the delegation token APIs 38-41, the SCRAM credential APIs 50-51). Then the
 broker must be alive, answer a well-behaved client within a second and have logged no ERROR. A second broker enforces
-ACLs: hostile requests of every served key from a user without any take the authorizer's refusal paths.
+ACLs: hostile requests of every served key from a user without any take the authorizer's refusal paths; its
+OAUTHBEARER tokens must be signed, and it is sent hostile ones, half of them signed by its key.
 
 ``LOGWRIGHT_HOSTILE_SASL_EXAMPLES`` sets the number of examples and ``LOGWRIGHT_FUZZ_SEED`` the seed.
 """
@@ -24,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
 from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
 from kio.schema.sasl_handshake.v1 import request as handshake_v1
 from logwright.compat.registry import make
@@ -68,12 +71,24 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker
     yield from _sasl_broker(tmp_path_factory.mktemp("hostile-sasl"), {})
 
 
+SIGNING_KEY = rsa.generate_private_key(65537, 2048)
+
+
 @pytest.fixture(scope="module")
 def authorizing_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    """ACLs enforced; alice has none, so her requests take the authorizer's refusal paths."""
-    yield from _sasl_broker(tmp_path_factory.mktemp("hostile-acls"), {
+    """ACLs enforced; alice has none, so her requests take the authorizer's refusal paths. Its OAUTHBEARER tokens
+    must be signed by `SIGNING_KEY` (kid "k")."""
+    work = tmp_path_factory.mktemp("hostile-acls")
+    jwks = work / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**RSAAlgorithm.to_jwk(SIGNING_KEY.public_key(), as_dict=True),
+                                          "kid": "k"}]}))
+    yield from _sasl_broker(work, {
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS"})
+        "super.users": "User:ANONYMOUS",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": jwks.as_uri(), "sasl.oauthbearer.expected.audience": "kafka",
+        "sasl.oauthbearer.expected.issuer": "issuer"})
 
 
 def _exchange(sock: socket.socket, frame: bytes) -> bytes | None:
@@ -155,13 +170,22 @@ def _hostile_section(rng: random.Random, members: dict[str, object]) -> str:
     return text if rng.random() < 0.2 else text.rstrip("=")
 
 
-def _hostile_oauthbearer_messages(rng: random.Random) -> list[bytes]:
-    """A well-framed first message carrying a hostile unsecured token; then perhaps the 0x01 acknowledging a
-    refusal, another first message, or stray bytes."""
-    header = _hostile_section(rng, {"alg": "none"}) if rng.random() < 0.5 else "eyJhbGciOiJub25lIn0"
-    claims = _hostile_section(rng, {"sub": "alice", "exp": 4_000_000_000, "iat": 1, "scope": ["kafka"]})
-    sections = [header, claims, rng.choice(("", "", "", "x", "=", "..", "a.b"))]
-    token = ".".join(sections)
+def _hostile_oauthbearer_messages(rng: random.Random, signed: bool = False) -> list[bytes]:
+    """A well-framed first message carrying a hostile token (unsecured, or ``signed`` by `SIGNING_KEY` half of the
+    time, so hostile claims get past the signature); then perhaps the 0x01 acknowledging a refusal, another first
+    message, or stray bytes."""
+    if signed:
+        header = _hostile_section(rng, {"alg": rng.choice(("RS256", "PS256", "HS256", "none")), "kid": "k"})
+        claims = _hostile_section(rng, {"sub": "alice", "exp": 4_000_000_000, "iat": 1, "aud": "kafka",
+                                        "iss": "issuer", "scope": ["kafka"]})
+        signing_input = f"{header}.{claims}"
+        signature = base64.urlsafe_b64encode(RSAAlgorithm(RSAAlgorithm.SHA256).sign(
+            signing_input.encode(), SIGNING_KEY)).rstrip(b"=").decode()
+        token = f"{signing_input}.{signature if rng.random() < 0.5 else rng.choice(('', 'x', signature[:-2]))}"
+    else:
+        header = _hostile_section(rng, {"alg": "none"}) if rng.random() < 0.5 else "eyJhbGciOiJub25lIn0"
+        claims = _hostile_section(rng, {"sub": "alice", "exp": 4_000_000_000, "iat": 1, "scope": ["kafka"]})
+        token = ".".join([header, claims, rng.choice(("", "", "", "x", "=", "..", "a.b"))])
     if rng.random() < 0.2:
         token = "".join(rng.choice("-_~+/.=aZ9") if rng.random() < 0.05 else char for char in token)
     authzid = rng.choice(("", "", "a=alice,", "a=bob,", "a==2C,"))
@@ -212,6 +236,11 @@ def test_hostile_requests_refused_by_the_authorizer_hurt_nobody(authorizing_brok
         rng = random.Random(SEED * 1_000_033 + example)
         values = HostileValues(rng)
         keys = [rng.choice(SERVED) for _ in range(4)]
+        with _connect(authorizing_broker) as sock:  # a hostile signed token
+            _exchange(sock, framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism="OAUTHBEARER"), 1)))
+            for message in _hostile_oauthbearer_messages(rng, signed=True):
+                if _exchange(sock, _authenticate(message)) is None:
+                    break
         with _connect(authorizing_broker) as sock:
             _log_in(sock)
             for api_key, version in keys:
