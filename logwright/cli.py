@@ -54,7 +54,7 @@ def main(log_level: str) -> None:
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to listen on")
 @click.option("--advertised", default=None, help="HOST:PORT given to clients (defaults to --listen)")
 @click.option("--sasl-listen", default=None,
-              help="HOST:PORT of a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) besides --listen")
+              help="HOST:PORT of a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) besides --listen")
 @click.option("--sasl-advertised", default=None, help="HOST:PORT given to its clients (defaults to --sasl-listen)")
 @click.option("--ssl-listen", default=None,
               help="HOST:PORT of an SSL listener (TLS; the ssl.* configs name its PEM stores) besides --listen")

@@ -25,7 +25,7 @@ from peers.scenario_steps import Command, run_scenario  # noqa: E402
 from peers.suite import add_arguments  # noqa: E402
 
 NODE = ROOT / "peers" / "node"
-STEPS = ("producer", "group", "transactions", "admin")
+STEPS = ("producer", "group", "transactions", "admin", "sasl")
 SUITE = "KafkaJS 2.2.4"
 STEP_TIMEOUT_S = 180
 
@@ -51,7 +51,8 @@ def main() -> int:
     add_arguments(parser)
     args = parser.parse_args()
     env = {**os.environ, "KAFKAJS_NO_PARTITIONER_WARNING": "1"}
-    return run_scenario(args, SUITE, STEPS, build, STEP_TIMEOUT_S, env=env)
+    # the sasl step needs a SASL_PLAINTEXT listener with PLAIN user alice (and OAUTHBEARER: bench/brokers.py)
+    return run_scenario(args, SUITE, STEPS, build, STEP_TIMEOUT_S, {"sasl": "alice:alice-secret"}, env=env)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from peers.suite import add_arguments  # noqa: E402
 
 SARAMA = ROOT / "peers" / "sarama"
 CACHE = ROOT / "peers" / ".cache"
-STEPS = ("producer", "group", "transactions", "admin")
+STEPS = ("producer", "group", "transactions", "admin", "sasl")
 SUITE = "Sarama v1.62.0"
 STEP_TIMEOUT_S = 180
 
@@ -47,7 +47,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args()
-    return run_scenario(args, SUITE, STEPS, build, STEP_TIMEOUT_S)
+    # the sasl step needs a SASL_PLAINTEXT listener with PLAIN user alice (and OAUTHBEARER: bench/brokers.py)
+    return run_scenario(args, SUITE, STEPS, build, STEP_TIMEOUT_S, {"sasl": "alice:alice-secret"})
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -497,6 +499,67 @@ func admin() {
 	}
 }
 
+// unsecuredToken makes the unsigned JWS the broker's default OAUTHBEARER validator accepts (or, with a negative
+// life, refuses as expired).
+type unsecuredToken struct{ lifeSeconds int64 }
+
+func (t unsecuredToken) Token() (*sarama.AccessToken, error) {
+	now := time.Now().Unix()
+	section := func(value map[string]any) string {
+		encoded, err := json.Marshal(value)
+		must(err, "token section")
+		return base64.RawURLEncoding.EncodeToString(encoded)
+	}
+	claims := map[string]any{"sub": "go-oauth", "iat": now - 600, "exp": now + t.lifeSeconds}
+	return &sarama.AccessToken{Token: section(map[string]any{"alg": "none"}) + "." + section(claims) + "."}, nil
+}
+
+func saslConfig(mechanism sarama.SASLMechanism, password string, tokens sarama.AccessTokenProvider) *sarama.Config {
+	cfg := config(sarama.MaxVersion)
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Version = sarama.SASLHandshakeV1
+	cfg.Net.SASL.Mechanism = mechanism
+	cfg.Net.SASL.User, cfg.Net.SASL.Password = "alice", password
+	cfg.Net.SASL.TokenProvider = tokens
+	return cfg
+}
+
+// sasl: through the SASL_PLAINTEXT listener (SASL_BOOTSTRAP; PLAIN user alice, OAUTHBEARER with the broker's
+// default, unsecured validator), a producer authenticated with PLAIN and one with an unsecured OAUTHBEARER token
+// write, a consumer authenticated with the token reads both back; a wrong password and an expired token are refused.
+func saslStep() {
+	listener := os.Getenv("SASL_BOOTSTRAP")
+	check(listener != "", "SASL_BOOTSTRAP is not set: the broker has no SASL listener")
+	bootstrap = []string{listener}
+	plain := saslConfig(sarama.SASLTypePlaintext, "alice-secret", nil)
+	bearer := saslConfig(sarama.SASLTypeOAuth, "", unsecuredToken{600})
+	topic := "go-sasl-" + unique
+	admin := newAdmin(plain)
+	createTopic(admin, topic, 1, nil)
+	must(admin.Close(), "close admin")
+	for _, send := range []struct {
+		cfg   *sarama.Config
+		value string
+	}{{plain, "by-plain"}, {bearer, "by-token"}} {
+		producer, err := sarama.NewSyncProducer(bootstrap, send.cfg)
+		must(err, "producer "+send.value)
+		_, _, err = producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(send.value)})
+		must(err, "send "+send.value)
+		must(producer.Close(), "close producer")
+	}
+	records := readAll(bearer, topic, 2, 30*time.Second)
+	check(len(records) == 2 && records[0].value == "by-plain" && records[1].value == "by-token", "read %v", records)
+	for _, refused := range []*sarama.Config{saslConfig(sarama.SASLTypePlaintext, "wrong", nil),
+		saslConfig(sarama.SASLTypeOAuth, "", unsecuredToken{-120})} {
+		refused.Metadata.Retry.Max = 0
+		client, err := sarama.NewClient(bootstrap, refused)
+		if err == nil {
+			client.Close()
+		}
+		check(err != nil, "%s with bad credentials was not refused", refused.Net.SASL.Mechanism)
+	}
+}
+
 func main() {
 	if len(os.Args) != 3 {
 		fmt.Println("usage: scenario BOOTSTRAP STEP")
@@ -504,7 +567,8 @@ func main() {
 	}
 	bootstrap = []string{os.Args[1]}
 	step := os.Args[2]
-	steps := map[string]func(){"producer": producer, "group": group, "transactions": transactions, "admin": admin}
+	steps := map[string]func(){"producer": producer, "group": group, "transactions": transactions, "admin": admin,
+		"sasl": saslStep}
 	run, known := steps[step]
 	if !known {
 		fmt.Printf("FAIL %s: no such step\n", step)
