@@ -202,7 +202,7 @@ class OAuthBearerServer:
 def _members(split: str) -> dict[str, Any]:
     """A token section's JSON object's members as Kafka's ``toMap`` gives them."""
     try:
-        raw = _java_base64(split)
+        raw = java_base64url(split)
     except ValueError:
         raise InvalidToken("malformed Base64 URL encoded value") from None
     try:
@@ -217,7 +217,8 @@ def _members(split: str) -> dict[str, Any]:
     return {name: _jackson_value(member, top=True) for name, member in value.items()}
 
 
-def _no_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """JSON's parser hook for NaN and Infinity, which neither Jackson nor jose4j reads."""
     raise ValueError(f"{name} is not JSON")
 
 
@@ -232,7 +233,7 @@ def _bounded(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 _JACKSON_NUMBER_LENGTH = 1000
-_JACKSON = json.JSONDecoder(parse_constant=_no_constant, parse_int=_bounded(int), parse_float=_bounded(float))
+_JACKSON = json.JSONDecoder(parse_constant=refuse_constant, parse_int=_bounded(int), parse_float=_bounded(float))
 
 
 def _jackson_value(value: Any, top: bool = False) -> Any:
@@ -264,7 +265,7 @@ def _scope(claims: Mapping[str, Any], name: str) -> frozenset[str]:
     return frozenset(java_trim(item) for item in value or () if java_trim(item))
 
 
-def _java_base64(text: str) -> bytes:
+def java_base64url(text: str) -> bytes:
     """``java.util.Base64.getUrlDecoder().decode``: the URL alphabet; padding optional, exact where present."""
     data, padding, rest = text.partition("=")
     if not _URL_BASE64.fullmatch(data) or len(data) % 4 == 1:

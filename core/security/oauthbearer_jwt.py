@@ -20,8 +20,6 @@ and the claim checks are written here because they must be jose4j's, not PyJWT's
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -31,7 +29,13 @@ from typing import Any
 from jwt.algorithms import get_default_algorithms
 from jwt.exceptions import InvalidKeyError
 from logwright.core.errors import InvalidConfig
-from logwright.core.security.oauthbearer import AcceptedToken, InvalidToken, java_trim
+from logwright.core.security.oauthbearer import (
+    AcceptedToken,
+    InvalidToken,
+    java_base64url,
+    java_trim,
+    refuse_constant,
+)
 from logwright.core.security.sasl_plain import SaslAborted
 
 SIGNED_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -268,7 +272,7 @@ def _java_long(value: int) -> int:
 def _json_object(section: str) -> dict[str, Any]:
     try:
         value = json.loads(_base64url(section), object_pairs_hook=_unique_members,
-                           parse_constant=_no_constant)
+                           parse_constant=refuse_constant)
     except (ValueError, RecursionError):
         raise InvalidToken("not a JSON object") from None
     if not isinstance(value, dict):
@@ -283,15 +287,8 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _base64url(text: str) -> bytes:
-    if not all(char.isalnum() and char.isascii() or char in "-_" for char in text) or len(text) % 4 == 1:
-        raise InvalidToken("not Base64URL")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
+        return java_base64url(text)
+    except ValueError:
         raise InvalidToken("not Base64URL") from None
-
