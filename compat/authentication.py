@@ -11,8 +11,9 @@ Mechanisms: PLAIN against the users of the listener's JAAS line (`core.security.
 SCRAM-SHA-512 (`core.security.scram_exchange`) against the credentials AlterUserScramCredentials stored
 (`core.security.scram_credentials`), read at the moment the client names its user, or against a delegation token
 when the client says ``tokenauth=true`` (`compat.delegation_tokens`): the client is then the token's owner, and
-may not manage tokens; OAUTHBEARER with Kafka's default, unsecured validator (`core.security.oauthbearer`), the
-token's principal the client, its expiry the session's end. GSSAPI is not served.
+may not manage tokens; OAUTHBEARER with Kafka's default, unsecured validator (`core.security.oauthbearer`) or, where
+a listener names Kafka's validator, tokens signed by a JWKS's keys (`core.security.oauthbearer_jwt`, keys from
+`compat.jwks_endpoint`): the token's principal is the client, its expiry the session's end. GSSAPI is not served.
 """
 
 from __future__ import annotations
