@@ -121,6 +121,20 @@ def send_pipelined(bootstrap: str, frames: list[bytes], requests: int, depth: in
                     sent += 1
 
 
+def wait_until_led(bootstrap: str, frame: bytes, seconds: float = 30.0) -> None:
+    """Send ``frame`` (a Produce) until the broker takes it: a fresh topic on Kafka answers NOT_LEADER_OR_FOLLOWER
+    (6) until its partition's leadership reaches the broker's metadata, after the creation itself has returned."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            send_pipelined(bootstrap, [frame], 1, 1)
+            return
+        except RuntimeError as refused:
+            if "error 6" not in str(refused) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 @dataclass(frozen=True, slots=True)
 class Round:
     peer: str
@@ -138,6 +152,7 @@ def measure(peer: brokers.RunningPeer, name: str, size: int, count: int, depth: 
     topic = create_topic(peer.bootstrap, "request-cost")
     try:
         frames = [produce_frame(topic, correlation_id, count, size) for correlation_id in range(FRAMES)]
+        wait_until_led(peer.bootstrap, frames[0])
         error_of = partition_error
         if api == "fetch":  # the eight batches the fetches read, then a fetch from each one's base offset
             send_pipelined(peer.bootstrap, frames, FRAMES, 1)
@@ -156,7 +171,9 @@ def warm_up(peer: brokers.RunningPeer, size: int, count: int, requests: int) -> 
     """``requests`` Produce requests (depth 5) to a topic of their own, deleted after."""
     topic = create_topic(peer.bootstrap, "request-cost-warm-up")
     try:
-        send_pipelined(peer.bootstrap, [produce_frame(topic, i, count, size) for i in range(FRAMES)], requests, 5)
+        frames = [produce_frame(topic, i, count, size) for i in range(FRAMES)]
+        wait_until_led(peer.bootstrap, frames[0])
+        send_pipelined(peer.bootstrap, frames, requests, 5)
     finally:
         delete_topic(peer.bootstrap, topic)
 
