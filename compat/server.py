@@ -28,9 +28,10 @@ connection keeps its unsent answers as the handler's own bytes and hands the tra
 ``pause_writing`` means "something is left" and ``resume_writing`` "all of it went"): each slice is sent
 straight from the answer, and at most one slice's remainder is ever copied. A Fetch's run of batches read back
 from a batch file (`FileRange`) is not bytes at all: the kernel copies it from the page cache to the socket
-(sendfile), and the loop's own ``sendfile`` sends what the socket does not take at once; on the SSL listener
-(`compat.tls`) the run is read and written through the TLS transport like any other bytes. Public asyncio API
-only (the socket from ``get_extra_info``, written while the transport holds nothing).
+(sendfile), and what the socket does not take at once goes by sendfile as it drains (`answer_sending.FileSend`);
+on the SSL listener (`compat.tls`) the run is read and written through the TLS transport like any other bytes.
+Public asyncio API (the socket from ``get_extra_info``, written while the transport holds nothing) but for
+`FileSend`'s writer on that socket, registered through the loop's internal ``_add_writer``.
 
 A `Connection` is split by what it does: here it reads frames and keeps the line of answers owed, in request
 order; its mixins `request_dispatch` (a frame's handler found and started) and `answer_sending` (the answers
@@ -47,7 +48,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from logwright.compat.answer_sending import AnswerSending
+from logwright.compat.answer_sending import AnswerSending, FileSend
 from logwright.compat.authentication import (
     PLAINTEXT,
     SASL_PLAINTEXT,
@@ -348,8 +349,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         self._outbound_bytes = 0
         self._transport_holds = False
         """The transport has bytes it could not send yet (between its ``pause_writing`` and ``resume_writing``)."""
-        self._sending_file: asyncio.Task[None] | None = None
-        """The rest of a `FileRange` the socket did not take at once, sent by the loop's sendfile."""
+        self._sending_file: FileSend | None = None
+        """The rest of a `FileRange` the socket did not take at once, being sent (`answer_sending.FileSend`)."""
         self._pump_scheduled = False
         self._flushing = False
         self._closing = False
@@ -540,10 +541,10 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
 
     def _read_only_when_idle(self) -> None:
         """Read on unless answers are unsent or a request waits with another (or part of one) behind it, and never
-        while the loop's sendfile sends the rest of a batch file (`_send_file`): it expects reading paused
-        throughout, and a reset read meanwhile made asyncio's transport set an exception on a future already done
-        (InvalidStateError, logged as an error; the hostile-values fuzz found it once sends got partial at Kafka's
-        100 KiB send buffer)."""
+        while the rest of a batch file is sent (`FileSend`): its writer is then the socket's only callback (with
+        asyncio's own sendfile, used before, a reset read meanwhile made the transport set an exception on a future
+        already done: InvalidStateError, logged as an error; the hostile-values fuzz found it once sends got
+        partial at Kafka's 100 KiB send buffer)."""
         transport = self.transport
         if transport is None or transport.is_closing() or not self._reading:
             return
