@@ -237,14 +237,14 @@ class FileSend:
     """The rest of a batch file's range, sent by sendfile(2) each time the socket can take more.
 
     Why not the loop's own ``sendfile``: per chunk the socket's send buffer takes (Kafka's 100 KiB
-    ``socket.send.buffer.bytes``: a 1 MB Fetch answer goes in five or more), asyncio removes its writer and adds it
-    again (two ``epoll_ctl``), and the whole send is a task awaiting a future behind an empty-buffer waiter: a
-    one-partition consumer of 1 KiB records (1 MB answers) cost the broker 0.35-0.36 CPU s/GB that way, 0.29-0.30
-    this way (3 alternated pairs of 8 reads of 300 MB). Here the writer stays registered until the range is sent.
-    It is the transport's own socket, registered through the loop's internal ``_add_writer`` (the public one refuses a
-    transport's socket; asyncio's sendfile takes the transport out of the loop's registry instead): the transport
-    holds nothing while this runs (`AnswerSending._pump` hands it nothing more), so its own writer is not
-    registered, and reading is paused. `cancel` (the connection is lost: before the transport closes its socket)
+    ``socket.send.buffer.bytes``: a 1 MB Fetch answer goes in about four, `strace -c`), asyncio removes its writer
+    and adds it again (two ``epoll_ctl``), and the whole send is a task awaiting a future behind an empty-buffer
+    waiter: a one-partition consumer of 1 KiB records (1 MB answers) cost the broker 0.35-0.36 CPU s/GB that way,
+    0.29-0.30 this way (3 alternated pairs of 8 reads of 300 MB). Here the writer stays registered until the range
+    is sent. It is the transport's own socket, registered through the loop's internal ``_add_writer`` (the public
+    one refuses a transport's socket; asyncio's sendfile takes the transport out of the loop's registry instead):
+    the transport holds nothing while this runs (`AnswerSending._pump` hands it nothing more), so its own writer is
+    not registered, and reading is paused. `cancel` (the connection is lost: before the transport closes its socket)
     removes the writer."""
 
     __slots__ = ("_loop", "_socket", "_piece", "_offset", "_rest", "_done", "_sending")
