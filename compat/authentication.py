@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from logwright.core.errors import InvalidConfig
 from logwright.core.java_hash_order import java_map_order_of_strings
+from logwright.core.java_text import java_utf8
 from logwright.core.security.oauthbearer import (
     OAUTHBEARER,
     AcceptedToken,
@@ -340,8 +341,8 @@ class ConnectionAuthentication:
     def _authenticated(self, principal: tuple[str, str], credential_expires_ms: int | None, token: bool) -> None:
         if self.reauthenticating and principal != self._previous[:2]:
             before, after = self._previous[:2], principal
-            raise SaslFailed(f"Cannot change principals during re-authentication from {before[0]}.{before[1]}: "
-                             f"{after[0]}.{after[1]}")
+            raise SaslFailed(f"Cannot change principals during re-authentication from "
+                             f"{before[0]}.{java_utf8(before[1])}: {after[0]}.{java_utf8(after[1])}")
         now = self._now_ms()
         limits = [self._reauthentication_ms] if self._reauthentication_ms > 0 else []
         if credential_expires_ms is not None:

@@ -14,6 +14,7 @@ from logwright.compat.authentication import ANONYMOUS
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext
 from logwright.core.events.base import Event
+from logwright.core.java_text import java_utf8
 from logwright.core.security.delegation_tokens import DelegationToken, Principal, TokenSettings
 
 TokenChange = Callable[[TokenSettings, DelegationToken | None, Principal, int, int], tuple[int, int, Event | None]]
@@ -26,6 +27,14 @@ def requester(context: RequestContext) -> Principal:
     if authentication is None:
         return "User", "ANONYMOUS"
     return authentication.principal_type, authentication.principal
+
+
+def written_requester(context: RequestContext) -> Principal:
+    """`requester` as Kafka's controller sees it: the broker forwards a token's creation, renewal and expiry to it in
+    an envelope that carries the principal serialized, as Java writes UTF-8 (`core.java_text`), so those act as the
+    written name, where DescribeDelegationToken, answered by the broker itself, compares the session's own."""
+    kind, name = requester(context)
+    return kind, java_utf8(name)
 
 
 def may_manage_tokens(context: RequestContext) -> bool:
@@ -49,7 +58,7 @@ async def change_token(context: RequestContext, token_hmac: bytes, period: datet
         return ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, -1
     broker = context.broker
     tokens = broker.delegation_tokens
-    code, expiry_ms, event = decide(tokens.settings, tokens.by_hmac(token_hmac), requester(context),
+    code, expiry_ms, event = decide(tokens.settings, tokens.by_hmac(token_hmac), written_requester(context),
                                     period // datetime.timedelta(milliseconds=1), broker.clock.now_ms())
     if event is not None:
         broker.stage([event])

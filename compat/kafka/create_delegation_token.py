@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from logwright.compat.authorization import allowed
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, make, response_module
-from logwright.compat.token_requests import may_manage_tokens, requester, timestamp
+from logwright.compat.token_requests import may_manage_tokens, requester, timestamp, written_requester
 from logwright.core.acls.bindings import AclOperation, ResourceType
 from logwright.core.security.delegation_tokens import INVALID_PRINCIPAL_TYPE, NONE, create
 
@@ -32,25 +32,26 @@ async def handle(context: RequestContext, request: CreateDelegationTokenRequest)
     module = response_module("create_delegation_token", context.api_version)
     broker = context.broker
     asker = requester(context)
+    written = written_requester(context)  # the name Kafka's controller creates the token for, and answers
     owner_name = getattr(request, "owner_principal_name", None)
     owner = (getattr(request, "owner_principal_type", None) or "", owner_name) if owner_name else None
 
     def answer(code: int, owner: tuple[str, str], stamps: tuple[int, int, int], token_id: str = "",
                hmac: bytes = b"") -> Any:
         return make(module.CreateDelegationTokenResponse, error_code=ErrorCode(code), principal_type=owner[0],
-                    principal_name=owner[1], token_requester_principal_type=asker[0],
-                    token_requester_principal_name=asker[1], issue_timestamp=timestamp(stamps[0]),
+                    principal_name=owner[1], token_requester_principal_type=written[0],
+                    token_requester_principal_name=written[1], issue_timestamp=timestamp(stamps[0]),
                     expiry_timestamp=timestamp(stamps[1]), max_timestamp=timestamp(stamps[2]), token_id=token_id,
                     hmac=hmac, throttle_time=datetime.timedelta(0))
 
     if not may_manage_tokens(context):
-        return answer(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner or asker, (-1, -1, -1))
+        return answer(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, owner or written, (-1, -1, -1))
     if owner is not None and owner != asker and not allowed(context, AclOperation.CREATE_TOKENS, ResourceType.USER,
                                                             f"{owner[0]}:{owner[1]}"):
         # a token for another principal needs CREATE_TOKENS on that user (one's own never does), as Kafka's broker
         return answer(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, (-1, -1, -1))
     tokens = broker.delegation_tokens
-    created = create(tokens.settings, asker, owner,
+    created = create(tokens.settings, written, owner,
                      [(renewer.principal_type, renewer.principal_name) for renewer in request.renewers],
                      request.max_lifetime // _MILLISECOND, broker.clock.now_ms(), tokens.new_token_id())
     event = created.event

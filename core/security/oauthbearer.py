@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logwright.core.errors import InvalidConfig
+from logwright.core.java_text import java_utf8
 from logwright.core.security.jaas import login_module_options
 from logwright.core.security.sasl_plain import SaslAborted, SaslFailed
 
@@ -195,7 +196,7 @@ class OAuthBearerServer:
         if message.authorization_id and message.authorization_id != token.principal:
             raise SaslFailed(f"Authentication failed: Client requested an authorization id "
                              f"({message.authorization_id}) that is different from the token's principal name "
-                             f"({token.principal})")
+                             f"({java_utf8(token.principal)})")
         return b"", token
 
 

@@ -30,6 +30,7 @@ from .sasl_listeners import (
     handshake,
     short,
 )
+from .test_delegation_tokens import ask, create, describe, described_once, renew
 
 pytestmark = pytest.mark.differential
 
@@ -300,3 +301,50 @@ def test_tokens_are_read_as_kafka_reads_them(oauthbearer_listeners: Listeners) -
             answer[-1] = answer[-1][0]
     assert {name: answer for name, answer in answers.items()} == {
         name: expected[outcome] for name, (_, outcome) in READ_AS_KAFKA_READS.items()}
+
+
+
+LONE = "al\udc7ace"
+"""A principal naming half a UTF-16 surrogate pair (JSON's ``\\udc7a`` escape): Jackson keeps it in the string."""
+WRITTEN = "al?ce"
+"""That principal as Java's UTF-8 encoder writes it, wherever it goes on the wire or into Kafka's metadata log."""
+
+
+def test_a_principal_with_half_a_surrogate_pair_is_written_as_java_writes_it(
+        oauthbearer_listeners: Listeners) -> None:
+    """Found by the hostile-SASL fuzz (seed 283): such a principal's refusal failed to encode on logwright. Kafka
+    keeps the principal as it is for the session and writes it with ``?`` in messages; its controller, to which the
+    broker forwards token requests with the principal serialized, creates and renews the token as the written
+    name."""
+    sasl = oauthbearer_listeners.sasl
+    mismatch = ("Authentication failed: Client requested an authorization id (bob) that is different from the "
+                f"token's principal name ({WRITTEN})")
+    assert oauthbearer(sasl, first(jws(claims(sub=LONE)), authzid="bob")) == [
+        (NONE, MECHANISMS), (SASL_AUTHENTICATION_FAILED, mismatch, b""), "closed"]
+    for before, after in [("alice", LONE), (LONE, "alice")]:
+        changed = ("Cannot change principals during re-authentication from "
+                   f"User.{before.replace(LONE, WRITTEN)}: User.{after.replace(LONE, WRITTEN)}")
+        assert session(sasl, [jws(claims(sub=before)), jws(claims(sub=after))])[1:] == [
+            (NONE, SASL_AUTHENTICATION_FAILED, changed, 0), "closed"]
+
+    async def tokens() -> list[Any]:
+        connection = await Connection.open(sasl, "lone-surrogate")
+        try:
+            await connection.request(handshake("OAUTHBEARER"))
+            answer = await connection.request(authenticate(first(jws(claims(sub=LONE)))))
+            assert int(answer.error_code) == NONE, answer
+            created = await ask(connection, create())
+            described = await described_once(connection, 1)
+            return [created, described, await ask(connection, describe([("User", WRITTEN)])),
+                    await ask(connection, renew(created["hmac"])),
+                    short(await connection.request(METADATA, timeout_s=10))[0]]
+        finally:
+            await connection.close()
+
+    created, described, by_owner, renewed, metadata = asyncio.run(tokens())
+    assert (created["error"], created["owner"], created["requester"]) == (NONE, ("User", WRITTEN), ("User", WRITTEN))
+    assert [(token["token_id"], token["owner"], token["requester"]) for token in described["tokens"]] == [
+        (created["token_id"], ("User", WRITTEN), ("User", WRITTEN))]
+    assert by_owner == described
+    assert renewed["error"] == NONE
+    assert metadata == HERE
