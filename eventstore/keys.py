@@ -94,6 +94,12 @@ def parse_aborted(key: bytes, value: bytes) -> tuple[int, int, int, int]:
     return producer_id, first_offset, marker_offset, last_stable_offset
 
 
+def parse_aborted_partition(key: bytes) -> int:
+    """The partition of an aborted-transaction row's key."""
+    _, partition_id, _ = _TIME_INDEX_KEY.unpack(key)
+    return int(partition_id)
+
+
 def parse_time_index_key(key: bytes) -> tuple[int, int]:
     _, partition_id, timestamp = _TIME_INDEX_KEY.unpack(key)
     return partition_id, timestamp

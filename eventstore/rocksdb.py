@@ -157,6 +157,8 @@ class RocksEventStore(StoredCommits):
         self._read_ahead = ReadAhead()
         self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
+        self._aborting: set[int] | None = None
+        """Partitions with indexed aborts, committed or staged (`_load_aborting`); ``None``: not known."""
         self._staged_aborts: dict[int, list[tuple[int, int, int, int]]] = {}
         """Indexed aborts staged and not committed yet, by partition: (marker, producer id, first offset, last stable
         offset). The partition's last stable offset moves past a transaction as its marker is staged, so a Fetch
@@ -175,6 +177,7 @@ class RocksEventStore(StoredCommits):
             self._committed_sequence = self._last_sequence
             self._recover()
             self._load_shared_refs()
+            self._load_aborting(self.secondary is not None)
             self._drop_orphan_files()
         except BaseException as error:
             self._release()
@@ -459,6 +462,7 @@ class RocksEventStore(StoredCommits):
             states.clear()
         self._recover(writable)
         self._load_shared_refs()
+        self._load_aborting(self.secondary is not None)
         if writable:
             self._drop_orphan_files()
 

@@ -62,6 +62,7 @@ class StoredDeletes(StoredReads):
     _shared_to_check: list[tuple[int, int]]
     _covered_staged: int
     _covered_unflushed: int
+    _aborting: set[int] | None
 
     if TYPE_CHECKING:  # the store's own, which these call
         def state(self, projection: str, entity: str) -> Any: ...
@@ -150,6 +151,8 @@ class StoredDeletes(StoredReads):
                                 index_cf)
                 self._staged_aborts.setdefault(event.partition_id, []).append(
                     (event.offset, event.producer_id, event.first_offset, event.last_stable_offset))
+                if self._aborting is not None:  # staged, not committed: a set too large is only a lookup more
+                    self._aborting.add(event.partition_id)
             return
         if isinstance(event, LogTruncated | TopicDeleted):
             self._put_staged_records()  # a range delete must follow the batches staged before it

@@ -199,3 +199,37 @@ def test_an_abort_is_listed_from_when_its_marker_is_staged(tmp_path: Path) -> No
     assert store.aborted(partition.partition_id, 0, EVERY) == [(1, 0, marker)]
     for each in opened:
         each.close()
+
+
+def test_which_partitions_have_aborts_is_known_across_reopens_and_followed_by_a_secondary(tmp_path: Path) -> None:
+    """A read_committed Fetch asks every partition it reads for its aborts: the store knows which partitions have any
+    (loaded from the index when it opens, added to as a marker is staged), and the others answer without an index
+    lookup; a secondary instance, whose primary indexes aborts it never sees staged, always looks."""
+    opened: list[RocksEventStore] = []
+    store = open_store(opened, tmp_path / "data")
+    created = new_topic(store, "t", 3)
+    first, middle, last = (Partition(store, partition_id) for partition_id in created.partition_ids)
+    for partition in (first, middle, last):
+        partition.data(1, 2)
+    marker = middle.end(1, committed=False)
+    first.end(1, committed=True)
+    store.commit()
+    secondary = open_store(opened, tmp_path / "data", secondary=tmp_path / "secondary", load_state=False,
+                           projections=())
+    for _ in range(2):
+        assert store.aborted(middle.partition_id, 0, EVERY) == [(1, 0, marker)]
+        assert store.aborted(first.partition_id, 0, EVERY) == [] and store.aborted(last.partition_id, 0, EVERY) == []
+        assert store._aborting == {middle.partition_id}
+        store = reopen_store(opened, store)
+    last.store = store
+    last_marker = last.end(1, committed=False)  # staged: listed at once, and still known once committed and reopened
+    assert store.aborted(last.partition_id, 0, EVERY) == [(1, 0, last_marker)]
+    store.commit()
+    secondary.catch_up()
+    assert secondary.aborted(last.partition_id, 0, EVERY) == [(1, 0, last_marker)], "the primary's, seen on catch-up"
+    assert secondary._aborting is None
+    store = reopen_store(opened, store)
+    assert store._aborting == {middle.partition_id, last.partition_id}
+    assert store.aborted(last.partition_id, 0, EVERY) == [(1, 0, last_marker)]
+    for each in opened:
+        each.close()
