@@ -159,11 +159,23 @@ class StoredReads:
 
     def read_batch_pieces(
         self, partition_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None,
-        ranges_from: int = FILE_RANGES_FROM,
+        ranges_from: int = FILE_RANGES_FROM, first_within: int | None = None,
     ) -> BatchPieces:
         """`read_batches` for an answer to a socket: a run of batches adjacent in one batch file, of at least
         ``ranges_from`` bytes, comes as a `FileRange` (sent with sendfile, never read into Python), from the tail
-        cache too (it knows where its batches' files hold them); the caller closes the ranges it does not send."""
+        cache too (it knows where its batches' files hold them); the caller closes the ranges it does not send.
+
+        ``first_within``: no pieces at all when the first batch is longer than this, found out by one lookup where
+        it can be (in the tail cache, or the row of a batch starting at ``start_offset``). A Fetch whose budget ran low
+        asks every partition after it for what still fits, in Kafka's order, and for most nothing does: an iterator,
+        the first run's range or read and its close cost ~12 us a partition (a Fetch of 10,000 partitions whose first
+        4,772 filled the answer: 243 ms, 178 without those reads; session 75)."""
+        if first_within is not None:
+            first = self._tail.first_stored(partition_id, start_offset)
+            if first is None:
+                first = self._views["records"].get(keys.record_key(partition_id, start_offset))
+            if first is not None and stored_length(first) > first_within:
+                return BatchPieces()
         rows: Iterator[tuple[int, bytes, bytes | None]] | None = self._tail.stored(partition_id, start_offset)
         if rows is None:
             rows = self._rows_from(partition_id, start_offset)

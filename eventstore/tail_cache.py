@@ -130,6 +130,15 @@ class TailCache:
         bases, stored, batches = run.bases, run.stored, run.batches
         return ((bases[i], stored[i], batches[i]) for i in range(index, len(bases)))
 
+    def first_stored(self, partition_id: int, start_offset: int) -> bytes | None:
+        """The stored value (`stored`) of the cached batch a read from ``start_offset`` starts with, or ``None`` when
+        ``start_offset`` is before the cached run."""
+        found = self._find(partition_id, start_offset)
+        if found is None:
+            return None
+        run, index = found
+        return run.stored[index] if index < len(run.bases) else None
+
     def _find(self, partition_id: int, start_offset: int) -> tuple[_Run, int] | None:
         """The partition's run and the index of its batch holding ``start_offset`` (or the first after it), or
         ``None`` when the run does not reach back to ``start_offset``."""

@@ -478,14 +478,16 @@ async def _read(broker: Broker, version: int, request: FetchRequest,
         end = stable if read_committed else high_watermark
         batches: list[StoredPiece] = []
         read_to = offset  # the aborted transactions listed are those overlapping what is read, as in Kafka
-        limit = min(int(partition.partition_max_bytes), budget)
+        partition_max = int(partition.partition_max_bytes)
+        limit = min(partition_max, budget)
         if offset < end and limit < 0:  # Kafka's read of a negative size fails, alone
             answered.append((key, topic, (index, ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1, -1, None, None)))
             continue
         if offset < end and (limit > 0 or not total):  # the answer's first batch comes whole, whatever the limits
             limit = max(limit, 1)
             pieces = broker.store.read_batch_pieces(partition_id, offset, min(limit, READ_SLICE_BYTES),
-                                                    end_offset=end - 1)
+                                                    end_offset=end - 1,
+                                                    first_within=budget if total and budget < partition_max else None)
             if total and pieces and len(pieces[0]) > budget:
                 _close(pieces)
             elif pieces:

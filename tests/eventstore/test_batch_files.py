@@ -474,3 +474,35 @@ def test_past_the_open_ranges_bound_batches_are_read_instead(
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [bytearray]
     held[0].close()
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, BIG, ranges_from=1)] == [file_ranges.FileRange]
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["tail cache", "rocksdb"])
+def test_a_first_batch_longer_than_first_within_reads_nothing(
+        opened: list[RocksEventStore], path: Path, monkeypatch: pytest.MonkeyPatch, cached: bool) -> None:
+    """A Fetch whose budget ran low asks the partitions after it whether their first batch fits: one lookup answers
+    (the tail cache, else the row of the batch the read starts at), and a batch too long opens no range and reads no
+    file; one that fits is read as without the bound, as is a read from the middle of a batch RocksDB holds (no row
+    starts there: the read itself finds its batch, and the caller judges it)."""
+    store = _runs_split_by_a_small_batch(opened, path)
+    if not cached:
+        store = reopen_store(opened, store)
+    assert (store._tail.stored(0, 0) is not None) is cached
+    expected = store.read_batches(0, 0, BIG)
+    size = len(expected[0])
+    for fits in (size, 5 * size):
+        assert _as_bytes(store.read_batch_pieces(0, 0, fits, first_within=fits)) == \
+            _as_bytes(store.read_batch_pieces(0, 0, fits))
+    small = expected[10]
+    assert _as_bytes(store.read_batch_pieces(0, 100, len(small), first_within=len(small))) == small
+
+    def nothing_opened(*_: object) -> None:
+        raise AssertionError("a batch that does not fit was opened or read")
+
+    monkeypatch.setattr(file_ranges.FileRange, "__init__", nothing_opened)
+    monkeypatch.setattr(os, "preadv", nothing_opened)
+    assert store.read_batch_pieces(0, 0, BIG, first_within=size - 1) == []
+    assert store.read_batch_pieces(0, 110, BIG, first_within=size - 1) == [], "the batch after the small one"
+    monkeypatch.undo()
+    inside = store.read_batch_pieces(0, 5, size, first_within=size - 1)  # offset 5 is inside the first batch
+    assert _as_bytes(inside) == (b"" if cached else expected[0]), "the cache knows the batch holding it; RocksDB's "\
+        "rows start at batches: read, the caller judges"

@@ -80,6 +80,23 @@ def test_the_first_batch_comes_whole_whatever_the_limits(bootstrap: str, topic: 
     assert fetch(bootstrap, topic, [(0, 0, BIG), (1, 0, 0)])[:2] == (NONE, [(0, NONE, 2, 2), (1, NONE, 2, 0)])
 
 
+def test_a_partition_whose_first_batch_does_not_fit_leaves_the_budget_to_those_after_it(bootstrap: str) -> None:
+    """Once the answer holds a batch, a partition whose first batch is longer than what is left of ``max_bytes``
+    answers no records and takes nothing of it: a later partition whose batch fits still comes (Kafka drops the
+    incomplete batch it read, and counts nothing). logwright looks the first batch's length up before reading."""
+    name = _topic(bootstrap, "fetch-budget", partitions=3)
+    batches = [_batch(bytes(3000)), _batch(bytes(2000)), _batch(bytes(100))]
+    for partition, batch in enumerate(batches):
+        assert codes(produce(bootstrap, name, batch, partition=partition))[0][0] == NONE
+    every = [(0, 0, BIG), (1, 0, BIG), (2, 0, BIG)]
+    assert fetch(bootstrap, name, every, max_bytes=len(batches[0]) + 600)[:2] == (
+        NONE, [(0, NONE, 1, 1), (1, NONE, 1, 0), (2, NONE, 1, 1)])
+    assert fetch(bootstrap, name, every, max_bytes=len(batches[0]) + 100)[:2] == (
+        NONE, [(0, NONE, 1, 1), (1, NONE, 1, 0), (2, NONE, 1, 0)])
+    assert fetch(bootstrap, name, every, max_bytes=len(batches[0]) + len(batches[1]))[:2] == (
+        NONE, [(0, NONE, 1, 1), (1, NONE, 1, 1), (2, NONE, 1, 0)])
+
+
 def test_a_negative_limit_fails_the_partition_it_would_read(bootstrap: str, topic: str) -> None:
     assert fetch(bootstrap, topic, [(0, 0, BIG), (1, 0, -1), (2, 0, BIG)])[:2] == (
         NONE, [(0, NONE, 2, 2), (1, UNKNOWN_SERVER_ERROR, -1, 0), (2, NONE, 2, 2)])
