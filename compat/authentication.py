@@ -228,6 +228,9 @@ class ConnectionAuthentication:
         self._previous: tuple[str, str, str | None] = ("", "", None)
         self._scram: ScramServer | None = None
         self._scram_started = False
+        self.unframed = False
+        """The exchange under way began with SaslHandshake v0: its tokens come bare, each framed by its size only
+        (`request_dispatch`), until it ends."""
         self._stage = Stage.HANDSHAKE if listener.sasl else Stage.AUTHENTICATED
         self.gated = listener.sasl
         """Requests must be checked (`allows`): not yet authenticated, or a session that expires. False for a
@@ -357,5 +360,6 @@ class ConnectionAuthentication:
         # nanosecond expiry does with a lifetime of 0
         self.session_expires_ms = (now + lifetime_ms if lifetime_ms > 0 else now - 1) if limits else None
         self.reauthenticating = False
+        self.unframed = False
         self.stage = Stage.AUTHENTICATED
         self.on_authenticated()

@@ -35,6 +35,7 @@ from logwright.compat.wire.messages import (
     request_type,
 )
 from logwright.compat.wire.mirrored_errors import mirrored_error_response
+from logwright.core.security.sasl_plain import SaslAborted, SaslFailed
 
 if TYPE_CHECKING:
     from logwright.compat.broker import Broker
@@ -74,13 +75,15 @@ class RequestDispatch:
     def _dispatch(self, frame: bytes | bytearray, just_read: bool = False) -> bool:
         """Queue the response for one frame; ``False`` when the connection must close. ``just_read``: see
         `start_requests`."""
+        authentication = self.authentication
+        if authentication.gated and authentication.unframed:
+            return self._dispatch_token(authentication, bytes(frame))
         try:
             header = parse_request_header(frame)
         except MalformedRequest as error:
             log.warning("closing connection %d from %s: unreadable request header: %s",
                         self.connection_id, self.client_host, error)
             return False
-        authentication = self.authentication
         refused = authentication.gated and not authentication.allows(header.api_key)
         if refused and not (authentication.answers_refusal and header.api_key in KNOWN_VERSIONS
                             and len(frame) < ANSWERED_IN_STEPS_FROM):
@@ -129,6 +132,31 @@ class RequestDispatch:
             return True
         self._start(entry, self._handle(entry, context, request, large), just_read)
         return True
+
+    def _dispatch_token(self, authentication: ConnectionAuthentication, token: bytes) -> bool:
+        """A SASL token sent bare after a SaslHandshake v0 (before KIP-152): answered bare, framed by its size only,
+        as Kafka's authenticator answers it (`_bare_answer`)."""
+        if authentication.mechanism_changed:  # as a SaslAuthenticate of another mechanism: closed unanswered
+            log.warning("closing connection %d from %s: a SASL re-authentication with another mechanism",
+                        self.connection_id, self.client_host)
+            return False
+        self._started(self._loop.create_task(self._bare_answer(authentication, token)))
+        return True
+
+    async def _bare_answer(self, authentication: ConnectionAuthentication, token: bytes) -> list[bytes] | None:
+        """The mechanism's answer to ``token``, bare (an empty one too: PLAIN's success is four zero bytes). A token
+        refused closes the connection unanswered after ``connection.failed.authentication.delay.ms``: a client of
+        SaslHandshake v0 has no error to read, and Kafka sends it none."""
+        try:
+            answer, _ = authentication.authenticate(token)
+        except SaslAborted as aborted:
+            raise Unanswerable(f"SASL {authentication.mechanism}: {aborted}") from None
+        except SaslFailed as failure:
+            which = "re-authentication" if authentication.reauthenticating else "authentication"
+            await self.broker.sleep(int(self.broker.broker_config("connection.failed.authentication.delay.ms")))
+            raise Unanswerable(f"SASL {authentication.mechanism} {which} failed (tokens of SaslHandshake v0)"
+                               + (f": {failure.message}" if failure.message else "")) from None
+        return [encode_frame(answer)]
 
     def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
         if just_read and entry.at_once:  # `start_at_once` calls `_answer_ready` when the answer is done

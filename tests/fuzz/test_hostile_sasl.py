@@ -2,7 +2,8 @@
 
 Each example sends, each on a fresh SASL connection: a hostile request of any served (API key, version) before
 authentication (it must close the connection or be refused, never reach a handler that assumes a user); a SASL
-handshake followed by hostile SaslAuthenticate tokens (for OAUTHBEARER, also well-framed first messages carrying
+handshake followed by hostile SaslAuthenticate tokens, or after a SaslHandshake v0 hostile bare tokens (for
+OAUTHBEARER, also well-framed first messages carrying
 hostile unsecured tokens: JSON values of every kind and size, truncated or re-encoded JSON, stray sections and
 padding); and, after a PLAIN login, hostile requests of the security
 APIs (SaslHandshake, SaslAuthenticate, the delegation token APIs 38-41, the SCRAM credential APIs 50-51). Then the
@@ -28,6 +29,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from kio.schema.sasl_authenticate.v2 import request as authenticate_v2
+from kio.schema.sasl_handshake.v0 import request as handshake_v0
 from kio.schema.sasl_handshake.v1 import request as handshake_v1
 from logwright.compat.registry import make
 
@@ -205,9 +207,17 @@ def test_hostile_values_on_the_sasl_listener_hurt_nobody(sasl_broker: SaslBroker
         with _connect(sasl_broker) as sock:  # before authentication: refused or closed, never handled as a user's
             _exchange(sock, values.frame(*before))
         mechanism = rng.choice(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "OAUTHBEARER"))
+        bare = rng.random() < 0.3  # SaslHandshake v0: the tokens that follow come bare, framed by their size only
         with _connect(sasl_broker) as sock:  # a hostile token in the exchange
-            _exchange(sock, framed(encode(make(handshake_v1.SaslHandshakeRequest, mechanism=mechanism), 1)))
-            if mechanism == "OAUTHBEARER" and rng.random() < 0.7:
+            handshake = handshake_v0 if bare else handshake_v1
+            _exchange(sock, framed(encode(make(handshake.SaslHandshakeRequest, mechanism=mechanism), 1)))
+            if bare:
+                tokens = (_hostile_oauthbearer_messages(rng) if mechanism == "OAUTHBEARER" and rng.random() < 0.7
+                          else [values.frame(*rng.choice(SERVED))[4:], rng.randbytes(rng.randrange(64)), b""])
+                for token in tokens:
+                    if _exchange(sock, framed(token)) is None:
+                        break
+            elif mechanism == "OAUTHBEARER" and rng.random() < 0.7:
                 for message in _hostile_oauthbearer_messages(rng):
                     if _exchange(sock, _authenticate(message)) is None:
                         break
