@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 import uuid
 from typing import Any
 
@@ -22,6 +23,7 @@ from scramp import ScramClient
 
 from .sasl_listeners import ILLEGAL_SASL_STATE, MECHANISMS, METADATA, NONE, UNSUPPORTED_SASL_MECHANISM, Listeners
 from .test_sasl import _salted, alter
+from .test_sasl_oauthbearer import INVALID, claims, first, jws
 
 pytestmark = pytest.mark.differential
 
@@ -203,3 +205,14 @@ def test_a_version_0_session_expires_and_re_authenticates_bare(reauth_listeners:
         *logged_in, *logged_in, "brokers"]
     assert bare_scenario(sasl, [*login, ("sleep", 1.2), ("handshake", "PLAIN"), ("token", b"\0bob\0b")]) == [
         *logged_in, (NONE, MECHANISMS), "closed"]
+
+
+def test_oauthbearer_messages_go_bare_after_a_version_0_handshake(oauthbearer_listeners: Listeners) -> None:
+    """A refused token is answered with the error challenge, bare; the client's 0x01 then closes the connection
+    unanswered, where it may instead try another token."""
+    sasl, now = oauthbearer_listeners.sasl, time.time()
+    handshaken = (NONE, (*MECHANISMS, "OAUTHBEARER"))
+    valid, expired = first(jws(claims())), first(jws(claims(exp=int(now) - 5)))
+    assert exchange(sasl, "OAUTHBEARER", [valid]) == [handshaken, b"", "brokers"]
+    assert exchange(sasl, "OAUTHBEARER", [expired, b"\x01"]) == [handshaken, INVALID.encode(), "closed"]
+    assert exchange(sasl, "OAUTHBEARER", [expired, valid]) == [handshaken, INVALID.encode(), b"", "brokers"]
