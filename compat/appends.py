@@ -25,6 +25,7 @@ from logwright.compat.wire.record_batch import (
     UnsupportedMessageFormat,
     batch_magic,
     iter_batches,
+    numbered,
     parse_header,
     produced_batches,
     verify_crc,
@@ -130,6 +131,8 @@ class Prepared(NamedTuple):
     log_append_time: bool
     keys: tuple[list[bytes | None], ...] = ()
     """Each batch's record keys when the checks read them (a compacted topic), else empty."""
+    in_place: bool = False
+    """The batches lie in a client's request frame, theirs alone: their offsets may be patched there (`numbered`)."""
 
     def append(self, topic_configs: Mapping[str, str]) -> PartitionAppend:
         """What admission plugins see of it: counts and sizes, never the records."""
@@ -225,7 +228,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
                                     RecordError(refused.keys.index(None), keyless_message(where), INVALID_RECORD),
                                     refused.keys.count(None))
         keys = refused
-    return Prepared(topic, index, partition_id, batches, log_append_time, keys)
+    return Prepared(topic, index, partition_id, batches, log_append_time, keys, in_place=one_batch)
 
 
 NO_BATCH_MESSAGE = "Produce requests must have at least one record batch per partition"
@@ -309,7 +312,7 @@ def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplica
     try:
         for position, (data, header) in enumerate(prepared.batches):
             keys = prepared.keys[position] if prepared.keys else None
-            outcome = stage_batch(broker, partition_id, data, header, now, deduplication, keys)
+            outcome = stage_batch(broker, partition_id, data, header, now, deduplication, keys, prepared.in_place)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -348,11 +351,12 @@ def _refused_batch(header: BatchHeader, from_client: bool) -> tuple[ErrorCode, s
 
 def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int,
-    deduplication: Deduplication | None = None, keys: list[bytes | None] | None = None,
+    deduplication: Deduplication | None = None, keys: list[bytes | None] | None = None, in_place: bool = False,
 ) -> int:
     """Stage one batch; returns its base offset (the original one for a duplicate retry or business key).
 
-    ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched.
+    ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched; with
+    ``in_place`` (a client's Produce, `Prepared.in_place`), a large batch is patched in its frame instead (`numbered`).
     A transactional batch must come from the current epoch of a transaction the partition was added to.
     What the plugins derive from the batch (a delayed-delivery index entry) is staged with it (`Broker.stage`).
     """
@@ -389,7 +393,8 @@ def stage_batch(
     if append_time >= 0:
         data = with_log_append_time(data, append_time)
     stored = StoredBatch(partition_id, event.base_offset,  # stamped with the leader's epoch, as Kafka stores a batch
-                         with_base_offset(data, event.base_offset, PARTITION_LEADER_EPOCH))
+                         numbered(data, event.base_offset, PARTITION_LEADER_EPOCH) if in_place
+                         else with_base_offset(data, event.base_offset, PARTITION_LEADER_EPOCH))
     index_entries: list[tuple[bytes, bytes]] = []
     if max_timestamp > state.max_timestamp:
         index_entries.append((time_index_key(partition_id, max_timestamp), broker.encode_offset(event.base_offset)))

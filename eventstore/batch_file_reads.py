@@ -111,7 +111,7 @@ class BatchFileReads:
             batches.append(data[position - start:position - start + size])
         return batches
 
-    def pieces(self, partition_id: int, rows: Iterable[tuple[int, bytes, bytes | None]], max_bytes: int,
+    def pieces(self, partition_id: int, rows: Iterable[tuple[int, bytes, bytes | memoryview | None]], max_bytes: int,
                end_offset: int | None, ranges_from: int) -> BatchPieces:
         """The batches a read for a socket takes from ``rows`` (base offset, stored value: the batch or a pointer,
         and the batch's bytes when the caller has them already), the ones that follow the read's offset, chosen as
@@ -126,7 +126,7 @@ class BatchFileReads:
         pieces = BatchPieces()
         reads: list[tuple[int, int, int, int]] = []
         run: list[bytes] = []
-        run_bytes: list[bytes | None] = []
+        run_bytes: list[bytes | memoryview | None] = []
         run_size = run_file = run_end = -1
         chosen = total = 0
         unpack, pointer_size = POINTER.unpack, POINTER.size
@@ -168,7 +168,7 @@ class BatchFileReads:
         return pieces
 
     def _add_run(self, pieces: BatchPieces, reads: list[tuple[int, int, int, int]], partition_id: int,
-                 run: list[bytes], run_bytes: list[bytes | None], ranges_from: int) -> None:
+                 run: list[bytes], run_bytes: list[bytes | memoryview | None], ranges_from: int) -> None:
         """A run of adjacent batches as pieces: a `FileRange` when long, the bytes given when the caller has them all,
         else a read to gather (``reads``: owner, file, position, length)."""
         owner, base_offset, start, _ = locate(partition_id, run[0])
@@ -180,7 +180,7 @@ class BatchFileReads:
                 return
             if reads:
                 self._gather(pieces, reads)
-            pieces.extend(cast(list[bytes], run_bytes))
+            pieces.extend(cast(list[bytes | memoryview], run_bytes))
             return
         fd = self._reader(owner, base_offset)
         if fd is None:

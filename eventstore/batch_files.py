@@ -67,7 +67,7 @@ FILE_ROLL_BYTES = 128 * 1024 * 1024
 SHARED_ROLL_BYTES = 32 * 1024 * 1024
 """A shared file takes no more appends once it holds this much: smaller than a partition's, since a shared file
 goes only when every partition in it has truncated past its batches there."""
-_FileWrite = tuple[int, list[bytes]]
+_FileWrite = tuple[int, list[bytes | memoryview]]
 """A descriptor and the buffers to append to it (`BatchFiles.write_ahead`)."""
 
 
@@ -146,7 +146,8 @@ class BatchFiles(BatchFileReads):
         self._small_bytes[partition_id] = kept
         return Placement.SHARED
 
-    def write(self, batches: Sequence[tuple[int, int, bytes]], io: list[_FileWrite] | None = None) -> list[bytes]:
+    def write(self, batches: Sequence[tuple[int, int, bytes | memoryview]], io: list[_FileWrite] | None = None
+              ) -> list[bytes]:
         """Append ``(partition id, base offset, batch)`` (each partition's in offset order); their pointers, in the
         same order. One writev per partition; with ``sync`` each file written is fdatasynced before returning.
         ``io``: the writes are only planned, added there for `write_ahead` to run."""
@@ -180,7 +181,7 @@ class BatchFiles(BatchFileReads):
             self._measured(elapsed, written)
         return pointers
 
-    def write_shared(self, batches: Sequence[tuple[int, int, bytes]], io: list[_FileWrite] | None = None
+    def write_shared(self, batches: Sequence[tuple[int, int, bytes | memoryview]], io: list[_FileWrite] | None = None
                      ) -> list[bytes]:
         """Append ``(partition id, base offset, batch)`` to the shared file with one writev, each partition's
         together (a read of them is one pread); their pointers, in the given order. The rows naming what the file
@@ -210,7 +211,8 @@ class BatchFiles(BatchFileReads):
         self._measured(_clock_ns() - started, sum(len(buffer) for buffer in buffers))
         return pointers
 
-    def write_ahead(self, own: Sequence[tuple[int, int, bytes]], shared: Sequence[tuple[int, int, bytes]]
+    def write_ahead(self, own: Sequence[tuple[int, int, bytes | memoryview]],
+                    shared: Sequence[tuple[int, int, bytes | memoryview]]
                     ) -> tuple[list[bytes], list[bytes], concurrent.futures.Future[tuple[int, int]]]:
         """`write` ``own`` and `write_shared` ``shared`` on the writer thread: their pointers now, and the future of
         the writes (fdatasynced with ``sync``). Until it ends, closing a descriptor waits for it (`wait_for_writes`),
@@ -527,13 +529,13 @@ _IOV_MAX = 1024
 """Buffers one writev may take on Linux."""
 
 
-def _write_all(fd: int, buffers: list[bytes]) -> None:
+def _write_all(fd: int, buffers: list[bytes | memoryview]) -> None:
     """writev until every byte is written (a short write continues where it stopped)."""
     for start in range(0, len(buffers), _IOV_MAX):
         _write_some(fd, buffers[start:start + _IOV_MAX])
 
 
-def _write_some(fd: int, buffers: list[bytes]) -> None:
+def _write_some(fd: int, buffers: list[bytes | memoryview]) -> None:
     total = sum(len(buffer) for buffer in buffers)
     written = os.writev(fd, buffers)
     while written < total:

@@ -47,8 +47,9 @@ class FileRange:
         self.close()
 
 
-StoredPiece = bytes | bytearray | FileRange
-"""A piece of stored batches for a socket: bytes given or read (a `bytearray` gathers short runs), or a file range."""
+StoredPiece = bytes | bytearray | memoryview | FileRange
+"""A piece of stored batches for a socket: bytes given or read (a `bytearray` gathers short runs; a `memoryview` is a
+batch the tail cache holds in its request frame), or a file range."""
 
 
 class BatchPieces(list[StoredPiece]):

@@ -25,11 +25,12 @@ class Durability(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
-    """A record batch to store at ``(partition_id, base_offset)``, its offset already patched in."""
+    """A record batch to store at ``(partition_id, base_offset)``, its offset already patched in; a view only into a
+    buffer no one changes again (a client's request frame: `record_batch.numbered`)."""
 
     partition_id: int
     base_offset: int
-    data: bytes
+    data: bytes | memoryview
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,7 @@ class RocksEventStore(StoredCommits):
         self._concerned_listeners: dict[frozenset[type[Event]], tuple[CommitListener, ...]] = {}
         """The listeners a commit of these event types concerns, in the order they were added (`_committed`)."""
         self._batch = WriteBatch(raw_mode=True)
-        self._staged_records: list[tuple[int, int, bytes, Placement]] = []
+        self._staged_records: list[tuple[int, int, bytes | memoryview, Placement]] = []
         """Record batches (partition, base offset, bytes, where they go) not yet put into ``_batch``: they go in
         last (`_put_staged_records`)."""
         self._truncating: dict[int, tuple[int, list[bytes] | None]] = {}
@@ -155,7 +155,7 @@ class RocksEventStore(StoredCommits):
         self._tail_cache_bytes = tail_cache_bytes
         self._tail = TailCache(tail_cache_bytes)
         self._read_ahead = ReadAhead()
-        self._pending_tail: list[tuple[int, int, int, bytes | None]] = []
+        self._pending_tail: list[tuple[int, int, int, bytes | memoryview | None]] = []
         """(partition, base offset, last offset, batch) to cache once written, or a partition to drop (batch None)."""
         self._aborting: set[int] | None = None
         """Partitions with indexed aborts, committed or staged (`_load_aborting`); ``None``: not known."""

@@ -48,7 +48,7 @@ class SealedCommit:
 
     batch: WriteBatch
     events: list[LoggedEvent]
-    tail: list[tuple[int, int, int, bytes | None]]
+    tail: list[tuple[int, int, int, bytes | memoryview | None]]
     pointers: dict[tuple[int, int], bytes]
     sequence: int
 
@@ -203,8 +203,8 @@ class StoredCommits(StoredDeletes):
         put, records_cf, record_key = self._batch.put, self._cf["records"], keys.record_key
         written = self._pointers_written
         for partition_id, base_offset, data, placement in staged:
-            if placement is Placement.INLINE:
-                put(record_key(partition_id, base_offset), data, records_cf)
+            if placement is Placement.INLINE:  # bytes: a view (`StoredBatch`) is never this small
+                put(record_key(partition_id, base_offset), bytes(data), records_cf)
             else:
                 pointer = written[(partition_id, base_offset)] = next(
                     pointers if placement is Placement.OWN else shared_pointers)
@@ -334,7 +334,7 @@ class StoredCommits(StoredDeletes):
         self.reopen()
         raise StoreFailed(f"writing to {self.path} failed: {error}; nothing it carried was kept") from error
 
-    def _committed(self, pending: list[LoggedEvent], tail: list[tuple[int, int, int, bytes | None]],
+    def _committed(self, pending: list[LoggedEvent], tail: list[tuple[int, int, int, bytes | memoryview | None]],
                    written: dict[tuple[int, int], bytes]) -> None:
         """After a commit's write: cache its batches' tail and tell the commit listeners."""
         for partition_id, base_offset, last_offset, data in tail:

@@ -54,10 +54,10 @@ class StoredDeletes(StoredReads):
     _batch: WriteBatch
     _write_options: WriteOptions
     _states: dict[str, dict[str, Any]]
-    _staged_records: list[tuple[int, int, bytes, Placement]]
+    _staged_records: list[tuple[int, int, bytes | memoryview, Placement]]
     _staged_partitions: set[int]
     _truncating: dict[int, tuple[int, list[bytes] | None]]
-    _pending_tail: list[tuple[int, int, int, bytes | None]]
+    _pending_tail: list[tuple[int, int, int, bytes | memoryview | None]]
     _files_to_check: list[tuple[int, int]]
     _shared_to_check: list[tuple[int, int]]
     _covered_staged: int

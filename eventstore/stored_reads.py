@@ -176,7 +176,8 @@ class StoredReads:
                 first = self._views["records"].get(keys.record_key(partition_id, start_offset))
             if first is not None and stored_length(first) > first_within:
                 return BatchPieces()
-        rows: Iterator[tuple[int, bytes, bytes | None]] | None = self._tail.stored(partition_id, start_offset)
+        rows: Iterator[tuple[int, bytes, bytes | memoryview | None]] | None
+        rows = self._tail.stored(partition_id, start_offset)
         if rows is None:
             rows = self._rows_from(partition_id, start_offset)
         return self._files.pieces(partition_id, rows, max_bytes, end_offset, ranges_from)

@@ -28,10 +28,18 @@ class _Run:
     partition_id: int
     bases: array[int] = field(default_factory=lambda: array("q"))
     lasts: array[int] = field(default_factory=lambda: array("q"))
-    batches: list[bytes] = field(default_factory=list)
+    batches: list[bytes | memoryview] = field(default_factory=list)
+    """A view is of a client's request frame (`record_batch.numbered`): the first `TailCache.read` copies it out."""
     stored: list[bytes] = field(default_factory=list)
     """Each batch as its row holds it: the pointer into its batch file, or the batch itself."""
     first: int = 0
+
+    def batch_bytes(self, index: int) -> bytes:
+        """The batch at ``index`` as bytes, a view copied out once (the frame is let go when no run holds it)."""
+        batch = self.batches[index]
+        if isinstance(batch, memoryview):
+            batch = self.batches[index] = batch.tobytes()
+        return batch
 
     def evict_oldest(self) -> int:
         size = len(self.batches[self.first])
@@ -65,8 +73,8 @@ class TailCache:
         self._live = 0
         """Cached batches: the entries of `_order` that are not left over from a dropped run."""
 
-    def add(self, partition_id: int, base_offset: int, last_offset: int, batch: bytes, pointer: bytes | None = None
-            ) -> None:
+    def add(self, partition_id: int, base_offset: int, last_offset: int, batch: bytes | memoryview,
+            pointer: bytes | None = None) -> None:
         """Record a batch just committed; it must follow the partition's previous one. ``pointer``: where its batch
         file holds it, if one does."""
         if len(batch) > self.budget_bytes:
@@ -81,7 +89,7 @@ class TailCache:
         run.bases.append(base_offset)
         run.lasts.append(last_offset)
         run.batches.append(batch)
-        run.stored.append(batch if pointer is None else pointer)
+        run.stored.append(bytes(batch) if pointer is None else pointer)  # no copy of bytes; a view is never inline
         self._order.append(run)
         self._live += 1
         self.size_bytes += len(batch)
@@ -114,10 +122,10 @@ class TailCache:
         if found is None:
             return None
         run, index = found
-        return collect_batches(((run.bases[i], run.batches[i]) for i in range(index, len(run.bases))), max_bytes,
+        return collect_batches(((run.bases[i], run.batch_bytes(i)) for i in range(index, len(run.bases))), max_bytes,
                                end_offset)
 
-    def stored(self, partition_id: int, start_offset: int) -> Iterator[tuple[int, bytes, bytes]] | None:
+    def stored(self, partition_id: int, start_offset: int) -> Iterator[tuple[int, bytes, bytes | memoryview]] | None:
         """(base offset, stored value, batch) of the cached batches from the one holding ``start_offset`` on, the
         stored value of a batch in a file being its pointer (what RocksDB's rows hold, without the seek): a read
         for a socket sends a long run of those with sendfile. Copying a 1 MB answer out of this cache into the

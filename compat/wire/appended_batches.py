@@ -25,7 +25,7 @@ from logwright.core.log.index_hooks import AppendedBatch
 from logwright.core.log.record_keys import KeyedRecord, UnreadableRecords, headers_contain, keyed_records
 
 
-def appended_batch(data: bytes, topic: str, partition_index: int, partition_id: int,
+def appended_batch(data: bytes | memoryview, topic: str, partition_index: int, partition_id: int,
                    topic_config: Callable[[str], str | None]) -> AppendedBatch:
     """The hooks' view of ``data``, a batch as stored (its base offset patched in; its header already checked
     by Produce or written by the broker, so the fixed fields are read in place, not parsed again)."""
@@ -61,7 +61,7 @@ def appended_batch(data: bytes, topic: str, partition_index: int, partition_id: 
                          compressed, bool(attributes & _CONTROL_FLAG), topic_config, contains, in_headers, records)
 
 
-def _found(data: bytes, needle: bytes) -> bool:
+def _found(data: bytes | memoryview, needle: bytes) -> bool:
     """Whether ``needle`` occurs in ``data`` past the batch header."""
     position: int = stringzilla.find(data, needle, HEADER_SIZE)
     return position >= 0

@@ -25,7 +25,7 @@ from logwright.compat.wire.records import CorruptRecords, Record, encode_records
 __all__ = [
     "HEADER_SIZE", "BatchHeader", "Compression", "CorruptBatch", "Record", "RecordBatchError", "TimestampType",
     "UnsupportedMessageFormat", "build_batch", "decode_records", "iter_batches", "parse_header", "verify_crc",
-    "with_base_offset", "with_log_append_time",
+    "numbered", "with_base_offset", "with_log_append_time",
 ]
 
 HEADER_SIZE: Final = 61
@@ -225,6 +225,32 @@ def with_base_offset(
     if partition_leader_epoch is None:
         return b"".join((struct.pack(">q", base_offset), view[8:]))
     return b"".join((struct.pack(">q", base_offset), view[8:12], struct.pack(">i", partition_leader_epoch), view[16:]))
+
+
+IN_PLACE_SHARE: Final = 2
+"""`numbered` patches a batch in its request's frame only when the batch is at least 1/IN_PLACE_SHARE of it."""
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_AT: Final = 12
+
+
+def numbered(batch: bytes | bytearray | memoryview, base_offset: int, partition_leader_epoch: int
+             ) -> bytes | memoryview:
+    """``batch`` numbered from ``base_offset`` and stamped with the leader epoch, patched where it lies when it is a
+    view into a bytearray it fills at least half of, else a copy (`with_base_offset`).
+
+    Only for a client's Produce, whose frame, when large, is a bytearray the server read it into and hands to no
+    one else (`framing.FrameDecoder`); Kafka's broker assigns offsets in the request's buffer too. The copy was
+    46 us of the ~490 a 1 MB Produce costs in process (session 76). The stored batch then holds the whole frame
+    while the tail cache keeps it, which counts only the batch's bytes: the half bounds what is held beyond the
+    count to as much again.
+    """
+    if (isinstance(batch, memoryview) and isinstance(batch.obj, bytearray) and not batch.readonly
+            and batch.c_contiguous and batch.itemsize == 1 and IN_PLACE_SHARE * len(batch) >= len(batch.obj)):
+        _BASE_OFFSET.pack_into(batch, 0, base_offset)
+        _LEADER_EPOCH.pack_into(batch, _LEADER_EPOCH_AT, partition_leader_epoch)
+        return batch
+    return with_base_offset(batch, base_offset, partition_leader_epoch)
 
 
 def with_log_append_time(batch: bytes | bytearray | memoryview, append_time: int) -> bytes:

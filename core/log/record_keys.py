@@ -90,7 +90,7 @@ def record_key_columns(batch: bytes | bytearray | memoryview, decompress: Decomp
     return offsets, keys, tombstones
 
 
-def headers_contain(batch: bytes, needle: bytes) -> bool:
+def headers_contain(batch: bytes | bytearray | memoryview, needle: bytes) -> bool:
     """Whether ``needle`` occurs in the headers of an uncompressed batch's records, their keys and values skipped.
 
     For a plugin looking for a header in a batch of a few large records: searching every byte costs about 0.2 ms a
@@ -119,7 +119,7 @@ def headers_contain(batch: bytes, needle: bytes) -> bool:
         position += max(value_length, 0)
         if position >= end:
             raise UnreadableRecords(f"record {index}'s key and value run past its {length} bytes")
-        if batch.find(needle, position, end) >= 0:
+        if needle in view[position:end].tobytes():  # the headers only: a few bytes
             return True
         position = end
     return False
@@ -252,7 +252,7 @@ def _keys_of(data: bytes | bytearray, count: int, columns: tuple[int, list[int],
     return keys  # type: ignore[return-value]  # slices of bytes are bytes
 
 
-def _varint_at(data: bytes | bytearray, position: int) -> tuple[int, int]:
+def _varint_at(data: bytes | bytearray | memoryview, position: int) -> tuple[int, int]:
     """The zigzag varint at ``position`` (at most ten bytes) and the position after it."""
     value = 0
     for shift in range(0, 70, 7):

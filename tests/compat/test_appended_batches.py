@@ -16,18 +16,24 @@ NEEDLE = b"logwright.deliver."
 DELAY = (("logwright.deliver.after.ms", b"60000"),)
 
 
-def _view(records: list[Record], compression: Compression = Compression.NONE) -> AppendedBatch:
-    return appended_batch(bytes(build_batch(records, base_offset=7, compression=compression)), "t", 0, 3,
+def _view(records: list[Record], compression: Compression = Compression.NONE, in_frame: bool = False
+          ) -> AppendedBatch:
+    """The hooks' view of a batch of ``records``; ``in_frame``: held as a client's large Produce holds it, a view
+    into the request's bytearray (`record_batch.numbered`)."""
+    data = build_batch(records, base_offset=7, compression=compression)
+    return appended_batch(memoryview(bytearray(b"\0" * 30 + data))[30:] if in_frame else bytes(data), "t", 0, 3,
                           lambda name: None)
 
 
-def test_large_records_have_only_their_headers_searched() -> None:
+@pytest.mark.parametrize("in_frame", [False, True])
+def test_large_records_have_only_their_headers_searched(in_frame: bool) -> None:
     """A 200 KB value holding the string is skipped (no decoding of the batch follows), a header holding it found."""
     value = b"x" * 100_000 + NEEDLE + b"x" * 100_000
-    plain = _view([Record(0, 1, None, value), Record(0, 2, None, value)])
-    delayed = _view([Record(0, 1, None, value), Record(0, 2, None, b"y" * 200_000, DELAY)])
+    plain = _view([Record(0, 1, None, value), Record(0, 2, None, value)], in_frame=in_frame)
+    delayed = _view([Record(0, 1, None, value), Record(0, 2, None, b"y" * 200_000, DELAY)], in_frame=in_frame)
     assert plain.contains(NEEDLE) and not plain.headers_contain(NEEDLE)
     assert delayed.headers_contain(NEEDLE)
+    assert plain.base_offset == 7 and [record.headers for record in delayed.records(False)][1] == DELAY
 
 
 def test_small_records_are_searched_whole_and_may_answer_true_for_a_value(monkeypatch: pytest.MonkeyPatch) -> None:

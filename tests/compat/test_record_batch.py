@@ -22,6 +22,7 @@ from logwright.compat.wire.record_batch import (
     build_batch,
     decode_records,
     iter_batches,
+    numbered,
     parse_header,
     verify_crc,
     with_base_offset,
@@ -158,6 +159,23 @@ def test_base_offset_and_leader_epoch_patch_keeps_the_crc() -> None:
     assert verify_crc(patched) and DefaultRecordBatch(patched).validate_crc()
     assert [record.offset for record in decode_records(patched)] == [1_000, 1_001, 1_002, 1_003, 1_004]
     assert with_base_offset(batch, 0) == batch
+
+
+def test_numbered_patches_a_batch_in_the_frame_it_fills_at_least_half_of_and_copies_any_other() -> None:
+    batch = build_batch(sample_records(), compression=Compression.SNAPPY)
+    expected = with_base_offset(batch, 1_000, partition_leader_epoch=0)
+    frame = bytearray(b"\xff" * 40 + batch)  # a request frame: its header and fields, then the batch
+    view = memoryview(frame)[40:]
+    patched = numbered(view, 1_000, 0)
+    assert patched is view and bytes(patched) == expected and frame[:40] == b"\xff" * 40
+    assert verify_crc(patched) and [record.offset for record in decode_records(patched)][0] == 1_000
+
+    small_share = bytearray(len(batch) + 1) + batch  # the batch under half of what it would keep alive
+    copied = numbered(memoryview(small_share)[len(batch) + 1:], 1_000, 0)
+    assert isinstance(copied, bytes) and copied == expected and small_share[len(batch) + 1:] == batch
+    unchanged = bytes(batch)
+    from_bytes = numbered(memoryview(unchanged), 1_000, 0)
+    assert from_bytes == expected and unchanged == batch and isinstance(from_bytes, bytes)
 
 
 def test_log_append_time_rewrite() -> None:

@@ -72,6 +72,21 @@ def test_the_budget_bounds_the_cache_and_the_oldest_batches_leave_first() -> Non
     assert cache.size_bytes == 0 and cache.read(7, 18, 1_000, None) is None
 
 
+def test_a_batch_held_in_its_request_frame_goes_to_sockets_as_is_and_to_readers_as_bytes_copied_once() -> None:
+    cache = TailCache(budget_bytes=1_000)
+    frame = bytearray(b"f" * 10 + b"b" * 100)
+    held = memoryview(frame)[10:]
+    cache.add(3, 0, 4, held, pointer=b"pointer")
+    stored = cache.stored(3, 0)
+    assert stored is not None and next(stored) == (0, b"pointer", held)  # a socket sends the pointer's file range
+    (read,) = cache.read(3, 2, 1_000, None) or []
+    assert type(read) is bytes and read == b"b" * 100
+    assert cache.read(3, 0, 1_000, None) == [read] and cache.read(3, 0, 1_000, None)[0] is read  # copied once
+    del held, stored
+    frame += b"!"  # the cache let go of the frame: it may be resized again
+    assert cache.size_bytes == 100
+
+
 def test_a_batch_over_the_budget_is_not_cached_and_reads_go_to_the_store() -> None:
     cache = TailCache(budget_bytes=100)
     cache.add(1, 0, 0, b"x" * 50)
