@@ -193,3 +193,55 @@ def test_disabling_the_plugin_delivers_delayed_records_at_once(tmp_path: Path) -
         check_consistent(broker)
     finally:
         broker.kill()
+
+
+def test_large_records_numbered_in_their_request_frame_keep_their_delay_and_offsets(share_broker: BrokerProcess
+                                                                                    ) -> None:
+    """Three 200 KB records in one batch: a Produce frame of 600 KB, whose batch the broker numbers in the frame
+    itself (`record_batch.numbered`) and whose headers the plugin walks there. A classic consumer reads the batch
+    file, a share consumer the tail cache's copy; after a restart both read the stored batch."""
+    bootstrap, group = share_broker.bootstrap, "delayed-large-group"
+    topic = _new_topic(bootstrap, group)
+    _produce(bootstrap, topic, [("small", [])])  # the large batch is numbered from 1, not 0
+    values = [bytes([65 + index]) * 200_000 for index in range(3)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 200})
+    for index, value in enumerate(values):
+        producer.produce(topic, value=value, headers=[("logwright.deliver.after.ms", b"5000")] if index == 1 else [])
+    assert producer.flush(30) == 0
+    expected = [b"small", *values]
+    classic = Consumer({"bootstrap.servers": bootstrap, "group.id": f"classic-{uuid.uuid4().hex[:6]}",
+                        "auto.offset.reset": "earliest"})
+    classic.subscribe([topic])
+    seen: list[tuple[int, bytes]] = []
+    for _ in range(60):
+        message = classic.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append((message.offset(), message.value()))
+        if len(seen) == 4:
+            break
+    classic.close()
+    assert seen == list(enumerate(expected))
+
+    share = consumer(bootstrap, group, topic)
+    taken: list[tuple[int, bytes]] = []
+    while len(taken) < 3:
+        batch = poll_batch(share)
+        assert batch, f"only {taken} arrived"
+        for message in batch:
+            taken.append((message.offset(), message.value()))
+            share.acknowledge(message)
+    assert taken == [(0, b"small"), (1, values[0]), (3, values[2])], "the delayed record went early"
+    assert commit(share) == {(topic, 0): None}
+    assert [entry["offset"] for entry in _inspect(bootstrap, group, topic)["delayed"]] == [2]
+    share.close()
+
+    share_broker.kill()
+    share_broker.start()
+    advance_clock(bootstrap, 5000)
+    after = consumer(bootstrap, group, topic)
+    batch = poll_batch(after)
+    assert [(m.offset(), m.value()) for m in batch] == [(2, values[1])]
+    after.acknowledge(batch[0])
+    assert commit(after) == {(topic, 0): None}
+    after.close()
+    check_consistent(share_broker)
