@@ -7,6 +7,7 @@ created with them.
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from typing import Any
 
@@ -108,6 +109,10 @@ def test_a_topic_created_with_them(bootstrap: str) -> None:
                                                      for key, value in configs.items())),)))
     assert int(answer.topics[0].error_code) == NONE
     found = described(bootstrap, name)
+    deadline = time.monotonic() + 10
+    while not found and time.monotonic() < deadline:  # Kafka's broker learns of a new topic from its metadata log
+        time.sleep(0.1)  # a moment after the controller answered (its DescribeConfigs has no configs until then)
+        found = described(bootstrap, name)
     assert {key: found[key][:2] for key in configs} == {key: (value, DYNAMIC_TOPIC_CONFIG)
                                                          for key, value in configs.items()}
     (refused,) = ask(bootstrap, make(create_topics.CreateTopicsRequest, validate_only=True, timeout=FIVE_SECONDS,
