@@ -41,6 +41,7 @@ from .interface import CommitListener, Durability, LoggedEvent, StoredBatch
 from .read_ahead import ReadAhead
 from .store_errors import ReadOnlyStore, StoreFailed, StoreLost
 from .stored_commits import SealedCommit, StoredCommits
+from .stored_deletes import PHYSICAL_EVENTS
 from .stored_reads import stored_batches
 from .tail_cache import TailCache
 
@@ -120,7 +121,10 @@ class RocksEventStore(StoredCommits):
             (projection.name, projection.entity_keys, projection.evolve, self._states[projection.name])
             for projection in self._projections
         ]
-        self._folds_by_type: dict[type[Event], list[_Fold]] = {}
+        self._folds_by_type: dict[type[Event], tuple[list[_Fold], bool]] = {}
+        """Per event type, the folds it goes through and whether it removes or indexes stored rows
+        (`_physical_effects`): worked out once, where each append of an offset commit or a batch asked three
+        ``isinstance`` checks (~0.7 us an event)."""
         self._listeners: list[tuple[CommitListener, tuple[type[Event], ...] | None]] = []
         self._concerned_listeners: dict[frozenset[type[Event]], tuple[CommitListener, ...]] = {}
         """The listeners a commit of these event types concerns, in the order they were added (`_committed`)."""
@@ -362,11 +366,13 @@ class RocksEventStore(StoredCommits):
         for event in events:
             sequence = self._last_sequence = self._last_sequence + 1
             put(keys.event_key(sequence), encode_event(time_ms, event), events_cf)
-            folds = self._folds_by_type.get(type(event))
-            if folds is None:
-                folds = self._folds_by_type[type(event)] = self._folds_for(type(event))
-            self._fold(folds, event, sequence)
-            self._physical_effects(event)
+            planned = self._folds_by_type.get(type(event))
+            if planned is None:
+                planned = self._folds_by_type[type(event)] = (self._folds_for(type(event)),
+                                                              issubclass(type(event), PHYSICAL_EVENTS))
+            self._fold(planned[0], event, sequence)
+            if planned[1]:
+                self._physical_effects(event)
             self._pending_events.append(LoggedEvent(sequence, time_ms, event))
         placement = self._files.placement
         staged_partitions = self._staged_partitions

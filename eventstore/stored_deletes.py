@@ -33,6 +33,9 @@ POINT_DELETES_UP_TO = 64
 it. Each range delete in the memtable makes the next iterator fragment all of them again: seeks after n of them cost
 ~0.8n us here (`bench/results/write_path.md`), so DeleteRecords of 5,000 one-batch partitions spent ~1 s seeking and
 every read after a retention pass over many partitions paid it too. A point delete costs a seek nothing."""
+PHYSICAL_EVENTS: tuple[type[Event], ...] = (TransactionMarkerWritten, LogTruncated, TopicDeleted)
+"""The events (and their subclasses) whose append removes or indexes stored rows besides their own
+(`_physical_effects`)."""
 FLUSHED_AFTER_COVERING = 20_000
 """Stored batches a commit's range deletes may cover, summed since the last flush, before the records and index
 families are flushed (in the background: the call takes ~0.2 ms). Until a flush drops them, the covered rows stay in
@@ -142,7 +145,8 @@ class StoredDeletes(StoredReads):
 
     def _physical_effects(self, event: Event) -> None:
         """Retention and topic deletion remove stored batches in the same WriteBatch as their event, and the aborted
-        transactions whose markers they take (`aborted`); an indexed abort adds its row there."""
+        transactions whose markers they take (`aborted`); an indexed abort adds its row there. Only for
+        `PHYSICAL_EVENTS`: the store's append asks nothing of any other."""
         records_cf, index_cf = self._cf["records"], self._cf["index"]
         if isinstance(event, TransactionMarkerWritten):
             if event.indexed_abort:
