@@ -12,6 +12,7 @@ import asyncio
 import collections
 import logging
 import os
+import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -140,8 +141,33 @@ class AnswerSending:
                         joined.append(cast(bytes | memoryview, outbound.popleft()))
                     piece = b"".join(joined)
             self._outbound_bytes -= len(piece)
-            transport.write(piece)  # calls pause_writing at once if the socket took less
+            if outbound and isinstance(outbound[0], FileRange) and slices < _SLICES_PER_TURN:
+                self._write_before_file(transport, piece)  # the range is sent next, in this call
+            else:
+                transport.write(piece)  # calls pause_writing at once if the socket took less
         self._unsent_changed()
+
+    def _write_before_file(self, transport: asyncio.Transport, piece: bytes | memoryview) -> None:
+        """Write the bytes a batch file's range follows with ``MSG_MORE``, so the kernel sends them in the range's first
+        segment rather than alone: every Fetch answer's headers went as a packet of their own (TCP_NODELAY), a trip
+        through loopback and a wake-up of the reader for ~80 bytes. A Fetch of one 45 KB batch (`bench/request_cost.py
+        --api fetch --records 1024:44 --depth 5`, 8 alternated rounds): 177 us of broker CPU against 184.
+
+        Straight to the socket only when the transport holds nothing (its buffer is empty whenever `_pump` writes:
+        any byte it keeps pauses the pump) and `_send_file` runs next, in the same call, so the bytes held back never
+        wait on a later turn. asyncio's public ``get_extra_info("socket")`` deprecates ``send``, hence the
+        transport's own socket. What the socket does not take, and any failure, go to the transport as before (a
+        failed send fails again there and closes the connection the transport's way)."""
+        connected: socket.socket | None = None if self.encrypted else getattr(transport, "_sock", None)
+        if connected is not None and not transport.get_write_buffer_size():
+            try:
+                sent = connected.send(piece, socket.MSG_MORE)
+            except OSError:  # BlockingIOError and InterruptedError among them: nothing was sent
+                sent = 0
+            if sent == len(piece):
+                return
+            piece = piece[sent:]
+        transport.write(piece)
 
     def _send_file(self, transport: asyncio.Transport, piece: FileRange) -> None:
         """Send a range of a batch file with sendfile(2): the kernel copies it from the page cache to the socket,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import socket
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,31 +371,65 @@ def test_an_idle_connection_closes_on_the_broker_clock_and_a_busy_one_does_not(b
     asyncio.run(run())
 
 
-def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_through_a_transport_without_a_socket(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches read back from their file come as one `FileRange`; a transport with no socket to sendfile to (this
-    one) is handed the bytes, in their place in the answer."""
+def store_in_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RocksEventStore, list[bytes]]:
+    """A store whose topic "t" holds 96 KB of batches in one batch file, opened afresh (nothing in the tail cache,
+    so a read of them is one `FileRange`), and those batches' bytes."""
     monkeypatch.setattr(batch_files, "SMALL_PARTITION_BYTES", 0)  # the first batches go to a file too
     store = RocksEventStore(tmp_path / "data")
     new_topic(store, "t", 1)
     for _ in range(12):
-        produce(store, 0, record_count=10, payload_size=8_000)  # 96 KB in one file: one range
+        produce(store, 0, record_count=10, payload_size=8_000)
     store.commit()
     store.close()
-    store = RocksEventStore(tmp_path / "data")  # nothing in the tail cache: the batches come from their file
-    stored = store.read_batches(0, 0, 10**6)
+    store = RocksEventStore(tmp_path / "data")
+    return store, store.read_batches(0, 0, 10**6)
+
+
+class CorkedSocket:
+    """The socket a transport sends through (asyncio's ``_sock``): takes at most ``room`` bytes of a send into the
+    transport's record, and keeps each send's flags."""
+
+    def __init__(self, transport: RecordingTransport, room: int) -> None:
+        self.transport = transport
+        self.room = room
+        self.flags: list[int] = []
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        self.flags.append(flags)
+        taken = min(self.room, len(data))
+        self.transport.written += data[:taken]
+        self.room -= taken
+        return taken
+
+
+@pytest.mark.parametrize("room", [None, 10**6, 10], ids=["no-socket", "taken-whole", "taken-in-part"])
+def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_the_bytes_before_it_held_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int | None) -> None:
+    """Batches read back from their file come as one `FileRange`. The answer's bytes before it are sent straight to
+    the transport's socket with MSG_MORE, so the kernel sends them with the range rather than as a packet of their
+    own; what the socket does not take goes through the transport, before the range, and the answer behind it
+    follows. A transport with no socket (``room`` None) is handed every byte, the range's in its place. An answer
+    with no range never touches the socket."""
+    store, stored = store_in_one_file(tmp_path, monkeypatch)
     assert [type(piece) for piece in store.read_batch_pieces(0, 0, 10**6)] == [FileRange]
     served = compose_broker(store, PluginHost.load(installed=False))
-    fetch = fetch_from_start("t")
 
     async def run() -> None:
         server = KafkaServer(served)
         connection, transport = connect(server)
-        receive(connection, encode_frame(encode_request(fetch, 5, "test")) + api_versions(6))
+        corked = CorkedSocket(transport, room if room is not None else 0)
+        if room is not None:
+            transport._sock = corked  # type: ignore[attr-defined]
+        receive(connection, api_versions(4))
         await settle()
-        assert transport.correlation_ids() == [5, 6]
-        (size,) = struct.unpack_from(">i", transport.written, 0)
-        correlation_id, answer = decode_response(1, 12, bytes(transport.written[4:4 + size]))
+        assert corked.flags == []  # no range in the answer: the transport alone
+        receive(connection, encode_frame(encode_request(fetch_from_start("t"), 5, "test")) + api_versions(6))
+        await settle()
+        assert corked.flags == ([socket.MSG_MORE] if room is not None else [])
+        assert transport.correlation_ids() == [4, 5, 6]
+        (first,) = struct.unpack_from(">i", transport.written, 0)
+        (size,) = struct.unpack_from(">i", transport.written, 4 + first)
+        correlation_id, answer = decode_response(1, 12, bytes(transport.written[8 + first:8 + first + size]))
         assert correlation_id == 5 and answer.responses[0].partitions[0].records == b"".join(stored)
         connection.abort()
 
