@@ -450,6 +450,7 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         # asyncio's TLS transport pauses writing at a size >= its high mark where the socket transport pauses above
         # it: 1 here, or it pauses with nothing left and never resumes
         encrypted.set_write_buffer_limits(high=1, low=0)
+        self.start_requests()  # those read with the handshake's end, before this step: see `start_requests`
 
     async def _close_throttled(self, throttle_ms: int) -> None:
         try:
@@ -514,8 +515,11 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         """
         quotas = self.server.quotas
         try:
+            # not while the TLS handshake's task has not taken its end in (`_start_tls`): asyncio hands over what the
+            # client sent with its last handshake message at once, before that task's next step sets the
+            # certificate's principal and the TLS transport, and a request started then was decided as ANONYMOUS
             while (self._unstarted and self._reading and self._writable and not self._decoding
-                   and self._muted_until is None):
+                   and self._muted_until is None and self._handshake is None):
                 frame = self._unstarted[0]
                 size, fetch = len(frame), frame[:2] == _FETCH_KEY
                 if self._in_flight >= quotas.limits.in_flight_per_connection or (
@@ -546,8 +550,8 @@ class Connection(RequestDispatch, AnswerSending, asyncio.BufferedProtocol):
         already done: InvalidStateError, logged as an error; the hostile-values fuzz found it once sends got
         partial at Kafka's 100 KiB send buffer)."""
         transport = self.transport
-        if transport is None or transport.is_closing() or not self._reading:
-            return
+        if transport is None or transport.is_closing() or not self._reading or self._handshake is not None:
+            return  # during the handshake the socket's transport is asyncio's TLS protocol's to pause, not this one's
         held_back = len(self._unstarted) + (self._in_flight >= self.server.quotas.limits.in_flight_per_connection)
         hold = (not self._writable or held_back > 1 or bool(held_back and self.decoder.held)
                 or self._sending_file is not None or self._muted_until is not None)

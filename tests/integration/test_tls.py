@@ -15,17 +15,23 @@ import ssl
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from logwright.client import BrokerError, Client
+from logwright.compat.registry import make
+from logwright.compat.wire.framing import encode_frame
+from logwright.compat.wire.messages import decode_response, encode_request
 from logwright.testing.tls_certificates import CLIENT_PRINCIPAL, Certificates, make_certificates
 
 from .authorization_clients import (
     GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
     AclOperation,
     ResourceType,
     binding,
@@ -164,6 +170,56 @@ def test_a_certificate_no_trusted_ca_signed_fails_the_handshake(tls_broker: TlsB
     with pytest.raises(KafkaException):
         AdminClient(tls_broker.client(stranger)).list_topics(timeout=5)
     assert AdminClient(tls_broker.client(tls_broker.alice)).list_topics(timeout=15).brokers
+
+
+def _first_request_with_the_handshakes_end(address: str, context: ssl.SSLContext, frame: bytes) -> bytes:
+    """Send ``frame`` in the very write that carries the client's last handshake message (TLS 1.3 lets a client
+    send data right after its Finished; a busy client's two writes coalesce the same way) and return the answer's
+    payload, read over TLS."""
+    host, port = address.rsplit(":", 1)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with socket.create_connection((host, int(port)), timeout=15) as raw:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(outgoing.read())
+                received = raw.recv(65536)
+                if not received:
+                    raise ConnectionError("the broker closed the connection during the handshake") from None
+                incoming.write(received)
+        tls.write(frame)
+        raw.sendall(outgoing.read())
+        answer = b""
+        while len(answer) < 4 or len(answer) < 4 + int.from_bytes(answer[:4], "big"):
+            try:
+                answer += tls.read(65536)
+            except ssl.SSLWantReadError:
+                received = raw.recv(65536)
+                if not received:
+                    raise ConnectionError("the broker closed the connection before its answer") from None
+                incoming.write(received)
+        return answer[4:]
+
+
+def test_a_request_sent_with_the_handshakes_end_is_decided_as_the_certificates_principal(tls_broker: TlsBroker) -> None:
+    """asyncio hands a server what came with the handshake's last message at once, before the code awaiting the
+    handshake runs: logwright started such a request as User:ANONYMOUS (the super user here) before it had read the
+    certificate's principal, and once it answered at once, answered it in plain bytes on the TLS connection."""
+    topic = unique("tls-early")
+    create_topic(tls_broker.plaintext, topic)
+    alice = ssl.create_default_context(cafile=str(tls_broker.certificates.ca))
+    alice.load_cert_chain(str(tls_broker.certificates.client_certificate), str(tls_broker.certificates.client_key))
+    metadata = make(MetadataRequest, topics=(make(MetadataRequestTopic, topic_id=uuid.UUID(int=0), name=topic),),
+                    allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    for attempt in range(5):
+        payload = _first_request_with_the_handshakes_end(tls_broker.tls, alice,
+                                                         encode_frame(encode_request(metadata, attempt, "early")))
+        correlation_id, answer = decode_response(3, 12, payload)
+        assert correlation_id == attempt
+        assert [topic_answer.error_code for topic_answer in answer.topics] == [TOPIC_AUTHORIZATION_FAILED]
 
 
 def test_a_plaintext_request_to_the_tls_listener_is_not_answered(tls_broker: TlsBroker) -> None:
