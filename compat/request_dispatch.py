@@ -65,6 +65,7 @@ class RequestDispatch:
     authentication: ConnectionAuthentication
     _loop: asyncio.AbstractEventLoop
     _decoding: bool
+    _answered_in_read: bool
 
     if TYPE_CHECKING:
         def start_requests(self, just_read: bool = False) -> None: ...
@@ -159,8 +160,11 @@ class RequestDispatch:
         return [encode_frame(answer)]
 
     def _start(self, entry: HandlerEntry, answer: Coroutine[Any, Any, list[bytes] | None], just_read: bool) -> None:
-        if just_read and entry.at_once:  # `start_at_once` calls `_answer_ready` when the answer is done
-            self._started(start_at_once(self._loop, answer, self._answer_ready), notifies=True)
+        if just_read and entry.at_once:  # `start_at_once` calls `_answer_ready` when the answer is done later
+            started = start_at_once(self._loop, answer, self._answer_ready, tell_if_done_now=False)
+            self._started(started, notifies=True)
+            if started.done():  # answered in its first step: `start_requests` sends it before it returns
+                self._answered_in_read = True
         else:
             self._started(self._loop.create_task(answer))
 

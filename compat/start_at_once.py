@@ -41,11 +41,14 @@ log = logging.getLogger(__name__)
 
 
 def start_at_once(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T],
-                  when_done: Callable[[asyncio.Future[T]], object] | None = None) -> asyncio.Future[T]:
+                  when_done: Callable[[asyncio.Future[T]], object] | None = None,
+                  tell_if_done_now: bool = True) -> asyncio.Future[T]:
     """Step ``coroutine`` now; a future of its result (a finished one, or one its second step or a task settles).
 
     ``when_done`` is called once with that future when it is done: where it is settled when that is a loop callback
-    of its own (the second step, a task's end), otherwise as a done callback (never before this returns).
+    of its own (the second step, a task's end), otherwise as a done callback (never before this returns). Without
+    ``tell_if_done_now``, a future already done when this returns is not told of: the caller sees it is done and
+    acts on it itself, in this turn rather than the next (the server sends such an answer from the read).
     """
     context = contextvars.copy_context()
     try:
@@ -53,17 +56,17 @@ def start_at_once(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any
     except StopIteration as finished:
         future: asyncio.Future[T] = loop.create_future()
         future.set_result(finished.value)
-        return _notifying(future, when_done)
+        return _notifying(future, when_done if tell_if_done_now else None)
     except asyncio.CancelledError:
         future = loop.create_future()
         future.cancel()
-        return _notifying(future, when_done)
+        return _notifying(future, when_done if tell_if_done_now else None)
     except (KeyboardInterrupt, SystemExit):  # leave the loop, as they do from a task's step
         raise
     except BaseException as error:  # noqa: BLE001 - the coroutine's own failure, delivered as a task would
         future = loop.create_future()
         future.set_exception(error)
-        return _notifying(future, when_done)
+        return _notifying(future, when_done if tell_if_done_now else None)
     if getattr(awaited, "_asyncio_future_blocking", None) and isinstance(awaited, asyncio.Future):
         return _SecondStepByHand(loop, coroutine, awaited, context, when_done).answer
     return _notifying(loop.create_task(_Resumed(coroutine, awaited), context=context), when_done)

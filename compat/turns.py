@@ -2,9 +2,10 @@
 
 A request read while a long task runs needs three event-loop turns to be answered: its read (which starts its task),
 its task's step, and the done callback that writes its answer (two for a handler started at once,
-`start_at_once`). Each of these goes to the back of the loop's ready
-queue, behind the long task's next slice when that task yielded for one turn only (``asyncio.sleep(0)``): a ping
-during a 5,000-partition OffsetCommit waited behind three more slices than the one running when it arrived. Waiting
+`start_at_once`; one when that handler ends in its first step, answered from the read). Each of these goes to the
+back of the loop's ready queue, behind the long task's next slice when that task yielded for one turn only
+(``asyncio.sleep(0)``): a ping during a 5,000-partition OffsetCommit waited behind three more slices than the one
+running when it arrived. Waiting
 `TURNS_GIVEN_WAY` turns between slices lets it through behind that one slice only; each extra turn costs the long
 task one pass of the loop (an epoll_wait(0) and whatever else is ready), microseconds against the slices' milliseconds.
 

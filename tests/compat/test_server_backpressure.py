@@ -135,8 +135,8 @@ def serve_big_answers(server: KafkaServer, size: int) -> None:
     server.handlers = {**server.handlers, BIG_KEY: HandlerEntry(BIG_KEY, "Big", 0, 0, handle)}  # not the global table
 
 
-def request(api_key: int, correlation_id: int) -> bytes:
-    payload = struct.pack(">hhih", api_key, 0, correlation_id, 4) + b"test"
+def request(api_key: int, correlation_id: int, padding: int = 0) -> bytes:
+    payload = struct.pack(">hhih", api_key, 0, correlation_id, 4) + b"test" + bytes(padding)
     return struct.pack(">i", len(payload)) + payload
 
 
@@ -144,6 +144,20 @@ def api_versions(correlation_id: int, padding: int = 0) -> bytes:
     """A framed ApiVersions v0 request; ``padding`` bytes after its body are ignored, as Kafka ignores them."""
     payload = struct.pack(">hhih", 18, 0, correlation_id, 4) + b"test" + bytes(padding)
     return struct.pack(">i", len(payload)) + payload
+
+
+GATED_KEY = 32001
+
+
+def serve_gated_answers(server: KafkaServer, gates: dict[int, asyncio.Future[None]]) -> None:
+    """An extension key answering each request once its correlation id's gate opens (at once without a gate)."""
+    async def handle(context: RequestContext, body: bytes) -> bytes:
+        gate = gates.get(context.correlation_id)
+        if gate is not None:
+            await gate
+        return b"ok"
+
+    server.handlers = {**server.handlers, GATED_KEY: HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)}
 
 
 @pytest.fixture
@@ -196,11 +210,16 @@ def test_a_connection_starts_at_most_its_in_flight_limit_and_answers_all_in_orde
 
 def test_a_connections_requests_in_flight_hold_at_most_socket_request_max_bytes(broker: Broker) -> None:
     async def run() -> None:
+        loop = asyncio.get_running_loop()
+        gates = {correlation_id: loop.create_future() for correlation_id in range(3)}
         server = KafkaServer(with_limits(broker, **{"socket.request.max.bytes": "1024"}))
+        serve_gated_answers(server, gates)
         connection, transport = connect(server)
-        receive(connection, b"".join(api_versions(correlation_id, padding=580) for correlation_id in range(3)))
+        receive(connection, b"".join(request(GATED_KEY, correlation_id, padding=580) for correlation_id in range(3)))
         assert (server.quotas.requests_in_flight, server.quotas.request_bytes_in_flight) == (1, 594)
         assert not transport.reading
+        for gate in gates.values():
+            gate.set_result(None)
         await settle()
         assert transport.correlation_ids() == [0, 1, 2]
         assert server.quotas.request_bytes_in_flight == 0 and transport.reading
@@ -226,9 +245,17 @@ def test_one_fetch_at_a_time_per_connection(broker: Broker) -> None:
         server = KafkaServer(broker)
         connection, transport = connect(server)
         fetches = b"".join(encode_frame(encode_request(fetch, correlation_id, "test")) for correlation_id in (1, 2))
+        answered_before_start: dict[int, list[int]] = {}
+        dispatch_now = connection._dispatch
+
+        def dispatch(frame: bytes | bytearray, just_read: bool = False) -> bool:
+            answered_before_start[int.from_bytes(frame[4:8], "big")] = transport.correlation_ids()
+            return dispatch_now(frame, just_read)
+
+        connection._dispatch = dispatch  # type: ignore[method-assign]
         receive(connection, fetches + api_versions(3))
-        assert server.quotas.requests_in_flight == 1
         await settle()
+        assert answered_before_start == {1: [], 2: [1], 3: [1]}, "a Fetch started before the one ahead was answered"
         assert transport.correlation_ids() == [1, 2, 3]
         connection.abort()
 
@@ -326,14 +353,17 @@ def test_a_closed_connection_drops_its_unsent_answers_and_an_idle_one_that_does_
 def test_queued_max_requests_holds_other_connections_until_a_slot_frees(broker: Broker) -> None:
     async def run() -> None:
         server = KafkaServer(with_limits(broker, **{"queued.max.requests": "1"}))
+        gates = {1: asyncio.get_running_loop().create_future()}
+        serve_gated_answers(server, gates)
         first, first_transport = connect(server)
         second, second_transport = connect(server)
-        receive(first, api_versions(1))
-        receive(second, api_versions(2))
+        receive(first, request(GATED_KEY, 1))
+        receive(second, request(GATED_KEY, 2))
         assert server.quotas.requests_in_flight == 1
         assert second_transport.reading, "paused for the one request it waits with"
-        receive(second, api_versions(3))
+        receive(second, request(GATED_KEY, 3))
         assert not second_transport.reading, "the second connection read on with two requests waiting for a slot"
+        gates[1].set_result(None)
         await settle()
         assert first_transport.correlation_ids() == [1]
         assert second_transport.correlation_ids() == [2, 3]
@@ -440,20 +470,6 @@ def test_a_fetch_answer_with_a_range_of_a_batch_file_is_written_whole_the_bytes_
         store.close()
 
 
-GATED_KEY = 32001
-
-
-def serve_gated_answers(server: KafkaServer, gates: dict[int, asyncio.Future[None]]) -> None:
-    """An extension key answering each request once its correlation id's gate opens (at once without a gate)."""
-    async def handle(context: RequestContext, body: bytes) -> bytes:
-        gate = gates.get(context.correlation_id)
-        if gate is not None:
-            await gate
-        return b"ok"
-
-    server.handlers = {**server.handlers, GATED_KEY: HandlerEntry(GATED_KEY, "Gated", 0, 0, handle)}
-
-
 def test_a_lone_answer_is_written_without_waiting_a_turn_and_answers_keep_request_order(broker: Broker) -> None:
     """The only request in flight on a connection is written when its answer is queued, not a turn later by a
     scheduled pump (a ping behind a 5,000-partition request waited through one more of its stretches); answers of
@@ -477,6 +493,39 @@ def test_a_lone_answer_is_written_without_waiting_a_turn_and_answers_keep_reques
         gates[3].set_result(None)
         await settle()
         assert transport.correlation_ids() == [1, 3, 4]
+        assert server.quotas.requests_in_flight == 0
+        connection.abort()
+
+    asyncio.run(run())
+
+
+def test_an_answer_its_read_finished_is_written_in_that_read_ahead_of_what_the_loop_has_queued(broker: Broker) -> None:
+    """A request whose handler ends in its first step (ApiVersions) is answered from the read that started it, not
+    by a callback queued behind what is already waiting (a commit of a producer's 500 KB batch, 0.6-0.8 ms here, was
+    in front of a ping's answer); pipelined, it still waits for the answer ahead of it; and one read just before a
+    request that closes the connection is still sent, then the connection closes."""
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        gates = {2: loop.create_future()}
+        server = KafkaServer(broker)
+        serve_gated_answers(server, gates)
+        connection, transport = connect(server)
+        seen_by_queued: list[list[int]] = []
+        loop.call_soon(lambda: seen_by_queued.append(transport.correlation_ids()))
+        receive(connection, api_versions(1))
+        assert transport.correlation_ids() == [1], "the answer waited for a later turn"
+        receive(connection, request(GATED_KEY, 2) + api_versions(3))
+        await settle()
+        assert seen_by_queued == [[1]]
+        assert transport.correlation_ids() == [1], "3 is answered but waits for 2"
+        gates[2].set_result(None)
+        await settle()
+        assert transport.correlation_ids() == [1, 2, 3]
+        assert server.quotas.requests_in_flight == 0 and transport.reading
+
+        closing, closing_transport = connect(server)
+        receive(closing, api_versions(4) + struct.pack(">i", 2) + b"\x00\x12")  # a header cut short: closes
+        assert closing_transport.correlation_ids() == [4] and closing_transport.closed
         assert server.quotas.requests_in_flight == 0
         connection.abort()
 

@@ -339,3 +339,38 @@ def test_a_failing_continuation_does_not_stop_the_others() -> None:
         assert ran == ["second"]
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("ending", ["returns", "raises", "is cancelled"])
+def test_a_coroutine_done_in_its_first_step_is_left_to_the_caller_when_it_asks_not_to_be_told(ending: str) -> None:
+    """``tell_if_done_now=False``: the caller sees the future done and acts on it itself (the server sends the answer
+    from the read); ``when_done`` is neither called nor queued, while a coroutine that waits still gets it."""
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        steps: list[str] = []
+        gate = loop.create_future()
+
+        async def at_once() -> int:
+            if ending == "raises":
+                raise OSError("refused")
+            if ending == "is cancelled":
+                raise asyncio.CancelledError
+            return 1
+
+        async def waits() -> int:
+            await gate
+            return 2
+
+        done_now = start_at_once(loop, at_once(), lambda _: steps.append("told of the first"), tell_if_done_now=False)
+        later = start_at_once(loop, waits(), lambda _: steps.append("told of the second"), tell_if_done_now=False)
+        assert done_now.done() and not later.done()
+        gate.set_result(None)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert steps == ["told of the second"] and later.result() == 2
+        if ending == "raises":
+            assert isinstance(done_now.exception(), OSError)
+        else:
+            assert done_now.cancelled() or done_now.result() == 1
+
+    asyncio.run(run())
