@@ -62,10 +62,13 @@ BROKER_CONFIG = {"node.id": "0", "num.partitions": "4", "group.min.session.timeo
                  "group.initial.rebalance.delay.ms": "0"}
 """What the suite's own Kafka fixture configures (its servers/4.0.0 kafka.properties template): broker id 0,
 four partitions per topic, session timeouts down to one second, no initial rebalance delay."""
-PEER_CONFIG = {"kafka": {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                         "allow.everyone.if.no.acl.found": "true", "default.replication.factor": "1",
-                         "offsets.topic.num.partitions": "2", "offsets.commit.timeout.ms": "500"}}
-"""The rest of that template, for Apache Kafka only: its ACL tests need an authorizer (logwright has none)."""
+AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "allow.everyone.if.no.acl.found": "true"}
+PEER_CONFIG = {"kafka": {**AUTHORIZER, "default.replication.factor": "1", "offsets.topic.num.partitions": "2",
+                         "offsets.commit.timeout.ms": "500"},
+               "logwright": AUTHORIZER}
+"""The rest of that template: its ACL tests need an authorizer (without one both brokers refuse the ACL keys with
+SECURITY_DISABLED); the other keys are Kafka's internal topics', which logwright has no use for."""
 
 SERVICE_SHIM = '''"""Written by logwright's peers/kafka_python.py: the sdist lacks test/service.py."""
 

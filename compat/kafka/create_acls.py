@@ -3,7 +3,7 @@
 Each creation is checked as Kafka checks it (a concrete resource type, LITERAL or PREFIXED, a concrete
 operation, ALLOW or DENY, a non-empty name, ``kafka-cluster`` for CLUSTER, a ``Type:name`` principal)
 and refused alone with INVALID_REQUEST; an ACL that exists already succeeds without a new event. The
-answer comes once the event is durable.
+answer comes once the event is durable. Without an authorizer every creation is SECURITY_DISABLED (`describe_acls`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.describe_acls import stored_acls
+from logwright.compat.kafka.describe_acls import CHANGED_WITHOUT_AUTHORIZER, stored_acls, without_authorizer
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.acls.acls import AclBinding, check_binding, new_bindings
 from logwright.core.errors import InvalidRequest
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 @handler(30, "CreateAcls", 1, 3)
 async def handle(context: RequestContext, request: CreateAclsRequest) -> Any:
     module = response_module("create_acls", context.api_version)
+    if without_authorizer(context):
+        refused = make(module.AclCreationResult, error_code=ErrorCode.SECURITY_DISABLED,
+                       error_message=CHANGED_WITHOUT_AUTHORIZER)
+        return make(module.CreateAclsResponse, throttle_time=datetime.timedelta(0),
+                    results=tuple(refused for _ in request.creations))
     results = []
     accepted = []
     for creation in request.creations:

@@ -2,7 +2,7 @@
 
 Each filter's result lists the bindings it removed; one that two filters match is listed under both and
 removed once, as Kafka does. A filter with an UNKNOWN element gets INVALID_REQUEST alone. The answer
-comes once the event is durable.
+comes once the event is durable. Without an authorizer every filter is SECURITY_DISABLED (`describe_acls`).
 
 Filters are matched through an `AclIndex` (a filter naming a resource, principal or host reads only the bindings
 sharing it; a filter named again is decided once and answered with the first answer's bytes), and the request
@@ -19,7 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.errors import ErrorCode
-from logwright.compat.kafka.describe_acls import acl_filter, stored_acls
+from logwright.compat.kafka.describe_acls import CHANGED_WITHOUT_AUTHORIZER, acl_filter, stored_acls, without_authorizer
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
 from logwright.compat.wire.encoder import answered_once
@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 @handler(31, "DeleteAcls", 1, 3)
 async def handle(context: RequestContext, request: DeleteAclsRequest) -> Any:
     module = response_module("delete_acls", context.api_version)
+    if without_authorizer(context):
+        refused = make(module.DeleteAclsFilterResult, error_code=ErrorCode.SECURITY_DISABLED,
+                       error_message=CHANGED_WITHOUT_AUTHORIZER, matching_acls=())
+        return make(module.DeleteAclsResponse, throttle_time=datetime.timedelta(0),
+                    filter_results=tuple(refused for _ in request.filters))
     filters: list[AclFilter] = []
     refusals: dict[int, str] = {}
     for position, entry in enumerate(request.filters):

@@ -2,7 +2,8 @@
 
 Bindings are grouped by resource pattern, as Kafka answers. A filter with an UNKNOWN element is
 refused with INVALID_REQUEST. With an authorizer, asking needs DESCRIBE on the cluster (`authorization_rules`);
-the ACLs are enforced then (docs/acls.md).
+the ACLs are enforced then (docs/acls.md). Without one, the three ACL keys are refused with SECURITY_DISABLED, as
+Kafka 4.4 refuses them: an ACL stored there would read as protecting what nothing checks.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 
+DESCRIBED_WITHOUT_AUTHORIZER = "No Authorizer is configured on the broker"
+CHANGED_WITHOUT_AUTHORIZER = "No Authorizer is configured."
+"""Kafka's messages with SECURITY_DISABLED: DescribeAcls's, and each creation's or deletion filter's."""
+
+
+def without_authorizer(context: RequestContext) -> bool:
+    """Whether the ACL keys are refused: no ``authorizer.class.name`` (Kafka's AclApis without an authorizer)."""
+    return context.broker.authorizer is None
+
+
 def acl_filter(source: Any) -> AclFilter:
     """The filter a DescribeAcls request or a DeleteAcls filter entry carries (same field names)."""
     return AclFilter(int(source.resource_type_filter), source.resource_name_filter, int(source.pattern_type_filter),
@@ -38,6 +49,9 @@ def stored_acls(context: RequestContext) -> dict[str, AclBinding]:
 @handler(29, "DescribeAcls", 1, 3)
 async def handle(context: RequestContext, request: DescribeAclsRequest) -> Any:
     module = response_module("describe_acls", context.api_version)
+    if without_authorizer(context):
+        return make(module.DescribeAclsResponse, throttle_time=datetime.timedelta(0),
+                    error_code=ErrorCode.SECURITY_DISABLED, error_message=DESCRIBED_WITHOUT_AUTHORIZER, resources=())
     wanted = acl_filter(request)
     try:
         check_filter(wanted)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from logwright.compat import turns
-from logwright.compat.broker import Broker
+from logwright.compat.authorization import STANDARD_AUTHORIZER
+from logwright.compat.broker import Broker, BrokerSettings
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka import create_acls, delete_acls, describe_acls
 from logwright.compat.registry import RequestContext, make
@@ -21,6 +22,9 @@ from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import GivenWay, in_process_broker
 
+AUTHORIZED = BrokerSettings(overrides={"authorizer.class.name": STANDARD_AUTHORIZER,
+                                       "allow.everyone.if.no.acl.found": "true"})
+"""Without an authorizer the ACL keys answer SECURITY_DISABLED (tests/integration/test_acls.py)."""
 TOPIC, LITERAL, PREFIXED, MATCH, ANY = 2, 3, 4, 2, 1
 READ, ALLOW = 3, 3
 
@@ -40,7 +44,7 @@ def request_module(api: str, version: int) -> Any:
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_create_describe_delete_at_each_version(tmp_path: Path, version: int) -> None:
     store = RocksEventStore(tmp_path / "data")
-    broker = in_process_broker(store)
+    broker = in_process_broker(store, AUTHORIZED)
 
     async def call(api_key: int, handle: Any, request: Any) -> Any:
         response = await handle(RequestContext(broker, api_key, version, 7, "tester", 1, "127.0.0.1"), request)
@@ -96,7 +100,7 @@ def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Pat
     monkeypatch.setattr(delete_acls, "BINDINGS_PER_TURN", 50)
     given_way = GivenWay(monkeypatch, delete_acls)
     store = RocksEventStore(tmp_path / "data")
-    broker = in_process_broker(store)
+    broker = in_process_broker(store, AUTHORIZED)
     version = 3
     create = request_module("create_acls", version)
     delete = request_module("delete_acls", version)
@@ -140,7 +144,7 @@ def test_a_delete_of_many_filters_gives_way_and_deletes_take_turns(tmp_path: Pat
 def test_a_describe_reads_and_lists_the_acls_in_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ACL may be read and listed by one DescribeAcls: 100,000 held every client 441 ms in one stretch."""
     store = RocksEventStore(tmp_path / "data")
-    broker = in_process_broker(store)
+    broker = in_process_broker(store, AUTHORIZED)
     create = request_module("create_acls", 3)
     describe = request_module("describe_acls", 3)
 
