@@ -199,6 +199,7 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         self._clock_moved: asyncio.Event | None = None
         self._topic_names_by_id: dict[bytes, str] = {}
         self._sorted_names: tuple[int, tuple[str, ...]] = (-1, ())
+        self._names_by_collision_form: dict[str, set[str]] = {}
         self._partition_ids: set[int] = set()
         """Every partition of every topic, staged creations and deletions included (the partitions projection keeps no
         row for an empty partition, so it cannot say which exist)."""
@@ -247,6 +248,9 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         self._high_watermarks = {int(key): state.next_offset for key, state in partitions.items()}
         topics = [state for state in self.store.entities("catalog").values() if isinstance(state, TopicState)]
         self._topic_names_by_id = {state.topic_id: state.name for state in topics}
+        self._names_by_collision_form = {}
+        for state in topics:
+            self._topic_name_added(state.name)
         self._partition_ids = {partition_id for state in topics for partition_id in state.partition_ids}
         self._catalog_changed(None)
         self.log_starts_version += 1
@@ -333,6 +337,7 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         for event in events:
             if isinstance(event, TopicCreated):
                 self._topic_names_by_id[event.topic_id] = event.topic
+                self._topic_name_added(event.topic)
                 self._partition_ids.update(event.partition_ids)
                 self._partition_topics.update(  # mapped as created: a miss rebuilt the map over every partition
                     zip(event.partition_ids, zip(repeat(event.topic), range(len(event.partition_ids))), strict=True))
@@ -348,6 +353,7 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
             elif isinstance(event, TopicDeleted):
                 self._partition_ids.difference_update(event.partition_ids)
                 self._topic_names_by_id.pop(event.topic_id, None)  # as its catalog row goes (`topic_names`)
+                self._topic_name_removed(event.topic)
                 self._catalog_changed(event.topic)
         self._schedule_commit()
         return sequence
@@ -484,6 +490,7 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
                         waiter.set_result(None)
             elif isinstance(event, TopicDeleted):
                 self._topic_names_by_id.pop(event.topic_id, None)
+                self._topic_name_removed(event.topic)
                 for partition_id in event.partition_ids:
                     self._high_watermarks.pop(partition_id, None)
             elif isinstance(event, LogTruncated):  # staged through `stage` or by the store itself (`truncate`)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import uuid
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
-from logwright.core.log.catalog import TopicState, topic_key
+from logwright.core.log.catalog import TopicState, collision_form, topic_key
 from logwright.core.log.partition_log import PartitionState, empty_partition, partition_key
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.core.transactions.transactions import (
@@ -35,6 +35,7 @@ class BrokerCatalog:
     _catalog_changes: list[tuple[int, str | None]]
     _topic_names_by_id: dict[bytes, str]
     _sorted_names: tuple[int, tuple[str, ...]]
+    _names_by_collision_form: dict[str, set[str]]
     _partition_ids: set[int]
     _high_watermarks: dict[int, int]
 
@@ -79,6 +80,30 @@ class BrokerCatalog:
         if self._sorted_names[0] != self.catalog_version:
             self._sorted_names = (self.catalog_version, tuple(sorted(set(self._topic_names_by_id.values()))))
         return self._sorted_names[1]
+
+    def topic_colliding_with(self, topic: str, ignoring: Container[str] = ()) -> str | None:
+        """A topic (created or staged) other than ``topic`` of its `collision_form`, leaving out ``ignoring`` (what
+        the same CreateTopics created: Kafka's controller sees a request's topics only once it is done)."""
+        form = collision_form(topic)
+        names = self._names_by_collision_form.get(form) if form is not None else None
+        others = sorted(name for name in names or () if name != topic and name not in ignoring)
+        return others[0] if others else None
+
+    def _topic_name_added(self, topic: str) -> None:
+        form = collision_form(topic)
+        if form is not None:
+            self._names_by_collision_form.setdefault(form, set()).add(topic)
+
+    def _topic_name_removed(self, topic: str) -> None:
+        """After its id left `_topic_names_by_id`; a topic of the same name created since (staged after the deletion,
+        committed with it) keeps the name."""
+        form = collision_form(topic)
+        names = self._names_by_collision_form.get(form) if form is not None else None
+        if form is None or names is None or topic in self._topic_names_by_id.values():
+            return
+        names.discard(topic)
+        if not names:
+            del self._names_by_collision_form[form]
 
     def partition_id(self, topic: str, index: int) -> int | None:
         state = self.topic(topic)

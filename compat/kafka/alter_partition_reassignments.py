@@ -52,7 +52,7 @@ async def handle(context: RequestContext, request: AlterPartitionReassignmentsRe
                 f"partition {index} of {quoted(name)} has no reassignment to cancel"
         else:
             try:
-                check_replicas(index, list(replicas), broker.node_id)
+                check_replicas(list(replicas), broker.node_id)
             except DomainError as error:
                 code, message = error_code_for(error), str(error)
         return make(module.ReassignablePartitionResponse, partition_index=index, error_code=code,

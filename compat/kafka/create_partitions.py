@@ -21,7 +21,7 @@ from logwright.compat.kafka.config_resources import failure
 from logwright.compat.kafka.create_topics import MAX_PARTITIONS_PER_REQUEST
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.core.acls.bindings import AclOperation, ResourceType
-from logwright.core.errors import DomainError, InvalidRequest
+from logwright.core.errors import DomainError, InvalidRequest, UnknownTopic
 from logwright.core.log.catalog import COUNTER_KEY, PartitionIdCounter, create_partitions
 from logwright.core.log.placement import check_new_partition_assignments
 
@@ -81,13 +81,15 @@ async def handle(context: RequestContext, request: CreatePartitionsRequest) -> A
             counter = broker.store.state("catalog", COUNTER_KEY)
             event = create_partitions(state, counter if isinstance(counter, PartitionIdCounter) else None,
                                       topic.name, int(topic.count))
-            assignments = None if not topic.assignments else [entry.broker_ids for entry in topic.assignments]
+            assignments = None if topic.assignments is None else [entry.broker_ids for entry in topic.assignments]
             current = int(topic.count) - len(event.partition_ids)
             check_new_partition_assignments(current, int(topic.count), assignments, broker.node_id)
             mutations.apply(len(event.partition_ids))
             if not validate_only:
                 broker.stage([event])
                 staged = True
+        except UnknownTopic:
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None  # Kafka 4.4 gives no message
         except DomainError as error:
             code, message = failure(error)
         results.append(make(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.authorization import allowed
@@ -26,6 +26,7 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from logwright.core.errors import DomainError, InvalidConfig, InvalidRequest
 from logwright.core.events import TopicCreated
+from logwright.core.log.catalog import check_new_topic_name
 from logwright.core.log.placement import partitions_to_create
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
     mutations = broker.client_quotas.mutations(context.client_id, strict=context.api_version >= 6,
                                                   user=context.principal)
     results, answered, staged = [], set(), False
+    created: set[str] = set()  # by this request: Kafka's controller checks collisions against what came before it
     refused = _not_creatable(context, counts.items())
     for topic in request.topics:
         if topic.name in answered or topic.name in refused:
@@ -72,14 +74,16 @@ async def handle(context: RequestContext, request: CreateTopicsRequest) -> Any:
                 results.append(_failed(module, topic.name, ErrorCode.REQUEST_TIMED_OUT, None))
                 continue
             if mutations.bounded:  # the quota is the last check, after everything else about the topic held
-                event = _create(broker, topic, validate_only=True)
+                event = _create(broker, topic, True, created)
                 mutations.apply(len(event.partition_ids))
             if not validate_only or not mutations.bounded:
-                event = _create(broker, topic, validate_only)
+                event = _create(broker, topic, validate_only, created)
         except DomainError as error:
             results.append(_failed(module, topic.name, *failure(error)))
             continue
         staged = staged or not validate_only
+        if not validate_only:
+            created.add(event.topic)
         results.append(_created(module, broker, event, validate_only,
                                 allowed(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, event.topic)))
     results.extend(_failed(module, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
@@ -119,7 +123,10 @@ def _partitions_asked(topics: Any, default: int) -> int:
                for topic in topics)
 
 
-def _create(broker: Broker, topic: CreatableTopic, validate_only: bool) -> TopicCreated:
+def _create(broker: Broker, topic: CreatableTopic, validate_only: bool, created: Container[str]) -> TopicCreated:
+    """One entry decided (and staged unless ``validate_only``) in Kafka's order: its name, whether it exists or
+    collides with a topic other than those the request ``created``, its partitions, its configs."""
+    check_new_topic_name(topic.name, broker.topic(topic.name), broker.topic_colliding_with(topic.name, created))
     partitions = partitions_to_create(
         int(topic.num_partitions), int(topic.replication_factor),
         [(int(assignment.partition_index), assignment.broker_ids) for assignment in topic.assignments],

@@ -150,6 +150,23 @@ def validate_topic_name(topic: str) -> None:
         raise InvalidTopicName(problem)
 
 
+def collision_form(topic: str) -> str | None:
+    """``topic`` with every '.' as '_' when it holds either (Kafka's ``Topic.unifyCollisionChars``): two names of
+    one form would share their metric names, so Kafka refuses the second."""
+    return topic.replace(".", "_") if "." in topic or "_" in topic else None
+
+
+def check_new_topic_name(topic: str, existing: TopicState | None, colliding: str | None) -> None:
+    """A CreateTopics entry's name, in the order Kafka's controller decides it: a valid name, then whether the topic
+    exists (TOPIC_ALREADY_EXISTS, whatever else), then whether ``colliding``, an existing topic of its
+    `collision_form`, is in the way (INVALID_TOPIC_EXCEPTION); its partitions and configs come after."""
+    validate_topic_name(topic)
+    if existing is not None:
+        raise TopicAlreadyExists(f"Topic '{topic}' already exists.")
+    if colliding is not None:
+        raise InvalidTopicName(f"Topic '{topic}' collides with existing topic: {colliding}")
+
+
 def create_topic(
     existing: TopicState | None,
     counter: PartitionIdCounter | None,
@@ -162,7 +179,7 @@ def create_topic(
     """Decide a CreateTopics entry; the caller supplies a fresh random ``topic_id``."""
     validate_topic_name(topic)
     if existing is not None:
-        raise TopicAlreadyExists(f"topic {topic!r} already exists")
+        raise TopicAlreadyExists(f"Topic '{topic}' already exists.")
     if not 1 <= partitions <= MAX_PARTITIONS_PER_TOPIC:
         raise InvalidPartitions(f"a topic needs 1 to {MAX_PARTITIONS_PER_TOPIC} partitions, not {partitions}")
     registry.validate("topic", configs)
@@ -177,8 +194,11 @@ def create_partitions(
     if existing is None:
         raise UnknownTopic(f"topic {topic!r} does not exist")
     current = len(existing.partition_ids)
-    if new_total <= current:
-        raise InvalidPartitions(f"topic {topic!r} has {current} partitions; the new count must be larger")
+    if new_total == current:
+        raise InvalidPartitions(f"Topic already has {current} partition(s).")
+    if new_total < current:
+        raise InvalidPartitions(f"The topic {topic} currently has {current} partition(s); {new_total} would not be an "
+                                "increase.")
     if new_total > MAX_PARTITIONS_PER_TOPIC:
         raise InvalidPartitions(f"a topic can have at most {MAX_PARTITIONS_PER_TOPIC} partitions")
     first = (counter or PartitionIdCounter()).next_partition_id

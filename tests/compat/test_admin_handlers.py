@@ -124,7 +124,7 @@ def test_create_topics_refuses_with_messages(harness: Harness) -> None:
     assert [result.name for result in results] == ["dup", "taken", "bad name", "wide", "cfg"]
     assert outcome["dup"] == (ErrorCode.INVALID_REQUEST, "topic 'dup' appears 2 times in the request; name each "
                                                          "topic once")
-    assert outcome["taken"] == (ErrorCode.TOPIC_ALREADY_EXISTS, "topic 'taken' already exists")
+    assert outcome["taken"] == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'taken' already exists.")
     assert outcome["bad name"][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert outcome["wide"][0] == ErrorCode.INVALID_REPLICATION_FACTOR
     assert outcome["cfg"] == (ErrorCode.INVALID_CONFIG, "invalid value 'soon' for topic config 'retention.ms': "

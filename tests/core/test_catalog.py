@@ -31,6 +31,8 @@ from logwright.core.log.catalog import (
     ResourceConfig,
     TopicState,
     change_config,
+    check_new_topic_name,
+    collision_form,
     create_partitions,
     create_topic,
     delete_topic,
@@ -150,10 +152,26 @@ def test_create_partitions_refuses_an_unknown_topic() -> None:
         given().create_partitions("nope", 2)
 
 
-@pytest.mark.parametrize("new_total", [1, 2])
-def test_create_partitions_refuses_a_count_that_does_not_grow(new_total: int) -> None:
-    with pytest.raises(InvalidPartitions, match="has 2 partitions"):
+@pytest.mark.parametrize(("new_total", "message"), [
+    (1, r"The topic t currently has 2 partition\(s\); 1 would not be an increase."),
+    (2, r"Topic already has 2 partition\(s\)."),
+])
+def test_create_partitions_refuses_a_count_that_does_not_grow(new_total: int, message: str) -> None:
+    with pytest.raises(InvalidPartitions, match=message):
         given(TopicCreated("t", ID_A, (0, 1))).create_partitions("t", new_total)
+
+
+def test_a_new_name_exists_first_then_collides() -> None:
+    """Kafka's controller's order: an existing topic wins over a collision; a name of another's metric form collides."""
+    existing = given(TopicCreated("a.b", ID_A, (0,))).topic("a.b")
+    with pytest.raises(TopicAlreadyExists, match=r"^Topic 'a.b' already exists.$"):
+        check_new_topic_name("a.b", existing, "a_b")
+    with pytest.raises(InvalidTopicName, match="^Topic 'a_b' collides with existing topic: a.b$"):
+        check_new_topic_name("a_b", None, "a.b")
+    with pytest.raises(InvalidTopicName, match="Topic name is invalid"):
+        check_new_topic_name("a/b", None, None)
+    check_new_topic_name("a_c", None, None)
+    assert (collision_form("a.b_c"), collision_form("a-b")) == ("a_b_c", None)
 
 
 def test_create_partitions_refuses_more_than_the_maximum() -> None:

@@ -15,9 +15,10 @@ def test_minus_one_takes_the_broker_default_and_one_replica_is_fine() -> None:
 
 
 @pytest.mark.parametrize(("factor", "message"), [
-    (3, "replication factor 3 cannot be reached: this cluster has 1 broker"),
-    (0, "replication factor 0 is invalid: it must be positive, or -1"),
-    (-2, "replication factor -2 is invalid"),
+    (3, r"Unable to replicate the partition 3 time\(s\): The target replication factor of 3 cannot be reached "
+        r"because only 1 broker\(s\) are registered"),
+    (0, "Replication factor must be larger than 0, or -1 to use the default value."),
+    (-2, "Replication factor must be larger than 0, or -1 to use the default value."),
 ])
 def test_other_replication_factors_are_refused(factor: int, message: str) -> None:
     with pytest.raises(InvalidReplicationFactor, match=message):
@@ -26,8 +27,7 @@ def test_other_replication_factors_are_refused(factor: int, message: str) -> Non
 
 @pytest.mark.parametrize("count", [0, -2])
 def test_non_positive_partition_counts_are_refused(count: int) -> None:
-    with pytest.raises(InvalidPartitions, match=f"must be positive, or -1 for the broker's num.partitions .1.; "
-                                                f"got {count}"):
+    with pytest.raises(InvalidPartitions, match="Number of partitions was set to an invalid non-positive value."):
         partitions_to_create(count, 1, [], NODE, default_partitions=1)
 
 
@@ -36,9 +36,12 @@ def test_a_manual_assignment_on_this_broker_gives_the_partition_count() -> None:
 
 
 @pytest.mark.parametrize(("assignment", "error", "message"), [
-    ([(0, [2])], InvalidReplicaAssignment, r"partition 0 is assigned to brokers \[2\]"),
-    ([(0, [1, 1])], InvalidReplicaAssignment, r"exactly \[1\]"),
-    ([(0, [1]), (2, [1])], InvalidReplicaAssignment, r"names partitions \[0, 2\]"),
+    ([(0, [2])], InvalidReplicaAssignment, "includes broker 2, but no such broker is registered"),
+    ([(0, [2, 1])], InvalidReplicaAssignment, "includes broker 2, but no such broker is registered"),
+    ([(0, [1, 1])], InvalidReplicaAssignment, "includes the broker 1 more than once"),
+    ([(0, [])], InvalidReplicaAssignment, "includes an empty replica list"),
+    ([(0, [1]), (0, [1])], InvalidReplicaAssignment, "Found multiple manual partition assignments for partition 0"),
+    ([(0, [1]), (2, [1])], InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence"),
 ])
 def test_other_assignments_are_refused(assignment: list[tuple[int, list[int]]], error: type[Exception],
                                        message: str) -> None:
@@ -47,14 +50,18 @@ def test_other_assignments_are_refused(assignment: list[tuple[int, list[int]]], 
 
 
 def test_an_assignment_with_a_count_or_factor_is_an_invalid_request() -> None:
-    with pytest.raises(InvalidRequest, match="together with num_partitions or replication_factor"):
+    with pytest.raises(InvalidRequest, match="but numPartitions was not set to -1"):
         partitions_to_create(1, -1, [(0, [NODE])], NODE, default_partitions=1)
+    with pytest.raises(InvalidRequest, match="but replicationFactor was not set to -1"):
+        partitions_to_create(-1, 1, [(0, [NODE])], NODE, default_partitions=1)
 
 
 def test_new_partition_assignments_must_cover_the_new_partitions_on_this_broker() -> None:
     check_new_partition_assignments(2, 4, [[NODE], [NODE]], NODE)
     check_new_partition_assignments(2, 4, None, NODE)
-    with pytest.raises(InvalidReplicaAssignment, match="lists 1 partitions but 2 are being added"):
+    with pytest.raises(InvalidReplicaAssignment, match=r"add 2 additional partition\(s\), but only 1 assignment"):
         check_new_partition_assignments(2, 4, [[NODE]], NODE)
-    with pytest.raises(InvalidReplicaAssignment, match=r"partition 3 is assigned to brokers \[7\]"):
+    with pytest.raises(InvalidReplicaAssignment, match=r"add 2 additional partition\(s\), but only 0 assignment"):
+        check_new_partition_assignments(2, 4, [], NODE)
+    with pytest.raises(InvalidReplicaAssignment, match="includes broker 7, but no such broker is registered"):
         check_new_partition_assignments(2, 4, [[NODE], [7]], NODE)
