@@ -73,11 +73,11 @@ fuzz: $(STAMP)
 	mkdir -p .fuzz/corpus && $(BIN)/python tests/fuzz/atheris_decode.py -runs=$(FUZZ_RUNS) -max_len=4096 \
 		-artifact_prefix=.fuzz/ .fuzz/corpus
 
-# The Java client scenario (kafka-clients and Kafka Streams, javac) and a Kafka Connect worker against logwright and
-# Apache Kafka in the same run.
+# The Java client scenario (kafka-clients and Kafka Streams, javac), a Kafka Connect worker and Kafka's command-line
+# tools against logwright and Apache Kafka in the same run.
 compat-java: $(STAMP)
 	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
-		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py --peers
+		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py tests/peers/test_kafka_tools.py --peers
 
 # KafkaJS (Node, npm ci) and Sarama (Go, from the module proxy) scenarios against logwright and Apache Kafka.
 compat-clients: $(STAMP)

@@ -11,6 +11,7 @@ are Google's own; errors are not logged by RE2 (a client could fill stderr), and
 from __future__ import annotations
 
 import functools
+import re
 
 import re2
 from logwright.core.consumer_groups.topic_patterns import CompiledPattern, PatternError
@@ -36,3 +37,32 @@ def compile_pattern(pattern: str) -> CompiledPattern:
         reason = error.args[0] if error.args else error
         text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
         raise PatternError(f"{pattern!r} does not compile: {text}") from None
+
+
+class JavaPatternCheck:
+    """Whether Java's ``Pattern`` would compile a regular expression (client-metrics ``match`` patterns, which Kafka
+    compiles with it and never needs RE2's linear matching for): RE2 first, in time linear in the pattern; what
+    RE2 refuses (a look-around, a back-reference) is compiled by Python's ``re`` when it is short, for at most
+    `PYTHON_RE_FALLBACKS` patterns per check, and refused otherwise. ``re`` alone took 2 s to compile a pattern
+    of 1 MB, holding the event loop. One instance per request: the fallbacks are its budget."""
+
+    PYTHON_RE_MAX_LENGTH = 256
+    PYTHON_RE_FALLBACKS = 16
+
+    def __init__(self) -> None:
+        self.fallbacks = 0
+
+    def __call__(self, pattern: str) -> bool:
+        try:
+            re2.compile(pattern, _OPTIONS)  # not kept: a request's patterns are checked once, and could be many
+            return True
+        except re2.error:
+            pass
+        if len(pattern) > self.PYTHON_RE_MAX_LENGTH or self.fallbacks >= self.PYTHON_RE_FALLBACKS:
+            return False
+        self.fallbacks += 1
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError):
+            return False
+        return True

@@ -1,16 +1,19 @@
 """Config resources on the wire, shared by DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreateTopics.
 
-Kafka numbers resource types (TOPIC 2, BROKER 4, GROUP 32), config sources and value types; this module
-maps them onto the catalog's resources and overrides, and says where each effective value comes from:
+Kafka numbers resource types (TOPIC 2, BROKER 4, CLIENT_METRICS 16, GROUP 32), config sources and value types;
+this module maps them onto the catalog's resources and overrides, and says where each effective value comes from:
 a topic or group override, a per-broker or cluster-wide dynamic broker override, a ``--config`` given on
 the command line (static), or the registry's default. Precedence is Kafka's, in that order.
 
 A GROUP change of ``logwright.subscription.mode`` is refused with INVALID_CONFIG while the share group
-has members (`core.share_groups.check_mode_change`); setting the value it already has is accepted.
+has members (`core.share_groups.check_mode_change`); setting the value it already has is accepted. A CLIENT_METRICS
+resource (a client-metrics subscription, `core.config.client_metrics`) is checked in Kafka's words and stored with
+its lists normalized; any name describes, with the defaults until it is set.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -22,9 +25,12 @@ from logwright.compat.authorization import allowed
 from logwright.compat.broker import Broker
 from logwright.compat.broker_loggers import BROKER_LOGGER, check_node
 from logwright.compat.errors import ErrorCode, KafkaError, error_code_for
-from logwright.compat.registry import RequestContext, make
+from logwright.compat.registry import RequestContext, has_field, make
+from logwright.compat.topic_regex import JavaPatternCheck
 from logwright.compat.turns import give_way
 from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from logwright.core.config import client_metrics
+from logwright.core.config.config_changes import AlterOp
 from logwright.core.config.configs import ConfigKey, ConfigRegistry
 from logwright.core.config.topic_synonyms import BROKER_KEY_FAMILIES, TOPIC_BROKER_SYNONYMS, topic_default
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
@@ -33,7 +39,7 @@ from logwright.core.events import ConfigChanged
 from logwright.core.log.catalog import ResourceConfig, resource_key, validate_topic_name
 from logwright.core.share_groups.share_groups import ShareGroupState, check_mode_change
 
-RESOURCE_KINDS = {2: "topic", 4: "broker", 32: "group"}
+RESOURCE_KINDS = {2: "topic", 4: "broker", 16: client_metrics.KIND, 32: "group"}
 
 
 class ConfigSource(IntEnum):
@@ -46,6 +52,7 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
     DYNAMIC_GROUP_CONFIG = 8
 
 
@@ -54,7 +61,8 @@ CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOU
 """`ConfigKey.value_type` names to DescribeConfigs v3+ ``config_type`` ids (0 is UNKNOWN)."""
 
 _OVERRIDE_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG, "group": ConfigSource.DYNAMIC_GROUP_CONFIG,
-                    "broker": ConfigSource.DYNAMIC_BROKER_CONFIG}
+                    "broker": ConfigSource.DYNAMIC_BROKER_CONFIG,
+                    client_metrics.KIND: ConfigSource.CLIENT_METRICS_CONFIG}
 
 
 
@@ -88,12 +96,15 @@ def failure(error: Exception) -> tuple[ErrorCode, str | None]:
     return error_code_for(error), str(error)
 
 
-def resolve(broker: Broker, resource_type: int, name: str) -> Resource:
+def resolve(broker: Broker, resource_type: int, name: str, describing: bool = False) -> Resource:
     """The resource a request names; raises `KafkaError` or a `DomainError` saying why it cannot be used."""
     kind = RESOURCE_KINDS.get(resource_type)
     if kind is None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"resource type {resource_type} has no configs here; "
-                                                    f"logwright configures TOPIC (2), BROKER (4) and GROUP (32)")
+                                                    f"logwright configures TOPIC (2), BROKER (4), CLIENT_METRICS "
+                                                    f"(16) and GROUP (32)")
+    if kind == client_metrics.KIND:
+        client_metrics.check_name(name, describing)
     if kind == "topic":
         validate_topic_name(name)
         if broker.topic(name) is None:
@@ -148,7 +159,8 @@ def describe(
             chain.append((ConfigSource.DEFAULT_CONFIG, key.default))
         if not chain:
             continue
-        synonyms = tuple((key.name, None if key.sensitive else value, source) for source, value in chain)
+        synonyms = tuple((key.name, None if key.sensitive else value, source) for source, value in chain
+                         if source != ConfigSource.DEFAULT_CONFIG or resource.kind != client_metrics.KIND)
         if resource.kind == "topic" and key.name in TOPIC_BROKER_SYNONYMS:
             described.append(_with_broker_default(broker, key, synonyms[:-1]))
             continue
@@ -156,7 +168,7 @@ def describe(
             described.append(_broker_key(broker, key, layers))
             continue
         described.append(DescribedConfig(
-            key.name, synonyms[0][1], chain[0][0], key.read_only, key.sensitive, synonyms,
+            key.name, None if key.sensitive else chain[0][1], chain[0][0], key.read_only, key.sensitive, synonyms,
             CONFIG_TYPES.get(key.value_type, 0), key.doc,
         ))
     return described
@@ -256,6 +268,7 @@ async def alter_resources(
     authorizer, one the ``context``'s principal may not ALTER_CONFIGS is refused before anything else is checked.
     """
     names = [(int(resource.resource_type), resource.resource_name) for resource in resources]
+    patterns = JavaPatternCheck()  # client-metrics match patterns: one budget for the request
     times_named = Counter(names)  # not names.count per resource: 10,000 resources held the loop 1.6-3.4 s
     outcomes: list[tuple[Any, ErrorCode, str | None]] = []
     staged = False
@@ -277,6 +290,8 @@ async def alter_resources(
                 continue
             target = resolve(broker, *name)
             current = overrides(broker, target)
+            if target.kind == client_metrics.KIND:
+                resource = _client_metrics_checked(resource, patterns)
             event = decide(broker.configs, target.kind, target.name, current, resource)
             if target.kind == "group" and event is not None:
                 _check_group_change(broker, target.name, current, event)
@@ -294,6 +309,22 @@ async def alter_resources(
     if staged:
         await broker.durable()
     return outcomes
+
+
+def _client_metrics_checked(resource: Any, patterns: JavaPatternCheck) -> Any:
+    """A CLIENT_METRICS resource of AlterConfigs or IncrementalAlterConfigs checked as Kafka checks it, its values as
+    they are stored (`client_metrics.checked_value`), for the request's own decision to turn into an event."""
+    entries = []
+    for entry in resource.configs:
+        operation = int(entry.config_operation) if has_field(entry, "config_operation") else None
+        try:
+            op_name = None if operation is None else AlterOp(operation).name
+        except ValueError:
+            entries.append(entry)  # the decision refuses it, as any resource's
+            continue
+        value = client_metrics.checked_value(entry.name, op_name, entry.value, patterns)
+        entries.append(entry if value is None else dataclasses.replace(entry, value=value))
+    return dataclasses.replace(resource, configs=tuple(entries))
 
 
 def _check_group_change(broker: Broker, group_id: str, current: Mapping[str, str], event: ConfigChanged) -> None:

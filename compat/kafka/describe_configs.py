@@ -62,7 +62,8 @@ async def handle(context: RequestContext, request: DescribeConfigsRequest) -> An
                 broker_loggers.check_node(resource.resource_name, context.broker.node_id, altering=False)
                 entries = [_logger(name, level) for name, level in broker_loggers.levels(keys)]
             else:
-                target = resolve(context.broker, int(resource.resource_type), resource.resource_name)
+                target = resolve(context.broker, int(resource.resource_type), resource.resource_name,
+                                 describing=True)
                 entries = describe(context.broker, target, frozenset(keys) if keys else None)
         except (KafkaError, DomainError) as error:
             code, message = failure(error)

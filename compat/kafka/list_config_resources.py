@@ -1,9 +1,9 @@
 """ListConfigResources (key 74), versions 0-1: the resources DescribeConfigs can be asked about.
 
-v0 (Kafka's former ListClientMetricsResources) lists client-metrics resources only: there are none.
-v1 filters by resource type, an empty filter meaning every type: topics (2), this broker (4), and
-groups (32) that have members, committed offsets or config overrides. Broker loggers (8) and client
-metrics (16) are known types with nothing to list; any other type is INVALID_REQUEST.
+v0 (Kafka's former ListClientMetricsResources) lists client-metrics subscriptions only (16: those with a config
+set, `core.config.client_metrics`). v1 filters by resource type, an empty filter meaning every type: topics (2), this
+broker (4), client-metrics subscriptions (16), and groups (32) that have members, committed offsets or config
+overrides. Broker loggers (8) are a known type with nothing to list; any other type is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from logwright.compat.broker import Broker
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.core.config import client_metrics
 from logwright.core.groups.group_admin import list_groups
 from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import ResourceConfig, resource_key
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 _GROUP_CONFIG_PREFIX = resource_key("group", "")
+_CLIENT_METRICS_PREFIX = resource_key(client_metrics.KIND, "")
 
 
 @handler(74, "ListConfigResources", 0, 1)
@@ -54,9 +56,14 @@ def resources(broker: Broker, kinds: Collection[int] = KNOWN_TYPES) -> list[tupl
     listed = [(TOPIC, state.name) for state in broker.topics()] if TOPIC in kinds else []
     if BROKER in kinds:
         listed.append((BROKER, str(broker.node_id)))
+    store = broker.store
+    if CLIENT_METRICS in kinds:
+        subscriptions = sorted(str(key)[len(_CLIENT_METRICS_PREFIX):]
+                               for key, state in store.entities("catalog").items()
+                               if isinstance(state, ResourceConfig) and str(key).startswith(_CLIENT_METRICS_PREFIX))
+        listed.extend((CLIENT_METRICS, name) for name in subscriptions)
     if GROUP not in kinds:
         return listed
-    store = broker.store
     states = [state for state in store.entities("groups").values() if isinstance(state, GroupState)]
     with_offsets = coordinator(broker).groups_with_offsets()
     groups = {listing.group_id for listing in list_groups(states, with_offsets)}

@@ -657,9 +657,10 @@ _GROUP_KEYS = (
 
 def default_registry() -> ConfigRegistry:
     """The keys the core itself understands; plugins add theirs at start-up."""
-    from logwright.core.config.kafka_log_keys import KAFKA_LOG_TOPIC_KEYS  # noqa: PLC0415 - it builds on this module
+    from logwright.core.config.client_metrics import KEYS as CLIENT_METRICS_KEYS  # noqa: PLC0415 - both build on this
+    from logwright.core.config.kafka_log_keys import KAFKA_LOG_TOPIC_KEYS  # noqa: PLC0415 - module
 
     registry = ConfigRegistry()
-    for key in (*_TOPIC_KEYS, *KAFKA_LOG_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS):
+    for key in (*_TOPIC_KEYS, *KAFKA_LOG_TOPIC_KEYS, *_BROKER_KEYS, *_GROUP_KEYS, *CLIENT_METRICS_KEYS):
         registry.register(key)
     return registry

@@ -175,7 +175,8 @@ def test_broker_sources_follow_kafkas_precedence(harness: Harness) -> None:
 @pytest.mark.parametrize(("resource_type", "name", "code", "message"), [
     (TOPIC, "ghost", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "topic 'ghost' does not exist"),
     (BROKER, "2", ErrorCode.INVALID_REQUEST, "this broker's id (1) or '' for the cluster-wide default, not '2'"),
-    (16, "1", ErrorCode.INVALID_REQUEST, "resource type 16 has no configs here"),
+    (64, "1", ErrorCode.INVALID_REQUEST, "resource type 64 has no configs here"),
+    (16, "", ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"),
     (8, "2", ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 but received 2"),
 ])
 def test_describe_configs_refuses_unknown_resources(harness: Harness, resource_type: int, name: str,
