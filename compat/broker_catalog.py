@@ -95,11 +95,12 @@ class BrokerCatalog:
             self._names_by_collision_form.setdefault(form, set()).add(topic)
 
     def _topic_name_removed(self, topic: str) -> None:
-        """After its id left `_topic_names_by_id`; a topic of the same name created since (staged after the deletion,
-        committed with it) keeps the name."""
+        """After its deletion was staged or committed; a topic of the same name created since (staged after the
+        deletion, committed with it) keeps the name. A lookup, not a search of every name: DeleteTopics of 10,000
+        topics among 100,000 would have searched 10^9."""
         form = collision_form(topic)
         names = self._names_by_collision_form.get(form) if form is not None else None
-        if form is None or names is None or topic in self._topic_names_by_id.values():
+        if form is None or names is None or self.topic(topic) is not None:
             return
         names.discard(topic)
         if not names:
