@@ -3,7 +3,8 @@
 Each idempotent or transactional producer that appended to the partition is listed with its epoch and
 last sequence (the ``producers`` projection) and, when its transaction is open on the partition, the
 transaction's first offset (``partition_transactions``), as ``kafka-transactions.sh find-hanging`` reads
-it. The last timestamp is not kept (-1); the coordinator epoch is 0, this broker's only one. A partition named
+it, with the last batch's or marker's timestamp and the last marker's coordinator epoch (-1 before one), as Kafka
+keeps them. A row stored before logwright kept those two answers -1 until the producer's next batch. A partition named
 again is described again, as Kafka does, from the first answer's bytes (`answered_once`). A name no topic may have
 is INVALID_TOPIC_EXCEPTION with Kafka's words, before authorization, as Kafka 4.4 checks it.
 """
@@ -62,9 +63,10 @@ async def handle(context: RequestContext, request: DescribeProducersRequest) -> 
         return make(module.PartitionResponse, partition_index=name[1], error_code=ErrorCode.NONE,
                     error_message=None, active_producers=tuple(
                         make(module.ProducerState, producer_id=producer_id, producer_epoch=epoch,
-                             last_sequence=sequence, last_timestamp=-1, coordinator_epoch=0,
+                             last_sequence=sequence, last_timestamp=timestamp, coordinator_epoch=coordinator_epoch,
                              current_txn_start_offset=start)
-                        for producer_id, epoch, sequence, start in producers.get(partition_id, ())))
+                        for producer_id, epoch, sequence, timestamp, coordinator_epoch, start
+                        in producers.get(partition_id, ())))
 
     answers = iter(await answered_once_in_turns(asked, describe))
     return make(module.DescribeProducersResponse, throttle_time=datetime.timedelta(0), topics=tuple(
@@ -73,23 +75,28 @@ async def handle(context: RequestContext, request: DescribeProducersRequest) -> 
         for topic in request.topics))
 
 
-def _producers(broker: Broker, partition_ids: set[int]) -> dict[int, list[tuple[int, int, int, int]]]:
-    """Per partition of ``partition_ids``: ``(producer id, epoch, last sequence, open transaction's first offset or
-    -1)``, by producer id. One pass over the producers for the whole request (a pass per partition named made a
-    request of 10,000 partitions beside 10,000 producers hold every client for seconds)."""
-    found: dict[int, list[tuple[int, int, int, int]]] = {}
+Described: TypeAlias = tuple[int, int, int, int, int, int]
+"""A producer as described: id, epoch, last sequence, last timestamp, coordinator epoch, open transaction's first
+offset (or -1)."""
+
+
+def _producers(broker: Broker, partition_ids: set[int]) -> dict[int, list[Described]]:
+    """Per partition of ``partition_ids``: each producer as `Described`, by producer id. One pass over the producers
+    for the whole request (a pass per partition named made a request of 10,000 partitions beside 10,000 producers
+    hold every client for seconds)."""
+    found: dict[int, list[Described]] = {}
     if not partition_ids:
         return found
     for key, state in broker.store.entities("producers").items():
         partition, _, producer = key.partition("/")
         if isinstance(state, ProducerState) and partition.isdecimal() and int(partition) in partition_ids:
             last_sequence = state.recent[-1].last_sequence if state.recent else -1
-            found.setdefault(int(partition), []).append((int(producer), state.producer_epoch, last_sequence, -1))
+            found.setdefault(int(partition), []).append((int(producer), state.producer_epoch, last_sequence,
+                                                         state.last_timestamp, state.coordinator_epoch, -1))
     for partition_id, listed in found.items():
         transactions = broker.store.state("partition_transactions", str(partition_id))
         if isinstance(transactions, PartitionTransactions):
             open_at = {entry.producer_id: entry.first_offset for entry in transactions.open}
-            listed[:] = [(producer_id, epoch, sequence, open_at.get(producer_id, -1))
-                         for producer_id, epoch, sequence, _ in listed]
+            listed[:] = [(*described[:5], open_at.get(described[0], -1)) for described in listed]
         listed.sort()
     return found

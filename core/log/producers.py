@@ -4,7 +4,9 @@ Kafka's rules, kept as a pure decision: a retried batch that matches one of the 
 duplicate and is answered with its original offset; any other sequence than the next one is a gap
 (`OutOfOrderSequence`); an older epoch is fenced (`InvalidProducerEpoch`); a new epoch starts at 0.
 The state is a projection of `RecordsAppended`, so it survives restarts; the same projection holds the
-producer id counter and the epochs InitProducerId has bumped (`ProducerIdAllocated`).
+producer id counter and the epochs InitProducerId has bumped (`ProducerIdAllocated`). Each row also keeps what
+DescribeProducers shows as Kafka's producer state does: the last batch's (or marker's) timestamp, and the coordinator
+epoch of the producer's last transaction marker (-1 before one).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import singledispatch
+from typing import TypeGuard
 
 from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, quoted
 from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
@@ -44,10 +47,19 @@ class RecentBatches(FlatSequence[BatchSequence]):
 NO_BATCHES = RecentBatches()
 
 
+NO_COORDINATOR_EPOCH = -1
+MARKER_COORDINATOR_EPOCH = 0
+"""The coordinator epoch of every marker this broker writes: its transaction coordinator is the only one, ever."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerState:
+    """Fields past ``recent`` came later: a row stored before them decodes with -1 (unknown)."""
+
     producer_epoch: int
     recent: RecentBatches = NO_BATCHES
+    last_timestamp: int = -1
+    coordinator_epoch: int = NO_COORDINATOR_EPOCH
 
     def __post_init__(self) -> None:
         if not isinstance(self.recent, RecentBatches):  # decoded from a store, or built from a tuple
@@ -84,9 +96,18 @@ def _keys(event: Event) -> tuple[str, ...]:
         return ()
     if isinstance(event, RecordsAppended | DuplicateDropped) and event.producer_id >= 0 and event.base_sequence >= 0:
         return (producer_key(event.partition_id, event.producer_id),)
+    if is_marker(event):
+        return (producer_key(event.partition_id, event.producer_id),)
     if isinstance(event, ProducerIdAllocated):
         return (COUNTER_KEY, epoch_key(event.producer_id)) if event.producer_epoch > 0 else (COUNTER_KEY,)
     return ()
+
+
+def is_marker(event: Event) -> TypeGuard[RecordsAppended]:
+    """A transaction marker's control batch: transactional, a producer's, and without a sequence (a producer's own
+    transactional batches always have one, and clients may not produce control batches)."""
+    return (type(event) is RecordsAppended and event.transactional and event.producer_id >= 0
+            and event.base_sequence < 0)
 
 
 @singledispatch
@@ -96,12 +117,18 @@ def _evolve(event: Event, state: object, key: str) -> object:
 
 @_evolve.register
 def _(event: RecordsAppended, state: object, key: str) -> object:
+    same_epoch = isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch
+    coordinator_epoch = state.coordinator_epoch if isinstance(state, ProducerState) else NO_COORDINATOR_EPOCH
+    if event.base_sequence < 0:  # a marker: keeps the batches of its epoch (a bumped epoch starts over, as Kafka)
+        recent = state.recent if same_epoch and isinstance(state, ProducerState) else NO_BATCHES
+        return ProducerState(event.producer_epoch, recent, event.max_timestamp, MARKER_COORDINATOR_EPOCH)
     batch = BatchSequence(
         event.base_sequence, last_sequence_of(event.base_sequence, event.record_count), event.base_offset
     )
-    if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch:
-        return ProducerState(event.producer_epoch, RecentBatches((*state.recent, batch)[-RECENT_BATCHES:]))
-    return ProducerState(event.producer_epoch, RecentBatches((batch,)))
+    if same_epoch and isinstance(state, ProducerState):
+        return ProducerState(event.producer_epoch, RecentBatches((*state.recent, batch)[-RECENT_BATCHES:]),
+                             event.max_timestamp, coordinator_epoch)
+    return ProducerState(event.producer_epoch, RecentBatches((batch,)), event.max_timestamp, coordinator_epoch)
 
 
 @_evolve.register
@@ -113,7 +140,9 @@ def _(event: DuplicateDropped, state: object, key: str) -> object:
         state.recent if isinstance(state, ProducerState) and state.producer_epoch == event.producer_epoch else ())
     if recent and recent[-1].first_sequence == event.base_sequence:
         recent = recent[:-1]
-    return ProducerState(event.producer_epoch, RecentBatches((*recent, batch)[-RECENT_BATCHES:]))
+    kept = state if isinstance(state, ProducerState) else ProducerState(event.producer_epoch)
+    return ProducerState(event.producer_epoch, RecentBatches((*recent, batch)[-RECENT_BATCHES:]), kept.last_timestamp,
+                         kept.coordinator_epoch)
 
 
 @_evolve.register

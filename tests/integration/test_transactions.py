@@ -310,6 +310,56 @@ def test_describe_producers_answers_every_partition_named_and_unknown_topics_wit
         == {1}
 
 
+def described_producers(bootstrap: str, topic: str, partition: int) -> list[tuple[int, int, int, int, int]]:
+    """``(epoch, last sequence, last timestamp, coordinator epoch, open transaction's first offset)`` per producer."""
+    asked = make(describe_producers.TopicRequest, name=topic, partition_indexes=(partition,))
+    [entry] = one_request(bootstrap, make(describe_producers.DescribeProducersRequest, topics=(asked,))).topics
+    [answer] = entry.partitions
+    assert int(answer.error_code) == 0, answer
+    return [(state.producer_epoch, state.last_sequence, state.last_timestamp, state.coordinator_epoch,
+             state.current_txn_start_offset) for state in answer.active_producers]
+
+
+def within_now(timestamp: int, since_ms: int) -> bool:
+    """A broker's wall-clock stamp taken after ``since_ms`` (and by now), a second's slack for the clocks' grain."""
+    return since_ms - 1_000 <= timestamp <= time.time() * 1000 + 1_000
+
+
+@pytest.mark.differential
+def test_describe_producers_shows_the_last_timestamp_and_the_markers_coordinator_epoch(bootstrap: str) -> None:
+    """As Kafka 4.4 keeps a producer's state: the last timestamp is its last batch's (the append time on a
+    LogAppendTime topic) and then its marker's; the coordinator epoch is -1 until its first marker, then the
+    coordinator's (0, on a broker that has always led it)."""
+    sent_at = 1_700_000_000_123
+    topic = new_topic(bootstrap)
+    idempotent = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    idempotent.produce(topic, value=b"a", partition=0, timestamp=sent_at)
+    idempotent.produce(topic, value=b"b", partition=0, timestamp=sent_at - 5)  # the batch's max counts
+    assert idempotent.flush(TIMEOUT_S) == 0
+    assert described_producers(bootstrap, topic, 0) == [(0, 1, sent_at, -1, -1)]
+
+    transactional = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}")
+    transactional.begin_transaction()
+    transactional.produce(topic, value=b"t", partition=1, timestamp=sent_at + 7)
+    assert transactional.flush(TIMEOUT_S) == 0
+    assert described_producers(bootstrap, topic, 1) == [(0, 0, sent_at + 7, -1, 0)]
+    before_commit = int(time.time() * 1000)
+    transactional.commit_transaction(TIMEOUT_S)
+    [(epoch, last_sequence, marked_at, coordinator_epoch, open_at)] = described_producers(bootstrap, topic, 1)
+    assert (epoch, last_sequence, coordinator_epoch, open_at) == (0, 0, 0, -1)
+    assert within_now(marked_at, before_commit), marked_at
+
+    stamped = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(stamped, 1, config={"message.timestamp.type": "LogAppendTime"})])[stamped].result(30)
+    before_append = int(time.time() * 1000)
+    idempotent.produce(stamped, value=b"c", partition=0, timestamp=sent_at)
+    assert idempotent.flush(TIMEOUT_S) == 0
+    [(epoch, last_sequence, appended_at, coordinator_epoch, open_at)] = described_producers(bootstrap, stamped, 0)
+    assert (epoch, last_sequence, coordinator_epoch, open_at) == (0, 0, -1, -1)
+    assert within_now(appended_at, before_append), appended_at
+
+
 @pytest.mark.differential
 def test_a_transaction_over_1200_partitions_commits_aborts_and_is_fenced_whole(bootstrap: str) -> None:
     """Past 500 partitions logwright stages a transaction's end over several turns (one WriteBatch all the same,

@@ -1,0 +1,83 @@
+"""The ``producers`` projection: sequences for idempotence, and what DescribeProducers shows of a producer, as Kafka's
+producer state keeps it (last timestamp, the coordinator epoch of its last marker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import pytest
+from logwright.core.errors import InvalidProducerEpoch, OutOfOrderSequence
+from logwright.core.events import Event, RecordsAppended
+from logwright.core.log.producers import (
+    PRODUCERS,
+    BatchSequence,
+    ProducerState,
+    check_sequence,
+    is_marker,
+    producer_key,
+)
+from logwright.core.projection import fold
+from logwright.eventstore.codec import default_registry
+
+PARTITION = 3
+PRODUCER = 7
+KEY = producer_key(PARTITION, PRODUCER)
+
+
+def batch(offset: int, sequence: int, count: int = 2, epoch: int = 0, timestamp: int = 1_000,
+          transactional: bool = False) -> RecordsAppended:
+    return RecordsAppended(PARTITION, offset, count, 100, timestamp, PRODUCER, epoch, sequence, transactional)
+
+
+def marker(offset: int, epoch: int = 0, timestamp: int = 9_000) -> RecordsAppended:
+    """A control batch as the transaction coordinator stores it: transactional, without a sequence."""
+    return RecordsAppended(PARTITION, offset, 1, 78, timestamp, PRODUCER, epoch, -1, True)
+
+
+def state_after(*events: Event) -> Any:
+    return fold(PRODUCERS, list(events)).get(KEY)
+
+
+def test_a_batch_keeps_its_max_timestamp_and_no_coordinator_epoch() -> None:
+    state = state_after(batch(0, 0, timestamp=1_500), batch(2, 2, timestamp=1_200))
+    assert state == ProducerState(0, state.recent, 1_200, -1)
+    assert [entry.first_sequence for entry in state.recent] == [0, 2]
+
+
+def test_a_marker_keeps_its_epochs_batches_and_records_its_time_and_coordinator_epoch() -> None:
+    state = state_after(batch(0, 0, transactional=True), marker(2, timestamp=9_100))
+    assert (state.producer_epoch, state.last_timestamp, state.coordinator_epoch) == (0, 9_100, 0)
+    assert list(state.recent) == [BatchSequence(0, 1, 0)]
+    assert check_sequence(state, 0, 0, 2) is not None  # still a duplicate
+    assert check_sequence(state, 0, 2, 1) is None
+    later = state_after(batch(0, 0, transactional=True), marker(2), batch(3, 2, transactional=True, timestamp=9_500))
+    assert (later.last_timestamp, later.coordinator_epoch) == (9_500, 0)  # a batch keeps the marker's epoch
+
+
+def test_a_marker_at_a_bumped_epoch_starts_the_sequences_over_and_fences_the_old_epoch() -> None:
+    state = state_after(batch(0, 0, transactional=True), marker(2, epoch=1))
+    assert (state.producer_epoch, list(state.recent), state.coordinator_epoch) == (1, [], 0)
+    assert check_sequence(state, 1, 0, 1) is None
+    with pytest.raises(OutOfOrderSequence):
+        check_sequence(state, 1, 5, 1)
+    with pytest.raises(InvalidProducerEpoch):
+        check_sequence(state, 0, 2, 1)
+
+
+def test_a_marker_on_a_partition_the_producer_never_wrote_makes_a_row_without_batches() -> None:
+    assert state_after(marker(0, timestamp=42)) == ProducerState(0, last_timestamp=42, coordinator_epoch=0)
+
+
+def test_only_a_producers_control_batch_is_a_marker() -> None:
+    plain = RecordsAppended(PARTITION, 0, 1, 10, 5, -1, -1, -1, False)
+    assert not is_marker(plain) and not is_marker(batch(0, 0, transactional=True)) and is_marker(marker(0))
+    assert fold(PRODUCERS, [plain]) == {}
+
+
+def test_a_row_stored_before_the_timestamp_and_coordinator_epoch_reads_them_as_unknown() -> None:
+    registry = default_registry()
+    stored = registry.encode(ProducerState(2, state_after(batch(0, 0)).recent))
+    tag, version, epoch, recent, _timestamp, _coordinator_epoch = msgpack.unpackb(stored, raw=False)
+    older = msgpack.packb([tag, version, epoch, recent], use_bin_type=True)
+    assert registry.decode(older, "producers/3/7") == ProducerState(2, state_after(batch(0, 0)).recent, -1, -1)
