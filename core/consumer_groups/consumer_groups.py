@@ -78,9 +78,12 @@ class ConsumerMember:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupState:
+    """A new group starts at group and assignment epoch 1, as Kafka 4.3+ (0 is a joining member's epoch, and a member
+    may reconcile to the empty assignment of epoch 1 while the first one is computed): its first member gets 2."""
+
     group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+    group_epoch: int = 1
+    assignment_epoch: int = 1
     assignor: str = DEFAULT_ASSIGNOR
     subscription_metadata: SubscriptionMetadata = ()
     members: tuple[ConsumerMember, ...] = ()

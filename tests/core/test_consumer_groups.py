@@ -233,18 +233,18 @@ def test_the_uniform_assignor_scans_no_candidates_per_partition(monkeypatch: pyt
 
 def test_a_second_member_gets_partitions_only_after_the_first_revoked_them() -> None:
     group = Group()
-    assert group.beat("a", 0) == 1
+    assert group.beat("a", 0) == 2, "a new group is at epoch 1; its first member bumps it"
     assert len(as_set(group.member("a").assigned)) == 6
-    assert group.beat("b", 0) == 2
+    assert group.beat("b", 0) == 3
     b = group.member("b")
     assert (b.state, b.assigned) == (MemberState.UNRELEASED_PARTITIONS, ())
-    assert group.beat("a", 1) == 1
+    assert group.beat("a", 2) == 2
     a = group.member("a")
     assert a.state == MemberState.UNREVOKED_PARTITIONS and len(as_set(a.revoking)) == 3
-    assert group.beat("b", 2, owned=()) == 2 and group.member("b").assigned == (), "still owned by a"
-    assert group.beat("a", 1, owned=a.assigned) == 2
+    assert group.beat("b", 3, owned=()) == 3 and group.member("b").assigned == (), "still owned by a"
+    assert group.beat("a", 2, owned=a.assigned) == 3
     assert group.member("a").state == MemberState.STABLE
-    assert group.beat("b", 2) == 2
+    assert group.beat("b", 3) == 3
     assert as_set(group.member("b").assigned) == as_set(a.revoking)
     state = group.state
     assert state is not None and state.phase == "Stable"
@@ -255,13 +255,13 @@ def test_a_lost_response_is_forgiven_but_a_wrong_epoch_is_fenced() -> None:
     group.beat("a", 0)
     group.beat("b", 0)
     a = group.member("a")
-    group.beat("a", 1, owned=group.member("a").assigned)
-    group.beat("a", 1, owned=group.member("a").assigned)
-    assert group.member("a").member_epoch == 2
-    lost = group.beat("a", 1, owned=group.member("a").assigned)
-    assert lost == 2, "previous epoch with a subset: the answer was lost"
+    group.beat("a", 2, owned=group.member("a").assigned)
+    group.beat("a", 2, owned=group.member("a").assigned)
+    assert group.member("a").member_epoch == 3
+    lost = group.beat("a", 2, owned=group.member("a").assigned)
+    assert lost == 3, "previous epoch with a subset: the answer was lost"
     with pytest.raises(FencedMemberEpoch):
-        group.beat("a", 1, owned=a.assigned)
+        group.beat("a", 2, owned=a.assigned)
     with pytest.raises(FencedMemberEpoch):
         group.beat("a", 7)
     with pytest.raises(UnknownMember):
@@ -405,9 +405,9 @@ def test_offset_commits_need_the_current_member_epoch() -> None:
     group.beat("a", 0)
     state = group.state
     assert state is not None
-    assert check_member_epoch(state, "a", 1, commit=True) is not None
+    assert check_member_epoch(state, "a", 2, commit=True) is not None
     with pytest.raises(StaleMemberEpoch):
-        check_member_epoch(state, "a", 0, commit=True)
+        check_member_epoch(state, "a", 1, commit=True)
     with pytest.raises(UnknownMember):
         check_member_epoch(state, "", -1, commit=True)
     with pytest.raises(StaleMemberEpoch):
