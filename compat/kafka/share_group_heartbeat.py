@@ -2,8 +2,10 @@
 
 librdkafka 2.16 sends only v1, generates its own member id, names its subscription on the first
 heartbeat (and again only when it changes) and acks a new assignment simply by heartbeating with the
-new epoch. The assignment is sent when it changes and on every join, never otherwise (null means
-"unchanged"). Refusals are Kafka 4.4's (tests/integration/test_share_group_heartbeat_errors.py runs on both):
+new epoch. The assignment is sent on every join, to a heartbeat naming its topics, and when its partitions
+changed, never otherwise (null means "unchanged"), as Kafka 4.4 sends it: a member catching up with the group's
+epoch is told the epoch alone. Refusals are Kafka 4.4's (tests/integration/test_share_group_heartbeat_errors.py
+runs on both):
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the client rejoins with epoch 0); GROUP_ID_NOT_FOUND for a heartbeat
 other than a join to a group that does not exist, and for a join under the id of a classic or consumer group
 (one namespace); INVALID_REQUEST for an empty group, member or rack id, a member id longer than 36 characters, an
@@ -52,6 +54,8 @@ async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -
             allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name) for name in topics):
         # a subscription naming a topic the principal may not DESCRIBE: refused alone, nothing else told (Kafka)
         return answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None, 0, None)
+    before = coordinator.group(command.group_id)
+    was = before.member(command.member_id) if before is not None else None
     try:
         member_id, state = await coordinator.heartbeat(command)
     except DomainError as error:
@@ -59,9 +63,8 @@ async def handle(context: RequestContext, request: ShareGroupHeartbeatRequest) -
     member = state.member(member_id)
     if member is None:
         return answer(ErrorCode.NONE, None, member_id, -1, None)
-    sent_new = command.member_epoch != member.member_epoch
     assignment = None
-    if sent_new:
+    if command.member_epoch == 0 or topics is not None or was is None or was.assignment != member.assignment:
         assignment = make(module.Assignment, topic_partitions=tuple(
             make(module.TopicPartitions, topic_id=uuid.UUID(bytes=topic_id), partitions=partitions)
             for _, topic_id, partitions in member.assignment

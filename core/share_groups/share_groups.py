@@ -66,8 +66,10 @@ class ShareMember:
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupState:
+    """A new group is at epoch 1, as in Kafka 4.3+: its first member gets 2."""
+
     group_id: str
-    group_epoch: int = 0
+    group_epoch: int = 1
     members: tuple[ShareMember, ...] = ()
     membership: Membership | None = None
 
@@ -270,8 +272,11 @@ def heartbeat(
     current = folded.member(member_id)
     assert current is not None
     assignment = target_assignment(current.subscribed_topics, topics, mode, folded.mode_membership(), member_id)
-    if command.member_epoch == JOIN_EPOCH or assignment != current.assignment:
-        epoch = max(folded.group_epoch, current.member_epoch + 1)
+    moved = assignment != current.assignment
+    if command.member_epoch == JOIN_EPOCH or moved or current.member_epoch != folded.group_epoch:
+        # a member takes the group's epoch whenever it is behind, moved or not, as Kafka 4.4's share assignment
+        # builder does; a member already there whose partitions moved (a topic grew) moves the group on
+        epoch = folded.group_epoch + 1 if moved and current.member_epoch >= folded.group_epoch else folded.group_epoch
         events.append(ShareMemberAssigned(group_id, member_id, epoch, assignment))
     return member_id, events
 
