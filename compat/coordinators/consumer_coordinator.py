@@ -23,6 +23,7 @@ from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.topic_regex import compile_pattern
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
 from logwright.core.consumer_groups.consumer_reconciliation import (
+    AssignmentPace,
     ConsumerHeartbeat,
     TopicCatalog,
     heartbeat,
@@ -118,6 +119,15 @@ class ConsumerCoordinator:
         return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
                                    "group.consumer.heartbeat.interval.ms")
 
+    def assignment_pace(self, group_id: str) -> AssignmentPace:
+        """The group's ``consumer.assignment.interval.ms`` (else the broker's), within the broker's min and max, as
+        Kafka clamps it, at the broker clock's now."""
+        interval = self._group_setting(group_id, "consumer.assignment.interval.ms",
+                                       "group.consumer.assignment.interval.ms")
+        low = int(self.broker.broker_config("group.consumer.min.assignment.interval.ms"))
+        high = int(self.broker.broker_config("group.consumer.max.assignment.interval.ms"))
+        return AssignmentPace(self.broker.clock.now_ms(), min(max(interval, low), max(low, high)))
+
     async def heartbeat(self, command: ConsumerHeartbeat,
                         describable: Callable[[str], bool] | None = None) -> tuple[str, ConsumerGroupState]:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed).
@@ -130,7 +140,8 @@ class ConsumerCoordinator:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
         topics = self.regex_topics(before, command, describable)
-        member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern)
+        member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern,
+                                      self.assignment_pace(command.group_id))
         if classic is not None and events:  # an empty classic group: the joining member takes its id over
             events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()

@@ -603,6 +603,14 @@ _BROKER_KEYS = (
     ConfigKey("group.consumer.heartbeat.interval.ms", "broker", "5000", long_at_least(1),
               "How often KIP-848 consumer group members heartbeat (a group's consumer.heartbeat.interval.ms "
               "overrides it).", "INT"),
+    ConfigKey("group.consumer.assignment.interval.ms", "broker", "1000", long_at_least(0),
+              "Least time between two target assignments of a KIP-848 consumer group (KIP-1263): a change sooner "
+              "is assigned by the first heartbeat once it has passed; 0 assigns every change at once (a group's "
+              "consumer.assignment.interval.ms overrides it, within the min and max).", "INT"),
+    ConfigKey("group.consumer.min.assignment.interval.ms", "broker", "0", long_at_least(0),
+              "Smallest consumer.assignment.interval.ms a group may set.", "INT", read_only=True),
+    ConfigKey("group.consumer.max.assignment.interval.ms", "broker", "15000", long_at_least(0),
+              "Largest consumer.assignment.interval.ms a group may set.", "INT", read_only=True),
     ConfigKey("group.share.partition.max.record.locks", "broker", "2000", long_between(100, 10000),
               "Records one share-partition may hold in flight (from its first unfinished record to the last "
               "acquired) for groups without share.partition.max.record.locks; at the limit a fetch acquires no "
@@ -631,6 +639,8 @@ _GROUP_KEYS = (
               "member asks for).", "INT"),
     ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
               "Heartbeat interval of members of this KIP-848 consumer group.", "INT"),
+    ConfigKey("consumer.assignment.interval.ms", "group", "1000", long_between(0, 15000),
+              "Least time between two target assignments of this KIP-848 consumer group (KIP-1263).", "INT"),
     ConfigKey("share.session.timeout.ms", "group", "45000", long_between(45000, 60000),
               "A share group member that does not heartbeat for this long is removed.", "INT"),
     ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),

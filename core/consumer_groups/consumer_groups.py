@@ -88,6 +88,8 @@ class ConsumerGroupState:
     subscription_metadata: SubscriptionMetadata = ()
     members: tuple[ConsumerMember, ...] = ()
     targets: tuple[tuple[str, TopicPartitions], ...] = ()
+    assignment_time_ms: int = 0
+    """When the target was computed (`ConsumerTargetAssignmentComputed.computed_at_ms`); 0: not paced."""
 
     def member(self, member_id: str) -> ConsumerMember | None:
         return member_by_id(self.members, member_id)
@@ -144,7 +146,8 @@ def _(event: ConsumerGroupEpochBumped, state: ConsumerGroupState) -> ConsumerGro
 
 @_evolve.register
 def _(event: ConsumerTargetAssignmentComputed, state: ConsumerGroupState) -> ConsumerGroupState:
-    return replace(state, assignment_epoch=event.assignment_epoch, assignor=event.assignor, targets=event.targets)
+    return replace(state, assignment_epoch=event.assignment_epoch, assignor=event.assignor, targets=event.targets,
+                   assignment_time_ms=event.computed_at_ms)
 
 
 @_evolve.register

@@ -118,6 +118,24 @@ class _RegexMatchesWithin(TopicCatalog):
 
 
 @dataclass(frozen=True, slots=True)
+class AssignmentPace:
+    """When a heartbeat may compute a new target assignment (KIP-1263, Kafka 4.3+): not sooner than ``interval_ms``
+    (the group's ``consumer.assignment.interval.ms``) after the last one, on the broker clock, so a burst of joins
+    costs one assignor run instead of one each. A target never paced (an empty group's) lets the next change be
+    assigned at once; 0 assigns every change at once."""
+
+    now_ms: int = 0
+    interval_ms: int = 0
+
+    def allows(self, state: ConsumerGroupState) -> bool:
+        return (state.assignment_time_ms == 0 or self.interval_ms == 0
+                or self.now_ms >= state.assignment_time_ms + self.interval_ms)
+
+
+AT_ONCE = AssignmentPace()
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerHeartbeat:
     """One ConsumerGroupHeartbeat; ``None`` fields did not change since the member's last heartbeat."""
 
@@ -266,9 +284,10 @@ def _changes_subscription(before: ConsumerMember | None, event: ConsumerMemberSu
 
 
 def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topics: Topics,
-              new_member_id: Callable[[], str], patterns: PatternCompiler) -> tuple[str, list[Event]]:
+              new_member_id: Callable[[], str], patterns: PatternCompiler,
+              pace: AssignmentPace = AT_ONCE) -> tuple[str, list[Event]]:
     """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append; ``patterns``
-    compiles subscribed regexes (`topic_patterns`).
+    compiles subscribed regexes (`topic_patterns`); ``pace`` says whether a new target may be computed now.
 
     Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`,
     `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
@@ -304,21 +323,29 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
     ) != (existing.client_host, existing.client_id, existing.rebalance_timeout_ms, existing.instance_id):
         events.append(subscribed)
     events.extend(refresh(fold(current, events, group_id), topics, member_id,
-                          force=_changes_subscription(existing, subscribed), patterns=patterns))
-    events.extend(reconcile(fold(current, events, group_id), member_id, command.owned))
+                          force=_changes_subscription(existing, subscribed), patterns=patterns, pace=pace))
+    folded = fold(current, events, group_id)
+    lagging = folded.group_epoch > folded.assignment_epoch
+    member = folded.member(member_id)
+    subscribed_now = subscribed_topics(member, topics, patterns) if lagging and member is not None else None
+    events.extend(reconcile(folded, member_id, command.owned, subscribed_now))
     return member_id, events
 
 
 def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bool,
-            patterns: PatternCompiler) -> list[Event]:
-    """Bump the group epoch if forced or the subscribed topics changed, and recompute a stale target."""
+            patterns: PatternCompiler, pace: AssignmentPace | None) -> list[Event]:
+    """Bump the group epoch if forced or the subscribed topics changed, and recompute a stale target when ``pace``
+    allows it (``None``: not on this path, as Kafka computes none when members leave) or nobody is left."""
     events: list[Event] = []
     metadata = subscription_metadata(state, topics, patterns)
     if force or metadata != state.subscription_metadata:
         bumped = ConsumerGroupEpochBumped(state.group_id, member_id, state.group_epoch + 1, metadata)
         events.append(bumped)
         state = fold(state, [bumped], state.group_id)
-    if state.group_epoch > state.assignment_epoch:
+    if not state.members and state.group_epoch > state.assignment_epoch:  # the next join is assigned at once
+        events.append(ConsumerTargetAssignmentComputed(state.group_id, member_id, state.group_epoch,
+                                                       choose_assignor(state), ()))
+    elif state.group_epoch > state.assignment_epoch and pace is not None and pace.allows(state):
         name = choose_assignor(state)
         members = [AssignorMember(m.member_id, subscribed_topics(m, topics, patterns)) for m in state.members]
         counts = {name_: count for name_, _, count in state.subscription_metadata}
@@ -326,22 +353,30 @@ def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bo
         targets = ASSIGNORS[name].assign(members, counts, previous)
         events.append(ConsumerTargetAssignmentComputed(
             state.group_id, member_id, state.group_epoch, name,
-            tuple((owner, as_tuple(targets[owner])) for owner in sorted(targets))))
+            tuple((owner, as_tuple(targets[owner])) for owner in sorted(targets)), pace.now_ms))
     return events
 
 
-def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions | None) -> list[Event]:
-    """Move one member a step towards its target: revoke first, then take only partitions nobody owns."""
+def reconcile(state: ConsumerGroupState, member_id: str, owned: TopicPartitions | None,
+              subscribed: frozenset[str] | None = None) -> list[Event]:
+    """Move one member a step towards its target: revoke first, then take only partitions nobody owns.
+
+    While the target lags the group (its computation paced), ``subscribed`` are the topics the member subscribes to
+    now: its target's partitions of others are dropped, and one it holds is revoked at once, its epoch kept, as
+    Kafka 4.4 does (KAFKA-19431)."""
     member = state.member(member_id)
     if member is None or member.member_epoch == STATIC_LEAVE_EPOCH:
         return []
     target = as_set(state.target(member_id))
     epoch = state.assignment_epoch
     assigned = as_set(member.assigned)
+    if subscribed is not None:
+        target = frozenset(partition for partition in target if partition[0] in subscribed)
     if member.state == MemberState.UNREVOKED_PARTITIONS:
         if owned is None or as_set(owned) & as_set(member.revoking):
             return []
-    elif member.member_epoch == epoch and member.state == MemberState.STABLE:
+    elif member.member_epoch == epoch and member.state == MemberState.STABLE and (
+            subscribed is None or all(partition[0] in subscribed for partition in assigned)):
         return []
     keep, revoke = assigned & target, assigned - target
     if revoke:
@@ -405,7 +440,8 @@ def remove_all(state: ConsumerGroupState, gone: Sequence[tuple[str, str]], topic
             lefts.append(ConsumerMemberLeft(state.group_id, member_id, reason))
     if not lefts:
         return []
-    return [*lefts, *refresh(fold(state, lefts, state.group_id), topics, "", force=True, patterns=patterns)]
+    return [*lefts, *refresh(fold(state, lefts, state.group_id), topics, "", force=True, patterns=patterns,
+                             pace=None)]
 
 
 def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_epoch: int,

@@ -61,6 +61,9 @@ class ConsumerTargetAssignmentComputed(ConsumerGroupEvent):
     assignor: str
     targets: tuple[tuple[str, TopicPartitions], ...]
     """``(member id, partitions)`` for every member, sorted by member id."""
+    computed_at_ms: int = 0
+    """Broker time of the computation, from which the next one waits the group's assignment interval (KIP-1263); 0
+    (an empty group's, and every target computed before logwright paced them): the next change is assigned at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,11 @@ from typing import Any
 from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.core.clock import ManualClock
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat
-from logwright.core.events.consumer_groups import ConsumerMemberLeft, ConsumerTargetAssignmentComputed
+from logwright.core.events.consumer_groups import (
+    ConsumerGroupEpochBumped,
+    ConsumerMemberLeft,
+    ConsumerTargetAssignmentComputed,
+)
 from logwright.eventstore.rocksdb import RocksEventStore
 
 from tests.compat.brokers import in_process_broker
@@ -56,8 +60,9 @@ def test_forgetting_a_group_reads_only_its_own_members(tmp_path: Path) -> None:
 
 
 def test_members_timing_out_together_leave_in_one_rebalance(tmp_path: Path) -> None:
-    """One timer pass removes a group's expired members together: a rebalance (an assignment) for each member made
-    1,000 members timing out at once cost 1,000 assignments of the whole group."""
+    """One timer pass removes a group's expired members together, in one epoch bump: a rebalance (an assignment) for
+    each member made 1,000 members timing out at once cost 1,000 assignments of the whole group. The survivor's next
+    heartbeat computes the one assignment."""
     store = RocksEventStore(tmp_path / "data")
 
     async def run() -> None:
@@ -81,11 +86,17 @@ def test_members_timing_out_together_leave_in_one_rebalance(tmp_path: Path) -> N
         events = coordinator.tick()
         left = [event for event in events if isinstance(event, ConsumerMemberLeft)]
         assert sorted(event.member_id for event in left) == sorted(joined[1:])
-        assert sum(isinstance(event, ConsumerTargetAssignmentComputed) for event in events) == 1, "one rebalance"
+        assert sum(isinstance(event, ConsumerGroupEpochBumped) for event in events) == 1, "one rebalance"
+        assert not any(isinstance(event, ConsumerTargetAssignmentComputed) for event in events), \
+            "computed by the next heartbeat, as Kafka (KIP-1263)"
         broker.commit_now()
         state = consumer_group(broker, "g")
         assert state is not None and [m.member_id for m in state.members] == [survivor]
-        assert state.target(survivor) == (("t", tuple(range(12))),)
+        assert state.phase == "Assigning"
+        clock.advance(coordinator.assignment_pace("g").interval_ms)  # the survivor's heartbeat assigned at 44.999 s
+        await coordinator.heartbeat(ConsumerHeartbeat("g", survivor, member.member_epoch))
+        state = consumer_group(broker, "g")
+        assert state is not None and state.target(survivor) == (("t", tuple(range(12))),)
 
     try:
         asyncio.run(run())

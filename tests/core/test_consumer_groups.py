@@ -31,6 +31,8 @@ from logwright.core.consumer_groups.consumer_groups import (
     fold,
 )
 from logwright.core.consumer_groups.consumer_reconciliation import (
+    AT_ONCE,
+    AssignmentPace,
     ConsumerHeartbeat,
     TopicCatalog,
     check_member_epoch,
@@ -69,6 +71,7 @@ class Group:
         self.log: list[Event] = []
         self.topics = dict(topics or {"orders": (b"o" * 16, 6)})
         self.counter = 0
+        self.pace = AT_ONCE
 
     @property
     def state(self) -> ConsumerGroupState | None:
@@ -86,7 +89,7 @@ class Group:
                                     subscribed_topic_names=names if joining else None,
                                     subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
                                     owned=() if joining and owned is None else owned)
-        _, events = heartbeat(self.state, command, self.topics, self._new_id, compile_for_tests)
+        _, events = heartbeat(self.state, command, self.topics, self._new_id, compile_for_tests, self.pace)
         self.log.extend(events)
         member = self.state.member(member_id) if self.state else None
         return member.member_epoch if member else epoch
@@ -520,3 +523,77 @@ def test_a_stable_members_heartbeat_reads_neither_the_others_partitions_nor_the_
                               catalog, lambda: "unused", compile_for_tests)
         assert events == []
     assert reads == len(state.members), "the subscriptions read once, for the first heartbeat"
+
+
+# -- paced target assignments (KIP-1263) --------------------------------------------------------------------------
+
+
+def paced(now_ms: int, interval_ms: int = 1_000) -> AssignmentPace:
+    return AssignmentPace(now_ms, interval_ms)
+
+
+def epochs(group: Group) -> tuple[int, int, str]:
+    state = group.state
+    assert state is not None
+    return state.group_epoch, state.assignment_epoch, state.phase
+
+
+def test_a_change_within_the_interval_waits_for_a_heartbeat_after_it() -> None:
+    group = Group()
+    group.pace = paced(10_000)
+    assert group.beat("a", 0) == 2, "the group's first target is computed at once"
+    assert epochs(group) == (2, 2, "Stable")
+    group.pace = paced(10_400)
+    assert group.beat("b", 0) == 2 and group.member("b").assigned == (), "the old target's epoch, nothing in it"
+    assert epochs(group) == (3, 2, "Assigning")
+    assert group.beat("a", 2, owned=group.member("a").assigned) == 2
+    assert epochs(group) == (3, 2, "Assigning"), "still within the interval"
+    group.pace = paced(11_000)
+    assert group.beat("a", 2, owned=group.member("a").assigned) == 2  # revoking half for b, at its old epoch
+    assert epochs(group)[:2] == (3, 3) and len(as_set(group.member("a").revoking)) == 3
+    state = group.state
+    assert state is not None and state.assignment_time_ms == 11_000
+
+
+def test_members_leaving_compute_no_target_unless_nobody_is_left() -> None:
+    group = Group()
+    group.pace = paced(10_000)
+    group.beat("a", 0)
+    group.pace = paced(20_000)
+    group.beat("b", 0)
+    group.beat("a", 2, owned=group.member("a").assigned)  # told to revoke half
+    assert group.beat("a", 2, owned=group.member("a").assigned) == 3  # revoked
+    assert group.beat("b", 3) == 3 and len(as_set(group.member("b").assigned)) == 3
+    assert epochs(group) == (3, 3, "Stable")
+    group.pace = paced(40_000)
+    group.beat("b", -1)
+    assert epochs(group) == (4, 3, "Assigning"), "Kafka patches the target, computes none"
+    assert group.beat("a", 3, owned=group.member("a").assigned) == 4, "the next heartbeat computes it"
+    assert len(as_set(group.member("a").assigned)) == 6
+    group.beat("a", -1)
+    state = group.state
+    assert state is not None and (state.group_epoch, state.assignment_epoch, state.assignment_time_ms) == (5, 5, 0)
+    group.pace = paced(40_100)
+    assert group.beat("a", 0) == 6, "an emptied group assigns the next join at once"
+
+
+def test_a_member_that_unsubscribes_while_the_target_lags_revokes_at_once() -> None:
+    group = Group({"orders": (b"o" * 16, 2), "refunds": (b"r" * 16, 2)})
+    group.pace = paced(10_000)
+    group.beat("a", 0, names=("orders", "refunds"))
+    assert len(as_set(group.member("a").assigned)) == 4
+    group.pace = paced(10_100)
+    command = ConsumerHeartbeat(GROUP, "a", 2, subscribed_topic_names=("orders",), owned=group.member("a").assigned)
+    _, events = heartbeat(group.state, command, group.topics, group._new_id, compile_for_tests, group.pace)
+    group.log.extend(events)
+    a = group.member("a")
+    assert epochs(group) == (3, 2, "Assigning")
+    assert (a.member_epoch, a.state) == (2, MemberState.UNREVOKED_PARTITIONS)
+    assert {topic for topic, _ in as_set(a.revoking)} == {"refunds"} and len(as_set(a.assigned)) == 2
+
+
+def test_an_interval_of_zero_assigns_every_change_at_once() -> None:
+    group = Group()
+    group.pace = paced(10_000, 0)
+    group.beat("a", 0)
+    assert group.beat("b", 0) == 3 and epochs(group)[:2] == (3, 3)

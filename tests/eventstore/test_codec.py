@@ -336,7 +336,7 @@ def test_a_producers_recent_batches_are_stored_as_flat_integers_and_read_as_stor
     recent = (BatchSequence(0, 29, 100), BatchSequence(30, 2**31 - 1, 2**40))
     state = ProducerState(3, RecentBatches(recent))
     encoded = registry.encode(state)
-    assert msgpack.unpackb(encoded)[2:] == [3, [0, 29, 100, 30, 2**31 - 1, 2**40]]
+    assert msgpack.unpackb(encoded)[2:] == [3, [0, 29, 100, 30, 2**31 - 1, 2**40], -1, -1]  # no timestamp, no marker
     decoded = registry.decode(encoded, "test")
     assert decoded == state and tuple(decoded.recent) == recent and decoded.recent[-1].last_sequence == 2**31 - 1
     stored_before = ProducerState(3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgpack
 import pytest
 from logwright.core.acls.bindings import AclBinding
 from logwright.core.cursors.subscription_mode import Membership
@@ -13,6 +14,7 @@ from logwright.core.events import (
     AclsCreated,
     ClientQuotasAltered,
     ConsumerMemberLeft,
+    ConsumerTargetAssignmentComputed,
     DelegationTokenCreated,
     DelegationTokenRemoved,
     DelegationTokenRenewed,
@@ -91,7 +93,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
                                      "rebalance_timeout_ms server_assignor subscribed_topic_names "
                                      "subscribed_topic_regex"),
     71: ("ConsumerGroupEpochBumped", "group_id member_id group_epoch subscription_metadata"),
-    72: ("ConsumerTargetAssignmentComputed", "group_id member_id assignment_epoch assignor targets"),
+    72: ("ConsumerTargetAssignmentComputed", "group_id member_id assignment_epoch assignor targets computed_at_ms"),
     73: ("ConsumerMemberReconciled", "group_id member_id member_epoch previous_member_epoch state assigned revoking"),
     74: ("ConsumerMemberLeft", "group_id member_id reason"),
     75: ("ConsumerStaticMemberReplaced", "group_id member_id old_member_id"),
@@ -140,6 +142,14 @@ def layout(cls: type[Event]) -> tuple[str, str]:
 
 def test_every_core_event_keeps_its_tag_and_field_order() -> None:
     assert {cls.TAG: layout(cls) for cls in ALL_EVENT_TYPES} == LAYOUT
+
+
+def test_a_target_assignment_written_before_pacing_reads_as_unpaced() -> None:
+    """``computed_at_ms`` was appended (session 80): an event without it decodes with 0, so the group's next change
+    is assigned at once."""
+    old = msgpack.packb([NOW, 72, 1, "g", "m", 3, "uniform", [["m", [["orders", [0, 1]]]]]], use_bin_type=True)
+    _, event = CODEC.decode_event(old, "test")
+    assert event == ConsumerTargetAssignmentComputed("g", "m", 3, "uniform", (("m", (("orders", (0, 1)),)),), 0)
 
 
 NOW = 1_700_000_000_000

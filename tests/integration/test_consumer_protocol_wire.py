@@ -25,6 +25,8 @@ FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR = 110, 111, 11
 GROUP_SUBSCRIBED_TO_TOPIC = 86
 PARTITIONS = 6
 SESSION_MS = 45_000
+ASSIGNMENT_INTERVAL_MS = 1_000
+"""``group.consumer.assignment.interval.ms``: a change within it of the last target assignment waits (KIP-1263)."""
 
 
 def _topic(bootstrap: str) -> str:
@@ -153,6 +155,7 @@ def test_session_and_rebalance_timeouts_on_the_broker_clock(clock_broker: Broker
     second, second_epoch, _ = _join_empty(bootstrap, group, topic)
     members = {first: first_epoch, second: second_epoch}
     owned: dict[str, Owned] = {first: first_owned, second: {}}
+    advance_clock(bootstrap, ASSIGNMENT_INTERVAL_MS)  # the second join is assigned once the interval passed
     _settle(bootstrap, group, members, owned)
 
     advance_clock(bootstrap, SESSION_MS - 15_000)
@@ -164,6 +167,7 @@ def test_session_and_rebalance_timeouts_on_the_broker_clock(clock_broker: Broker
     members, owned = {second: int(response.member_epoch)}, {second: assigned(response) or {}}
 
     third, third_epoch, _ = _join_empty(bootstrap, group, topic)
+    advance_clock(bootstrap, ASSIGNMENT_INTERVAL_MS)
     stuck = heartbeat(bootstrap, group, second, members[second], owned=owned[second])
     assert len(_partitions(assigned(stuck) or {})) == PARTITIONS // 2, "told to revoke half"
     advance_clock(bootstrap, 30_000)

@@ -18,6 +18,7 @@ from kio.schema.list_transactions.v1.request import ListTransactionsRequest as L
 from logwright.compat.registry import make
 
 from .consumer_protocol_wire import assigned, heartbeat, request
+from .group_configs import set_group_configs
 
 NONE, INVALID_REGULAR_EXPRESSION = 0, 128
 RUN = 40
@@ -90,6 +91,7 @@ def test_a_regex_member_is_given_a_topic_created_after_it_joined(bootstrap: str)
     suffix = uuid.uuid4().hex[:6]
     _create(bootstrap, f"later-{suffix}-a")
     group, member = f"later-{suffix}", str(uuid.uuid4())
+    set_group_configs(bootstrap, group, {"consumer.assignment.interval.ms": "0"})  # assigned at the heartbeat
     joined = heartbeat(bootstrap, group, member, 0, regex=f"later-{suffix}-.*", rebalance_timeout_ms=60_000)
     assert joined.error_code == NONE and len(assigned(joined) or {}) == 1, joined
     owned = assigned(joined) or {}
