@@ -4,8 +4,9 @@ v1 adds a subscribed topic regex (matched in full, compiled by RE2 as Kafka's RE
 joins with epoch 0 (librdkafka 2.16 and Java 4.x generate their member id, which v1 requires, KIP-1082; an
 empty one gets a UUID in v0), heartbeats with its epoch, leaves with -1 (-2: a static member leaving
 temporarily). The assignment is
-sent when it changes, on a join, and whenever the member's epoch differs from the one it sent (null
-otherwise: "unchanged"). Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
+sent, as Kafka 4.4 sends it, on a join, to a full request (rebalance timeout, subscription and owned partitions all
+given: a client resynchronizing after an error) and when its partitions changed; null otherwise ("unchanged"), an
+epoch moved alone included. Refusals are Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
 UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST (also for an empty
 instance or rack id and for epoch -2 without an instance id, as Kafka 4.4),
 INCONSISTENT_GROUP_PROTOCOL (a classic group of that id has members), GROUP_ID_NOT_FOUND (a share group).
@@ -105,9 +106,10 @@ async def handle(context: RequestContext, request: ConsumerGroupHeartbeatRequest
         return answer(ErrorCode.NONE, None, member_id, command.member_epoch, None)
     previous = before.member(member_id) if before is not None else None
     changed = previous is None or previous.assigned != member.assigned
-    full = command.member_epoch == 0 or (owned is not None and owned != member.assigned)
+    full = command.rebalance_timeout_ms != -1 and owned is not None and (
+        command.subscribed_topic_names is not None or command.subscribed_topic_regex is not None)
     assignment = None
-    if changed or full or command.member_epoch != member.member_epoch:
+    if command.member_epoch == 0 or full or changed:
         assignment = wire_assignment(broker, module, member.assigned)
     return answer(ErrorCode.NONE, None, member_id, member.member_epoch, assignment)
 

@@ -96,6 +96,24 @@ def test_a_paced_target_is_computed_by_the_first_heartbeat_after_the_interval(cl
         "one target for the three joins: a keeps a quarter (rounded up) and revokes the rest"
 
 
+@pytest.mark.differential
+def test_an_epoch_moving_alone_sends_no_assignment_but_a_full_request_gets_one(bootstrap: str) -> None:
+    """As Kafka 4.4 answers: the assignment goes with a join, a full request (rebalance timeout, subscription and
+    owned partitions: a client resynchronizing) or a change of the member's partitions, never for an epoch alone."""
+    mine, theirs = _topic(bootstrap), _topic(bootstrap, 1)
+    group, first, second = f"epochs-alone-{uuid.uuid4().hex[:8]}", "m" * 22, "n" * 22
+    find_coordinator(bootstrap, group)
+    set_group_configs(bootstrap, group, {"consumer.assignment.interval.ms": "0"})
+    joined = heartbeat(bootstrap, group, first, 0, topics=(mine,), rebalance_timeout_ms=30_000)
+    owned = assigned(joined) or {}
+    assert joined.member_epoch == 2 and sum(map(len, owned.values())) == 2
+    assert heartbeat(bootstrap, group, second, 0, topics=(theirs,), rebalance_timeout_ms=30_000).member_epoch == 3
+    moved = heartbeat(bootstrap, group, first, 2, owned=owned)
+    assert (moved.member_epoch, moved.assignment) == (3, None), "the same partitions: the epoch alone"
+    full = heartbeat(bootstrap, group, first, 3, topics=(mine,), owned=owned, rebalance_timeout_ms=30_000)
+    assert (full.member_epoch, assigned(full)) == (3, owned)
+
+
 def _share_heartbeat(bootstrap: str, group: str, member: str, epoch: int,
                      topics: tuple[str, ...] | None = None) -> tuple[int, int, bool]:
     """(error code, member epoch, whether the assignment was sent) of one ShareGroupHeartbeat."""
