@@ -361,7 +361,9 @@ def stage_batch(
     What the plugins derive from the batch (a delayed-delivery index entry) is staged with it (`Broker.stage`).
     """
     if header.producer_id >= 0 and header.base_sequence >= 0:
-        producer_state = broker.store.state("producers", producer_key(partition_id, header.producer_id))
+        key = producer_key(partition_id, header.producer_id)
+        producer_state = broker.store.state("producers", key)
+        broker.producer_activity[key] = broker.clock.now_ms()  # a retry too: the producer is alive
         verdict = check_sequence(
             producer_state if isinstance(producer_state, ProducerState) else None,
             header.producer_epoch, header.base_sequence, header.record_count,

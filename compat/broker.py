@@ -188,6 +188,9 @@ class Broker(BrokerCommits, BrokerCatalog, BrokerConfigs, BrokerWaits):
         self._commits_released: asyncio.Event | None = None
         """Set when a staging over turns lets commits go again (`commits_free`)."""
         self._started_work: set[asyncio.Task[None]] = set()
+        self.producer_activity: dict[str, int] = {}
+        """Broker time of each producer's last batch or marker on a partition (`producer_key`), for its expiry
+        (`ProducerExpiry`); in memory, so a restart counts from the start."""
         self.ending_transactions: dict[str, tuple[int, int]] = {}
         """Transactional ids whose end is staged over several turns, with their producer id and the epoch of their
         markers (`transaction_coordinator.complete`): their requests are answered CONCURRENT_TRANSACTIONS meanwhile,

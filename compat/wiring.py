@@ -23,6 +23,7 @@ from logwright.compat.coordinators.log_cleaner import LogCleaner
 from logwright.compat.coordinators.log_retention import LogRetention
 from logwright.compat.coordinators.plugin_timers import PluginTimers
 from logwright.compat.coordinators.pop_coordinator import PopCoordinator
+from logwright.compat.coordinators.producer_expiry import ProducerExpiry
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.token_expiry import TokenExpiry
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
@@ -90,6 +91,7 @@ class Coordinators:
     log_retention: LogRetention
     group_expiry: GroupExpiry
     token_expiry: TokenExpiry
+    producer_expiry: ProducerExpiry
     plugin_timers: PluginTimers
     """Background tasks' timers (`BrokerFacade.deadline_timer`), run by LogwrightAdvanceClock with the rest."""
 
@@ -100,13 +102,13 @@ class Coordinators:
                                     plugins.release_decider(always=True), plugins.archive_decider(),
                                     plugins.group_config_check()),
                    TransactionTimer(broker), PopCoordinator(broker, plugins.archive_decider()), LogCleaner(broker),
-                   LogRetention(broker), GroupExpiry(broker), TokenExpiry(broker),
+                   LogRetention(broker), GroupExpiry(broker), TokenExpiry(broker), ProducerExpiry(broker),
                    PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
                 self.pop.timer, self.log_cleaner.timer, self.log_retention.timer, self.group_expiry.timer,
-                self.token_expiry.timer)
+                self.token_expiry.timer, self.producer_expiry.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request, and
@@ -126,6 +128,7 @@ class Coordinators:
         self.log_retention.tick()
         self.group_expiry.tick()
         self.token_expiry.tick()
+        self.producer_expiry.tick()
         self.plugin_timers.run_due()
 
     def close(self) -> None:
@@ -135,6 +138,7 @@ class Coordinators:
         self.log_cleaner.close()
         self.log_retention.close()
         self.group_expiry.close()
+        self.producer_expiry.close()
         self.plugin_timers.close()
 
 

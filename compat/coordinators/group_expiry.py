@@ -11,16 +11,13 @@ the tick. What a group's deletion forgets in memory (sessions, members' liveness
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.consumer_coordinator import consumer_group
-from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import committed_offsets, group_state, subscribed_topics
-from logwright.compat.turns import give_way
-from logwright.core.clock import ManualClock
+from logwright.compat.coordinators.periodic_pass import PeriodicPass
 from logwright.core.groups.offset_expiry import Cleanup, cleanup
 from logwright.core.transactions.transactions import pending_offsets
 
@@ -30,42 +27,16 @@ OFFSETS_PER_TURN = 5_000
 """Groups and committed offsets looked at before a pass gives way to other requests."""
 
 
-class GroupExpiry:
+class GroupExpiry(PeriodicPass):
     """One broker's cleanup pass and its timer; `tick` starts the pass when it is due."""
 
+    what = "the group metadata cleanup"
+
     def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self._interval_ms = int(broker.broker_config("offsets.retention.check.interval.ms"))
-        self._next_ms = broker.clock.now_ms() + self._interval_ms
-        self._pass: asyncio.Task[None] | None = None
-        self.timer = DeadlineTimer(broker.clock, self.next_deadline, self.tick, "logwright-group-expiry")
+        super().__init__(broker, "offsets.retention.check.interval.ms", "logwright-group-expiry")
 
     def retention_ms(self) -> int:
         return int(self.broker.broker_config("offsets.retention.minutes")) * 60_000
-
-    def next_deadline(self) -> int | None:
-        return None if self._pass is not None and not self._pass.done() else self._next_ms
-
-    def tick(self) -> None:
-        """Run the pass if it is due: whole on a manual clock, else as a task that gives way between slices."""
-        now = self.broker.clock.now_ms()
-        if now < self._next_ms or (self._pass is not None and not self._pass.done()):
-            return
-        self._next_ms = now + self._interval_ms
-        if isinstance(self.broker.clock, ManualClock):
-            for _ in self._slices():
-                pass
-            return
-        self._pass = asyncio.get_running_loop().create_task(self._run(), name="logwright-group-expiry-pass")
-
-    async def _run(self) -> None:
-        try:
-            for _ in self._slices():
-                await give_way()
-        except Exception:
-            log.exception("the group metadata cleanup failed; it runs again at its next interval")
-        finally:
-            self.timer.wake()
 
     def group_ids(self) -> list[str]:
         """Every group the pass looks at, sorted: classic, KIP-848 and those of committed offsets only."""
@@ -75,7 +46,7 @@ class GroupExpiry:
         ids.update(self.broker.coordinators.groups.groups_with_offsets())
         return sorted(ids)
 
-    def _slices(self) -> Iterator[None]:
+    def slices(self) -> Iterator[None]:
         """Decide and stage each group in turn; yields after every `OFFSETS_PER_TURN` groups and offsets."""
         retention_ms = self.retention_ms()
         looked_at, expired, deleted = 0, 0, 0
@@ -102,19 +73,8 @@ class GroupExpiry:
                           self.broker.clock.now_ms(), retention_ms)
         if decided.events:
             self.broker.stage(decided.events)
-            self.broker.durable().add_done_callback(_log_failure)
+            self.staged()
             if decided.deleted:
                 self.broker.coordinators.groups.sessions.forget(group_id)
                 self.broker.coordinators.consumer_groups.forget_group(group_id)
         return (len(offsets) if offsets is not None else 0), decided
-
-    def close(self) -> None:
-        self.timer.close()
-        if self._pass is not None and not self._pass.done():
-            self._pass.cancel()  # each group it staged is whole; the next pass does the rest
-
-
-def _log_failure(durable: asyncio.Future[None]) -> None:
-    if not durable.cancelled() and durable.exception() is not None:
-        log.warning("the group metadata cleanup's changes were not written: %s", durable.exception())
-

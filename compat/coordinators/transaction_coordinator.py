@@ -33,6 +33,7 @@ from logwright.core.events.transactions import (
     TransactionEnded,
     TransactionMarkerWritten,
 )
+from logwright.core.log.producers import producer_key
 from logwright.core.transactions.partition_transactions import ending_abort
 from logwright.core.transactions.transactions import ONGOING, Completion, TransactionState, expire
 from logwright.eventstore.interface import LoggedEvent
@@ -118,6 +119,7 @@ def _stage_markers(broker: Broker, completion: Completion, partition_ids: Sequen
             if not broker.partition_exists(partition_id):
                 continue  # the topic was deleted while the transaction was open
             offset = stage_batch(broker, partition_id, marker, header, -1)
+            broker.producer_activity[producer_key(partition_id, completion.producer_id)] = header.max_timestamp
             ending = None if completion.committed else ending_abort(
                 broker.store.state("partition_transactions", str(partition_id)), completion.producer_id, offset)
             first_offset, last_stable_offset = ending or (-1, -1)  # an abort the store indexes, as Kafka's txn index

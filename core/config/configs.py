@@ -594,6 +594,12 @@ _BROKER_KEYS = (
               "Largest session timeout a consumer group member may ask for.", "INT", read_only=True),
     ConfigKey("group.max.size", "broker", "2147483647", long_at_least(1),
               "Most members a classic consumer group may have.", "INT"),
+    ConfigKey("producer.id.expiration.ms", "broker", "86400000", long_at_least(1),
+              "An idempotent or transactional producer idle this long on a partition (broker time since its last "
+              "batch or marker there) is forgotten there: its next batch is taken as its first. Kafka counts from "
+              "the last record's timestamp, which the client sets.", "INT"),
+    ConfigKey("producer.id.expiration.check.interval.ms", "broker", "600000", long_at_least(1),
+              "How often idle producers are looked for (producer.id.expiration.ms).", "INT", read_only=True),
     ConfigKey("transaction.max.timeout.ms", "broker", "900000", long_at_least(1),
               "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT "
               "above it).", "INT"),

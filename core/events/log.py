@@ -1,5 +1,5 @@
-"""Events of topics and their partition logs (tags 1-6, 10 and 12): topics, configs, stored batches, truncation,
-producer ids, delayed records.
+"""Events of topics and their partition logs (tags 1-6, 10 and 12-14): topics, configs, stored batches, truncation,
+producer ids and their expiry, delayed records.
 """
 
 from __future__ import annotations
@@ -91,6 +91,16 @@ class ProducerIdAllocated(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerStatesExpired(Event):
+    """Idle producers' states on one partition forgotten (Kafka's ``producer.id.expiration.ms``): their sequences and
+    epochs; a producer's next batch there is taken as its first."""
+
+    TAG: ClassVar[int] = 14
+    partition_id: int
+    producer_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class DelayedRecordsIndexed(Event):
     """Records of one appended batch that share consumers may not acquire before their time.
 
@@ -131,6 +141,7 @@ LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     RecordsAppended,
     LogTruncated,
     ProducerIdAllocated,
+    ProducerStatesExpired,
     DelayedRecordsIndexed,
     DelayedRecordsDropped,
 )

@@ -11,13 +11,13 @@ epoch of the producer's last transaction marker (-1 before one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import singledispatch
 from typing import TypeGuard
 
 from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, quoted
-from logwright.core.events import Event, ProducerIdAllocated, RecordsAppended, TopicDeleted
+from logwright.core.events import Event, ProducerIdAllocated, ProducerStatesExpired, RecordsAppended, TopicDeleted
 from logwright.core.events.keys import DuplicateDropped
 from logwright.core.flat_sequence import FlatSequence
 from logwright.core.projection import Projection
@@ -98,6 +98,8 @@ def _keys(event: Event) -> tuple[str, ...]:
         return (producer_key(event.partition_id, event.producer_id),)
     if is_marker(event):
         return (producer_key(event.partition_id, event.producer_id),)
+    if isinstance(event, ProducerStatesExpired):
+        return tuple(producer_key(event.partition_id, producer_id) for producer_id in event.producer_ids)
     if isinstance(event, ProducerIdAllocated):
         return (COUNTER_KEY, epoch_key(event.producer_id)) if event.producer_epoch > 0 else (COUNTER_KEY,)
     return ()
@@ -158,17 +160,29 @@ def _(event: TopicDeleted, state: object, key: str) -> object:
     return state
 
 
+@_evolve.register
+def _(event: ProducerStatesExpired, state: object, key: str) -> object:
+    return None
+
+
 PRODUCERS: Projection[object] = Projection(
     name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
-    handles=frozenset({RecordsAppended, ProducerIdAllocated, DuplicateDropped})
+    handles=frozenset({RecordsAppended, ProducerIdAllocated, DuplicateDropped, ProducerStatesExpired}),
+    removed_by=frozenset({ProducerStatesExpired}),
 )
 
 
 def check_sequence(
     state: ProducerState | None, producer_epoch: int, base_sequence: int, record_count: int
 ) -> Duplicate | None:
-    """``None`` to append, `Duplicate` to answer with the original offset; raises on a gap or old epoch."""
-    if state is None or producer_epoch > state.producer_epoch:
+    """``None`` to append, `Duplicate` to answer with the original offset; raises on a gap or old epoch.
+
+    A producer the partition does not know (never seen, or its state expired) may start at any sequence, as Kafka
+    4.4 takes it (an idle producer's next batch after `ProducerStatesExpired` continues its own sequence); a known
+    producer's new epoch starts at 0."""
+    if state is None:
+        return None
+    if producer_epoch > state.producer_epoch:
         if base_sequence != 0:
             raise OutOfOrderSequence(
                 f"a new producer (or epoch {producer_epoch}) must start at sequence 0, not {base_sequence}"
@@ -186,6 +200,24 @@ def check_sequence(
     if base_sequence != expected:
         raise OutOfOrderSequence(f"expected sequence {expected}, got {base_sequence}")
     return None
+
+
+def idle_producers(rows: Mapping[str, ProducerState], last_active_ms: Mapping[str, int],
+                   open_on: Mapping[int, frozenset[int]], now_ms: int, expiration_ms: int,
+                   known_since_ms: int) -> dict[int, tuple[int, ...]]:
+    """The producers to forget, by partition, of ``rows`` (`producer_key` → state): idle for ``expiration_ms`` of
+    broker time since ``last_active_ms`` (a row without an entry: since ``known_since_ms``, the broker's start), and
+    without a transaction open on the partition (``open_on``: partition → producer ids), as Kafka's
+    ``producer.id.expiration.ms``."""
+    idle: dict[int, list[int]] = {}
+    for key in rows:
+        if now_ms - last_active_ms.get(key, known_since_ms) < expiration_ms:
+            continue
+        partition, _, producer = key.partition("/")
+        partition_id, producer_id = int(partition), int(producer)
+        if producer_id not in open_on.get(partition_id, frozenset()):
+            idle.setdefault(partition_id, []).append(producer_id)
+    return {partition_id: tuple(sorted(ids)) for partition_id, ids in idle.items()}
 
 
 def allocate_producer_id(counter: ProducerIdCounter | None, transactional_id: str | None) -> ProducerIdAllocated:

@@ -8,12 +8,13 @@ from typing import Any
 import msgpack
 import pytest
 from logwright.core.errors import InvalidProducerEpoch, OutOfOrderSequence
-from logwright.core.events import Event, RecordsAppended
+from logwright.core.events import Event, ProducerStatesExpired, RecordsAppended
 from logwright.core.log.producers import (
     PRODUCERS,
     BatchSequence,
     ProducerState,
     check_sequence,
+    idle_producers,
     is_marker,
     producer_key,
 )
@@ -81,3 +82,23 @@ def test_a_row_stored_before_the_timestamp_and_coordinator_epoch_reads_them_as_u
     tag, version, epoch, recent, _timestamp, _coordinator_epoch = msgpack.unpackb(stored, raw=False)
     older = msgpack.packb([tag, version, epoch, recent], use_bin_type=True)
     assert registry.decode(older, "producers/3/7") == ProducerState(2, state_after(batch(0, 0)).recent, -1, -1)
+
+
+def test_a_producer_the_partition_does_not_know_may_start_at_any_sequence() -> None:
+    assert check_sequence(None, 0, 17, 3) is None
+    assert check_sequence(None, 5, 0, 1) is None
+
+
+def test_expired_producer_states_are_forgotten_and_only_theirs() -> None:
+    other = RecordsAppended(PARTITION, 4, 1, 10, 5, PRODUCER + 1, 0, 0, False)
+    states = fold(PRODUCERS, [batch(0, 0), other, ProducerStatesExpired(PARTITION, (PRODUCER,))])
+    assert KEY not in states and producer_key(PARTITION, PRODUCER + 1) in states
+
+
+def test_idle_producers_are_those_idle_long_enough_without_an_open_transaction() -> None:
+    rows = {producer_key(partition, producer): ProducerState(0) for partition, producer in
+            ((1, 10), (1, 11), (1, 12), (2, 10), (2, 13))}
+    active = {"1/10": 9_000, "1/11": 3_000, "2/10": 4_000}
+    idle = idle_producers(rows, active, {1: frozenset({12})}, now_ms=10_000, expiration_ms=6_000, known_since_ms=2_000)
+    assert idle == {1: (11,), 2: (10, 13)}, "1/10 active lately, 1/12 in a transaction, 2/13 unseen since the start"
+    assert idle_producers(rows, active, {}, now_ms=7_999, expiration_ms=6_000, known_since_ms=2_000) == {}

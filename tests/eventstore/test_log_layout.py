@@ -52,6 +52,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     11: ("ManualClockSet", "now_ms"),
     12: ("DelayedRecordsIndexed", "partition_id appended_at_ms entries own_row"),
     13: ("DelayedRecordsDropped", "partition_id rows"),
+    14: ("ProducerStatesExpired", "partition_id producer_ids"),
     20: ("RebalanceStarted", "group reason"),
     21: ("MemberJoined", "group member_id group_instance_id client_id client_host session_timeout_ms "
                          "rebalance_timeout_ms protocol_type protocols"),

@@ -250,7 +250,9 @@ def test_connections_over_an_ip_connection_creation_rate_are_closed_unserved(boo
     served, closed_after = asyncio.run(run())
     assert 45 <= served <= 60, (served, closed_after)
     assert len(closed_after) == 70 - served
-    assert all(0.05 <= seconds <= 1.5 for seconds in closed_after), closed_after  # held, then closed
+    # held, then closed: for the throttle time left, which near the end of the rate's window is short (42 ms once
+    # under the whole suite); a connection closed unheld goes in about a millisecond
+    assert all(0.01 <= seconds <= 1.5 for seconds in closed_after), closed_after
 
 
 @pytest.mark.differential

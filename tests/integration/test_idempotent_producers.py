@@ -163,3 +163,71 @@ async def _after_restart(bootstrap: str, topic: str, producer_id: int) -> None:
         assert await raw.produce(producer_id, 1, 0) == (NONE, 6), "duplicates are still known after a restart"
         assert await raw.produce(producer_id, 1, 3) == (NONE, 9)
         assert (await raw.init_producer_id())[0] > producer_id, "producer ids are never handed out twice"
+
+
+@pytest.mark.differential
+def test_a_producer_the_partition_does_not_know_may_start_at_any_sequence(bootstrap: str) -> None:
+    """As Kafka 4.4 takes it (what lets a producer whose state expired carry on): the first batch of a producer on a
+    partition is appended whatever its sequence, even for an id never handed out; from then on the rules hold."""
+
+    async def scenario() -> None:
+        topic = name("idem-unknown")
+        await create_topic(bootstrap, topic)
+        async with RawProducer(bootstrap, topic) as raw:
+            producer_id, _ = await raw.init_producer_id()
+            assert await raw.produce(producer_id, 0, 5) == (NONE, 0)
+            assert await raw.produce(producer_id, 0, 8) == (NONE, 3)
+            assert await raw.produce(producer_id, 0, 5) == (NONE, 0), "a retry"
+            assert (await raw.produce(producer_id, 2, 7))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER, "a known producer's " \
+                "new epoch starts at 0"
+            assert await raw.produce(producer_id, 2, 0) == (NONE, 6)
+            assert await raw.produce(producer_id + 1_000, 3, 9) == (NONE, 9), "an id never handed out"
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.logwright_only(reason="a private logwright process on a manual clock with a short expiration")
+def test_an_idle_producer_is_forgotten_and_its_next_batch_taken_as_its_first(tmp_path: Any) -> None:
+    """``producer.id.expiration.ms`` of broker time after its last batch on the partition, checked every
+    ``producer.id.expiration.check.interval.ms``: DescribeProducers no longer lists it, its next batch is appended
+    at its own sequence, and a retry of a batch from before is no longer known (as on Kafka 4.4). A producer with a
+    transaction open on the partition is kept however long it is idle."""
+    from .test_share_groups import advance_clock
+    from .test_transactions import described_producers, transactional_producer
+
+    broker = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",), config={
+        "producer.id.expiration.ms": "60000", "producer.id.expiration.check.interval.ms": "10000"}).start()
+    try:
+        bootstrap, topic = broker.bootstrap, name("idem-expiry")
+
+        async def before() -> int:
+            await create_topic(bootstrap, topic)
+            async with RawProducer(bootstrap, topic) as raw:
+                producer_id, _ = await raw.init_producer_id()
+                assert await raw.produce(producer_id, 0, 0) == (NONE, 0)
+                assert await raw.produce(producer_id, 0, 3) == (NONE, 3)
+            return producer_id
+
+        producer_id = asyncio.run(before())
+        transactional = transactional_producer(bootstrap, f"tx-{uuid.uuid4().hex[:6]}", timeout_ms=900_000)
+        transactional.begin_transaction()
+        transactional.produce(topic, value=b"open", partition=0)
+        assert transactional.flush(30) == 0
+        assert len(described_producers(bootstrap, topic, 0)) == 2
+        advance_clock(bootstrap, 50_000)
+        assert len(described_producers(bootstrap, topic, 0)) == 2, "idle 50 s of 60"
+        advance_clock(bootstrap, 20_000)
+        assert [state[4] for state in described_producers(bootstrap, topic, 0)] == [6], "only the open transaction's"
+
+        async def after() -> None:
+            async with RawProducer(bootstrap, topic) as raw:
+                assert await raw.produce(producer_id, 0, 6) == (NONE, 7), "taken as its first"
+                assert (await raw.produce(producer_id, 0, 0))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER, "no longer known"
+
+        asyncio.run(after())
+        transactional.abort_transaction(30)
+        broker.kill()
+        broker.start()
+        assert len(described_producers(bootstrap, topic, 0)) == 2, "kept across a restart"
+    finally:
+        broker.kill()
