@@ -27,6 +27,7 @@ from logwright.compat.coordinators.producer_expiry import ProducerExpiry
 from logwright.compat.coordinators.share_coordinator import ShareCoordinator
 from logwright.compat.coordinators.token_expiry import TokenExpiry
 from logwright.compat.coordinators.transaction_coordinator import TransactionTimer
+from logwright.compat.coordinators.transactional_id_expiry import TransactionalIdExpiry
 from logwright.core.clock import Clock
 from logwright.core.config.configs import ConfigRegistry
 from logwright.core.cursors.plugin_decisions import (
@@ -92,6 +93,7 @@ class Coordinators:
     group_expiry: GroupExpiry
     token_expiry: TokenExpiry
     producer_expiry: ProducerExpiry
+    transactional_id_expiry: TransactionalIdExpiry
     plugin_timers: PluginTimers
     """Background tasks' timers (`BrokerFacade.deadline_timer`), run by LogwrightAdvanceClock with the rest."""
 
@@ -103,12 +105,12 @@ class Coordinators:
                                     plugins.group_config_check()),
                    TransactionTimer(broker), PopCoordinator(broker, plugins.archive_decider()), LogCleaner(broker),
                    LogRetention(broker), GroupExpiry(broker), TokenExpiry(broker), ProducerExpiry(broker),
-                   PluginTimers(broker.clock))
+                   TransactionalIdExpiry(broker), PluginTimers(broker.clock))
 
     def timers(self) -> tuple[DeadlineTimer, ...]:
         return (self.groups.timer, self.consumer_groups.timer, self.share_groups.timer, self.transactions.timer,
                 self.pop.timer, self.log_cleaner.timer, self.log_retention.timer, self.group_expiry.timer,
-                self.token_expiry.timer, self.producer_expiry.timer)
+                self.token_expiry.timer, self.producer_expiry.timer, self.transactional_id_expiry.timer)
 
     def start(self) -> None:
         """Start every timer on the running loop, so deadlines restored from the store fire without a request, and
@@ -129,6 +131,7 @@ class Coordinators:
         self.group_expiry.tick()
         self.token_expiry.tick()
         self.producer_expiry.tick()
+        self.transactional_id_expiry.tick()
         self.plugin_timers.run_due()
 
     def close(self) -> None:
@@ -139,6 +142,7 @@ class Coordinators:
         self.log_retention.close()
         self.group_expiry.close()
         self.producer_expiry.close()
+        self.transactional_id_expiry.close()
         self.plugin_timers.close()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from logwright.compat.broker import Broker
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
@@ -36,6 +36,16 @@ class PeriodicPass:
 
     def slices(self) -> Iterator[None]:
         raise NotImplementedError
+
+    def in_slices(self, keys: list[str], per_turn: int, forget: Callable[[list[str]], int]) -> Iterator[None]:
+        """``forget`` each slice of ``per_turn`` keys in its own turn (it returns how many it forgot); log the sum."""
+        forgotten = 0
+        for start in range(0, len(keys), per_turn):
+            if start:
+                yield
+            forgotten += forget(keys[start:start + per_turn])
+        if forgotten:
+            log.info("%s: %d forgotten", self.what, forgotten)
 
     def next_deadline(self) -> int | None:
         return None if self._pass is not None and not self._pass.done() else self._next_ms

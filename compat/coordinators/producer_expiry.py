@@ -13,7 +13,6 @@ restart only ever delays an expiry). The pass (`PeriodicPass`) gives way every `
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 from logwright.compat.broker import Broker
@@ -21,8 +20,6 @@ from logwright.compat.coordinators.periodic_pass import PeriodicPass
 from logwright.core.events import ProducerStatesExpired
 from logwright.core.log.producers import ProducerState, idle_producers
 from logwright.core.transactions.partition_transactions import PartitionTransactions
-
-log = logging.getLogger(__name__)
 
 ROWS_PER_TURN = 10_000
 """Producer states looked at before a pass gives way to other requests."""
@@ -40,13 +37,7 @@ class ProducerExpiry(PeriodicPass):
     def slices(self) -> Iterator[None]:
         """Decide and stage each slice of `ROWS_PER_TURN` rows in its own turn, from the states of that turn."""
         keys = [key for key in self.broker.store.entities("producers") if key[:1].isdigit()]
-        expired = 0
-        for start in range(0, len(keys), ROWS_PER_TURN):
-            if start:
-                yield
-            expired += self._expire(keys[start:start + ROWS_PER_TURN])
-        if expired:
-            log.info("producer state expiry: %d idle producer states forgotten", expired)
+        yield from self.in_slices(keys, ROWS_PER_TURN, self._expire)
 
     def _expire(self, keys: list[str]) -> int:
         store, activity = self.broker.store, self.broker.producer_activity

@@ -600,6 +600,12 @@ _BROKER_KEYS = (
               "the last record's timestamp, which the client sets.", "INT"),
     ConfigKey("producer.id.expiration.check.interval.ms", "broker", "600000", long_at_least(1),
               "How often idle producers are looked for (producer.id.expiration.ms).", "INT", read_only=True),
+    ConfigKey("transactional.id.expiration.ms", "broker", "604800000", long_at_least(1),
+              "A transactional id without a transaction open and not updated this long is forgotten (its next "
+              "InitProducerId starts afresh).", "INT"),
+    ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", "broker", "3600000", long_at_least(1),
+              "How often expired transactional ids are looked for (transactional.id.expiration.ms).", "INT",
+              read_only=True),
     ConfigKey("transaction.max.timeout.ms", "broker", "900000", long_at_least(1),
               "Largest transaction.timeout.ms a transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT "
               "above it).", "INT"),

@@ -28,6 +28,9 @@ class TransactionalProducerInitialized(Event):
     producer_epoch: int
     timeout_ms: int
     previous_epoch: int = -1
+    now_ms: int = -1
+    """Broker time of the InitProducerId, from which an idle transactional id expires (-1 in events written before:
+    from the broker's start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,16 @@ class TransactionEnded(Event):
     now_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionalIdsExpired(Event):
+    """Transactional ids idle ``transactional.id.expiration.ms`` without a transaction open, forgotten with their
+    producer ids' ownership, as Kafka's coordinator removes them: a later InitProducerId starts afresh."""
+
+    TAG: ClassVar[int] = 66
+    transactional_ids: tuple[str, ...]
+    producer_ids: tuple[int, ...]
+
+
 TRANSACTION_EVENT_TYPES: tuple[type[Event], ...] = (
     TransactionalProducerInitialized,
     PartitionsAddedToTransaction,
@@ -118,4 +131,5 @@ TRANSACTION_EVENT_TYPES: tuple[type[Event], ...] = (
     TransactionalOffsetCommitted,
     TransactionMarkerWritten,
     TransactionEnded,
+    TransactionalIdsExpired,
 )

@@ -30,6 +30,7 @@ from logwright.core.events import Event, OffsetCommitted
 from logwright.core.events.transactions import (
     GroupAddedToTransaction,
     PartitionsAddedToTransaction,
+    TransactionalIdsExpired,
     TransactionalOffsetCommitted,
     TransactionalProducerInitialized,
     TransactionEnded,
@@ -98,6 +99,8 @@ def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, PartitionsAddedToTransaction | GroupAddedToTransaction | TransactionalOffsetCommitted
                   | TransactionEnded):
         return (transaction_key(event.transactional_id),)
+    if isinstance(event, TransactionalIdsExpired):
+        return (*map(transaction_key, event.transactional_ids), *map(owner_key, event.producer_ids))
     return ()
 
 
@@ -119,7 +122,12 @@ def _(event: TransactionalProducerInitialized, state: object, key: str) -> objec
     if key.startswith("pid/"):
         return TransactionalIdOwner(event.transactional_id)
     return TransactionState(event.transactional_id, event.producer_id, event.producer_epoch, event.timeout_ms,
-                            event.previous_epoch)
+                            event.previous_epoch, updated_ms=event.now_ms)
+
+
+@_evolve.register
+def _(event: TransactionalIdsExpired, state: object, key: str) -> object:
+    return None
 
 
 @_evolve.register
@@ -156,8 +164,22 @@ def _(event: TransactionEnded, state: object, key: str) -> object:
 TRANSACTIONS: Projection[object] = Projection(
     name="transactions", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
     handles=frozenset({TransactionalProducerInitialized, PartitionsAddedToTransaction, GroupAddedToTransaction,
-                       TransactionalOffsetCommitted, TransactionEnded}),
+                       TransactionalOffsetCommitted, TransactionEnded, TransactionalIdsExpired}),
+    removed_by=frozenset({TransactionalIdsExpired}),
 )
+
+
+def expired_transactional_ids(states: Iterable[TransactionState], now_ms: int, expiration_ms: int,
+                              known_since_ms: int) -> TransactionalIdsExpired | None:
+    """The transactional ids to forget: without a transaction open (Empty, CompleteCommit, CompleteAbort, as Kafka
+    allows) and last updated at least ``expiration_ms`` ago (``transactional.id.expiration.ms``; a state that never
+    recorded it counts from ``known_since_ms``, the broker's start)."""
+    expired = [(state.transactional_id, state.producer_id) for state in states
+               if state.status != ONGOING
+               and now_ms - (state.updated_ms if state.updated_ms >= 0 else known_since_ms) >= expiration_ms]
+    if not expired:
+        return None
+    return TransactionalIdsExpired(tuple(name for name, _ in expired), tuple(producer for _, producer in expired))
 
 
 def check_producer(state: TransactionState | None, producer_id: int, producer_epoch: int) -> TransactionState:
@@ -207,7 +229,7 @@ def init_transactional(
     if state is None:
         allocated = allocate_producer_id(counter, transactional_id)
         return None, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id, 0,
-                                                                  timeout_ms))
+                                                                  timeout_ms, now_ms=now_ms))
     if producer_id >= 0:
         if producer_id != state.producer_id:
             raise ProducerFenced(f"producer id {producer_id} is not the one of transactional id "
@@ -221,9 +243,9 @@ def init_transactional(
     if exhausted:
         allocated = allocate_producer_id(counter, transactional_id)
         return completion, (allocated, TransactionalProducerInitialized(transactional_id, allocated.producer_id,
-                                                                        0, timeout_ms))
+                                                                        0, timeout_ms, now_ms=now_ms))
     return completion, (TransactionalProducerInitialized(transactional_id, state.producer_id, epoch, timeout_ms,
-                                                         state.producer_epoch),)
+                                                         state.producer_epoch, now_ms),)
 
 
 def add_partitions(state: TransactionState | None, producer_id: int, producer_epoch: int,

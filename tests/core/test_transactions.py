@@ -43,7 +43,9 @@ from logwright.core.transactions.transactions import (
     check_transactional_append,
     end_transaction,
     expire,
+    expired_transactional_ids,
     init_transactional,
+    owner_key,
     pending_offsets,
     transaction_key,
 )
@@ -284,3 +286,30 @@ def test_init_naming_another_producer_id_is_fenced_and_an_unknown_transactional_
     log.init("other", producer_id=42, producer_epoch=3)
     state = log.state("other")
     assert state is not None and state.producer_epoch == 0 and state.producer_id != 42
+
+
+def test_idle_transactional_ids_without_an_open_transaction_expire_with_their_producer_ids() -> None:
+    log = Log()
+    log.init("idle", now_ms=1_000)
+    log.init("ended", now_ms=1_000)
+    log.add(add_partitions(log.state("ended"), 1, 0, [7], 2_000))  # type: ignore[arg-type]
+    log.complete(end_transaction(log.state("ended"), 1, 0, True, 3_000))  # type: ignore[arg-type]
+    log.init("open", now_ms=1_000)
+    log.add(add_partitions(log.state("open"), 2, 0, [7], 2_000))  # type: ignore[arg-type]
+    states = [state for state in fold(TRANSACTIONS, log.events).values() if isinstance(state, TransactionState)]
+    assert expired_transactional_ids(states, 10_999, 10_000, 0) is None
+    decided = expired_transactional_ids(states, 11_000, 10_000, 0)
+    assert decided is not None and (decided.transactional_ids, decided.producer_ids) == (("idle",), (0,))
+    later = expired_transactional_ids(states, 13_000, 10_000, 0)
+    assert later is not None and set(later.transactional_ids) == {"idle", "ended"}, "an open one never expires"
+    log.add(later)
+    folded = fold(TRANSACTIONS, log.events)
+    assert transaction_key("idle") not in folded and owner_key(0) not in folded and owner_key(1) not in folded
+    assert log.state("open") is not None
+    assert log.init("idle", now_ms=20_000) is None and log.state("idle").producer_id == 3  # type: ignore[union-attr]
+
+
+def test_a_state_that_never_recorded_its_update_counts_from_the_brokers_start() -> None:
+    state = TransactionState("old", 4, 0, 60_000)
+    assert expired_transactional_ids([state], 15_000, 10_000, 5_001) is None
+    assert expired_transactional_ids([state], 15_000, 10_000, 5_000) is not None

@@ -83,13 +83,15 @@ LAYOUT: dict[int, tuple[str, str]] = {
     54: ("ShareMembershipChanged", "group_id member_id membership"),
     55: ("ShareGroupCreated", "group_id member_id"),
     56: ("ShareGroupDeleted", "group_id member_id"),
-    60: ("TransactionalProducerInitialized", "transactional_id producer_id producer_epoch timeout_ms previous_epoch"),
+    60: ("TransactionalProducerInitialized",
+         "transactional_id producer_id producer_epoch timeout_ms previous_epoch now_ms"),
     61: ("PartitionsAddedToTransaction", "transactional_id producer_id producer_epoch partition_ids now_ms"),
     62: ("GroupAddedToTransaction", "transactional_id producer_id producer_epoch group now_ms"),
     63: ("TransactionalOffsetCommitted", "transactional_id producer_id producer_epoch commit"),
     64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed first_offset "
                                      "last_stable_offset"),  # VERSION 2
     65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms"),
+    66: ("TransactionalIdsExpired", "transactional_ids producer_ids"),
     70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
                                      "rebalance_timeout_ms server_assignor subscribed_topic_names "
                                      "subscribed_topic_regex"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -385,3 +386,46 @@ def test_a_transaction_over_1200_partitions_commits_aborts_and_is_fenced_whole(b
     successor.commit_transaction(TIMEOUT_S)
     values = read_all(bootstrap, topic, partitions, "read_committed", partitions + 1)
     assert sorted(values) == sorted([*(f"committed{i}" for i in range(partitions)), "successor"])
+
+
+@pytest.mark.logwright_only(reason="a private logwright process on a manual clock with a short expiration")
+def test_an_idle_transactional_id_expires_and_its_next_init_starts_afresh(tmp_path: Path) -> None:
+    """``transactional.id.expiration.ms`` of broker time after its last update, checked every
+    ``transaction.remove.expired.transaction.cleanup.interval.ms``, without a transaction open: DescribeTransactions
+    no longer knows it, and the next InitProducerId gets a new producer id, as on Kafka."""
+    from kio.schema.describe_transactions.v0 import request as describe_transactions
+
+    broker = BrokerProcess(tmp_path / "data", extra_args=("--manual-clock",), config={
+        "transactional.id.expiration.ms": "600000",
+        "transaction.remove.expired.transaction.cleanup.interval.ms": "60000"}).start()
+    try:
+        bootstrap, topic = broker.bootstrap, new_topic(broker.bootstrap)
+        committed, left_open = f"tx-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
+
+        def described(transactional_id: str) -> tuple[int, int]:
+            [state] = one_request(bootstrap, make(describe_transactions.DescribeTransactionsRequest,
+                                                  transactional_ids=(transactional_id,))).transaction_states
+            return int(state.error_code), int(state.producer_id)
+
+        producer = transactional_producer(bootstrap, committed)
+        producer.begin_transaction()
+        send(producer, topic, "v", 2)
+        producer.commit_transaction(TIMEOUT_S)
+        first_id = described(committed)[1]
+        other = transactional_producer(bootstrap, left_open, timeout_ms=900_000)
+        other.begin_transaction()
+        send(other, topic, "open", 2)
+        assert other.flush(TIMEOUT_S) == 0
+        advance_clock(bootstrap, 540_000)
+        assert described(committed)[0] == 0, "idle 9 minutes of 10"
+        advance_clock(bootstrap, 120_000)
+        assert described(committed)[0] == 105, "TRANSACTIONAL_ID_NOT_FOUND"
+        assert described(left_open)[0] == 0, "a transaction open is never expired"
+        again = transactional_producer(bootstrap, committed)
+        again.begin_transaction()
+        send(again, topic, "after", 2)
+        again.commit_transaction(TIMEOUT_S)
+        assert described(committed)[1] != first_id, "a new producer id"
+        other.abort_transaction(TIMEOUT_S)
+    finally:
+        broker.kill()
