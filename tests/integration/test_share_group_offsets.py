@@ -105,6 +105,10 @@ def topic(bootstrap: str) -> str:
     for value in range(20):
         producer.produce(name, value=str(value).encode(), partition=0)
     assert producer.flush(30) == 0
+    for known in (name, f"{name}-empty"):  # Kafka's group coordinator learns of a new topic a moment after it exists
+        probe = f"share-offsets-probe-{uuid.uuid4().hex[:8]}"
+        coordinator_ready(bootstrap, probe)
+        assert eventually(lambda: alter(bootstrap, probe, {known: {0: 0}}) == (NONE, {(known, 0): NONE}))
     return name
 
 
