@@ -76,9 +76,10 @@ fuzz: $(STAMP)
 		-artifact_prefix=.fuzz/ .fuzz/corpus
 
 # The Java client scenario (kafka-clients and Kafka Streams, javac), a Kafka Connect worker and Kafka's command-line
-# tools against logwright and Apache Kafka in the same run.
+# tools against logwright and Apache Kafka in the same run, on two workers (the command-line tools' tests on one,
+# grouped: each broker they share is started once per worker).
 compat-java: $(STAMP)
-	$(BIN)/python -m pytest -q tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
 		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py tests/peers/test_kafka_tools.py --peers
 
 # KafkaJS (Node, npm ci) and Sarama (Go, from the module proxy) scenarios against logwright and Apache Kafka.

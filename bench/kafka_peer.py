@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import fcntl
 import os
 import shutil
 import signal
@@ -77,8 +78,17 @@ def resolve(force: bool = False, pom: Path = POM, lib: Path = LIB) -> float:
 
     Returns the seconds spent (0.0 when nothing had to be done). A stamp file records which pom the
     directory was built from, so editing a version in the pom re-resolves on the next start. The Java
-    client scenario (peers/java) resolves its kafka-clients through this too.
+    client scenario (peers/java) resolves its kafka-clients through this too. An exclusive lock beside ``lib``
+    serialises processes (pytest-xdist workers each starting a node): one copies while the others wait, then
+    find the stamp, and none deletes the directory under a JVM already reading it.
     """
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with (lib.parent / f".{lib.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _resolve_locked(force, pom, lib)
+
+
+def _resolve_locked(force: bool, pom: Path, lib: Path) -> float:
     stamp = lib / STAMP.name
     pom_text = pom.read_text()
     if not force and stamp.exists() and stamp.read_text() == pom_text:

@@ -14,6 +14,8 @@ logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -34,7 +36,11 @@ STEP_TIMEOUT_S = 240
 
 
 def build() -> str:
-    """Resolve kafka-clients and compile the scenario; returns the class path to run it with."""
+    """Resolve kafka-clients and compile the scenario; returns the class path to run it with.
+
+    Compiled once per change of the sources or the pom, under a lock: pytest-xdist workers run scenarios side by
+    side, and javac rewriting class files under a running JVM (which loads them lazily) could hand it half a file.
+    """
     from kafka_peer import resolve  # noqa: PLC0415 - bench/ is on sys.path once peers.suite is imported
 
     if shutil.which("javac") is None:
@@ -42,8 +48,17 @@ def build() -> str:
     lib = JAVA / "target" / "lib"
     resolve(pom=JAVA / "pom.xml", lib=lib)
     classes = JAVA / "target" / "classes"
-    sources = sorted(str(path) for path in (JAVA / "src").rglob("*.java"))
-    subprocess.run(["javac", "-d", str(classes), "-cp", f"{lib}/*", *sources], check=True)
+    sources = sorted((JAVA / "src").rglob("*.java"))
+    digest = hashlib.sha256((JAVA / "pom.xml").read_bytes())
+    for source in sources:
+        digest.update(str(source).encode() + b"\0" + source.read_bytes())
+    stamp = JAVA / "target" / ".classes-stamp"
+    with (JAVA / "target" / ".classes.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (stamp.exists() and stamp.read_text() == digest.hexdigest()):
+            stamp.unlink(missing_ok=True)
+            subprocess.run(["javac", "-d", str(classes), "-cp", f"{lib}/*", *map(str, sources)], check=True)
+            stamp.write_text(digest.hexdigest())
     return f"{classes}:{lib}/*"
 
 

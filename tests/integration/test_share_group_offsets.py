@@ -108,7 +108,8 @@ def topic(bootstrap: str) -> str:
     for known in (name, f"{name}-empty"):  # Kafka's group coordinator learns of a new topic a moment after it exists
         probe = f"share-offsets-probe-{uuid.uuid4().hex[:8]}"
         coordinator_ready(bootstrap, probe)
-        assert eventually(lambda: alter(bootstrap, probe, {known: {0: 0}}) == (NONE, {(known, 0): NONE}))
+        assert eventually(lambda probe=probe, known=known:
+                          alter(bootstrap, probe, {known: {0: 0}}) == (NONE, {(known, 0): NONE}))
     return name
 
 

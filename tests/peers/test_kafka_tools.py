@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # bench/ is not a package: kafka_peer finds java, resolves jars, runs Kafka
 import kafka_peer  # noqa: E402
 
-pytestmark = pytest.mark.peers
+# one worker under ``--dist loadgroup`` (make compat-java): each module-scoped broker is started once
+pytestmark = [pytest.mark.peers, pytest.mark.xdist_group("kafka-tools")]
 
 POM = ROOT / "bench" / "kafka" / "tools" / "pom.xml"
 LIB = ROOT / "bench" / "kafka" / "target" / "tools-lib"
