@@ -31,7 +31,7 @@ from logwright.compat.registry import RequestContext, handler, has_field, make, 
 from logwright.core.errors import ConcurrentTransactions, DomainError, InvalidRequest, quoted
 from logwright.core.events import Event, ProducerIdAllocated
 from logwright.core.events.transactions import TransactionalProducerInitialized
-from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, ProducerState, epoch_key, init_producer_id
+from logwright.core.log.producers import COUNTER_KEY, ProducerIdCounter, init_producer_id
 from logwright.core.transactions.transactions import Completion, init_transactional
 
 if TYPE_CHECKING:
@@ -59,9 +59,7 @@ async def handle(context: RequestContext, request: InitProducerIdRequest) -> Any
     events: tuple[Event, ...]
     try:
         if transactional_id is None:
-            bumped = broker.store.state("producers", epoch_key(producer_id)) if producer_id >= 0 else None
-            events = (init_producer_id(counter, bumped if isinstance(bumped, ProducerState) else None, None,
-                                       producer_id, producer_epoch),)
+            events = (init_producer_id(counter, None, producer_id, producer_epoch),)
         else:
             if not transactional_id:
                 raise InvalidRequest("the transactional id is empty")

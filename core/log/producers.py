@@ -4,7 +4,7 @@ Kafka's rules, kept as a pure decision: a retried batch that matches one of the 
 duplicate and is answered with its original offset; any other sequence than the next one is a gap
 (`OutOfOrderSequence`); an older epoch is fenced (`InvalidProducerEpoch`); a new epoch starts at 0.
 The state is a projection of `RecordsAppended`, so it survives restarts; the same projection holds the
-producer id counter and the epochs InitProducerId has bumped (`ProducerIdAllocated`). Each row also keeps what
+producer id counter (`ProducerIdAllocated`). Each row also keeps what
 DescribeProducers shows as Kafka's producer state does: the last batch's (or marker's) timestamp, and the coordinator
 epoch of the producer's last transaction marker (-1 before one).
 """
@@ -82,11 +82,6 @@ def producer_key(partition_id: int, producer_id: int) -> str:
     return f"{partition_id}/{producer_id}"
 
 
-def epoch_key(producer_id: int) -> str:
-    """The entity holding a producer id's epoch once InitProducerId has bumped it (absent means 0)."""
-    return f"epoch/{producer_id}"
-
-
 def last_sequence_of(base_sequence: int, record_count: int) -> int:
     return (base_sequence + record_count - 1) % (MAX_SEQUENCE + 1)
 
@@ -100,8 +95,8 @@ def _keys(event: Event) -> tuple[str, ...]:
         return (producer_key(event.partition_id, event.producer_id),)
     if isinstance(event, ProducerStatesExpired):
         return tuple(producer_key(event.partition_id, producer_id) for producer_id in event.producer_ids)
-    if isinstance(event, ProducerIdAllocated):
-        return (COUNTER_KEY, epoch_key(event.producer_id)) if event.producer_epoch > 0 else (COUNTER_KEY,)
+    if isinstance(event, ProducerIdAllocated):  # one stored before idempotent bumps were Kafka's may be at epoch 1+
+        return (COUNTER_KEY,)
     return ()
 
 
@@ -149,8 +144,6 @@ def _(event: DuplicateDropped, state: object, key: str) -> object:
 
 @_evolve.register
 def _(event: ProducerIdAllocated, state: object, key: str) -> object:
-    if key != COUNTER_KEY:
-        return ProducerState(event.producer_epoch)
     current = state.next_producer_id if isinstance(state, ProducerIdCounter) else 0
     return ProducerIdCounter(max(current, event.producer_id + 1))
 
@@ -227,26 +220,20 @@ def allocate_producer_id(counter: ProducerIdCounter | None, transactional_id: st
 
 def init_producer_id(
     counter: ProducerIdCounter | None,
-    bumped: ProducerState | None,
     transactional_id: str | None,
     producer_id: int = -1,
     producer_epoch: int = -1,
 ) -> ProducerIdAllocated:
-    """InitProducerId for an idempotent producer: a fresh id at epoch 0, or the next epoch of its own id.
+    """InitProducerId for an idempotent producer: a fresh id at epoch 0, always.
 
-    A producer that names its current id and epoch (v3+, KIP-360) gets the epoch bumped, which fences
-    its older instances; any other id or epoch is answered, as Kafka does for producers without a
-    transactional id, with a fresh id. ``bumped`` is the id's `epoch_key` entity. Transactional ids are
-    `core.transactions.init_transactional`'s.
+    KIP-360 leaves an idempotent producer's epoch bump to the client, so Kafka answers a producer that names its
+    current id and epoch (v3+) with a fresh id too, and keeps no epoch per idempotent producer id; only naming one of
+    the two is refused, as Kafka refuses it. Transactional ids are `core.transactions.init_transactional`'s.
     """
     if transactional_id is not None:
         raise InvalidRequest(f"transactional id {quoted(transactional_id)}: use init_transactional")
     if (producer_id < 0) != (producer_epoch < 0):
         raise InvalidRequest(
-            f"producer id {producer_id} and epoch {producer_epoch}: give both (to bump the epoch) or neither"
+            f"producer id {producer_id} and epoch {producer_epoch}: give both or neither"
         )
-    next_id = (counter or ProducerIdCounter()).next_producer_id
-    current_epoch = bumped.producer_epoch if bumped is not None else 0
-    if 0 <= producer_id < next_id and producer_epoch == current_epoch < MAX_EPOCH:
-        return ProducerIdAllocated(producer_id, current_epoch + 1)
     return allocate_producer_id(counter, None)

@@ -231,3 +231,29 @@ def test_an_idle_producer_is_forgotten_and_its_next_batch_taken_as_its_first(tmp
         assert len(described_producers(bootstrap, topic, 0)) == 2, "kept across a restart"
     finally:
         broker.kill()
+
+
+@pytest.mark.differential
+def test_an_idempotent_producer_naming_its_id_and_epoch_gets_a_fresh_id(bootstrap: str) -> None:
+    """KIP-360 leaves an idempotent producer's epoch bump to the client: Kafka answers every InitProducerId
+    without a transactional id with a new producer id at epoch 0, whatever id and epoch it names, so a broker keeps
+    no epoch per idempotent producer id."""
+    from kio.schema.init_producer_id.v5 import request as init_v5
+    from logwright.compat.registry import make
+    from logwright.testing.clients import one_request
+
+    def init(producer_id: int, producer_epoch: int) -> tuple[int, int, int]:
+        deadline = time.monotonic() + 30
+        while True:
+            answer = one_request(bootstrap, make(init_v5.InitProducerIdRequest, transactional_id=None,
+                                                 transaction_timeout=60_000, producer_id=producer_id,
+                                                 producer_epoch=producer_epoch))
+            if answer.error_code != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                return int(answer.error_code), int(answer.producer_id), int(answer.producer_epoch)
+            time.sleep(0.1)
+
+    code, first, epoch = init(-1, -1)
+    assert (code, epoch) == (NONE, 0)
+    named = [init(first, 0), init(first, 0), init(first, 7), init(first + 10_000, 3)]
+    assert [(code, epoch) for code, _, epoch in named] == [(NONE, 0)] * 4, named
+    assert len({first, *(producer_id for _, producer_id, _ in named)}) == 5, "a new id every time"
