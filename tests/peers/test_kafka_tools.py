@@ -53,6 +53,7 @@ TOOLS = {
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
 }
 
 SERVER_AFTER_COMMAND = {"kafka-cluster"}
@@ -256,6 +257,11 @@ def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
 
     status = dict(line.split(":", 1) for line in tools.ok("kafka-metadata-quorum", "describe", "--status").splitlines())
     assert status["LeaderId"].strip() == "1" and status["CurrentObservers"].strip() == "[]"
+    features = {found[1]: found.groups()[1:] for found in re.finditer(
+        r"Feature: (\S+)\s+SupportedMinVersion: (.+?)\s+SupportedMaxVersion: (.+?)\s+FinalizedVersionLevel: (.+?)"
+        r"\s+Epoch: (\d+)", tools.ok("kafka-features", "describe"))}
+    assert features["group.version"][:3] == ("0", "1", "1"), features  # KIP-848 groups
+    assert int(features["share.version"][2]) >= 1, features
     versions = tools.ok("kafka-broker-api-versions")
     for api in ("Produce(0)", "Fetch(1)", "Metadata(3)", "OffsetCommit(8)", "ShareFetch(78)"):
         assert re.search(re.escape(api) + r": \d+ to \d+ \[usable: \d+\]", versions), api
