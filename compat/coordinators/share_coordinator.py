@@ -122,7 +122,7 @@ class ShareCoordinator(ShareGroupSettings):
         ``release_decider`` is the plugins' release decision, ``None`` when only the built-in default decides;
         ``backoff_decider`` is that default itself, asked only for groups with a redelivery backoff policy."""
         self.broker = broker
-        self._check_record_lock_settings()
+        self._check_group_bounds()
         self._modes = modes
         self._release_decider = release_decider
         self._backoff_decider = backoff_decider

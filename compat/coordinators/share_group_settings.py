@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from logwright.compat.broker import Broker
+from logwright.core.config import group_bounds
+from logwright.core.config.group_bounds import GROUP_BOUNDS
 from logwright.core.cursors.plugin_decisions import (
     DEAD_LETTER_MAX_DELIVERIES_KEY,
     GroupConfigChange,
@@ -47,6 +49,9 @@ class ShareGroupSettings:
             for key, value in stored.overrides:
                 if key == name:
                     return value
+        bound = GROUP_BOUNDS.get(name)
+        if bound is not None and self.broker.configs.get("broker", bound.broker_key) is not None:
+            return self.broker.broker_config(bound.broker_key)  # the broker's default for groups, as Kafka's
         key_info = self.broker.configs.get("group", name)
         assert key_info is not None and key_info.default is not None, f"unknown group config {name!r}"
         return key_info.default
@@ -55,26 +60,40 @@ class ShareGroupSettings:
         stored = self.broker.store.state("catalog", resource_key("group", group_id))
         overrides = dict(stored.overrides) if isinstance(stored, ResourceConfig) else {}
         effective = self.broker.configs.effective("group", overrides)
-        return {name: value for name, (value, _) in effective.items() if value is not None}
+        settings = {name: value for name, (value, _) in effective.items() if value is not None}
+        for name, (_, default) in effective.items():
+            if default and name in GROUP_BOUNDS:
+                settings[name] = self.group_config(group_id, name)
+        return settings
 
-    def _check_record_lock_settings(self) -> None:
-        """Refuse to start (`InvalidConfig`) with broker record lock settings Kafka refuses (``serve --config``)."""
-        names = (record_locks.BROKER_KEY, record_locks.BROKER_MIN_KEY, record_locks.BROKER_MAX_KEY)
-        keys = {name: self.broker.configs.get("broker", name) for name in names}
-        if any(key is None for key in keys.values()):
-            return  # a registry without them (a test's own)
-        problem = record_locks.broker_problem({name: self.broker.broker_config(name) for name in names},
-                                              {name: key.validate for name, key in keys.items() if key is not None})
-        if problem is not None:
-            raise InvalidConfig(problem)
+    def _check_group_bounds(self) -> None:
+        """Refuse to start (`InvalidConfig`) with a broker default of a group config, or its bounds, that Kafka refuses
+        (``serve --config``): each value invalid alone, or the default outside the bounds."""
+        for bound in GROUP_BOUNDS.values():
+            keys = [self.broker.configs.get("broker", name)
+                    for name in (bound.broker_key, bound.minimum_key, bound.maximum_key)]
+            values: dict[str, str] = {}
+            for key in keys:
+                if key is None:
+                    break  # a registry without them (a test's own)
+                value = values[key.name] = self.broker.broker_config(key.name)
+                problem = key.validate(value)
+                if problem is not None:
+                    raise InvalidConfig(f"invalid value {value!r} for broker config {key.name!r}: {problem}")
+            else:
+                problem = group_bounds.broker_problem(bound, values)
+                if problem is not None:
+                    raise InvalidConfig(problem)
 
     def check_config_change(self, group_id: str, overrides: dict[str, str], changed: tuple[str, ...]) -> None:
         """Let the plugins refuse a group config change (``overrides``: the group's overrides after it) with
-        `InvalidConfig` before it is stored; the record lock limit is checked against the broker's bounds first."""
-        if record_locks.GROUP_KEY in changed and record_locks.GROUP_KEY in overrides:
-            problem = record_locks.limit_problem(int(overrides[record_locks.GROUP_KEY]),
-                                                 int(self.broker.broker_config(record_locks.BROKER_MIN_KEY)),
-                                                 int(self.broker.broker_config(record_locks.BROKER_MAX_KEY)))
+        `InvalidConfig` before it is stored; a value the broker bounds (`GROUP_BOUNDS`) is checked against them
+        first."""
+        for name in changed:
+            bound = GROUP_BOUNDS.get(name)
+            if bound is None or name not in overrides or self.broker.configs.get("broker", bound.minimum_key) is None:
+                continue
+            problem = group_bounds.group_problem(name, overrides[name], self.broker.broker_config)
             if problem is not None:
                 raise InvalidConfig(problem)
         check = self._group_config_check
@@ -141,12 +160,7 @@ class ShareGroupSettings:
     def record_lock_limit(self, group_id: str) -> int:
         """Records one share-partition of the group may hold in flight: the group's own
         ``share.partition.max.record.locks``, else the broker's ``group.share.partition.max.record.locks``."""
-        stored = self.broker.store.state("catalog", resource_key("group", group_id))
-        if isinstance(stored, ResourceConfig):
-            for key, value in stored.overrides:
-                if key == record_locks.GROUP_KEY:
-                    return int(value)
-        return int(self.broker.broker_config(record_locks.BROKER_KEY))
+        return int(self.group_config(group_id, record_locks.GROUP_KEY))
 
     def delivery_count_limit(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.delivery.count.limit"))

@@ -23,8 +23,9 @@ from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.extensions.access import group_only
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.extension_body import Body, extension, integer, ranges, text
+from logwright.core.config.group_bounds import group_problem
 from logwright.core.cursors.key_hash_ranges import HashRange
-from logwright.core.errors import InvalidRequest
+from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.share_groups.share_groups import ConsumerOptions
 
 API_KEY = 32002
@@ -55,6 +56,9 @@ class ConsumerOptionsRequest:
         ack_timeout_ms = integer(body, "ack_timeout_ms", default=0)
         if ack_timeout_ms:
             broker.configs.validate("group", [(LOCK_DURATION_KEY, str(ack_timeout_ms))])
+            problem = group_problem(LOCK_DURATION_KEY, str(ack_timeout_ms), broker.broker_config)
+            if problem is not None:  # within the broker's bounds, as the group config it overrides
+                raise InvalidConfig(problem)
         options = ConsumerOptions(name, integer(body, "priority", default=0),
                                   tuple(HashRange(first, last) for first, last in declared),
                                   integer(body, "max_in_flight", default=0), ack_timeout_ms)

@@ -32,6 +32,7 @@ from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceTyp
 from logwright.core.config import client_metrics
 from logwright.core.config.config_changes import AlterOp
 from logwright.core.config.configs import ConfigKey, ConfigRegistry
+from logwright.core.config.group_bounds import GROUP_BOUNDS
 from logwright.core.config.topic_synonyms import BROKER_KEY_FAMILIES, TOPIC_BROKER_SYNONYMS, topic_default
 from logwright.core.cursors.subscription_mode import DEFAULT_MODE, SUBSCRIPTION_MODE_KEY
 from logwright.core.errors import DomainError, ThrottlingQuotaExceeded
@@ -162,7 +163,15 @@ def describe(
         synonyms = tuple((key.name, None if key.sensitive else value, source) for source, value in chain
                          if source != ConfigSource.DEFAULT_CONFIG or resource.kind != client_metrics.KIND)
         if resource.kind == "topic" and key.name in TOPIC_BROKER_SYNONYMS:
-            described.append(_with_broker_default(broker, key, synonyms[:-1]))
+            names = [synonym.name for synonym in TOPIC_BROKER_SYNONYMS[key.name]]
+            default = None if len(synonyms) > 1 else (
+                topic_default(key.name, lambda name: _broker_value(broker, name)) or key.default)
+            described.append(_with_broker_default(broker, key, synonyms[:-1], names, default))
+            continue
+        bound = GROUP_BOUNDS.get(key.name) if resource.kind == "group" else None
+        if bound is not None and broker.configs.get("broker", bound.broker_key) is not None:
+            described.append(_with_broker_default(broker, key, synonyms[:-1], [bound.broker_key],
+                                                  broker.broker_config(bound.broker_key)))
             continue
         if resource.kind == "broker" and not cluster_default:
             described.append(_broker_key(broker, key, layers))
@@ -193,15 +202,15 @@ def _broker_key(broker: Broker, key: ConfigKey, layers: list[tuple[ConfigSource,
                            CONFIG_TYPES.get(key.value_type, 0), key.doc)
 
 
-def _with_broker_default(broker: Broker, key: ConfigKey,
-                         own: tuple[tuple[str, str | None, ConfigSource], ...]) -> DescribedConfig:
-    """A topic key whose default is the broker's (`TOPIC_BROKER_SYNONYMS`), described as Kafka does: the value is
-    the effective one (the topic's override, else the broker keys resolved in their order), the synonyms the
-    topic's override then the broker keys set per broker, cluster-wide, statically and by default, in that order,
-    from the first naming the highest-precedence broker key (Kafka drops those before it, so a broker started
-    with only ``log.retention.minutes`` shows ``retention.ms`` as DEFAULT_CONFIG without synonyms, and with
-    nothing set ``segment.ms`` has none either: ``log.roll.ms`` has no default)."""
-    names = [synonym.name for synonym in TOPIC_BROKER_SYNONYMS[key.name]]
+def _with_broker_default(broker: Broker, key: ConfigKey, own: tuple[tuple[str, str | None, ConfigSource], ...],
+                         names: list[str], default: str | None) -> DescribedConfig:
+    """A topic or group key whose default is the broker's (``names``, highest precedence first:
+    `TOPIC_BROKER_SYNONYMS`, `GROUP_BOUNDS`), described as Kafka does: the value is the effective one (the
+    resource's override, else ``default``: the broker keys resolved in their order), the synonyms the override
+    then the broker keys set per broker, cluster-wide, statically and by default, in that order, from the first
+    naming the highest-precedence broker key (Kafka drops those before it, so a broker started with only
+    ``log.retention.minutes`` shows ``retention.ms`` as DEFAULT_CONFIG without synonyms, and with nothing set
+    ``segment.ms`` has none either: ``log.roll.ms`` has no default)."""
     layers = [(ConfigSource.DYNAMIC_BROKER_CONFIG, overrides(broker, Resource("broker", str(broker.node_id)))),
               (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, overrides(broker, Resource("broker", ""))),
               (ConfigSource.STATIC_BROKER_CONFIG, broker.settings.overrides),
@@ -212,9 +221,7 @@ def _with_broker_default(broker: Broker, key: ConfigKey,
              if broker_name in values]
     while chain and chain[0][0] != names[0]:
         chain.pop(0)
-    value = own[0][1] if own else None
-    if not own:
-        value = topic_default(key.name, lambda name: _broker_value(broker, name)) or key.default
+    value = own[0][1] if own else default
     synonyms = (*own, *chain)
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     return DescribedConfig(key.name, value, source, key.read_only, key.sensitive, synonyms,

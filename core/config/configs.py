@@ -374,6 +374,14 @@ def _listener_override(key: ConfigKey, listener: str) -> ConfigKey:
                                key.value_type, doc=f"{key.name} for the {listener.upper()} listener's OAUTHBEARER.")
 
 
+def bounds_of(kind: str, setting: str, minimum: str, maximum: str, validate: Validator) -> tuple[ConfigKey, ...]:
+    """The broker's static ``group.<kind>.min.<setting>`` and ``group.<kind>.max.<setting>``: the range a group's
+    ``<kind>.<setting>`` may be set in (`logwright.core.config.group_bounds`)."""
+    return tuple(ConfigKey(f"group.{kind}.{edge}.{setting}", "broker", value, validate,
+                           f"{word} {kind}.{setting} a group may set.", "INT", read_only=True)
+                 for edge, value, word in (("min", minimum, "Smallest"), ("max", maximum, "Largest")))
+
+
 _BROKER_KEYS = (
     ConfigKey("auto.create.topics.enable", "broker", "true", boolean,
               "Create a topic when Metadata or Produce names one that does not exist.", "BOOLEAN"),
@@ -619,10 +627,25 @@ _BROKER_KEYS = (
               "Least time between two target assignments of a KIP-848 consumer group (KIP-1263): a change sooner "
               "is assigned by the first heartbeat once it has passed; 0 assigns every change at once (a group's "
               "consumer.assignment.interval.ms overrides it, within the min and max).", "INT"),
-    ConfigKey("group.consumer.min.assignment.interval.ms", "broker", "0", long_at_least(0),
-              "Smallest consumer.assignment.interval.ms a group may set.", "INT", read_only=True),
-    ConfigKey("group.consumer.max.assignment.interval.ms", "broker", "15000", long_at_least(0),
-              "Largest consumer.assignment.interval.ms a group may set.", "INT", read_only=True),
+    *bounds_of("consumer", "assignment.interval.ms", "0", "15000", long_at_least(0)),
+    *bounds_of("consumer", "session.timeout.ms", "45000", "60000", long_at_least(1)),
+    *bounds_of("consumer", "heartbeat.interval.ms", "5000", "15000", long_at_least(1)),
+    ConfigKey("group.share.session.timeout.ms", "broker", "45000", long_at_least(1),
+              "A share group member that does not heartbeat for this long is removed (a group's "
+              "share.session.timeout.ms overrides it, within the min and max).", "INT", read_only=True),
+    *bounds_of("share", "session.timeout.ms", "45000", "60000", long_at_least(1)),
+    ConfigKey("group.share.heartbeat.interval.ms", "broker", "5000", long_at_least(1),
+              "How often share group members heartbeat (a group's share.heartbeat.interval.ms overrides it).", "INT",
+              read_only=True),
+    *bounds_of("share", "heartbeat.interval.ms", "5000", "15000", long_at_least(1)),
+    ConfigKey("group.share.record.lock.duration.ms", "broker", "30000", long_at_least(1),
+              "How long a share consumer holds acquired records before they are delivered again, for groups "
+              "without share.record.lock.duration.ms.", "INT", read_only=True),
+    *bounds_of("share", "record.lock.duration.ms", "15000", "60000", long_at_least(1)),
+    ConfigKey("group.share.delivery.count.limit", "broker", "5", long_between(2, 10),
+              "Deliveries of one record to a share group before it is archived (dead-lettered), for groups "
+              "without share.delivery.count.limit.", "INT", read_only=True),
+    *bounds_of("share", "delivery.count.limit", "2", "10", long_between(2, 10)),
     ConfigKey("group.share.partition.max.record.locks", "broker", "2000", long_between(100, 10000),
               "Records one share-partition may hold in flight (from its first unfinished record to the last "
               "acquired) for groups without share.partition.max.record.locks; at the limit a fetch acquires no "
@@ -646,20 +669,20 @@ _BROKER_KEYS = (
 
 
 _GROUP_KEYS = (
-    ConfigKey("consumer.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+    ConfigKey("consumer.session.timeout.ms", "group", "45000", long_at_least(1),
               "Session timeout of members of this KIP-848 consumer group (classic groups use the timeout each "
               "member asks for).", "INT"),
-    ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+    ConfigKey("consumer.heartbeat.interval.ms", "group", "5000", long_at_least(1),
               "Heartbeat interval of members of this KIP-848 consumer group.", "INT"),
-    ConfigKey("consumer.assignment.interval.ms", "group", "1000", long_between(0, 15000),
+    ConfigKey("consumer.assignment.interval.ms", "group", "1000", long_at_least(0),
               "Least time between two target assignments of this KIP-848 consumer group (KIP-1263).", "INT"),
-    ConfigKey("share.session.timeout.ms", "group", "45000", long_between(45000, 60000),
+    ConfigKey("share.session.timeout.ms", "group", "45000", long_at_least(1),
               "A share group member that does not heartbeat for this long is removed.", "INT"),
-    ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_between(5000, 15000),
+    ConfigKey("share.heartbeat.interval.ms", "group", "5000", long_at_least(1),
               "How often share group members heartbeat.", "INT"),
-    ConfigKey("share.record.lock.duration.ms", "group", "30000", long_between(15000, 60000),
+    ConfigKey("share.record.lock.duration.ms", "group", "30000", long_at_least(1),
               "How long a share consumer holds acquired records before they are delivered again.", "INT"),
-    ConfigKey("share.delivery.count.limit", "group", "5", long_between(2, 10),
+    ConfigKey("share.delivery.count.limit", "group", "5", long_at_least(2),
               "Deliveries of one record to a share group before it is archived (dead-lettered).", "INT"),
     ConfigKey("share.partition.max.record.locks", "group", "2000", long_at_least(100),
               "Records one share-partition of this group may hold in flight (within the broker's "

@@ -10,16 +10,11 @@ consumer that acknowledges the oldest records lets acquisition go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from logwright.core.cursors.cursor import CursorState
 
 GROUP_KEY = "share.partition.max.record.locks"
-"""Group config: the group's own limit, within the broker's minimum and maximum (KIP-1240, Kafka 4.3+)."""
-BROKER_KEY = "group.share.partition.max.record.locks"
-"""Broker config: the limit of groups that set none (Kafka's default 2000)."""
-BROKER_MIN_KEY = "group.share.min.partition.max.record.locks"
-BROKER_MAX_KEY = "group.share.max.partition.max.record.locks"
+"""Group config: the group's own limit, within the broker's minimum and maximum (KIP-1240, Kafka 4.3+); its default
+and bounds are the broker's ``group.share.(min.|max.)partition.max.record.locks`` (`core.config.group_bounds`)."""
 
 
 def window_end(state: CursorState, start: int) -> int:
@@ -47,25 +42,3 @@ def in_window(state: CursorState, log_start: int) -> int:
     """How many offsets the cursor's in-flight window spans (what Kafka compares with the limit)."""
     start = max(state.mark_delete_position + 1, log_start)
     return window_end(state, start) - start + 1
-
-
-def limit_problem(value: int, minimum: int, maximum: int) -> str | None:
-    """Kafka's refusal of a group limit outside the broker's bounds, word for word; ``None`` if it fits."""
-    if minimum <= value <= maximum:
-        return None
-    return f"{GROUP_KEY} must be in the range {minimum} to {maximum} inclusive."
-
-
-def broker_problem(values: dict[str, str], validators: dict[str, Callable[[str], str | None]]) -> str | None:
-    """Why the broker's three record lock settings cannot start a broker (each in its own range, the limit
-    within the minimum and maximum, in Kafka's words); ``None`` if they can."""
-    for name in (BROKER_KEY, BROKER_MIN_KEY, BROKER_MAX_KEY):
-        problem = validators[name](values[name])
-        if problem is not None:
-            return f"invalid value {values[name]!r} for broker config {name!r}: {problem}"
-    value, minimum, maximum = (int(values[name]) for name in (BROKER_KEY, BROKER_MIN_KEY, BROKER_MAX_KEY))
-    if maximum < value:
-        return f"{BROKER_MAX_KEY} must be greater than or equal to {BROKER_KEY}"
-    if value < minimum:
-        return f"{BROKER_KEY} must be greater than or equal to {BROKER_MIN_KEY}"
-    return None

@@ -230,7 +230,7 @@ def test_a_group_is_configured_before_it_exists(harness: Harness) -> None:
     assert (entry.value, entry.config_source) == ("earliest", 8)
     refused = harness.incremental(GROUP, "shares", ("share.delivery.count.limit", 0, "50"))
     assert refused.error_code == ErrorCode.INVALID_CONFIG
-    assert "'share.delivery.count.limit': must be between 2 and 10" in refused.error_message
+    assert refused.error_message == "share.delivery.count.limit must be in the range 2 to 10 inclusive."
 
 
 def test_alter_configs_replaces_the_override_set(harness: Harness) -> None:
@@ -261,7 +261,9 @@ def test_create_partitions_and_delete_topics_by_id(harness: Harness) -> None:
     assert harness.broker.topic("grow") is None
 
 
-def test_producer_ids_survive_a_restart_and_epochs_bump(harness: Harness) -> None:
+def test_producer_ids_survive_a_restart_and_transactional_epochs_bump(harness: Harness) -> None:
+    """An idempotent producer naming its id and epoch gets a fresh id (as Kafka: KIP-360 bumps are the client's);
+    a transactional id's epoch is bumped, across restarts."""
     def init(transactional_id: str | None = None, producer_id: int = -1, epoch: int = -1) -> Any:
         request = InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout=TIMEOUT,
                                         producer_id=producer_id, producer_epoch=epoch)
@@ -269,18 +271,18 @@ def test_producer_ids_survive_a_restart_and_epochs_bump(harness: Harness) -> Non
 
     first = init()
     assert (first.error_code, first.producer_id, first.producer_epoch) == (ErrorCode.NONE, 0, 0)
-    bumped = init(producer_id=0, epoch=0)
-    assert (bumped.producer_id, bumped.producer_epoch) == (0, 1)
+    renewed = init(producer_id=0, epoch=0)
+    assert (renewed.producer_id, renewed.producer_epoch) == (1, 0)
     harness.close()
     harness.open()
-    assert init().producer_id == 1
-    assert init(producer_id=0, epoch=1).producer_epoch == 2
+    assert init().producer_id == 2
+    assert (init(producer_id=1, epoch=0).producer_id, init(producer_id=1, epoch=0).producer_epoch) == (3, 0)
     transactional = init(transactional_id="tx")
-    assert (transactional.error_code, transactional.producer_id, transactional.producer_epoch) == (0, 2, 0)
+    assert (transactional.error_code, transactional.producer_id, transactional.producer_epoch) == (0, 5, 0)
     harness.close()
     harness.open()
     again = init(transactional_id="tx")
-    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, 2, 1)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, 5, 1)
 
 
 def test_describe_cluster_names_this_broker_as_controller(harness: Harness) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from logwright.core.cursors.cursor import CursorState, Delivery, Redelivery
 from logwright.core.rangeset import RangeSet
-from logwright.core.share_groups.record_locks import acquisition_ceiling, in_window, limit_problem
+from logwright.core.share_groups.record_locks import acquisition_ceiling, in_window
 
 
 def cursor(mark: int = -1, settled: tuple[tuple[int, int], ...] = (), in_flight: tuple[Delivery, ...] = (),
@@ -35,8 +35,3 @@ def test_released_records_inside_the_window_stay_acquirable() -> None:
 def test_the_log_start_moves_the_window() -> None:
     assert acquisition_ceiling(cursor(), 500, 100) == 599
 
-
-def test_kafkas_refusal_outside_the_brokers_bounds() -> None:
-    assert limit_problem(100, 100, 4000) is None and limit_problem(4000, 100, 4000) is None
-    assert limit_problem(4001, 100, 4000) == (
-        "share.partition.max.record.locks must be in the range 100 to 4000 inclusive.")

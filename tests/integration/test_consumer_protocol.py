@@ -119,7 +119,8 @@ def test_members_join_and_leave_without_reading_a_record_twice(bootstrap: str) -
 
 @pytest.fixture
 def private_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    process = BrokerProcess(tmp_path / "data", config={"group.consumer.heartbeat.interval.ms": "500"}).start()
+    process = BrokerProcess(tmp_path / "data", config={"group.consumer.heartbeat.interval.ms": "500",
+                                                            "group.consumer.min.heartbeat.interval.ms": "500"}).start()
     try:
         yield process
     finally:

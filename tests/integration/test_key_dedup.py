@@ -174,7 +174,9 @@ def test_a_client_numbers_a_shortened_batch_from_its_answered_base_offset(clock_
 
     def one_batch(keys: list[bytes]) -> list[int]:
         reported: list[int] = []
-        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 200})
+        # one batch: sent once it holds every record (a 200 ms linger split it under a loaded CI host)
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 5000,
+                             "batch.num.messages": len(keys)})
         for key in keys:
             producer.produce(topic, key=key, value=b"v", partition=0,
                              on_delivery=lambda error, message: reported.append(
