@@ -141,7 +141,8 @@ class ConsumerCoordinator:
         before = consumer_group(self.broker, command.group_id)
         topics = self.regex_topics(before, command, describable)
         member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern,
-                                      self.assignment_pace(command.group_id))
+                                      self.assignment_pace(command.group_id),
+                                      int(self.broker.broker_config("group.consumer.max.size")))
         if classic is not None and events:  # an empty classic group: the joining member takes its id over
             events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()

@@ -182,7 +182,8 @@ class ShareCoordinator(ShareGroupSettings):
         joins_new = before is None and command.member_epoch == 0 and command.group_id != ""
         if joins_new and self.held_by_other_kind(command.group_id):
             raise UnknownGroup(f"group {quoted(command.group_id)} is not a share group")
-        member_id, events = heartbeat(before, command, self._topic, self.mode(command.group_id))
+        member_id, events = heartbeat(before, command, self._topic, self.mode(command.group_id),
+                                      int(self.broker.broker_config("group.share.max.size")))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1:
             if (command.group_id, member_id) not in self.sessions:  # else its closing request releases them

@@ -630,6 +630,9 @@ _BROKER_KEYS = (
     *bounds_of("consumer", "assignment.interval.ms", "0", "15000", long_at_least(0)),
     *bounds_of("consumer", "session.timeout.ms", "45000", "60000", long_at_least(1)),
     *bounds_of("consumer", "heartbeat.interval.ms", "5000", "15000", long_at_least(1)),
+    ConfigKey("group.consumer.max.size", "broker", "2147483647", long_between(1, 2**31 - 1),
+              "Most members a KIP-848 consumer group may have: one more is refused (GROUP_MAX_SIZE_REACHED) unless "
+              "it replaces a static member that left (classic groups: group.max.size).", "INT", read_only=True),
     ConfigKey("group.share.session.timeout.ms", "broker", "45000", long_at_least(1),
               "A share group member that does not heartbeat for this long is removed (a group's "
               "share.session.timeout.ms overrides it, within the min and max).", "INT", read_only=True),
@@ -638,6 +641,9 @@ _BROKER_KEYS = (
               "How often share group members heartbeat (a group's share.heartbeat.interval.ms overrides it).", "INT",
               read_only=True),
     *bounds_of("share", "heartbeat.interval.ms", "5000", "15000", long_at_least(1)),
+    ConfigKey("group.share.max.size", "broker", "200", long_between(1, 1000),
+              "Most members a share group may have: one more is refused (GROUP_MAX_SIZE_REACHED).", "INT",
+              read_only=True),
     ConfigKey("group.share.record.lock.duration.ms", "broker", "30000", long_at_least(1),
               "How long a share consumer holds acquired records before they are delivered again, for groups "
               "without share.record.lock.duration.ms.", "INT", read_only=True),

@@ -31,6 +31,7 @@ from logwright.core.consumer_groups.consumer_groups import (
 from logwright.core.consumer_groups.topic_patterns import CompiledPattern, PatternCompiler, PatternError
 from logwright.core.errors import (
     FencedMemberEpoch,
+    GroupMaxSizeReached,
     InvalidRegularExpression,
     InvalidRequest,
     StaleMemberEpoch,
@@ -255,6 +256,13 @@ def _check_epoch(group_id: str, member: ConsumerMember, command: ConsumerHeartbe
                             f"its epoch is {member.member_epoch}; rejoin with epoch 0")
 
 
+def _check_room(group: ConsumerGroupState, max_size: int) -> None:
+    """Refuse a member new to a group that has ``max_size`` members (static members that left count: they may come
+    back), in Kafka 4.4's words; a static member replacing one that left takes its place and is not refused."""
+    if len(group.members) >= max_size:
+        raise GroupMaxSizeReached(f"The consumer group has reached its maximum capacity of {max_size} members.")
+
+
 def _subscribed_event(group_id: str, member_id: str, existing: ConsumerMember | None,
                       command: ConsumerHeartbeat) -> ConsumerMemberSubscribed:
     def pick(new: str | None, old: str | None) -> str | None:
@@ -283,13 +291,18 @@ def _changes_subscription(before: ConsumerMember | None, event: ConsumerMemberSu
                                                   event.server_assignor, event.rack_id)
 
 
+UNBOUNDED_GROUP_SIZE = 2**31 - 1
+"""``group.consumer.max.size``'s default (Kafka's Integer.MAX_VALUE): no limit in practice."""
+
+
 def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topics: Topics,
               new_member_id: Callable[[], str], patterns: PatternCompiler,
-              pace: AssignmentPace = AT_ONCE) -> tuple[str, list[Event]]:
+              pace: AssignmentPace = AT_ONCE, max_size: int = UNBOUNDED_GROUP_SIZE) -> tuple[str, list[Event]]:
     """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append; ``patterns``
-    compiles subscribed regexes (`topic_patterns`); ``pace`` says whether a new target may be computed now.
+    compiles subscribed regexes (`topic_patterns`); ``pace`` says whether a new target may be computed now;
+    ``max_size`` is ``group.consumer.max.size``.
 
-    Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`,
+    Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`, `GroupMaxSizeReached`,
     `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
     """
     _check(command, patterns)
@@ -312,8 +325,11 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
             existing = static
         elif existing is not None:
             events.append(ConsumerMemberReconciled(group_id, member_id, 0, -1, MemberState.STABLE, (), ()))
+        else:
+            _check_room(current, max_size)
     else:
         if existing is None:
+            _check_room(current, max_size)  # Kafka 4.4 says the group is full before that it does not know the member
             raise UnknownMember(f"member {quoted(member_id)} is not in consumer group {quoted(group_id)}; rejoin "
                                 "with epoch 0")
         _check_epoch(group_id, existing, command)

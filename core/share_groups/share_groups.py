@@ -23,6 +23,7 @@ from logwright.core.cursors.key_hash_ranges import HashRange
 from logwright.core.cursors.subscription_mode import Membership, ModeConsumer, SubscriptionMode
 from logwright.core.errors import (
     FencedMemberEpoch,
+    GroupMaxSizeReached,
     InvalidConfig,
     InvalidRequest,
     NonEmptyGroup,
@@ -214,16 +215,22 @@ def fold(state: ShareGroupState | None, events: Sequence[Event], group_id: str) 
     return folded
 
 
+SHARE_GROUP_MAX_SIZE = 200
+"""``group.share.max.size``'s default, Kafka 4.4's."""
+
+
 def heartbeat(
     state: ShareGroupState | None, command: ShareHeartbeat, topics: TopicLookup, mode: SubscriptionMode,
+    max_size: int = SHARE_GROUP_MAX_SIZE,
 ) -> tuple[str, list[Event]]:
-    """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append.
+    """Decide one ShareGroupHeartbeat: the member id to answer with and the events to append; ``max_size`` is
+    ``group.share.max.size``.
 
     Raises `UnknownGroup` (a heartbeat other than a join for a group that does not exist), `UnknownMember`,
     `FencedMemberEpoch`, `InvalidRequest` (a member id longer than a UUID's 36 characters, no group or member id, an
-    empty rack id, an epoch below -1, a join naming no topic) or
-    the mode's `ConsumerBusy` without changing anything; the refusals are Kafka 4.4's
-    (tests/integration/test_share_group_heartbeat_errors.py runs on both).
+    empty rack id, an epoch below -1, a join naming no topic), `GroupMaxSizeReached` (a member new to a full group,
+    whatever its epoch) or the mode's `ConsumerBusy` without changing anything; the refusals are Kafka 4.4's
+    (tests/integration/test_share_group_heartbeat_errors.py and test_group_max_size.py run on both).
     """
     group_id = command.group_id
     if len(command.member_id) > MEMBER_ID_MAX_CHARS:  # checked first, as Kafka 4.4 does
@@ -244,10 +251,12 @@ def heartbeat(
         if member is None:
             raise UnknownMember(f"member {quoted(command.member_id)} is not in share group {quoted(group_id)}")
         return command.member_id, leave(state, command.member_id, "left the group", mode)
+    if command.member_epoch == JOIN_EPOCH and not command.subscribed_topics:
+        raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
+    if member is None and state is not None and len(state.members) >= max_size:
+        raise GroupMaxSizeReached(f"The share group has reached its maximum capacity of {max_size} members.")
     events: list[Event] = []
-    if command.member_epoch == JOIN_EPOCH:
-        if not command.subscribed_topics:
-            raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
+    if command.member_epoch == JOIN_EPOCH and command.subscribed_topics:
         member_id = command.member_id
         current_membership = state.mode_membership() if state is not None else Membership(group_id)
         membership = mode.join(current_membership, mode_consumer(member_id, command))

@@ -32,6 +32,7 @@ from logwright.core.consumer_groups.consumer_groups import (
 )
 from logwright.core.consumer_groups.consumer_reconciliation import (
     AT_ONCE,
+    UNBOUNDED_GROUP_SIZE,
     AssignmentPace,
     ConsumerHeartbeat,
     TopicCatalog,
@@ -42,6 +43,7 @@ from logwright.core.consumer_groups.consumer_reconciliation import (
 from logwright.core.consumer_groups.topic_patterns import CompiledPattern, PatternError
 from logwright.core.errors import (
     FencedMemberEpoch,
+    GroupMaxSizeReached,
     InvalidRegularExpression,
     InvalidRequest,
     StaleMemberEpoch,
@@ -72,6 +74,7 @@ class Group:
         self.topics = dict(topics or {"orders": (b"o" * 16, 6)})
         self.counter = 0
         self.pace = AT_ONCE
+        self.max_size = UNBOUNDED_GROUP_SIZE
 
     @property
     def state(self) -> ConsumerGroupState | None:
@@ -89,7 +92,8 @@ class Group:
                                     subscribed_topic_names=names if joining else None,
                                     subscribed_topic_regex=subscribed_topic_regex, server_assignor=server_assignor,
                                     owned=() if joining and owned is None else owned)
-        _, events = heartbeat(self.state, command, self.topics, self._new_id, compile_for_tests, self.pace)
+        _, events = heartbeat(self.state, command, self.topics, self._new_id, compile_for_tests, self.pace,
+                              self.max_size)
         self.log.extend(events)
         member = self.state.member(member_id) if self.state else None
         return member.member_epoch if member else epoch
@@ -269,6 +273,27 @@ def test_a_lost_response_is_forgiven_but_a_wrong_epoch_is_fenced() -> None:
         group.beat("a", 7)
     with pytest.raises(UnknownMember):
         group.beat("nobody", 3)
+
+
+def test_a_full_group_refuses_members_it_does_not_know_but_lets_a_static_member_take_its_place() -> None:
+    """group.consumer.max.size as Kafka 4.4 applies it (tests/integration/test_group_max_size.py runs on both)."""
+    group = Group()
+    group.max_size = 2
+    group.beat("a", 0)
+    group.beat("b", 0, instance_id="i1")
+    before = list(group.log)
+    for epoch in (0, 4):  # whatever the epoch: full before unknown
+        with pytest.raises(GroupMaxSizeReached, match="maximum capacity of 2 members"):
+            group.beat("c", epoch)
+    with pytest.raises(GroupMaxSizeReached):
+        group.beat("c", 0, instance_id="i2")
+    assert group.log == before
+    assert group.beat("a", 0) > 0, "a member of the group may rejoin"
+    with pytest.raises(UnreleasedInstanceId):  # the instance's holder has not left: that comes first
+        group.beat("c", 0, instance_id="i1")
+    group.beat("b", -2, instance_id="i1")
+    assert group.beat("c", 0, instance_id="i1") > 0, "the static member that left is replaced"
+    assert {member.member_id for member in group.state.members} == {"a", "c"}  # type: ignore[union-attr]
 
 
 def test_refusals_change_nothing() -> None:

@@ -11,6 +11,7 @@ from logwright.core.cursors.subscription_mode import ModeConsumer, SubscriptionM
 from logwright.core.errors import (
     ConsumerBusy,
     FencedMemberEpoch,
+    GroupMaxSizeReached,
     InvalidConfig,
     InvalidRecordState,
     InvalidRequest,
@@ -48,6 +49,7 @@ from logwright.core.share_groups.share_acks import (
     last_handed_out,
 )
 from logwright.core.share_groups.share_groups import (
+    SHARE_GROUP_MAX_SIZE,
     SHARE_GROUPS,
     ConsumerOptions,
     ShareGroupState,
@@ -72,9 +74,10 @@ def lookup(name: str) -> tuple[bytes, int] | None:
 
 
 class Group:
-    def __init__(self, mode: SubscriptionMode = SHARED) -> None:
+    def __init__(self, mode: SubscriptionMode = SHARED, max_size: int = SHARE_GROUP_MAX_SIZE) -> None:
         self.log: list[Event] = []
         self.mode = mode
+        self.max_size = max_size
 
     @property
     def state(self) -> ShareGroupState | None:
@@ -83,7 +86,7 @@ class Group:
 
     def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = None) -> list[Event]:
         command = ShareHeartbeat("g", member, epoch, None, topics, "client", "/127.0.0.1")
-        _, events = heartbeat(self.state, command, lookup, self.mode)
+        _, events = heartbeat(self.state, command, lookup, self.mode, self.max_size)
         self.log.extend(events)
         return events
 
@@ -126,6 +129,25 @@ def test_stale_or_future_epochs_are_fenced_and_unknown_members_refused() -> None
         group.beat("nobody", 3)
     with pytest.raises(InvalidRequest):
         group.beat("c", 0, None)
+
+
+def test_a_full_group_refuses_members_it_does_not_know_whatever_their_epoch() -> None:
+    """group.share.max.size as Kafka 4.4 applies it (tests/integration/test_group_max_size.py runs on both)."""
+    group = Group(max_size=2)
+    group.beat("a", 0, ("orders",))
+    group.beat("b", 0, ("orders",))
+    before = list(group.log)
+    for epoch in (0, 3):
+        with pytest.raises(GroupMaxSizeReached, match="maximum capacity of 2 members"):
+            group.beat("c", epoch, ("orders",) if epoch == 0 else None)
+    with pytest.raises(InvalidRequest):  # the request's own checks come first
+        group.beat("c", 0, ())
+    assert group.log == before
+    group.beat("a", 0, ("orders",))
+    with pytest.raises(UnknownMember):  # a leave is not a join
+        group.beat("c", -1)
+    group.beat("b", -1)
+    assert isinstance(group.beat("c", 0, ("orders",))[0], ShareMemberJoined)
 
 
 def test_leave_removes_the_member_and_rejoin_starts_over() -> None:
