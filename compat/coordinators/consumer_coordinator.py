@@ -21,6 +21,7 @@ from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.topic_regex import compile_pattern
+from logwright.core.consumer_groups.consumer_assignors import assignor_names
 from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
 from logwright.core.consumer_groups.consumer_reconciliation import (
     AssignmentPace,
@@ -128,6 +129,10 @@ class ConsumerCoordinator:
         high = int(self.broker.broker_config("group.consumer.max.assignment.interval.ms"))
         return AssignmentPace(self.broker.clock.now_ms(), min(max(interval, low), max(low, high)))
 
+    def assignors(self) -> tuple[str, ...]:
+        """``group.consumer.assignors`` by name, the default first (static: checked when the broker starts)."""
+        return assignor_names(self.broker.broker_config("group.consumer.assignors"))
+
     async def heartbeat(self, command: ConsumerHeartbeat,
                         describable: Callable[[str], bool] | None = None) -> tuple[str, ConsumerGroupState]:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed).
@@ -142,7 +147,7 @@ class ConsumerCoordinator:
         topics = self.regex_topics(before, command, describable)
         member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern,
                                       self.assignment_pace(command.group_id),
-                                      int(self.broker.broker_config("group.consumer.max.size")))
+                                      int(self.broker.broker_config("group.consumer.max.size")), self.assignors())
         if classic is not None and events:  # an empty classic group: the joining member takes its id over
             events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()
@@ -254,7 +259,7 @@ class ConsumerCoordinator:
             state = consumer_group(self.broker, group_id)
             if state is None:
                 continue
-            removed = remove_all(state, gone, self._group_topics(group_id), compile_pattern)
+            removed = remove_all(state, gone, self._group_topics(group_id), compile_pattern, self.assignors())
             for event in removed:
                 if isinstance(event, ConsumerMemberLeft):
                     log.info("consumer group %s: member %s removed (%s)", group_id, event.member_id, event.reason)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from logwright.core.compaction.settings import cleanup_policy, compaction_lags_agree
+from logwright.core.consumer_groups.consumer_assignors import assignor_names
 from logwright.core.errors import InvalidConfig, InvalidRequest
 from logwright.core.security.oauthbearer import UNSECURED_VALIDATOR, UnsecuredValidatorOptions
 from logwright.core.security.oauthbearer_jwt import JWT_VALIDATORS, SIGNED_VALIDATOR
@@ -374,6 +375,15 @@ def _listener_override(key: ConfigKey, listener: str) -> ConfigKey:
                                key.value_type, doc=f"{key.name} for the {listener.upper()} listener's OAUTHBEARER.")
 
 
+def consumer_assignors(value: str) -> str | None:
+    """``group.consumer.assignors``: assignor names or Kafka's classes of them, the default first."""
+    try:
+        assignor_names(value)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def bounds_of(kind: str, setting: str, minimum: str, maximum: str, validate: Validator) -> tuple[ConfigKey, ...]:
     """The broker's static ``group.<kind>.min.<setting>`` and ``group.<kind>.max.<setting>``: the range a group's
     ``<kind>.<setting>`` may be set in (`logwright.core.config.group_bounds`)."""
@@ -630,6 +640,9 @@ _BROKER_KEYS = (
     *bounds_of("consumer", "assignment.interval.ms", "0", "15000", long_at_least(0)),
     *bounds_of("consumer", "session.timeout.ms", "45000", "60000", long_at_least(1)),
     *bounds_of("consumer", "heartbeat.interval.ms", "5000", "15000", long_at_least(1)),
+    ConfigKey("group.consumer.assignors", "broker", "uniform,range", consumer_assignors,
+              "The server assignors a KIP-848 consumer group member may name (uniform, range, or Kafka's classes of "
+              "them); the first is a group's when no member names one.", "LIST", read_only=True),
     ConfigKey("group.consumer.max.size", "broker", "2147483647", long_between(1, 2**31 - 1),
               "Most members a KIP-848 consumer group may have: one more is refused (GROUP_MAX_SIZE_REACHED) unless "
               "it replaces a static member that left (classic groups: group.max.size).", "INT", read_only=True),

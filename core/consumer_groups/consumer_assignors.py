@@ -147,6 +147,32 @@ class RangeAssignor:
         return {member_id: frozenset(partitions) for member_id, partitions in owned.items()}
 
 
-DEFAULT_ASSIGNOR_NAME = "uniform"
 ASSIGNORS: dict[str, Assignor] = {assignor.name: assignor for assignor in (UniformAssignor(), RangeAssignor())}
-"""The assignors a member may name (``group.remote.assignor`` / ``server_assignor``); the first is the default."""
+"""Every assignor there is, in the order Kafka 4.4 lists the supported ones (its HashMap's: uniform, range)."""
+DEFAULT_ASSIGNORS = ("uniform", "range")
+"""``group.consumer.assignors``' default: the assignors a member may name (``group.remote.assignor`` /
+``server_assignor``), the first of them the default."""
+_CLASS_NAMES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def assignor_names(value: str) -> tuple[str, ...]:
+    """The assignors ``group.consumer.assignors`` enables, by name, the default first: each entry an assignor's name
+    or Kafka's class of it; raises `ValueError` for any other."""
+    names: list[str] = []
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        name = _CLASS_NAMES.get(entry, entry)
+        if name not in ASSIGNORS:
+            raise ValueError(f"Invalid value {entry} for configuration group.consumer.assignors: Class cannot be found")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("Configuration 'group.consumer.assignors' must not be empty.")
+    return tuple(names)
+
+
+def supported_listing(enabled: Sequence[str]) -> str:
+    """The enabled assignors as Kafka 4.4's refusal lists them: in its HashMap's order, not the config's."""
+    return ", ".join(name for name in ASSIGNORS if name in enabled)

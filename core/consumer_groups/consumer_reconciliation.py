@@ -18,7 +18,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from logwright.core.consumer_groups.consumer_assignors import ASSIGNORS, DEFAULT_ASSIGNOR_NAME, AssignorMember
+from logwright.core.consumer_groups.consumer_assignors import (
+    ASSIGNORS,
+    DEFAULT_ASSIGNORS,
+    AssignorMember,
+    supported_listing,
+)
 from logwright.core.consumer_groups.consumer_groups import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroupState,
@@ -202,15 +207,17 @@ _METADATA: dict[tuple[int, int, int], tuple[object, object, object, Subscription
 reused while kept): a state's members tuple and a `TopicCatalog` never change."""
 
 
-def choose_assignor(state: ConsumerGroupState) -> str:
-    """The server assignor most members name (ties by name), else the default."""
-    votes = Counter(m.server_assignor for m in state.members if m.server_assignor)
+def choose_assignor(state: ConsumerGroupState, enabled: Sequence[str] = DEFAULT_ASSIGNORS) -> str:
+    """The enabled server assignor most members name (ties by name), else the first enabled
+    (``group.consumer.assignors``)."""
+    votes = Counter(name for member in state.members
+                    if (name := member.server_assignor) is not None and name in enabled)
     if not votes:
-        return DEFAULT_ASSIGNOR_NAME
+        return enabled[0]
     return min(votes, key=lambda name: (-votes[name], name))
 
 
-def _check(command: ConsumerHeartbeat, patterns: PatternCompiler) -> None:
+def _check(command: ConsumerHeartbeat, patterns: PatternCompiler, assignors: Sequence[str]) -> None:
     """Kafka 4.4's checks of a heartbeat, in its order (``throwIfConsumerGroupHeartbeatRequestIsInvalid``)."""
     if not command.group_id:
         raise InvalidRequest("a consumer group heartbeat needs a non-empty group id")
@@ -233,9 +240,9 @@ def _check(command: ConsumerHeartbeat, patterns: PatternCompiler) -> None:
             raise InvalidRequest("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         if command.owned is None or command.owned:
             raise InvalidRequest("TopicPartitions must be empty when (re-)joining.")
-    if command.server_assignor and command.server_assignor not in ASSIGNORS:
-        raise UnsupportedAssignor(f"server assignor {command.server_assignor!r} is not one of "
-                                  f"{', '.join(ASSIGNORS)}")
+    if command.server_assignor and command.server_assignor not in assignors:
+        raise UnsupportedAssignor(f"ServerAssignor {command.server_assignor} is not supported. Supported assignors: "
+                                  f"{supported_listing(assignors)}.")
     if command.subscribed_topic_regex:
         try:
             patterns(command.subscribed_topic_regex)
@@ -297,20 +304,22 @@ UNBOUNDED_GROUP_SIZE = 2**31 - 1
 
 def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topics: Topics,
               new_member_id: Callable[[], str], patterns: PatternCompiler,
-              pace: AssignmentPace = AT_ONCE, max_size: int = UNBOUNDED_GROUP_SIZE) -> tuple[str, list[Event]]:
+              pace: AssignmentPace = AT_ONCE, max_size: int = UNBOUNDED_GROUP_SIZE,
+              assignors: Sequence[str] = DEFAULT_ASSIGNORS) -> tuple[str, list[Event]]:
     """Decide one ConsumerGroupHeartbeat: the member id to answer with and the events to append; ``patterns``
     compiles subscribed regexes (`topic_patterns`); ``pace`` says whether a new target may be computed now;
-    ``max_size`` is ``group.consumer.max.size``.
+    ``max_size`` is ``group.consumer.max.size`` and ``assignors`` ``group.consumer.assignors`` (names, the default
+    first).
 
     Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`, `GroupMaxSizeReached`,
     `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
     """
-    _check(command, patterns)
+    _check(command, patterns, assignors)
     group_id = command.group_id
     current = state if state is not None else ConsumerGroupState(group_id)
     if command.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         return command.member_id, leave(current, command.member_id, command.instance_id, command.member_epoch,
-                                        topics, patterns)
+                                        topics, patterns, assignors)
     events: list[Event] = []
     member_id = command.member_id or new_member_id()
     existing = current.member(member_id)
@@ -339,7 +348,8 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
     ) != (existing.client_host, existing.client_id, existing.rebalance_timeout_ms, existing.instance_id):
         events.append(subscribed)
     events.extend(refresh(fold(current, events, group_id), topics, member_id,
-                          force=_changes_subscription(existing, subscribed), patterns=patterns, pace=pace))
+                          force=_changes_subscription(existing, subscribed), patterns=patterns, pace=pace,
+                          assignors=assignors))
     folded = fold(current, events, group_id)
     lagging = folded.group_epoch > folded.assignment_epoch
     member = folded.member(member_id)
@@ -349,9 +359,11 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
 
 
 def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bool,
-            patterns: PatternCompiler, pace: AssignmentPace | None) -> list[Event]:
+            patterns: PatternCompiler, pace: AssignmentPace | None,
+            assignors: Sequence[str] = DEFAULT_ASSIGNORS) -> list[Event]:
     """Bump the group epoch if forced or the subscribed topics changed, and recompute a stale target when ``pace``
-    allows it (``None``: not on this path, as Kafka computes none when members leave) or nobody is left."""
+    allows it (``None``: not on this path, as Kafka computes none when members leave) or nobody is left; with the
+    assignor `choose_assignor` picks among ``assignors``."""
     events: list[Event] = []
     metadata = subscription_metadata(state, topics, patterns)
     if force or metadata != state.subscription_metadata:
@@ -360,9 +372,9 @@ def refresh(state: ConsumerGroupState, topics: Topics, member_id: str, force: bo
         state = fold(state, [bumped], state.group_id)
     if not state.members and state.group_epoch > state.assignment_epoch:  # the next join is assigned at once
         events.append(ConsumerTargetAssignmentComputed(state.group_id, member_id, state.group_epoch,
-                                                       choose_assignor(state), ()))
+                                                       choose_assignor(state, assignors), ()))
     elif state.group_epoch > state.assignment_epoch and pace is not None and pace.allows(state):
-        name = choose_assignor(state)
+        name = choose_assignor(state, assignors)
         members = [AssignorMember(m.member_id, subscribed_topics(m, topics, patterns)) for m in state.members]
         counts = {name_: count for name_, _, count in state.subscription_metadata}
         previous = {owner: as_set(partitions) for owner, partitions in state.targets}
@@ -423,7 +435,7 @@ def _owned_by_others(state: ConsumerGroupState, member_id: str) -> set[tuple[str
 
 
 def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, epoch: int,
-          topics: Topics, patterns: PatternCompiler) -> list[Event]:
+          topics: Topics, patterns: PatternCompiler, assignors: Sequence[str] = DEFAULT_ASSIGNORS) -> list[Event]:
     """Epoch -1 (or -2 of a member that joined without an instance id): the member leaves and the group rebalances.
     Epoch -2 of a static member: it keeps its partitions, at epoch -2, until it rejoins or its session times out."""
     member = state.member(member_id)
@@ -434,17 +446,17 @@ def leave(state: ConsumerGroupState, member_id: str, instance_id: str | None, ep
     if epoch == STATIC_LEAVE_EPOCH and member.instance_id:
         return [ConsumerMemberReconciled(state.group_id, member.member_id, STATIC_LEAVE_EPOCH, member.member_epoch,
                                          member.state, member.assigned, member.revoking)]
-    return remove(state, member.member_id, "left the group", topics, patterns)
+    return remove(state, member.member_id, "left the group", topics, patterns, assignors)
 
 
 def remove(state: ConsumerGroupState, member_id: str, reason: str, topics: Topics,
-           patterns: PatternCompiler) -> list[Event]:
+           patterns: PatternCompiler, assignors: Sequence[str] = DEFAULT_ASSIGNORS) -> list[Event]:
     """A member is gone (left, session or rebalance timeout): free its partitions and rebalance the rest."""
-    return remove_all(state, ((member_id, reason),), topics, patterns)
+    return remove_all(state, ((member_id, reason),), topics, patterns, assignors)
 
 
 def remove_all(state: ConsumerGroupState, gone: Sequence[tuple[str, str]], topics: Topics,
-               patterns: PatternCompiler) -> list[Event]:
+               patterns: PatternCompiler, assignors: Sequence[str] = DEFAULT_ASSIGNORS) -> list[Event]:
     """Members gone together, each with its reason (the session timeouts one timer pass found): their partitions
     freed and the rest rebalanced once, where a rebalance per member made 1,000 members timing out together cost
     1,000 assignments. A member not in the group, or named again, is skipped."""
@@ -457,7 +469,7 @@ def remove_all(state: ConsumerGroupState, gone: Sequence[tuple[str, str]], topic
     if not lefts:
         return []
     return [*lefts, *refresh(fold(state, lefts, state.group_id), topics, "", force=True, patterns=patterns,
-                             pace=None)]
+                             pace=None, assignors=assignors)]
 
 
 def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_epoch: int,

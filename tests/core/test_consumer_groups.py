@@ -21,6 +21,7 @@ from logwright.core.consumer_groups.consumer_assignors import (
     AssignorMember,
     RangeAssignor,
     UniformAssignor,
+    assignor_names,
 )
 from logwright.core.consumer_groups.consumer_groups import (
     CONSUMER_GROUPS,
@@ -52,7 +53,7 @@ from logwright.core.errors import (
     UnsupportedAssignor,
 )
 from logwright.core.events import Event, GroupDeleted
-from logwright.core.events.consumer_groups import TopicPartitions
+from logwright.core.events.consumer_groups import ConsumerTargetAssignmentComputed, TopicPartitions
 from logwright.core.projection import fold as fold_projection
 
 GROUP = "g"
@@ -294,6 +295,24 @@ def test_a_full_group_refuses_members_it_does_not_know_but_lets_a_static_member_
     group.beat("b", -2, instance_id="i1")
     assert group.beat("c", 0, instance_id="i1") > 0, "the static member that left is replaced"
     assert {member.member_id for member in group.state.members} == {"a", "c"}  # type: ignore[union-attr]
+
+
+def test_group_consumer_assignors_names_the_assignors_a_member_may_ask_for_and_the_default() -> None:
+    assert assignor_names(" range , org.apache.kafka.coordinator.group.assignor.UniformAssignor,range") == (
+        "range", "uniform")
+    for wrong in ("", " , ", "sticky", "org.example.Sticky"):
+        with pytest.raises(ValueError):
+            assignor_names(wrong)
+    state = ConsumerGroupState(GROUP)
+    join = ConsumerHeartbeat(GROUP, "a", 0, rebalance_timeout_ms=60_000, subscribed_topic_names=("orders",), owned=())
+    topics = {"orders": (b"o" * 16, 6)}
+    _, events = heartbeat(state, join, topics, lambda: "x", compile_for_tests, assignors=("range",))
+    computed = [event for event in events if isinstance(event, ConsumerTargetAssignmentComputed)]
+    assert [event.assignor for event in computed] == ["range"], "no member names one: the first listed"
+    with pytest.raises(UnsupportedAssignor, match=r"^ServerAssignor uniform is not supported\. Supported assignors: "
+                                                  r"range\.$"):
+        heartbeat(state, replace(join, server_assignor="uniform"), topics, lambda: "x", compile_for_tests,
+                  assignors=("range",))
 
 
 def test_refusals_change_nothing() -> None:
