@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import selectors
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -43,21 +42,36 @@ def test_a_ready_socket_is_returned_and_an_idle_one_is_not(pair: tuple[socket.so
     assert selector.select(0) == []
 
 
+class _SendsOnceAsleep(selectors.EpollSelector):
+    """Below `IdlePollSelector` in the MRO: its blocking wait (any but ``select(0)``) first sends ``wake`` a byte,
+    so the event comes once the poll has given up, however late a thread of the test would have been scheduled."""
+
+    wake: socket.socket | None = None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout != 0 and self.wake is not None:
+            self.wake.send(b"x")
+        return super().select(timeout)
+
+
+class _WokenWhileAsleep(IdlePollSelector, _SendsOnceAsleep):
+    pass
+
+
 def test_the_window_shrinks_to_nothing_while_idle_and_grows_back(pair: tuple[socket.socket, socket.socket]) -> None:
     left, right = pair
-    selector = IdlePollSelector(1.0)
+    selector = _WokenWhileAsleep(1.0)
     selector.register(right, selectors.EVENT_READ)
     for _ in range(20):  # each wait ends by its timeout with no event: polling only cost
         selector.select(0.001)
     assert selector.window == 0.0
     windows = []
-    for _ in range(4):  # an event 2 ms after each wait began, past the poll, well within the longest window
-        sender = threading.Timer(0.002, left.send, (b"x",))
-        sender.start()
+    selector.wake = left
+    for _ in range(4):  # an event while asleep, past the poll, well within the longest window
         selector.select(5.0)
-        sender.join()
         right.recv(1)
         windows.append(selector.window)
+    selector.wake = None
     assert windows == pytest.approx([SMALLEST_WINDOW_S * 2**n for n in range(4)])
     left.send(b"x")  # caught by the poll itself: the window stays
     selector.select(5.0)
