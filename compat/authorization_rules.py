@@ -22,7 +22,7 @@ from typing import Any
 
 from logwright.compat.authorization import allowed, allowed_any, allowed_on_cluster, principal
 from logwright.compat.errors import ErrorCode
-from logwright.compat.registry import RequestContext, make, response_module
+from logwright.compat.registry import RequestContext, has_field, make, response_module
 from logwright.core.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 
 Check = Callable[[RequestContext, Any], ErrorCode | None]
@@ -177,7 +177,8 @@ def _produce_refused(context: RequestContext, request: Any, code: ErrorCode) -> 
         raise Unanswerable("an acks=0 produce request was refused by the authorizer; the connection closes to say so")
     module = response_module("produce", context.api_version)
     return make(module.ProduceResponse, throttle_time=datetime.timedelta(0), responses=tuple(
-        make(module.TopicProduceResponse, name=topic.name, partition_responses=tuple(
+        make(module.TopicProduceResponse, **({"topic_id": topic.topic_id} if has_field(topic, "topic_id")
+                                             else {"name": topic.name}), partition_responses=tuple(
             make(module.PartitionProduceResponse, index=int(partition.index), error_code=code, base_offset=-1,
                  log_append_time=-1, log_start_offset=-1, record_errors=(), error_message=None)
             for partition in topic.partition_data))

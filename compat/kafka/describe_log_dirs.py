@@ -23,10 +23,11 @@ from logwright.compat.turns import Slices
 from logwright.core.log.catalog import TopicState
 
 if TYPE_CHECKING:
-    from kio.schema.describe_log_dirs import v1, v2, v3, v4
+    from kio.schema.describe_log_dirs import v1, v2, v3, v4, v5
 
     DescribeLogDirsRequest: TypeAlias = (
         v1.DescribeLogDirsRequest | v2.DescribeLogDirsRequest | v3.DescribeLogDirsRequest | v4.DescribeLogDirsRequest
+        | v5.DescribeLogDirsRequest
     )
     """Every version served: mypy checks each field read against all of them."""
 
@@ -36,7 +37,7 @@ def log_dir(broker: Broker) -> str:
     return os.path.abspath(broker.store.path)
 
 
-@handler(35, "DescribeLogDirs", 1, 4)
+@handler(35, "DescribeLogDirs", 1, 5)
 async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> Any:
     broker = context.broker
     module = response_module("describe_log_dirs", context.api_version)

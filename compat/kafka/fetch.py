@@ -1,4 +1,5 @@
-"""Fetch (key 1), versions 4-17: stored batches returned as they are, never decoded.
+"""Fetch (key 1), versions 4-18: stored batches returned as they are, never decoded (v18's high watermark, KIP-1166,
+is a follower's: ignored).
 
 A partition answers from the batch holding the fetch offset (clients skip records below it, as with
 Kafka's segment reads), up to the high watermark, which moves only when records are durable. The
@@ -57,18 +58,18 @@ from logwright.core.log.catalog import TopicState
 from logwright.eventstore.file_ranges import FileRange, StoredPiece
 
 if TYPE_CHECKING:
-    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18
     from typing_extensions import TypeIs
 
     FetchRequest: TypeAlias = (
         v4.FetchRequest | v5.FetchRequest | v6.FetchRequest | v7.FetchRequest | v8.FetchRequest | v9.FetchRequest
         | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest | v13.FetchRequest | v14.FetchRequest
-        | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest
+        | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest | v18.FetchRequest
     )
     """Every version served: mypy checks each field read against all of them."""
 
 
-@handler(1, "Fetch", 4, 17, at_once=True)
+@handler(1, "Fetch", 4, 18, at_once=True)
 async def handle(context: RequestContext, request: FetchRequest) -> Any:
     """Started in the turn that read the request (`start_at_once`): a Fetch with records to return is answered a
     turn sooner, and a consumer keeps one Fetch in flight, so under a busy loop each turn it waits is a turn its
@@ -205,7 +206,7 @@ def _follower_answers(version: int, asked: dict[tuple[object, int], tuple[_Topic
 
 def _names_session(request: FetchRequest) -> TypeIs[
     v7.FetchRequest | v8.FetchRequest | v9.FetchRequest | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest
-    | v13.FetchRequest | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest
+    | v13.FetchRequest | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest | v18.FetchRequest
 ]:
     """v7+ carry a fetch session's id and epoch."""
     return has_field(request, "session_epoch")
@@ -563,7 +564,7 @@ def _aborted(broker: Broker, partition_id: int, start: int, end: int) -> list[tu
 
 def _named_by_id(fetch_topic: object) -> TypeIs[
     v13.request.FetchTopic | v14.request.FetchTopic | v15.request.FetchTopic | v16.request.FetchTopic
-    | v17.request.FetchTopic
+    | v17.request.FetchTopic | v18.request.FetchTopic
 ]:
     """v13+ name topics by id."""
     return has_field(fetch_topic, "topic_id")

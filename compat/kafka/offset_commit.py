@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), versions 2-9: committed positions of a group, one `OffsetCommitted` event each.
+"""OffsetCommit (key 8), versions 2-10: committed positions of a group, one `OffsetCommitted` event each.
 
 v0-v1 are not served: kio cannot parse them (they are answered UNSUPPORTED_VERSION). Members commit
 with their generation (v7+ also with ``group.instance.id``); generation -1 with no member id is a
@@ -9,6 +9,8 @@ As in Kafka, the empty group id is allowed here for backward compatibility. A KI
 members commit with their member epoch as the generation: an unknown member is UNKNOWN_MEMBER_ID, another
 epoch than the member's STALE_MEMBER_EPOCH; epoch -1 without a member commits only while it has no members. A
 generation named to a group that does not exist is GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before (Kafka 4.4).
+v10 names topics by id, as Kafka 4.4 does: an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions,
+whatever else (there is no name to authorize or commit under).
 
 A request naming thousands of partitions lets other connections' requests run every `PARTITIONS_PER_TURN`
 partitions (one of 5,000 held the event loop 73 ms, Kafka's coordinator 22); the committer is then checked again in
@@ -42,12 +44,13 @@ from logwright.core.groups.groups import GroupMember
 from logwright.core.log.catalog import TopicState
 
 if TYPE_CHECKING:
-    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
+    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9, v10
     from typing_extensions import TypeIs
 
     OffsetCommitRequest: TypeAlias = (
         v2.OffsetCommitRequest | v3.OffsetCommitRequest | v4.OffsetCommitRequest | v5.OffsetCommitRequest
         | v6.OffsetCommitRequest | v7.OffsetCommitRequest | v8.OffsetCommitRequest | v9.OffsetCommitRequest
+        | v10.OffsetCommitRequest
     )
     """Every version served: mypy checks each field read against all of them."""
 
@@ -55,7 +58,7 @@ PARTITIONS_PER_TURN = 250
 """Partitions checked before the handler yields to the event loop (about 3 ms of work)."""
 
 
-@handler(8, "OffsetCommit", 2, 9, at_once=True)
+@handler(8, "OffsetCommit", 2, 10, at_once=True)
 async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
     broker = context.broker
     module = response_module("offset_commit", context.api_version)
@@ -137,35 +140,59 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
     events: list[OffsetCommitted] = []
     answers: list[list[Encoded]] = []
     checked = 0
-    for topic in requested:
+    names = [_name_of(broker, topic) for topic in requested]  # v10 names topics by id
+
+    def readable(name: str) -> bool:
+        return context is None or allowed(context, AclOperation.READ, ResourceType.TOPIC, name)
+
+    for topic, name in zip(requested, names, strict=True):
         topic_answers = []
-        state = broker.topic(topic.name)  # looked up again after each yield: it may be deleted meanwhile
-        readable = context is None or allowed(context, AclOperation.READ, ResourceType.TOPIC, topic.name)
+        state = broker.topic(name) if name is not None else None  # looked up again after each yield
+        may_read = name is not None and readable(name)
         with_epoch: bool | None = None  # every partition of a request is of one class: asked once
         for partition in topic.partitions:
             checked += 1
             if checked % PARTITIONS_PER_TURN == 0:
                 await give_way()
-                state = broker.topic(topic.name)
-            code = (refused or partition_error(state, partition)) if readable \
-                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            if code is None:
+                state = broker.topic(name) if name is not None else None
+            if name is None:
+                code: ErrorCode | None = ErrorCode.UNKNOWN_TOPIC_ID
+            else:
+                code = (refused or partition_error(state, partition)) if may_read \
+                    else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if code is None and name is not None:
                 code = ErrorCode.NONE
                 if with_epoch is None:
                     with_epoch = _names_leader_epoch(partition)
-                events.append(committed_offset(group_id, topic.name, partition, now_ms, with_epoch, expire_time_ms))
+                events.append(committed_offset(group_id, name, partition, now_ms, with_epoch, expire_time_ms))
+            assert code is not None
             topic_answers.append(_answer(partition_cls, partition.partition_index, code))
         answers.append(topic_answers)
     if checked >= PARTITIONS_PER_TURN and refused is None and (refused := refusal()) is not None:
         events = []
         answers = [[_answer(partition_cls, partition.partition_index, code) for partition in topic.partitions]
-                   for topic in requested
-                   for code in [refused if context is None or allowed(context, AclOperation.READ, ResourceType.TOPIC,
-                                                                      topic.name)
-                                else ErrorCode.TOPIC_AUTHORIZATION_FAILED]]
-    topics = tuple(make(topic_cls, name=topic.name, partitions=tuple(topic_answers))
+                   for topic, name in zip(requested, names, strict=True)
+                   for code in [ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                                else refused if readable(name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED]]
+    topics = tuple(make(topic_cls, **_topic_field(topic), partitions=tuple(topic_answers))
                    for topic, topic_answers in zip(requested, answers, strict=True))
     return events, topics
+
+
+def _name_of(broker: Broker, topic: RequestedTopic) -> str | None:
+    """The name of a topic the request names: itself, or (OffsetCommit v10) its id's topic's, ``None`` when no topic
+    has that id."""
+    named: Any = topic
+    if not has_field(named, "topic_id"):
+        return str(named.name)
+    state = broker.topic_by_id(named.topic_id) if named.topic_id is not None else None
+    return state.name if state is not None else None
+
+
+def _topic_field(topic: RequestedTopic) -> dict[str, Any]:
+    """The answer names a topic as the request did."""
+    named: Any = topic
+    return {"topic_id": named.topic_id} if has_field(named, "topic_id") else {"name": named.name}
 
 
 _ANSWERS: dict[Any, dict[int, bytes]] = {}
@@ -215,10 +242,9 @@ class RequestedCommit(Protocol):
 
 
 class RequestedTopic(Protocol):
-    """A request topic of OffsetCommit (v2-9) or TxnOffsetCommit (v0-4)."""
+    """A request topic of OffsetCommit (v2-10) or TxnOffsetCommit (v0-4): named by a ``name``, or (OffsetCommit v10)
+    a ``topic_id`` (`_name_of`)."""
 
-    @property
-    def name(self) -> str: ...
     @property
     def partitions(self) -> Sequence[RequestedCommit]: ...
 

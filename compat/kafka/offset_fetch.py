@@ -1,12 +1,14 @@
-"""OffsetFetch (key 9), versions 1-9: a group's committed offsets.
+"""OffsetFetch (key 9), versions 1-10: a group's committed offsets.
 
 v0 is not served (kio cannot parse it). v2+ accept null topics for "every committed partition" and
 carry a top-level error; v5+ return the leader epoch; v7+ ``require_stable`` answers
 UNSTABLE_OFFSET_COMMIT for a partition with a transactional offset still pending (TxnOffsetCommit in an
 open transaction), which the client retries; v8+ batch groups. In v9, members of a KIP-848 consumer group
 send their member id and epoch (else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH; epoch -1 without a member
-id is an admin read). A partition without a commit, or of an unknown group or topic, answers offset -1
-with no error, as Kafka does. A fetch of thousands of partitions lets other connections' requests run every
+id is an admin read). v10 names topics by id, as Kafka 4.4 does: an id no topic has is UNKNOWN_TOPIC_ID for each
+partition asked, and a group's every committed partition leaves out topics that no longer exist (no id names them).
+A partition without a commit, or of an unknown group or topic, answers offset -1 with no error, as Kafka does.
+A fetch of thousands of partitions lets other connections' requests run every
 `PARTITIONS_PER_TURN` partitions; each partition's offset is read in the turn it is answered, and its answer is
 encoded there too (`Encoded`): encoding 5,000 partitions' answers at the end held the event loop 11-16 ms, longer
 than any of the slices. A partition, or a group's every partition, asked for again in one request is answered again,
@@ -17,6 +19,7 @@ metadata made 4 KB of answer each time.
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -34,23 +37,24 @@ from logwright.core.errors import DomainError
 from logwright.core.transactions.transactions import pending_offsets
 
 if TYPE_CHECKING:
-    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9
+    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
     from typing_extensions import TypeIs
 
     OffsetFetchRequest: TypeAlias = (
         v1.OffsetFetchRequest | v2.OffsetFetchRequest | v3.OffsetFetchRequest | v4.OffsetFetchRequest
         | v5.OffsetFetchRequest | v6.OffsetFetchRequest | v7.OffsetFetchRequest | v8.OffsetFetchRequest
-        | v9.OffsetFetchRequest
+        | v9.OffsetFetchRequest | v10.OffsetFetchRequest
     )
     """Every version served: mypy checks each field read against all of them."""
-    OffsetFetchRequestGroup: TypeAlias = v8.request.OffsetFetchRequestGroup | v9.request.OffsetFetchRequestGroup
+    OffsetFetchRequestGroup: TypeAlias = (v8.request.OffsetFetchRequestGroup | v9.request.OffsetFetchRequestGroup
+                                          | v10.request.OffsetFetchRequestGroup)
 
 PARTITIONS_PER_TURN = 200
 """Partitions answered (and encoded) before the handler yields to the event loop (about 2 ms of work; at 500, 4-5 ms,
 a ping during a 5,000-partition OffsetFetch waited 16-18 ms, at 200 8-9, in process)."""
 
 
-@handler(9, "OffsetFetch", 1, 9, at_once=True)
+@handler(9, "OffsetFetch", 1, 10, at_once=True)
 async def handle(context: RequestContext, request: OffsetFetchRequest) -> Any:
     module = response_module("offset_fetch", context.api_version)
     known: dict[tuple[str, str, int], Encoded] = {}
@@ -126,20 +130,36 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
     ``pending``: the transactional offsets not yet settled, when the request requires stable offsets."""
     topic_cls = module.OffsetFetchResponseTopics if batched else module.OffsetFetchResponseTopic
     partition_cls = module.OffsetFetchResponsePartitions if batched else module.OffsetFetchResponsePartition
-    offsets = committed_offsets(context.broker, group_id)
+    broker = context.broker
+    offsets = committed_offsets(broker, group_id)
     unstable = pending.of(group_id) if pending is not None else set()
     wanted: dict[str, list[int]] = {}
     denied: dict[str, list[int]] = {}
-    checks = context.broker.authorizer is not None
+    unknown_ids: dict[uuid.UUID | None, list[int]] = {}
+    by_id = has_field(topic_cls, "topic_id")
+    checks = broker.authorizer is not None
     if requested is None:  # every partition: those of topics the principal may not DESCRIBE are left out
         for topic, partition in offsets.partitions() if offsets is not None else ():
-            if not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+            if (not by_id or broker.topic(topic) is not None) and (
+                    not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)):
                 wanted.setdefault(topic, []).append(partition)
     else:  # named: answered TOPIC_AUTHORIZATION_FAILED, after the others (as Kafka appends them)
         for entry in requested:
-            readable = not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, entry.name)
-            (wanted if readable else denied).setdefault(entry.name, []).extend(
+            name = _name_of(broker, entry)
+            if name is None:
+                unknown_ids.setdefault(entry.topic_id, []).extend(int(index) for index in entry.partition_indexes)
+                continue
+            readable = not checks or allowed(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            (wanted if readable else denied).setdefault(name, []).extend(
                 int(index) for index in entry.partition_indexes)
+
+    def topic_answer(name: str, partitions: tuple[Any, ...]) -> Any:
+        if by_id:
+            state = broker.topic(name)
+            return make(topic_cls, topic_id=uuid.UUID(bytes=state.topic_id) if state is not None else None,
+                        partitions=partitions)
+        return make(topic_cls, name=name, partitions=partitions)
+
     topics = []
     answered = 0
     for topic, indexes in wanted.items():
@@ -160,26 +180,44 @@ async def _topics(context: RequestContext, module: Any, group_id: str, requested
                     metadata=committed.metadata if committed and committed.metadata is not None else "",
                 )))
             partitions.append(answer)
-        topics.append(make(topic_cls, name=topic, partitions=tuple(partitions)))
+        topics.append(topic_answer(topic, tuple(partitions)))
     for topic, indexes in denied.items():
-        topics.append(make(topic_cls, name=topic, partitions=tuple(
-            make(partition_cls, partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                 committed_offset=-1, committed_leader_epoch=-1, metadata="") for index in indexes)))
+        topics.append(topic_answer(topic, _refused(partition_cls, indexes, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+    for topic_id, indexes in unknown_ids.items():
+        topics.append(make(topic_cls, topic_id=topic_id,
+                           partitions=_refused(partition_cls, indexes, ErrorCode.UNKNOWN_TOPIC_ID)))
     return tuple(topics)
 
 
-def _batched(request: OffsetFetchRequest) -> TypeIs[v8.OffsetFetchRequest | v9.OffsetFetchRequest]:
+def _refused(partition_cls: Any, indexes: list[int], code: ErrorCode) -> tuple[Any, ...]:
+    return tuple(make(partition_cls, partition_index=index, error_code=code, committed_offset=-1,
+                      committed_leader_epoch=-1, metadata="") for index in indexes)
+
+
+def _name_of(broker: Broker, entry: Any) -> str | None:
+    """The name of a topic the request names: itself, or (v10) its id's topic's, ``None`` when no topic has it."""
+    if not has_field(entry, "topic_id"):
+        return str(entry.name)
+    state = broker.topic_by_id(entry.topic_id) if entry.topic_id is not None else None
+    return state.name if state is not None else None
+
+
+def _batched(request: OffsetFetchRequest) -> TypeIs[
+    v8.OffsetFetchRequest | v9.OffsetFetchRequest | v10.OffsetFetchRequest
+]:
     """v8+ fetch for several groups at once."""
     return has_field(request, "groups")
 
 
 def _may_require_stable(request: OffsetFetchRequest) -> TypeIs[
-    v7.OffsetFetchRequest | v8.OffsetFetchRequest | v9.OffsetFetchRequest
+    v7.OffsetFetchRequest | v8.OffsetFetchRequest | v9.OffsetFetchRequest | v10.OffsetFetchRequest
 ]:
     """v7+ may ask to wait for pending transactional commits (UNSTABLE_OFFSET_COMMIT)."""
     return has_field(request, "require_stable")
 
 
-def _names_member(group: OffsetFetchRequestGroup) -> TypeIs[v9.request.OffsetFetchRequestGroup]:
+def _names_member(group: OffsetFetchRequestGroup) -> TypeIs[
+    v9.request.OffsetFetchRequestGroup | v10.request.OffsetFetchRequestGroup
+]:
     """v9 members of a consumer group send their id and epoch."""
     return has_field(group, "member_id")

@@ -1,6 +1,8 @@
-"""Produce (key 0), versions 3-12: RecordBatch v2 only, stored as received with the base offset patched.
+"""Produce (key 0), versions 3-13: RecordBatch v2 only, stored as received with the base offset patched.
 
-Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. A client's
+Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. v13 names topics by
+id (KIP-516): an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions, before any authorization (there is
+no name to check), as Kafka 4.4 answers it. A client's
 partition bytes are read as Kafka reads them (`produced_batches`): one whole RecordBatch v2, bytes after it that are
 no whole batch dropped; a partition named twice is appended once, with the last batch named. The batch is validated
 (CRC32C, size, then what Kafka's LogValidator checks: base offset 0, the header, every record read: `record_check`,
@@ -31,7 +33,8 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import TYPE_CHECKING, Any, TypeAlias
+import uuid
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from logwright.compat.appends import PartitionResult, Prepared, admit, prepare_partition, stage_partition, topic_limits
 from logwright.compat.authorization import allowed
@@ -47,13 +50,15 @@ from logwright.core.errors import (
     StorageUnavailable,
 )
 from logwright.core.keys.dedup import Deduplication
+from logwright.core.log.catalog import TopicState
 
 if TYPE_CHECKING:
-    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13
 
     ProduceRequest: TypeAlias = (
         v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest | v7.ProduceRequest
         | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest | v11.ProduceRequest | v12.ProduceRequest
+        | v13.ProduceRequest
     )
     """Every version served: mypy checks each field read against all of them."""
 
@@ -75,32 +80,36 @@ INFLATED_PER_TURN = 64 * 1024 * 1024
 counted: a batch may inflate to 64 MiB (40 ms of zstd), and 250 partitions of one each were 10 s in one stretch."""
 
 
-@handler(0, "Produce", 3, 12, at_once=True)
+@handler(0, "Produce", 3, 13, at_once=True)
 async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     broker = context.broker
     acks = int(request.acks)
-    outcomes: list[tuple[str, list[tuple[int, PartitionResult | Prepared]]]] = []
+    outcomes: list[tuple[TopicKey, list[tuple[int, PartitionResult | Prepared]]]] = []
     checked = 0
     inflated_at = record_check.inflated_bytes
     last_named = _named_twice(request.topic_data)
     for topic_data in request.topic_data:
-        writable = allowed(context, AclOperation.WRITE, ResourceType.TOPIC, topic_data.name)
-        topic = broker.topic(topic_data.name)
+        key = _topic_key(topic_data)
+        topic = _topic(broker, key)
+        name = topic.name if topic is not None else key if isinstance(key, str) else None
+        writable = name is not None and allowed(context, AclOperation.WRITE, ResourceType.TOPIC, name)
         limits = topic_limits(broker, topic) if topic is not None else None
         partitions: list[tuple[int, PartitionResult | Prepared]] = []
         for partition_data in topic_data.partition_data:
             if last_named is not None:  # a partition named twice: once, where first named, with the last batch
-                partition_data = last_named.pop((topic_data.name, int(partition_data.index)), None)
+                partition_data = last_named.pop((key, int(partition_data.index)), None)
                 if partition_data is None:
                     continue
             checked += 1
             if checked % PARTITIONS_PER_TURN == 0 or record_check.inflated_bytes - inflated_at >= INFLATED_PER_TURN:
                 inflated_at = record_check.inflated_bytes
                 await give_way()
-                topic = broker.topic(topic_data.name)  # looked up again: it may be gone (staging checks each)
+                topic = _topic(broker, key)  # looked up again: it may be gone (staging checks each)
                 limits = topic_limits(broker, topic) if topic is not None else None
             index = int(partition_data.index)
-            if not writable:  # before whether the topic exists, as Kafka: a client denied it learns nothing more
+            if isinstance(key, _ById) and topic is None:  # no name to authorize: Kafka 4.4 says only this
+                partitions.append((index, _UNKNOWN_TOPIC_ID))
+            elif not writable:  # before whether the topic exists, as Kafka: a client denied it learns nothing more
                 partitions.append((index, _NOT_AUTHORIZED))
             elif acks not in (0, 1, -1):
                 message = f"acks={acks} is not 0, 1 or -1"
@@ -109,7 +118,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records, limits,
                                                             one_batch=True)))
         if partitions or not topic_data.partition_data:
-            outcomes.append((topic_data.name, partitions))
+            outcomes.append((key, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]
     if request.transactional_id is None and any(header.is_transactional for item in prepared
                                                 for _, header in item.batches):
@@ -163,23 +172,51 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     return make(
         module.ProduceResponse,
         responses=tuple(
-            make(module.TopicProduceResponse, name=name, partition_responses=tuple(
+            make(module.TopicProduceResponse, **_topic_field(key), partition_responses=tuple(
                 _partition_response(module, index, result) for index, result in partitions
             ))
-            for name, partitions in results
+            for key, partitions in results
         ),
         throttle_time=datetime.timedelta(milliseconds=throttle_ms),
     )
 
 
-def _named_twice(topic_data: Any) -> dict[tuple[str, int], Any] | None:
+class _ById(NamedTuple):
+    """A topic as v13 names it (KIP-516): its id, ``None`` for all zeros (kio's reading of the null id)."""
+
+    topic_id: uuid.UUID | None
+
+
+TopicKey: TypeAlias = "str | _ById"
+"""A topic as the request names it: by name (v3-v12) or by id (v13), and so its answer."""
+
+
+def _topic_key(topic_data: Any) -> TopicKey:
+    return _ById(topic_data.topic_id) if has_field(topic_data, "topic_id") else str(topic_data.name)
+
+
+def _topic(broker: Broker, key: TopicKey) -> TopicState | None:
+    if isinstance(key, _ById):
+        return broker.topic_by_id(key.topic_id) if key.topic_id is not None else None
+    return broker.topic(key)
+
+
+def _topic_field(key: TopicKey) -> dict[str, Any]:
+    return {"topic_id": key.topic_id} if isinstance(key, _ById) else {"name": key}
+
+
+def _named_twice(topic_data: Any) -> dict[tuple[TopicKey, int], Any] | None:
     """Each partition's data as last named, when the request names a partition more than once (else ``None``):
     Kafka takes a request's partitions as a map, so the last batch named is the one appended, answered once."""
     if len(topic_data) == 1 and len(topic_data[0].partition_data) == 1:
         return None
-    last = {(topic.name, int(partition.index)): partition for topic in topic_data for partition in topic.partition_data}
+    last = {(_topic_key(topic), int(partition.index)): partition
+            for topic in topic_data for partition in topic.partition_data}
     return last if len(last) < sum(len(topic.partition_data) for topic in topic_data) else None
 
+
+_UNKNOWN_TOPIC_ID = PartitionResult(ErrorCode.UNKNOWN_TOPIC_ID)
+"""A partition of a topic id no topic has (v13): Kafka 4.4 answers only that, whatever the principal may do."""
 
 _NOT_AUTHORIZED = PartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 """A partition of a topic the principal may not WRITE (with an authorizer, `compat.authorization`)."""

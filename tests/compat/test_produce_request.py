@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from typing import Any
 
 import pytest
@@ -28,19 +29,28 @@ from logwright.compat.wire.produce_request import (
 
 def _request(version: int, transactional_id: str | None, acks: int, timeout_ms: int,
              topics: list[tuple[str, list[tuple[int, bytes | None]]]]) -> Any:
+    """v13 names each topic by an id made from its name (the empty name: all zeros, kio's None)."""
     cls = request_type(0, version)
     module = __import__(cls.__module__, fromlist=["TopicProduceData"])
+
+    def topic(name: str, partitions: tuple[Any, ...]) -> Any:
+        if version >= 13:
+            return module.TopicProduceData(topic_id=uuid.uuid5(uuid.NAMESPACE_OID, name) if name else None,
+                                           partition_data=partitions)
+        return module.TopicProduceData(name=name, partition_data=partitions)
+
     return cls(transactional_id=transactional_id, acks=acks, timeout=datetime.timedelta(milliseconds=timeout_ms),
-               topic_data=tuple(module.TopicProduceData(name=name, partition_data=tuple(
-                   module.PartitionProduceData(index=index, records=records) for index, records in partitions))
-                   for name, partitions in topics))
+               topic_data=tuple(topic(name, tuple(module.PartitionProduceData(index=index, records=records)
+                                                  for index, records in partitions))
+                                for name, partitions in topics))
 
 
 def _plain(request: Any) -> Any:
     """The request with every records view turned into bytes, to compare with kio's."""
     return (request.transactional_id, request.acks, request.timeout, tuple(
-        (topic.name, tuple((partition.index, None if partition.records is None else bytes(partition.records))
-                           for partition in topic.partition_data))
+        (getattr(topic, "name", None) or getattr(topic, "topic_id", None),
+         tuple((partition.index, None if partition.records is None else bytes(partition.records))
+               for partition in topic.partition_data))
         for topic in request.topic_data))
 
 
@@ -66,7 +76,7 @@ def test_reads_what_kio_reads(version: int, transactional_id: str | None, acks: 
             assert partition.records is None or isinstance(partition.records, memoryview)
 
 
-@pytest.mark.parametrize("version", [3, 8, 9, 12])
+@pytest.mark.parametrize("version", [3, 8, 9, 12, 13])
 def test_every_truncation_raises(version: int) -> None:
     frame = encode_request(_request(version, "tx", -1, 30_000, [("t", [(0, b"x" * 70), (1, None)])]), 3, "c")
     header = parse_request_header(frame)
@@ -95,5 +105,5 @@ def test_unknown_tagged_fields_are_skipped() -> None:
 
 
 def test_only_its_versions() -> None:
-    with pytest.raises(ValueError, match="v13"):
-        read_produce_request(b"", 0, 13)
+    with pytest.raises(ValueError, match="v14"):
+        read_produce_request(b"", 0, 14)

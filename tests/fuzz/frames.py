@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import struct
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,7 +75,12 @@ def _large_produce(version: int, draw: Any) -> bytes:
     cls = request_type(0, version)
     module = importlib.import_module(cls.__module__)
     partition = module.PartitionProduceData(index=draw(st.integers(-1, 3)), records=Records(_LARGE_BATCH))
-    topic = module.TopicProduceData(name=draw(st.sampled_from(["fuzz", "", "a" * 300])), partition_data=(partition,))
+    if "topic_id" in {field.name for field in dataclasses.fields(module.TopicProduceData)}:  # v13 names it by id
+        topic_id = draw(st.sampled_from([None, uuid.UUID(int=1), uuid.UUID(int=2**127 + 12345)]))
+        topic = module.TopicProduceData(topic_id=topic_id, partition_data=(partition,))
+    else:
+        topic = module.TopicProduceData(name=draw(st.sampled_from(["fuzz", "", "a" * 300])),
+                                        partition_data=(partition,))
     request = dataclasses.replace(empty_entity(cls), acks=draw(st.sampled_from([-1, 0, 1, 7])), topic_data=(topic,))
     return encode_request(request, 1, "large")
 
