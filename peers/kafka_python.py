@@ -50,11 +50,12 @@ from peers.suite import (  # noqa: E402
 VERSION = "3.0.12"
 SDIST = f"kafka_python-{VERSION}.tar.gz"
 SDIST_SHA256 = "4ccda3616b9aa5c353d74a97f2770d6cd1b950890d77ab0e8890e09a48eeed65"
-KAFKA_VERSION = "4.2.0"
-"""The broker version the suite is told it runs against: the API set logwright advertises is Kafka 4.2's."""
-KAFKA_VERSIONS = {"kafka": "4.4.0"}
+KAFKA_VERSION = "4.3.0"
+"""The broker version the suite is told it runs against: kafka-python 3.0.12 infers 4.3 from the API set logwright
+advertises (DescribeLogDirs v5 is 4.3's)."""
+KAFKA_VERSIONS = {"kafka": "4.4.0", "tansu": "4.2.0"}
 """Apache Kafka declares its own release (kafka-python 3.0.12 knows up to 4.3 and infers that from 4.4's
-ApiVersions); Tansu has no Kafka release of its own and is told 4.2.0 like logwright, so the same tests run."""
+ApiVersions); Tansu has no Kafka release of its own and is told 4.2.0, the API set it serves."""
 CACHE = ROOT / "peers" / ".cache"
 EXPECTED = ROOT / "peers" / "kafka_python_expected_failures.txt"
 SECURITY_FILES = ("test_sasl_integration.py", "test_ssl_integration.py")
