@@ -8,7 +8,9 @@ PLAINTEXT listener's ``User:ANONYMOUS`` is the super user.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -18,8 +20,16 @@ from kio.schema.describe_producers.v0 import request as describe_producers_v0
 from kio.schema.describe_transactions.v0 import request as describe_transactions_v0
 from kio.schema.end_txn.v3 import request as end_txn_v3
 from kio.schema.list_transactions.v1 import request as list_transactions_v1
+from kio.schema.metadata.v12 import request as metadata_v12
+from kio.schema.offset_commit.v10 import request as commit_v10
+from kio.schema.offset_fetch.v10 import request as fetch_offsets_v10
+from kio.schema.produce.v13 import request as produce_v13
 from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat_v1
+from logwright.client.connection import Connection
 from logwright.compat.registry import make
+from logwright.compat.wire.record_batch import build_batch
+from logwright.compat.wire.records import Record
+from logwright.testing.clients import one_request
 
 from .authorization_clients import (
     GROUP_AUTHORIZATION_FAILED,
@@ -37,6 +47,7 @@ from .authorization_clients import (
     one,
     unique,
 )
+from .coordinator_ready import coordinator_ready
 from .sasl_listeners import PLAIN_USERS, Listeners, plain_login
 from .test_delegation_tokens import ask, create, describe
 
@@ -44,6 +55,7 @@ pytestmark = pytest.mark.differential
 
 DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
 INVALID_TOPIC_EXCEPTION = 17
+UNKNOWN_TOPIC_ID = 100
 
 
 def sasl_conf(bootstrap: str, user: str) -> dict[str, Any]:
@@ -211,3 +223,68 @@ async def _described(connection: Any, token_id: str) -> list[str]:
             return [each for each in tokens if each == token_id]
         await asyncio.sleep(0.1)
 
+
+
+def test_requests_naming_topics_by_id_authorize_the_names_the_ids_have(authorizing_listeners: Listeners) -> None:
+    """Produce v13, OffsetCommit v10 and OffsetFetch v10 name topics by id: a topic ``alice`` may not touch is
+    TOPIC_AUTHORIZATION_FAILED, one she may is written, and an id no topic has is UNKNOWN_TOPIC_ID whoever asks."""
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    allowed, denied, group = unique("authz-ids-allowed"), unique("authz-ids-denied"), unique("authz-ids-group")
+    for name in (allowed, denied):
+        create_topic(plain, name)
+    grant(plain, binding(ResourceType.TOPIC, allowed, "User:alice", AclOperation.WRITE),
+          binding(ResourceType.TOPIC, allowed, "User:alice", AclOperation.READ),
+          binding(ResourceType.GROUP, group, "User:alice", AclOperation.READ))
+    ids = {name: _topic_id(plain, name) for name in (allowed, denied)}
+    unknown = uuid.uuid4()
+    batch = build_batch([Record(0, int(time.time() * 1000), None, b"value")])
+    produced = one(sasl, "alice", make(produce_v13.ProduceRequest, transactional_id=None, acks=-1,
+                                       timeout=datetime.timedelta(seconds=10), topic_data=tuple(
+        make(produce_v13.TopicProduceData, topic_id=topic_id, partition_data=(
+            make(produce_v13.PartitionProduceData, index=0, records=batch),))
+        for topic_id in (ids[allowed], ids[denied], unknown))))
+    commit = make(commit_v10.OffsetCommitRequest, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                  group_instance_id=None, topics=tuple(
+        make(commit_v10.OffsetCommitRequestTopic, topic_id=topic_id, partitions=(
+            make(commit_v10.OffsetCommitRequestPartition, partition_index=0, committed_offset=1,
+                 committed_leader_epoch=-1, committed_metadata=""),))
+        for topic_id in (ids[allowed], ids[denied], unknown)))
+    asyncio.run(_coordinator_ready(plain, group))
+    committed = one(sasl, "alice", commit)
+    fetched = one(sasl, "alice", make(fetch_offsets_v10.OffsetFetchRequest, require_stable=False, groups=(
+        make(fetch_offsets_v10.OffsetFetchRequestGroup, group_id=group, member_id=None, member_epoch=-1, topics=tuple(
+            make(fetch_offsets_v10.OffsetFetchRequestTopics, topic_id=topic_id, partition_indexes=(0,))
+            for topic_id in (ids[allowed], ids[denied], unknown))),)))
+    role = {ids[allowed]: "allowed", ids[denied]: "denied", unknown: "unknown"}
+    assert {role[topic.topic_id]: int(topic.partition_responses[0].error_code) for topic in produced.responses} == {
+        "allowed": NONE, "denied": TOPIC_AUTHORIZATION_FAILED, "unknown": UNKNOWN_TOPIC_ID}
+    assert {role[topic.topic_id]: int(topic.partitions[0].error_code) for topic in committed.topics} == {
+        "allowed": NONE, "denied": TOPIC_AUTHORIZATION_FAILED, "unknown": UNKNOWN_TOPIC_ID}
+    [answer] = fetched.groups
+    assert {role[topic.topic_id]: (int(topic.partitions[0].error_code), int(topic.partitions[0].committed_offset))
+            for topic in answer.topics} == {
+        "allowed": (NONE, 1), "denied": (TOPIC_AUTHORIZATION_FAILED, -1), "unknown": (UNKNOWN_TOPIC_ID, -1)}
+
+
+async def _coordinator_ready(bootstrap: str, group: str) -> None:
+    """Kafka creates ``__consumer_offsets`` at the first FindCoordinator, and answers it once the group's partition
+    is loaded."""
+    connection = await Connection.open(bootstrap, "authz-coordinator")
+    try:
+        await coordinator_ready(connection, group)
+    finally:
+        await connection.close()
+
+
+def _topic_id(bootstrap: str, name: str) -> uuid.UUID:
+    """The topic's id, once Metadata knows its leader."""
+    deadline = time.monotonic() + 30
+    while True:
+        [topic] = one_request(bootstrap, make(metadata_v12.MetadataRequest, topics=(
+            make(metadata_v12.MetadataRequestTopic, topic_id=None, name=name),), allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False)).topics
+        if topic.error_code == NONE and topic.partitions and topic.partitions[0].leader_id >= 0:
+            assert topic.topic_id is not None
+            return topic.topic_id
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
