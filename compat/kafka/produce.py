@@ -210,8 +210,8 @@ def _named_twice(topic_data: Any) -> dict[tuple[TopicKey, int], Any] | None:
     Kafka takes a request's partitions as a map, so the last batch named is the one appended, answered once."""
     if len(topic_data) == 1 and len(topic_data[0].partition_data) == 1:
         return None
-    last = {(_topic_key(topic), int(partition.index)): partition
-            for topic in topic_data for partition in topic.partition_data}
+    last = {(key, int(partition.index)): partition
+            for topic in topic_data for key in (_topic_key(topic),) for partition in topic.partition_data}
     return last if len(last) < sum(len(topic.partition_data) for topic in topic_data) else None
 
 
