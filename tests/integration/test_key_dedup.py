@@ -174,9 +174,12 @@ def test_a_client_numbers_a_shortened_batch_from_its_answered_base_offset(clock_
 
     def one_batch(keys: list[bytes]) -> list[int]:
         reported: list[int] = []
-        # one batch: sent once it holds every record (a 200 ms linger split it under a loaded CI host)
+        # one batch: sent once it holds every record (a 200 ms linger split it under a loaded CI host). The
+        # partition's leader is known before the first record: records produced before it are parked and moved to
+        # the partition one by one when metadata arrives, and a flush already under way sent the first alone.
         producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 5000,
                              "batch.num.messages": len(keys)})
+        assert producer.list_topics(topic, timeout=30).topics[topic].partitions[0].leader >= 0
         for key in keys:
             producer.produce(topic, key=key, value=b"v", partition=0,
                              on_delivery=lambda error, message: reported.append(
