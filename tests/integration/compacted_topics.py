@@ -30,6 +30,9 @@ def produce(bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, by
     """Each (key, value) in order to partition 0; record times from ``timestamp_ms`` on, ``step_ms`` apart."""
     outcomes: list[KafkaError | None] = []
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "retries": 0, **config})
+    # the partition known first: records produced before metadata arrives are moved to it one by one, and a
+    # flush under way then sends the first alone, splitting what a long linger means to send as one batch
+    producer.list_topics(topic, timeout=TIMEOUT_S)
     for index, (key, value) in enumerate(records):
         extra = {} if timestamp_ms is None else {"timestamp": timestamp_ms + index * step_ms}
         producer.produce(topic, value=value, key=key, partition=0,
