@@ -251,17 +251,18 @@ def heartbeat(
         if member is None:
             raise UnknownMember(f"member {quoted(command.member_id)} is not in share group {quoted(group_id)}")
         return command.member_id, leave(state, command.member_id, "left the group", mode)
-    if command.member_epoch == JOIN_EPOCH and not command.subscribed_topics:
+    joining_with = command.subscribed_topics if command.member_epoch == JOIN_EPOCH else None
+    if command.member_epoch == JOIN_EPOCH and not joining_with:
         raise InvalidRequest("the first heartbeat of a share group member must name the topics it subscribes to")
     if member is None and state is not None and len(state.members) >= max_size:
         raise GroupMaxSizeReached(f"The share group has reached its maximum capacity of {max_size} members.")
     events: list[Event] = []
-    if command.member_epoch == JOIN_EPOCH and command.subscribed_topics:
+    if joining_with is not None:  # a join, its topics named (refused above when not)
         member_id = command.member_id
         current_membership = state.mode_membership() if state is not None else Membership(group_id)
         membership = mode.join(current_membership, mode_consumer(member_id, command))
         events.append(ShareMemberJoined(group_id, member_id, command.client_id, command.client_host,
-                                        command.rack_id, tuple(sorted(set(command.subscribed_topics))),
+                                        command.rack_id, tuple(sorted(set(joining_with))),
                                         command.options.lock_duration_ms if command.options else 0))
         events.append(ShareMembershipChanged(group_id, member_id, membership))
     else:
