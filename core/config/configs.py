@@ -93,28 +93,23 @@ def tls_protocols(value: str) -> str | None:
 DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 
 
-def principal_rules(value: str) -> str | None:
-    try:
-        PrincipalRules.parse(value)
-    except InvalidConfig as error:
-        return str(error)
-    return None
+def parsed_by(parse: Callable[[str], object], *refusals: type[Exception]) -> Validator:
+    """A validator for a value some parser reads: the parser's own message when it refuses the value, so what is
+    wrong is said once, where the value is read, and the broker refuses at start what it could not use later."""
+
+    def validate(value: str) -> str | None:
+        try:
+            parse(value)
+        except refusals as error:
+            return str(error)
+        return None
+
+    return validate
 
 
-def plain_jaas(value: str) -> str | None:
-    try:
-        plain_users(value)
-    except InvalidConfig as error:
-        return str(error)
-    return None
-
-
-def oauthbearer_jaas(value: str) -> str | None:
-    try:
-        UnsecuredValidatorOptions.from_jaas(value)
-    except InvalidConfig as error:
-        return str(error)
-    return None
+principal_rules = parsed_by(PrincipalRules.parse, InvalidConfig)
+plain_jaas = parsed_by(plain_users, InvalidConfig)
+oauthbearer_jaas = parsed_by(UnsecuredValidatorOptions.from_jaas, InvalidConfig)
 
 
 def boolean(value: str) -> str | None:
@@ -144,12 +139,8 @@ def parse_connection_overrides(value: str) -> dict[str, int]:
     return overrides
 
 
-def connection_overrides(value: str) -> str | None:
-    try:
-        parse_connection_overrides(value)
-    except ValueError as error:
-        return str(error)
-    return None
+connection_overrides = parsed_by(parse_connection_overrides, ValueError)
+consumer_assignors = parsed_by(assignor_names, ValueError)  # group.consumer.assignors: names or Kafka's classes
 
 
 _ISO_DURATION = re.compile(r"P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?", re.IGNORECASE)
@@ -375,13 +366,6 @@ def _listener_override(key: ConfigKey, listener: str) -> ConfigKey:
                                key.value_type, doc=f"{key.name} for the {listener.upper()} listener's OAUTHBEARER.")
 
 
-def consumer_assignors(value: str) -> str | None:
-    """``group.consumer.assignors``: assignor names or Kafka's classes of them, the default first."""
-    try:
-        assignor_names(value)
-    except ValueError as error:
-        return str(error)
-    return None
 
 
 def bounds_of(kind: str, setting: str, minimum: str, maximum: str, validate: Validator) -> tuple[ConfigKey, ...]:
