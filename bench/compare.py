@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import gc
 import importlib
 import json
 import os
@@ -80,6 +81,10 @@ def measure_one(workload: Workload, ctx: Context, peer: str, repeat: int) -> Sam
     waited = ctx.quiesce(peer)
     dropped = workload.drop_page_cache and release_page_cache()
     load = os.getloadavg()[0]
+    # What this process keeps (modules, the samples so far) frozen: the groups', connections' and Metadata clients
+    # time requests in this process, and a full collection during a measurement walks only what it made since
+    gc.collect()
+    gc.freeze()
     try:
         values = {key: float(value) for key, value in workload.measure(ctx, peer).items()}
     except NotApplicable as exc:
