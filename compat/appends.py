@@ -18,7 +18,8 @@ from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.key_dedup import plan_deduplication, remember, window_index
 from logwright.compat.leader_epochs import PARTITION_LEADER_EPOCH
 from logwright.compat.registry import RequestContext
-from logwright.compat.wire.compression import inflate
+from logwright.compat.wire import record_check
+from logwright.compat.wire.compression import Compression, inflate
 from logwright.compat.wire.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -28,6 +29,7 @@ from logwright.compat.wire.record_batch import (
     numbered,
     parse_header,
     produced_batches,
+    recompressed,
     verify_crc,
     with_base_offset,
     with_log_append_time,
@@ -161,6 +163,12 @@ class TopicLimits(NamedTuple):
     compacted: bool
     timestamp_before_max_ms: int
     timestamp_after_max_ms: int
+    stored_compression: tuple[Compression, int] | None = None
+    """The codec and level ``compression.type`` stores batches with, ``None`` for ``producer`` (as they came)."""
+
+
+_CODEC_OF_TYPE = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                  "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
 
 def topic_limits(broker: Broker, topic: TopicState) -> TopicLimits:
@@ -168,7 +176,17 @@ def topic_limits(broker: Broker, topic: TopicState) -> TopicLimits:
     configs = broker.topic_configs(topic)
     return TopicLimits(int(configs["max.message.bytes"]), configs["message.timestamp.type"] == "LogAppendTime",
                        is_compacted(configs["cleanup.policy"]), int(configs["message.timestamp.before.max.ms"]),
-                       int(configs["message.timestamp.after.max.ms"]))
+                       int(configs["message.timestamp.after.max.ms"]), stored_compression(configs))
+
+
+def stored_compression(configs: Mapping[str, str]) -> tuple[Compression, int] | None:
+    """``compression.type`` and the level its codec's ``compression.<codec>.level`` gives (KIP-390); ``None`` for
+    ``producer``."""
+    codec = _CODEC_OF_TYPE.get(configs["compression.type"])
+    if codec is None:
+        return None
+    level_key = f"compression.{configs['compression.type']}.level"
+    return codec, int(configs[level_key]) if level_key in configs else 0
 
 
 _REFUSED_RECORDS = {CORRUPT: ErrorCode.CORRUPT_MESSAGE, INVALID_RECORD: ErrorCode.INVALID_RECORD,
@@ -176,12 +194,15 @@ _REFUSED_RECORDS = {CORRUPT: ErrorCode.CORRUPT_MESSAGE, INVALID_RECORD: ErrorCod
 
 
 def prepare_partition(broker: Broker, topic: TopicState | None, index: int, records: bytes | None,
-                      limits: TopicLimits | None = None, one_batch: bool = False) -> Prepared | PartitionResult:
+                      limits: TopicLimits | None = None, one_batch: bool = False, produce_version: int | None = None
+                      ) -> Prepared | PartitionResult:
     """Parse and validate one partition's batches without writing anything; an error answer if they are refused.
     ``limits``: the topic's `topic_limits`, when the caller read them already. ``one_batch``: a client's Produce,
     which Kafka refuses (v3+, every version served) unless each partition carries exactly one batch, INVALID_RECORD:
     60 compressed batches of 60 MiB of zeros each (121 KB on the wire) were checked in one stretch, 2.3 s. The
-    broker's own appends (dead-letter copies) may carry several."""
+    broker's own appends (dead-letter copies) may carry several. ``produce_version``: that Produce's version, which
+    refuses ZStandard below v7 as Kafka does. Batches are stored in the codec ``compression.type`` names, rebuilt when
+    the producer's differs (`_recompressed`)."""
     if topic is None or not 0 <= index < len(topic.partition_ids):
         return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
     if not records:
@@ -191,9 +212,10 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     except DomainError as error:
         return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
-    max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms = limits or topic_limits(broker, topic)
+    max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms, stored_as = (
+        limits or topic_limits(broker, topic))
     try:
-        batches = _client_batches(records) if one_batch else tuple(
+        batches = _client_batches(records, produce_version) if one_batch else tuple(
             (batch, parse_header(batch)) for batch in iter_batches(records))
     except UnsupportedMessageFormat as error:
         return PartitionResult(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, error_message=str(error))
@@ -228,7 +250,40 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
                                     RecordError(refused.keys.index(None), keyless_message(where), INVALID_RECORD),
                                     refused.keys.count(None))
         keys = refused
+    if stored_as is not None and any(header.compression != stored_as[0] for _, header in batches):
+        recompressed_batches = _recompressed(batches, stored_as, max_message_bytes)
+        if isinstance(recompressed_batches, PartitionResult):
+            return recompressed_batches
+        batches = recompressed_batches
     return Prepared(topic, index, partition_id, batches, log_append_time, keys, in_place=one_batch)
+
+
+def _recompressed(batches: tuple[tuple[memoryview, BatchHeader], ...], stored_as: tuple[Compression, int],
+                  max_message_bytes: int) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
+    """The batches in the topic's codec, as Kafka's LogValidator rebuilds them when ``compression.type`` names one
+    other than the producer's; a rebuilt batch over ``max.message.bytes`` is refused after all (MESSAGE_TOO_LARGE,
+    as Kafka checks sizes again once recompression may have changed them)."""
+    codec, level = stored_as
+    rebuilt: list[tuple[memoryview, BatchHeader]] = []
+    for data, header in batches:
+        if header.compression != codec:
+            again, records_bytes = recompressed(data, header, codec, level, max_message_bytes)
+            record_check.inflated_bytes += REBUILD_COST * records_bytes  # Produce gives way by it
+            if again is None:
+                return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=(
+                    f"the batch is over max.message.bytes={max_message_bytes} once compressed as "
+                    f"compression.type={codec.name.lower()} says"))
+            data, header = again, parse_header(again)
+        rebuilt.append((data, header))
+    return tuple(rebuilt)
+
+
+REBUILD_COST = 8
+"""What rebuilding a batch's records costs against inflating them once, counted in the bytes Produce gives way by
+(`record_check.inflated_bytes`, `produce.INFLATED_PER_TURN`): 64 MiB inflated from zstd took 40 ms, compressed again
+14-1,000 ms (lz4 9 and zstd 3 the least, gzip 6 440 ms, zstd 22 a second: session 83). So a request of many such
+partitions rebuilds about 8 MiB of records a turn; one batch is rebuilt whole in its turn, at most the 64 MiB its
+records may inflate to, given up once its output passes max.message.bytes."""
 
 
 NO_BATCH_MESSAGE = "Produce requests must have at least one record batch per partition"
@@ -236,16 +291,29 @@ MAGIC_MESSAGE = "Produce requests are only allowed to contain record batches wit
 """What Kafka's ProduceRequest.validateRecords says (its version number left out), as `ONE_BATCH_MESSAGE`."""
 
 
-def _client_batches(records: bytes) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
+ZSTD_FROM_VERSION = 7
+"""Produce versions below this may not carry ZStandard batches (KIP-110)."""
+_CODEC_BYTE_AT = 22
+"""The attributes' low byte, which holds the codec (bits 0-2)."""
+
+
+def _client_batches(records: bytes, version: int | None
+                    ) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
     """The one batch of a client's partition, read as Kafka reads it (`produced_batches`: bytes after the last whole
-    batch are dropped), or Kafka's refusal: no whole batch, more than one, or not RecordBatch v2 (INVALID_RECORD)."""
+    batch are dropped), or Kafka's refusal, in the order of its ProduceRequest.validateRecords: no whole batch or a
+    first one not RecordBatch v2 (INVALID_RECORD), ZStandard in a request older than v7 (UNSUPPORTED_COMPRESSION_TYPE),
+    more than one batch (INVALID_RECORD)."""
     found = produced_batches(records, 2)
     if not found:
         return PartitionResult(ErrorCode.INVALID_RECORD, error_message=NO_BATCH_MESSAGE)
-    if len(found) > 1:
-        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=ONE_BATCH_MESSAGE)
     if batch_magic(found[0]) != 2:
         return PartitionResult(ErrorCode.INVALID_RECORD, error_message=MAGIC_MESSAGE)
+    if (version is not None and version < ZSTD_FROM_VERSION and len(found[0]) > _CODEC_BYTE_AT
+            and found[0][_CODEC_BYTE_AT] & 0x07 == Compression.ZSTD):
+        return PartitionResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, error_message=(
+            f"Produce requests with version {version} are not allowed to use ZStandard compression"))
+    if len(found) > 1:
+        return PartitionResult(ErrorCode.INVALID_RECORD, error_message=ONE_BATCH_MESSAGE)
     return ((found[0], parse_header(found[0])),)
 
 

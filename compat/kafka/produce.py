@@ -116,7 +116,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 partitions.append((index, PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=message)))
             else:
                 partitions.append((index, prepare_partition(broker, topic, index, partition_data.records, limits,
-                                                            one_batch=True)))
+                                                            one_batch=True, produce_version=context.api_version)))
         if partitions or not topic_data.partition_data:
             outcomes.append((key, partitions))
     prepared = [item for _, partitions in outcomes for _, item in partitions if isinstance(item, Prepared)]

@@ -19,13 +19,13 @@ from enum import IntEnum
 from typing import Final, NamedTuple
 
 from crc32c import crc32c
-from logwright.compat.wire.compression import Compression, CompressionError, compress, decompress
+from logwright.compat.wire.compression import Compression, CompressionError, compress, compress_within, decompress
 from logwright.compat.wire.records import CorruptRecords, Record, encode_records, parse_records
 
 __all__ = [
     "HEADER_SIZE", "BatchHeader", "Compression", "CorruptBatch", "Record", "RecordBatchError", "TimestampType",
     "UnsupportedMessageFormat", "build_batch", "decode_records", "iter_batches", "parse_header", "verify_crc",
-    "numbered", "with_base_offset", "with_log_append_time",
+    "numbered", "Rebuilt", "recompressed", "with_base_offset", "with_log_append_time",
 ]
 
 HEADER_SIZE: Final = 61
@@ -251,6 +251,39 @@ def numbered(batch: bytes | bytearray | memoryview, base_offset: int, partition_
         _LEADER_EPOCH.pack_into(batch, _LEADER_EPOCH_AT, partition_leader_epoch)
         return batch
     return with_base_offset(batch, base_offset, partition_leader_epoch)
+
+
+class Rebuilt(NamedTuple):
+    """A batch `recompressed`, and how many bytes its records inflated to on the way."""
+
+    batch: memoryview | None
+    """``None`` when over the bound it was given."""
+    records_bytes: int
+
+
+def recompressed(batch: bytes | bytearray | memoryview, header: BatchHeader, codec: Compression,
+                 level: int | None = None, max_size: int = 2**31 - 1) -> Rebuilt:
+    """``batch`` with its records compressed with ``codec`` (at ``level``) instead of the producer's codec: what
+    Kafka's LogValidator does for a topic whose ``compression.type`` names a codec. The records' bytes are the same
+    whatever the codec, so they are inflated and compressed again, not parsed; every other header field is kept and
+    the CRC redone. No batch when the rebuilt one would be over ``max_size`` bytes (found as soon as the output
+    passes it: `compress_within`). The caller checked the records first (Produce's record check inflated them within
+    `MAX_DECOMPRESSED_BYTES`, which bounds this inflation too). A view of a bytearray of its own, so `numbered`
+    patches its offset in place."""
+    view = memoryview(batch)
+    records = decompress(header.compression, view[HEADER_SIZE : header.size])
+    payload = compress_within(codec, records, max_size - HEADER_SIZE, level)
+    if payload is None:
+        return Rebuilt(None, len(records))
+    fields = list(_TAIL.unpack_from(view, _ATTRIBUTES_AT))
+    fields[0] = (fields[0] & ~_CODEC_MASK) | int(codec)
+    tail = _TAIL.pack(*fields)
+    crc = crc32c(payload, crc32c(tail))
+    rebuilt = bytearray(_PREFIX.pack(header.base_offset, _MIN_BATCH_LENGTH + len(payload),
+                                     header.partition_leader_epoch, header.magic, crc))
+    rebuilt += tail
+    rebuilt += payload
+    return Rebuilt(memoryview(rebuilt), len(records))
 
 
 def with_log_append_time(batch: bytes | bytearray | memoryview, append_time: int) -> bytes:

@@ -93,6 +93,30 @@ def tls_protocols(value: str) -> str | None:
 DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 
 
+def gzip_level(value: str) -> str | None:
+    """Kafka's gzip levels: -1 (zlib's default, 6) or 1 to 9."""
+    number = java_long(value)
+    if number is None:
+        return "must be an integer"
+    return None if number == -1 or 1 <= number <= 9 else "must be -1 or between 1 and 9"
+
+
+def compression_levels(resource_type: str) -> tuple[ConfigKey, ...]:
+    """KIP-390's levels, Kafka's defaults and ranges: the level a batch rebuilt in the topic's ``compression.type``
+    is compressed at (a batch already in that codec is stored as it came, whatever its level); the broker's keys of
+    the same names are the topics' defaults."""
+    what = "Default " if resource_type == "broker" else ""
+    return (
+        ConfigKey("compression.gzip.level", resource_type, "-1", gzip_level,
+                  f"{what}Level of gzip for batches rebuilt when compression.type is gzip (-1: zlib's default).",
+                  "INT"),
+        ConfigKey("compression.lz4.level", resource_type, "9", long_between(1, 17),
+                  f"{what}Level of lz4 for batches rebuilt when compression.type is lz4.", "INT"),
+        ConfigKey("compression.zstd.level", resource_type, "3", long_between(-131072, 22),
+                  f"{what}Level of zstd for batches rebuilt when compression.type is zstd.", "INT"),
+    )
+
+
 def parsed_by(parse: Callable[[str], object], *refusals: type[Exception]) -> Validator:
     """A validator for a value some parser reads: the parser's own message when it refuses the value, so what is
     wrong is said once, where the value is read, and the broker refuses at start what it could not use later."""
@@ -288,8 +312,10 @@ _TOPIC_KEYS = (
               "Whether record timestamps are the producer's or the broker's append time."),
     ConfigKey("compression.type", "topic", "producer",
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-              "Batches are stored as the producer compressed them; other values are accepted for "
-              "compatibility."),
+              "The codec batches are stored in: producer keeps each as its producer compressed it; a codec (or "
+              "uncompressed) rebuilds each batch of another codec in it when it is produced, as Kafka's broker "
+              "does."),
+    *compression_levels("topic"),
     ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(1048576),
               "Size at which a compacted partition's modelled segment rolls; only closed segments are compacted "
               "(RocksDB has no segment files).", "INT"),
@@ -471,6 +497,7 @@ _BROKER_KEYS = (
     ConfigKey("compression.type", "broker", "producer",
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "Default compression.type of topics."),
+    *compression_levels("broker"),
     ConfigKey("min.insync.replicas", "broker", "1", long_at_least(1),
               "Default min.insync.replicas of topics; there is one replica.", "INT"),
     ConfigKey("unclean.leader.election.enable", "broker", "false", boolean,

@@ -1,33 +1,24 @@
 """Kafka's topic configs for what logwright's store does not have: segment files and their indexes, flushing,
-replication throttles, broker recompression levels and tiered storage.
+replication throttles and tiered storage.
 
-Topic definitions written for Kafka set these (``flush.ms``, ``segment.index.bytes``, ``compression.zstd.level``,
+Topic definitions written for Kafka set these (``flush.ms``, ``segment.index.bytes``, ``preallocate``,
 ``local.retention.ms``, ...) and a broker that refused them would refuse the whole CreateTopics or config change. So
 they are accepted with Kafka 4.4's defaults, types and validation (each value Kafka refuses is refused here,
 INVALID_CONFIG: tests/integration/test_topic_config_keys.py checks every key on both brokers), listed by
 DescribeConfigs, and have no effect, which each key's documentation says: logwright keeps batches in RocksDB and
-batch files, not segments; it has one replica; it stores batches as the producer compressed them (as
-``compression.type`` says); it has no remote tier, so ``remote.storage.enable=true`` is refused, as Kafka refuses it
-on a broker without tiered storage.
+batch files, not segments; it has one replica; it has no remote tier, so ``remote.storage.enable=true`` is refused,
+as Kafka refuses it on a broker without tiered storage.
 """
 
 from __future__ import annotations
 
 import re
 
-from logwright.core.config.configs import ConfigKey, Validator, boolean, java_long, long_at_least, long_between
+from logwright.core.config.configs import ConfigKey, Validator, boolean, long_at_least, long_between
 
 _LONG_MAX = str(2**63 - 1)
 _THROTTLED = re.compile(r"\*|(\d+:\d+)?(,\d+:\d+)*,?")
 """Kafka's ``ThrottledReplicaListValidator``: ``*`` or ``partition:broker`` pairs, spaces around them ignored."""
-
-
-def gzip_level(value: str) -> str | None:
-    """Kafka's gzip levels: -1 (the codec's default) or 1 to 9."""
-    number = java_long(value)
-    if number is None:
-        return "must be an integer"
-    return None if number == -1 or 1 <= number <= 9 else "must be -1 or between 1 and 9"
 
 
 def throttled_replicas(value: str) -> str | None:
@@ -50,7 +41,6 @@ def _no_effect(what: str) -> str:
 
 _NO_SEGMENTS = "logwright keeps batches in RocksDB and batch files, not segment files"
 _ONE_REPLICA = "there is one replica, so nothing is replicated or throttled"
-_NOT_RECOMPRESSED = "batches are stored as the producer compressed them (see compression.type)"
 _NO_TIER = "logwright has no remote storage tier"
 
 
@@ -59,9 +49,6 @@ def _key(name: str, default: str, validate: Validator, what: str, value_type: st
 
 
 KAFKA_LOG_TOPIC_KEYS = (
-    _key("compression.gzip.level", "-1", gzip_level, _NOT_RECOMPRESSED, "INT"),
-    _key("compression.lz4.level", "9", long_between(1, 17), _NOT_RECOMPRESSED, "INT"),
-    _key("compression.zstd.level", "3", long_between(-131072, 22), _NOT_RECOMPRESSED, "INT"),
     _key("file.delete.delay.ms", "60000", long_at_least(0), _NO_SEGMENTS, "LONG"),
     _key("flush.messages", _LONG_MAX, long_at_least(1), "the store's durability setting decides when writes are "
          "synced", "LONG"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import struct
 
 import cramjam
@@ -10,7 +11,7 @@ from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBat
 from crc32c import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
-from logwright.compat.wire.compression import Compression
+from logwright.compat.wire.compression import Compression, compress_within, decompress
 from logwright.compat.wire.record_batch import (
     HEADER_SIZE,
     BatchHeader,
@@ -24,6 +25,7 @@ from logwright.compat.wire.record_batch import (
     iter_batches,
     numbered,
     parse_header,
+    recompressed,
     verify_crc,
     with_base_offset,
     with_log_append_time,
@@ -287,3 +289,42 @@ def test_damaged_batches_fail_only_with_batch_errors(codec: Compression, flips: 
         decode_records(bytes(damaged[: max(cut, HEADER_SIZE)]))
     except RecordBatchError:
         pass
+
+
+@pytest.mark.parametrize("target", list(Compression))
+@pytest.mark.parametrize("source", [Compression.NONE, Compression.ZSTD, Compression.SNAPPY])
+def test_a_recompressed_batch_keeps_every_field_but_its_codec(source: Compression, target: Compression) -> None:
+    records = sample_records(40)
+    batch = build_batch(records, base_offset=7, compression=source, producer_id=12, producer_epoch=3,
+                        base_sequence=40, is_transactional=True, partition_leader_epoch=2)
+    rebuilt, records_bytes = recompressed(batch, parse_header(batch), target,
+                                          level=1 if target == Compression.GZIP else None)
+    assert rebuilt is not None and verify_crc(rebuilt) and records_bytes == len(decompress(
+        source, memoryview(batch)[HEADER_SIZE:]))
+    before, after = parse_header(batch), parse_header(rebuilt)
+    assert after.compression == target and after.size == len(rebuilt)
+    assert after._replace(batch_length=0, crc=0, attributes=0) == before._replace(batch_length=0, crc=0, attributes=0)
+    assert after.attributes & ~0x07 == before.attributes & ~0x07
+    assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in DefaultRecordBatch(bytes(rebuilt))] == [
+        (7 + i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)]
+    assert DefaultRecordBatch(bytes(rebuilt)).compression_type == int(target), "aiokafka reads our framing"
+
+
+def test_a_rebuilt_batch_over_its_bound_is_given_up() -> None:
+    batch = build_batch([Record(0, 1, None, bytes(range(256)) * 64)])
+    rebuilt = recompressed(batch, parse_header(batch), Compression.GZIP).batch
+    assert rebuilt is not None
+    assert recompressed(batch, parse_header(batch), Compression.GZIP, max_size=len(rebuilt)).batch is not None
+    assert recompressed(batch, parse_header(batch), Compression.GZIP, max_size=len(rebuilt) - 1).batch is None
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+def test_compressing_stops_once_the_output_passes_its_limit(codec: Compression) -> None:
+    """Bytes that do not shrink: a limit below their size gives up within a chunk or a block of it, whatever the
+    input's length; a limit of the whole result keeps it, and it decompresses to the input."""
+    data = random.Random(83).randbytes(3 * 1024 * 1024)
+    whole = compress_within(codec, data, 2**40)
+    assert whole is not None and decompress(codec, whole) == data
+    assert compress_within(codec, data, len(whole)) == whole
+    assert compress_within(codec, data, len(whole) - 1) is None
+    assert compress_within(codec, data, 1_000) is None
