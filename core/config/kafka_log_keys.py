@@ -60,7 +60,9 @@ KAFKA_LOG_TOPIC_KEYS = (
     _key("local.retention.bytes", "-2", long_at_least(-2), _NO_TIER, "LONG"),
     _key("local.retention.ms", "-2", long_at_least(-2), _NO_TIER, "LONG"),
     _key("max.decompressed.message.bytes", "2147483639", long_between(1, 2147483639),
-         "a batch's records inflate within the broker's own bound to be checked", "INT"),
+         "Kafka 4.4 refuses (INVALID_RECORD) a compressed batch holding a record whose body is longer than this, and "
+         "logwright does not check it: a batch's records inflate within the broker's own 64 MiB bound",
+         "INT"),
     _key("preallocate", "false", boolean, _NO_SEGMENTS, "BOOLEAN"),
     _key("remote.copy.lag.bytes", "-1", long_at_least(-1), _NO_TIER, "LONG"),
     _key("remote.copy.lag.ms", "0", long_at_least(-1), _NO_TIER, "LONG"),
