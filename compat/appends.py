@@ -38,6 +38,7 @@ from logwright.compat.wire.record_check import (
     CORRUPT,
     INVALID_RECORD,
     INVALID_TIMESTAMP,
+    MOST_RECORD_BODY,
     RecordError,
     RecordsRefused,
     TimestampBounds,
@@ -165,6 +166,8 @@ class TopicLimits(NamedTuple):
     timestamp_after_max_ms: int
     stored_compression: tuple[Compression, int] | None = None
     """The codec and level ``compression.type`` stores batches with, ``None`` for ``producer`` (as they came)."""
+    most_record_body: int = MOST_RECORD_BODY
+    """``max.decompressed.message.bytes``: the longest record body a compressed batch may hold."""
 
 
 _CODEC_OF_TYPE = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
@@ -176,7 +179,8 @@ def topic_limits(broker: Broker, topic: TopicState) -> TopicLimits:
     configs = broker.topic_configs(topic)
     return TopicLimits(int(configs["max.message.bytes"]), configs["message.timestamp.type"] == "LogAppendTime",
                        is_compacted(configs["cleanup.policy"]), int(configs["message.timestamp.before.max.ms"]),
-                       int(configs["message.timestamp.after.max.ms"]), stored_compression(configs))
+                       int(configs["message.timestamp.after.max.ms"]), stored_compression(configs),
+                       int(configs["max.decompressed.message.bytes"]))
 
 
 MOST_REBUILD_LEVELS = {Compression.LZ4: 9, Compression.ZSTD: 15}
@@ -221,7 +225,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     except DomainError as error:
         return PartitionResult(error_code_for(error), error_message=str(error))
     partition_id = topic.partition_ids[index]
-    max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms, stored_as = (
+    max_message_bytes, log_append_time, compacted, before_max_ms, after_max_ms, stored_as, most_record_body = (
         limits or topic_limits(broker, topic))
     try:
         batches = _client_batches(records, produce_version) if one_batch else tuple(
@@ -241,7 +245,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         if refusal is not None:
             return _validator_refusal(broker, partition_id, *refusal)
         try:
-            check_records(data, header, bounds)
+            check_records(data, header, bounds, most_record_body)
         except RecordsRefused as error:
             if error.kind == INVALID_TIMESTAMP:
                 where = f"{topic.name}-{index}" if compacted else None

@@ -135,7 +135,8 @@ PyDoc_STRVAR(walk_doc,
 "--\n\n"
 "Read `count` records; raise ValueError naming the first that does not read or bytes left after them. Return\n"
 "(position of the first offset delta that is not its position, or -1; that delta; position of the first\n"
-"timestamp outside [earliest, latest], -1 timestamps not checked, or -1; that timestamp).");
+"timestamp outside [earliest, latest], -1 timestamps not checked, or -1; that timestamp; the longest record's\n"
+"length, its body without the length varint, as max.decompressed.message.bytes measures it).");
 
 static PyObject *walk(PyObject *module, PyObject *args) {
     Py_buffer buffer;
@@ -148,7 +149,7 @@ static PyObject *walk(PyObject *module, PyObject *args) {
     }
     span rest = {(const unsigned char *)buffer.buf, (const unsigned char *)buffer.buf + buffer.len};
     Py_ssize_t offset_at = -1, timestamp_at = -1;
-    int32_t offset_found = 0;
+    int32_t offset_found = 0, longest = 0;
     int64_t timestamp_found = 0;
     const char *problem = NULL;
     long long position;
@@ -166,6 +167,9 @@ static PyObject *walk(PyObject *module, PyObject *args) {
         if (length < 0 || (Py_ssize_t)length > rest.end - rest.at) {
             problem = "a record's length runs past the batch";
             break;
+        }
+        if (length > longest) {
+            longest = length;
         }
         span record = {rest.at, rest.at + length};
         problem = read_record(&record, &timestamp_delta, &offset_delta);
@@ -193,7 +197,8 @@ static PyObject *walk(PyObject *module, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "record %lld: %s", position, problem);
         return NULL;
     }
-    return Py_BuildValue("(ninL)", offset_at, (int)offset_found, timestamp_at, (long long)timestamp_found);
+    return Py_BuildValue("(ninLi)", offset_at, (int)offset_found, timestamp_at, (long long)timestamp_found,
+                         (int)longest);
 }
 
 static PyMethodDef methods[] = {

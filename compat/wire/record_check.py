@@ -5,7 +5,8 @@ record length past its bytes, more or fewer records than the header counts. Stor
 acknowledged and then stops every consumer of the partition at its offset (a hostile-input campaign found both in
 session 32). Kafka walks the records of every batch it appends, inflating compressed ones; so does this module,
 with Kafka 4.4's answers (tests/integration/test_produce_validation.py, differential): a record that does not
-read, or a count that is off, is INVALID_RECORD; a timestamp outside ``message.timestamp.before.max.ms`` /
+read, a count that is off, or a record of a compressed batch whose body is longer than the topic's
+``max.decompressed.message.bytes``, is INVALID_RECORD; a timestamp outside ``message.timestamp.before.max.ms`` /
 ``after.max.ms`` is INVALID_TIMESTAMP. Two answers differ on purpose, where Kafka's is UNKNOWN_SERVER_ERROR, which
 tells a client nothing: compressed records that do not inflate are CORRUPT_MESSAGE, inner offsets of a compressed
 batch that do not run 0, 1, 2... INVALID_RECORD.
@@ -27,8 +28,8 @@ inflated_bytes = 0
 """Bytes of compressed records inflated by `check_records` since the process started: Produce gives way by it
 (`produce.INFLATED_PER_TURN`), since what a batch inflates to is known only once inflated."""
 
-__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "RecordError", "RecordsRefused", "TimestampBounds",
-           "check_records", "keyless_message", "record_errors"]
+__all__ = ["CORRUPT", "INVALID_RECORD", "INVALID_TIMESTAMP", "MOST_RECORD_BODY", "RecordError", "RecordsRefused",
+           "TimestampBounds", "check_records", "keyless_message", "record_errors"]
 
 CORRUPT: Final = "corrupt"
 INVALID_RECORD: Final = "invalid record"
@@ -61,9 +62,16 @@ class TimestampBounds:
         self.latest = min(now_ms + after_max_ms, _LONG_MAX)  # past a long's range is the same window
 
 
-def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBounds | None) -> None:
+MOST_RECORD_BODY: Final = 2147483639
+"""``max.decompressed.message.bytes``'s default and largest value: no record is refused for its size."""
+
+
+def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBounds | None,
+                  most_record_body: int = MOST_RECORD_BODY) -> None:
     """Read every record of the produced batch ``data`` (its header, size and CRC already checked); raise
-    `RecordsRefused` if one does not read, if the count is off, or if a rule Kafka enforces per record fails."""
+    `RecordsRefused` if one does not read, if the count is off, or if a rule Kafka enforces per record fails,
+    among them ``max.decompressed.message.bytes`` (``most_record_body``), which bounds each record's body in a
+    compressed batch and is checked before timestamps, as Kafka refuses the record while reading it."""
     global inflated_bytes  # noqa: PLW0603 - a process-wide count, read by Produce to give way
     records: bytes | bytearray | memoryview = data[HEADER_SIZE:header.size]
     compressed = header.compression is not Compression.NONE
@@ -80,6 +88,9 @@ def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBo
                       compressed)
     except ValueError as error:
         raise RecordsRefused(INVALID_RECORD, f"a record of the batch does not read: {error}") from error
+    if compressed and walked.longest > most_record_body:  # Kafka 4.4's DefaultRecord.readFrom, its message
+        raise RecordsRefused(INVALID_RECORD, f"Invalid record size: {walked.longest} exceeds the configured maximum "
+                                             f"record size of {most_record_body}.")
     if walked.offset_at >= 0:  # Kafka: "inner record offsets should be continuous" inside a compressed batch
         raise RecordsRefused(INVALID_RECORD, f"the record at position {walked.offset_at} of a compressed batch has "
                                              f"offset delta {walked.offset_delta}, not {walked.offset_at}")

@@ -32,6 +32,9 @@ class Walked(NamedTuple):
     timestamp_at: int
     """Position of the first timestamp outside the window (when asked; -1 timestamps are not checked), else -1."""
     timestamp: int
+    longest: int = 0
+    """The longest record's length (its body, after the length varint): what ``max.decompressed.message.bytes``
+    bounds in a compressed batch (Kafka 4.4's DefaultRecord.readFrom)."""
 
 
 class _Ended(ValueError):
@@ -116,7 +119,7 @@ def walk_in_python(records: bytes | bytearray | memoryview, count: int, first_ti
     data = memoryview(records).cast("B")
     at, end = 0, len(data)
     offset_at = timestamp_at = -1
-    offset_found = timestamp_found = 0
+    offset_found = timestamp_found = longest = 0
     position = 0
     problem = None
     while position < count:
@@ -131,6 +134,7 @@ def walk_in_python(records: bytes | bytearray | memoryview, count: int, first_ti
         if length < 0 or length > end - at:
             problem = "a record's length runs past the batch"
             break
+        longest = max(longest, length)
         read = _record(data, at, at + length)
         if isinstance(read, str):
             problem = read
@@ -148,7 +152,7 @@ def walk_in_python(records: bytes | bytearray | memoryview, count: int, first_ti
         problem = "bytes are left after the batch's last record"
     if problem is not None:
         raise ValueError(f"record {position}: {problem}")
-    return Walked(offset_at, offset_found, timestamp_at, timestamp_found)
+    return Walked(offset_at, offset_found, timestamp_at, timestamp_found, longest)
 
 
 try:

@@ -318,6 +318,11 @@ _TOPIC_KEYS = (
               "uncompressed) rebuilds each batch of another codec in it when it is produced, as Kafka's broker "
               "does."),
     *compression_levels("topic"),
+    ConfigKey("max.decompressed.message.bytes", "topic", "2147483639", long_between(1, 2147483639),
+              "Longest record body a compressed batch may hold once inflated (INVALID_RECORD otherwise, as Kafka "
+              "4.4 checks it when producing); default: the broker's max.decompressed.message.bytes. logwright checks "
+              "it on produce only: compaction and offsets by timestamp read stored records whatever its value.",
+              "INT"),
     ConfigKey("segment.bytes", "topic", "1073741824", long_at_least(1048576),
               "Size at which a compacted partition's modelled segment rolls; only closed segments are compacted "
               "(RocksDB has no segment files).", "INT"),
@@ -500,6 +505,8 @@ _BROKER_KEYS = (
               one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
               "Default compression.type of topics."),
     *compression_levels("broker"),
+    ConfigKey("max.decompressed.message.bytes", "broker", "2147483639", long_between(1, 2147483639),
+              "Default max.decompressed.message.bytes of topics.", "INT"),
     ConfigKey("min.insync.replicas", "broker", "1", long_at_least(1),
               "Default min.insync.replicas of topics; there is one replica.", "INT"),
     ConfigKey("unclean.leader.election.enable", "broker", "false", boolean,

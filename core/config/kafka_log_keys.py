@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from logwright.core.config.configs import ConfigKey, Validator, boolean, long_at_least, long_between
+from logwright.core.config.configs import ConfigKey, Validator, boolean, long_at_least
 
 _LONG_MAX = str(2**63 - 1)
 _THROTTLED = re.compile(r"\*|(\d+:\d+)?(,\d+:\d+)*,?")
@@ -59,10 +59,6 @@ KAFKA_LOG_TOPIC_KEYS = (
     _key("leader.replication.throttled.replicas", "", throttled_replicas, _ONE_REPLICA, "LIST"),
     _key("local.retention.bytes", "-2", long_at_least(-2), _NO_TIER, "LONG"),
     _key("local.retention.ms", "-2", long_at_least(-2), _NO_TIER, "LONG"),
-    _key("max.decompressed.message.bytes", "2147483639", long_between(1, 2147483639),
-         "Kafka 4.4 refuses (INVALID_RECORD) a compressed batch holding a record whose body is longer than this, and "
-         "logwright does not check it: a batch's records inflate within the broker's own 64 MiB bound",
-         "INT"),
     _key("preallocate", "false", boolean, _NO_SEGMENTS, "BOOLEAN"),
     _key("remote.copy.lag.bytes", "-1", long_at_least(-1), _NO_TIER, "LONG"),
     _key("remote.copy.lag.ms", "0", long_at_least(-1), _NO_TIER, "LONG"),

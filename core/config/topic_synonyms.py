@@ -46,6 +46,7 @@ TOPIC_BROKER_SYNONYMS: Mapping[str, tuple[BrokerSynonym, ...]] = MappingProxyTyp
     "compression.gzip.level": (BrokerSynonym("compression.gzip.level"),),
     "compression.lz4.level": (BrokerSynonym("compression.lz4.level"),),
     "compression.zstd.level": (BrokerSynonym("compression.zstd.level"),),
+    "max.decompressed.message.bytes": (BrokerSynonym("max.decompressed.message.bytes"),),
     "message.timestamp.type": (BrokerSynonym("log.message.timestamp.type"),),
     "message.timestamp.before.max.ms": (BrokerSynonym("log.message.timestamp.before.max.ms"),),
     "message.timestamp.after.max.ms": (BrokerSynonym("log.message.timestamp.after.max.ms"),),

@@ -104,6 +104,28 @@ def test_timestamps_outside_the_topics_window_are_invalid() -> None:
     check(build_batch(records(1, timestamp=-(2**62))))  # not below it: Kafka takes it too
 
 
+def test_max_decompressed_message_bytes_bounds_each_record_body_of_a_compressed_batch() -> None:
+    """A record of a 900-byte value is a 907-byte body (Kafka 4.4 refused it at 900 and took it at 908, probed);
+    an uncompressed batch is not checked, and the bound is met before a timestamp is, as Kafka reads the record
+    (and refuses it) before validating it."""
+    one = [Record(0, NOW, None, bytes(900), ())]
+    gzipped = build_batch(one, compression=Compression.GZIP)
+    for limit, taken in ((900, False), (906, False), (907, True), (908, True)):
+        if taken:
+            check_records(memoryview(gzipped), parse_header(gzipped), BOUNDS, limit)
+        else:
+            with pytest.raises(RecordsRefused, match="Invalid record size: 907 exceeds") as caught:
+                check_records(memoryview(gzipped), parse_header(gzipped), BOUNDS, limit)
+            assert caught.value.kind == INVALID_RECORD
+    plain = build_batch(one)
+    check_records(memoryview(plain), parse_header(plain), BOUNDS, 1)
+    late = build_batch([Record(0, NOW + 2 * HOUR, None, b"v", ()), Record(1, NOW, None, bytes(900), ())],
+                       compression=Compression.ZSTD)
+    with pytest.raises(RecordsRefused) as caught:
+        check_records(memoryview(late), parse_header(late), BOUNDS, 100)
+    assert caught.value.kind == INVALID_RECORD
+
+
 def test_a_log_append_time_topic_does_not_check_timestamps() -> None:
     check(build_batch(records(2, timestamp=NOW + 10 * HOUR)), None)
     batch = bytearray(build_batch(records(3)))

@@ -73,7 +73,7 @@ ROLL_MS = {"log.roll.ms": "600000"}
 INHERITED = ["segment.bytes", "segment.ms", "cleanup.policy", "delete.retention.ms", "max.message.bytes",
              "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio", "compression.type",
              "unclean.leader.election.enable", "message.timestamp.type", "message.timestamp.before.max.ms",
-             "message.timestamp.after.max.ms"]
+             "message.timestamp.after.max.ms", "max.decompressed.message.bytes"]
 """Not min.insync.replicas: Kafka 4.4 lists a cluster-wide dynamic min.insync.replicas=1 it stores itself when the
 cluster is formatted (DYNAMIC_DEFAULT_BROKER_CONFIG, measured); logwright has no such stored default."""
 
@@ -97,6 +97,8 @@ def test_every_inherited_topic_key_lists_its_broker_default_as_kafka_does(starte
                                             [("log.message.timestamp.before.max.ms", long_max, DEFAULT)]),
         "message.timestamp.after.max.ms": ("3600000", DEFAULT,
                                            [("log.message.timestamp.after.max.ms", "3600000", DEFAULT)]),
+        "max.decompressed.message.bytes": ("2147483639", DEFAULT,
+                                           [("max.decompressed.message.bytes", "2147483639", DEFAULT)]),
     }
 
 

@@ -256,3 +256,69 @@ def test_the_brokers_keys_are_the_topics_defaults(started_with: str) -> None:
     }
     assert _produced(started_with, topic, build_batch(RECORDS)) == (NONE, 0)
     assert [parse_header(batch).compression for batch in _stored(started_with, topic)] == [Compression.LZ4]
+
+
+INVALID_RECORD, INVALID_TIMESTAMP = 87, 32
+LONG_RECORD = [Record(0, 1_700_000_000_000, None, bytes(900))]
+"""One record whose body is 907 bytes (attributes, deltas, a null key, the value's size and bytes, no headers)."""
+
+
+def test_a_compressed_record_longer_than_max_decompressed_message_bytes_is_invalid(bootstrap: str) -> None:
+    """The bound is each record's body once inflated: 907 bytes are refused at 906 and taken at 907 (Kafka 4.4's
+    DefaultRecord.readFrom). Records of an uncompressed batch are not measured, even when the topic's codec
+    rebuilds them: Kafka reads those without the bound."""
+    gzipped = build_batch(LONG_RECORD, compression=Compression.GZIP)
+    refused = _topic(bootstrap, {"max.decompressed.message.bytes": "906"})
+    assert _produced(bootstrap, refused, gzipped)[0] == INVALID_RECORD
+    assert _produced(bootstrap, refused, build_batch(LONG_RECORD, compression=Compression.ZSTD))[0] == INVALID_RECORD
+    assert _stored(bootstrap, refused) == []
+    assert _produced(bootstrap, refused, build_batch(LONG_RECORD)) == (NONE, 0)
+    taken = _topic(bootstrap, {"max.decompressed.message.bytes": "907"})
+    assert _produced(bootstrap, taken, gzipped) == (NONE, 0)
+    rebuilt = _topic(bootstrap, {"max.decompressed.message.bytes": "1", "compression.type": "gzip"})
+    assert _produced(bootstrap, rebuilt, build_batch(LONG_RECORD)) == (NONE, 0)
+    assert [parse_header(batch).compression for batch in _stored(bootstrap, rebuilt)] == [Compression.GZIP]
+
+
+def test_a_long_record_is_refused_before_a_timestamp_is(bootstrap: str) -> None:
+    """Kafka refuses the long record while reading the batch, before it validates timestamps: INVALID_RECORD even
+    when an earlier record's timestamp is out of bounds."""
+    topic = _topic(bootstrap, {"max.decompressed.message.bytes": "100", "message.timestamp.after.max.ms": "1000"})
+    future = int(time.time() * 1000) + 3_600_000
+    batch = build_batch([Record(0, future, None, b"v"), Record(1, future, None, bytes(900))],
+                        compression=Compression.LZ4)
+    assert _produced(bootstrap, topic, batch)[0] == INVALID_RECORD
+    in_bounds = build_batch([Record(0, future, None, b"v"), Record(1, future, None, bytes(90))],
+                            compression=Compression.LZ4)
+    assert _produced(bootstrap, topic, in_bounds)[0] == INVALID_TIMESTAMP
+
+
+def test_the_brokers_max_decompressed_message_bytes_is_the_topics_default(bootstrap: str) -> None:
+    """The broker's dynamic value bounds a topic that sets none, which lists it as its source; a value outside
+    1..2147483639 is refused."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_default(value: str | None) -> None:
+        operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        resource = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry("max.decompressed.message.bytes", value or "", incremental_operation=operation)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    for bad in ("0", "2147483640"):
+        with pytest.raises(Exception, match="INVALID_CONFIG|INVALID_REQUEST"):
+            set_default(bad)
+    topic = _topic(bootstrap, {})
+    gzipped = build_batch(LONG_RECORD, compression=Compression.GZIP)
+    set_default("500")
+    try:
+        deadline = time.monotonic() + 30  # Kafka applies a dynamic default once its metadata log has it
+        while (code := _produced(bootstrap, topic, gzipped)[0]) == NONE and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert code == INVALID_RECORD
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        found = admin.describe_configs([resource])[resource].result(30)["max.decompressed.message.bytes"]
+        assert (found.value, found.source) == ("500", 2)  # DYNAMIC_BROKER_CONFIG
+    finally:
+        set_default(None)
