@@ -26,6 +26,7 @@ import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -126,7 +127,11 @@ public final class StreamsScenario {
         return new KafkaStreams(builder.build(), props);
     }
 
-    /** Run one instance until the output topic's latest count of every word is {@code expected}'s; then close. */
+    /**
+     * Run one instance until the output topic's latest count of every word is {@code expected}'s; then close it,
+     * leaving the group (KIP-1153): by default a Streams member stays in the group when it closes, so the next
+     * instance waited for its session to time out (45 s, on both brokers) before it was given the partitions.
+     */
     private static void runUntilCounted(String bootstrap, String input, String output, String application,
                                         Path stateDir, Map<String, Long> expected) throws Exception {
         Map<String, Long> latest = new TreeMap<>();
@@ -148,7 +153,8 @@ public final class StreamsScenario {
                 fail("the word counts read back " + latest + ", expected " + expected + "; the application is "
                         + streams.state());
             }
-            streams.close(Duration.ofSeconds(30));
+            streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                    .withTimeout(Duration.ofSeconds(30)));
         }
     }
 
