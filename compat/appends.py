@@ -237,7 +237,9 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     if isinstance(batches, PartitionResult):
         return batches
     bounds = None if log_append_time else TimestampBounds(broker.clock.now_ms(), before_max_ms, after_max_ms)
-    for data, header in batches:
+    walked: dict[int, bytes | bytearray | memoryview] = {}
+    """The records of each batch to rebuild in the topic's codec, by its position: inflated once, by the check."""
+    for position, (data, header) in enumerate(batches):
         problem = _unreadable(data, header, max_message_bytes)
         if problem is not None:
             return problem
@@ -245,13 +247,15 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
         if refusal is not None:
             return _validator_refusal(broker, partition_id, *refusal)
         try:
-            check_records(data, header, bounds, most_record_body)
+            records_walked = check_records(data, header, bounds, most_record_body)
         except RecordsRefused as error:
             if error.kind == INVALID_TIMESTAMP:
                 where = f"{topic.name}-{index}" if compacted else None
                 return _records_refused(broker, partition_id, data, header, bounds, where,
                                         RecordError(error.position, str(error), INVALID_TIMESTAMP))
             return _validator_refusal(broker, partition_id, _REFUSED_RECORDS[error.kind], str(error))
+        if stored_as is not None and header.compression != stored_as[0]:
+            walked[position] = records_walked
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
         refused = _record_keys(batches)
@@ -263,8 +267,9 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
                                     RecordError(refused.keys.index(None), keyless_message(where), INVALID_RECORD),
                                     refused.keys.count(None))
         keys = refused
-    if stored_as is not None and any(header.compression != stored_as[0] for _, header in batches):
-        recompressed_batches = _recompressed(batches, stored_as, max_message_bytes)
+    if walked:
+        assert stored_as is not None  # walked holds records only of batches to rebuild in a codec the topic names
+        recompressed_batches = _recompressed(batches, stored_as, max_message_bytes, walked)
         if isinstance(recompressed_batches, PartitionResult):
             return recompressed_batches
         batches = recompressed_batches
@@ -272,15 +277,16 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
 
 
 def _recompressed(batches: tuple[tuple[memoryview, BatchHeader], ...], stored_as: tuple[Compression, int],
-                  max_message_bytes: int) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
+                  max_message_bytes: int, walked: dict[int, bytes | bytearray | memoryview]
+                  ) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
     """The batches in the topic's codec, as Kafka's LogValidator rebuilds them when ``compression.type`` names one
     other than the producer's; a rebuilt batch over ``max.message.bytes`` is refused after all (MESSAGE_TOO_LARGE,
     as Kafka checks sizes again once recompression may have changed them)."""
     codec, level = stored_as
     rebuilt: list[tuple[memoryview, BatchHeader]] = []
-    for data, header in batches:
+    for position, (data, header) in enumerate(batches):
         if header.compression != codec:
-            again, records_bytes = recompressed(data, header, codec, level, max_message_bytes)
+            again, records_bytes = recompressed(data, header, codec, level, max_message_bytes, walked[position])
             record_check.inflated_bytes += REBUILD_COST * records_bytes  # Produce gives way by it
             if again is None:
                 return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=(

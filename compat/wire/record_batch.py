@@ -262,16 +262,18 @@ class Rebuilt(NamedTuple):
 
 
 def recompressed(batch: bytes | bytearray | memoryview, header: BatchHeader, codec: Compression,
-                 level: int | None = None, max_size: int = 2**31 - 1) -> Rebuilt:
+                 level: int | None = None, max_size: int = 2**31 - 1,
+                 records: bytes | bytearray | memoryview | None = None) -> Rebuilt:
     """``batch`` with its records compressed with ``codec`` (at ``level``) instead of the producer's codec: what
     Kafka's LogValidator does for a topic whose ``compression.type`` names a codec. The records' bytes are the same
     whatever the codec, so they are inflated and compressed again, not parsed; every other header field is kept and
     the CRC redone. No batch when the rebuilt one would be over ``max_size`` bytes (found as soon as the output
     passes it: `compress_within`). The caller checked the records first (Produce's record check inflated them within
-    `MAX_DECOMPRESSED_BYTES`, which bounds this inflation too). A view of a bytearray of its own, so `numbered`
-    patches its offset in place."""
+    `MAX_DECOMPRESSED_BYTES`, which bounds this inflation too; ``records``: the records it inflated, so they are
+    not inflated twice). A view of a bytearray of its own, so `numbered` patches its offset in place."""
     view = memoryview(batch)
-    records = decompress(header.compression, view[HEADER_SIZE : header.size])
+    if records is None:
+        records = decompress(header.compression, view[HEADER_SIZE : header.size])
     payload = compress_within(codec, records, max_size - HEADER_SIZE, level)
     if payload is None:
         return Rebuilt(None, len(records))

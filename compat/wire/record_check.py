@@ -67,11 +67,12 @@ MOST_RECORD_BODY: Final = 2147483639
 
 
 def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBounds | None,
-                  most_record_body: int = MOST_RECORD_BODY) -> None:
+                  most_record_body: int = MOST_RECORD_BODY) -> bytes | bytearray | memoryview:
     """Read every record of the produced batch ``data`` (its header, size and CRC already checked); raise
     `RecordsRefused` if one does not read, if the count is off, or if a rule Kafka enforces per record fails,
     among them ``max.decompressed.message.bytes`` (``most_record_body``), which bounds each record's body in a
-    compressed batch and is checked before timestamps, as Kafka refuses the record while reading it."""
+    compressed batch and is checked before timestamps, as Kafka refuses the record while reading it. Returns the
+    records walked (inflated when the batch is compressed), which a rebuild in another codec need not inflate again."""
     global inflated_bytes  # noqa: PLW0603 - a process-wide count, read by Produce to give way
     records: bytes | bytearray | memoryview = data[HEADER_SIZE:header.size]
     compressed = header.compression is not Compression.NONE
@@ -97,6 +98,7 @@ def check_records(data: memoryview, header: BatchHeader, timestamps: TimestampBo
     if walked.timestamp_at >= 0 and timestamps is not None:
         raise RecordsRefused(INVALID_TIMESTAMP, timestamp_message(
             walked.timestamp, header.base_offset + walked.timestamp_at, timestamps), walked.timestamp_at)
+    return records
 
 
 class RecordError(NamedTuple):
