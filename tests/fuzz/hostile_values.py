@@ -35,12 +35,13 @@ from logwright.compat.wire.records import Record
 
 from .frames import SERVED, framed
 
-TOPIC_NAMES = ("hostile", "hostile", "hostile-2", "hostile-gzip", "", "a" * 249, "a" * 300, "x" * 32767, "..", ".",
-               "t\x00", "é" * 100, "bad/name", "__consumer_offsets")
+TOPIC_NAMES = ("hostile", "hostile", "hostile-2", "hostile-gzip", "hostile-short", "", "a" * 249, "a" * 300,
+               "x" * 32767, "..", ".", "t\x00", "é" * 100, "bad/name", "__consumer_offsets")
 """Never the canary topic, whose records a legitimate request (DeleteRecords, retention.ms=1) may remove.
 32,767 characters: echoed into an error message it could not be encoded in non-flexible versions (fixed).
 ``hostile-gzip`` stores every batch in gzip at level 9: what is produced to it in another codec (compression bombs
-among it) is inflated and compressed again."""
+among it) is inflated and compressed again; ``hostile-short`` refuses a compressed batch holding a record body over 64
+bytes (``max.decompressed.message.bytes``)."""
 GROUP_IDS = ("hostile-group", "hostile-share", "", "x" * 32767, "\x00", "g" * 1000)
 MEMBER_IDS = ("", "m" * 32767, "forged-member", "AAAAAAAAAAAAAAAAAAAAAA", str(uuid.UUID(int=7)))
 INSTANCE_IDS = ("", "i" * 32767, "é" * 16383, "hostile-instance", None)

@@ -49,10 +49,12 @@ def hostile_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
 @pytest.fixture(scope="module")
 def canary(hostile_broker: BrokerProcess) -> dict[int, list[bytes]]:
     """The canary's records, produced and acknowledged by confluent-kafka; a topic ``hostile`` for sequences and
-    ``hostile-gzip``, which rebuilds in gzip what is produced to it (`hostile_values.TOPIC_NAMES`)."""
+    ``hostile-gzip``, which rebuilds in gzip what is produced to it, and ``hostile-short``, which bounds the record
+    bodies of compressed batches (`hostile_values.TOPIC_NAMES`)."""
     admin = AdminClient({"bootstrap.servers": hostile_broker.bootstrap})
     for future in admin.create_topics([NewTopic(CANARY, 2, 1), NewTopic("hostile", 3, 1), NewTopic(
-            "hostile-gzip", 1, 1, config={"compression.type": "gzip", "compression.gzip.level": "9"})]).values():
+            "hostile-gzip", 1, 1, config={"compression.type": "gzip", "compression.gzip.level": "9"}), NewTopic(
+            "hostile-short", 1, 1, config={"max.decompressed.message.bytes": "64"})]).values():
         future.result(10)
     producer = Producer({"bootstrap.servers": hostile_broker.bootstrap, "acks": "all", "enable.idempotence": True})
     failures: list[str] = []
