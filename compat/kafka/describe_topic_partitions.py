@@ -1,8 +1,9 @@
 """DescribeTopicPartitions (key 75), version 0: topics and their partitions, a page at a time.
 
 Kafka 4's replacement for describing topics through Metadata. Topics are answered in name order (an
-empty request means every topic); ``response_partition_limit`` (at most 2000, Kafka's
-``max.request.partition.size.limit``; zero or less is one, as Kafka reads it) bounds the partitions of one answer,
+empty request means every topic); ``response_partition_limit`` (at most the broker's
+``max.request.partition.size.limit``, 2000 unless started with another; zero or less is one, as Kafka reads it)
+bounds the partitions of one answer,
 and ``next_cursor`` names the topic and partition the next page starts at. As Kafka 4.4: a name that cannot be a
 topic's is INVALID_TOPIC_EXCEPTION, an empty one fails the request (every topic UNKNOWN_SERVER_ERROR), and a cursor
 on a topic not asked for, or on a negative partition, is INVALID_REQUEST for every topic.
@@ -38,9 +39,6 @@ if TYPE_CHECKING:
     DescribeTopicPartitionsRequest: TypeAlias = v0.DescribeTopicPartitionsRequest
     """Every version served: mypy checks each field read against all of them."""
 
-MAX_PARTITIONS = 2000
-
-
 @handler(75, "DescribeTopicPartitions", 0, 0)
 async def handle(context: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
     broker = context.broker
@@ -61,7 +59,8 @@ async def handle(context: RequestContext, request: DescribeTopicPartitionsReques
         if first_partition < 0 or (request.topics and cursor_topic not in names):
             return _refused(module, list(names), ErrorCode.INVALID_REQUEST)  # a cursor the request cannot have
         names = names[bisect_left(names, cursor_topic):]
-    remaining = max(1, min(int(request.response_partition_limit), MAX_PARTITIONS))  # Kafka: at least one
+    most = int(broker.broker_config("max.request.partition.size.limit"))
+    remaining = max(1, min(int(request.response_partition_limit), most))  # Kafka: at least one
     topics: list[Any] = []
     next_cursor = None
     for position, name in enumerate(names):

@@ -105,6 +105,16 @@ def test_topic_partitions_pages_and_what_kafka_refuses(bootstrap: str) -> None:
         [(first, INVALID_REQUEST, []), (second, INVALID_REQUEST, [])], None)
 
 
+@pytest.mark.parametrize("started_with", [{"max.request.partition.size.limit": "3"}], indirect=True)
+def test_the_brokers_partition_limit_bounds_every_page(started_with: str) -> None:
+    """``max.request.partition.size.limit`` (a static broker key) caps the limit a request asks for."""
+    first = two_partition_topic(started_with, "metadata-limit-a", ())
+    second = two_partition_topic(started_with, "metadata-limit-b", ())
+    assert describe_partitions(started_with, [first, second]) == (
+        [(first, NONE, [0, 1]), (second, NONE, [0])], (second, 1))
+    assert describe_partitions(started_with, [first, second], 2) == ([(first, NONE, [0, 1])], (second, 0))
+
+
 def test_a_coordinator_found_carries_kafkas_message(bootstrap: str) -> None:
     """A fresh Kafka answers COORDINATOR_NOT_AVAILABLE while the first FindCoordinator creates its offsets and
     transaction topics; clients ask again, and so does this (logwright has its coordinators from the start)."""
