@@ -137,6 +137,7 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
     if sum(len(topic.partitions) for topic in requested) > PARTITIONS_PER_TURN:
         await give_way()
     refused = refusal()
+    most_metadata = int(broker.broker_config("offset.metadata.max.bytes"))
     events: list[OffsetCommitted] = []
     answers: list[list[Encoded]] = []
     checked = 0
@@ -158,7 +159,7 @@ async def commit_partitions(broker: Broker, requested: Sequence[RequestedTopic],
             if name is None:
                 code: ErrorCode | None = ErrorCode.UNKNOWN_TOPIC_ID
             else:
-                code = (refused or partition_error(state, partition)) if may_read \
+                code = (refused or partition_error(state, partition, most_metadata)) if may_read \
                     else ErrorCode.TOPIC_AUTHORIZATION_FAILED
             if code is None and name is not None:
                 code = ErrorCode.NONE
@@ -218,13 +219,13 @@ def _answer(partition_cls: Any, partition_index: int, code: ErrorCode) -> Encode
     return Encoded(encoded)
 
 
-def partition_error(topic: TopicState | None, partition: RequestedCommit) -> ErrorCode | None:
+def partition_error(topic: TopicState | None, partition: RequestedCommit, most_metadata: int) -> ErrorCode | None:
     """Why one partition of an OffsetCommit or TxnOffsetCommit of ``topic`` (``None``: no such topic) cannot be
-    committed, if it cannot."""
+    committed, if it cannot; ``most_metadata``: the broker's ``offset.metadata.max.bytes``."""
     if topic is None or not 0 <= partition.partition_index < len(topic.partition_ids):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        check_offset_metadata(partition.committed_metadata)
+        check_offset_metadata(partition.committed_metadata, most_metadata)
     except DomainError as error:
         return error_code_for(error)
     return None

@@ -514,6 +514,10 @@ _BROKER_KEYS = (
               "Default min.insync.replicas of topics; there is one replica.", "INT"),
     ConfigKey("unclean.leader.election.enable", "broker", "false", boolean,
               "Default unclean.leader.election.enable of topics; there is one replica.", "BOOLEAN"),
+    ConfigKey("offset.metadata.max.bytes", "broker", "4096", long_at_least(-(2**31)),
+              "Longest metadata a committed offset may carry, counted in UTF-16 code units (Java's String.length(), "
+              "as Kafka counts it), not bytes; longer is OFFSET_METADATA_TOO_LARGE. Static, as in Kafka.", "INT",
+              read_only=True),
     ConfigKey("offsets.retention.minutes", "broker", "10080", long_at_least(1),
               "How long committed offsets are kept: from when their group became Empty (a classic group with a "
               "protocol type), else from their commit; offsets of topics members subscribe to stay. Static, as in "

@@ -58,6 +58,20 @@ def test_simple_commits_need_a_group_without_members() -> None:
         check_offset_metadata("x" * 4097)
 
 
+def test_offset_metadata_is_measured_in_javas_characters_not_bytes() -> None:
+    """Kafka compares ``String.length()`` (UTF-16 code units) with ``offset.metadata.max.bytes``."""
+    check_offset_metadata("é" * 4096)  # 8,192 bytes of UTF-8
+    check_offset_metadata("\U0001F600" * 2048)  # outside the BMP: two units each
+    with pytest.raises(OffsetMetadataTooLarge):
+        check_offset_metadata("\U0001F600" * 2049)
+    check_offset_metadata("x" * 10, 10)
+    with pytest.raises(OffsetMetadataTooLarge):
+        check_offset_metadata("é" * 11, 10)
+    check_offset_metadata(None, -5)
+    with pytest.raises(OffsetMetadataTooLarge):
+        check_offset_metadata("", -1)  # a negative limit refuses even empty metadata, as Kafka's comparison does
+
+
 def test_a_generation_names_no_group_that_does_not_exist() -> None:
     """Unknown group: CommitToNoGroup (an IllegalGeneration); a group of offsets only is an Empty classic group,
     where a named member is unknown (as Kafka 4.4 answers)."""

@@ -16,6 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.offset_commit.v2 import request as offset_commit_v2
@@ -180,3 +181,63 @@ def test_offset_delete_answers_unknown_topics_and_partitions(bootstrap: str) -> 
 
     assert asyncio.run(scenario()) == (NONE, sorted([(missing, [UNKNOWN_TOPIC_OR_PARTITION]),
                                                      (topic, [UNKNOWN_TOPIC_OR_PARTITION, NONE])]))
+
+
+OFFSET_METADATA_TOO_LARGE = 12
+
+
+def _metadata_answers(bootstrap: str, metadata: dict[str, str]) -> dict[str, int]:
+    """Each metadata committed by a simple OffsetCommit (generation -1) and in a transaction (TxnOffsetCommit)."""
+    topic = f"commit-metadata-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    group, transactional = f"commit-metadata-{uuid.uuid4().hex[:8]}", f"commit-metadata-{uuid.uuid4().hex[:8]}"
+    answers: dict[str, int] = {}
+
+    async def scenario() -> None:
+        connection = await Connection.open(bootstrap, "commit-metadata")
+        try:
+            await coordinator_ready(connection, group)
+            for label, text in metadata.items():
+                partition = make(offset_commit_v9.OffsetCommitRequestPartition, partition_index=0, committed_offset=3,
+                                 committed_leader_epoch=-1, committed_metadata=text)
+                answer = await connection.request(make(
+                    offset_commit_v9.OffsetCommitRequest, group_id=group, generation_id_or_member_epoch=-1,
+                    member_id="", group_instance_id=None, retention_time=datetime.timedelta(milliseconds=-1),
+                    topics=(offset_commit_v9.OffsetCommitRequestTopic(name=topic, partitions=(partition,)),)))
+                answers[label] = int(answer.topics[0].partitions[0].error_code)
+            await coordinator_ready(connection, transactional, TRANSACTION)
+            producer = await init_producer_id(connection, transactional)
+            ids = {"transactional_id": transactional, "producer_id": producer.producer_id,
+                   "producer_epoch": producer.producer_epoch}
+            assert (await connection.request(make(AddOffsetsToTxnRequest, group_id=group, **ids))).error_code == 0
+            for label, text in metadata.items():
+                answer = await connection.request(make(
+                    txn_offset_commit.TxnOffsetCommitRequest, group_id=group, generation_id=-1, member_id="",
+                    group_instance_id=None, **ids, topics=(txn_offset_commit.TxnOffsetCommitRequestTopic(
+                        name=topic, partitions=(txn_offset_commit.TxnOffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                            committed_metadata=text),)),)))
+                answers[f"txn: {label}"] = int(answer.topics[0].partitions[0].error_code)
+            assert (await connection.request(make(EndTxnRequest, committed=False, **ids))).error_code == 0
+        finally:
+            await connection.close()
+
+    asyncio.run(scenario())
+    return answers
+
+
+def test_offset_metadata_is_bounded_in_javas_characters(bootstrap: str) -> None:
+    """``offset.metadata.max.bytes`` (4096) counts UTF-16 code units, as Java's ``String.length()``: 4,096 "é" (8,192
+    bytes) pass, 2,049 characters outside the BMP (4,098 units) do not; TxnOffsetCommit is held to it too."""
+    answers = _metadata_answers(bootstrap, {"4096 x": "x" * 4096, "4097 x": "x" * 4097, "4096 é": "é" * 4096,
+                                            "2049 emoji": "\U0001F600" * 2049})
+    assert answers == {label: code for prefix in ("", "txn: ") for label, code in (
+        (f"{prefix}4096 x", NONE), (f"{prefix}4097 x", OFFSET_METADATA_TOO_LARGE), (f"{prefix}4096 é", NONE),
+        (f"{prefix}2049 emoji", OFFSET_METADATA_TOO_LARGE))}
+
+
+@pytest.mark.parametrize("started_with", [{"offset.metadata.max.bytes": "10"}], indirect=True)
+def test_the_brokers_offset_metadata_max_bytes_is_the_bound(started_with: str) -> None:
+    assert _metadata_answers(started_with, {"10": "x" * 10, "11": "é" * 11}) == {
+        "10": NONE, "11": OFFSET_METADATA_TOO_LARGE, "txn: 10": NONE, "txn: 11": OFFSET_METADATA_TOO_LARGE}

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, NewTopic, ResourceType
+from confluent_kafka.admin import ConfigResource as ConfluentResource
 from kafka.admin import ConfigResource, KafkaAdminClient
 from kio.schema.fetch.v9 import request as fetch_v9
 from kio.schema.fetch.v10 import request as fetch_v10
@@ -296,13 +297,11 @@ def test_a_long_record_is_refused_before_a_timestamp_is(bootstrap: str) -> None:
 def test_the_brokers_max_decompressed_message_bytes_is_the_topics_default(bootstrap: str) -> None:
     """The broker's dynamic value bounds a topic that sets none, which lists it as its source; a value outside
     1..2147483639 is refused."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def set_default(value: str | None) -> None:
         operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-        resource = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+        resource = ConfluentResource(ResourceType.BROKER, "1", incremental_configs=[
             ConfigEntry("max.decompressed.message.bytes", value or "", incremental_operation=operation)])
         admin.incremental_alter_configs([resource])[resource].result(30)
 
@@ -317,7 +316,7 @@ def test_the_brokers_max_decompressed_message_bytes_is_the_topics_default(bootst
         while (code := _produced(bootstrap, topic, gzipped)[0]) == NONE and time.monotonic() < deadline:
             time.sleep(0.2)
         assert code == INVALID_RECORD
-        resource = ConfigResource(ResourceType.TOPIC, topic)
+        resource = ConfluentResource(ResourceType.TOPIC, topic)
         found = admin.describe_configs([resource])[resource].result(30)["max.decompressed.message.bytes"]
         assert (found.value, found.source) == ("500", 2)  # DYNAMIC_BROKER_CONFIG
     finally:
