@@ -6,6 +6,7 @@ Kafka's group coordinator deletes them: a topic created again under the name sta
 get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a v6 entry naming both a name and an id, or
 neither, and a topic named twice in one request are INVALID_REQUEST (Kafka's rules; one named twice is answered
 once). A timeout of zero or less is REQUEST_TIMED_OUT, as Kafka's controller answers it (`controller_deadline`).
+A broker started with ``delete.topic.enable=false`` answers every entry TOPIC_DELETION_DISABLED.
 v0 is not in kio and no target client sends it.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logwright.compat.authorization import allowed
@@ -52,6 +54,8 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
         wanted = [(entry.name, entry.topic_id or ZERO_UUID) for entry in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    if broker.broker_config("delete.topic.enable") == "false":
+        return _deletion_disabled(module, context.api_version, wanted)
     counts = Counter(wanted)
     results: list[Any] = []
     deleted: list[str] = []
@@ -102,6 +106,16 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Any:
     broker.client_quotas.throttle(context.connection_id, mutations.throttle_ms)
     return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(milliseconds=mutations.throttle_ms),
                 responses=tuple(results))
+
+
+def _deletion_disabled(module: Any, version: int, wanted: Sequence[tuple[str | None, uuid.UUID]]) -> Any:
+    """A broker started with ``delete.topic.enable=false`` deletes nothing, as Kafka 4.4's controller refuses before
+    it looks at a topic: every entry as the request gave it, TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3,
+    which has no such code), no message, whatever else is wrong with the request."""
+    code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+    return make(module.DeleteTopicsResponse, throttle_time=datetime.timedelta(0), responses=tuple(
+        make(module.DeletableTopicResult, name=name, topic_id=topic_id, error_code=code, error_message=None)
+        for name, topic_id in wanted))
 
 
 def _denied(context: RequestContext, name: str | None, topic_id: uuid.UUID, state: TopicState | None

@@ -445,6 +445,9 @@ _BROKER_KEYS = (
     ConfigKey("connections.max.idle.ms", "broker", "600000", long_at_least(1),
               "A connection with no request in flight that reads and writes nothing for this long (broker "
               "clock) is closed.", "LONG", read_only=True),
+    ConfigKey("delete.topic.enable", "broker", "true", boolean,
+              "Whether DeleteTopics deletes: false answers every topic TOPIC_DELETION_DISABLED (INVALID_REQUEST "
+              "before v3), as Kafka's controller. Static, as in Kafka.", "BOOLEAN", read_only=True),
     ConfigKey("max.request.partition.size.limit", "broker", "2000", long_at_least(1),
               "Most partitions one DescribeTopicPartitions answer holds, whatever limit the request asks.", "INT",
               read_only=True),

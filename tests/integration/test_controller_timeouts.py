@@ -19,6 +19,7 @@ from kio.schema.alter_partition_reassignments.v0 import request as reassignments
 from kio.schema.create_partitions.v3 import request as create_partitions
 from kio.schema.create_topics.v7 import request as create_topics
 from kio.schema.delete_records.v2 import request as delete_records
+from kio.schema.delete_topics.v2 import request as delete_topics_v2
 from kio.schema.delete_topics.v6 import request as delete_topics
 from kio.schema.elect_leaders.v2 import request as elect_leaders
 from kio.schema.metadata.v12 import request as metadata
@@ -140,6 +141,28 @@ def test_delete_topics_past_its_deadline_deletes_nothing(bootstrap: str, topic: 
     assert delete(bootstrap, [(topic, ZERO_UUID), (missing, ZERO_UUID), (None, uuid.uuid4())], timeout_ms) == [
         (topic, REQUEST_TIMED_OUT), (missing, REQUEST_TIMED_OUT), (None, REQUEST_TIMED_OUT)]
     assert partition_count(bootstrap, topic) == (NONE, 2)
+
+
+TOPIC_DELETION_DISABLED = 73
+
+
+@pytest.mark.parametrize("started_with", [{"delete.topic.enable": "false"}], indirect=True)
+def test_a_broker_started_without_topic_deletion_deletes_nothing(started_with: str) -> None:
+    """``delete.topic.enable=false``: every entry TOPIC_DELETION_DISABLED with no message, as the request gave it
+    (named twice, a passed deadline and a missing topic make no difference); INVALID_REQUEST before v3."""
+    topic = two_partition_topic(started_with, "deletion-disabled", ())
+    missing = f"deletion-disabled-none-{uuid.uuid4().hex[:8]}"
+    (answer,) = ask(started_with, make(delete_topics.DeleteTopicsRequest, topics=tuple(
+        make(delete_topics.DeleteTopicState, name=name, topic_id=topic_id)
+        for name, topic_id in ((topic, ZERO_UUID), (topic, ZERO_UUID), (missing, ZERO_UUID), (None, uuid.uuid4()))),
+        timeout=datetime.timedelta(milliseconds=0)))
+    assert [(r.name, int(r.error_code), r.error_message) for r in answer.responses] == [
+        (topic, TOPIC_DELETION_DISABLED, None), (topic, TOPIC_DELETION_DISABLED, None),
+        (missing, TOPIC_DELETION_DISABLED, None), (None, TOPIC_DELETION_DISABLED, None)]
+    (old,) = ask(started_with, make(delete_topics_v2.DeleteTopicsRequest, topic_names=(topic,),
+                                    timeout=datetime.timedelta(seconds=30)))
+    assert [(r.name, int(r.error_code)) for r in old.responses] == [(topic, INVALID_REQUEST)]
+    assert partition_count(started_with, topic) == (NONE, 2)
 
 
 @pytest.mark.parametrize("timeout_ms", PASSED)
