@@ -5,7 +5,8 @@ consumer's REJECT, or the delivery limit reached on release, lock expiry or a se
 topic, written in the same WriteBatch as the archive: a user moving from Kafka 4.4 changes nothing, and
 gets the copy exactly once where Kafka gives it at least once, after the archive. The target topic must
 have ``errors.deadletterqueue.group.enable=true``, as in Kafka. Without
-``errors.deadletterqueue.copy.record.enable`` the copy carries only the ``__dlq.errors.*`` headers.
+``errors.deadletterqueue.copy.record.enable`` the copy carries only the ``__dlq.errors.*`` headers. With the broker's
+``errors.deadletterqueue.auto.create.topics.enable`` a missing target is created as Kafka creates it.
 
 Pulsar's DeadLetterPolicy, for logwright subscriptions: ``logwright.dead.letter.max.deliveries`` (0: off)
 archives a record once it was delivered that often, and every archived record is copied whole to
@@ -48,6 +49,11 @@ TOPIC_KEY = "errors.deadletterqueue.topic.name"
 COPY_RECORD_KEY = "errors.deadletterqueue.copy.record.enable"
 GROUP_ENABLE_KEY = "errors.deadletterqueue.group.enable"
 PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
+AUTO_CREATE_KEY = "errors.deadletterqueue.auto.create.topics.enable"
+KIP_1191_TOPIC_CONFIGS = ((GROUP_ENABLE_KEY, "true"), ("message.timestamp.type", "CreateTime"))
+"""What Kafka 4.4 creates a missing dead-letter topic with when ``errors.deadletterqueue.auto.create.topics.enable``
+is true: a CreateTopics of the broker's default partitions and replication and these configs (its
+ShareGroupDLQStateManager)."""
 MAX_DELIVERIES_KEY = DEAD_LETTER_MAX_DELIVERIES_KEY
 PULSAR_TOPIC_KEY = "logwright.dead.letter.topic"
 DEFERRED_RETRY_KEY = DEAD_LETTER_DEFERRED_RETRY_KEY
@@ -103,6 +109,11 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "Whether share groups may use this topic as their dead-letter topic.", "BOOLEAN"))
     register.add(ConfigKey(PREFIX_KEY, "broker", "dlq.", any_value,
                            "The prefix every share group's errors.deadletterqueue.topic.name must start with."))
+    register.add(ConfigKey(AUTO_CREATE_KEY, "broker", "false", boolean,
+                           "Whether a share group's errors.deadletterqueue.topic.name that does not exist is "
+                           "created when a record is first archived (the broker's num.partitions, "
+                           "errors.deadletterqueue.group.enable=true, message.timestamp.type=CreateTime), in the "
+                           "WriteBatch of the copy; false: the copy waits until the topic exists.", "BOOLEAN"))
     register.add(ConfigKey(MAX_DELIVERIES_KEY, "group", "0", long_at_least(0),
                            "Pulsar's maxRedeliverCount for logwright subscriptions: deliveries after which a "
                            "record is archived and copied to logwright.dead.letter.topic; 0: no Pulsar "
@@ -150,7 +161,8 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     topic = archived.settings.get(TOPIC_KEY, "")
     if topic:
         return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS,
-                          GROUP_ENABLE_KEY)
+                          GROUP_ENABLE_KEY, auto_create=True, auto_create_enabled_by=AUTO_CREATE_KEY,
+                          auto_create_partitions=-1, auto_create_configs=KIP_1191_TOPIC_CONFIGS)
     if int(archived.settings.get(MAX_DELIVERIES_KEY, "0") or 0) > 0:
         named = archived.settings.get(PULSAR_TOPIC_KEY, "")
         pulsar_topic = named or f"{archived.topic}-{archived.subscription}-DLQ"

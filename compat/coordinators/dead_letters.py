@@ -145,8 +145,8 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
     if target is None or not target.partition_ids:
         why = ""
         if target is None and decision.auto_create:
-            why = (" and could not be created" if broker.auto_create_enabled()
-                   else " and broker auto.create.topics.enable is false")
+            why = (" and could not be created" if _may_create(broker, decision)
+                   else f" and broker {decision.auto_create_enabled_by} is false")
         return f"dead-letter topic {decision.topic!r} does not exist{why}"
     refusal = _refusal(broker, state, target, decision)
     if refusal is not None:
@@ -255,15 +255,24 @@ def _delays(name: str) -> bool:
     return name.encode(errors="replace").startswith(HEADER_PREFIX)
 
 
+def _may_create(broker: Broker, decision: DeadLetter) -> bool:
+    return broker.broker_config(decision.auto_create_enabled_by).lower() == "true"
+
+
 def _auto_create(broker: Broker, state: CursorState, archived: ArchivedRecords,
                  decision: DeadLetter) -> TopicState | None:
-    """Stage the missing dead-letter topic with the source topic's partition count (Kafka's auto-creation
-    rule: only with ``auto.create.topics.enable``), in this turn and so in the copy's WriteBatch."""
+    """Stage the missing dead-letter topic as the decision says (only when its broker key, by default
+    ``auto.create.topics.enable``, is true), in this turn and so in the copy's WriteBatch."""
     source = broker.topic(state.topic)
-    if not broker.auto_create_enabled() or source is None:
+    if not _may_create(broker, decision) or source is None:
         return None
+    partitions = decision.auto_create_partitions
+    if partitions is None:
+        partitions = len(source.partition_ids)
+    elif partitions == -1:
+        partitions = int(broker.broker_config("num.partitions"))
     try:
-        broker.create_topic(decision.topic, len(source.partition_ids))
+        broker.create_topic(decision.topic, partitions, decision.auto_create_configs)
     except DomainError as error:
         log.warning("group %s: dead-letter topic %r could not be created: %s", archived.subscription,
                     decision.topic, error)

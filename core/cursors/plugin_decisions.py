@@ -106,8 +106,10 @@ class DeadLetter:
     If the broker cannot append to ``topic`` (deleted, refused, the source topic itself, or without
     ``enabled_by`` set to true in its topic configs when given) the records are not archived: a
     ``DeadLetterDeferred`` event keeps them and offers them again later, when archiving retries the copy.
-    With ``auto_create`` a missing ``topic`` is created with the source topic's partition count, in the
-    same WriteBatch as the copy, when the broker's ``auto.create.topics.enable`` is true. The original's
+    With ``auto_create`` a missing ``topic`` is created in the same WriteBatch as the copy when the broker key
+    ``auto_create_enabled_by`` (default ``auto.create.topics.enable``) is true: with ``auto_create_partitions``
+    partitions (``None``: the source topic's count; -1: the broker's ``num.partitions``, as a CreateTopics of -1)
+    and the topic configs ``auto_create_configs``. The original's
     delivery-delay headers (``logwright.deliver.*``) are not copied, so the copy is not delayed again
     (a decision's own ``headers`` may still set one).
     """
@@ -118,6 +120,9 @@ class DeadLetter:
     enabled_by: str | None = None
     headers_once: tuple[tuple[str, str], ...] = ()
     auto_create: bool = False
+    auto_create_enabled_by: str = "auto.create.topics.enable"
+    auto_create_partitions: int | None = None
+    auto_create_configs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from logwright.client import Client, Timeout
 from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
@@ -305,19 +305,50 @@ def test_sigkills_while_a_share_group_rejects_and_releases_leave_every_record_on
 @pytest.fixture
 def dlq_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A broker of the test's own: logwright, or with ``--against kafka`` a Kafka 4.4 node formatted with
-    ``share.version=2`` (with 1, Kafka archives rejected records and writes nothing to the DLQ)."""
+    ``share.version=2`` (with 1, Kafka archives rejected records and writes nothing to the DLQ); started with the
+    broker configs a test gives it (indirect parametrization)."""
+    config: dict[str, str] = getattr(request, "param", {})
     if request.config.getoption("--against", default="logwright") == "kafka":
         sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
         from kafka_peer import KafkaPeer
 
-        with KafkaPeer(tmp_path / "kafka", features={"share.version": 2}) as kafka:
+        with KafkaPeer(tmp_path / "kafka", config=config, features={"share.version": 2}) as kafka:
             yield kafka.bootstrap
         return
-    process = BrokerProcess(tmp_path / "data").start()
+    process = BrokerProcess(tmp_path / "data", config=config).start()
     try:
         yield process.bootstrap
     finally:
         process.kill()
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("dlq_broker", [{"errors.deadletterqueue.auto.create.topics.enable": "true"}], indirect=True)
+def test_a_missing_dead_letter_topic_is_created_as_kafka_creates_it(dlq_broker: str) -> None:
+    """With ``errors.deadletterqueue.auto.create.topics.enable``, the first archived record creates the group's
+    dead-letter topic: the broker's default partitions, ``errors.deadletterqueue.group.enable=true`` and
+    ``message.timestamp.type=CreateTime`` set on it, and the copy on it."""
+    bootstrap, group = dlq_broker, f"dlq-auto-{uuid.uuid4().hex[:6]}"
+    dlq = f"dlq.auto-{uuid.uuid4().hex[:8]}"
+    topic = setup_topic(bootstrap, group, 0, partitions=2, **{DLQ_TOPIC_KEY: dlq})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, key=b"k", value=b"poison", partition=1)
+    assert producer.flush(30) == 0
+    share = consumer(bootstrap, group, topic)
+    batch = poll_batch(share, 60.0)
+    share.acknowledge(batch[0], AcknowledgeType.REJECT)
+    assert commit(share) == {(topic, 1): None}
+    share.close()
+    [copy] = read_all(bootstrap, dlq, 1)
+    assert headers_of(copy)["__dlq.errors.offset"] == b"0"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_topics(TopicCollection([dlq]))[dlq].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, dlq)
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert (len(described.partitions), configs["errors.deadletterqueue.group.enable"].value,
+            configs["message.timestamp.type"].value) == (1, "true", "CreateTime")
+    assert {name for name, entry in configs.items() if not entry.is_default} == {
+        "errors.deadletterqueue.group.enable", "message.timestamp.type"}
 
 
 @pytest.mark.differential
