@@ -322,6 +322,22 @@ def dlq_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         process.kill()
 
 
+def reject_one_record(bootstrap: str, group: str, dlq: str) -> str:
+    """A two-partition topic whose ``group`` dead-letters to ``dlq``, one record on partition 1, which a share
+    consumer receives alone and REJECTs; the topic."""
+    topic = setup_topic(bootstrap, group, 0, partitions=2, **{DLQ_TOPIC_KEY: dlq})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, key=b"k", value=b"poison", partition=1)
+    assert producer.flush(30) == 0
+    share = consumer(bootstrap, group, topic)
+    batch = poll_batch(share, 60.0)
+    assert [(m.partition(), m.offset()) for m in batch] == [(1, 0)]
+    share.acknowledge(batch[0], AcknowledgeType.REJECT)
+    assert commit(share) == {(topic, 1): None}
+    share.close()
+    return topic
+
+
 @pytest.mark.differential
 @pytest.mark.parametrize("dlq_broker", [{"errors.deadletterqueue.auto.create.topics.enable": "true"}], indirect=True)
 def test_a_missing_dead_letter_topic_is_created_as_kafka_creates_it(dlq_broker: str) -> None:
@@ -330,15 +346,7 @@ def test_a_missing_dead_letter_topic_is_created_as_kafka_creates_it(dlq_broker: 
     ``message.timestamp.type=CreateTime`` set on it, and the copy on it."""
     bootstrap, group = dlq_broker, f"dlq-auto-{uuid.uuid4().hex[:6]}"
     dlq = f"dlq.auto-{uuid.uuid4().hex[:8]}"
-    topic = setup_topic(bootstrap, group, 0, partitions=2, **{DLQ_TOPIC_KEY: dlq})
-    producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(topic, key=b"k", value=b"poison", partition=1)
-    assert producer.flush(30) == 0
-    share = consumer(bootstrap, group, topic)
-    batch = poll_batch(share, 60.0)
-    share.acknowledge(batch[0], AcknowledgeType.REJECT)
-    assert commit(share) == {(topic, 1): None}
-    share.close()
+    reject_one_record(bootstrap, group, dlq)
     [copy] = read_all(bootstrap, dlq, 1)
     assert headers_of(copy)["__dlq.errors.offset"] == b"0"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -355,16 +363,7 @@ def test_a_missing_dead_letter_topic_is_created_as_kafka_creates_it(dlq_broker: 
 def test_reject_writes_kip_1191_headers_like_kafka(dlq_broker: str) -> None:
     bootstrap, group = dlq_broker, f"dlq-diff-{uuid.uuid4().hex[:6]}"
     dlq = dead_letter_topic(bootstrap, partitions=1)
-    topic = setup_topic(bootstrap, group, 0, partitions=2, **{DLQ_TOPIC_KEY: dlq})
-    producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(topic, key=b"k", value=b"poison", partition=1)
-    assert producer.flush(30) == 0
-    share = consumer(bootstrap, group, topic)
-    batch = poll_batch(share, 60.0)
-    assert [(m.partition(), m.offset()) for m in batch] == [(1, 0)]
-    share.acknowledge(batch[0], AcknowledgeType.REJECT)
-    assert commit(share) == {(topic, 1): None}
-    share.close()
+    topic = reject_one_record(bootstrap, group, dlq)
     [copy] = read_all(bootstrap, dlq, 1)
     headers = headers_of(copy)
     assert (copy.partition(), copy.key(), copy.value()) == (0, None, None)
