@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer, TopicCollection
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
 from logwright.client import Client, Timeout
 from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 
@@ -355,7 +355,7 @@ def test_a_missing_dead_letter_topic_is_created_as_kafka_creates_it(dlq_broker: 
     configs = admin.describe_configs([resource])[resource].result(30)
     assert (len(described.partitions), configs["errors.deadletterqueue.group.enable"].value,
             configs["message.timestamp.type"].value) == (1, "true", "CreateTime")
-    assert {name for name, entry in configs.items() if not entry.is_default} == {
+    assert {name for name, entry in configs.items() if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value} == {
         "errors.deadletterqueue.group.enable", "message.timestamp.type"}
 
 
