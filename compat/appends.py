@@ -237,8 +237,8 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
     if isinstance(batches, PartitionResult):
         return batches
     bounds = None if log_append_time else TimestampBounds(broker.clock.now_ms(), before_max_ms, after_max_ms)
-    walked: dict[int, bytes | bytearray | memoryview] = {}
-    """The records of each batch to rebuild in the topic's codec, by its position: inflated once, by the check."""
+    to_rebuild: dict[int, bytes | bytearray | memoryview] = {}  # by position, the records (inflated once, by the
+    # check) of each batch the topic's codec rebuilds
     for position, (data, header) in enumerate(batches):
         problem = _unreadable(data, header, max_message_bytes)
         if problem is not None:
@@ -255,7 +255,7 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
                                         RecordError(error.position, str(error), INVALID_TIMESTAMP))
             return _validator_refusal(broker, partition_id, _REFUSED_RECORDS[error.kind], str(error))
         if stored_as is not None and header.compression != stored_as[0]:
-            walked[position] = records_walked
+            to_rebuild[position] = records_walked
     keys: tuple[list[bytes | None], ...] = ()
     if compacted:
         refused = _record_keys(batches)
@@ -267,9 +267,9 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
                                     RecordError(refused.keys.index(None), keyless_message(where), INVALID_RECORD),
                                     refused.keys.count(None))
         keys = refused
-    if walked:
-        assert stored_as is not None  # walked holds records only of batches to rebuild in a codec the topic names
-        recompressed_batches = _recompressed(batches, stored_as, max_message_bytes, walked)
+    if to_rebuild:
+        assert stored_as is not None  # only a topic that names a codec rebuilds batches
+        recompressed_batches = _recompressed(batches, stored_as, max_message_bytes, to_rebuild)
         if isinstance(recompressed_batches, PartitionResult):
             return recompressed_batches
         batches = recompressed_batches
@@ -277,16 +277,17 @@ def prepare_partition(broker: Broker, topic: TopicState | None, index: int, reco
 
 
 def _recompressed(batches: tuple[tuple[memoryview, BatchHeader], ...], stored_as: tuple[Compression, int],
-                  max_message_bytes: int, walked: dict[int, bytes | bytearray | memoryview]
+                  max_message_bytes: int, to_rebuild: dict[int, bytes | bytearray | memoryview]
                   ) -> tuple[tuple[memoryview, BatchHeader], ...] | PartitionResult:
     """The batches in the topic's codec, as Kafka's LogValidator rebuilds them when ``compression.type`` names one
     other than the producer's; a rebuilt batch over ``max.message.bytes`` is refused after all (MESSAGE_TOO_LARGE,
-    as Kafka checks sizes again once recompression may have changed them)."""
+    as Kafka checks sizes again once recompression may have changed them). ``to_rebuild``: by position, the records
+    of each batch in another codec, as the record check inflated them."""
     codec, level = stored_as
     rebuilt: list[tuple[memoryview, BatchHeader]] = []
     for position, (data, header) in enumerate(batches):
         if header.compression != codec:
-            again, records_bytes = recompressed(data, header, codec, level, max_message_bytes, walked[position])
+            again, records_bytes = recompressed(data, header, codec, level, max_message_bytes, to_rebuild[position])
             record_check.inflated_bytes += REBUILD_COST * records_bytes  # Produce gives way by it
             if again is None:
                 return PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=(
