@@ -145,7 +145,7 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
     if target is None or not target.partition_ids:
         why = ""
         if target is None and decision.auto_create:
-            why = (" and could not be created" if _may_create(broker, decision)
+            why = (" and could not be created" if may_create(broker, decision)
                    else f" and broker {decision.auto_create_enabled_by} is false")
         return f"dead-letter topic {decision.topic!r} does not exist{why}"
     refusal = _refusal(broker, state, target, decision)
@@ -255,29 +255,39 @@ def _delays(name: str) -> bool:
     return name.encode(errors="replace").startswith(HEADER_PREFIX)
 
 
-def _may_create(broker: Broker, decision: DeadLetter) -> bool:
+def may_create(broker: Broker, decision: DeadLetter) -> bool:
+    """Whether the broker key the decision names (by default ``auto.create.topics.enable``) allows creating its
+    missing topic."""
     return broker.broker_config(decision.auto_create_enabled_by).lower() == "true"
+
+
+def create_target(broker: Broker, decision: DeadLetter, source_partitions: int) -> TopicState:
+    """Stage the decision's missing topic as it says (``auto_create_partitions``: ``None`` the source's
+    ``source_partitions``, -1 the broker's ``num.partitions``; ``auto_create_configs``), in this turn and so in the
+    copy's WriteBatch; raises `DomainError` if the broker refuses. The caller checked `may_create`."""
+    partitions = decision.auto_create_partitions
+    if partitions is None:
+        partitions = source_partitions
+    elif partitions == -1:
+        partitions = int(broker.broker_config("num.partitions"))
+    broker.create_topic(decision.topic, partitions, decision.auto_create_configs)
+    created = broker.topic(decision.topic)
+    assert created is not None  # staged just now
+    return created
 
 
 def _auto_create(broker: Broker, state: CursorState, archived: ArchivedRecords,
                  decision: DeadLetter) -> TopicState | None:
-    """Stage the missing dead-letter topic as the decision says (only when its broker key, by default
-    ``auto.create.topics.enable``, is true), in this turn and so in the copy's WriteBatch."""
+    """The missing dead-letter topic, created when the decision and the broker allow it (`create_target`)."""
     source = broker.topic(state.topic)
-    if not _may_create(broker, decision) or source is None:
+    if not may_create(broker, decision) or source is None:
         return None
-    partitions = decision.auto_create_partitions
-    if partitions is None:
-        partitions = len(source.partition_ids)
-    elif partitions == -1:
-        partitions = int(broker.broker_config("num.partitions"))
     try:
-        broker.create_topic(decision.topic, partitions, decision.auto_create_configs)
+        return create_target(broker, decision, len(source.partition_ids))
     except DomainError as error:
         log.warning("group %s: dead-letter topic %r could not be created: %s", archived.subscription,
                     decision.topic, error)
         return None
-    return broker.topic(decision.topic)
 
 
 def _refusal(broker: Broker, state: CursorState, target: TopicState, decision: DeadLetter) -> str | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.dead_letters import copy_batches, dead_letter_copy
+from logwright.compat.coordinators.dead_letters import copy_batches, create_target, dead_letter_copy, may_create
 from logwright.compat.errors import ErrorCode
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
@@ -102,14 +102,13 @@ def stage_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Pop
 
 def _target(broker: Broker, state: PopPartition, decision: DeadLetter, source: TopicState | None
             ) -> TopicState | str:
-    """The decided topic (created when the decision allows it and the broker auto-creates), or why not."""
+    """The decided topic (created as the decision says when it and the broker key it names allow it), or why not."""
     target = broker.topic(decision.topic)
-    if target is None and decision.auto_create and broker.auto_create_enabled():
+    if target is None and decision.auto_create and may_create(broker, decision):
         try:
-            broker.create_topic(decision.topic, len(source.partition_ids) if source is not None else 1)
+            target = create_target(broker, decision, len(source.partition_ids) if source is not None else 1)
         except DomainError as error:
             return f"dead-letter topic {decision.topic!r} could not be created: {error}"
-        target = broker.topic(decision.topic)
     if target is None or not target.partition_ids:
         return f"dead-letter topic {decision.topic!r} is missing"
     if target.name == state.topic:
