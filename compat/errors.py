@@ -233,6 +233,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.UnsupportedAssignor: ErrorCode.UNSUPPORTED_ASSIGNOR,
     domain.StaleMemberEpoch: ErrorCode.STALE_MEMBER_EPOCH,
     domain.InvalidRegularExpression: ErrorCode.INVALID_REGULAR_EXPRESSION,
+    domain.MalformedEmbeddedProtocol: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
 
 

@@ -223,6 +223,11 @@ class StaleMemberEpoch(DomainError):
     """An OffsetCommit or OffsetFetch of a KIP-848 group member carries an epoch other than its current one."""
 
 
+class MalformedEmbeddedProtocol(DomainError):
+    """A classic member's consumer protocol metadata does not read where the broker must read it: Kafka's
+    IllegalStateException, which clients get as UNKNOWN_SERVER_ERROR."""
+
+
 class InvalidRegularExpression(DomainError):
     """A KIP-848 member's subscribed topic regex does not compile."""
 

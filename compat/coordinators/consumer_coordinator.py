@@ -17,24 +17,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from logwright.compat.broker import Broker
+from logwright.compat.coordinators.consumer_classic import (
+    JOIN_TIMEOUT_REASON,
+    SYNC_TIMEOUT_REASON,
+    ClassicMembersMixin,
+)
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
-from logwright.compat.coordinators.group_coordinator import group_state
+from logwright.compat.coordinators.group_coordinator import coordinator, group_state
 from logwright.compat.coordinators.share_coordinator import share_coordinator
 from logwright.compat.topic_regex import compile_pattern
+from logwright.compat.wire.consumer_protocol import read_assignment, read_subscription
 from logwright.core.consumer_groups.consumer_assignors import assignor_names
-from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, MemberState, fold
 from logwright.core.consumer_groups.consumer_reconciliation import (
     AssignmentPace,
     ConsumerHeartbeat,
     TopicCatalog,
+    check_heartbeat,
     heartbeat,
     remove_all,
 )
+from logwright.core.consumer_groups.group_migration import UpgradingMember, check_upgrade, upgrade
 from logwright.core.consumer_groups.topic_patterns import PatternError
-from logwright.core.errors import InconsistentGroupProtocol, UnknownGroup
+from logwright.core.errors import UnknownGroup
 from logwright.core.events import EmptyGroupConverted, Event
 from logwright.core.events.consumer_groups import ConsumerMemberLeft
 from logwright.core.events.groups import CONSUMER
+from logwright.core.groups.groups import GroupState
 from logwright.core.log.catalog import ResourceConfig, resource_key
 
 log = logging.getLogger(__name__)
@@ -51,6 +60,9 @@ class RegexResolution:
     """The topics the regexes matched that the principal may DESCRIBE."""
     topics: TopicCatalog
 
+UPGRADE_POLICIES = ("upgrade", "bidirectional")
+"""``group.consumer.migration.policy`` values that let a consumer-protocol member join a classic group with members."""
+
 SESSION_TIMEOUT_REASON = "session timeout"
 REBALANCE_TIMEOUT_REASON = "rebalance timeout: partitions not revoked in time"
 
@@ -65,11 +77,17 @@ def consumer_group(broker: Broker, group_id: str) -> ConsumerGroupState | None:
     return state if isinstance(state, ConsumerGroupState) else None
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(ClassicMembersMixin):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._last_seen: dict[tuple[str, str], int] = {}
         self._revoke_by: dict[tuple[str, str], int] = {}
+        self._rejoin_by: dict[tuple[str, str], int] = {}
+        """Classic members told to rejoin: by when their JoinGroup must come (`consumer_classic`)."""
+        self._sync_by: dict[tuple[str, str], int] = {}
+        """Classic members answered at JoinGroup: by when their SyncGroup must come."""
+        self._classic_session: dict[tuple[str, str], int] = {}
+        """Classic members' own session timeouts (the group's applies to the others)."""
         self._members_of: dict[str, set[str]] = {}
         """Each group's members with an entry in either table, so forgetting a group reads only its own."""
         self._topics: tuple[int, TopicCatalog] | None = None
@@ -80,6 +98,8 @@ class ConsumerCoordinator:
         now = broker.clock.now_ms()
         for group in self.groups():
             for member in group.members:
+                if member.classic_session_timeout_ms is not None:
+                    self._classic_session[(group.group_id, member.member_id)] = member.classic_session_timeout_ms
                 self._seen(group.group_id, member.member_id, now)
             self._track(group, now)
 
@@ -138,17 +158,27 @@ class ConsumerCoordinator:
         """Decide, stage, wait until durable; raises a `DomainError` for a refusal (nothing changed).
         ``describable`` says whether the heartbeat's principal may DESCRIBE a topic (``None``: no authorizer)."""
         classic = group_state(self.broker, command.group_id)
-        if classic is not None and classic.members:
-            raise InconsistentGroupProtocol(f"group {command.group_id!r} is a classic group with members; a "
-                                            "consumer-protocol member cannot join it until they leave")
         if share_coordinator(self.broker).group(command.group_id) is not None:
             raise UnknownGroup(f"group {command.group_id!r} is not a consumer group: it is a share group")
         before = consumer_group(self.broker, command.group_id)
+        upgrading: list[Event] = []
+        if classic is not None and classic.members:  # Kafka's online upgrade, in the joining heartbeat
+            upgrading = self.upgrade(classic, command)
+            before = fold(None, upgrading, command.group_id)
         topics = self.regex_topics(before, command, describable)
         member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern,
                                       self.assignment_pace(command.group_id),
                                       int(self.broker.broker_config("group.consumer.max.size")), self.assignors())
-        if classic is not None and events:  # an empty classic group: the joining member takes its id over
+        downgraded = self.downgraded(before, events) if before is not None and command.member_epoch < 0 else None
+        if downgraded is not None:
+            events = downgraded
+        if upgrading:
+            events[:0] = upgrading
+            coordinator(self.broker).hand_over(command.group_id)
+            now = self.broker.clock.now_ms()
+            for member in before.members if before is not None else ():
+                self._classic_seen(member, command.group_id, now)
+        elif classic is not None and events:  # an empty classic group: the joining member takes its id over
             events.insert(0, EmptyGroupConverted(command.group_id, CONSUMER, self.broker.clock.now_ms()))
         now = self.broker.clock.now_ms()
         if command.member_epoch == -1 or (command.member_epoch == -2 and before is not None
@@ -159,11 +189,33 @@ class ConsumerCoordinator:
             self.timer.schedule(now + self.session_timeout_ms(command.group_id))
         if events:
             self.broker.stage(events)
+            if downgraded is not None:
+                self.hand_to_classic(command.group_id)
             await self.broker.durable()
         state = consumer_group(self.broker, command.group_id)
-        assert state is not None
+        if state is None:  # it left, and the group became a classic group
+            return member_id, ConsumerGroupState(command.group_id)
         self._track(state, now)
         return member_id, state
+
+    def upgrade(self, classic: GroupState, command: ConsumerHeartbeat) -> list[Event]:
+        """The events that make a classic group with members a consumer group for this joining heartbeat, or the
+        refusal Kafka 4.4 answers (GROUP_ID_NOT_FOUND): a heartbeat that is not a join, a migration policy without
+        upgrades, a group not on the consumer protocol or larger than ``group.consumer.max.size``, members' bytes
+        that do not read."""
+        check_heartbeat(command, compile_pattern, self.assignors())
+        if command.member_epoch != 0:
+            raise UnknownGroup(f"Group {command.group_id} is not a consumer group.")
+        check_upgrade(classic, self.migration_policy() in UPGRADE_POLICIES,
+                      int(self.broker.broker_config("group.consumer.max.size")))
+        members = []
+        for member in classic.members:
+            assigned, custom = read_assignment(member.assignment)
+            metadata = member.metadata(classic.protocol_name) if classic.protocol_name is not None else b""
+            members.append(UpgradingMember(member, read_subscription(metadata) if metadata else None, assigned,
+                                           custom))
+        return upgrade(classic, members, self.topics(), compile_pattern, self.broker.clock.now_ms(),
+                       self.assignors())
 
     def regex_topics(self, group: ConsumerGroupState | None, command: ConsumerHeartbeat,
                      describable: Callable[[str], bool] | None) -> TopicCatalog:
@@ -212,16 +264,19 @@ class ConsumerCoordinator:
         over every member of every group for each)."""
         self._resolved.pop(group_id, None)
         for member_id in self._members_of.pop(group_id, ()):
-            self._last_seen.pop((group_id, member_id), None)
-            self._revoke_by.pop((group_id, member_id), None)
+            for table in self._tables():
+                table.pop((group_id, member_id), None)
 
     def _seen(self, group_id: str, member_id: str, now: int) -> None:
         self._last_seen[(group_id, member_id)] = now
         self._members_of.setdefault(group_id, set()).add(member_id)
 
+    def _tables(self) -> tuple[dict[tuple[str, str], int], ...]:
+        return self._last_seen, self._revoke_by, self._rejoin_by, self._sync_by, self._classic_session
+
     def _forget(self, group_id: str, member_id: str) -> None:
-        self._last_seen.pop((group_id, member_id), None)
-        self._revoke_by.pop((group_id, member_id), None)
+        for table in self._tables():
+            table.pop((group_id, member_id), None)
         members = self._members_of.get(group_id)
         if members is not None:
             members.discard(member_id)
@@ -247,11 +302,13 @@ class ConsumerCoordinator:
         timeouts = self._session_timeouts()
         expired: dict[str, list[tuple[str, str]]] = {}
         for (group_id, member_id), seen in list(self._last_seen.items()):
-            if now - seen >= timeouts(group_id):
+            if now - seen >= (self._classic_session.get((group_id, member_id)) or timeouts(group_id)):
                 expired.setdefault(group_id, []).append((member_id, SESSION_TIMEOUT_REASON))
-        for (group_id, member_id), deadline in list(self._revoke_by.items()):
-            if now >= deadline:
-                expired.setdefault(group_id, []).append((member_id, REBALANCE_TIMEOUT_REASON))
+        for table, reason in ((self._revoke_by, REBALANCE_TIMEOUT_REASON), (self._rejoin_by, JOIN_TIMEOUT_REASON),
+                              (self._sync_by, SYNC_TIMEOUT_REASON)):
+            for (group_id, member_id), deadline in list(table.items()):
+                if now >= deadline:
+                    expired.setdefault(group_id, []).append((member_id, reason))
         events: list[Event] = []
         for group_id, gone in expired.items():
             for member_id, _ in gone:
@@ -263,16 +320,25 @@ class ConsumerCoordinator:
             for event in removed:
                 if isinstance(event, ConsumerMemberLeft):
                     log.info("consumer group %s: member %s removed (%s)", group_id, event.member_id, event.reason)
+            downgraded = self.downgraded(state, removed)
+            if downgraded is not None:
+                log.info("consumer group %s: only classic members left; it is a classic group again", group_id)
+                removed = downgraded
             if removed:
                 self.broker.stage(removed)
                 events.extend(removed)
+            if downgraded is not None:
+                self.hand_to_classic(group_id)
         return events
 
     def next_deadline(self) -> int | None:
         """The earliest session or rebalance timeout; ``None`` when no member is tracked."""
         timeouts = self._session_timeouts()
-        deadlines = [seen + timeouts(group_id) for (group_id, _), seen in self._last_seen.items()]
+        deadlines = [seen + (self._classic_session.get(key) or timeouts(key[0]))
+                     for key, seen in self._last_seen.items()]
         deadlines.extend(self._revoke_by.values())
+        deadlines.extend(self._rejoin_by.values())
+        deadlines.extend(self._sync_by.values())
         return min(deadlines, default=None)
 
     def _session_timeouts(self) -> Callable[[str], int]:

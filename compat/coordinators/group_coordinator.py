@@ -291,16 +291,29 @@ class GroupCoordinator:
         if deadline is not None:
             self.timer.schedule(deadline)
 
-    def tick(self) -> list[Reply]:
-        """Expire sessions and pending member ids and close join phases now due; the replies this decided
-        reach their waiting members once the staged events are durable."""
-        replies = self.sessions.tick(self._now())
+    def hand_over(self, group_id: str) -> None:
+        """``group_id`` is becoming a consumer group in the events just staged: its blocked members are answered
+        REBALANCE_IN_PROGRESS once those are durable (`GroupSessions.hand_over`)."""
+        self._answer_when_durable(self.sessions.hand_over(group_id))
+
+    def take_over(self, group_id: str) -> None:
+        """``group_id`` became a classic group again in the events just staged (`GroupSessions.take_over`)."""
+        self.sessions.take_over(group_id, self._now())
+        self._reschedule(group_id)
+
+    def _answer_when_durable(self, replies: list[Reply]) -> None:
         if replies:
             def answer(durable: asyncio.Future[None]) -> None:
                 if not durable.cancelled():
                     self._answer(replies, durable.exception())
 
             self.broker.durable().add_done_callback(answer)
+
+    def tick(self) -> list[Reply]:
+        """Expire sessions and pending member ids and close join phases now due; the replies this decided
+        reach their waiting members once the staged events are durable."""
+        replies = self.sessions.tick(self._now())
+        self._answer_when_durable(replies)
         return replies
 
     def close(self) -> None:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     """Every version served: mypy checks each field read against all of them."""
 
 CONSUMER_MEMBER_TYPE = 1
+CLASSIC_MEMBER_TYPE = 0
+"""v1's ``MemberType`` (KIP-1099): a member that joined with JoinGroup is classic."""
 
 
 @handler(69, "ConsumerGroupDescribe", 0, 1)
@@ -98,6 +100,6 @@ def _members(context: RequestContext, module: Any, state: ConsumerGroupState) ->
              subscribed_topic_regex=member.subscribed_topic_regex or "",  # Kafka 4.4 answers "" for none
              assignment=wire_assignment(broker, module, member.assigned),
              target_assignment=wire_assignment(broker, module, state.target(member.member_id)),
-             member_type=CONSUMER_MEMBER_TYPE)
+             member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE)
         for member in state.members
     )

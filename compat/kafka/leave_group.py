@@ -1,7 +1,8 @@
 """LeaveGroup (key 13), versions 0-5: members leave at once instead of waiting out their session.
 
 v0-v2 name one member and answer with one error; v3+ batch members (by member id and/or
-``group.instance.id``) and answer per member (v5 adds a reason, which is not recorded).
+``group.instance.id``) and answer per member (v5 adds a reason, which is not recorded). A KIP-848 consumer group's
+members, classic or not, leave through its coordinator (`core.consumer_groups.classic_members`), as in Kafka 4.4.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
@@ -29,13 +31,17 @@ if TYPE_CHECKING:
 async def handle(context: RequestContext, request: LeaveGroupRequest) -> Any:
     module = response_module("leave_group", context.api_version)
     batched = context.api_version >= 3
-    leaving = (
+    leaving: list[tuple[str, str | None]] = (
         [(member.member_id, member.group_instance_id) for member in request.members]
         if _batched(request)
         else [(request.member_id, None)]
     )
+    consumer = consumer_group(context.broker, request.group_id) if request.group_id else None
     try:
-        outcomes = await coordinator(context.broker).leave(request.group_id, leaving)
+        if consumer is not None:  # its members leave through its coordinator (`classic_members`)
+            outcomes = await consumer_coordinator(context.broker).classic_leave(consumer, leaving)
+        else:
+            outcomes = await coordinator(context.broker).leave(request.group_id, leaving)
     except DomainError as error:
         return make(module.LeaveGroupResponse, throttle_time=datetime.timedelta(0),
                     error_code=error_code_for(error), members=())

@@ -70,7 +70,8 @@ async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
     def refusal() -> ErrorCode | None:
         nonlocal member
         try:
-            member = check_committer(broker, group_id, generation, request.member_id, instance_id)
+            member = check_committer(broker, group_id, generation, request.member_id, instance_id,
+                                     modern_commit=context.api_version >= 9)
         except CommitToNoGroup:
             member = None
             return ErrorCode.GROUP_ID_NOT_FOUND if context.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
@@ -94,15 +95,16 @@ async def handle(context: RequestContext, request: OffsetCommitRequest) -> Any:
 
 
 def check_committer(broker: Broker, group_id: str, generation: int, member_id: str,
-                    group_instance_id: str | None) -> GroupMember | None:
+                    group_instance_id: str | None, modern_commit: bool = True) -> GroupMember | None:
     """Whether this member (or a simple committer) may commit the group's offsets now; raises if not.
 
-    A KIP-848 consumer group checks the member epoch, a classic group the generation; the classic member
-    is returned so its session can be touched."""
+    A KIP-848 consumer group checks the member epoch (``modern_commit``: OffsetCommit v9+ or transactional, what its
+    consumer-protocol members must use), a classic group the generation; the classic member is returned so its
+    session can be touched."""
     check_not_share_group(broker, group_id)
     consumer = consumer_group(broker, group_id)
     if consumer is not None:
-        check_member_epoch(consumer, member_id, generation, commit=True)
+        check_member_epoch(consumer, member_id, generation, commit=True, modern_commit=modern_commit)
         return None
     state = group_state(broker, group_id)
     has_offsets = state is None and committed_offsets(broker, group_id) is not None

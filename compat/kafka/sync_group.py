@@ -2,7 +2,9 @@
 
 v3+ carry ``group.instance.id``; v5 names the protocol type and name in request and answer, and the
 coordinator refuses a mismatch with INCONSISTENT_GROUP_PROTOCOL. In v5 both are mandatory: a null one is
-INCONSISTENT_GROUP_PROTOCOL before anything else is looked at, as Kafka 4.4 answers.
+INCONSISTENT_GROUP_PROTOCOL before anything else is looked at, as Kafka 4.4 answers. A KIP-848 consumer group's
+classic members sync with its coordinator (`core.consumer_groups.classic_members`): answered at once with their
+current assignment.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from logwright.compat.coordinators.consumer_coordinator import consumer_coordinator, consumer_group
 from logwright.compat.coordinators.group_coordinator import coordinator
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, has_field, make, response_module
+from logwright.compat.wire.consumer_protocol import metadata_version, write_assignment
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState
 from logwright.core.errors import DomainError
 from logwright.core.groups.group_membership import SyncGroup
 
@@ -43,6 +48,9 @@ async def handle(context: RequestContext, request: SyncGroupRequest) -> Any:
         protocol_name=request.protocol_name if _names_protocol(request) else None,
         assignments=tuple((entry.member_id, bytes(entry.assignment)) for entry in request.assignments),
     )
+    consumer = consumer_group(context.broker, command.group_id) if command.group_id else None
+    if consumer is not None:
+        return _sync_consumer_group(context, module, consumer, command)
     try:
         reply = await coordinator(context.broker).sync(command)
     except DomainError as error:
@@ -52,6 +60,22 @@ async def handle(context: RequestContext, request: SyncGroupRequest) -> Any:
         protocol_type, protocol_name, assignment = reply.protocol_type, reply.protocol_name, reply.assignment
     return make(module.SyncGroupResponse, throttle_time=datetime.timedelta(0), error_code=code,
                 protocol_type=protocol_type, protocol_name=protocol_name, assignment=assignment)
+
+
+def _sync_consumer_group(context: RequestContext, module: Any, state: ConsumerGroupState, command: SyncGroup) -> Any:
+    """A classic member of a consumer group (`classic_members`): its current assignment, in the consumer protocol's
+    format and the version of its subscription; the protocol type and name are the request's, as Kafka answers."""
+    try:
+        member = consumer_coordinator(context.broker).classic_sync(
+            state, command.member_id, command.group_instance_id, command.generation, command.protocol_type,
+            command.protocol_name)
+    except DomainError as error:
+        return make(module.SyncGroupResponse, throttle_time=datetime.timedelta(0), error_code=error_code_for(error),
+                    protocol_type=None, protocol_name=None, assignment=b"")
+    version = metadata_version(member.classic_protocols[0][1]) if member.classic_protocols else 0
+    return make(module.SyncGroupResponse, throttle_time=datetime.timedelta(0), error_code=ErrorCode.NONE,
+                protocol_type=command.protocol_type, protocol_name=command.protocol_name,
+                assignment=write_assignment(member.assigned, version))
 
 
 def _names_instance(request: SyncGroupRequest) -> TypeIs[

@@ -67,6 +67,14 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
+def one_of_any_case(*choices: str) -> Validator:
+    """Kafka's ``CaseInsensitiveValidString``."""
+    def check(value: str) -> str | None:
+        return None if value.lower() in choices else f"must be one of {', '.join(choices)} (any case)"
+
+    return check
+
+
 def only(*accepted: str, what: str) -> Validator:
     """A Kafka key that plugs in a class logwright cannot load: its default is served, anything else refused (a broker
     that ignored a custom principal builder or credential check would decide security without it)."""
@@ -676,6 +684,12 @@ _BROKER_KEYS = (
     ConfigKey("group.consumer.max.size", "broker", "2147483647", long_between(1, 2**31 - 1),
               "Most members a KIP-848 consumer group may have: one more is refused (GROUP_MAX_SIZE_REACHED) unless "
               "it replaces a static member that left (classic groups: group.max.size).", "INT", read_only=True),
+    ConfigKey("group.consumer.migration.policy", "broker", "bidirectional",
+              one_of_any_case("disabled", "upgrade", "downgrade", "bidirectional"),
+              "Whether a group moves between the classic and the consumer protocol with members in it: anything but "
+              "disabled lets classic members join a consumer group (Kafka 4.4's online migration); upgrade and "
+              "bidirectional also let a consumer-protocol member join a classic group that has members, which then "
+              "becomes a consumer group.", "STRING", read_only=True),
     ConfigKey("group.share.session.timeout.ms", "broker", "45000", long_at_least(1),
               "A share group member that does not heartbeat for this long is removed (a group's "
               "share.session.timeout.ms overrides it, within the min and max).", "INT", read_only=True),

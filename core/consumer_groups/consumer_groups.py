@@ -12,8 +12,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import singledispatch
+from typing import Any, ClassVar
 
-from logwright.core.events import EmptyGroupConverted, Event, GroupDeleted
+from logwright.core.events import (
+    ClassicGroupUpgraded,
+    ConsumerGroupDowngraded,
+    EmptyGroupConverted,
+    Event,
+    GroupDeleted,
+)
 from logwright.core.events.consumer_groups import (
     CONSUMER_GROUP_EVENT_TYPES,
     ConsumerGroupEpochBumped,
@@ -60,6 +67,10 @@ def as_tuple(partitions: Iterable[TopicPartition]) -> TopicPartitions:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerMember:
+    """Version 2 added the classic protocol's fields (`ConsumerMemberSubscribed`); version 1 rows read their
+    defaults."""
+
+    VERSION: ClassVar[int] = 2
     member_id: str
     instance_id: str | None
     rack_id: str | None
@@ -74,6 +85,17 @@ class ConsumerMember:
     state: str = MemberState.STABLE
     assigned: TopicPartitions = ()
     revoking: TopicPartitions = ()
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        return fields
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """Joined with JoinGroup (Kafka's ``useClassicProtocol``): it syncs, heartbeats and leaves the classic way."""
+        return self.classic_session_timeout_ms is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +153,8 @@ def _(event: ConsumerMemberSubscribed, state: ConsumerGroupState) -> ConsumerGro
     existing = state.member(event.member_id)
     member = ConsumerMember(event.member_id, event.instance_id, event.rack_id, event.client_id, event.client_host,
                             event.rebalance_timeout_ms, event.server_assignor, event.subscribed_topic_names,
-                            event.subscribed_topic_regex)
+                            event.subscribed_topic_regex, classic_session_timeout_ms=event.classic_session_timeout_ms,
+                            classic_protocols=event.classic_protocols)
     if existing is not None:
         member = replace(member, member_epoch=existing.member_epoch,
                          previous_member_epoch=existing.previous_member_epoch, state=existing.state,
@@ -181,8 +204,11 @@ def _(event: ConsumerStaticMemberReplaced, state: ConsumerGroupState) -> Consume
 
 
 def evolve(state: ConsumerGroupState | None, event: Event, key: str) -> ConsumerGroupState | None:
-    if isinstance(event, GroupDeleted) or isinstance(event, EmptyGroupConverted) and event.to != CONSUMER:
+    if isinstance(event, GroupDeleted | ConsumerGroupDowngraded) or (isinstance(event, EmptyGroupConverted)
+                                                                     and event.to != CONSUMER):
         return None
+    if isinstance(event, ClassicGroupUpgraded):
+        return ConsumerGroupState(event.group)
     if not isinstance(event, ConsumerGroupEvent):
         return state
     return _evolve(event, state if state is not None else ConsumerGroupState(event.group_id))
@@ -191,13 +217,14 @@ def evolve(state: ConsumerGroupState | None, event: Event, key: str) -> Consumer
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, ConsumerGroupEvent):
         return (event.group_id,)
-    if isinstance(event, GroupDeleted | EmptyGroupConverted):
+    if isinstance(event, GroupDeleted | EmptyGroupConverted | ClassicGroupUpgraded | ConsumerGroupDowngraded):
         return (event.group,)
     return ()
 
 
 CONSUMER_GROUPS: Projection[ConsumerGroupState] = Projection(
-    "consumer_groups", _keys, evolve, frozenset((*CONSUMER_GROUP_EVENT_TYPES, GroupDeleted, EmptyGroupConverted))
+    "consumer_groups", _keys, evolve, frozenset((*CONSUMER_GROUP_EVENT_TYPES, GroupDeleted, EmptyGroupConverted,
+                                               ClassicGroupUpgraded, ConsumerGroupDowngraded))
 )
 
 

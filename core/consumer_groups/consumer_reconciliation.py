@@ -37,12 +37,14 @@ from logwright.core.consumer_groups.topic_patterns import CompiledPattern, Patte
 from logwright.core.errors import (
     FencedMemberEpoch,
     GroupMaxSizeReached,
+    IllegalGeneration,
     InvalidRegularExpression,
     InvalidRequest,
     StaleMemberEpoch,
     UnknownMember,
     UnreleasedInstanceId,
     UnsupportedAssignor,
+    UnsupportedFeature,
     quoted,
 )
 from logwright.core.events import Event
@@ -217,7 +219,7 @@ def choose_assignor(state: ConsumerGroupState, enabled: Sequence[str] = DEFAULT_
     return min(votes, key=lambda name: (-votes[name], name))
 
 
-def _check(command: ConsumerHeartbeat, patterns: PatternCompiler, assignors: Sequence[str]) -> None:
+def check_heartbeat(command: ConsumerHeartbeat, patterns: PatternCompiler, assignors: Sequence[str]) -> None:
     """Kafka 4.4's checks of a heartbeat, in its order (``throwIfConsumerGroupHeartbeatRequestIsInvalid``)."""
     if not command.group_id:
         raise InvalidRequest("a consumer group heartbeat needs a non-empty group id")
@@ -314,7 +316,7 @@ def heartbeat(state: ConsumerGroupState | None, command: ConsumerHeartbeat, topi
     Raises `InvalidRequest`, `UnknownMember`, `FencedMemberEpoch`, `UnreleasedInstanceId`, `GroupMaxSizeReached`,
     `UnsupportedAssignor` or `InvalidRegularExpression` without changing anything.
     """
-    _check(command, patterns, assignors)
+    check_heartbeat(command, patterns, assignors)
     group_id = command.group_id
     current = state if state is not None else ConsumerGroupState(group_id)
     if command.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -473,19 +475,28 @@ def remove_all(state: ConsumerGroupState, gone: Sequence[tuple[str, str]], topic
 
 
 def check_member_epoch(state: ConsumerGroupState, member_id: str | None, member_epoch: int,
-                       commit: bool) -> ConsumerMember | None:
+                       commit: bool, modern_commit: bool = True) -> ConsumerMember | None:
     """OffsetCommit and OffsetFetch (v9+) of a consumer group: a member must send its current epoch.
 
     Epoch -1 is an admin or unmanaged consumer: a commit is allowed while the group has no members (whatever member
     id it names), a fetch when it names no member (a null id; an empty one is a member no group has). Otherwise
-    raises `UnknownMember` or `StaleMemberEpoch`. As Kafka 4.4's ``ConsumerGroup.validateOffsetCommit/Fetch``.
+    raises `UnknownMember`, or for a wrong epoch `StaleMemberEpoch` (`IllegalGeneration` for a member that speaks
+    the classic protocol: its epoch is its generation). ``modern_commit``: the commit may come from a
+    consumer-protocol member (OffsetCommit v9+, or transactional); one below refuses them with `UnsupportedFeature`.
+    As Kafka 4.4's ``ConsumerGroup.validateOffsetCommit/Fetch``.
     """
     if member_epoch < 0 and (not state.members if commit else member_id is None):
         return None
     member = state.member(member_id or "")
     if member is None:
         raise UnknownMember(f"member {quoted(member_id)} is not in consumer group {quoted(state.group_id)}")
+    if commit and not modern_commit and not member.uses_classic_protocol:
+        raise UnsupportedFeature("OffsetCommit version 9 or above must be used by members using the modern group "
+                                 "protocol")
     if member_epoch != member.member_epoch:
+        if member.uses_classic_protocol:
+            raise IllegalGeneration(f"The received generation id {member_epoch} does not match the expected member "
+                                    f"epoch {member.member_epoch}.")
         raise StaleMemberEpoch(f"member {quoted(member_id)} of consumer group {quoted(state.group_id)} sent epoch "
                                f"{member_epoch}, its epoch is {member.member_epoch}")
     return member

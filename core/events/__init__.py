@@ -46,6 +46,8 @@ from logwright.core.events.cursors import (
 from logwright.core.events.groups import (
     GROUP_EVENT_TYPES,
     AssignmentsSynced,
+    ClassicGroupUpgraded,
+    ConsumerGroupDowngraded,
     EmptyGroupConverted,
     GenerationStarted,
     GroupDeleted,
@@ -169,6 +171,8 @@ __all__ = [
     "OffsetDeleted",
     "GroupDeleted",
     "EmptyGroupConverted",
+    "ClassicGroupUpgraded",
+    "ConsumerGroupDowngraded",
     "RebalanceStarted",
     "MemberJoined",
     "MemberLeft",

@@ -10,7 +10,7 @@ group is the shared `GroupDeleted`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from logwright.core.events.base import Event
 
@@ -29,9 +29,15 @@ class ConsumerGroupEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class ConsumerMemberSubscribed(ConsumerGroupEvent):
-    """A member joined (epoch 0) or changed what it told the coordinator; its epoch and assignment stay."""
+    """A member joined (epoch 0) or changed what it told the coordinator; its epoch and assignment stay.
+
+    A member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a consumer group has a
+    ``classic_session_timeout_ms`` and the ``classic_protocols`` (name, metadata) of its last JoinGroup, as Kafka's
+    ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``; a consumer-protocol member has ``None`` and ``()``.
+    Version 1 (logs written before classic members) ends before them: the defaults read it."""
 
     TAG: ClassVar[int] = 70
+    VERSION: ClassVar[int] = 2
     instance_id: str | None
     rack_id: str | None
     client_id: str
@@ -40,6 +46,12 @@ class ConsumerMemberSubscribed(ConsumerGroupEvent):
     server_assignor: str | None
     subscribed_topic_names: tuple[str, ...]
     subscribed_topic_regex: str | None
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,11 +167,37 @@ class StaticMemberReplaced(Event):
     new_member_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicGroupUpgraded(Event):
+    """A classic group with members became a consumer group (Kafka 4.4's online upgrade): a consumer-protocol member
+    joined it. Its classic state goes; the consumer group events that follow rebuild its members, now classic
+    members of a consumer group, at ``generation`` as their epoch. Committed offsets stay."""
+
+    TAG: ClassVar[int] = 28
+    group: str
+    generation: int
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDowngraded(Event):
+    """A consumer group whose members left but classic ones became a classic group (Kafka 4.4's online downgrade).
+    Its consumer group state goes; the classic group events that follow rebuild it at ``generation`` (the group
+    epoch) and start a rebalance, so the members rejoin the classic way. Committed offsets stay."""
+
+    TAG: ClassVar[int] = 29
+    group: str
+    generation: int
+    at_ms: int
+
+
 GROUP_EVENT_TYPES: tuple[type[Event], ...] = (
     OffsetCommitted,
     OffsetDeleted,
     GroupDeleted,
     EmptyGroupConverted,
+    ClassicGroupUpgraded,
+    ConsumerGroupDowngraded,
     RebalanceStarted,
     MemberJoined,
     MemberLeft,

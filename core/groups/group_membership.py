@@ -140,16 +140,23 @@ def _rebalance(group: str, state: GroupState | None, reason: str) -> tuple[Event
     return (RebalanceStarted(group, reason),)
 
 
-def decide_join(
-    state: GroupState | None, command: JoinGroup, new_member_id: str, pending: Collection[str], limits: GroupLimits
-) -> JoinDecision:
-    """Admit a member to the join phase, or answer a member that already has the current generation."""
+def check_join(command: JoinGroup, limits: GroupLimits) -> str:
+    """What Kafka checks of every JoinGroup before it looks at the group (a consumer group's classic members too):
+    the group id, then the session timeout within ``group.min/max.session.timeout.ms``."""
     group = check_group_id(command.group_id)
     if not limits.min_session_timeout_ms <= command.session_timeout_ms <= limits.max_session_timeout_ms:
         raise InvalidSessionTimeout(
             f"session timeout {command.session_timeout_ms} ms is outside the broker's bounds "
             f"{limits.min_session_timeout_ms}..{limits.max_session_timeout_ms} ms (group.min/max.session.timeout.ms)"
         )
+    return group
+
+
+def decide_join(
+    state: GroupState | None, command: JoinGroup, new_member_id: str, pending: Collection[str], limits: GroupLimits
+) -> JoinDecision:
+    """Admit a member to the join phase, or answer a member that already has the current generation."""
+    group = check_join(command, limits)
     names = [name for name, _ in command.protocols]
     if not supports_protocols(state, command.protocol_type, names):
         raise InconsistentGroupProtocol(

@@ -208,6 +208,29 @@ class GroupSessions:
         for table in (self._sessions, self._pending, self._rebalances, self._awaiting_join, self._awaiting_sync):
             table.pop(group, None)
 
+    def take_over(self, group: str, now_ms: int) -> None:
+        """The group just became a classic group again, rebalancing (`group_migration.downgrade`): its members'
+        sessions start now, and the rebalance waits for them up to their longest rebalance timeout."""
+        self.forget(group)
+        state = self.store.group(group)
+        if state is None:
+            return
+        self._sessions[group] = {m.member_id: now_ms + m.session_timeout_ms for m in state.members}
+        if state.phase == GroupPhase.PREPARING_REBALANCE:
+            self._rebalances[group] = _Rebalance(now_ms, now_ms + state.max_rebalance_timeout_ms())
+
+    def hand_over(self, group: str) -> list[Reply]:
+        """The group became a consumer group (`group_migration`): members blocked in JoinGroup or SyncGroup are told
+        REBALANCE_IN_PROGRESS, so they rejoin it (Kafka's ``completeAllJoinFutures/SyncFutures``), and its liveness
+        here goes."""
+        replies: list[Reply] = []
+        for table, kind in ((self._awaiting_join, JoinReply), (self._awaiting_sync, SyncReply)):
+            for member_id in sorted(table.get(group, set())):
+                replies.append(kind(group, member_id, error=RebalanceInProgress(
+                    f"group {quoted(group)} became a consumer group; rejoin it")))
+        self.forget(group)
+        return replies
+
     # -- time -------------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> list[Reply]:

@@ -17,6 +17,8 @@ from functools import singledispatch
 
 from logwright.core.events import (
     AssignmentsSynced,
+    ClassicGroupUpgraded,
+    ConsumerGroupDowngraded,
     EmptyGroupConverted,
     Event,
     GenerationStarted,
@@ -122,13 +124,14 @@ def supports_protocols(state: GroupState | None, protocol_type: str, protocol_na
 
 _HANDLED: frozenset[type[Event]] = frozenset({
     RebalanceStarted, MemberJoined, MemberLeft, MembersLeft, GenerationStarted, AssignmentsSynced,
-    StaticMemberReplaced, GroupDeleted, EmptyGroupConverted,
+    StaticMemberReplaced, GroupDeleted, EmptyGroupConverted, ClassicGroupUpgraded, ConsumerGroupDowngraded,
 })
 
 
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, RebalanceStarted | MemberJoined | MemberLeft | MembersLeft | GenerationStarted
-                  | AssignmentsSynced | StaticMemberReplaced | GroupDeleted | EmptyGroupConverted):
+                  | AssignmentsSynced | StaticMemberReplaced | GroupDeleted | EmptyGroupConverted
+                  | ClassicGroupUpgraded | ConsumerGroupDowngraded):
         return (event.group,)
     return ()
 
@@ -208,6 +211,16 @@ def _(event: StaticMemberReplaced, state: GroupState | None, key: str) -> GroupS
 @_evolve.register
 def _(event: GroupDeleted, state: GroupState | None, key: str) -> GroupState | None:
     return None
+
+
+@_evolve.register
+def _(event: ClassicGroupUpgraded, state: GroupState | None, key: str) -> GroupState | None:
+    return None
+
+
+@_evolve.register
+def _(event: ConsumerGroupDowngraded, state: GroupState | None, key: str) -> GroupState | None:
+    return GroupState(event.group)
 
 
 @_evolve.register

@@ -344,3 +344,22 @@ def test_a_producers_recent_batches_are_stored_as_flat_integers_and_read_as_stor
     before = registry.decode(registry.encode(stored_before), "test")
     assert before == state and isinstance(before.recent, RecentBatches)
     assert ProducerState(3, recent) == state, "built from a tuple, as from the row"  # type: ignore[arg-type]
+
+
+def test_a_consumer_member_written_before_classic_members_reads_as_a_consumer_protocol_one() -> None:
+    """``ConsumerMemberSubscribed`` and the ``ConsumerMember`` row gained a classic member's session timeout and
+    protocols in version 2: version 1 entries (written as msgpack lists without them) read with their defaults."""
+    from logwright.core.consumer_groups.consumer_groups import ConsumerMember
+    from logwright.core.events.consumer_groups import ConsumerMemberSubscribed
+
+    event = ConsumerMemberSubscribed("g", "m", None, None, "client", "/host", 30_000, None, ("orders",), None)
+    current = msgpack.unpackb(CODEC.encode_event(5, event), use_list=True)
+    time_ms, tag, version, *fields = current
+    assert (version, fields[-2:]) == (2, [None, []])
+    old = msgpack.packb([time_ms, tag, 1, *fields[:-2]])
+    assert CODEC.decode_event(old, "x") == (5, event)
+
+    member = ConsumerMember("m", None, None, "client", "/host", 30_000, None, ("orders",), None)
+    tag, version, *fields = msgpack.unpackb(CODEC.encode(member), use_list=True)
+    assert CODEC.decode(msgpack.packb([tag, 1, *fields[:-2]]), "x") == member
+    assert not member.uses_classic_protocol

@@ -59,6 +59,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     22: ("MemberLeft", "group member_id reason"),
     26: ("MembersLeft", "group member_ids reason"),
     27: ("EmptyGroupConverted", "group to at_ms"),  # version 2 added at_ms
+    28: ("ClassicGroupUpgraded", "group generation at_ms"),
+    29: ("ConsumerGroupDowngraded", "group generation at_ms"),
     23: ("GenerationStarted", "group generation protocol_name leader at_ms"),  # version 2 added at_ms
     24: ("AssignmentsSynced", "group generation assignments"),
     25: ("StaticMemberReplaced", "group group_instance_id old_member_id new_member_id"),
@@ -94,7 +96,8 @@ LAYOUT: dict[int, tuple[str, str]] = {
     66: ("TransactionalIdsExpired", "transactional_ids producer_ids"),
     70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
                                      "rebalance_timeout_ms server_assignor subscribed_topic_names "
-                                     "subscribed_topic_regex"),
+                                     "subscribed_topic_regex classic_session_timeout_ms classic_protocols"),
+    # version 2 added classic_session_timeout_ms and classic_protocols
     71: ("ConsumerGroupEpochBumped", "group_id member_id group_epoch subscription_metadata"),
     72: ("ConsumerTargetAssignmentComputed", "group_id member_id assignment_epoch assignor targets computed_at_ms"),
     73: ("ConsumerMemberReconciled", "group_id member_id member_epoch previous_member_epoch state assigned revoking"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -26,16 +27,22 @@ def find_coordinator(bootstrap: str, group: str) -> None:
     request(bootstrap, make(FindCoordinatorRequest, key="", key_type=0, coordinator_keys=(group,)))
 
 
-def describe(bootstrap: str, group: str) -> Any:
+def ready_request(bootstrap: str, group: str, message: Any, code: Callable[[Any], int] = lambda answer: int(
+        answer.error_code)) -> Any:
+    """The answer to one of a group's requests, asked again while Kafka loads the group's coordinator."""
     deadline = time.monotonic() + 60
     while True:
-        response = request(bootstrap, ConsumerGroupDescribeRequest(group_ids=(group,),
-                                                                   include_authorized_operations=False))
-        [described] = response.groups
-        if described.error_code not in NOT_READY or time.monotonic() > deadline:
-            return described
+        answer = request(bootstrap, message)
+        if code(answer) not in NOT_READY or time.monotonic() > deadline:
+            return answer
         find_coordinator(bootstrap, group)
         time.sleep(0.3)
+
+
+def describe(bootstrap: str, group: str) -> Any:
+    message = ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)
+    [described] = ready_request(bootstrap, group, message, lambda answer: int(answer.groups[0].error_code)).groups
+    return described
 
 
 def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, *, topics: tuple[str, ...] | None = None,
@@ -53,13 +60,7 @@ def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, *, topics:
                    rebalance_timeout=datetime.timedelta(milliseconds=rebalance_timeout_ms),
                    subscribed_topic_names=topics, subscribed_topic_regex=regex, server_assignor=assignor,
                    topic_partitions=partitions)
-    deadline = time.monotonic() + 60
-    while True:
-        response = request(bootstrap, message)
-        if response.error_code not in NOT_READY or time.monotonic() > deadline:
-            return response
-        find_coordinator(bootstrap, group)
-        time.sleep(0.3)
+    return ready_request(bootstrap, group, message)
 
 
 def assigned(response: Any) -> dict[uuid.UUID, tuple[int, ...]] | None:

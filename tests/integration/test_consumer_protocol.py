@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .broker_process import BrokerProcess
@@ -58,13 +58,17 @@ class Work:
             if message is None or message.error():
                 continue
             self.readers.setdefault(int(message.value()), []).append(number)
-            for attempt in range(2):
-                try:
-                    member.commit(message, asynchronous=False)
-                    break
-                except KafkaException:
-                    if attempt:
-                        raise
+            self.commit(member, message)
+
+    def commit(self, member: Consumer, message: Message) -> None:
+        """Commit right after the read; a second refusal fails the scenario."""
+        for attempt in range(2):
+            try:
+                member.commit(message, asynchronous=False)
+                break
+            except KafkaException:
+                if attempt:
+                    raise
 
     def until(self, members: dict[int, Consumer], done: int, layout: int, timeout_s: float = 120) -> list[set[int]]:
         """Poll until ``done`` records are read and every member has ``layout`` partitions (0: any split)."""
