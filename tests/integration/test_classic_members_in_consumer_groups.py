@@ -218,8 +218,9 @@ def test_a_classic_group_becomes_a_consumer_group_when_a_consumer_member_joins(b
     group = f"upgrade-{uuid.uuid4().hex[:8]}"
     _produce(bootstrap, topic, 0, 300)
     work = Work()
-    members = {1: _classic(bootstrap, group, topic, "cooperative-sticky"),
-               2: _classic(bootstrap, group, topic, "cooperative-sticky")}
+    # range, not cooperative-sticky: librdkafka's cooperative-sticky leader writes user data into some assignments,
+    # and Kafka 4.4 refuses to upgrade a group whose assignments carry user data (a custom assignor's, it assumes)
+    members = {1: _classic(bootstrap, group, topic, "range"), 2: _classic(bootstrap, group, topic, "range")}
     try:
         _disjoint_cover(work.until(members, 300, layout=PARTITIONS // 2))
         assert describe(bootstrap, group).error_code == GROUP_ID_NOT_FOUND, "a classic group so far"
@@ -242,7 +243,7 @@ def test_a_classic_group_becomes_a_consumer_group_when_a_consumer_member_joins(b
         _produce(bootstrap, topic, 900, 300)
         _disjoint_cover(classic_work.until(members, 1200, layout=PARTITIONS))
         assert describe(bootstrap, group).error_code == GROUP_ID_NOT_FOUND, "not a consumer group any more"
-        members[4] = _classic(bootstrap, group, topic, "cooperative-sticky")
+        members[4] = _classic(bootstrap, group, topic, "range")
         _produce(bootstrap, topic, 1200, 300)
         _disjoint_cover(classic_work.until(members, 1500, layout=PARTITIONS // 2))
         assert _classic_described(bootstrap, group) == ("Stable", "consumer", 2)
