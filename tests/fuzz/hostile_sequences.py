@@ -123,6 +123,49 @@ def classic_group(values: HostileValues) -> Sequence:
     yield values.entity(leave.LeaveGroupRequest, hostility=CALM, group_id=group, member_id=member)
 
 
+def group_migration(values: HostileValues) -> Sequence:
+    """A group moving between the protocols: a consumer-protocol member's join before or after a classic member's
+    (join, sync with a hostile assignment, heartbeat with a forged generation), so the broker reads hostile
+    subscriptions and assignments both as a classic member of a consumer group and when upgrading a classic group;
+    then the consumer member leaves (a downgrade when the classic member is still there) and so does the other."""
+    rng = values.rng
+    group = f"hostile-migration-{rng.randrange(10**6)}"
+    consumer = schema("consumer_group_heartbeat", rng.randint(0, 1))
+
+    def consumer_heartbeat(epoch: int) -> Request:
+        return values.entity(consumer.ConsumerGroupHeartbeatRequest, hostility=CALM, group_id=group, member_id=MEMBER,
+                             member_epoch=epoch, rebalance_timeout=_millis(5000), topic_partitions=(),
+                             subscribed_topic_names=("hostile",), subscribed_topic_regex=None, instance_id=None,
+                             rack_id=None, server_assignor=None)
+
+    consumer_first = rng.random() < 0.5
+    if consumer_first:
+        yield consumer_heartbeat(0)
+    join = schema("join_group", rng.randint(0, 9))
+    protocol = values.entity(join.JoinGroupRequestProtocol, name=rng.choice(("range", "roundrobin", "")))
+    member, generation = "", -1
+    for _ in range(2):
+        answer = yield values.entity(join.JoinGroupRequest, hostility=CALM, group_id=group, member_id=member,
+                                     protocol_type="consumer", protocols=(protocol,),
+                                     session_timeout=_millis(30_000), rebalance_timeout=_millis(rng.choice((0, 500))))
+        if answer is None:
+            return
+        member, generation = answer.member_id, answer.generation_id
+    sync = schema("sync_group", rng.randint(0, 5))
+    yield values.entity(sync.SyncGroupRequest, hostility=CALM, group_id=group, member_id=member,
+                        generation_id=generation, group_instance_id=None, protocol_type="consumer",
+                        protocol_name=protocol.name, assignments=(values.entity(sync.SyncGroupRequestAssignment,
+                                                                                member_id=member),))
+    if not consumer_first:
+        yield consumer_heartbeat(0)
+    heartbeat = schema("heartbeat", rng.randint(0, 4))
+    yield values.entity(heartbeat.HeartbeatRequest, group_id=group, member_id=member,
+                        generation_id=rng.choice((generation, generation + 1, -1)), group_instance_id=None)
+    yield consumer_heartbeat(-1)
+    leave = schema("leave_group", rng.randint(0, 5))
+    yield values.entity(leave.LeaveGroupRequest, hostility=CALM, group_id=group, member_id=member)
+
+
 def share_session(values: HostileValues) -> Sequence:
     """Join a share group, open a share session, then acknowledge hostile ranges (up to [0, 2**63-1]) both in
     ShareFetch and in ShareAcknowledge, with hostile session epochs."""
@@ -228,8 +271,8 @@ def pop_then_settle(values: HostileValues) -> Sequence:
 
 
 SEQUENCES: tuple[Callable[[HostileValues], Sequence], ...] = (
-    topic_then_produce, config_then_join, classic_group, share_session, consumer_group_regex, transaction,
-    pop_then_settle)
+    topic_then_produce, config_then_join, classic_group, group_migration, share_session, consumer_group_regex,
+    transaction, pop_then_settle)
 
 
 def _millis(milliseconds: int) -> i32Timedelta:

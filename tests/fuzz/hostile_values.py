@@ -74,9 +74,16 @@ MILLIS_I32 = (-1, -(2**31), 0, 1, 100, 2**31 - 1)
 MILLIS_I64 = (-1, 0, 1, 2**31 - 1, 2**62, -(2**40))
 STRINGS = ("", "x" * 32767, "hostile", "\x00\xff", "ü" * 5000, "*", "range", "uniform", None)
 BLOBS = (b"", b"\x00" * 10, b"\xff" * 100_000, b"\x80" * 30)
-GROUP_PROTOCOL_METADATA = (b"", b"\x00" * 10, b"\xff" * 10, b"\xff\xff\x7f" + b"\xff" * 99_997, b"\x80" * 30)
+GROUP_PROTOCOL_METADATA = (
+    b"", b"\x00" * 10, b"\xff" * 10, b"\xff\xff\x7f" + b"\xff" * 99_997, b"\x80" * 30,
+    # version 3 (and 32,767, read as 3) with one topic, then counts of owned partitions past the bytes present
+    b"\x00\x03\x00\x00\x00\x01\x00\x07hostile\xff\xff\xff\xff\x7f\xff\xff\xff",
+    b"\x7f\xff\x00\x00\x00\x01\x00\x07hostile\xff\xff\xff\xff\x00\x00\x00\x01\x00\x07hostile\x7f\xff\xff\xf0",
+    b"\x00\x01\x00\x00\x00\x01\x00\x07hostile\xff\xff\xff\xff\x00\x00\x00\x00",  # a well-formed v1 subscription
+)
 """JoinGroup protocol metadata: a consumer subscription whose version and counts are hostile. ``b"\xff" * 10`` reads
-as a null topic array, which made a later OffsetDelete of the group fail with TypeError (fixed)."""
+as a null topic array, which made a later OffsetDelete of the group fail with TypeError (fixed). A consumer group
+reads them when a classic member joins it, and when a classic group is upgraded."""
 UUIDS = (uuid.UUID(int=0), uuid.UUID(int=2**128 - 1), uuid.UUID(int=1234567))
 EXTENSION_VALUES: tuple[Any, ...] = (
     0, 1, -1, 2**64 - 1, 2**63, 2**63 - 1, -(2**63), 2**31, "", "x" * 100_000, "hostile", "hostile-share",
