@@ -9,7 +9,8 @@ every other liveness deadline here they live in memory, on the broker clock (`Co
 
 from __future__ import annotations
 
-import uuid
+import base64
+import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -104,7 +105,7 @@ class ClassicMembersMixin:
         group_id = command.group_id
         self.check_classic_member_may_join(group_id)
         member_id, events = classic_join(
-            state, command, self._group_topics(group_id), lambda: str(uuid.uuid4()), compile_pattern,
+            state, command, self._group_topics(group_id), new_member_id, compile_pattern,
             self.assignment_pace(group_id), int(self.broker.broker_config("group.consumer.max.size")), self.assignors())
         now = self.broker.clock.now_ms()
         for event in events:
@@ -184,6 +185,15 @@ class ClassicMembersMixin:
     def _consumer_group(self, group_id: str) -> ConsumerGroupState | None:
         state = self.broker.store.state("consumer_groups", group_id)
         return state if isinstance(state, ConsumerGroupState) else None
+
+
+def new_member_id() -> str:
+    """A member id the coordinator hands out, as Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes in URL-safe
+    base64 without padding (22 characters), never starting with a dash (Kafka draws again then)."""
+    while True:
+        text = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _encoded_target(member: ConsumerMember, protocol: str | None, partitions: TopicPartitions) -> bytes:

@@ -12,7 +12,6 @@ start, as for classic and share groups.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from logwright.compat.coordinators.consumer_classic import (
     JOIN_TIMEOUT_REASON,
     SYNC_TIMEOUT_REASON,
     ClassicMembersMixin,
+    new_member_id,
 )
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.coordinators.group_coordinator import coordinator, group_state
@@ -43,7 +43,7 @@ from logwright.core.errors import UnknownGroup
 from logwright.core.events import EmptyGroupConverted, Event
 from logwright.core.events.consumer_groups import ConsumerMemberLeft
 from logwright.core.events.groups import CONSUMER
-from logwright.core.groups.groups import GroupState
+from logwright.core.groups.groups import GroupState, select_protocol
 from logwright.core.log.catalog import ResourceConfig, resource_key
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class ConsumerCoordinator(ClassicMembersMixin):
             upgrading = self.upgrade(classic, command)
             before = fold(None, upgrading, command.group_id)
         topics = self.regex_topics(before, command, describable)
-        member_id, events = heartbeat(before, command, topics, lambda: str(uuid.uuid4()), compile_pattern,
+        member_id, events = heartbeat(before, command, topics, new_member_id, compile_pattern,
                                       self.assignment_pace(command.group_id),
                                       int(self.broker.broker_config("group.consumer.max.size")), self.assignors())
         downgraded = self.downgraded(before, events) if before is not None and command.member_epoch < 0 else None
@@ -209,9 +209,12 @@ class ConsumerCoordinator(ClassicMembersMixin):
         check_upgrade(classic, self.migration_policy() in UPGRADE_POLICIES,
                       int(self.broker.broker_config("group.consumer.max.size")))
         members = []
+        # a group still in its first rebalance has no protocol yet: the one its members would elect (Kafka fails the
+        # heartbeat there, reading a protocol name it does not have: UNKNOWN_SERVER_ERROR)
+        protocol = classic.protocol_name or select_protocol(classic.members)
         for member in classic.members:
             assigned, custom = read_assignment(member.assignment)
-            metadata = member.metadata(classic.protocol_name) if classic.protocol_name is not None else b""
+            metadata = member.metadata(protocol) if protocol is not None else b""
             members.append(UpgradingMember(member, read_subscription(metadata) if metadata else None, assigned,
                                            custom))
         return upgrade(classic, members, self.topics(), compile_pattern, self.broker.clock.now_ms(),

@@ -7,6 +7,7 @@ member that leaves hands its partitions back. The differential scenarios pass on
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import struct
 import time
@@ -484,3 +485,28 @@ def test_a_consumer_group_of_classic_members_stays_without_downgrades(started_wi
     assert int(described.group_epoch) == int(described.assignment_epoch) + 1, "a leave bumps, and does not assign"
     beat = request(bootstrap, _heartbeat(group, member_id, generation))
     assert beat.error_code == NONE, "its epoch is the target's: nothing to rejoin for"
+
+
+@pytest.mark.logwright_only(reason="Kafka 4.4 fails this heartbeat (UNKNOWN_SERVER_ERROR): its first generation has "
+                                   "no protocol name to read the subscriptions with")
+@pytest.mark.parametrize("started_with", [{"group.initial.rebalance.delay.ms": "60000"}], indirect=True)
+def test_a_classic_group_in_its_first_rebalance_upgrades_and_its_joiner_is_told_to_rejoin(started_with: str) -> None:
+    """The classic member's JoinGroup waits out the initial rebalance delay; a consumer-protocol member's join
+    meanwhile upgrades the group with the protocol the members would elect, and the waiting JoinGroup is answered
+    REBALANCE_IN_PROGRESS, so the member rejoins the consumer group."""
+    bootstrap = started_with
+    topic = _topic(bootstrap)
+    group = f"upgrade-first-{uuid.uuid4().hex[:8]}"
+    required = request(bootstrap, _join(group, _subscription((topic,))))
+    assert required.error_code == MEMBER_ID_REQUIRED
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(request, bootstrap, _join(group, _subscription((topic,)), member_id=required.member_id))
+        time.sleep(1)
+        assert not waiting.done(), "held by the initial rebalance delay"
+        joined = heartbeat(bootstrap, group, str(uuid.uuid4()), 0, topics=(topic,), rebalance_timeout_ms=60_000)
+        assert joined.error_code == NONE, joined.error_message
+        assert waiting.result(timeout=30).error_code == REBALANCE_IN_PROGRESS
+    rejoined = request(bootstrap, _join(group, _subscription((topic,)), member_id=required.member_id))
+    assert (rejoined.error_code, rejoined.member_id, rejoined.leader) == (NONE, required.member_id, "")
+    described = {member.member_id: int(member.member_type) for member in describe(bootstrap, group).members}
+    assert sorted(described.values()) == [CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE]

@@ -18,7 +18,8 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,6 +210,48 @@ def test_a_consumer_groups_offsets_are_described_reset_and_deleted(tools: Tools)
     assert "was successful" in tools.ok("kafka-consumer-groups", "--delete", "--group", "readers")
     assert "readers" not in tools.ok("kafka-consumer-groups", "--list").split()
     assert "GroupIdNotFoundException" in tools.ok("kafka-consumer-groups", "--describe", "--group", "readers")
+
+
+def _console_consumer(tools: Tools, topic: str, group: str, protocol: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [kafka_peer.java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{LIB}/*",
+         TOOLS["kafka-console-consumer"], "--bootstrap-server", tools.bootstrap, "--topic", topic, "--group", group,
+         "--consumer-property", f"group.protocol={protocol}", "--timeout-ms", "90000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+
+
+def _until(read: Callable[[], list[list[str]]], done: Callable[[list[list[str]]], bool]) -> list[list[str]]:
+    deadline = time.monotonic() + 60
+    while True:
+        table = read()
+        if done(table) or time.monotonic() > deadline:
+            return table
+        time.sleep(1)
+
+
+def test_a_group_of_classic_and_consumer_members_as_the_tool_describes_it(tools: Tools) -> None:
+    """Java console consumers on both protocols share a topic (Kafka 4.4's online migration): the tool marks the
+    consumer-protocol member upgraded; once it leaves, the group is a classic one of the other member."""
+    tools.ok("kafka-topics", "--create", "--topic", "migrating", "--partitions", "4")
+    consumers = {protocol: _console_consumer(tools, "migrating", "migrating", protocol)
+                 for protocol in ("consumer", "classic")}
+    try:
+        def members() -> list[list[str]]:
+            return rows(tools.ok("kafka-consumer-groups", "--describe", "--group", "migrating", "--members",
+                                 "--verbose"))
+
+        table = _until(members, lambda table: [row[4] for row in table] == ["2", "2"])
+        assert sorted(row[-1] for row in table) == ["false", "true"], table  # UPGRADED: joined with the new protocol
+        [state] = rows(tools.ok("kafka-consumer-groups", "--describe", "--group", "migrating", "--state"))
+        assert state[3:] == ["uniform", "Stable", "2"], state
+        consumers.pop("consumer").terminate()  # its shutdown hook closes it: it leaves the group
+        table = _until(members, lambda table: [row[4] for row in table] == ["4"])
+        assert [row[4] for row in table] == ["4"], table
+        [state] = rows(tools.ok("kafka-consumer-groups", "--describe", "--group", "migrating", "--state"))
+        assert state[3:] == ["range", "Stable", "1"], state  # a classic group again, its protocol voted for
+    finally:
+        for consumer in consumers.values():
+            consumer.kill()
 
 
 def test_a_share_group_reads_and_is_reset_and_deleted(tools: Tools) -> None:
