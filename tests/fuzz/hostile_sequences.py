@@ -87,22 +87,34 @@ def config_then_join(values: HostileValues) -> Sequence:
     yield from classic_group(values)
 
 
-def classic_group(values: HostileValues) -> Sequence:
-    """Join (twice where the version wants a member id first), sync, heartbeat, commit and leave with hostile
-    generations, offsets, assignments and metadata."""
+def _classic_join(values: HostileValues, group: str, names: tuple[str, ...]
+                  ) -> Generator[Request, Any, tuple[str, int, str] | None]:
+    """A classic member's JoinGroup (twice where the version wants a member id first) with a hostile protocol of one
+    of ``names``: its member id, generation and protocol name, or ``None`` when the broker answered nothing."""
     rng = values.rng
     join = schema("join_group", rng.randint(0, 9))
-    # mostly a new group: members left by earlier examples would hold a rejoin back until their sessions end
-    group = rng.choice((f"hostile-group-{rng.randrange(10**6)}",) * 4 + GROUP_IDS)
+    protocol = values.entity(join.JoinGroupRequestProtocol, name=rng.choice(names))
     member, generation = "", -1
-    protocol = values.entity(join.JoinGroupRequestProtocol, name=rng.choice(("range", "range", "")))
     for _ in range(2):
         answer = yield values.entity(join.JoinGroupRequest, hostility=CALM, group_id=group, member_id=member,
                                      protocol_type="consumer", protocols=(protocol,),
                                      session_timeout=_millis(30_000), rebalance_timeout=_millis(rng.choice((0, 500))))
         if answer is None:
-            return
+            return None
         member, generation = answer.member_id, answer.generation_id
+    return member, generation, protocol.name
+
+
+def classic_group(values: HostileValues) -> Sequence:
+    """Join (twice where the version wants a member id first), sync, heartbeat, commit and leave with hostile
+    generations, offsets, assignments and metadata."""
+    rng = values.rng
+    # mostly a new group: members left by earlier examples would hold a rejoin back until their sessions end
+    group = rng.choice((f"hostile-group-{rng.randrange(10**6)}",) * 4 + GROUP_IDS)
+    joined = yield from _classic_join(values, group, ("range", "range", ""))
+    if joined is None:
+        return
+    member, generation, _ = joined
     forged = rng.choice((generation, generation, generation + 1, -1, 2**31 - 1))
     sync = schema("sync_group", rng.randint(0, 5))
     yield values.entity(sync.SyncGroupRequest, hostility=CALM, group_id=group, member_id=member,
@@ -141,20 +153,14 @@ def group_migration(values: HostileValues) -> Sequence:
     consumer_first = rng.random() < 0.5
     if consumer_first:
         yield consumer_heartbeat(0)
-    join = schema("join_group", rng.randint(0, 9))
-    protocol = values.entity(join.JoinGroupRequestProtocol, name=rng.choice(("range", "roundrobin", "")))
-    member, generation = "", -1
-    for _ in range(2):
-        answer = yield values.entity(join.JoinGroupRequest, hostility=CALM, group_id=group, member_id=member,
-                                     protocol_type="consumer", protocols=(protocol,),
-                                     session_timeout=_millis(30_000), rebalance_timeout=_millis(rng.choice((0, 500))))
-        if answer is None:
-            return
-        member, generation = answer.member_id, answer.generation_id
+    joined = yield from _classic_join(values, group, ("range", "roundrobin", ""))
+    if joined is None:
+        return
+    member, generation, protocol_name = joined
     sync = schema("sync_group", rng.randint(0, 5))
     yield values.entity(sync.SyncGroupRequest, hostility=CALM, group_id=group, member_id=member,
                         generation_id=generation, group_instance_id=None, protocol_type="consumer",
-                        protocol_name=protocol.name, assignments=(values.entity(sync.SyncGroupRequestAssignment,
+                        protocol_name=protocol_name, assignments=(values.entity(sync.SyncGroupRequestAssignment,
                                                                                 member_id=member),))
     if not consumer_first:
         yield consumer_heartbeat(0)
