@@ -275,7 +275,3 @@ def classic_leave(state: ConsumerGroupState, leaving: Sequence[tuple[str, str | 
 def left_members(events: Sequence[Event]) -> list[str]:
     return [event.member_id for event in events if isinstance(event, ConsumerMemberLeft)]
 
-
-def reconciled(events: Sequence[Event], member_id: str) -> bool:
-    """Whether ``events`` moved ``member_id``'s assignment (a join that changed what it owns)."""
-    return any(isinstance(event, ConsumerMemberReconciled) and event.member_id == member_id for event in events)
