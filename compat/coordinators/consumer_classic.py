@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from logwright.compat.coordinators.group_coordinator import coordinator
@@ -25,8 +26,8 @@ from logwright.core.consumer_groups.classic_members import (
     classic_sync,
     left_members,
 )
-from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember
-from logwright.core.consumer_groups.group_migration import downgrade, downgrades
+from logwright.core.consumer_groups.consumer_groups import ConsumerGroupState, ConsumerMember, fold
+from logwright.core.consumer_groups.group_migration import downgrade, downgrades, downgrades_on_replacement
 from logwright.core.errors import DomainError, InconsistentGroupProtocol, RebalanceInProgress, UnknownMember, quoted
 from logwright.core.events import Event
 from logwright.core.events.consumer_groups import ConsumerStaticMemberReplaced, TopicPartitions
@@ -107,6 +108,11 @@ class ClassicMembersMixin:
         member_id, events = classic_join(
             state, command, self._group_topics(group_id), new_member_id, compile_pattern,
             self.assignment_pace(group_id), int(self.broker.broker_config("group.consumer.max.size")), self.assignors())
+        replaced = state.static_member(command.instance_id) if command.instance_id is not None else None
+        if replaced is not None and downgrades_on_replacement(
+                state, replaced.member_id, self.migration_policy() in DOWNGRADE_POLICIES,
+                int(self.broker.broker_config("group.max.size"))):
+            return await self._replace_into_classic(state, replaced, member_id, events)
         now = self.broker.clock.now_ms()
         for event in events:
             if isinstance(event, ConsumerStaticMemberReplaced) and event.old_member_id != event.member_id:
@@ -124,6 +130,26 @@ class ClassicMembersMixin:
         self._schedule(self._sync_by[key])
         self._track(after, now)
         return member, after
+
+    async def _replace_into_classic(self, state: ConsumerGroupState, replaced: ConsumerMember, member_id: str,
+                                    joined: list[Event]) -> tuple[ConsumerMember, ConsumerGroupState]:
+        """A classic static member took the place of the last consumer-protocol member: the group becomes a classic
+        group in this join (`group_migration.downgrade`), and the join's own events, which only led there, are not
+        written. Answered with its epoch after reconciling, as Kafka does, or unreconciled (0) when its join moved
+        the group epoch past the target's."""
+        group_id = state.group_id
+        after = fold(state, joined, group_id)
+        joiner = after.member(member_id)
+        assert joiner is not None, "classic_join adds the member it answers"
+        stale = after.group_epoch > state.assignment_epoch
+        if stale:
+            joiner = replace(joiner, member_epoch=0)
+        self._forget(group_id, replaced.member_id)
+        self.broker.stage(downgrade(state, (replaced.member_id,), self.broker.clock.now_ms(), _encoded_target,
+                                   joining=joiner, stale=stale))
+        self.hand_to_classic(group_id)
+        await self.broker.durable()
+        return joiner, after
 
     def classic_sync(self, state: ConsumerGroupState, member_id: str, instance_id: str | None, generation: int,
                      protocol_type: str | None, protocol_name: str | None) -> ConsumerMember:

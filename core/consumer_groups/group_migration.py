@@ -14,8 +14,10 @@ Downgrade: when members leave a consumer group (a leave, LeaveGroup, a timeout) 
 becomes a classic group again (``group.consumer.migration.policy`` downgrade or bidirectional, and no more members
 than ``group.max.size``), as ``convertToClassicGroup`` does: Stable at the group epoch as its generation, each member
 holding its target assignment in the consumer protocol's format, the protocol the members vote for, no leader; then
-a rebalance starts, so they rejoin the classic way. Kafka also downgrades when a classic static member replaces the
-last consumer-protocol one; logwright does not (the group stays a consumer group until a member leaves).
+a rebalance starts, so they rejoin the classic way. A classic static member that takes the place of the last
+consumer-protocol one downgrades the group in its JoinGroup (Kafka 4.4's ``classicGroupJoinToConsumerGroup``): it
+holds what the member it replaces was assigned, and no rebalance starts unless its join moved the group epoch past the
+target's (a stale assignment).
 """
 
 from __future__ import annotations
@@ -115,17 +117,33 @@ def downgrades(state: ConsumerGroupState, leaving: Collection[str], downgrade_en
             and len(staying) <= classic_max_size)
 
 
+def downgrades_on_replacement(state: ConsumerGroupState, replaced_id: str, downgrade_enabled: bool,
+                              classic_max_size: int) -> bool:
+    """Kafka 4.4's ``validateOnlineDowngradeWithReplacedMember``: a classic static member takes ``replaced_id``'s
+    place, every other member is classic, the policy allows downgrades and the group fits a classic one."""
+    return (all(member.uses_classic_protocol for member in state.members if member.member_id != replaced_id)
+            and downgrade_enabled and len(state.members) <= classic_max_size)
+
+
 def downgrade(state: ConsumerGroupState, leaving: Collection[str], now_ms: int,
-              encode_assignment: Callable[[ConsumerMember, str | None, TopicPartitions], bytes]) -> list[Event]:
-    """The events that make ``state``, less the ``leaving`` members, a classic group rebalancing (`downgrades` said
-    so). ``encode_assignment`` writes a member's target in the consumer protocol's format of its subscription in the
+              encode_assignment: Callable[[ConsumerMember, str | None, TopicPartitions], bytes],
+              joining: ConsumerMember | None = None, stale: bool = False) -> list[Event]:
+    """The events that make ``state``, less the ``leaving`` members, a classic group (`downgrades` or
+    `downgrades_on_replacement` said so). ``joining`` is a classic static member taking the place of the member of
+    its instance id (which ``leaving`` names): it holds that member's target. A downgrade by leaving starts a
+    rebalance, one by replacement only when ``stale`` (its join moved the group epoch past the target's).
+    ``encode_assignment`` writes a member's target in the consumer protocol's format of its subscription in the
     group's protocol."""
     group_id = state.group_id
-    staying = [member for member in state.members if member.member_id not in leaving]
+    holding = [(member, state.target(member.member_id)) for member in state.members
+               if member.member_id not in leaving]
+    if joining is not None:
+        replaced = state.static_member(joining.instance_id) if joining.instance_id is not None else None
+        holding.append((joining, state.target(replaced.member_id) if replaced is not None else ()))
     generation = state.group_epoch
     events: list[Event] = [ConsumerGroupDowngraded(group_id, generation, now_ms)]
     classic: list[GroupMember] = []
-    for member in staying:
+    for member, _ in holding:
         timeout = member.classic_session_timeout_ms or 0
         events.append(MemberJoined(group_id, member.member_id, member.instance_id, member.client_id,
                                    member.client_host, timeout, member.rebalance_timeout_ms, PROTOCOL_TYPE,
@@ -135,8 +153,11 @@ def downgrade(state: ConsumerGroupState, leaving: Collection[str], now_ms: int,
     protocol = select_protocol(classic)
     events.append(GenerationStarted(group_id, generation, protocol, None, now_ms))
     events.append(AssignmentsSynced(group_id, generation, tuple(
-        (member.member_id, encode_assignment(member, protocol, state.target(member.member_id)))
-        for member in staying)))
-    events.append(RebalanceStarted(group_id, f"Downgrade group {group_id} from consumer to classic for member "
-                                             "leaving."))
+        (member.member_id, encode_assignment(member, protocol, target)) for member, target in holding)))
+    if joining is None:
+        events.append(RebalanceStarted(group_id, f"Downgrade group {group_id} from consumer to classic for member "
+                                                 "leaving."))
+    elif stale:
+        events.append(RebalanceStarted(group_id, f"Downgrade group {group_id} from consumer to classic with stale "
+                                                 "assignment."))
     return events

@@ -19,13 +19,14 @@ from logwright.core.consumer_groups.classic_members import (
     classic_sync,
     must_rejoin,
 )
-from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS, ConsumerGroupState, MemberState
+from logwright.core.consumer_groups.consumer_groups import CONSUMER_GROUPS, ConsumerGroupState, MemberState, fold
 from logwright.core.consumer_groups.consumer_reconciliation import ConsumerHeartbeat, check_member_epoch, heartbeat
 from logwright.core.consumer_groups.group_migration import (
     UpgradingMember,
     check_upgrade,
     downgrade,
     downgrades,
+    downgrades_on_replacement,
     upgrade,
 )
 from logwright.core.errors import (
@@ -71,9 +72,9 @@ class Log:
         assert state is None or isinstance(state, GroupState)
         return state
 
-    def heartbeat(self, member_id: str, epoch: int, owned: tuple[tuple[str, tuple[int, ...]], ...] | None = None
-                  ) -> str:
-        command = ConsumerHeartbeat(GROUP, member_id, epoch, rebalance_timeout_ms=30_000,
+    def heartbeat(self, member_id: str, epoch: int, owned: tuple[tuple[str, tuple[int, ...]], ...] | None = None,
+                  instance_id: str | None = None) -> str:
+        command = ConsumerHeartbeat(GROUP, member_id, epoch, rebalance_timeout_ms=30_000, instance_id=instance_id,
                                     subscribed_topic_names=("orders",) if epoch == 0 else None,
                                     owned=() if epoch == 0 else owned)
         member, events = heartbeat(self.consumer() if self.events else None, command, TOPICS, lambda: next(self.ids),
@@ -98,7 +99,7 @@ def _settle(log: Log, consumer: str, classic: str) -> None:
         state = log.consumer()
         member = state.member(consumer)
         assert member is not None
-        log.heartbeat(consumer, member.member_epoch, member.assigned)
+        log.heartbeat(consumer, member.member_epoch, member.assigned, member.instance_id)
         classic_member = log.consumer().member(classic)
         assert classic_member is not None
         if must_rejoin(log.consumer(), classic_member):
@@ -280,3 +281,30 @@ def test_when_the_last_consumer_member_leaves_the_classic_ones_form_a_rebalancin
     assert (member.member_id, member.session_timeout_ms, member.protocol_names()) == (
         classic, 10_000, ("range", "roundrobin"))
     assert member.assignment == repr(("range", before.target(classic))).encode()
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_classic_static_member_replacing_the_last_consumer_member_forms_a_classic_group(stale: bool) -> None:
+    log = Log()
+    consumer = log.heartbeat("", 0, instance_id="a")
+    classic = log.join()
+    _settle(log, consumer, classic)
+    before = log.consumer()
+    assert downgrades_on_replacement(before, consumer, True, 2)
+    assert not downgrades_on_replacement(before, classic, True, 2), "a consumer-protocol member would stay"
+    assert not downgrades_on_replacement(before, consumer, False, 2), "the policy"
+    assert not downgrades_on_replacement(before, consumer, True, 1), "group.max.size"
+    command = ClassicJoin(GROUP, "", "a", 10_000, 30_000, "consumer", (("range", b"\x00\x01"),), SUBSCRIPTION)
+    joiner_id, joined = classic_join(before, command, TOPICS, lambda: "newcomer", _compile)
+    joiner = fold(before, joined, GROUP).member(joiner_id)
+    assert joiner is not None and joiner_id == "newcomer"
+    log.events += downgrade(before, {consumer}, 5, lambda member, protocol, partitions: repr(partitions).encode(),
+                            joining=joiner, stale=stale)
+    assert fold_projection(CONSUMER_GROUPS, log.events).get(GROUP) is None
+    classic_state = log.classic()
+    assert classic_state is not None
+    assert (classic_state.phase, classic_state.generation, classic_state.protocol_name) == (
+        GroupPhase.PREPARING_REBALANCE if stale else GroupPhase.STABLE, before.group_epoch, "range")
+    assert {member.member_id: member.assignment for member in classic_state.members} == {
+        classic: repr(before.target(classic)).encode(), "newcomer": repr(before.target(consumer)).encode()}
+    assert before.target(consumer), "the newcomer takes over partitions"

@@ -54,9 +54,10 @@ def _classic(bootstrap: str, group: str, topic: str, strategy: str) -> Consumer:
     return consumer
 
 
-@pytest.mark.differential
-@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+@pytest.mark.parametrize("strategy", [pytest.param("cooperative-sticky", marks=pytest.mark.differential), "range"])
 def test_a_classic_consumer_shares_a_consumer_groups_partitions(bootstrap: str, strategy: str) -> None:
+    """(CI's differential subset runs the cooperative strategy on Kafka, the one with more steps; the full
+    ``make compat-kafka`` runs both.)"""
     topic = _topic(bootstrap)
     group = f"migrate-{uuid.uuid4().hex[:8]}"
     _produce(bootstrap, topic, 0, 300)
@@ -100,9 +101,9 @@ def _subscription(topics: tuple[str, ...], owned: tuple[tuple[str, tuple[int, ..
 
 def _join(group: str, metadata: bytes, member_id: str = "", protocol_type: str = "consumer",
           names: tuple[str, ...] = ("range",), session: datetime.timedelta = TEN_SECONDS,
-          rebalance: datetime.timedelta = TEN_SECONDS) -> Any:
+          rebalance: datetime.timedelta = TEN_SECONDS, instance_id: str | None = None) -> Any:
     return make(join_group.JoinGroupRequest, group_id=group, session_timeout=session,
-                rebalance_timeout=rebalance, member_id=member_id, group_instance_id=None,
+                rebalance_timeout=rebalance, member_id=member_id, group_instance_id=instance_id,
                 protocol_type=protocol_type, reason=None,
                 protocols=tuple(join_group.JoinGroupRequestProtocol(name=name, metadata=metadata) for name in names))
 
@@ -424,10 +425,12 @@ def test_classic_members_time_out_on_the_broker_clock(clock_broker: BrokerProces
     check_consistent(clock_broker)
 
 
-def _mixed_group(bootstrap: str, group: str, topic: str) -> tuple[str, int, str, int]:
-    """A consumer group of one consumer-protocol member and one classic member, both settled: their ids and epochs."""
+def _mixed_group(bootstrap: str, group: str, topic: str, instance_id: str | None = None) -> tuple[str, int, str, int]:
+    """A consumer group of one consumer-protocol member (static when ``instance_id`` is given) and one classic member,
+    both settled: their ids and epochs."""
     consumer_id = str(uuid.uuid4())
-    answer = heartbeat(bootstrap, group, consumer_id, 0, topics=(topic,), rebalance_timeout_ms=60_000)
+    answer = heartbeat(bootstrap, group, consumer_id, 0, topics=(topic,), rebalance_timeout_ms=60_000,
+                       instance_id=instance_id)
     assert answer.error_code == NONE, answer.error_message
     consumer_epoch, owned = int(answer.member_epoch), assigned(answer) or {}
     required = ready_request(bootstrap, group, _join(group, _subscription((topic,))))
@@ -437,7 +440,7 @@ def _mixed_group(bootstrap: str, group: str, topic: str) -> tuple[str, int, str,
         joined = request(bootstrap, _join(group, _subscription((topic,)), member_id=member_id))
         assert joined.error_code == NONE
         generation = int(joined.generation_id)
-        answer = heartbeat(bootstrap, group, consumer_id, consumer_epoch, owned=owned)
+        answer = heartbeat(bootstrap, group, consumer_id, consumer_epoch, owned=owned, instance_id=instance_id)
         assert answer.error_code == NONE, answer.error_message
         consumer_epoch = int(answer.member_epoch)
         owned = assigned(answer) if answer.assignment is not None else owned
@@ -470,6 +473,64 @@ def test_a_consumer_group_of_classic_members_becomes_a_classic_group(bootstrap: 
                                          member_id=member_id, assignment=write_assignment((), 0)),)))
     assert synced.error_code == NONE
     assert _classic_described(bootstrap, group) == ("Stable", "consumer", 1)
+
+
+@pytest.mark.differential
+def test_a_classic_static_member_replacing_the_last_consumer_member_makes_a_classic_group(bootstrap: str) -> None:
+    """Kafka 4.4 downgrades in the JoinGroup itself: the group is a classic group, Stable at the group epoch, and the
+    newcomer holds what the member it replaces was assigned, with no rebalance."""
+    topic = _topic(bootstrap)
+    group = f"downgrade-static-{uuid.uuid4().hex[:8]}"
+    instance = f"static-{uuid.uuid4().hex[:8]}"
+    consumer_id, _, member_id, generation = _mixed_group(bootstrap, group, topic, instance_id=instance)
+    before = describe(bootstrap, group)
+    group_epoch = int(before.group_epoch)
+    held = {(topic, index) for member in before.members if member.member_id == consumer_id
+            for entry in member.assignment.topic_partitions for index in entry.partitions}
+    replacing = request(bootstrap, _join(group, _subscription((topic,)), instance_id=instance))
+    seen = {"join": _replacing_join(replacing, consumer_id),
+            "consumer described": describe(bootstrap, group).error_code,
+            "classic described": _classic_described(bootstrap, group)}
+    synced = request(bootstrap, _static_sync(group, replacing, instance))
+    seen["sync"] = synced.error_code, _partitions(synced.assignment) == held
+    seen["other member's heartbeat"] = request(bootstrap, _heartbeat(group, member_id, generation)).error_code
+    seen["old member's heartbeat"] = heartbeat(bootstrap, group, consumer_id, 1).error_code
+    assert seen == {"join": (NONE, group_epoch, "consumer", "range", "", 0, True),
+                    "consumer described": GROUP_ID_NOT_FOUND,
+                    "classic described": ("Stable", "consumer", 2),
+                    "sync": (NONE, True),
+                    "other member's heartbeat": NONE,
+                    "old member's heartbeat": GROUP_ID_NOT_FOUND}
+
+
+@pytest.mark.differential
+def test_a_static_replacement_with_a_new_subscription_downgrades_into_a_rebalance(bootstrap: str) -> None:
+    """The newcomer subscribes to more: the group epoch moves past the target's, so Kafka answers it unreconciled
+    (generation 0) and the classic group it makes starts a rebalance at once (its assignment is stale)."""
+    topic, more = _topic(bootstrap), _topic(bootstrap)
+    group = f"downgrade-stale-{uuid.uuid4().hex[:8]}"
+    instance = f"static-{uuid.uuid4().hex[:8]}"
+    consumer_id, _, member_id, generation = _mixed_group(bootstrap, group, topic, instance_id=instance)
+    replacing = request(bootstrap, _join(group, _subscription((topic, more)), instance_id=instance))
+    seen = {"join": _replacing_join(replacing, consumer_id),
+            "classic described": _classic_described(bootstrap, group),
+            "sync": request(bootstrap, _static_sync(group, replacing, instance)).error_code,
+            "other member's heartbeat": request(bootstrap, _heartbeat(group, member_id, generation)).error_code}
+    assert seen == {"join": (NONE, 0, "consumer", "range", "", 0, True),
+                    "classic described": ("PreparingRebalance", "consumer", 2),
+                    "sync": ILLEGAL_GENERATION,
+                    "other member's heartbeat": REBALANCE_IN_PROGRESS}
+
+
+def _replacing_join(answer: Any, replaced_id: str) -> tuple[Any, ...]:
+    return (answer.error_code, int(answer.generation_id), answer.protocol_type, answer.protocol_name, answer.leader,
+            len(answer.members), answer.member_id not in ("", replaced_id))
+
+
+def _static_sync(group: str, joined: Any, instance: str) -> Any:
+    return make(sync_group.SyncGroupRequest, group_id=group, generation_id=joined.generation_id,
+                member_id=joined.member_id, group_instance_id=instance, protocol_type="consumer",
+                protocol_name="range", assignments=())
 
 
 @pytest.mark.differential
