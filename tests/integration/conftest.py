@@ -8,9 +8,11 @@ bytes are marked ``logwright_only``; the ``broker`` fixture skips on Kafka as a 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -111,6 +113,42 @@ def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     process = BrokerProcess(tmp_path / "data", config=config).start()
     try:
         yield process.bootstrap
+    finally:
+        process.kill()
+
+
+@dataclass(frozen=True)
+class Clocked:
+    """A broker of the test's own and how time passes on it: Apache Kafka's wall clock, or logwright's manual clock,
+    which the scenario advances instead of waiting (the same steps on both brokers)."""
+
+    bootstrap: str
+    manual: bool
+
+    async def elapse(self, milliseconds: int) -> None:
+        if self.manual:
+            from .test_share_groups import advance_clock
+
+            advance_clock(self.bootstrap, milliseconds)
+        else:
+            await asyncio.sleep(milliseconds / 1000)
+
+
+@pytest.fixture
+def clocked_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Clocked]:
+    """`started_with`, but logwright runs on a manual clock: a scenario that must let minutes pass on Kafka lets them
+    pass at once on logwright (``indirect=True``, the broker configs as parameter)."""
+    config: dict[str, str] = request.param
+    if against(request.config) == "kafka":
+        sys.path.append(str(BENCH))
+        from kafka_peer import KafkaPeer
+
+        with KafkaPeer(tmp_path / "kafka", config=config) as kafka:
+            yield Clocked(kafka.bootstrap, manual=False)
+        return
+    process = BrokerProcess(tmp_path / "data", config=config, extra_args=("--manual-clock",)).start()
+    try:
+        yield Clocked(process.bootstrap, manual=True)
     finally:
         process.kill()
 

@@ -30,8 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # bench/ is not a package: kafka_peer finds java, resolves jars, runs Kafka
 import kafka_peer  # noqa: E402
 
-# one worker under ``--dist loadgroup`` (make compat-java): each module-scoped broker is started once
-pytestmark = [pytest.mark.peers, pytest.mark.xdist_group("kafka-tools")]
+pytestmark = pytest.mark.peers
 
 POM = ROOT / "bench" / "kafka" / "tools" / "pom.xml"
 LIB = ROOT / "bench" / "kafka" / "target" / "tools-lib"
@@ -98,7 +97,9 @@ class Tools:
         return ran.out + ran.err
 
 
-@pytest.fixture(scope="module", params=["logwright", "kafka"])
+# one xdist group per broker (`make compat-java`, --dist loadgroup): each broker is started once, on one worker
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.xdist_group(f"kafka-tools-{name}"))
+                                        for name in ("logwright", "kafka")])
 def tools(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tools]:
     kafka_peer.resolve(pom=POM, lib=LIB)
     work = tmp_path_factory.mktemp(f"tools-{request.param}")
