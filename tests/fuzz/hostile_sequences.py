@@ -87,17 +87,19 @@ def config_then_join(values: HostileValues) -> Sequence:
     yield from classic_group(values)
 
 
-def _classic_join(values: HostileValues, group: str, names: tuple[str, ...]
+def _classic_join(values: HostileValues, group: str, names: tuple[str, ...], instance_id: str | None = None
                   ) -> Generator[Request, Any, tuple[str, int, str] | None]:
     """A classic member's JoinGroup (twice where the version wants a member id first) with a hostile protocol of one
-    of ``names``: its member id, generation and protocol name, or ``None`` when the broker answered nothing."""
+    of ``names``, static when ``instance_id`` is given: its member id, generation and protocol name, or ``None`` when
+    the broker answered nothing."""
     rng = values.rng
-    join = schema("join_group", rng.randint(0, 9))
+    join = schema("join_group", rng.randint(0 if instance_id is None else 5, 9))
     protocol = values.entity(join.JoinGroupRequestProtocol, name=rng.choice(names))
+    static = {} if instance_id is None else {"group_instance_id": instance_id}
     member, generation = "", -1
     for _ in range(2):
         answer = yield values.entity(join.JoinGroupRequest, hostility=CALM, group_id=group, member_id=member,
-                                     protocol_type="consumer", protocols=(protocol,),
+                                     protocol_type="consumer", protocols=(protocol,), **static,
                                      session_timeout=_millis(30_000), rebalance_timeout=_millis(rng.choice((0, 500))))
         if answer is None:
             return None
@@ -139,15 +141,17 @@ def group_migration(values: HostileValues) -> Sequence:
     """A group moving between the protocols: a consumer-protocol member's join before or after a classic member's
     (join, sync with a hostile assignment, heartbeat with a forged generation), so the broker reads hostile
     subscriptions and assignments both as a classic member of a consumer group and when upgrading a classic group;
-    then the consumer member leaves (a downgrade when the classic member is still there) and so does the other."""
+    then the consumer member leaves (a downgrade when the classic member is still there), or, when static, a classic
+    static member with hostile bytes takes its place (a downgrade in that JoinGroup), and the other leaves."""
     rng = values.rng
     group = f"hostile-migration-{rng.randrange(10**6)}"
     consumer = schema("consumer_group_heartbeat", rng.randint(0, 1))
+    instance = "hostile-static" if rng.random() < 0.3 else None
 
     def consumer_heartbeat(epoch: int) -> Request:
         return values.entity(consumer.ConsumerGroupHeartbeatRequest, hostility=CALM, group_id=group, member_id=MEMBER,
                              member_epoch=epoch, rebalance_timeout=_millis(5000), topic_partitions=(),
-                             subscribed_topic_names=("hostile",), subscribed_topic_regex=None, instance_id=None,
+                             subscribed_topic_names=("hostile",), subscribed_topic_regex=None, instance_id=instance,
                              rack_id=None, server_assignor=None)
 
     consumer_first = rng.random() < 0.5
@@ -167,7 +171,10 @@ def group_migration(values: HostileValues) -> Sequence:
     heartbeat = schema("heartbeat", rng.randint(0, 4))
     yield values.entity(heartbeat.HeartbeatRequest, group_id=group, member_id=member,
                         generation_id=rng.choice((generation, generation + 1, -1)), group_instance_id=None)
-    yield consumer_heartbeat(-1)
+    if instance is None:
+        yield consumer_heartbeat(-1)
+    else:
+        yield from _classic_join(values, group, ("range", "roundrobin", ""), instance_id=instance)
     leave = schema("leave_group", rng.randint(0, 5))
     yield values.entity(leave.LeaveGroupRequest, hostility=CALM, group_id=group, member_id=member)
 
