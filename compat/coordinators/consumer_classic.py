@@ -144,10 +144,9 @@ class ClassicMembersMixin:
         stale = after.group_epoch > state.assignment_epoch
         if stale:
             joiner = replace(joiner, member_epoch=0)
-        self._forget(group_id, replaced.member_id)
         self.broker.stage(downgrade(state, (replaced.member_id,), self.broker.clock.now_ms(), _encoded_target,
                                    joining=joiner, stale=stale))
-        self.hand_to_classic(group_id)
+        self.hand_to_classic(group_id)  # forgets every member's liveness here, the replaced one's too
         await self.broker.durable()
         return joiner, after
 

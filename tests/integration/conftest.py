@@ -9,6 +9,7 @@ bytes are marked ``logwright_only``; the ``broker`` fixture skips on Kafka as a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -98,11 +99,11 @@ def clock_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bro
         process.kill()
 
 
-@pytest.fixture
-def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A broker of the test's own started with the broker configs of the test's parameter (``indirect=True``):
-    logwright, or Apache Kafka under ``--against kafka``."""
-    config: dict[str, str] = request.param
+@contextlib.contextmanager
+def _own_broker(request: pytest.FixtureRequest, tmp_path: Path, config: dict[str, str],
+                manual_clock: bool = False) -> Iterator[str]:
+    """A broker of the test's own started with ``config``: logwright (on a manual clock if asked), or Apache Kafka
+    under ``--against kafka``."""
     if against(request.config) == "kafka":
         sys.path.append(str(BENCH))
         from kafka_peer import KafkaPeer
@@ -110,11 +111,19 @@ def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         with KafkaPeer(tmp_path / "kafka", config=config) as kafka:
             yield kafka.bootstrap
         return
-    process = BrokerProcess(tmp_path / "data", config=config).start()
+    process = BrokerProcess(tmp_path / "data", config=config, manual_clock=manual_clock).start()
     try:
         yield process.bootstrap
     finally:
         process.kill()
+
+
+@pytest.fixture
+def started_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A broker of the test's own started with the broker configs of the test's parameter (``indirect=True``):
+    logwright, or Apache Kafka under ``--against kafka``."""
+    with _own_broker(request, tmp_path, request.param) as bootstrap:
+        yield bootstrap
 
 
 @dataclass(frozen=True)
@@ -138,19 +147,9 @@ class Clocked:
 def clocked_with(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Clocked]:
     """`started_with`, but logwright runs on a manual clock: a scenario that must let minutes pass on Kafka lets them
     pass at once on logwright (``indirect=True``, the broker configs as parameter)."""
-    config: dict[str, str] = request.param
-    if against(request.config) == "kafka":
-        sys.path.append(str(BENCH))
-        from kafka_peer import KafkaPeer
-
-        with KafkaPeer(tmp_path / "kafka", config=config) as kafka:
-            yield Clocked(kafka.bootstrap, manual=False)
-        return
-    process = BrokerProcess(tmp_path / "data", config=config, extra_args=("--manual-clock",)).start()
-    try:
-        yield Clocked(process.bootstrap, manual=True)
-    finally:
-        process.kill()
+    manual = against(request.config) != "kafka"
+    with _own_broker(request, tmp_path, request.param, manual_clock=manual) as bootstrap:
+        yield Clocked(bootstrap, manual)
 
 
 @pytest.fixture
