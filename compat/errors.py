@@ -194,6 +194,7 @@ _DOMAIN_CODES: dict[type[domain.DomainError], ErrorCode] = {
     domain.StorageUnavailable: ErrorCode.KAFKA_STORAGE_ERROR,
     domain.OutOfOrderSequence: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     domain.InvalidProducerEpoch: ErrorCode.INVALID_PRODUCER_EPOCH,
+    domain.TransactionCoordinatorFenced: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     domain.ProducerFenced: ErrorCode.PRODUCER_FENCED,
     domain.InvalidProducerIdMapping: ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     domain.InvalidTxnState: ErrorCode.INVALID_TXN_STATE,

@@ -88,6 +88,7 @@ from logwright.compat.kafka import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from logwright.compat.registry import HANDLERS, HandlerEntry
 from logwright.compat.wire.messages import API_NAMES
@@ -115,6 +116,7 @@ KAFKA_APIS: dict[int, ModuleType] = {
     24: add_partitions_to_txn,  # AddPartitionsToTxn
     25: add_offsets_to_txn,  # AddOffsetsToTxn
     26: end_txn,  # EndTxn
+    27: write_txn_markers,  # WriteTxnMarkers
     28: txn_offset_commit,  # TxnOffsetCommit
     29: describe_acls,  # DescribeAcls
     30: create_acls,  # CreateAcls

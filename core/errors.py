@@ -70,6 +70,10 @@ class InvalidProducerEpoch(DomainError):
     pass
 
 
+class TransactionCoordinatorFenced(DomainError):
+    """A transaction marker names an older coordinator epoch than the producer's last marker on the partition."""
+
+
 class InvalidGroupId(DomainError):
     pass
 

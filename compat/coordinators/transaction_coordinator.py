@@ -24,7 +24,7 @@ from logwright.compat.broker_commits import STORE_RETRY_MS
 from logwright.compat.coordinators.deadline_timer import DeadlineTimer
 from logwright.compat.errors import ErrorCode
 from logwright.compat.kafka.config_resources import failure
-from logwright.compat.wire.record_batch import Record, build_batch, parse_header
+from logwright.compat.wire.record_batch import BatchHeader, Record, build_batch, parse_header
 from logwright.core.errors import ConcurrentTransactions, DomainError, quoted
 from logwright.core.events.transactions import (
     GroupAddedToTransaction,
@@ -33,7 +33,7 @@ from logwright.core.events.transactions import (
     TransactionEnded,
     TransactionMarkerWritten,
 )
-from logwright.core.log.producers import producer_key
+from logwright.core.log.producers import MARKER_COORDINATOR_EPOCH, producer_key
 from logwright.core.transactions.partition_transactions import ending_abort
 from logwright.core.transactions.transactions import ONGOING, Completion, TransactionState, expire
 from logwright.eventstore.interface import LoggedEvent
@@ -46,10 +46,12 @@ ABORT_MARKER = 0
 COMMIT_MARKER = 1
 
 
-def marker_batch(producer_id: int, producer_epoch: int, committed: bool, timestamp: int) -> bytes:
-    """A control batch holding one COMMIT or ABORT marker (coordinator epoch 0: one coordinator, ever)."""
+def marker_batch(producer_id: int, producer_epoch: int, committed: bool, timestamp: int,
+                 coordinator_epoch: int = MARKER_COORDINATOR_EPOCH) -> bytes:
+    """A control batch holding one COMMIT or ABORT marker (the broker's own at coordinator epoch 0: one coordinator,
+    ever; an admin's, `write_txn_markers`, at the epoch it names)."""
     key = _CONTROL_KEY.pack(0, COMMIT_MARKER if committed else ABORT_MARKER)
-    value = _CONTROL_VALUE.pack(0, 0)
+    value = _CONTROL_VALUE.pack(0, coordinator_epoch)
     return build_batch([Record(0, timestamp, key, value)], producer_id=producer_id, producer_epoch=producer_epoch,
                        base_sequence=-1, is_transactional=True, is_control=True)
 
@@ -118,14 +120,21 @@ def _stage_markers(broker: Broker, completion: Completion, partition_ids: Sequen
         for partition_id in partition_ids:
             if not broker.partition_exists(partition_id):
                 continue  # the topic was deleted while the transaction was open
-            offset = stage_batch(broker, partition_id, marker, header, -1)
-            broker.producer_activity[producer_key(partition_id, completion.producer_id)] = header.max_timestamp
-            ending = None if completion.committed else ending_abort(
-                broker.store.state("partition_transactions", str(partition_id)), completion.producer_id, offset)
-            first_offset, last_stable_offset = ending or (-1, -1)  # an abort the store indexes, as Kafka's txn index
-            broker.stage([TransactionMarkerWritten(partition_id, offset, completion.producer_id,
-                                                   completion.marker_epoch, completion.committed, first_offset,
-                                                   last_stable_offset)])
+            stage_marker(broker, partition_id, marker, header, completion.committed)
+
+
+def stage_marker(broker: Broker, partition_id: int, marker: bytes, header: BatchHeader, committed: bool,
+                 coordinator_epoch: int = MARKER_COORDINATOR_EPOCH) -> None:
+    """Stage a marker (`marker_batch`, its ``header``) into an existing partition with its `TransactionMarkerWritten`,
+    which ends the producer's transaction there (an abort with the range the store indexes, as Kafka's transaction
+    index keeps it)."""
+    offset = stage_batch(broker, partition_id, marker, header, -1)
+    broker.producer_activity[producer_key(partition_id, header.producer_id)] = header.max_timestamp
+    ending = None if committed else ending_abort(
+        broker.store.state("partition_transactions", str(partition_id)), header.producer_id, offset)
+    first_offset, last_stable_offset = ending or (-1, -1)
+    broker.stage([TransactionMarkerWritten(partition_id, offset, header.producer_id, header.producer_epoch, committed,
+                                           first_offset, last_stable_offset, coordinator_epoch)])
 
 
 def wire_failure(error: DomainError, api_version: int, fenced_from_version: int) -> tuple[ErrorCode, str | None]:

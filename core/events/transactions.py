@@ -79,7 +79,7 @@ class TransactionMarkerWritten(Event):
     (and in commits): those aborts are in the partition's `PartitionTransactions.aborted` row instead."""
 
     TAG: ClassVar[int] = 64
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
     partition_id: int
     offset: int
     producer_id: int
@@ -87,10 +87,14 @@ class TransactionMarkerWritten(Event):
     committed: bool
     first_offset: int = -1
     last_stable_offset: int = -1
+    coordinator_epoch: int = 0
+    """The coordinator epoch its control record carries: 0 for the broker's own coordinator, the request's for a
+    marker an admin wrote (WriteTxnMarkers, version 3 on)."""
 
     @staticmethod
     def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
-        """Version 1 (before the store indexed aborts) named neither: its aborts are in the partition's row."""
+        """Version 1 (before the store indexed aborts) named neither: its aborts are in the partition's row. Versions
+        1 and 2 end before ``coordinator_epoch``: its default (the broker's own coordinator) reads it."""
         return [*fields, -1, -1] if version == 1 else fields
 
     @property

@@ -16,9 +16,16 @@ from dataclasses import dataclass
 from functools import singledispatch
 from typing import TypeGuard
 
-from logwright.core.errors import InvalidProducerEpoch, InvalidRequest, OutOfOrderSequence, quoted
+from logwright.core.errors import (
+    InvalidProducerEpoch,
+    InvalidRequest,
+    OutOfOrderSequence,
+    TransactionCoordinatorFenced,
+    quoted,
+)
 from logwright.core.events import Event, ProducerIdAllocated, ProducerStatesExpired, RecordsAppended, TopicDeleted
 from logwright.core.events.keys import DuplicateDropped
+from logwright.core.events.transactions import TransactionMarkerWritten
 from logwright.core.flat_sequence import FlatSequence
 from logwright.core.projection import Projection
 
@@ -93,6 +100,8 @@ def _keys(event: Event) -> tuple[str, ...]:
         return (producer_key(event.partition_id, event.producer_id),)
     if is_marker(event):
         return (producer_key(event.partition_id, event.producer_id),)
+    if type(event) is TransactionMarkerWritten and event.coordinator_epoch != MARKER_COORDINATOR_EPOCH:
+        return (producer_key(event.partition_id, event.producer_id),)  # an admin's marker (WriteTxnMarkers)
     if isinstance(event, ProducerStatesExpired):
         return tuple(producer_key(event.partition_id, producer_id) for producer_id in event.producer_ids)
     if isinstance(event, ProducerIdAllocated):  # one stored before idempotent bumps were Kafka's may be at epoch 1+
@@ -143,6 +152,15 @@ def _(event: DuplicateDropped, state: object, key: str) -> object:
 
 
 @_evolve.register
+def _(event: TransactionMarkerWritten, state: object, key: str) -> object:
+    """An admin's marker: the row keeps the coordinator epoch the marker carried, as Kafka's producer state does (its
+    `RecordsAppended`, just before, set the rest)."""
+    if not isinstance(state, ProducerState):
+        return state
+    return ProducerState(state.producer_epoch, state.recent, state.last_timestamp, event.coordinator_epoch)
+
+
+@_evolve.register
 def _(event: ProducerIdAllocated, state: object, key: str) -> object:
     current = state.next_producer_id if isinstance(state, ProducerIdCounter) else 0
     return ProducerIdCounter(max(current, event.producer_id + 1))
@@ -160,7 +178,8 @@ def _(event: ProducerStatesExpired, state: object, key: str) -> object:
 
 PRODUCERS: Projection[object] = Projection(
     name="producers", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
-    handles=frozenset({RecordsAppended, ProducerIdAllocated, DuplicateDropped, ProducerStatesExpired}),
+    handles=frozenset({RecordsAppended, ProducerIdAllocated, DuplicateDropped, ProducerStatesExpired,
+                       TransactionMarkerWritten}),
     removed_by=frozenset({ProducerStatesExpired}),
 )
 
@@ -193,6 +212,34 @@ def check_sequence(
     if base_sequence != expected:
         raise OutOfOrderSequence(f"expected sequence {expected}, got {base_sequence}")
     return None
+
+
+LAST_EPOCH = 2**15 - 1
+"""The largest epoch a marker may carry (Kafka's Short.MAX_VALUE)."""
+
+
+def check_marker(state: ProducerState | None, transaction_open: bool, producer_epoch: int, coordinator_epoch: int,
+                 transaction_version: int) -> None:
+    """Whether an admin may write a transaction marker for this producer on a partition (WriteTxnMarkers), by Kafka
+    4.4's rules for a coordinator's marker (`ProducerAppendInfo.appendEndTxnMarker`): an epoch older than the
+    producer's on the partition is `InvalidProducerEpoch` (from transaction version 2 the same epoch too, unless no
+    transaction is open there or the epoch is the last one: a retry of a marker already written), and a coordinator
+    epoch older than the one of its last marker is `TransactionCoordinatorFenced`. A producer the partition does not
+    know takes any marker."""
+    current_epoch = state.producer_epoch if state is not None else -1
+    if transaction_version >= 2:
+        retry = producer_epoch == current_epoch and (not transaction_open or producer_epoch == LAST_EPOCH)
+        stale = producer_epoch <= current_epoch and not retry
+    else:
+        stale = producer_epoch < current_epoch
+    if stale:
+        relation = "not newer than" if transaction_version >= 2 else "older than"
+        raise InvalidProducerEpoch(f"producer epoch {producer_epoch} is {relation} the producer's epoch "
+                                   f"{current_epoch} on the partition")
+    current_coordinator = state.coordinator_epoch if state is not None else NO_COORDINATOR_EPOCH
+    if coordinator_epoch < current_coordinator:
+        raise TransactionCoordinatorFenced(f"coordinator epoch {coordinator_epoch} is older than the epoch "
+                                           f"{current_coordinator} of the producer's last marker on the partition")
 
 
 def idle_producers(rows: Mapping[str, ProducerState], last_active_ms: Mapping[str, int],

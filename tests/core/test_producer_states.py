@@ -7,12 +7,14 @@ from typing import Any
 
 import msgpack
 import pytest
-from logwright.core.errors import InvalidProducerEpoch, OutOfOrderSequence
-from logwright.core.events import Event, ProducerStatesExpired, RecordsAppended
+from logwright.core.errors import InvalidProducerEpoch, OutOfOrderSequence, TransactionCoordinatorFenced
+from logwright.core.events import Event, ProducerStatesExpired, RecordsAppended, TransactionMarkerWritten
 from logwright.core.log.producers import (
+    LAST_EPOCH,
     PRODUCERS,
     BatchSequence,
     ProducerState,
+    check_marker,
     check_sequence,
     idle_producers,
     is_marker,
@@ -68,6 +70,39 @@ def test_a_marker_at_a_bumped_epoch_starts_the_sequences_over_and_fences_the_old
 
 def test_a_marker_on_a_partition_the_producer_never_wrote_makes_a_row_without_batches() -> None:
     assert state_after(marker(0, timestamp=42)) == ProducerState(0, last_timestamp=42, coordinator_epoch=0)
+
+
+def test_an_admins_marker_leaves_its_coordinator_epoch_in_the_row() -> None:
+    """WriteTxnMarkers names a coordinator epoch; the broker's own markers are at 0 and need no second event."""
+    admin = state_after(batch(0, 0, epoch=2), marker(2, epoch=3),
+                        TransactionMarkerWritten(PARTITION, 2, PRODUCER, 3, False, 0, 3, coordinator_epoch=9))
+    assert (admin.producer_epoch, tuple(admin.recent), admin.coordinator_epoch) == (3, (), 9)
+    own = TransactionMarkerWritten(PARTITION, 2, PRODUCER, 3, False, 0, 3)
+    assert PRODUCERS.entity_keys(own) == ()
+    assert state_after(batch(0, 0), marker(2), own).coordinator_epoch == 0
+
+
+@pytest.mark.parametrize(("epoch", "open_there", "version", "refused"), [
+    (4, True, 0, None), (5, True, 0, None), (3, False, 0, InvalidProducerEpoch),
+    (5, True, 2, None), (4, False, 2, None), (4, True, 2, InvalidProducerEpoch), (3, False, 2, InvalidProducerEpoch),
+    (4, True, 7, InvalidProducerEpoch),  # any version from 2 is version 2's rule
+])
+def test_a_marker_for_an_older_epoch_is_refused_and_from_version_2_the_same_epoch_unless_a_retry(
+        epoch: int, open_there: bool, version: int, refused: type[Exception] | None) -> None:
+    state = ProducerState(4, coordinator_epoch=1)
+    if refused is None:
+        check_marker(state, open_there, epoch, 1, version)
+    else:
+        with pytest.raises(refused):
+            check_marker(state, open_there, epoch, 1, version)
+
+
+def test_a_marker_at_the_last_epoch_may_be_written_again_and_an_older_coordinator_is_fenced() -> None:
+    check_marker(ProducerState(LAST_EPOCH), True, LAST_EPOCH, -1, 2)
+    check_marker(None, True, 0, -1, 2)  # a producer the partition does not know takes any marker
+    with pytest.raises(TransactionCoordinatorFenced):
+        check_marker(ProducerState(4, coordinator_epoch=6), False, 5, 5, 0)
+    check_marker(ProducerState(4, coordinator_epoch=6), False, 5, 6, 0)
 
 
 def test_only_a_producers_control_batch_is_a_marker() -> None:

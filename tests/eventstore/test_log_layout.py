@@ -91,7 +91,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     62: ("GroupAddedToTransaction", "transactional_id producer_id producer_epoch group now_ms"),
     63: ("TransactionalOffsetCommitted", "transactional_id producer_id producer_epoch commit"),
     64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed first_offset "
-                                     "last_stable_offset"),  # VERSION 2
+                                     "last_stable_offset coordinator_epoch"),  # VERSION 3
     65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms"),
     66: ("TransactionalIdsExpired", "transactional_ids producer_ids"),
     70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
@@ -177,8 +177,8 @@ GOLDEN: list[tuple[Event, str]] = [
      "94cf0000018bcfe56800500191c71d0199cd04380102a66f726465727303aa557365723a616c696365a12a0303"),
     (SwitchDelayStarted("g", Membership("g"), 5_000),
      "96cf0000018bcfe568005801a167c7140195cd041401a16790c7090194cd04120190cdffffcd1388"),
-    (TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995),
-     "9acf0000018bcfe56800400203cd03e80700c2cd03decd03e3"),
+    (TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995, 5),
+     "9bcf0000018bcfe56800400303cd03e80700c2cd03decd03e305"),
     (ClientQuotasAltered((QuotaAlteration((("client-id", "c1"), ("user", "alice")), (("producer_byte_rate", 1024.0),),
                                           ("consumer_byte_rate",)),)),
      "94cf0000018bcfe56800790191c7520195cd04bb019292a9636c69656e742d6964a2633192a475736572a5616c6963659192b270726f64"
@@ -195,10 +195,13 @@ GOLDEN: list[tuple[Event, str]] = [
 
 def test_a_marker_written_before_the_index_of_aborts_reads_as_one_the_partitions_row_keeps() -> None:
     """Version 1 of `TransactionMarkerWritten` (five fields) decodes with neither the first offset nor the last
-    stable offset, so the fold keeps its abort in the partition's row, as it did when it was written."""
+    stable offset, so the fold keeps its abort in the partition's row, as it did when it was written; version 2 reads
+    with the broker's own coordinator epoch (0)."""
     time_ms, marker = CODEC.decode_event(bytes.fromhex("98cf0000018bcfe56800400103cd03e80700c2"), "golden")
     assert (time_ms, marker) == (NOW, TransactionMarkerWritten(3, 1_000, 7, 0, False))
     assert isinstance(marker, TransactionMarkerWritten) and not marker.indexed_abort
+    assert CODEC.decode_event(bytes.fromhex("9acf0000018bcfe56800400203cd03e80700c2cd03decd03e3"), "golden") == (
+        NOW, TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995, 0))  # version 2: the broker's own coordinator
 
 
 def test_offsets_and_generations_written_before_their_times_read_with_none() -> None:

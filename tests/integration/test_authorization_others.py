@@ -25,6 +25,7 @@ from kio.schema.offset_commit.v10 import request as commit_v10
 from kio.schema.offset_fetch.v10 import request as fetch_offsets_v10
 from kio.schema.produce.v13 import request as produce_v13
 from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat_v1
+from kio.schema.write_txn_markers.v1 import request as markers_v1
 from logwright.client.connection import Connection
 from logwright.compat.registry import make
 from logwright.compat.wire.record_batch import build_batch
@@ -45,6 +46,7 @@ from .authorization_clients import (
     grant,
     grant_ids,
     one,
+    revoke,
     unique,
 )
 from .coordinator_ready import coordinator_ready
@@ -56,6 +58,7 @@ pytestmark = pytest.mark.differential
 DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
 INVALID_TOPIC_EXCEPTION = 17
 UNKNOWN_TOPIC_ID = 100
+CLUSTER_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION = 31, 3
 
 
 def sasl_conf(bootstrap: str, user: str) -> dict[str, Any]:
@@ -288,3 +291,29 @@ def _topic_id(bootstrap: str, name: str) -> uuid.UUID:
             return topic.topic_id
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+def test_an_admins_transaction_markers_need_cluster_action_or_alter_on_the_cluster(
+        authorizing_listeners: Listeners) -> None:
+    """WriteTxnMarkers (``kafka-transactions abort``): without ALTER or CLUSTER_ACTION on the cluster every partition
+    named is CLUSTER_AUTHORIZATION_FAILED, existing or not; CLUSTER_ACTION alone lets the marker be written."""
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    topic = unique("authz-markers")
+    create_topic(plain, topic)
+
+    def markers() -> set[tuple[str, int, int]]:
+        answer = one(sasl, "bob", make(markers_v1.WriteTxnMarkersRequest, markers=(make(
+            markers_v1.WritableTxnMarker, producer_id=4_000_000, producer_epoch=0, transaction_result=False,
+            coordinator_epoch=0, topics=(make(markers_v1.WritableTxnMarkerTopic, name=topic, partition_indexes=(0,)),
+                                         make(markers_v1.WritableTxnMarkerTopic, name="authz-nowhere",
+                                              partition_indexes=(0,)))),)))
+        return {(entry.name, int(partition.partition_index), int(partition.error_code))
+                for result in answer.markers for entry in result.topics for partition in entry.partitions}
+
+    assert markers() == {(topic, 0, CLUSTER_AUTHORIZATION_FAILED), ("authz-nowhere", 0, CLUSTER_AUTHORIZATION_FAILED)}
+    allowed = binding(ResourceType.BROKER, "kafka-cluster", "User:bob", AclOperation.CLUSTER_ACTION)
+    grant(plain, allowed)
+    try:
+        assert markers() == {(topic, 0, NONE), ("authz-nowhere", 0, UNKNOWN_TOPIC_OR_PARTITION)}
+    finally:
+        revoke(plain, allowed)

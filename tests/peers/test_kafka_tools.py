@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from logwright.testing.broker_process import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -318,6 +319,26 @@ def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
         "TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
     assert "ProducerId" in tools.ok("kafka-transactions", "describe-producers", "--topic", "placed",
                                     "--partition", "0")
+
+
+def test_an_open_transaction_is_aborted_by_its_start_offset(tools: Tools) -> None:
+    """``kafka-transactions abort`` finds the producer whose transaction starts at the offset (DescribeProducers) and
+    writes its ABORT marker (WriteTxnMarkers): nothing is open there after, and a second abort finds nothing."""
+    tools.ok("kafka-topics", "--create", "--topic", "hanging", "--partitions", "1")
+    producer = Producer({"bootstrap.servers": tools.bootstrap, "transactional.id": "left-open"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for value in (b"a", b"b", b"c"):
+        producer.produce("hanging", value=value, partition=0)
+    assert producer.flush(30) == 0
+    described = ("kafka-transactions", "describe-producers", "--topic", "hanging", "--partition", "0")
+    [[_, epoch, coordinator_epoch, last_sequence, _, start]] = rows(tools.ok(*described))
+    assert (epoch, coordinator_epoch, last_sequence, start) == ("0", "-1", "2", "0")
+    tools.ok("kafka-transactions", "abort", "--topic", "hanging", "--partition", "0", "--start-offset", "0")
+    [[_, epoch, coordinator_epoch, last_sequence, _, start]] = rows(tools.ok(*described))
+    assert (epoch, coordinator_epoch, last_sequence, start) == ("0", "0", "2", "None")
+    assert "Could not find any open transactions starting at offset 0 on partition hanging-0" in tools.fails(
+        "kafka-transactions", "abort", "--topic", "hanging", "--partition", "0", "--start-offset", "0")
 
 
 def test_client_metrics_subscriptions_are_altered_described_and_deleted(tools: Tools) -> None:
