@@ -32,6 +32,7 @@ from logwright.core.cursors.key_hash_ranges import HashRange
 from logwright.core.cursors.plugin_decisions import (
     ADMIT_ALL,
     DEAD_LETTER_MAX_DELIVERIES_KEY,
+    DEAD_LETTER_MAX_REDELIVER_COUNT_KEY,
     Admission,
     AppendRequest,
     ArchivedRecords,
@@ -105,7 +106,7 @@ __all__ = [
     "MAX_UNACKED_PER_CONSUMER",
     # decisions and wrappers
     "ReleasedDelivery", "ReleaseReason", "ReleaseDecision", "Redeliver", "Reject", "ArchivedRecords", "DeadLetter",
-    "DEAD_LETTER_MAX_DELIVERIES_KEY", "GroupConfigChange",
+    "DEAD_LETTER_MAX_DELIVERIES_KEY", "DEAD_LETTER_MAX_REDELIVER_COUNT_KEY", "GroupConfigChange",
     "AppendRequest",
     "PartitionAppend", "Admission", "ADMIT_ALL", "Deduplication", "KeyedRecord", "DedupKeysExpired",
     "ProcessedKeysExpired",

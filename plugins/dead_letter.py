@@ -8,12 +8,16 @@ have ``errors.deadletterqueue.group.enable=true``, as in Kafka. Without
 ``errors.deadletterqueue.copy.record.enable`` the copy carries only the ``__dlq.errors.*`` headers. With the broker's
 ``errors.deadletterqueue.auto.create.topics.enable`` a missing target is created as Kafka creates it.
 
-Pulsar's DeadLetterPolicy, for logwright subscriptions: ``logwright.dead.letter.max.deliveries`` (0: off)
-archives a record once it was delivered that often, and every archived record is copied whole to
+Pulsar's DeadLetterPolicy, for logwright subscriptions: ``logwright.dead.letter.max.redeliver.count`` is Pulsar's
+``maxRedeliverCount`` (the application sees redelivery counts 0 to it; the release after that archives the record),
+``logwright.dead.letter.max.deliveries`` the same limit counted in deliveries, as Kafka's
+``share.delivery.count.limit`` counts (3 deliveries: counts 0, 1, 2); a group sets at most one of them (0: off). Every
+record archived then is copied whole to
 ``logwright.dead.letter.topic`` (default ``<topic>-<subscription>-DLQ``, created on first use with the
 source topic's partition count when the broker's ``auto.create.topics.enable`` is true; a named topic
 must exist) with ``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID`` and ``RECONSUMETIMES`` set once (a record that
-already carries them keeps its own). KIP-1191's topic wins when both are set.
+already carries them keeps its own); ``logwright.dead.letter.initial.subscription`` is Pulsar's
+``initialSubscriptionName`` (`DeadLetter.initial_subscription`). KIP-1191's topic wins when both are set.
 
 Records whose copy cannot be written are kept, not archived, for ``logwright.dead.letter.deferred.retry.ms``
 (default 30 s), then offered again; the broker reads that group config whichever plugin chose the topic.
@@ -22,6 +26,7 @@ Records whose copy cannot be written are kept, not archived, for ``logwright.dea
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from logwright.core.cursors.plugin_decisions import (
     DEAD_LETTER_DEFERRED_RETRY_KEY,
@@ -30,6 +35,7 @@ from logwright.core.cursors.plugin_decisions import (
 
 from .api import (
     DEAD_LETTER_MAX_DELIVERIES_KEY,
+    DEAD_LETTER_MAX_REDELIVER_COUNT_KEY,
     ArchivedRecords,
     ConfigKey,
     ConfigKeyRegister,
@@ -55,7 +61,9 @@ KIP_1191_TOPIC_CONFIGS = ((GROUP_ENABLE_KEY, "true"), ("message.timestamp.type",
 is true: a CreateTopics of the broker's default partitions and replication and these configs (its
 ShareGroupDLQStateManager)."""
 MAX_DELIVERIES_KEY = DEAD_LETTER_MAX_DELIVERIES_KEY
+MAX_REDELIVER_COUNT_KEY = DEAD_LETTER_MAX_REDELIVER_COUNT_KEY
 PULSAR_TOPIC_KEY = "logwright.dead.letter.topic"
+INITIAL_SUBSCRIPTION_KEY = "logwright.dead.letter.initial.subscription"
 DEFERRED_RETRY_KEY = DEAD_LETTER_DEFERRED_RETRY_KEY
 DEFERRED_RETRY_RANGE_MS = (100, 86_400_000)
 """At least 100 ms (not to spin on a broken topic: each retry archives again), at most a day."""
@@ -92,6 +100,13 @@ def _topic_name(key: str, value: str) -> str | None:
     return None
 
 
+def _subscription_name(value: str) -> str | None:
+    """Empty, or a group id Kafka would take (at most 255 characters, Kafka's ``group.id`` in a coordinator key)."""
+    if len(value) > 255:
+        return f"{INITIAL_SUBSCRIPTION_KEY} must be at most 255 characters, got {len(value)}"
+    return None
+
+
 def dead_letter_topic(value: str) -> str | None:
     """Empty (no dead-letter topic) or a legal topic name not starting with ``__`` (internal topics)."""
     return _topic_name(TOPIC_KEY, value)
@@ -115,13 +130,23 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "errors.deadletterqueue.group.enable=true, message.timestamp.type=CreateTime), in the "
                            "WriteBatch of the copy; false: the copy waits until the topic exists.", "BOOLEAN"))
     register.add(ConfigKey(MAX_DELIVERIES_KEY, "group", "0", long_at_least(0),
-                           "Pulsar's maxRedeliverCount for logwright subscriptions: deliveries after which a "
-                           "record is archived and copied to logwright.dead.letter.topic; 0: no Pulsar "
-                           "dead-lettering.", "LONG"))
+                           "Pulsar's dead-letter limit for logwright subscriptions, in deliveries (as "
+                           "share.delivery.count.limit counts them): after that many a released record is archived "
+                           "and copied to logwright.dead.letter.topic; 0: no Pulsar dead-lettering.", "LONG"))
+    register.add(ConfigKey(MAX_REDELIVER_COUNT_KEY, "group", "0", long_between(0, 2**31 - 2),
+                           "Pulsar's maxRedeliverCount for logwright subscriptions: the application sees redelivery "
+                           "counts 0 to this, and the release after that archives the record and copies it to "
+                           "logwright.dead.letter.topic; 0: off. Set this or logwright.dead.letter.max.deliveries, "
+                           "not both.", "LONG"))
     register.add(ConfigKey(PULSAR_TOPIC_KEY, "group", "", lambda value: _topic_name(PULSAR_TOPIC_KEY, value),
-                           "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.deliveries); empty: "
+                           "Pulsar's deadLetterTopic (used with logwright.dead.letter.max.redeliver.count or "
+                           "max.deliveries); empty: "
                            "<topic>-<subscription>-DLQ, created on first use if auto.create.topics.enable. "
                            "A named topic must exist."))
+    register.add(ConfigKey(INITIAL_SUBSCRIPTION_KEY, "group", "", _subscription_name,
+                           "Pulsar's initialSubscriptionName: a subscription (share group) created on every "
+                           "partition of the dead-letter topic at its end when a record is first copied there, in "
+                           "the copy's WriteBatch, so it holds every copy; empty: none."))
     register.add(ConfigKey(DEFERRED_RETRY_KEY, "group", str(DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS),
                            long_between(*DEFERRED_RETRY_RANGE_MS),
                            "How long records whose dead-letter copy could not be written (topic missing, without "
@@ -133,7 +158,12 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
 def logwright_check_group_config(change: GroupConfigChange) -> None:
     """KIP-1191's refusals that need more than the value: the broker's prefix, the group's own source topics,
     and a target topic that exists without ``errors.deadletterqueue.group.enable=true`` (a topic created
-    later is checked when records are archived: no copy, logged)."""
+    later is checked when records are archived: no copy, logged). Pulsar's limit is set in deliveries or in
+    redeliveries, not both."""
+    if (MAX_DELIVERIES_KEY in change.changed or MAX_REDELIVER_COUNT_KEY in change.changed) and all(
+            int(change.settings.get(key, "0") or 0) > 0 for key in (MAX_DELIVERIES_KEY, MAX_REDELIVER_COUNT_KEY)):
+        raise InvalidConfig(f"{MAX_DELIVERIES_KEY} and {MAX_REDELIVER_COUNT_KEY} are one limit counted two ways: "
+                            f"set one of them (the other to 0)")
     topic = change.settings.get(TOPIC_KEY, "")
     if TOPIC_KEY not in change.changed or not topic:
         return
@@ -147,10 +177,17 @@ def logwright_check_group_config(change: GroupConfigChange) -> None:
         raise InvalidConfig(f"{TOPIC_KEY} {topic!r} names a topic without {GROUP_ENABLE_KEY}=true")
 
 
+def deliveries_limit(settings: Mapping[str, str]) -> int:
+    """The deliveries after which a release archives the record under Pulsar's policy; 0: no limit."""
+    deliveries = int(settings.get(MAX_DELIVERIES_KEY, "0") or 0)
+    redeliveries = int(settings.get(MAX_REDELIVER_COUNT_KEY, "0") or 0)
+    return deliveries if deliveries > 0 else redeliveries + 1 if redeliveries > 0 else 0
+
+
 @hookimpl
 def logwright_decide_release(delivery: ReleasedDelivery) -> Reject | None:
-    """Pulsar's limit: archive (and so dead-letter) at ``logwright.dead.letter.max.deliveries``."""
-    limit = int(delivery.settings.get(MAX_DELIVERIES_KEY, "0") or 0)
+    """Pulsar's limit: archive (and so dead-letter) once the record was delivered `deliveries_limit` times."""
+    limit = deliveries_limit(delivery.settings)
     if limit > 0 and delivery.delivery_count >= limit:
         return Reject(MAX_DELIVERIES_REASON)
     return None
@@ -163,8 +200,9 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
         return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS,
                           GROUP_ENABLE_KEY, auto_create=True, auto_create_enabled_by=AUTO_CREATE_KEY,
                           auto_create_partitions=-1, auto_create_configs=KIP_1191_TOPIC_CONFIGS)
-    if int(archived.settings.get(MAX_DELIVERIES_KEY, "0") or 0) > 0:
+    if deliveries_limit(archived.settings) > 0:
         named = archived.settings.get(PULSAR_TOPIC_KEY, "")
         pulsar_topic = named or f"{archived.topic}-{archived.subscription}-DLQ"
-        return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS, auto_create=not named)
+        return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS, auto_create=not named,
+                          initial_subscription=archived.settings.get(INITIAL_SUBSCRIPTION_KEY, ""))
     return None

@@ -35,7 +35,7 @@ from logwright.compat.errors import ErrorCode
 from logwright.compat.wire.record_batch import build_batch, decode_records, parse_header
 from logwright.compat.wire.records import Record
 from logwright.core.cursors import cursor_commands
-from logwright.core.cursors.cursor import CursorState
+from logwright.core.cursors.cursor import CursorState, cursor_key
 from logwright.core.cursors.plugin_decisions import (
     DEAD_LETTER_DEFERRED_RETRY_KEY,
     DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS,
@@ -48,6 +48,7 @@ from logwright.core.events import Event
 from logwright.core.events.cursors import DeadLetterDeferred, DeadLettered, RecordsRejected
 from logwright.core.log.catalog import TopicState
 from logwright.core.log.delayed_delivery import HEADER_PREFIX
+from logwright.core.share_groups import share_group_offsets
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,8 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
     refusal = _refusal(broker, state, target, decision)
     if refusal is not None:
         return refusal
+    if decision.initial_subscription:
+        _start_initial_subscription(broker, decision.initial_subscription, target)
     partition = archived.partition_index % len(target.partition_ids)
     now = broker.clock.now_ms()
     originals = _originals(broker, state.partition_id, archived.deliveries) if decision.copy_record else {}
@@ -177,6 +180,22 @@ def _stage_copies(broker: Broker, state: CursorState, archived: ArchivedRecords,
                                    now, decision.topic, target.partition_ids[partition], base_offset))
         base_offset += sum(last - first + 1 for first, last, _ in piece)
     return tuple(events)
+
+
+def _start_initial_subscription(broker: Broker, group_id: str, target: TopicState) -> None:
+    """Pulsar's ``initialSubscriptionName``: a cursor of ``group_id`` at the end of each partition of the dead-letter
+    topic it has none on (the group created if it does not exist), staged before the copy and so in its WriteBatch.
+    A group id that a classic or consumer group holds is left alone (group ids are one namespace), and logged."""
+    shares = broker.coordinators.share_groups
+    group = shares.group(group_id)
+    if group is None and shares.held_by_other_kind(group_id):
+        log.warning("the dead-letter topic %r gets no initial subscription %r: a classic or consumer group holds that "
+                    "group id", target.name, group_id)
+        return
+    starts = [(target.name, partition_id, broker.high_watermark(partition_id)) for partition_id in target.partition_ids
+              if broker.store.state("cursors", cursor_key(group_id, partition_id)) is None]
+    if starts:
+        broker.stage(share_group_offsets.alter(group_id, group, starts))
 
 
 def _pieces(deliveries: tuple[tuple[int, int, int], ...], limit: int) -> list[tuple[tuple[int, int, int], ...]]:

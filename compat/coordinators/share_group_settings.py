@@ -13,7 +13,7 @@ from logwright.compat.broker import Broker
 from logwright.core.config import group_bounds
 from logwright.core.config.group_bounds import GROUP_BOUNDS
 from logwright.core.cursors.plugin_decisions import (
-    DEAD_LETTER_MAX_DELIVERIES_KEY,
+    DEAD_LETTER_LIMIT_KEYS,
     GroupConfigChange,
     GroupConfigCheck,
     ReleaseContext,
@@ -132,15 +132,14 @@ class ShareGroupSettings:
 
     def _needs_builtin_release(self, group_id: str) -> bool:
         """Whether the built-in plugins' release decision must run for the group: it has a redelivery backoff
-        policy, its subscription mode asks for it (``decides_release``), or Pulsar's
-        ``logwright.dead.letter.max.deliveries``."""
+        policy, its subscription mode asks for it (``decides_release``), or a dead-letter limit of Pulsar's kind
+        (``logwright.dead.letter.max.deliveries`` or ``.max.redeliver.count``)."""
         if self._backoff_policy(group_id) != "none":
             return True
         if getattr(self.mode(group_id), "decides_release", False):
             return True  # a mode whose plugin decides every release of its groups (pop: RocketMQ's retry table)
-        if self.broker.configs.get("group", DEAD_LETTER_MAX_DELIVERIES_KEY) is None:
-            return False
-        return int(self.group_config(group_id, DEAD_LETTER_MAX_DELIVERIES_KEY) or 0) > 0
+        return any(self.broker.configs.get("group", key) is not None and int(self.group_config(group_id, key) or 0) > 0
+                   for key in DEAD_LETTER_LIMIT_KEYS)
 
     def _backoff_policy(self, group_id: str) -> str:
         """The group's ``logwright.redelivery.backoff.policy`` (``none`` if no plugin registered the key)."""

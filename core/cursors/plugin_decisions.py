@@ -111,7 +111,10 @@ class DeadLetter:
     partitions (``None``: the source topic's count; -1: the broker's ``num.partitions``, as a CreateTopics of -1)
     and the topic configs ``auto_create_configs``. The original's
     delivery-delay headers (``logwright.deliver.*``) are not copied, so the copy is not delayed again
-    (a decision's own ``headers`` may still set one).
+    (a decision's own ``headers`` may still set one). ``initial_subscription`` (Pulsar's
+    ``initialSubscriptionName``) names a subscription (a share group) that gets a cursor on every partition of
+    ``topic`` it has none on, at the partition's end, in the copy's WriteBatch: it holds every copy from the first,
+    whenever its consumers come (a share group's own archives; pop groups' copies do not use it).
     """
 
     topic: str
@@ -123,6 +126,7 @@ class DeadLetter:
     auto_create_enabled_by: str = "auto.create.topics.enable"
     auto_create_partitions: int | None = None
     auto_create_configs: tuple[tuple[str, str], ...] = ()
+    initial_subscription: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +152,15 @@ GroupConfigCheck = Callable[[GroupConfigChange], None]
 
 
 DEAD_LETTER_MAX_DELIVERIES_KEY = "logwright.dead.letter.max.deliveries"
-"""Group config of the built-in ``dead_letter`` plugin (Pulsar's maxRedeliverCount; 0: off): a group with it
-above 0 has its releases decided by the built-in plugins' chain, as one with a redelivery backoff policy."""
+"""Group config of the built-in ``dead_letter`` plugin (deliveries, as Kafka's ``share.delivery.count.limit``
+counts them; 0: off): a group with it above 0 has its releases decided by the built-in plugins' chain, as one with a
+redelivery backoff policy."""
+
+DEAD_LETTER_MAX_REDELIVER_COUNT_KEY = "logwright.dead.letter.max.redeliver.count"
+"""Group config of the built-in ``dead_letter`` plugin: Pulsar's ``maxRedeliverCount`` exactly (redeliveries, so one
+delivery more than ``logwright.dead.letter.max.deliveries`` of the same number; 0: off); decided as that key is."""
+
+DEAD_LETTER_LIMIT_KEYS = (DEAD_LETTER_MAX_DELIVERIES_KEY, DEAD_LETTER_MAX_REDELIVER_COUNT_KEY)
 
 DEAD_LETTER_DEFERRED_RETRY_KEY = "logwright.dead.letter.deferred.retry.ms"
 """Group config of the built-in ``dead_letter`` plugin: how long records whose dead-letter copy could not be

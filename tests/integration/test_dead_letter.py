@@ -263,6 +263,65 @@ def test_pulsar_max_deliveries_dead_letters_a_nacked_record_to_topic_subscriptio
     check_consistent(clock_broker)
 
 
+def test_pulsar_max_redeliver_count_shows_counts_0_to_it_then_dead_letters_and_empties_the_backlog(
+        clock_broker: BrokerProcess) -> None:
+    """The seeds' F10 scenario: maxRedeliverCount=3 on a Shared subscription, every delivery nacked. The application
+    sees the record with redelivery counts 0, 1, 2 and 3 (Pulsar's count, one delivery more than max.deliveries=3);
+    the next redelivery goes to ``<topic>-<subscription>-DLQ``, created on first use, with REAL_TOPIC and
+    ORIGIN_MESSAGE_ID, and the subscription's backlog is 0. With initialSubscriptionName ``dlq-sub`` the dead-letter
+    topic has that subscription holding the copy: its consumer gets it though it subscribes from the latest."""
+    bootstrap, subscription = clock_broker.bootstrap, "orders-sub"
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.dead.letter.max.redeliver.count": "3",
+                                                       "logwright.dead.letter.initial.subscription": "dlq-sub"})
+    dlq = f"{topic}-{subscription}-DLQ"
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        consumer = await client.subscribe(topic, subscription, initial_position="earliest",
+                                          negative_ack_redelivery_delay_ms=1_000)
+        counts = []
+        for _ in range(4):
+            message = await consumer.receive(timeout=20)
+            counts.append(message.redelivery_count)
+            await consumer.negative_acknowledge(message)
+            await client.advance_clock(1_000)
+        assert counts == [0, 1, 2, 3]
+        with pytest.raises(Timeout):
+            await consumer.receive(timeout=2)
+        [cursor] = await client.inspect(subscription, topic)
+        assert cursor["backlog"] == 0 and cursor["mark_delete_position"] == 0
+        [held] = await client.inspect("dlq-sub", dlq)
+        assert held["backlog"] == 1
+        dead_letters = await client.subscribe(dlq, "dlq-sub", initial_position="latest")
+        copy = await dead_letters.receive(timeout=20)
+        assert (copy.value, copy.redelivery_count) == (b"r0", 0)
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    [copy] = read_all(bootstrap, dlq, 1)
+    assert copy.value() == b"r0"
+    headers = headers_of(copy)
+    assert (headers["REAL_TOPIC"], headers["ORIGIN_MESSAGE_ID"]) == (topic.encode(), f"{topic}-0@0".encode())
+    check_consistent(clock_broker)
+
+
+def test_pulsar_limit_is_set_in_deliveries_or_in_redeliveries_not_both(share_broker: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": share_broker.bootstrap})
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def alter(**values: str) -> None:
+        resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in values.items()])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    alter(**{"logwright.dead.letter.max.deliveries": "3"})
+    with pytest.raises(Exception) as refused:
+        alter(**{"logwright.dead.letter.max.redeliver.count": "3"})
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "set one of them" in refused.value.args[0].str()
+    alter(**{"logwright.dead.letter.max.deliveries": "0", "logwright.dead.letter.max.redeliver.count": "3"})
+
+
 def test_sigkills_while_a_share_group_rejects_and_releases_leave_every_record_once_on_the_dead_letter_topic(
         share_broker: BrokerProcess) -> None:
     """The broker is SIGKILLed at random moments (mostly while a consumer's acknowledgements are in flight)
