@@ -75,9 +75,12 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
         yield served
 
 
-def produce_frame(correlation_id: int, count: int, size: int) -> bytes:
+def produce_frame(correlation_id: int, count: int, size: int, producer_id: int = -1) -> bytes:
+    """A Produce of one batch; with ``producer_id`` an idempotent one (epoch 0, sequence 0)."""
     batch = build_batch([Record(offset=i, timestamp=1_700_000_000_000 + i, key=None, value=bytes([i % 251]) * size,
-                                headers=()) for i in range(count)])
+                                headers=()) for i in range(count)],
+                        **({"producer_id": producer_id, "producer_epoch": 0, "base_sequence": 0}
+                           if producer_id >= 0 else {}))
     request = produce_v9.ProduceRequest(
         transactional_id=None, acks=-1, timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(produce_v9.TopicProduceData(name=TOPIC, partition_data=(
@@ -210,6 +213,48 @@ def test_a_failed_write_ahead_fails_the_produce_staged_after_it_too_and_the_next
         assert produced(await second) == (56, -1)
         assert produced(await serve(broker, produce.handle, produce_frame(3, 10, 1024))) == (0, 0)
         assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(4, 0))) == [0]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        permit.set()
+
+
+def test_a_retry_answered_as_a_duplicate_of_a_write_that_then_fails_fails_with_it(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An idempotent retry arriving while its original is still being written is a duplicate of a batch not yet
+    durable (Pulsar's "unknown"): it is answered only with the original's commit, and when that write fails both
+    are KAFKA_STORAGE_ERROR, the sequences they took are dropped with the store's reload, and the next send of the
+    same batch is taken as new, stored once."""
+    permit = threading.Event()
+    write_all = batch_files._write_all
+
+    def failing_on_the_thread(fd: int, buffers: list[bytes]) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            assert permit.wait(30), "never permitted"
+            raise OSError(28, "No space left on device")
+        write_all(fd, buffers)
+
+    monkeypatch.setattr(batch_files, "_write_all", failing_on_the_thread)
+
+    async def scenario() -> None:
+        broker.create_topic(TOPIC, 1)
+        broker.commit_now()
+        first = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(1, 300, 1024, producer_id=5)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert broker.store.sealed
+        retry = asyncio.ensure_future(serve(broker, produce.handle, produce_frame(2, 300, 1024, producer_id=5)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not retry.done()  # a duplicate of a write under way waits for it
+        permit.set()
+        assert produced(await first) == (56, -1)
+        assert produced(await retry) == (56, -1)
+        monkeypatch.setattr(batch_files, "_write_all", write_all)  # the disk has room again
+        assert produced(await serve(broker, produce.handle, produce_frame(3, 300, 1024, producer_id=5))) == (0, 0)
+        assert produced(await serve(broker, produce.handle, produce_frame(4, 300, 1024, producer_id=5))) == (0, 0)
+        assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(5, 0))) == [0]
 
     try:
         asyncio.run(scenario())
