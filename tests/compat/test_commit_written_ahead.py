@@ -183,20 +183,29 @@ def test_what_is_staged_during_the_write_is_the_next_commit_and_is_answered_afte
     asyncio.run(scenario())
 
 
-def test_a_failed_write_ahead_fails_the_produce_staged_after_it_too_and_the_next_one_succeeds(
-        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second produce's state was folded on top of the first's: when the first part fails the store reloads,
-    dropping both, so both are answered KAFKA_STORAGE_ERROR and the offsets they took are given again."""
+WRITE_ALL = batch_files._write_all
+
+
+def failing_writes_ahead(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Batch files written on the writer thread (writes ahead) fail with a full disk once the returned event is set,
+    and wait for it; those on the loop's thread are written."""
     permit = threading.Event()
-    write_all = batch_files._write_all
 
     def failing_on_the_thread(fd: int, buffers: list[bytes]) -> None:
         if threading.current_thread() is not threading.main_thread():
             assert permit.wait(30), "never permitted"
             raise OSError(28, "No space left on device")
-        write_all(fd, buffers)
+        WRITE_ALL(fd, buffers)
 
     monkeypatch.setattr(batch_files, "_write_all", failing_on_the_thread)
+    return permit
+
+
+def test_a_failed_write_ahead_fails_the_produce_staged_after_it_too_and_the_next_one_succeeds(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second produce's state was folded on top of the first's: when the first part fails the store reloads,
+    dropping both, so both are answered KAFKA_STORAGE_ERROR and the offsets they took are given again."""
+    permit = failing_writes_ahead(monkeypatch)
 
     async def scenario() -> None:
         broker.create_topic(TOPIC, 1)
@@ -226,16 +235,7 @@ def test_a_retry_answered_as_a_duplicate_of_a_write_that_then_fails_fails_with_i
     durable (Pulsar's "unknown"): it is answered only with the original's commit, and when that write fails both
     are KAFKA_STORAGE_ERROR, the sequences they took are dropped with the store's reload, and the next send of the
     same batch is taken as new, stored once."""
-    permit = threading.Event()
-    write_all = batch_files._write_all
-
-    def failing_on_the_thread(fd: int, buffers: list[bytes]) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            assert permit.wait(30), "never permitted"
-            raise OSError(28, "No space left on device")
-        write_all(fd, buffers)
-
-    monkeypatch.setattr(batch_files, "_write_all", failing_on_the_thread)
+    permit = failing_writes_ahead(monkeypatch)
 
     async def scenario() -> None:
         broker.create_topic(TOPIC, 1)
@@ -251,7 +251,7 @@ def test_a_retry_answered_as_a_duplicate_of_a_write_that_then_fails_fails_with_i
         permit.set()
         assert produced(await first) == (56, -1)
         assert produced(await retry) == (56, -1)
-        monkeypatch.setattr(batch_files, "_write_all", write_all)  # the disk has room again
+        monkeypatch.setattr(batch_files, "_write_all", WRITE_ALL)  # the disk has room again
         assert produced(await serve(broker, produce.handle, produce_frame(3, 300, 1024, producer_id=5))) == (0, 0)
         assert produced(await serve(broker, produce.handle, produce_frame(4, 300, 1024, producer_id=5))) == (0, 0)
         assert fetched_offsets(await serve(broker, fetch.handle, fetch_frame(5, 0))) == [0]
