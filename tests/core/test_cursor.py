@@ -185,6 +185,19 @@ def test_two_consumers_never_hold_the_same_record() -> None:
     assert cursor.acquire("c3") == []
 
 
+def test_acks_of_two_consumers_of_one_subscription_move_its_one_mark_delete_position() -> None:
+    """F20: a subscription has one cursor, whichever consumer acknowledges: c2's acks wait above the hole c1 holds,
+    and c1's ack closes it, moving the one mark-delete position past both."""
+    cursor = Cursor()
+    assert cursor.acquire("c1", max_records=5) == [0, 1, 2, 3, 4]
+    assert cursor.acquire("c2") == [5, 6, 7, 8, 9]
+    cursor.apply(commands.acknowledge(cursor.state, "c2", ((5, 9),)))
+    assert (cursor.state.mark_delete_position, cursor.state.settled.ranges) == (-1, ((5, 9),))
+    cursor.apply(commands.acknowledge(cursor.state, "c1", ((0, 4),)))
+    assert (cursor.state.mark_delete_position, cursor.state.settled.ranges) == (9, ())
+    assert commands.backlog(cursor.state, 0, 10) == 0
+
+
 def test_cumulative_ack_settles_everything_up_to_the_offset() -> None:
     """F2 (the mode check is the caller's): cumulative ack of #5 -> markDelete 5, backlog 4."""
     cursor = Cursor()

@@ -252,6 +252,31 @@ def test_after_a_crash_projections_behind_the_log_refold_to_the_same_state(
     assert set(_covered(crashed).values()) == {store.last_sequence}, "the refold wrote every covered sequence"
 
 
+def test_ack_holes_past_pulsars_cap_survive_a_crash(opener: Opener, tmp_path: Path) -> None:
+    """Pulsar persists at most ``managedLedgerMaxUnackedRangesToPersist`` (10,000) acknowledged ranges and replays
+    the rest after a crash; here 30,000 holes, acknowledged over many commits, are all in the crash image (what the
+    write-ahead log holds, nothing written at close) and in `logwright check`'s refold of it."""
+    from logwright.core.cursors import cursor_commands as commands
+    from logwright.core.cursors.cursor import cursor_key
+    from logwright.core.events.cursors import SubscriptionCreated
+
+    store = opener()
+    key = cursor_key("sub", 0)
+    store.append([SubscriptionCreated("sub", 0, "t", 0)])
+    store.append([commands.acquire(store.state("cursors", key), 0, 60_000, "c1", 60_000, 0, 30_000)])
+    store.commit()
+    for start in range(0, 60_000, 6_000):  # ten commits of 3,000 acknowledgements each, every other offset
+        acked = tuple((offset, offset) for offset in range(start + 1, start + 6_000, 2))
+        store.append([commands.acknowledge(store.state("cursors", key), "c1", acked)])
+        store.commit()
+    before = store.state("cursors", key)
+    assert len(before.settled.ranges) == 30_000 and before.mark_delete_position == -1
+    reopened = opener(_crash_image(store, tmp_path / "crashed"))
+    assert reopened.state("cursors", key) == before
+    assert check_store(reopened).consistent
+    opener.close(reopened)
+
+
 def test_a_row_changed_again_after_it_was_put_ahead_waits_for_the_commit_when_asked(opener: Opener,
                                                                                     tmp_path: Path) -> None:
     """``defer_rows_changed_again`` (`Broker.stage_over_turns`'s parts): a group's head changes with every part, so

@@ -109,6 +109,27 @@ def test_two_consumers_never_get_the_same_message_while_it_is_invisible(clock_br
     run(scenario, clock_broker.bootstrap)
 
 
+def test_a_pop_without_an_invisible_time_hides_its_messages_for_rocketmqs_60_seconds(
+        clock_broker: BrokerProcess) -> None:
+    """The seeds' F37: a pop of 10 returns at most 10, and no other pop sees them within 60 s (the proxy's
+    defaultInvisibleTime, the client's default too); at 60 s they come back."""
+    topic = pop_topic(clock_broker.bootstrap, "g", 1, 20)
+
+    async def scenario(client: Client) -> None:
+        first = await client.pop(topic, "g", 10)
+        assert len(first) == 10
+        rest = await client.pop(topic, "g", 32)
+        assert {m.offset for m in rest} == set(range(20)) - {m.offset for m in first}
+        assert await client.pop(topic, "g", 32) == []
+        await client.advance_clock(59_999)
+        assert await client.pop(topic, "g", 32) == []
+        await client.advance_clock(1)
+        back = await client.pop(topic, "g", 32)
+        assert sorted(m.offset for m in back) == sorted(m.offset for m in [*first, *rest])
+
+    run(scenario, clock_broker.bootstrap)
+
+
 def test_a_dead_consumers_messages_come_back_after_the_invisible_time(clock_broker: BrokerProcess) -> None:
     topic = pop_topic(clock_broker.bootstrap, "g", 2, 6)
 

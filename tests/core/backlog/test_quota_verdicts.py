@@ -92,6 +92,8 @@ def test_configs_validate_and_fall_back_to_the_broker_default() -> None:
                 "producer_exception"}
     quota = quota_of({"logwright.backlog.quota.records": "9"}, lambda name: defaults.get(name, "-1"))
     assert quota == Quota(bytes=500, records=9, policy="producer_exception")
+    topic_first = quota_of({"logwright.backlog.quota.bytes": "700"}, lambda name: defaults.get(name, "-1"))
+    assert topic_first.bytes == 700, "a topic's own limit wins over the broker default (F13)"
     assert not quota_of({}, lambda name: "-1").limited
 
 
@@ -136,6 +138,23 @@ def test_eviction_leaves_ninety_percent_with_the_append_and_explains_each_move()
                                                      "backlog quota logwright.backlog.quota.bytes=1000 exceeded; "
                                                      "evicted to 90%")
     assert len(verdict.events) == 2, "'fast' holds 200 bytes: it is not over the quota and does not move"
+
+
+def test_every_subscription_over_the_quota_moves_to_ninety_percent_in_the_same_append() -> None:
+    """The seeds' F18 moves the slowest cursor first, then looks again; here each subscription over the quota is
+    evicted on its own, by one append, each with its own `BacklogEvicted`: a group's committed offset, a cursor's
+    acknowledged range."""
+    broker, tracker = setup("consumer_backlog_eviction", bytes="1000")
+    for _ in range(10):
+        broker.append(tracker, 1, 100)
+    verdict = tracker.admit("t", 0, PARTITION, 1, 100)
+    assert isinstance(verdict, Admit)
+    evicted = {event.subscription: event for event in verdict.events if isinstance(event, BacklogEvicted)}
+    assert sorted(evicted) == ["fast", "slow"]
+    assert {(event.to_offset, event.records, event.bytes) for event in evicted.values()} == {(2, 2, 200)}
+    assert OffsetCommitted("slow", "t", 0, 2, commit_time_ms=1000) in verdict.events
+    assert RecordsAcked("fast", PARTITION, EVICTION_CONSUMER, ((0, 1),), True) in verdict.events
+    assert len(verdict.events) == 4
 
 
 def test_eviction_of_a_cursor_acknowledges_the_skipped_range() -> None:
