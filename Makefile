@@ -80,7 +80,8 @@ fuzz: $(STAMP)
 # command-line tools' tests grouped by broker: each broker they share is started once, on one worker).
 compat-java: $(STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup tests/peers/test_java_client.py tests/peers/test_java_backlog_quota.py \
-		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py tests/peers/test_kafka_tools.py --peers
+		tests/peers/test_java_pop_renew.py tests/peers/test_kafka_connect.py tests/peers/test_kafka_tools.py \
+		tests/peers/test_kafka_system_tools.py --peers
 
 # KafkaJS (Node, npm ci) and Sarama (Go, from the module proxy) scenarios against logwright and Apache Kafka.
 compat-clients: $(STAMP)

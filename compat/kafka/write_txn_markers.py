@@ -112,7 +112,7 @@ async def handle(context: RequestContext, request: WriteTxnMarkersRequest) -> An
                 make(module.WritableTxnMarkerPartitionResult, partition_index=index, error_code=code)
                 for index, code in partitions.items()))
             for name, partitions in by_topic.items() if partitions))
-        for producer_id, by_topic in answers.items()))
+        for producer_id, by_topic in answers.items() if any(by_topic.values())))  # one naming no partition: none
 
 
 def _refusal(broker: Broker, partition_id: int | None, producer_id: int, epoch: int, coordinator_epoch: int,

@@ -109,6 +109,9 @@ def test_markers_are_refused_for_old_epochs_and_coordinators_and_retried_from_tr
     states = {row[0]: row[1:] for row in producer_states(bootstrap, topic, 0)}
     assert states[stranger] == (0, -1, 0, -1) and states[stranger + 1] == (3, -1, coordinator_epoch + 9, -1)
     assert written(bootstrap, markers_v1) == set()
+    nothing = one_request(bootstrap, make(markers_v1.WriteTxnMarkersRequest, markers=(
+        marker(markers_v1, stranger, 0, False, 0, ((topic, ()),)),)))
+    assert nothing.markers == ()  # a marker naming no partition is not answered about
 
 
 @pytest.mark.logwright_only(reason="Kafka 4.4 never answers a marker naming a partition twice")

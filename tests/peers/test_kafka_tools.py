@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,16 +24,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from logwright.testing.broker_process import BrokerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))  # bench/ is not a package: kafka_peer finds java, resolves jars, runs Kafka
-import kafka_peer  # noqa: E402
+from .tool_brokers import LIB, kafka_peer, per_broker, tool_broker
 
 pytestmark = pytest.mark.peers
 
-POM = ROOT / "bench" / "kafka" / "tools" / "pom.xml"
-LIB = ROOT / "bench" / "kafka" / "target" / "tools-lib"
 TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
@@ -98,19 +92,10 @@ class Tools:
         return ran.out + ran.err
 
 
-# one xdist group per broker (`make compat-java`, --dist loadgroup): each broker is started once, on one worker
-@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.xdist_group(f"kafka-tools-{name}"))
-                                        for name in ("logwright", "kafka")])
+@pytest.fixture(scope="module", params=per_broker("kafka-tools"))
 def tools(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tools]:
-    kafka_peer.resolve(pom=POM, lib=LIB)
-    work = tmp_path_factory.mktemp(f"tools-{request.param}")
-    broker: BrokerProcess | kafka_peer.KafkaPeer
-    broker = kafka_peer.KafkaPeer(work / "kafka") if request.param == "kafka" else BrokerProcess(work / "data")
-    broker.start()
-    try:
-        yield Tools(broker.bootstrap)
-    finally:
-        broker.stop()
+    with tool_broker(request, tmp_path_factory, "tools") as bootstrap:
+        yield Tools(bootstrap)
 
 
 def rows(table: str) -> list[list[str]]:
@@ -339,6 +324,7 @@ def test_an_open_transaction_is_aborted_by_its_start_offset(tools: Tools) -> Non
     assert (epoch, coordinator_epoch, last_sequence, start) == ("0", "0", "2", "None")
     assert "Could not find any open transactions starting at offset 0 on partition hanging-0" in tools.fails(
         "kafka-transactions", "abort", "--topic", "hanging", "--partition", "0", "--start-offset", "0")
+    assert rows(tools.ok("kafka-transactions", "find-hanging", "--broker-id", "1")) == []
 
 
 def test_client_metrics_subscriptions_are_altered_described_and_deleted(tools: Tools) -> None:
