@@ -4,8 +4,9 @@ Kafka's system tests check a broker with these programs: ``ClientCompatibilityTe
 test: what a client may expect of a broker version), ``VerifiableProducer`` and ``VerifiableConsumer`` (most
 replication and rebalance tests, both group protocols), ``VerifiableShareConsumer`` (the share group tests, each
 acknowledgement mode), ``TransactionalMessageCopier`` (transactions_test: a consume-transform-produce loop that aborts
-at random, read back READ_COMMITTED exactly once), ``EndToEndLatency`` and ``LogCompactionTester`` (a compacted
-topic with deletes read back and checked against what was produced). Teams that test a Kafka-compatible broker run
+at random, read back READ_COMMITTED exactly once), ``EndToEndLatency``, ``LogCompactionTester`` (a compacted topic
+with deletes read back and checked against what was produced) and the ``StreamsResetter``
+(``kafka-streams-application-reset``). Teams that test a Kafka-compatible broker run
 them too; here each runs as its main class on the resolved jars, and each test makes the same checks on both
 brokers. Opt-in like the other JVM scenarios (``make compat-java`` or ``pytest tests/peers --peers``).
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .tool_brokers import LIB, kafka_peer, per_broker, tool_broker
@@ -55,8 +57,8 @@ def events(output: str, name: str) -> list[dict[str, Any]]:
     return found
 
 
-def new_topic(bootstrap: str, partitions: int, **configs: str) -> str:
-    topic = f"system-{uuid.uuid4().hex[:8]}"
+def new_topic(bootstrap: str, partitions: int, name: str | None = None, **configs: str) -> str:
+    topic = name or f"system-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # held: a client collected before its answer fails it
     admin.create_topics([NewTopic(topic, partitions, config=configs)])[topic].result(30)
     return topic
@@ -147,3 +149,34 @@ def test_the_log_compaction_tester_reads_back_the_last_value_of_every_key(bootst
     output = run("LogCompactionTester", "--bootstrap-server", bootstrap, "--messages", "6000", "--duplicates", "3",
                  "--topics", "2", "--percent-deletes", "10", "--sleep", "1")
     assert " 0 mismatches." in output and "Data verification is completed" in output
+
+
+def test_the_streams_resetter_rewinds_an_application_and_deletes_its_internal_topics(bootstrap: str) -> None:
+    """``kafka-streams-application-reset``: the application's group goes back to its input topics' earliest offsets,
+    and the topics named as its own internal ones (``<application.id>-...-changelog``/``-repartition``) are deleted,
+    the others kept."""
+    application = f"app-{uuid.uuid4().hex[:6]}"
+    source = new_topic(bootstrap, 3)
+    internal = [new_topic(bootstrap, 3, name=f"{application}-store-changelog"),
+                new_topic(bootstrap, 3, name=f"{application}-KSTREAM-AGGREGATE-0000000001-repartition")]
+    kept = new_topic(bootstrap, 1, name=f"{application}-output")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for index in range(30):
+        producer.produce(source, value=b"%d" % index, partition=index % 3)
+    assert producer.flush(30) == 0
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": application, "enable.auto.commit": False})
+    group.commit(offsets=[TopicPartition(source, index, 10) for index in range(3)], asynchronous=False)
+    group.close()
+
+    output = run("StreamsResetter", "--bootstrap-server", bootstrap, "--application-id", application,
+                 "--input-topics", source, "--to-earliest")
+    assert f"Deleting inferred internal topics [{', '.join(sorted(internal))}]" in output
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = set(admin.list_topics(timeout=30).topics)
+    assert source in topics and kept in topics and not topics & set(internal)
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": application, "enable.auto.commit": False})
+    try:
+        assert [int(entry.offset) for entry in group.committed(
+            [TopicPartition(source, index) for index in range(3)], 30)] == [0, 0, 0]
+    finally:
+        group.close()
