@@ -100,13 +100,6 @@ def _topic_name(key: str, value: str) -> str | None:
     return None
 
 
-def _subscription_name(value: str) -> str | None:
-    """Empty, or a group id Kafka would take (at most 255 characters, Kafka's ``group.id`` in a coordinator key)."""
-    if len(value) > 255:
-        return f"{INITIAL_SUBSCRIPTION_KEY} must be at most 255 characters, got {len(value)}"
-    return None
-
-
 def dead_letter_topic(value: str) -> str | None:
     """Empty (no dead-letter topic) or a legal topic name not starting with ``__`` (internal topics)."""
     return _topic_name(TOPIC_KEY, value)
@@ -143,7 +136,7 @@ def logwright_register_config_keys(register: ConfigKeyRegister) -> None:
                            "max.deliveries); empty: "
                            "<topic>-<subscription>-DLQ, created on first use if auto.create.topics.enable. "
                            "A named topic must exist."))
-    register.add(ConfigKey(INITIAL_SUBSCRIPTION_KEY, "group", "", _subscription_name,
+    register.add(ConfigKey(INITIAL_SUBSCRIPTION_KEY, "group", "", any_value,  # a group id is any non-empty string
                            "Pulsar's initialSubscriptionName: a subscription (share group) created on every "
                            "partition of the dead-letter topic at its end when a record is first copied there, in "
                            "the copy's WriteBatch, so it holds every copy; empty: none."))
