@@ -31,7 +31,9 @@ from logwright.compat.wire.record_batch import build_batch
 from logwright.compat.wire.records import Record
 from logwright.testing.clients import advance_clock, one_request
 
+from .authorization_clients import list_offsets, listed_offsets
 from .broker_process import BrokerProcess
+from .raw_batches import RETRIABLE
 
 NONE, UNSUPPORTED_VERSION, INVALID_REQUEST, POLICY_VIOLATION, THROTTLING_QUOTA_EXCEEDED = 0, 35, 42, 44, 89
 
@@ -186,9 +188,16 @@ def test_bad_filters_as_on_kafka(bootstrap: str, components: list[tuple[str, int
 
 
 def _topic(bootstrap: str) -> str:
+    """A fresh one-partition topic, once the broker leads its partition: Kafka answers a Produce right after
+    CreateTopics NOT_LEADER_OR_FOLLOWER until it has applied the controller's record, and these tests count the
+    batches they store, so they wait rather than retry a produce."""
     name = f"quota-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, 1)])[name].result(30)
+    deadline = time.monotonic() + 30
+    while listed_offsets(one_request(bootstrap, list_offsets(name)))[0][1] in RETRIABLE:
+        assert time.monotonic() < deadline, f"{name} was never led"
+        time.sleep(0.1)
     return name
 
 
