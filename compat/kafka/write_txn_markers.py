@@ -36,7 +36,7 @@ from logwright.compat.coordinators.transaction_coordinator import marker_batch, 
 from logwright.compat.errors import ErrorCode, error_code_for
 from logwright.compat.registry import RequestContext, handler, make, response_module
 from logwright.compat.turns import give_way
-from logwright.compat.wire.record_batch import parse_header
+from logwright.compat.wire.record_batch import BatchHeader, parse_header
 from logwright.core.acls.bindings import AclOperation
 from logwright.core.errors import DomainError, StorageUnavailable
 from logwright.core.log.internal_topics import CONSUMER_OFFSETS
@@ -73,7 +73,7 @@ async def handle(context: RequestContext, request: WriteTxnMarkersRequest) -> An
         producer_id, epoch = int(marker.producer_id), int(marker.producer_epoch)
         version = int(getattr(marker, "transaction_version", 0))  # v2 on; v1 markers are transaction version 0
         by_topic = answers.setdefault(producer_id, {})
-        batch: bytes | None = None
+        marker_bytes: tuple[bytes, BatchHeader] | None = None  # built once a partition takes it
         for topic in marker.topics:
             by_partition = by_topic.setdefault(topic.name, {})
             for index in dict.fromkeys(int(index) for index in topic.partition_indexes):
@@ -87,13 +87,14 @@ async def handle(context: RequestContext, request: WriteTxnMarkersRequest) -> An
                 code = _refusal(broker, partition_id, producer_id, epoch, int(marker.coordinator_epoch), version)
                 if code is None and topic.name != CONSUMER_OFFSETS:
                     assert partition_id is not None
-                    if batch is None:
+                    if marker_bytes is None:
                         batch = marker_batch(producer_id, epoch, bool(marker.transaction_result),
                                              broker.clock.now_ms(), int(marker.coordinator_epoch))
+                        marker_bytes = batch, parse_header(batch)
                     try:
                         with broker.staging_together():
-                            stage_marker(broker, partition_id, batch, parse_header(batch),
-                                         bool(marker.transaction_result), int(marker.coordinator_epoch))
+                            stage_marker(broker, partition_id, *marker_bytes, bool(marker.transaction_result),
+                                         int(marker.coordinator_epoch))
                     except DomainError as error:  # the store failed: nothing of it was staged
                         code = error_code_for(error)
                     else:
@@ -103,8 +104,6 @@ async def handle(context: RequestContext, request: WriteTxnMarkersRequest) -> An
                     await _made_durable(broker, staged, answers)
     if staged:
         await _made_durable(broker, staged, answers)
-    else:
-        await give_way()  # a request naming partitions that all fail still takes its turn
     module = response_module("write_txn_markers", context.api_version)
     return make(module.WriteTxnMarkersResponse, markers=tuple(
         make(module.WritableTxnMarkerResult, producer_id=producer_id, topics=tuple(
