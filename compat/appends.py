@@ -53,6 +53,7 @@ from logwright.core.errors import (
     InvalidProducerEpoch,
     InvalidTxnState,
     NotInTransaction,
+    ProducerFenced,
 )
 from logwright.core.events import RecordsAppended
 from logwright.core.keys.dedup import DEDUP_WINDOW, Deduplication
@@ -62,7 +63,7 @@ from logwright.core.log.partition_log import append_batch, partition_key
 from logwright.core.log.producers import Duplicate, ProducerState, check_sequence, producer_key
 from logwright.core.log.record_keys import UnreadableRecords, record_keys
 from logwright.core.transactions.partition_transactions import check_idempotent_append
-from logwright.core.transactions.transactions import check_transactional_append
+from logwright.core.transactions.transactions import add_partitions, check_transactional_append
 from logwright.eventstore.interface import StoredBatch
 from logwright.eventstore.keys import time_index_key
 
@@ -95,6 +96,28 @@ def _refuse_while_ending(broker: Broker, header: BatchHeader) -> None:
                                        f"epoch {marker_epoch}")
         raise InvalidTxnState(f"the transaction of producer id {producer_id} is being ended: a batch may not join it "
                               "between its markers")
+
+
+def _check_transactional(broker: Broker, header: BatchHeader, partition_id: int, joining: str | None) -> None:
+    if broker.ending_transactions:
+        _refuse_while_ending(broker, header)
+    if joining is not None:
+        join_transaction(broker, joining, header, partition_id)
+    check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
+                               header.producer_epoch, partition_id)
+
+
+def join_transaction(broker: Broker, transactional_id: str, header: BatchHeader, partition_id: int) -> None:
+    """Add the partition of a transactional batch to the transaction of ``transactional_id`` (Produce v12+, transaction
+    version 2), staged before the batch so both are in one WriteBatch; nothing when it is in already. Kafka's leader
+    asks the coordinator the same (AddPartitionsToTxn), and answers a fenced epoch INVALID_PRODUCER_EPOCH."""
+    try:
+        event = add_partitions(broker.transaction(transactional_id), header.producer_id, header.producer_epoch,
+                               (partition_id,), broker.clock.now_ms())
+    except ProducerFenced as error:
+        raise InvalidProducerEpoch(str(error)) from error
+    if event is not None:
+        broker.stage([event])
 
 
 def admit(broker: Broker, context: RequestContext, prepared: list[Prepared]
@@ -390,17 +413,19 @@ def _record_keys(batches: tuple[tuple[memoryview, BatchHeader], ...]
     return tuple(keys)
 
 
-def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplication | None = None
-                    ) -> PartitionResult:
+def stage_partition(broker: Broker, prepared: Prepared, deduplication: Deduplication | None = None,
+                    joining: str | None = None) -> PartitionResult:
     """Stage prepared batches (producer sequences checked batch by batch, then duplicates of business keys
-    dropped when ``deduplication`` is given); the caller awaits durability."""
+    dropped when ``deduplication`` is given); the caller awaits durability. ``joining``: the transactional id of a
+    transaction version 2 Produce (v12+), whose transactional batches add their partition to its transaction."""
     partition_id = prepared.partition_id
     now = broker.clock.now_ms() if prepared.log_append_time else -1
     first_offset: int | None = None
     try:
         for position, (data, header) in enumerate(prepared.batches):
             keys = prepared.keys[position] if prepared.keys else None
-            outcome = stage_batch(broker, partition_id, data, header, now, deduplication, keys, prepared.in_place)
+            outcome = stage_batch(broker, partition_id, data, header, now, deduplication, keys, prepared.in_place,
+                                  joining)
             if first_offset is None:
                 first_offset = outcome
     except DomainError as error:
@@ -440,14 +465,19 @@ def _refused_batch(header: BatchHeader, from_client: bool) -> tuple[ErrorCode, s
 def stage_batch(
     broker: Broker, partition_id: int, data: memoryview | bytes, header: BatchHeader, append_time: int,
     deduplication: Deduplication | None = None, keys: list[bytes | None] | None = None, in_place: bool = False,
+    joining: str | None = None,
 ) -> int:
     """Stage one batch; returns its base offset (the original one for a duplicate retry or business key).
 
     ``data`` is a view into the request: the one copy made is the stored batch, with its offset patched; with
     ``in_place`` (a client's Produce, `Prepared.in_place`), a large batch is patched in its frame instead (`numbered`).
-    A transactional batch must come from the current epoch of a transaction the partition was added to.
+    A transactional batch must come from the current epoch of a transaction the partition was added to; one
+    ``joining`` the transaction named so (transaction version 2) adds its partition first (`join_transaction`).
     What the plugins derive from the batch (a delayed-delivery index entry) is staged with it (`Broker.stage`).
     """
+    transactional = header.is_transactional and not header.is_control
+    if transactional and joining is not None:  # Kafka's leader has the coordinator add it before the sequence check
+        _check_transactional(broker, header, partition_id, joining)
     if header.producer_id >= 0 and header.base_sequence >= 0:
         key = producer_key(partition_id, header.producer_id)
         producer_state = broker.store.state("producers", key)
@@ -461,11 +491,8 @@ def stage_batch(
     if header.producer_id >= 0 and not header.is_transactional:
         check_idempotent_append(broker.store.state("partition_transactions", partition_key(partition_id)),
                                 header.producer_id)
-    if header.is_transactional and not header.is_control:
-        if broker.ending_transactions:
-            _refuse_while_ending(broker, header)
-        check_transactional_append(broker.transaction_of_producer(header.producer_id), header.producer_id,
-                                   header.producer_epoch, partition_id)
+    if transactional and joining is None:
+        _check_transactional(broker, header, partition_id, None)
     plan = None
     if deduplication is not None and not header.is_transactional:
         window = window_index(broker.plugin_memo, lambda: broker.store.entities(DEDUP_WINDOW.name))

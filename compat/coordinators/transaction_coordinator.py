@@ -65,6 +65,8 @@ def stage_completion(broker: Broker, completion: Completion) -> None:
     """Stage the markers and events ending a transaction at once (one WriteBatch: no ``await`` in between), for a
     transaction of at most `MARKERS_PER_TURN` partitions; `complete` takes any."""
     with broker.staging_together():
+        if completion.allocated:
+            broker.stage(completion.allocated)
         _stage_markers(broker, completion, completion.partition_ids, _marker_of(broker, completion))
         broker.stage([*completion.offsets, completion.ended])
 
@@ -80,6 +82,8 @@ async def complete(broker: Broker, completion: Completion) -> None:
         return
     broker.ending_transactions[completion.ended.transactional_id] = (  # in the deciding turn
         completion.producer_id, completion.marker_epoch)
+    if completion.allocated:  # in the deciding turn too: no other request allocates that id meanwhile
+        broker.stage(completion.allocated)
     # a task of its own, shielded: a client disconnecting cancels its request, and an end cut between two parts
     # would commit some partitions' markers and leave the transaction open (then aborted over them)
     await asyncio.shield(broker.run_to_the_end(_end_over_turns(broker, completion), "transaction-end"))

@@ -8,8 +8,9 @@ Since v3 the answer also names the broker's features (KIP-584): each with the le
 level finalized for the cluster, which is what ``kafka-features describe`` and ``Admin.describeFeatures`` show and
 what clients gate behaviour on (the Java producer uses transaction.version 2's protocol only when it is finalized).
 logwright states what it implements, never Kafka's numbers for their own sake: KIP-848 groups (group.version 1),
-share groups with KIP-1191 dead-letter copies (share.version 2), and level 0 of the features it does not have
-(transaction.version 2's protocol, Streams groups, eligible leader replicas, KRaft). It has no KRaft metadata log,
+share groups with KIP-1191 dead-letter copies (share.version 2), KIP-890 part 2's transactions (transaction.version
+2: Produce v12 and TxnOffsetCommit v5 add to the transaction, EndTxn v5 bumps the epoch), and level 0 of the features
+it does not have (Streams groups, eligible leader replicas, KRaft). It has no KRaft metadata log,
 so no metadata.version; and no UpdateFeatures, so the levels never change and their epoch stays 1.
 
 An unsupported ApiVersions version is answered in `fallback` with the v0 body the protocol prescribes.
@@ -49,7 +50,7 @@ FEATURES = (
     Feature("kraft.version", 0, 0),
     Feature("share.version", 2, 2),
     Feature("streams.version", 0, 0),
-    Feature("transaction.version", 0, 0),
+    Feature("transaction.version", 2, 2),
 )
 """Every feature's lowest level is 0 (the feature off)."""
 FEATURES_EPOCH = 1

@@ -10,6 +10,11 @@ producer sequence) and appended whole, or not at all, as Kafka does; a LogValida
 log start offset, and records refused one by one (timestamps, keys of a compacted topic) are named in
 ``record_errors`` with Kafka's messages (tests/integration/test_produce_checks.py runs on both).
 
+From v12 (transaction version 2, KIP-890 part 2) a transactional batch adds its partition to the transaction the
+request names, as Kafka 4.4's leader has its coordinator add it: a producer id or epoch that is not that
+transaction's is INVALID_PRODUCER_ID_MAPPING or INVALID_PRODUCER_EPOCH. Before v12 the partition must have been
+added (AddPartitionsToTxn), else TRANSACTION_ABORTABLE (v11) or INVALID_TXN_STATE.
+
 ``acks=0`` gets no answer, and when a partition of it fails its connection closes (`CloseConnection`), as Kafka
 tells such a producer; ``acks=1`` and ``-1`` are
 answered once the WriteBatch holding the records is written under the store's durability setting
@@ -67,6 +72,10 @@ log = logging.getLogger(__name__)
 ABORTABLE_FROM_VERSION = 11
 """Produce v11+ clients (KIP-890) get TRANSACTION_ABORTABLE for a transactional write to a partition their
 transaction did not add, as Kafka 4.4 answers them; older ones INVALID_TXN_STATE."""
+
+TRANSACTION_VERSION_2_FROM = 12
+"""Produce v12+ is a transaction version 2 client's (KIP-890 part 2): a transactional batch adds its partition to the
+request's transaction itself (`appends.join_transaction`), with no AddPartitionsToTxn before it."""
 
 PARTITIONS_PER_TURN = 250
 """Partitions a Produce request validates, then stages and commits, before it lets other connections' requests run:
@@ -135,6 +144,7 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     hold: Hold[Prepared, PartitionResult] = Hold()
     refused = await hold.settle(broker, prepared, lambda item: item.partition_id, refused, lambda r: r.error_code,
                                 ask_again, _milliseconds(request.timeout))
+    joining = request.transactional_id if context.api_version >= TRANSACTION_VERSION_2_FROM else None
     every = [item for _, partitions in outcomes for _, item in partitions] if checked > PARTITIONS_PER_TURN else None
     answered: list[PartitionResult] = []
     for start in range(0, len(every) if every is not None else 1, PARTITIONS_PER_TURN):
@@ -144,8 +154,8 @@ async def handle(context: RequestContext, request: ProduceRequest) -> Any:
                 item for _, partitions in outcomes for _, item in partitions)  # one part: no list built
             for item in part:
                 if isinstance(item, Prepared):
-                    item = refused.get(item.partition_id) or _stage_if_there(broker, item,
-                                                                             deduplicated.get(item.partition_id))
+                    item = refused.get(item.partition_id) or _stage_if_there(
+                        broker, item, deduplicated.get(item.partition_id), joining)
                     appended = appended or item.error_code == ErrorCode.NONE
                 answered.append(item)
         if appended and acks != 0:  # each part's commit lets other requests run, and says what it wrote
@@ -228,11 +238,12 @@ _UNNAMED_TRANSACTION = PartitionResult(
 the whole request so (it cannot authorize a transaction it cannot name), and so nothing of it is written."""
 
 
-def _stage_if_there(broker: Broker, prepared: Prepared, deduplication: Deduplication | None) -> PartitionResult:
+def _stage_if_there(broker: Broker, prepared: Prepared, deduplication: Deduplication | None,
+                    joining: str | None) -> PartitionResult:
     """`stage_partition`, unless the partition went while a request of many partitions gave way (its topic deleted)."""
     if not broker.partition_exists(prepared.partition_id):
         return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic or partition")
-    return stage_partition(broker, prepared, deduplication)
+    return stage_partition(broker, prepared, deduplication, joining)
 
 
 def _milliseconds(timeout: datetime.timedelta | int) -> int:

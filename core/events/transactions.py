@@ -107,15 +107,26 @@ class TransactionMarkerWritten(Event):
 class TransactionEnded(Event):
     """The transaction is complete, its markers written. ``producer_epoch`` is the transactional id's epoch
     from now on: bumped when the broker aborted on its own (``reason`` "timeout" or "reinitialized"),
-    which fences the producer that left it open."""
+    which fences the producer that left it open, and by every end a transaction version 2 client asks for
+    (EndTxn v5, KIP-890)."""
 
     TAG: ClassVar[int] = 65
+    VERSION: ClassVar[int] = 2
     transactional_id: str
     producer_id: int
     producer_epoch: int
     committed: bool
     reason: str
     now_ms: int
+    next_producer_id: int = -1
+    """The producer id the transactional id continues with at epoch 0, when a transaction version 2 end found
+    ``producer_id``'s epochs exhausted (Kafka's nextProducerId); -1 when it keeps its id (version 1 never named
+    one)."""
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 ends before ``next_producer_id``: its default reads it."""
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,14 @@
 """The transaction coordinator: one state per transactional id, and the decisions that change it (KIP-98).
 
-Clients that do not see the ``transaction.version`` feature finalized (logwright advertises none) run
-the classic protocol: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn.
-Ending is one step here (Kafka's PrepareCommit/PrepareAbort and marker round trips collapse into one
-WriteBatch), so the states are Empty, Ongoing, CompleteCommit and CompleteAbort. The producer id of a
-transactional id is stable; each InitProducerId bumps its epoch, fencing older instances, and aborts a
-transaction the previous instance left open. A transaction open longer than its timeout is aborted by
-the broker with the epoch bumped, as Kafka does.
+Clients of transaction version 1 run the classic protocol: InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn, TxnOffsetCommit, EndTxn. Clients of version 2 (KIP-890 part 2, finalized by logwright as by
+Kafka 4.4) add partitions and groups by producing (Produce v12+) and committing offsets (TxnOffsetCommit v5+),
+and each of their ends (EndTxn v5+) bumps the epoch (`end_transaction_v2`). Ending is one step here (Kafka's
+PrepareCommit/PrepareAbort and marker round trips collapse into one WriteBatch), so the states are Empty, Ongoing,
+CompleteCommit and CompleteAbort. The producer id of a transactional id is stable (but for a version 2 end at the
+last epoch); each InitProducerId bumps its epoch, fencing older instances, and aborts a transaction the previous
+instance left open. A transaction open longer than its timeout is aborted by the broker with the epoch bumped, as
+Kafka does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import singledispatch
+from typing import Any, ClassVar
 
 from logwright.core.errors import (
     InvalidProducerEpoch,
@@ -59,6 +62,16 @@ class TransactionState:
     """TxnOffsetCommit's offsets, appended as they are when the transaction commits."""
     started_ms: int = -1
     updated_ms: int = -1
+    previous_producer_id: int = -1
+    """The producer id before a transaction version 2 end moved to a fresh one (its epochs exhausted): a retry of
+    that end still names it."""
+
+    VERSION: ClassVar[int] = 2
+
+    @staticmethod
+    def upgrade_fields(version: int, fields: list[Any]) -> list[Any]:
+        """Version 1 ends before ``previous_producer_id``: its default reads it."""
+        return fields
 
     def __post_init__(self) -> None:
         if not isinstance(self.pending_offsets, PendingOffsets):  # decoded from a store, or written in a test
@@ -83,6 +96,20 @@ class Completion:
     partition_ids: tuple[int, ...]
     offsets: tuple[OffsetCommitted, ...]
     ended: TransactionEnded
+    allocated: tuple[Event, ...] = ()
+    """The fresh producer id's allocation, when the end moves the transactional id to one (staged first)."""
+
+    @property
+    def events(self) -> list[Event]:
+        """What is staged with the markers, in order."""
+        return [*self.allocated, *self.offsets, self.ended]
+
+    @property
+    def next_producer_id_and_epoch(self) -> tuple[int, int]:
+        """The producer id and epoch the transactional id has once this end is written (EndTxn v5 answers them)."""
+        if self.ended.next_producer_id >= 0:
+            return self.ended.next_producer_id, 0
+        return self.ended.producer_id, self.ended.producer_epoch
 
 
 def transaction_key(transactional_id: str) -> str:
@@ -96,6 +123,8 @@ def owner_key(producer_id: int) -> str:
 def _keys(event: Event) -> tuple[str, ...]:
     if isinstance(event, TransactionalProducerInitialized):
         return (transaction_key(event.transactional_id), owner_key(event.producer_id))
+    if isinstance(event, TransactionEnded) and event.next_producer_id >= 0:
+        return (transaction_key(event.transactional_id), owner_key(event.next_producer_id))
     if isinstance(event, PartitionsAddedToTransaction | GroupAddedToTransaction | TransactionalOffsetCommitted
                   | TransactionEnded):
         return (transaction_key(event.transactional_id),)
@@ -153,7 +182,13 @@ def _(event: TransactionalOffsetCommitted, state: object, key: str) -> object:
 
 @_evolve.register
 def _(event: TransactionEnded, state: object, key: str) -> object:
+    if key.startswith("pid/"):
+        return TransactionalIdOwner(event.transactional_id)
     assert isinstance(state, TransactionState)
+    if event.next_producer_id >= 0:  # the epochs of its id exhausted: a fresh id at epoch 0 (transaction version 2)
+        state = replace(state, producer_id=event.next_producer_id, producer_epoch=0, previous_epoch=-1,
+                        previous_producer_id=event.producer_id)
+        event = replace(event, producer_epoch=0)
     bumped = event.producer_epoch != state.producer_epoch
     return replace(state, producer_epoch=event.producer_epoch,
                    previous_epoch=state.producer_epoch if bumped else state.previous_epoch,
@@ -174,12 +209,15 @@ def expired_transactional_ids(states: Iterable[TransactionState], now_ms: int, e
     """The transactional ids to forget: without a transaction open (Empty, CompleteCommit, CompleteAbort, as Kafka
     allows) and last updated at least ``expiration_ms`` ago (``transactional.id.expiration.ms``; a state that never
     recorded it counts from ``known_since_ms``, the broker's start)."""
-    expired = [(state.transactional_id, state.producer_id) for state in states
+    expired = [state for state in states
                if state.status != ONGOING
                and now_ms - (state.updated_ms if state.updated_ms >= 0 else known_since_ms) >= expiration_ms]
     if not expired:
         return None
-    return TransactionalIdsExpired(tuple(name for name, _ in expired), tuple(producer for _, producer in expired))
+    return TransactionalIdsExpired(  # a producer id it moved from goes too (its owner row still names it)
+        tuple(state.transactional_id for state in expired),
+        tuple(producer for state in expired for producer in (state.producer_id, state.previous_producer_id)
+              if producer >= 0))
 
 
 def check_producer(state: TransactionState | None, producer_id: int, producer_epoch: int) -> TransactionState:
@@ -288,6 +326,58 @@ def end_transaction(state: TransactionState | None, producer_id: int, producer_e
         return None
     outcome = "commit" if committed else "abort"
     raise InvalidTxnState(f"cannot {outcome}: transactional id {quoted(current.transactional_id)} is {current.status}")
+
+
+def end_transaction_v2(state: TransactionState | None, counter: ProducerIdCounter | None, producer_id: int,
+                       producer_epoch: int, committed: bool, now_ms: int) -> Completion | None:
+    """EndTxn from v5 (transaction version 2, KIP-890 part 2), as Kafka 4.4 decides it: every end bumps the epoch,
+    so a zombie's late write is fenced by the markers themselves; ``None`` for a retry of the end already written.
+
+    A retry names the epoch before the bump (or, after a move to a fresh producer id, the old id at the last epoch).
+    An abort with the current epoch and no transaction open is an end of its own (an empty transaction aborted,
+    epoch bumped), a commit there INVALID_TXN_STATE. An end from the epoch 32,766 moves the transactional id to a
+    fresh producer id at epoch 0; its markers carry the old id at 32,767.
+    """
+    if state is None:
+        raise InvalidProducerIdMapping(f"producer id {producer_id} belongs to no transactional id (unknown: call "
+                                       f"InitProducerId first)")
+    retry_on_overflow = (state.previous_producer_id == producer_id and producer_epoch == MAX_EPOCH
+                         and state.producer_epoch == 0)
+    retry_on_bump = state.producer_epoch == producer_epoch + 1
+    retry = retry_on_bump or retry_on_overflow
+    current = producer_epoch == state.producer_epoch
+    valid = current or (retry and state.status in (COMPLETE_COMMIT, COMPLETE_ABORT))
+    if state.producer_id != producer_id and not retry_on_overflow:
+        raise InvalidProducerIdMapping(f"producer id {producer_id} is not the one of this transactional id "
+                                       f"({state.producer_id})")
+    if not valid:
+        raise ProducerFenced(f"producer epoch {producer_epoch} is neither the current epoch {state.producer_epoch} "
+                             f"of transactional id {quoted(state.transactional_id)} nor the one its last end bumped")
+    outcome = "commit" if committed else "abort"
+    if state.status == ONGOING:
+        return _bumped_end(state, counter, committed, now_ms)
+    if committed:
+        if state.status == COMPLETE_COMMIT and retry:
+            return None
+        raise InvalidTxnState(f"cannot {outcome}: transactional id {quoted(state.transactional_id)} is {state.status}")
+    if retry:  # (a retry and the current epoch never meet: only a completed transaction gets here with one)
+        if state.status == COMPLETE_COMMIT:
+            raise InvalidTxnState(f"cannot abort: transactional id {quoted(state.transactional_id)} is "
+                                  f"{state.status}")
+        return None
+    return _bumped_end(state, counter, False, now_ms)  # an empty transaction aborted
+
+
+def _bumped_end(state: TransactionState, counter: ProducerIdCounter | None, committed: bool,
+                now_ms: int) -> Completion:
+    """A transaction version 2 end: markers at the next epoch (a fresh producer id from then on, at the last one)."""
+    epoch = state.producer_epoch + 1 if state.producer_epoch < MAX_EPOCH + 1 else state.producer_epoch
+    completion = _complete(state, committed, epoch, "client", now_ms)
+    if state.producer_epoch < MAX_EPOCH:
+        return completion
+    allocated = allocate_producer_id(counter, state.transactional_id)
+    return replace(completion, allocated=(allocated,),
+                   ended=replace(completion.ended, next_producer_id=allocated.producer_id))
 
 
 def expire(state: TransactionState, now_ms: int) -> Completion | None:

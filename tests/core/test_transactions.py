@@ -18,6 +18,7 @@ from logwright.core.errors import (
 from logwright.core.events import Event, LogTruncated, OffsetCommitted, ProducerIdAllocated, RecordsAppended
 from logwright.core.events.transactions import (
     TransactionalOffsetCommitted,
+    TransactionalProducerInitialized,
     TransactionEnded,
     TransactionMarkerWritten,
 )
@@ -36,12 +37,14 @@ from logwright.core.transactions.transactions import (
     COMPLETE_COMMIT,
     ONGOING,
     TRANSACTIONS,
+    TransactionalIdOwner,
     TransactionState,
     add_group,
     add_partitions,
     check_offset_commit,
     check_transactional_append,
     end_transaction,
+    end_transaction_v2,
     expire,
     expired_transactional_ids,
     init_transactional,
@@ -81,7 +84,7 @@ class Log:
                                      -1, True),
                      TransactionMarkerWritten(partition_id, offset, completion.producer_id, completion.marker_epoch,
                                               completion.committed))
-        self.add(*completion.offsets, completion.ended)
+        self.add(*completion.events)
 
 
 def test_a_transactional_id_keeps_its_producer_id_and_each_init_bumps_the_epoch() -> None:
@@ -313,3 +316,69 @@ def test_a_state_that_never_recorded_its_update_counts_from_the_brokers_start() 
     state = TransactionState("old", 4, 0, 60_000)
     assert expired_transactional_ids([state], 15_000, 10_000, 5_001) is None
     assert expired_transactional_ids([state], 15_000, 10_000, 5_000) is not None
+
+
+def test_every_version_2_end_bumps_the_epoch_and_a_retry_names_the_epoch_before_it() -> None:
+    """EndTxn v5 as Kafka 4.4 answers it (tests/integration/test_transaction_version_2.py runs the same on both): the
+    end's markers and the epoch from then on are one higher; the previous epoch retries that end (the other outcome is
+    INVALID_TXN_STATE); the current epoch with nothing open may abort (an empty transaction, bumped again) but not
+    commit."""
+    log = Log()
+    log.init()
+    log.add(add_partitions(log.state(), 0, 0, [4], now_ms=1))  # type: ignore[arg-type]
+    with pytest.raises(ProducerFenced):
+        end_transaction_v2(log.state(), None, 0, 1, True, now_ms=2)
+    with pytest.raises(InvalidProducerIdMapping):
+        end_transaction_v2(log.state(), None, 9, 0, True, now_ms=2)
+    with pytest.raises(InvalidProducerIdMapping):
+        end_transaction_v2(None, None, 0, 0, True, now_ms=2)
+    completion = end_transaction_v2(log.state(), None, 0, 0, True, now_ms=2)
+    assert completion is not None and (completion.marker_epoch, completion.partition_ids) == (1, (4,))
+    assert completion.next_producer_id_and_epoch == (0, 1) and not completion.allocated
+    log.complete(completion)
+    state = log.state()
+    assert state is not None and (state.status, state.producer_epoch, state.previous_epoch) == (COMPLETE_COMMIT, 1, 0)
+    assert end_transaction_v2(state, None, 0, 0, True, now_ms=3) is None, "a retry of the commit"
+    for epoch, committed in ((0, False), (1, True)):
+        with pytest.raises(InvalidTxnState):
+            end_transaction_v2(state, None, 0, epoch, committed, now_ms=3)
+    with pytest.raises(ProducerFenced):
+        end_transaction_v2(state, None, 0, 2, False, now_ms=3)
+    empty = end_transaction_v2(state, None, 0, 1, False, now_ms=4)
+    assert empty is not None and (empty.marker_epoch, empty.partition_ids, empty.committed) == (2, (), False)
+    log.complete(empty)
+    state = log.state()
+    assert state is not None and (state.status, state.producer_epoch) == (COMPLETE_ABORT, 2)
+    assert end_transaction_v2(state, None, 0, 1, False, now_ms=5) is None, "a retry of the abort"
+    with pytest.raises(InvalidTxnState):
+        end_transaction_v2(state, None, 0, 1, True, now_ms=5)
+    with pytest.raises(ProducerFenced):
+        end_transaction_v2(state, None, 0, 0, False, now_ms=5)
+    with pytest.raises(InvalidProducerEpoch):
+        check_transactional_append(state, 0, 1, 4)
+    log.add(add_partitions(state, 0, 2, [4], now_ms=6))  # type: ignore[arg-type]
+    check_transactional_append(log.state(), 0, 2, 4)
+
+
+def test_a_version_2_end_from_the_last_epoch_moves_the_transactional_id_to_a_fresh_producer_id() -> None:
+    """Kafka's nextProducerId: the markers carry the old id at 32,767, the transactional id goes on with a fresh id at
+    epoch 0 (its owner row written with the end), and a retry naming the old id at 32,766 is answered as a retry."""
+    log = Log()
+    log.init()
+    log.add(TransactionalProducerInitialized("tx", 0, MAX_EPOCH, 60_000, MAX_EPOCH - 1, 1))
+    log.add(add_partitions(log.state(), 0, MAX_EPOCH, [7], now_ms=2))  # type: ignore[arg-type]
+    counter = fold(PRODUCERS, log.events).get(COUNTER_KEY)
+    completion = end_transaction_v2(log.state(), counter, 0, MAX_EPOCH, True, now_ms=3)
+    assert completion is not None and completion.marker_epoch == MAX_EPOCH + 1
+    assert [type(event).__name__ for event in completion.allocated] == ["ProducerIdAllocated"]
+    assert completion.ended.next_producer_id == 1 and completion.next_producer_id_and_epoch == (1, 0)
+    log.complete(completion)
+    state = log.state()
+    assert state is not None and (state.producer_id, state.producer_epoch, state.previous_producer_id) == (1, 0, 0)
+    assert fold(TRANSACTIONS, log.events).get(owner_key(1)) == TransactionalIdOwner("tx")
+    assert fold(PRODUCERS, log.events).get(COUNTER_KEY).next_producer_id == 2  # type: ignore[union-attr]
+    assert end_transaction_v2(state, None, 0, MAX_EPOCH, True, now_ms=4) is None, "the retry names the old id"
+    with pytest.raises(InvalidProducerIdMapping):
+        end_transaction_v2(state, None, 0, 0, True, now_ms=4)
+    expired = expired_transactional_ids([state], now_ms=10**9, expiration_ms=1, known_since_ms=0)
+    assert expired is not None and expired.producer_ids == (1, 0)

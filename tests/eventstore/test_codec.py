@@ -307,6 +307,18 @@ def test_a_transactions_pending_offsets_are_stored_sorted_and_read_in_the_order_
     assert before == state and isinstance(before.pending_offsets, PendingOffsets)
 
 
+def test_a_transaction_state_of_version_1_has_no_previous_producer_id() -> None:
+    """A transactional id's row written before transaction version 2 (11 fields) reads with no producer id it moved
+    from; the current version writes the twelfth."""
+    registry = default_registry()
+    state = TransactionState("tx", 3, 2, 60_000, 1, "CompleteCommit", (), (), PendingOffsets(()), 10, 20)
+    encoded = registry.encode(state)
+    tag, version, *fields = msgpack.unpackb(encoded)  # nested values stay extension bytes
+    assert (version, fields[-1]) == (2, -1)
+    older = msgpack.packb([tag, 1, *fields[:-1]])
+    assert registry.decode(older, "test") == state
+
+
 def test_a_group_deleted_event_of_version_1_names_no_partitions() -> None:
     registry = default_registry()
     old = msgpack.packb([5, GroupDeleted.TAG, 1, "g"])

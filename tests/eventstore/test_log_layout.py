@@ -28,6 +28,7 @@ from logwright.core.events import (
     SwitchDelayStarted,
     TopicCreated,
     TransactionalOffsetCommitted,
+    TransactionEnded,
     TransactionMarkerWritten,
     UserScramCredentialsAltered,
 )
@@ -92,7 +93,7 @@ LAYOUT: dict[int, tuple[str, str]] = {
     63: ("TransactionalOffsetCommitted", "transactional_id producer_id producer_epoch commit"),
     64: ("TransactionMarkerWritten", "partition_id offset producer_id producer_epoch committed first_offset "
                                      "last_stable_offset coordinator_epoch"),  # VERSION 3
-    65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms"),
+    65: ("TransactionEnded", "transactional_id producer_id producer_epoch committed reason now_ms next_producer_id"),
     66: ("TransactionalIdsExpired", "transactional_ids producer_ids"),
     70: ("ConsumerMemberSubscribed", "group_id member_id instance_id rack_id client_id client_host "
                                      "rebalance_timeout_ms server_assignor subscribed_topic_names "
@@ -177,6 +178,8 @@ GOLDEN: list[tuple[Event, str]] = [
      "94cf0000018bcfe56800500191c71d0199cd04380102a66f726465727303aa557365723a616c696365a12a0303"),
     (SwitchDelayStarted("g", Membership("g"), 5_000),
      "96cf0000018bcfe568005801a167c7140195cd041401a16790c7090194cd04120190cdffffcd1388"),
+    (TransactionEnded("tx", 9, 32_767, True, "client", NOW, 12),
+     "9acf0000018bcfe568004102a2747809cd7fffc3a6636c69656e74cf0000018bcfe568000c"),
     (TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995, 5),
      "9bcf0000018bcfe56800400303cd03e80700c2cd03decd03e305"),
     (ClientQuotasAltered((QuotaAlteration((("client-id", "c1"), ("user", "alice")), (("producer_byte_rate", 1024.0),),
@@ -202,6 +205,13 @@ def test_a_marker_written_before_the_index_of_aborts_reads_as_one_the_partitions
     assert isinstance(marker, TransactionMarkerWritten) and not marker.indexed_abort
     assert CODEC.decode_event(bytes.fromhex("9acf0000018bcfe56800400203cd03e80700c2cd03decd03e3"), "golden") == (
         NOW, TransactionMarkerWritten(3, 1_000, 7, 0, False, 990, 995, 0))  # version 2: the broker's own coordinator
+
+
+def test_a_transaction_end_written_before_transaction_version_2_keeps_its_producer_id() -> None:
+    """Version 1 of `TransactionEnded` (no ``next_producer_id``) reads as an end that keeps the producer id."""
+    assert CODEC.decode_event(bytes.fromhex(
+        "99cf0000018bcfe568004101a274780901c3a6636c69656e74cf0000018bcfe56800"), "golden") == (
+        NOW, TransactionEnded("tx", 9, 1, True, "client", NOW, -1))
 
 
 def test_offsets_and_generations_written_before_their_times_read_with_none() -> None:

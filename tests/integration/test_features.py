@@ -1,8 +1,9 @@
 """The broker's features in ApiVersions (KIP-584), the rules both brokers follow (``--against kafka`` runs them on
 Kafka 4.4): what ``kafka-features describe`` and ``Admin.describeFeatures`` read, and what clients gate behaviour on.
 
-The levels differ on purpose: Kafka 4.4 finalizes transaction.version 2 and streams.version 1, which logwright does
-not implement, and names a metadata.version, which logwright, without a KRaft metadata log, does not have.
+The levels differ on purpose: Kafka 4.4 finalizes streams.version 1, which logwright does not implement, and names a
+metadata.version, which logwright, without a KRaft metadata log, does not have; share.version is 2 here (KIP-1191's
+dead-letter copies), 1 on a Kafka formatted by default. Both finalize transaction.version 2 (KIP-890 part 2).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def test_v4_names_every_feature_and_v3_only_those_that_cannot_be_off(bootstrap: 
         assert supported[name][0] <= highest <= supported[name][1], name
     assert finalized["group.version"] == (1, 1), "KIP-848 groups"
     assert finalized["share.version"][0] >= 1, "share groups"
+    assert finalized["transaction.version"] == (2, 2), "KIP-890 part 2: the Java client 4.x runs its version 2"
     assert [(f.name, f.max_version_level) for f in older.finalized_features] == [
         (f.name, f.max_version_level) for f in latest.finalized_features]
     if target == "logwright":
-        assert finalized == {"group.version": (1, 1), "share.version": (2, 2)}
-        assert "metadata.version" not in supported and supported["transaction.version"] == (0, 0)
+        assert finalized == {"group.version": (1, 1), "share.version": (2, 2), "transaction.version": (2, 2)}
+        assert "metadata.version" not in supported and supported["transaction.version"] == (0, 2)
 

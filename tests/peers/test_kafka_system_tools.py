@@ -24,6 +24,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.describe_transactions.v0 import request as describe_transactions
+from logwright.compat.registry import make
+from logwright.testing.clients import one_request
 
 from .tool_brokers import LIB, kafka_peer, per_broker, tool_broker
 
@@ -121,15 +124,21 @@ def test_the_transactional_copier_aborting_at_random_copies_each_record_exactly_
                                                                                     tmp_path: Path) -> None:
     """transactions_test's loop: consume a partition, produce each record to another topic and commit the consumed
     offsets in the same transaction (the group metadata API), aborting some transactions at random and going back
-    to the committed offsets; READ_COMMITTED then reads every value exactly once, in order."""
+    to the committed offsets; READ_COMMITTED then reads every value exactly once, in order. The client runs
+    transaction version 2 on both brokers (KIP-890 part 2: each end bumps the epoch, so after its 20 commits and its
+    aborts the epoch is past 20; version 1 would have kept it at 0)."""
     source, copy = new_topic(bootstrap, 1), new_topic(bootstrap, 1)
     produced(bootstrap, source, 1_000)
+    transactional_id = f"copier-{uuid.uuid4().hex[:6]}"
     output = run("TransactionalMessageCopier", "--broker-list", bootstrap, "--input-topic", source,
                  "--input-partition", "0", "--output-topic", copy, "--max-messages", "1000", "--consumer-group",
                  f"copier-{uuid.uuid4().hex[:6]}", "--transaction-size", "50", "--transactional-id",
-                 f"copier-{uuid.uuid4().hex[:6]}", "--enable-random-aborts", "--use-group-metadata")
+                 transactional_id, "--enable-random-aborts", "--use-group-metadata")
     last = json.loads(output.strip().splitlines()[-1])
     assert (last["stage"], last["totalProcessed"], last["remaining"]) == ("ShutdownComplete", 1_000, 0), last
+    [state] = one_request(bootstrap, make(describe_transactions.DescribeTransactionsRequest,
+                                          transactional_ids=(transactional_id,))).transaction_states
+    assert state.error_code == 0 and state.producer_epoch > 1_000 // 50, state
     committed = tmp_path / "read-committed.properties"
     committed.write_text("isolation.level=read_committed\n")
     assert consumed_values(bootstrap, copy, 1_000, "--group-protocol", "consumer", "--consumer.config",
