@@ -109,8 +109,9 @@ class Client:
         acknowledgementsGroupTime and maxAcknowledgmentGroupSize); 0 ms sends each at once.
         ``retry_enable`` (Pulsar's enableRetry) also consumes the subscription's retry letter topic
         (``retry_letter_topic``, stored as the group's ``logwright.retry.letter.topic``; default
-        ``<topic>-<subscription>-RETRY``, created here if missing when the broker auto-creates topics; a
-        named one must exist), where `Consumer.reconsume_later` moves records.
+        ``<topic>-<subscription>-RETRY``, created here if missing when the broker auto-creates topics, unless
+        Pulsar's legacy ``<subscription>-RETRY`` exists, which is then taken, as the broker takes it; a named
+        one must exist), where `Consumer.reconsume_later` moves records.
         ``processed_key_source`` (``"record-key"`` or ``"header:<name>"``) and ``processed_keys_ttl_ms`` set the
         subscription's ``logwright.processed.key`` and ``logwright.processed.keys.ttl.ms``: what
         ``acknowledge(msg, processed_key=...)`` needs (consumer-side idempotency, docs/keys.md).
@@ -143,7 +144,8 @@ class Client:
         await consumer.join()
         self._consumers.append(consumer)
         if retry_enable:
-            retry = retry_letter_topic or f"{topic}-{subscription}-RETRY"
+            retry = retry_letter_topic or await self._legacy_topic(f"{subscription}-RETRY") or (
+                f"{topic}-{subscription}-RETRY")
             retry_id = await self._topic_id(retry, auto_create=not retry_letter_topic)
             companion = Consumer(self._connection, replace(settings, topic=retry, topic_id=retry_id))
             try:
@@ -187,6 +189,16 @@ class Client:
                 raise InvalidConfiguration(f"subscription {group!r}: {resource.error_message}")
             if resource.error_code:
                 raise BrokerError(int(resource.error_code), resource.error_message, f"configure {group!r}")
+
+    async def _legacy_topic(self, topic: str) -> str | None:
+        """``topic`` if it exists (Pulsar's client takes its legacy retry topic only then), else ``None``."""
+        try:
+            await self._topic_id(topic)
+        except BrokerError as error:
+            if error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                return None
+            raise
+        return topic
 
     async def _topic_id(self, topic: str, auto_create: bool = False) -> uuid.UUID:
         """The topic's id; ``auto_create`` lets the broker create it (only with its ``auto.create.topics.enable``)."""

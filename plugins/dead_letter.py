@@ -197,5 +197,13 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
         named = archived.settings.get(PULSAR_TOPIC_KEY, "")
         pulsar_topic = named or f"{archived.topic}-{archived.subscription}-DLQ"
         return DeadLetter(pulsar_topic, copy_record=True, headers_once=PULSAR_HEADERS, auto_create=not named,
-                          initial_subscription=archived.settings.get(INITIAL_SUBSCRIPTION_KEY, ""))
+                          initial_subscription=archived.settings.get(INITIAL_SUBSCRIPTION_KEY, ""),
+                          existing_topic="" if named else legacy_dead_letter_topic(archived.subscription))
     return None
+
+
+def legacy_dead_letter_topic(subscription: str) -> str:
+    """Pulsar's dead-letter name before its topic-qualified one, ``<namespace>/<subscription>-DLQ``: its client still
+    writes there when that topic exists (a subscription's DLQ kept across the upgrade). Topics have no namespace
+    here, so it is ``<subscription>-DLQ``."""
+    return f"{subscription}-DLQ"

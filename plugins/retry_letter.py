@@ -56,4 +56,5 @@ def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     named = archived.settings.get(DEAD_LETTER_TOPIC_KEY, "")
     topic = named or f"{archived.real_topic or archived.topic}-{archived.subscription}-DLQ"
     return DeadLetter(topic, copy_record=True, headers=(("RECONSUMETIMES", str(archived.reconsume_times)),),
-                      headers_once=ONCE_HEADERS, auto_create=not named)
+                      headers_once=ONCE_HEADERS, auto_create=not named,
+                      existing_topic="" if named else f"{archived.subscription}-DLQ")  # Pulsar's legacy name

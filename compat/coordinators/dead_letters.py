@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
@@ -90,7 +91,7 @@ def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Curs
         now = broker.clock.now_ms()
         archived = ArchivedRecords(state.subscription, state.topic, index, deliveries, event.reason,
                                    event.consumer, now, group_settings, reconsume_times, real_topic)
-        decision = decide(archived)
+        decision = existing_or_named(broker, decide(archived))
         if decision is None:
             out.append(event)
             continue
@@ -334,3 +335,10 @@ def _originals(broker: Broker, partition_id: int, deliveries: tuple[tuple[int, i
                     found[record.offset] = record
             decoded_to = max(decoded_to, parse_header(batch).last_offset)
     return found
+
+
+def existing_or_named(broker: Broker, decision: DeadLetter | None) -> DeadLetter | None:
+    """The decision with its ``existing_topic`` as its topic when that topic exists (nothing to create then)."""
+    if decision is None or not decision.existing_topic or broker.topic(decision.existing_topic) is None:
+        return decision
+    return replace(decision, topic=decision.existing_topic, auto_create=False)

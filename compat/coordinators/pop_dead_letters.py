@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 from logwright.compat.appends import PartitionResult, prepare_partition, stage_partition
 from logwright.compat.broker import Broker
-from logwright.compat.coordinators.dead_letters import copy_batches, create_target, dead_letter_copy, may_create
+from logwright.compat.coordinators.dead_letters import (
+    copy_batches,
+    create_target,
+    dead_letter_copy,
+    existing_or_named,
+    may_create,
+)
 from logwright.compat.errors import ErrorCode
 from logwright.compat.wire.records import Record
 from logwright.core.cursors.plugin_decisions import ArchiveDecider, ArchivedRecords, DeadLetter
@@ -76,7 +82,7 @@ def stage_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Pop
     source = broker.topic(state.topic)
     index = source.partition_ids.index(state.partition_id) if source is not None else 0
     archived = archived_records(state, entries, reason, consumer, broker.clock.now_ms(), settings, index)
-    decision = decide(archived) if decide is not None else None
+    decision = existing_or_named(broker, decide(archived)) if decide is not None else None
     if decision is None:
         return NOT_COPIED
     target = _target(broker, state, decision, source)

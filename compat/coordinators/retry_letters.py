@@ -90,7 +90,8 @@ def reconsume_later(broker: Broker, coordinator: ShareCoordinator, group_id: str
         return Moved(copied[0] if copied else "", times, dead_lettered=True)
     events = decide(state, member_id, [AckBatch(offset, offset, (ACCEPT,))], now, limits)
     named = settings.get(RETRY_TOPIC_KEY, "")
-    retry_topic = named or f"{real_topic}-{group_id}-RETRY"
+    legacy = f"{group_id}-RETRY"  # Pulsar's name before the topic-qualified one, taken when it exists
+    retry_topic = named or (legacy if broker.topic(legacy) is not None else f"{real_topic}-{group_id}-RETRY")
     target = broker.topic(retry_topic)
     if target is None and not named and source is not None and broker.auto_create_enabled():
         broker.create_topic(retry_topic, len(source.partition_ids))  # staged: committed with the copy

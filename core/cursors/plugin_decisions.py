@@ -115,6 +115,8 @@ class DeadLetter:
     ``initialSubscriptionName``) names a subscription (a share group) that gets a cursor on every partition of
     ``topic`` it has none on, at the partition's end, in the copy's WriteBatch: it holds every copy from the first,
     whenever its consumers come (a share group's own archives; pop groups' copies do not use it).
+    ``existing_topic`` names a topic the copies go to instead of ``topic`` when it exists (Pulsar's legacy
+    dead-letter name, ``<namespace>/<subscription>-DLQ``, taken when a topic has it).
     """
 
     topic: str
@@ -127,6 +129,7 @@ class DeadLetter:
     auto_create_partitions: int | None = None
     auto_create_configs: tuple[tuple[str, str], ...] = ()
     initial_subscription: str = ""
+    existing_topic: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,6 +269,27 @@ def test_pulsar_max_deliveries_dead_letters_a_nacked_record_to_topic_subscriptio
     check_consistent(clock_broker)
 
 
+def test_pulsar_legacy_subscription_dlq_is_taken_when_it_exists(clock_broker: BrokerProcess) -> None:
+    """Pulsar's client writes to its legacy ``<namespace>/<subscription>-DLQ`` when that topic exists (a DLQ kept
+    from before the topic-qualified name): here ``<subscription>-DLQ``, and the default is then not created."""
+    bootstrap, subscription = clock_broker.bootstrap, "orders-sub"
+    topic = setup_topic(bootstrap, subscription, 1, **{"logwright.dead.letter.max.deliveries": "2"})
+    legacy = f"{subscription}-DLQ"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(legacy, 1)])[legacy].result(30)
+
+    async def scenario() -> None:
+        client = await Client.connect(bootstrap)
+        assert await nacked_until_dead_lettered(client, topic, subscription) == [0, 1]
+        await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
+    [copy] = read_all(bootstrap, legacy, 1)
+    assert (copy.value(), headers_of(copy)["REAL_TOPIC"]) == (b"r0", topic.encode())
+    assert f"{topic}-{subscription}-DLQ" not in admin.list_topics(timeout=30).topics
+    check_consistent(clock_broker)
+
+
 def test_pulsar_max_redeliver_count_shows_counts_0_to_it_then_dead_letters_and_empties_the_backlog(
         clock_broker: BrokerProcess) -> None:
     """The seeds' F10 scenario: maxRedeliverCount=3 on a Shared subscription, every delivery nacked. The application
