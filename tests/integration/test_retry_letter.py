@@ -139,38 +139,23 @@ def test_a_retried_record_is_acknowledged_through_the_same_consumer(clock_broker
     asyncio.run(asyncio.wait_for(scenario(), 120))
 
 
-def test_default_retry_and_dead_letter_topics_are_created_on_first_use(clock_broker: BrokerProcess) -> None:
-    bootstrap = clock_broker.bootstrap
-    topic = setup_topic(bootstrap, SUBSCRIPTION, 1, **{"logwright.retry.max.reconsume.times": "1"})
-    retry, dlq = f"{topic}-{SUBSCRIPTION}-RETRY", f"{topic}-{SUBSCRIPTION}-DLQ"
-
-    async def scenario() -> None:
-        client = await Client.connect(bootstrap)
-        consumer = await subscribe_with_retry(client, topic, retry)  # the retry topic created by subscribing
-        original = await consumer.receive(timeout=20)
-        assert (await consumer.reconsume_later(original, 0)).topic == retry
-        copy = await consumer.receive(timeout=20)
-        moved = await consumer.reconsume_later(copy, 0)
-        assert (moved.topic, moved.reconsume_times, moved.dead_lettered) == (dlq, 2, True)
-        await client.close()
-
-    asyncio.run(asyncio.wait_for(scenario(), 120))
-    [dead] = read_all(bootstrap, dlq, 1)
-    assert (dead.value(), headers_of(dead)["RECONSUMETIMES"]) == (b"r0", b"2")
-
-
-def test_pulsar_legacy_retry_and_dead_letter_topics_are_taken_when_they_exist(clock_broker: BrokerProcess) -> None:
-    """``<subscription>-RETRY`` and ``<subscription>-DLQ`` (Pulsar's names before the topic-qualified ones, taken by
-    its client when they exist): the consumer reads the legacy retry topic, the moves go there and then to the legacy
+@pytest.mark.parametrize("legacy", [False, True], ids=["default", "legacy"])
+def test_default_retry_and_dead_letter_topics_are_created_on_first_use_unless_the_legacy_ones_exist(
+        clock_broker: BrokerProcess, legacy: bool) -> None:
+    """Without names, ``<topic>-<subscription>-RETRY`` and ``-DLQ`` are created on first use; when
+    ``<subscription>-RETRY`` and ``<subscription>-DLQ`` exist (Pulsar's names before the topic-qualified ones, taken
+    by its client when they exist) the consumer reads that retry topic, the moves go there and then to that
     dead-letter topic, and neither default topic is created."""
     bootstrap = clock_broker.bootstrap
     topic = setup_topic(bootstrap, SUBSCRIPTION, 1, **{"logwright.retry.max.reconsume.times": "1"})
-    retry, dlq = f"{SUBSCRIPTION}-RETRY", f"{SUBSCRIPTION}-DLQ"
-    create_topics(bootstrap, retry, dlq)
+    default_retry, default_dlq = f"{topic}-{SUBSCRIPTION}-RETRY", f"{topic}-{SUBSCRIPTION}-DLQ"
+    retry, dlq = (f"{SUBSCRIPTION}-RETRY", f"{SUBSCRIPTION}-DLQ") if legacy else (default_retry, default_dlq)
+    if legacy:
+        create_topics(bootstrap, retry, dlq)
 
     async def scenario() -> None:
         client = await Client.connect(bootstrap)
-        consumer = await subscribe_with_retry(client, topic, retry)
+        consumer = await subscribe_with_retry(client, topic, retry)  # a default retry topic created by subscribing
         original = await consumer.receive(timeout=20)
         assert (await consumer.reconsume_later(original, 0)).topic == retry
         copy = await consumer.receive(timeout=20)
@@ -180,7 +165,8 @@ def test_pulsar_legacy_retry_and_dead_letter_topics_are_taken_when_they_exist(cl
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
     [dead] = read_all(bootstrap, dlq, 1)
-    assert (dead.value(), headers_of(dead)["REAL_TOPIC"]) == (b"r0", topic.encode())
+    assert (dead.value(), headers_of(dead)["RECONSUMETIMES"], headers_of(dead)["REAL_TOPIC"]) == (
+        b"r0", b"2", topic.encode())
     listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
-    assert f"{topic}-{SUBSCRIPTION}-RETRY" not in listed and f"{topic}-{SUBSCRIPTION}-DLQ" not in listed
+    assert (default_retry in listed, default_dlq in listed) == (not legacy, not legacy)
     check_consistent(clock_broker)
