@@ -116,6 +116,7 @@ RULES: dict[int, tuple[Check, ...]] = {
     50: (cluster(AclOperation.DESCRIBE),),  # DescribeUserScramCredentials
     51: (cluster(AclOperation.ALTER),),  # AlterUserScramCredentials
     55: (cluster(AclOperation.DESCRIBE),),  # DescribeQuorum
+    57: (cluster(AclOperation.ALTER),),  # UpdateFeatures
     68: (group(AclOperation.READ),),  # ConsumerGroupHeartbeat: then DESCRIBE on each subscribed topic
     74: (cluster(AclOperation.DESCRIBE_CONFIGS),),  # ListConfigResources
     76: (group(AclOperation.READ),),  # ShareGroupHeartbeat: then DESCRIBE on each subscribed topic

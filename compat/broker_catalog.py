@@ -11,7 +11,8 @@ import uuid
 from bisect import bisect_right
 from collections.abc import Container, Mapping, Sequence
 
-from logwright.core.log.catalog import TopicState, collision_form, topic_key
+from logwright.core.log.catalog import FEATURES_KEY, TopicState, collision_form, topic_key
+from logwright.core.log.features import FinalizedFeatures, finalized
 from logwright.core.log.partition_log import PartitionState, empty_partition, partition_key
 from logwright.core.transactions.partition_transactions import PartitionTransactions
 from logwright.core.transactions.transactions import (
@@ -60,6 +61,10 @@ class BrokerCatalog:
                 return None
             names.add(topic)
         return names
+
+    def finalized_features(self) -> FinalizedFeatures:
+        """The feature levels finalized now and their epoch (`core.log.features`; UpdateFeatures changes them)."""
+        return finalized(self.store.state("catalog", FEATURES_KEY))
 
     def topic(self, name: str) -> TopicState | None:
         state = self.store.state("catalog", topic_key(name))

@@ -88,6 +88,7 @@ from logwright.compat.kafka import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from logwright.compat.registry import HANDLERS, HandlerEntry
@@ -142,6 +143,7 @@ KAFKA_APIS: dict[int, ModuleType] = {
     50: describe_user_scram_credentials,  # DescribeUserScramCredentials
     51: alter_user_scram_credentials,  # AlterUserScramCredentials
     55: describe_quorum,  # DescribeQuorum
+    57: update_features,  # UpdateFeatures
     60: describe_cluster,  # DescribeCluster
     61: describe_producers,  # DescribeProducers
     65: describe_transactions,  # DescribeTransactions

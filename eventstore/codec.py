@@ -36,6 +36,7 @@ from logwright.core.groups.group_offsets import CommittedOffset, OffsetsHead
 from logwright.core.groups.groups import GroupMember, GroupState
 from logwright.core.log.catalog import PartitionIdCounter, ResourceConfig, TopicState
 from logwright.core.log.delayed_delivery import DelayedIndex
+from logwright.core.log.features import FinalizedFeatures
 from logwright.core.log.partition_log import PartitionState
 from logwright.core.log.producers import BatchSequence, ProducerIdCounter, ProducerState
 from logwright.core.quotas.entities import EntityQuotas, QuotaAlteration
@@ -252,6 +253,7 @@ STATE_TYPES: dict[int, type[Any]] = {
     1220: ScramCredential,
     1221: UserCredentials,
     1222: DelegationToken,
+    1230: FinalizedFeatures,
 }
 """1006 was a group's whole offset table (projection ``group_offsets``, replaced by ``committed_offsets``): not
 reused, so an old row can never decode as something else."""

@@ -1,5 +1,5 @@
-"""Events of topics and their partition logs (tags 1-6, 10 and 12-14): topics, configs, stored batches, truncation,
-producer ids and their expiry, delayed records.
+"""Events of topics and their partition logs (tags 1-6, 10 and 12-15): topics, configs, stored batches, truncation,
+producer ids and their expiry, delayed records, the cluster's finalized feature levels.
 """
 
 from __future__ import annotations
@@ -133,6 +133,16 @@ class DelayedRecordsDropped(Event):
     rows: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class FeatureLevelsUpdated(Event):
+    """UpdateFeatures changed the finalized feature levels (KIP-584): every feature's level from now on (0: not
+    finalized) and the finalized-features epoch ApiVersions names from now on."""
+
+    TAG: ClassVar[int] = 15
+    levels: tuple[tuple[str, int], ...]
+    epoch: int
+
+
 LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     TopicCreated,
     PartitionsCreated,
@@ -144,4 +154,5 @@ LOG_EVENT_TYPES: tuple[type[Event], ...] = (
     ProducerStatesExpired,
     DelayedRecordsIndexed,
     DelayedRecordsDropped,
+    FeatureLevelsUpdated,
 )

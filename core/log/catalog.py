@@ -18,10 +18,12 @@ from logwright.core.events import (
     ConfigChanges,
     ConfigEntries,
     Event,
+    FeatureLevelsUpdated,
     PartitionsCreated,
     TopicCreated,
     TopicDeleted,
 )
+from logwright.core.log.features import FinalizedFeatures
 from logwright.core.projection import Projection
 
 MAX_PARTITIONS_PER_TOPIC = 10_000
@@ -55,6 +57,8 @@ class PartitionIdCounter:
 
 
 COUNTER_KEY = "next-partition-id"
+FEATURES_KEY = "features"
+"""The finalized feature levels (`core.log.features`), once an UpdateFeatures changed them."""
 
 
 def topic_key(topic: str) -> str:
@@ -84,6 +88,8 @@ def _keys(event: Event) -> tuple[str, ...]:
         if event.resource_type == "topic":
             return (topic_key(event.resource_name),)
         return (resource_key(event.resource_type, event.resource_name),)
+    if isinstance(event, FeatureLevelsUpdated):
+        return (FEATURES_KEY,)
     return ()
 
 
@@ -123,9 +129,14 @@ def _(event: ConfigChanged, state: object, key: str) -> object:
     return ResourceConfig(overrides) if overrides else None
 
 
+@_evolve.register
+def _(event: FeatureLevelsUpdated, state: object, key: str) -> object:
+    return FinalizedFeatures(event.levels, event.epoch)
+
+
 CATALOG: Projection[object] = Projection(
     name="catalog", entity_keys=_keys, evolve=lambda state, event, key: _evolve(event, state, key),
-    handles=frozenset({TopicCreated, PartitionsCreated, TopicDeleted, ConfigChanged})
+    handles=frozenset({TopicCreated, PartitionsCreated, TopicDeleted, ConfigChanged, FeatureLevelsUpdated})
 )
 
 

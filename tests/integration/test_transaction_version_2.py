@@ -32,7 +32,7 @@ from logwright.testing.clients import one_request
 from .test_transactions import committed_offset, new_topic, read_all
 
 NONE, INVALID_REQUEST, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 0, 42, 47, 48, 49
-PRODUCER_FENCED, TRANSACTION_ABORTABLE = 90, 120
+PRODUCER_FENCED, TRANSACTION_ABORTABLE, NOT_LEADER_OR_FOLLOWER = 90, 120, 6
 NOT_YET = {14, 15, 16, 51}
 """COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS: Kafka's
 coordinators answer these while they load or write the end before, so a request is sent again after them."""
@@ -67,14 +67,20 @@ def init(bootstrap: str, transactional_id: str) -> tuple[int, int]:
 
 def produce(bootstrap: str, module: Any, transactional_id: str, topic: str, partition: int, producer: tuple[int, int],
             sequence: int, value: bytes) -> int:
-    """One transactional batch of one record; the partition's error code."""
+    """One transactional batch of one record; the partition's error code. NOT_LEADER_OR_FOLLOWER is sent again, as
+    clients do: Kafka answers it for a topic created a moment ago, until its partitions have their leader."""
     batch = build_batch([Record(0, int(time.time() * 1000), None, value)], producer_id=producer[0],
                         producer_epoch=producer[1], base_sequence=sequence, is_transactional=True)
-    answer = one_request(bootstrap, make(
+    request = make(
         module.ProduceRequest, transactional_id=transactional_id, acks=-1, timeout=datetime.timedelta(seconds=30),
         topic_data=(make(module.TopicProduceData, name=topic, partition_data=(
-            make(module.PartitionProduceData, index=partition, records=batch),)),)))
-    return int(answer.responses[0].partition_responses[0].error_code)
+            make(module.PartitionProduceData, index=partition, records=batch),)),))
+    for _ in range(200):
+        code = int(one_request(bootstrap, request).responses[0].partition_responses[0].error_code)
+        if code != NOT_LEADER_OR_FOLLOWER:
+            return code
+        time.sleep(0.05)
+    raise AssertionError("no leader for the new topic")
 
 
 def end(bootstrap: str, module: Any, transactional_id: str, producer: tuple[int, int],

@@ -290,8 +290,16 @@ def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
     features = {found[1]: found.groups()[1:] for found in re.finditer(
         r"Feature: (\S+)\s+SupportedMinVersion: (.+?)\s+SupportedMaxVersion: (.+?)\s+FinalizedVersionLevel: (.+?)"
         r"\s+Epoch: (\d+)", tools.ok("kafka-features", "describe"))}
-    assert features["group.version"][:3] == ("0", "1", "1"), features  # KIP-848 groups
+    assert features["group.version"][1:3] == ("1", "1"), features  # KIP-848 groups (logwright's range starts at 1)
     assert int(features["share.version"][2]) >= 1, features
+    assert features["transaction.version"][1:3] == ("2", "2"), features  # KIP-890 part 2
+    assert "transaction.version was downgraded to 1." in tools.ok(
+        "kafka-features", "downgrade", "--feature", "transaction.version=1")
+    lowered = {found[1]: found[2] for found in re.finditer(r"Feature: (\S+)\s+.*?FinalizedVersionLevel: (\d+)",
+                                                           tools.ok("kafka-features", "describe"))}
+    assert lowered["transaction.version"] == "1", lowered
+    assert "transaction.version was upgraded to 2." in tools.ok(
+        "kafka-features", "upgrade", "--feature", "transaction.version=2")
     versions = tools.ok("kafka-broker-api-versions")
     for api in ("Produce(0)", "Fetch(1)", "Metadata(3)", "OffsetCommit(8)", "ShareFetch(78)"):
         assert re.search(re.escape(api) + r": \d+ to \d+ \[usable: \d+\]", versions), api
