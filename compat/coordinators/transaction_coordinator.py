@@ -65,10 +65,8 @@ def stage_completion(broker: Broker, completion: Completion) -> None:
     """Stage the markers and events ending a transaction at once (one WriteBatch: no ``await`` in between), for a
     transaction of at most `MARKERS_PER_TURN` partitions; `complete` takes any."""
     with broker.staging_together():
-        if completion.allocated:
-            broker.stage(completion.allocated)
         _stage_markers(broker, completion, completion.partition_ids, _marker_of(broker, completion))
-        broker.stage([*completion.offsets, completion.ended])
+        broker.stage(completion.events)
 
 
 async def complete(broker: Broker, completion: Completion) -> None:
