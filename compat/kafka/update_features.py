@@ -36,7 +36,7 @@ async def handle(context: RequestContext, request: UpdateFeaturesRequest) -> Any
     updates = [(update.feature, int(update.max_version_level), int(getattr(update, "upgrade_type", UPGRADE)))
                for update in request.feature_updates]  # v0 has no upgrade type (nor validate_only)
     validate_only = bool(getattr(request, "validate_only", False))
-    message, event = update_features(broker.finalized_features(), updates, validate_only)
+    message, event = update_features(broker.finalized_features(), updates, validate_only, broker.node_id)
     if message is not None:
         log.info("UpdateFeatures refused: %s", message)
         return _answer(module, ErrorCode.INVALID_UPDATE_VERSION, message, ())

@@ -27,10 +27,6 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 """UpdateFeatures' upgrade types (v1+; v0 requests are upgrades, whatever their ``allow_downgrade`` says, as
 Kafka 4.4's controller reads them)."""
 
-NODE_ID = 1
-"""The broker (and controller) id the messages name."""
-
-
 @dataclass(frozen=True, slots=True)
 class SupportedFeature:
     """A feature's range of levels this broker runs (ApiVersions' supported features) and its level by default."""
@@ -77,14 +73,15 @@ def finalized(state: object) -> FinalizedFeatures:
     return state if isinstance(state, FinalizedFeatures) else DEFAULT_FEATURES
 
 
-def update_features(current: FinalizedFeatures, updates: Sequence[tuple[str, int, int]],
-                    validate_only: bool) -> tuple[str | None, FeatureLevelsUpdated | None]:
+def update_features(current: FinalizedFeatures, updates: Sequence[tuple[str, int, int]], validate_only: bool,
+                    node_id: int) -> tuple[str | None, FeatureLevelsUpdated | None]:
     """UpdateFeatures' ``(feature, level, upgrade type)`` updates, all or none: ``(the refusal's message, None)`` for
     the first one refused (INVALID_UPDATE_VERSION), else ``(None, the event)`` (``None`` when nothing changes or only
-    validated). A feature named twice takes its last update, as Kafka's map of them does."""
+    validated). A feature named twice takes its last update, as Kafka's map of them does. ``node_id``: the broker's
+    (``node.id``), which the messages name as the controller's."""
     wanted = {name: (level, upgrade_type) for name, level, upgrade_type in updates}
     for name, (level, upgrade_type) in wanted.items():
-        reason = _refusal(current, name, level, upgrade_type)
+        reason = _refusal(current, name, level, upgrade_type, node_id)
         if reason is not None:
             return (f"The update failed for all features since the following feature had an error: Invalid update "
                     f"version {level} for feature {name}. {reason}"), None
@@ -94,7 +91,7 @@ def update_features(current: FinalizedFeatures, updates: Sequence[tuple[str, int
     return None, FeatureLevelsUpdated(tuple(sorted(levels.items())), current.epoch + 1)
 
 
-def _refusal(current: FinalizedFeatures, name: str, level: int, upgrade_type: int) -> str | None:
+def _refusal(current: FinalizedFeatures, name: str, level: int, upgrade_type: int, node_id: int) -> str | None:
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         return "The controller does not support the given upgrade type."
     if level < 0:
@@ -103,8 +100,8 @@ def _refusal(current: FinalizedFeatures, name: str, level: int, upgrade_type: in
     lowest, highest = (supported.min_level, supported.max_level) if supported is not None else (0, 0)
     if name == "metadata.version" or not lowest <= level <= highest:  # no KRaft metadata log, so no metadata.version
         if highest == 0:
-            return f"Local controller {NODE_ID} does not support this feature."
-        return f"Local controller {NODE_ID} only supports versions {lowest}-{highest}"
+            return f"Local controller {node_id} does not support this feature."
+        return f"Local controller {node_id} only supports versions {lowest}-{highest}"
     if supported is None:
         return f"Feature {name} not found."
     if level < current.level(name) and upgrade_type == UPGRADE:

@@ -20,20 +20,20 @@ FAILED = "The update failed for all features since the following feature had an 
 
 
 def test_transaction_version_goes_down_and_up_within_its_range_each_change_one_epoch_more() -> None:
-    refusal, event = update_features(DEFAULT_FEATURES, [("transaction.version", 1, SAFE_DOWNGRADE)], False)
+    refusal, event = update_features(DEFAULT_FEATURES, [("transaction.version", 1, SAFE_DOWNGRADE)], False, 1)
     assert refusal is None and event is not None and event.epoch == DEFAULT_FEATURES.epoch + 1
     lowered = finalized(fold(CATALOG, [event]).get(FEATURES_KEY))
     assert lowered.level("transaction.version") == 1 and lowered.level("group.version") == 1
-    assert update_features(lowered, [("transaction.version", 1, UPGRADE)], False) == (None, None), "nothing changes"
-    refusal, raised = update_features(lowered, [("transaction.version", 2, UPGRADE)], False)
+    assert update_features(lowered, [("transaction.version", 1, UPGRADE)], False, 1) == (None, None), "nothing changes"
+    refusal, raised = update_features(lowered, [("transaction.version", 2, UPGRADE)], False, 1)
     assert refusal is None and raised is not None and raised.epoch == lowered.epoch + 1
     assert dict(raised.levels) == dict(DEFAULT_FEATURES.levels)
 
 
 def test_validation_only_and_a_feature_named_twice_take_the_last_update() -> None:
-    assert update_features(DEFAULT_FEATURES, [("transaction.version", 1, SAFE_DOWNGRADE)], True) == (None, None)
+    assert update_features(DEFAULT_FEATURES, [("transaction.version", 1, SAFE_DOWNGRADE)], True, 1) == (None, None)
     refusal, event = update_features(DEFAULT_FEATURES, [("transaction.version", 9, UPGRADE),
-                                                        ("transaction.version", 1, UNSAFE_DOWNGRADE)], False)
+                                                        ("transaction.version", 1, UNSAFE_DOWNGRADE)], False, 1)
     assert refusal is None and event is not None and dict(event.levels)["transaction.version"] == 1
 
 
@@ -49,12 +49,18 @@ def test_validation_only_and_a_feature_named_twice_take_the_last_update() -> Non
     (("no.such.feature", 0, UPGRADE), "Feature no.such.feature not found."),
 ])
 def test_refusals_name_the_feature_and_kafkas_reason(update: tuple[str, int, int], reason: str) -> None:
-    assert update_features(DEFAULT_FEATURES, [update], False) == (
+    assert update_features(DEFAULT_FEATURES, [update], False, 1) == (
         f"{FAILED}{update[1]} for feature {update[0]}. {reason}", None)
 
 
 def test_a_downgrade_type_cannot_raise_a_level() -> None:
     lowered = finalized(fold(CATALOG, [FeatureLevelsUpdated(
         tuple(sorted({**dict(DEFAULT_FEATURES.levels), "transaction.version": 1}.items())), 2)]).get(FEATURES_KEY))
-    assert update_features(lowered, [("transaction.version", 2, SAFE_DOWNGRADE)], False) == (
+    assert update_features(lowered, [("transaction.version", 2, SAFE_DOWNGRADE)], False, 1) == (
         f"{FAILED}2 for feature transaction.version. Can't downgrade to a newer version.", None)
+
+
+def test_the_messages_name_the_brokers_own_node_id() -> None:
+    """A broker started with ``node.id`` 7 is "Local controller 7", as a Kafka node of that id says."""
+    assert update_features(DEFAULT_FEATURES, [("transaction.version", 0, SAFE_DOWNGRADE)], False, 7) == (
+        f"{FAILED}0 for feature transaction.version. Local controller 7 only supports versions 1-2", None)
