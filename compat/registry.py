@@ -93,19 +93,30 @@ class HandlerEntry:
     """For extension keys, with an authorizer on: whether the request's principal may call it (read the body,
     ask `compat.authorization.allowed`). Without it only super users may: an extension names no resource Kafka's
     ACLs know, and the broker cannot read its body for one."""
+    advertised_min_version: int | None = None
+    """The lowest version ApiVersions names when it is below ``min_version`` (Produce's 0: see `handler`)."""
+
+    @property
+    def advertised_min(self) -> int:
+        return self.min_version if self.advertised_min_version is None else self.advertised_min_version
 
 
 HANDLERS: dict[int, HandlerEntry] = {}
 
-def handler(api_key: int, name: str, min_version: int, max_version: int,
-            at_once: bool = False) -> Callable[[TypedHandler[RequestT]], TypedHandler[RequestT]]:
+def handler(api_key: int, name: str, min_version: int, max_version: int, at_once: bool = False,
+            advertised_min_version: int | None = None) -> Callable[[TypedHandler[RequestT]], TypedHandler[RequestT]]:
     """Register ``handle`` for ``api_key`` versions ``min_version..max_version`` inclusive; the function keeps
-    its own type (tests call it with the request class of one version). ``at_once``: see `HandlerEntry`."""
+    its own type (tests call it with the request class of one version). ``at_once``: see `HandlerEntry`.
+    ``advertised_min_version``: a lower first version for ApiVersions to name than the handler serves, which only
+    Produce has (Kafka 4.x names Produce 0 though versions 0-2 are gone, KAFKA-18659: librdkafka before its fix
+    turns compression off against a broker whose Produce range lacks them); a request of those versions is still
+    refused as an unserved one (`wire.fallback`)."""
 
     def register(handle: TypedHandler[RequestT]) -> TypedHandler[RequestT]:
         if api_key in HANDLERS:
             raise ValueError(f"API key {api_key} ({name}) has two handlers")
-        HANDLERS[api_key] = HandlerEntry(api_key, name, min_version, max_version, handle, at_once=at_once)
+        HANDLERS[api_key] = HandlerEntry(api_key, name, min_version, max_version, handle, at_once=at_once,
+                                         advertised_min_version=advertised_min_version)
         return handle
 
     return register

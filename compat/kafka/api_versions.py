@@ -83,7 +83,7 @@ def served_keys(entry_cls: type) -> tuple[Encoded, ...]:
     if kept is not None and kept[0] == table:
         return kept[1]
     encoded = tuple(
-        Encoded(encode_entity(make(entry_cls, api_key=entry.api_key, min_version=entry.min_version,
+        Encoded(encode_entity(make(entry_cls, api_key=entry.api_key, min_version=entry.advertised_min,
                                    max_version=entry.max_version)))
         for entry in sorted(table, key=lambda entry: entry.api_key)
     )

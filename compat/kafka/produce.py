@@ -1,6 +1,8 @@
 """Produce (key 0), versions 3-13: RecordBatch v2 only, stored as received with the base offset patched.
 
-Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does. v13 names topics by
+Older versions (the v0/v1 message formats) close the connection (`fallback`), as Kafka 4 does, though ApiVersions
+names Produce from 0 as Kafka 4.x does (KAFKA-18659: librdkafka before its fix, Debian's kcat among them, sends
+uncompressed batches to a broker whose Produce range lacks 0-2; `registry.handler`). v13 names topics by
 id (KIP-516): an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions, before any authorization (there is
 no name to check), as Kafka 4.4 answers it. A client's
 partition bytes are read as Kafka reads them (`produced_batches`): one whole RecordBatch v2, bytes after it that are
@@ -89,7 +91,7 @@ INFLATED_PER_TURN = 64 * 1024 * 1024
 counted: a batch may inflate to 64 MiB (40 ms of zstd), and 250 partitions of one each were 10 s in one stretch."""
 
 
-@handler(0, "Produce", 3, 13, at_once=True)
+@handler(0, "Produce", 3, 13, at_once=True, advertised_min_version=0)  # 0: see `registry.handler`
 async def handle(context: RequestContext, request: ProduceRequest) -> Any:
     broker = context.broker
     acks = int(request.acks)

@@ -53,7 +53,7 @@ def _api_versions_v0_error(correlation_id: int) -> bytes:
 
     entries = sorted(HANDLERS.values(), key=lambda entry: entry.api_key)
     body = struct.pack(">ihi", correlation_id, ErrorCode.UNSUPPORTED_VERSION, len(entries))
-    body += b"".join(struct.pack(">hhh", e.api_key, e.min_version, e.max_version) for e in entries)
+    body += b"".join(struct.pack(">hhh", e.api_key, e.advertised_min, e.max_version) for e in entries)
     return body
 
 

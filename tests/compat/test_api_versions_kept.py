@@ -22,7 +22,7 @@ def advertised(version: int) -> list[tuple[int, int, int]]:
 
 
 def table() -> list[tuple[int, int, int]]:
-    return sorted((entry.api_key, entry.min_version, entry.max_version) for entry in HANDLERS.values())
+    return sorted((entry.api_key, entry.advertised_min, entry.max_version) for entry in HANDLERS.values())
 
 
 async def _unused(context: RequestContext, request: Any) -> Any:
