@@ -127,7 +127,7 @@ RULES: dict[int, tuple[Check, ...]] = {
 }
 
 IN_HANDLER = frozenset({
-    1, 2, 3, 9, 15, 16, 19, 20, 21, 24, 32, 33, 37, 39, 42, 44, 61, 65, 66, 69, 75, 77, 90, 91, 92,
+    1, 2, 3, 9, 15, 16, 19, 20, 21, 23, 24, 32, 33, 37, 39, 42, 44, 61, 65, 66, 69, 75, 77, 90, 91, 92,
     0, 8, 28, 47, 68, 76, 78, 79, 10, 38, 27,
 })
 """Keys whose handlers check the entities they name (some after a whole-request rule above)."""

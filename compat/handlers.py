@@ -78,6 +78,7 @@ from logwright.compat.kafka import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     renew_delegation_token,
     sasl_authenticate,
@@ -114,6 +115,7 @@ KAFKA_APIS: dict[int, ModuleType] = {
     20: delete_topics,  # DeleteTopics
     21: delete_records,  # DeleteRecords
     22: init_producer_id,  # InitProducerId
+    23: offset_for_leader_epoch,  # OffsetForLeaderEpoch
     24: add_partitions_to_txn,  # AddPartitionsToTxn
     25: add_offsets_to_txn,  # AddOffsetsToTxn
     26: end_txn,  # EndTxn

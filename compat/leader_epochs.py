@@ -27,3 +27,23 @@ def leader_epoch_error(current_leader_epoch: int, negative_is_none: bool = False
     if current_leader_epoch > PARTITION_LEADER_EPOCH:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
     return None
+
+
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+def epoch_end(leader_epoch: int, log_start_offset: int, log_end_offset: int) -> tuple[int, int]:
+    """``(epoch, end offset)`` of OffsetForLeaderEpoch for ``leader_epoch``: where that epoch's records end, which a
+    consumer compares with its position to find a truncated log (KIP-320).
+
+    Kafka's leader-epoch cache answers from its entries; here it would hold one, epoch 0 from the log start offset
+    (the cache's first entry moves with the log start), so: the partition's epoch gives the log end offset; a newer
+    one, or -1, is undefined (-1, -1); an older one (any below -1) is answered with itself and the start of the first
+    epoch after it, the log start offset, as Kafka 4.4 answers ``-2``
+    (tests/integration/test_offset_for_leader_epoch.py).
+    """
+    if leader_epoch == PARTITION_LEADER_EPOCH:
+        return leader_epoch, log_end_offset
+    if leader_epoch == NO_EPOCH or leader_epoch > PARTITION_LEADER_EPOCH:
+        return NO_EPOCH, UNDEFINED_EPOCH_OFFSET
+    return leader_epoch, log_start_offset

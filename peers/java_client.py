@@ -1,13 +1,14 @@
 """The Java client scenario (kafka-clients 4.4.0 from Maven Central, compiled with javac) against one broker.
 
-peers/java/src/.../ClientScenario.java has ten steps (producer; consumer group, classic and KIP-848;
+peers/java/src/.../ClientScenario.java has twelve steps (producer; consumer group, classic and KIP-848;
 KafkaShareConsumer with explicit acknowledgement; share group offsets through the Admin client; KIP-1191
 dead-letter copies of a REJECT and of the delivery limit; a transactional consume-transform-produce loop with an
 abort and a fenced zombie; a Kafka Streams 4.4.0 word count, exactly once, restored from its changelog; a producer
 over the byte-rate quota the Admin client set, throttled; SCRAM credentials through the Admin client, then SASL
-SCRAM-SHA-512 and PLAIN clients on the broker's SASL_PLAINTEXT listener), each run as its own JVM that prints
-``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against logwright and
-Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
+SCRAM-SHA-512 and PLAIN clients on the broker's SASL_PLAINTEXT listener; SSL and SASL_SSL listeners; consumers
+resuming from offsets committed with a leader epoch, validated with OffsetForLeaderEpoch), each run as its own JVM
+that prints ``OK <step>`` or ``FAIL <why>``. tests/peers/test_java_client.py runs them under pytest against
+logwright and Apache Kafka (``make compat-java``); this script runs them against one broker (``--against
 logwright|kafka|tansu``) for peers/compat_table.py. Needs java, javac and mvn.
 """
 
@@ -30,7 +31,7 @@ from peers.suite import add_arguments  # noqa: E402
 
 JAVA = ROOT / "peers" / "java"
 STEPS = ("producer", "group", "consumer-protocol", "share", "share-offsets", "share-dlq", "transactions", "streams",
-         "quotas", "sasl", "tls")
+         "quotas", "sasl", "tls", "leader-epoch")
 SUITE = "Java kafka-clients 4.4.0"
 STEP_TIMEOUT_S = 240
 

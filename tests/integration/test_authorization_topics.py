@@ -1,5 +1,5 @@
-"""ACLs enforced on a topic's data path (Produce, Fetch, ListOffsets, Metadata), as Kafka 4.4's StandardAuthorizer
-enforces them: differential (``--against kafka`` runs the same on Apache Kafka).
+"""ACLs enforced on a topic's data path (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, Metadata), as Kafka 4.4's
+StandardAuthorizer enforces them: differential (``--against kafka`` runs the same on Apache Kafka).
 
 ``alice`` and ``bob`` authenticate with PLAIN on the SASL listener and have only what a test grants; the PLAINTEXT
 listener's ``User:ANONYMOUS`` is the super user that creates topics and ACLs. ``allow.everyone.if.no.acl.found`` is
@@ -9,8 +9,11 @@ false (the default): a resource no ACL names is denied.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+from kio.schema.offset_for_leader_epoch.v4 import request as offset_for_leader_epoch_v4
+from logwright.compat.registry import make
 
 from .authorization_clients import (
     NONE,
@@ -122,3 +125,31 @@ def test_auto_creation_needs_create_on_the_cluster_or_the_topic(authorizing_list
     while described_topics(one(sasl, "alice", metadata(created)))[0][1] != NONE:  # created, not only answered
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+def _epoch_ends(*topics: str) -> Any:
+    return make(offset_for_leader_epoch_v4.OffsetForLeaderEpochRequest, replica_id=-1, topics=tuple(
+        make(offset_for_leader_epoch_v4.OffsetForLeaderTopic, topic=topic, partitions=(make(
+            offset_for_leader_epoch_v4.OffsetForLeaderPartition, partition=0, current_leader_epoch=-1,
+            leader_epoch=0),))
+        for topic in topics))
+
+
+def _ends(answer: Any) -> list[tuple[str, int, int]]:
+    return [(str(topic.topic), int(partition.error_code), int(partition.end_offset))
+            for topic in answer.topics for partition in topic.partitions]
+
+
+def test_offset_for_leader_epoch_needs_describe_or_cluster_action(authorizing_listeners: Listeners) -> None:
+    """DESCRIBE on each topic (READ implies it), or CLUSTER_ACTION on the cluster for every topic (a follower's
+    right); refused topics come after the allowed ones, whether they exist or not."""
+    sasl, plain = authorizing_listeners.sasl, authorizing_listeners.plaintext
+    readable, hidden, missing = unique("authz-epoch-read"), unique("authz-epoch-hidden"), unique("authz-epoch-none")
+    for topic in (readable, hidden):
+        create_topic(plain, topic)
+    grant(plain, binding(ResourceType.TOPIC, readable, "User:alice", AclOperation.READ))
+    assert _ends(one(sasl, "alice", _epoch_ends(hidden, readable, missing))) == [
+        (readable, NONE, 0), (hidden, TOPIC_AUTHORIZATION_FAILED, -1), (missing, TOPIC_AUTHORIZATION_FAILED, -1)]
+    grant(plain, binding(ResourceType.BROKER, "kafka-cluster", "User:bob", AclOperation.CLUSTER_ACTION))
+    assert _ends(one(sasl, "bob", _epoch_ends(hidden, readable, missing))) == [
+        (hidden, NONE, 0), (readable, NONE, 0), (missing, UNKNOWN_TOPIC_OR_PARTITION, -1)]

@@ -38,7 +38,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * The Java client (kafka-clients 4.x) against one broker: producer, consumer group, share consumer.
  *
  * <p>Usage: {@code ClientScenario BOOTSTRAP
- * producer|group|consumer-protocol|share|share-offsets|share-dlq|transactions|streams|quotas|sasl|tls}. The
+ * producer|group|consumer-protocol|share|share-offsets|share-dlq|transactions|streams|quotas|sasl|tls|leader-epoch}. The
  * consumer-protocol step is the group step with {@code group.protocol=consumer} (KIP-848). Each step prints
  * {@code OK <step>} and exits 0, or prints what it saw and exits 1, so the pytest that runs it can name the
  * failing step. The share step uses explicit acknowledgement: it releases the first record once, checks
@@ -58,7 +58,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * checks that its producer is throttled ({@link ClientQuotaScenario}). The sasl step stores a SCRAM credential with
  * the Admin client and writes and reads through the broker's SASL_PLAINTEXT listener with SCRAM-SHA-512 and PLAIN
  * ({@link SaslScenario}). The tls step writes and reads through the SSL and SASL_SSL listeners with PEM stores
- * ({@link TlsScenario}).
+ * ({@link TlsScenario}). The leader-epoch step resumes consumers from offsets committed with a leader epoch, which
+ * the consumer validates with OffsetForLeaderEpoch ({@link LeaderEpochScenario}).
  */
 public final class ClientScenario {
     private static final int COUNT = 50;
@@ -89,6 +90,7 @@ public final class ClientScenario {
             case "quotas" -> ClientQuotaScenario.run(bootstrap, topic);
             case "sasl" -> SaslScenario.run(bootstrap, topic);
             case "tls" -> TlsScenario.run(topic);
+            case "leader-epoch" -> LeaderEpochScenario.run(bootstrap, topic);
             case "transactions" -> {
                 produce(bootstrap, topic);
                 transactions(bootstrap, topic);
