@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from logwright.compat.authentication import ConnectionAuthentication
 from logwright.compat.authorization_rules import REFUSAL_ANSWERS, is_super_user, refusal
 from logwright.compat.errors import ErrorCode, error_code_for
+from logwright.compat.feature_gates import GATED, turned_off
+from logwright.compat.feature_gates import refused as refused_by_feature
 from logwright.compat.registry import CloseConnection, HandlerEntry, RequestContext
 from logwright.compat.start_at_once import start_at_once
 from logwright.compat.turns import in_turns
@@ -224,6 +226,11 @@ class RequestDispatch:
         uncopied), written in steps between which the loop serves others if ``in_steps`` (a large request, see
         `ANSWERED_IN_STEPS_FROM`); if the handler or the encoding fails, the error answer."""
         try:
+            if context.api_key in GATED and turned_off(self.broker, context.api_key):  # before authorization
+                answer = refused_by_feature(context, request)
+                if answer is not None:
+                    return encode_response_frame(context.api_key, context.api_version, context.correlation_id, answer)
+                return self._refused(entry, context, request, ErrorCode.UNSUPPORTED_VERSION)
             if self.broker.authorizer is not None:
                 code = refusal(context, request)
                 if code is not None:

@@ -4,7 +4,8 @@ A group with ``errors.deadletterqueue.topic.name`` set gets a copy of every reco
 consumer's REJECT, or the delivery limit reached on release, lock expiry or a session timeout) on that
 topic, written in the same WriteBatch as the archive: a user moving from Kafka 4.4 changes nothing, and
 gets the copy exactly once where Kafka gives it at least once, after the archive. The target topic must
-have ``errors.deadletterqueue.group.enable=true``, as in Kafka. Without
+have ``errors.deadletterqueue.group.enable=true``, as in Kafka; with share.version finalized below 2 no copy is
+written, as Kafka 4.4 writes none there (`ArchivedRecords.feature_levels`). Without
 ``errors.deadletterqueue.copy.record.enable`` the copy carries only the ``__dlq.errors.*`` headers. With the broker's
 ``errors.deadletterqueue.auto.create.topics.enable`` a missing target is created as Kafka creates it.
 
@@ -32,6 +33,7 @@ from logwright.core.cursors.plugin_decisions import (
     DEAD_LETTER_DEFERRED_RETRY_KEY,
     DEFAULT_DEAD_LETTER_DEFERRED_RETRY_MS,
 )
+from logwright.core.log.features import SHARE_DEAD_LETTER_LEVEL, SHARE_GROUPS
 
 from .api import (
     DEAD_LETTER_MAX_DELIVERIES_KEY,
@@ -189,7 +191,8 @@ def logwright_decide_release(delivery: ReleasedDelivery) -> Reject | None:
 @hookimpl(trylast=True)
 def logwright_decide_archive(archived: ArchivedRecords) -> DeadLetter | None:
     topic = archived.settings.get(TOPIC_KEY, "")
-    if topic:
+    share_version = archived.feature_levels.get(SHARE_GROUPS, SHARE_DEAD_LETTER_LEVEL)
+    if topic and share_version >= SHARE_DEAD_LETTER_LEVEL:  # share.version 1: no copies, as on Kafka 4.4
         return DeadLetter(topic, archived.settings.get(COPY_RECORD_KEY, "false") == "true", HEADERS,
                           GROUP_ENABLE_KEY, auto_create=True, auto_create_enabled_by=AUTO_CREATE_KEY,
                           auto_create_partitions=-1, auto_create_configs=KIP_1191_TOPIC_CONFIGS)

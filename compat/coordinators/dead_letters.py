@@ -90,7 +90,8 @@ def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Curs
         index = topic.partition_ids.index(state.partition_id) if topic is not None else 0
         now = broker.clock.now_ms()
         archived = ArchivedRecords(state.subscription, state.topic, index, deliveries, event.reason,
-                                   event.consumer, now, group_settings, reconsume_times, real_topic)
+                                   event.consumer, now, group_settings, reconsume_times, real_topic,
+                                   dict(broker.finalized_features().levels))
         decision = existing_or_named(broker, decide(archived))
         if decision is None:
             out.append(event)

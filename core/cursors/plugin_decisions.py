@@ -78,7 +78,9 @@ class ArchivedRecords:
     record a consumer asked to reconsume later (retry letter topic, 32008) past
     ``logwright.retry.max.reconsume.times``: the attempt that went over (Pulsar's ``RECONSUMETIMES``),
     ``reason`` then says so, and ``real_topic`` is the topic the record was first produced to (its
-    ``REAL_TOPIC`` header; ``topic`` is then its retry topic).
+    ``REAL_TOPIC`` header; ``topic`` is then its retry topic). ``feature_levels`` are the cluster's finalized
+    feature levels (KIP-584) by name, for decisions a level turns off: KIP-1191's copies need share.version 2 (empty:
+    not asked, as for pop groups, which are logwright's own).
     """
 
     subscription: str
@@ -91,6 +93,7 @@ class ArchivedRecords:
     settings: Mapping[str, str] = field(default_factory=dict)
     reconsume_times: int = 0
     real_topic: str = ""
+    feature_levels: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,16 @@
 ApiVersions v3+ names them and clients gate behaviour on the finalized levels (the Java client 4.x and franz-go run
 transaction version 2's protocol only while ``transaction.version`` is finalized at 2). logwright states the levels
 it implements, never Kafka's for their own sake: KIP-848 groups (group.version 1), share groups with KIP-1191
-dead-letter copies (share.version 2), KIP-890's transactions (transaction.version 1 or 2), and level 0 of what it
-does not have (Streams groups, eligible leader replicas, KRaft). It has no KRaft metadata log, so no
+dead-letter copies (share.version 2; 1 without them), KIP-890's transactions (transaction.version 1 or 2), and level
+0 of what it does not have (Streams groups, eligible leader replicas, KRaft). It has no KRaft metadata log, so no
 metadata.version.
 
-Only transaction.version can change (``kafka-features downgrade --feature transaction.version=1`` turns version 2
-off for the clients that look): its two levels differ only in what clients are told, and the broker serves each
-request by its version, as Kafka 4.4 does at either level. Its level 0 (no verification of transactional writes, the
-hanging transactions KIP-890 closed) is not served, nor are the lower levels of the other features (logwright
-cannot turn its KIP-848 groups or its share groups off), so their ranges start at the level finalized.
+Three can change, as on Kafka 4.4. ``kafka-features downgrade --feature transaction.version=1`` turns version 2 off
+for the clients that look: its two levels differ only in what clients are told, and the broker serves each request
+by its version, as Kafka 4.4 does at either level; its level 0 (no verification of transactional writes, the hanging
+transactions KIP-890 closed) is not served. group.version 0 turns KIP-848 groups off and share.version 0 share
+groups: their APIs stay listed and are answered UNSUPPORTED_VERSION (`compat.feature_gates`), and the groups, their
+offsets and their timers stay; share.version 1 keeps share groups without KIP-1191's dead-letter copies.
 `update_features` decides as Kafka 4.4's controller (`FeatureControlManager.updateFeature`), with its messages;
 the levels are a `FeatureLevelsUpdated` event, folded into the catalog.
 """
@@ -40,13 +41,18 @@ class SupportedFeature:
 
 SUPPORTED = (
     SupportedFeature("eligible.leader.replicas.version", 0, 0, 0),
-    SupportedFeature("group.version", 1, 1, 1),
+    SupportedFeature("group.version", 0, 1, 1),
     SupportedFeature("kraft.version", 0, 0, 0),
-    SupportedFeature("share.version", 2, 2, 2),
+    SupportedFeature("share.version", 0, 2, 2),
     SupportedFeature("streams.version", 0, 0, 0),
     SupportedFeature("transaction.version", 1, 2, 2),
 )
 _BY_NAME = {feature.name: feature for feature in SUPPORTED}
+
+KIP_848_GROUPS = "group.version"
+SHARE_GROUPS = "share.version"
+SHARE_DEAD_LETTER_LEVEL = 2
+"""share.version's level from which a share group's ``errors.deadletterqueue.topic.name`` gets copies (KIP-1191)."""
 
 DEFAULT_EPOCH = 1
 """The finalized-features epoch before any update (a store that never had one)."""

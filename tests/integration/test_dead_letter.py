@@ -22,11 +22,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
+from kio.schema.update_features.v2 import request as update_v2
 from logwright.client import Client, Timeout
 from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 
 from .broker_process import BrokerProcess
 from .test_share_groups import advance_clock, check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
+from .test_update_features import SAFE_DOWNGRADE, UPGRADE, outcome, update
 
 __all__ = ["share_broker"]
 
@@ -433,3 +435,19 @@ def test_reject_writes_kip_1191_headers_like_kafka(dlq_broker: str) -> None:
     assert (headers["__dlq.errors.topic"], headers["__dlq.errors.partition"], headers["__dlq.errors.offset"],
             headers["__dlq.errors.group"], headers["__dlq.errors.delivery.count"]) == (
         topic.encode(), b"1", b"0", group.encode(), b"1"), headers
+
+
+@pytest.mark.differential
+def test_share_version_1_archives_a_rejected_record_without_a_copy(dlq_broker: str) -> None:
+    """``kafka-features downgrade --feature share.version=1`` keeps share groups but turns KIP-1191's copies off:
+    a REJECTed record is archived and nothing is written to the group's dead-letter topic, as Kafka 4.4 does; back
+    at 2 the next one is copied."""
+    bootstrap, tag = dlq_broker, uuid.uuid4().hex[:6]
+    dlq = dead_letter_topic(bootstrap, partitions=1)
+    assert outcome(update(bootstrap, update_v2, ("share.version", 1, SAFE_DOWNGRADE))) == (0, None, [])
+    reject_one_record(bootstrap, f"dlq-level-1-{tag}", dlq)
+    assert read_all(bootstrap, dlq, 0, idle_polls=6) == []
+    assert outcome(update(bootstrap, update_v2, ("share.version", 2, UPGRADE))) == (0, None, [])
+    topic = reject_one_record(bootstrap, f"dlq-level-2-{tag}", dlq)
+    [copy] = read_all(bootstrap, dlq, 1)
+    assert headers_of(copy)["__dlq.errors.topic"] == topic.encode()

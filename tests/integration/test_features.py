@@ -4,8 +4,9 @@ Kafka 4.4): what ``kafka-features describe`` and ``Admin.describeFeatures`` read
 The levels differ on purpose: Kafka 4.4 finalizes streams.version 1, which logwright does not implement, and names a
 metadata.version, which logwright, without a KRaft metadata log, does not have; share.version is 2 here (KIP-1191's
 dead-letter copies), 1 on a Kafka formatted by default. Both finalize transaction.version 2 (KIP-890 part 2). The
-levels logwright cannot run are not in its ranges (it cannot turn its KIP-848 or share groups off, nor run
-transaction.version 0), so v3, which leaves out the features a range of which starts at 0, names those three here.
+levels logwright cannot run are not in its ranges (transaction.version 0), so v3, which leaves out the features a
+range of which starts at 0, names transaction.version here; group.version and share.version start at 0, as on Kafka
+(tests/integration/test_update_features.py turns them off).
 """
 
 from __future__ import annotations
@@ -48,5 +49,5 @@ def test_v4_names_every_feature_and_v3_only_those_that_cannot_be_off(bootstrap: 
         assert finalized == {"group.version": (1, 1), "share.version": (2, 2), "transaction.version": (2, 2)}
         assert "metadata.version" not in supported
         assert {name: supported[name] for name in ("group.version", "share.version", "transaction.version")} == {
-            "group.version": (1, 1), "share.version": (2, 2), "transaction.version": (1, 2)}, "core.log.features"
+            "group.version": (0, 1), "share.version": (0, 2), "transaction.version": (1, 2)}, "core.log.features"
 

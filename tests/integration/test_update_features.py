@@ -1,21 +1,29 @@
 """UpdateFeatures (``kafka-features upgrade|downgrade``) on logwright and on Kafka 4.4 (``--against kafka``).
 
-Refusals and validation run on the shared broker with ``validate_only``, so nothing changes there; the change of
-transaction.version runs on a broker of the test's own. Where the two brokers' supported ranges differ (logwright
-runs transaction.version 1-2 only, Kafka 0-2; no metadata.version here) only the code and the message's start are
-compared.
+Refusals and validation run on the shared broker with ``validate_only``, so nothing changes there; the changes of
+transaction.version, group.version and share.version run on a broker of the test's own. Where the two brokers'
+supported ranges differ (logwright runs transaction.version 1-2 only, Kafka 0-2; no metadata.version here) only the
+code and the message's start are compared.
 """
 
 from __future__ import annotations
 
 import datetime
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.alter_share_group_offsets.v0 import request as alter_share_offsets_v0
 from kio.schema.api_versions.v4 import request as versions_v4
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+from kio.schema.delete_share_group_offsets.v0 import request as delete_share_offsets_v0
+from kio.schema.describe_share_group_offsets.v1 import request as describe_share_offsets_v1
 from kio.schema.end_txn.v5 import request as end_v5
+from kio.schema.list_groups.v5 import request as list_groups_v5
 from kio.schema.produce.v12 import request as produce_v12
+from kio.schema.share_group_describe.v1 import request as share_describe_v1
+from kio.schema.share_group_heartbeat.v1 import request as share_heartbeat_v1
 from kio.schema.update_features.v0 import request as update_v0
 from kio.schema.update_features.v1 import request as update_v1
 from kio.schema.update_features.v2 import request as update_v2
@@ -23,11 +31,13 @@ from logwright.compat.registry import make
 from logwright.testing.clients import one_request
 
 from .broker_process import BrokerProcess
+from .consumer_protocol_wire import heartbeat, ready_request, request
+from .test_authorization_share import acknowledge, share_fetch, topic_id
 from .test_transaction_version_2 import end, init, produce
 from .test_transactions import new_topic
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
-INVALID_UPDATE_VERSION = 95
+NONE, UNSUPPORTED_VERSION, INVALID_UPDATE_VERSION = 0, 35, 95
 FAILED = "The update failed for all features since the following feature had an error: Invalid update version "
 
 
@@ -133,22 +143,102 @@ def test_transaction_version_goes_down_to_1_and_back_and_the_broker_serves_both(
 
 
 @pytest.mark.logwright_only(reason="a restart of the broker process")
-def test_the_finalized_levels_survive_a_restart_and_level_0_is_not_served(tmp_path: Path) -> None:
-    """The levels are an event in the log: a restarted broker names them with their epoch. transaction.version 0
-    (no verification of transactional writes) is outside logwright's range, as KIP-848 groups and share groups
-    cannot be turned off here."""
+def test_the_finalized_levels_survive_a_restart_and_transaction_level_0_is_not_served(tmp_path: Path) -> None:
+    """The levels are an event in the log: a restarted broker names them with their epoch, and a feature turned off
+    stays off. transaction.version 0 (no verification of transactional writes) is outside logwright's range."""
     process = BrokerProcess(tmp_path / "data").start()
     try:
-        assert outcome(update(process.bootstrap, update_v2, ("transaction.version", 1, SAFE_DOWNGRADE)))[0] == 0
+        assert outcome(update(process.bootstrap, update_v2, ("transaction.version", 1, SAFE_DOWNGRADE),
+                              ("share.version", 0, SAFE_DOWNGRADE)))[0] == 0
         before = finalized(process.bootstrap)
-        for feature, level, supported in (("transaction.version", 0, "1-2"), ("group.version", 0, "1-1"),
-                                          ("share.version", 1, "2-2")):
-            code, said, _ = outcome(update(process.bootstrap, update_v2, (feature, level, UNSAFE_DOWNGRADE)))
-            assert (code, said) == (INVALID_UPDATE_VERSION, f"{FAILED}{level} for feature {feature}. Local "
-                                                            f"controller 1 only supports versions {supported}")
+        code, said, _ = outcome(update(process.bootstrap, update_v2, ("transaction.version", 0, UNSAFE_DOWNGRADE)))
+        assert (code, said) == (INVALID_UPDATE_VERSION, f"{FAILED}0 for feature transaction.version. Local "
+                                                        "controller 1 only supports versions 1-2")
         process.stop()
         process.start()
         assert finalized(process.bootstrap) == before
-        assert before[1]["transaction.version"] == 1
+        assert before[1]["transaction.version"] == 1 and "share.version" not in before[1]
+        answer = share_heartbeat(process.bootstrap, f"after-restart-{uuid.uuid4().hex[:8]}", new_topic(
+            process.bootstrap))
+        assert int(answer.error_code) == UNSUPPORTED_VERSION
     finally:
         process.kill()
+
+
+def share_heartbeat(bootstrap: str, group: str, topic: str) -> Any:
+    """A new member's ShareGroupHeartbeat, asked again while Kafka loads the group's coordinator."""
+    return ready_request(bootstrap, group, make(share_heartbeat_v1.ShareGroupHeartbeatRequest, group_id=group,
+                                                member_id=str(uuid.uuid4()), member_epoch=0, rack_id=None,
+                                                subscribed_topic_names=(topic,)))
+
+
+def _share_offset_requests(group: str, topic: str) -> tuple[Any, Any, Any]:
+    return (make(describe_share_offsets_v1.DescribeShareGroupOffsetsRequest, groups=(make(
+                describe_share_offsets_v1.DescribeShareGroupOffsetsRequestGroup, group_id=group, topics=None),)),
+            make(alter_share_offsets_v0.AlterShareGroupOffsetsRequest, group_id=group, topics=(make(
+                alter_share_offsets_v0.AlterShareGroupOffsetsRequestTopic, topic_name=topic, partitions=(make(
+                    alter_share_offsets_v0.AlterShareGroupOffsetsRequestPartition, partition_index=0,
+                    start_offset=0),)),)),
+            make(delete_share_offsets_v0.DeleteShareGroupOffsetsRequest, group_id=group, topics=(make(
+                delete_share_offsets_v0.DeleteShareGroupOffsetsRequestTopic, topic_name=topic),)))
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize("started_with", [{}], indirect=True)
+def test_group_and_share_version_0_turn_their_groups_apis_off_and_back_on(started_with: str) -> None:
+    """``kafka-features downgrade --feature group.version=0`` turns KIP-848 groups off and share.version=0 share
+    groups, as on Kafka 4.4: every API of theirs is UNSUPPORTED_VERSION (no message but for Alter and
+    DeleteShareGroupOffsets), first thing, for groups that exist and new ones; the keys stay listed and the groups
+    stay (ListGroups). The upgrade back serves them again."""
+    bootstrap = started_with
+    topic = new_topic(bootstrap, 1)
+    tag = uuid.uuid4().hex[:8]
+    consumers, shares = f"gv0-consumers-{tag}", f"gv0-shares-{tag}"
+    member = heartbeat(bootstrap, consumers, str(uuid.uuid4()), 0, topics=(topic,), rebalance_timeout_ms=30_000)
+    assert int(member.error_code) == NONE and member.member_id is not None
+    sharer = share_heartbeat(bootstrap, shares, topic)
+    assert int(sharer.error_code) == NONE and sharer.member_id is not None
+    shared_topic = topic_id(bootstrap, topic)
+
+    assert outcome(update(bootstrap, update_v2, ("group.version", 0, SAFE_DOWNGRADE))) == (0, None, [])
+    assert outcome(update(bootstrap, update_v2, ("share.version", 0, SAFE_DOWNGRADE))) == (0, None, [])
+    _, levels = finalized(bootstrap)
+    assert "group.version" not in levels and "share.version" not in levels and levels["transaction.version"] == 2
+
+    rejoin = heartbeat(bootstrap, consumers, member.member_id, int(member.member_epoch))
+    fresh = heartbeat(bootstrap, f"{consumers}-new", str(uuid.uuid4()), 0, topics=(topic,),
+                      rebalance_timeout_ms=30_000)
+    assert [(int(answer.error_code), answer.error_message) for answer in (rejoin, fresh)] == [
+        (UNSUPPORTED_VERSION, None)] * 2
+    described = request(bootstrap, ConsumerGroupDescribeRequest(group_ids=(consumers, "gv0-none"),
+                                                                include_authorized_operations=False))
+    assert [(g.group_id, int(g.error_code), g.error_message, g.group_state, g.members) for g in described.groups] == [
+        (consumers, UNSUPPORTED_VERSION, None, "", ()), ("gv0-none", UNSUPPORTED_VERSION, None, "", ())]
+
+    assert int(share_heartbeat(bootstrap, shares, topic).error_code) == UNSUPPORTED_VERSION
+    shared = request(bootstrap, make(share_describe_v1.ShareGroupDescribeRequest, group_ids=(shares,),
+                                     include_authorized_operations=False))
+    assert [(g.group_id, int(g.error_code), g.error_message, g.group_state) for g in shared.groups] == [
+        (shares, UNSUPPORTED_VERSION, None, "")]
+    fetched = request(bootstrap, share_fetch(shares, sharer.member_id, 0, shared_topic))
+    acknowledged = request(bootstrap, acknowledge(shares, sharer.member_id, 1, shared_topic))
+    assert [(int(answer.error_code), answer.error_message, answer.responses) for answer in (fetched, acknowledged)] == [
+        (UNSUPPORTED_VERSION, None, ())] * 2
+    described_offsets, altered, deleted = (request(bootstrap, each) for each in _share_offset_requests(shares, topic))
+    assert [(g.group_id, int(g.error_code), g.error_message, g.topics) for g in described_offsets.groups] == [
+        (shares, UNSUPPORTED_VERSION, None, ())]
+    assert [(int(answer.error_code), answer.error_message, answer.responses) for answer in (altered, deleted)] == [
+        (UNSUPPORTED_VERSION, "The version of API is not supported.", ())] * 2
+
+    listed = request(bootstrap, make(list_groups_v5.ListGroupsRequest, states_filter=(), types_filter=()))
+    assert {(g.group_id, g.group_type) for g in listed.groups} >= {(consumers, "consumer"), (shares, "share")}
+    versions = request(bootstrap, make(versions_v4.ApiVersionsRequest, client_software_name="logwright-tests",
+                                       client_software_version="1"))
+    assert {68, 69, 76, 77, 78, 79, 90, 91, 92} <= {int(key.api_key) for key in versions.api_keys}
+
+    assert outcome(update(bootstrap, update_v2, ("group.version", 1, UPGRADE))) == (0, None, [])
+    assert outcome(update(bootstrap, update_v2, ("share.version", 2, UPGRADE))) == (0, None, [])
+    again = heartbeat(bootstrap, f"{consumers}-again", str(uuid.uuid4()), 0, topics=(topic,),
+                      rebalance_timeout_ms=30_000)
+    assert int(again.error_code) == NONE and int(again.member_epoch) >= 1
+    assert int(share_heartbeat(bootstrap, f"{shares}-again", topic).error_code) == NONE

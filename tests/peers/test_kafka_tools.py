@@ -290,7 +290,7 @@ def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
     features = {found[1]: found.groups()[1:] for found in re.finditer(
         r"Feature: (\S+)\s+SupportedMinVersion: (.+?)\s+SupportedMaxVersion: (.+?)\s+FinalizedVersionLevel: (.+?)"
         r"\s+Epoch: (\d+)", tools.ok("kafka-features", "describe"))}
-    assert features["group.version"][1:3] == ("1", "1"), features  # KIP-848 groups (logwright's range starts at 1)
+    assert features["group.version"][:3] == ("0", "1", "1"), features  # KIP-848 groups, which level 0 turns off
     assert int(features["share.version"][2]) >= 1, features
     assert features["transaction.version"][1:3] == ("2", "2"), features  # KIP-890 part 2
     assert "transaction.version was downgraded to 1." in tools.ok(
