@@ -22,13 +22,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, KafkaError, Message, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
-from kio.schema.update_features.v2 import request as update_v2
 from logwright.client import Client, Timeout
 from logwright.compat.coordinators.dead_letters import DEFERRED_RETRY_MS
 
 from .broker_process import BrokerProcess
 from .test_share_groups import advance_clock, check_consistent, commit, consumer, poll_batch, setup_topic, share_broker
-from .test_update_features import SAFE_DOWNGRADE, UPGRADE, outcome, update
+from .test_update_features import SAFE_DOWNGRADE, UPGRADE, changed
 
 __all__ = ["share_broker"]
 
@@ -444,10 +443,10 @@ def test_share_version_1_archives_a_rejected_record_without_a_copy(dlq_broker: s
     at 2 the next one is copied."""
     bootstrap, tag = dlq_broker, uuid.uuid4().hex[:6]
     dlq = dead_letter_topic(bootstrap, partitions=1)
-    assert outcome(update(bootstrap, update_v2, ("share.version", 1, SAFE_DOWNGRADE))) == (0, None, [])
+    changed(bootstrap, ("share.version", 1, SAFE_DOWNGRADE))
     reject_one_record(bootstrap, f"dlq-level-1-{tag}", dlq)
     assert read_all(bootstrap, dlq, 0, idle_polls=6) == []
-    assert outcome(update(bootstrap, update_v2, ("share.version", 2, UPGRADE))) == (0, None, [])
+    changed(bootstrap, ("share.version", 2, UPGRADE))
     topic = reject_one_record(bootstrap, f"dlq-level-2-{tag}", dlq)
     [copy] = read_all(bootstrap, dlq, 1)
     assert headers_of(copy)["__dlq.errors.topic"] == topic.encode()

@@ -9,6 +9,7 @@ code and the message's start are compared.
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,19 @@ def finalized(bootstrap: str) -> tuple[int, dict[str, int]]:
                                          client_software_version="1"))
     return int(answer.finalized_features_epoch), {feature.name: int(feature.max_version_level)
                                                   for feature in answer.finalized_features}
+
+
+def changed(bootstrap: str, *updates: tuple[str, int, int]) -> dict[str, int]:
+    """UpdateFeatures v2 of ``updates``, which must succeed, then the levels ApiVersions names once they show it
+    (Kafka's broker applies the controller's record a moment after answering)."""
+    assert outcome(update(bootstrap, update_v2, *updates)) == (0, None, [])
+    deadline = time.monotonic() + 30
+    while True:
+        _, levels = finalized(bootstrap)
+        if all(levels.get(name, 0) == level for name, level, _ in updates):
+            return levels
+        assert time.monotonic() < deadline, f"{updates} answered, but ApiVersions still names {levels}"
+        time.sleep(0.1)
 
 
 @pytest.mark.differential
@@ -126,7 +140,7 @@ def test_transaction_version_goes_down_to_1_and_back_and_the_broker_serves_both(
     bootstrap = started_with
     epoch, levels = finalized(bootstrap)
     assert levels["transaction.version"] == 2
-    assert outcome(update(bootstrap, update_v2, ("transaction.version", 1, SAFE_DOWNGRADE))) == (0, None, [])
+    changed(bootstrap, ("transaction.version", 1, SAFE_DOWNGRADE))
     lowered, levels = finalized(bootstrap)
     assert levels["transaction.version"] == 1 and lowered > epoch
     assert levels["group.version"] == 1, "the others as they were"
@@ -138,6 +152,7 @@ def test_transaction_version_goes_down_to_1_and_back_and_the_broker_serves_both(
 
     assert outcome(update(bootstrap, update_v1, ("transaction.version", 2, UPGRADE))) == (0, None, [
         ("transaction.version", 0, "NONE")])
+    changed(bootstrap, ("transaction.version", 2, UPGRADE))  # already at 2: waits only for ApiVersions to say so
     raised, levels = finalized(bootstrap)
     assert levels["transaction.version"] == 2 and raised > lowered
 
@@ -200,9 +215,8 @@ def test_group_and_share_version_0_turn_their_groups_apis_off_and_back_on(starte
     assert int(sharer.error_code) == NONE and sharer.member_id is not None
     shared_topic = topic_id(bootstrap, topic)
 
-    assert outcome(update(bootstrap, update_v2, ("group.version", 0, SAFE_DOWNGRADE))) == (0, None, [])
-    assert outcome(update(bootstrap, update_v2, ("share.version", 0, SAFE_DOWNGRADE))) == (0, None, [])
-    _, levels = finalized(bootstrap)
+    changed(bootstrap, ("group.version", 0, SAFE_DOWNGRADE))
+    levels = changed(bootstrap, ("share.version", 0, SAFE_DOWNGRADE))
     assert "group.version" not in levels and "share.version" not in levels and levels["transaction.version"] == 2
 
     rejoin = heartbeat(bootstrap, consumers, member.member_id, int(member.member_epoch))
@@ -236,8 +250,8 @@ def test_group_and_share_version_0_turn_their_groups_apis_off_and_back_on(starte
                                        client_software_version="1"))
     assert {68, 69, 76, 77, 78, 79, 90, 91, 92} <= {int(key.api_key) for key in versions.api_keys}
 
-    assert outcome(update(bootstrap, update_v2, ("group.version", 1, UPGRADE))) == (0, None, [])
-    assert outcome(update(bootstrap, update_v2, ("share.version", 2, UPGRADE))) == (0, None, [])
+    changed(bootstrap, ("group.version", 1, UPGRADE))
+    changed(bootstrap, ("share.version", 2, UPGRADE))
     again = heartbeat(bootstrap, f"{consumers}-again", str(uuid.uuid4()), 0, topics=(topic,),
                       rebalance_timeout_ms=30_000)
     assert int(again.error_code) == NONE and int(again.member_epoch) >= 1
