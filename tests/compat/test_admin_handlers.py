@@ -28,6 +28,13 @@ from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as I
 from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource as IncrementalResource
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 from logwright.compat import turns
 from logwright.compat.appends import produce_partition
 from logwright.compat.broker import BrokerSettings
@@ -43,6 +50,7 @@ from logwright.compat.kafka import (
     describe_groups,
     incremental_alter_configs,
     init_producer_id,
+    offset_for_leader_epoch,
 )
 from logwright.compat.registry import RequestContext
 from logwright.compat.wire.encoder import Encoded
@@ -325,3 +333,21 @@ def test_delete_records_of_many_partitions_lets_other_requests_run_between_slice
     assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.NONE] * 10
     assert any(0 < untouched < 10 for untouched in seen), "seen between slices: some partitions truncated, not all"
     assert all(harness.broker.partition(pid).log_start_offset == 1 for pid in state.partition_ids)
+
+
+def test_an_epoch_end_request_of_many_topics_gives_way_and_answers_each(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OffsetForLeaderEpoch names topics and partitions by the hundred thousand as easily as the describe APIs: the
+    topics' ACLs are asked, then the partitions answered, giving way every `turns.ANSWERS_PER_TURN`."""
+    harness.create(topic("t", partitions=2))
+    given_way = GivenWay(monkeypatch, turns)
+    request = OffsetForLeaderEpochRequest(replica_id=BrokerId(-1), topics=tuple(
+        OffsetForLeaderTopic(topic="t" if n % 2 else f"missing-{n}", partitions=(OffsetForLeaderPartition(
+            partition=i32(n % 3), current_leader_epoch=i32(-1), leader_epoch=i32(0)),))
+        for n in range(4_000)))
+    answer = harness.call(offset_for_leader_epoch.handle, 4, request)
+    assert given_way.count == 2 * 4_000 // turns.ANSWERS_PER_TURN
+    found = [(str(t.topic), int(t.partitions[0].partition), int(t.partitions[0].error_code),
+              int(t.partitions[0].end_offset)) for t in as_read(answer).topics]
+    assert found == [("t" if n % 2 else f"missing-{n}", n % 3, 0 if n % 2 and n % 3 < 2 else 3,
+                      0 if n % 2 and n % 3 < 2 else -1) for n in range(4_000)]
