@@ -17,6 +17,7 @@ from typing import Any
 from logwright.compat.broker import Broker
 from logwright.compat.errors import ErrorCode
 from logwright.compat.registry import RequestContext, make, response_module
+from logwright.compat.turns import answered_once_in_turns
 from logwright.core.log.features import KIP_848_GROUPS, SHARE_GROUPS
 
 GATED: dict[int, str] = {
@@ -37,9 +38,10 @@ def turned_off(broker: Broker, api_key: int) -> bool:
     return feature is not None and broker.finalized_features().level(feature) == 0
 
 
-def refused(context: RequestContext, request: Any) -> Any | None:
+async def refused(context: RequestContext, request: Any) -> Any | None:
     """The UNSUPPORTED_VERSION answer Kafka 4.4 gives where its response is not the plain error response (a
-    message, or one entry per group asked); ``None``: the plain one (`wire.fallback.error_response`)."""
+    message, or one entry per group asked, made in turns: a request may name a million); ``None``: the plain one
+    (`wire.fallback.error_response`)."""
     code = ErrorCode.UNSUPPORTED_VERSION
     if context.api_key in (91, 92):
         name = "alter_share_group_offsets" if context.api_key == 91 else "delete_share_group_offsets"
@@ -53,15 +55,15 @@ def refused(context: RequestContext, request: Any) -> Any | None:
         module = response_module(name, context.api_version)
         response = (module.ConsumerGroupDescribeResponse if context.api_key == 69
                     else module.ShareGroupDescribeResponse)
-        return make(response, throttle_time=datetime.timedelta(0), groups=tuple(
-            make(module.DescribedGroup, error_code=code, error_message=None, group_id=group_id, group_state="",
-                 group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
-                 authorized_operations=UNKNOWN_OPERATIONS)
-            for group_id in request.group_ids))
+        return make(response, throttle_time=datetime.timedelta(0), groups=await answered_once_in_turns(
+            request.group_ids, lambda group_id: make(
+                module.DescribedGroup, error_code=code, error_message=None, group_id=group_id, group_state="",
+                group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                authorized_operations=UNKNOWN_OPERATIONS)))
     if context.api_key == 90:
         module = response_module("describe_share_group_offsets", context.api_version)
-        return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0), groups=tuple(
-            make(module.DescribeShareGroupOffsetsResponseGroup, group_id=group.group_id, error_code=code,
-                 error_message=None, topics=())
-            for group in request.groups))
+        groups = await answered_once_in_turns((group.group_id for group in request.groups), lambda group_id: make(
+            module.DescribeShareGroupOffsetsResponseGroup, group_id=group_id, error_code=code, error_message=None,
+            topics=()))
+        return make(module.DescribeShareGroupOffsetsResponse, throttle_time=datetime.timedelta(0), groups=groups)
     return None

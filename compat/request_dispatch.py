@@ -227,7 +227,7 @@ class RequestDispatch:
         `ANSWERED_IN_STEPS_FROM`); if the handler or the encoding fails, the error answer."""
         try:
             if context.api_key in GATED and turned_off(self.broker, context.api_key):  # before authorization
-                answer = refused_by_feature(context, request)
+                answer = await refused_by_feature(context, request)
                 if answer is not None:
                     return encode_response_frame(context.api_key, context.api_version, context.correlation_id, answer)
                 return self._refused(entry, context, request, ErrorCode.UNSUPPORTED_VERSION)
