@@ -79,6 +79,7 @@ def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Curs
         return list(events)
     out: list[Event] = []
     group_settings: Mapping[str, str] | None = None
+    feature_levels = dict(broker.finalized_features().levels)  # once a call: every event of it sees the same
     for event in events:
         if not isinstance(event, RecordsRejected) or event.subscription != state.subscription:
             out.append(event)
@@ -90,8 +91,7 @@ def with_dead_letters(broker: Broker, decide: ArchiveDecider | None, state: Curs
         index = topic.partition_ids.index(state.partition_id) if topic is not None else 0
         now = broker.clock.now_ms()
         archived = ArchivedRecords(state.subscription, state.topic, index, deliveries, event.reason,
-                                   event.consumer, now, group_settings, reconsume_times, real_topic,
-                                   dict(broker.finalized_features().levels))
+                                   event.consumer, now, group_settings, reconsume_times, real_topic, feature_levels)
         decision = existing_or_named(broker, decide(archived))
         if decision is None:
             out.append(event)
