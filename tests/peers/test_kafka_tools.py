@@ -273,6 +273,18 @@ def test_acl_commands_are_refused_without_an_authorizer(tools: Tools) -> None:
                                                       "--operation", "Read", "--topic", "anything")
 
 
+def finalized_level(tools: Tools, feature: str, awaited: str) -> str:
+    """``feature``'s level as ``kafka-features describe`` shows it, asked again for up to 30 s until it is
+    ``awaited``: Kafka's broker applies the controller's record a moment after the tool's answer."""
+    deadline = time.monotonic() + 30
+    while True:
+        levels = {found[1]: found[2] for found in re.finditer(r"Feature: (\S+)\s+.*?FinalizedVersionLevel: (\d+)",
+                                                              tools.ok("kafka-features", "describe"))}
+        if levels[feature] == awaited or time.monotonic() > deadline:
+            return levels[feature]
+        time.sleep(0.5)
+
+
 def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
     tools.ok("kafka-topics", "--create", "--topic", "placed", "--partitions", "2")
     assert re.fullmatch(r"Cluster ID: \S+\n", tools.ok("kafka-cluster", "cluster-id"))
@@ -300,6 +312,13 @@ def test_cluster_tools_describe_the_one_node(tools: Tools) -> None:
     assert lowered["transaction.version"] == "1", lowered
     assert "transaction.version was upgraded to 2." in tools.ok(
         "kafka-features", "upgrade", "--feature", "transaction.version=2")
+    # share groups off and on again, as an operator turns off a feature (a safe downgrade, as the tool asks it)
+    assert "share.version was downgraded to 0." in tools.ok("kafka-features", "downgrade", "--feature",
+                                                           "share.version=0")
+    assert finalized_level(tools, "share.version", "0") == "0"
+    assert "share.version was upgraded to" in tools.ok("kafka-features", "upgrade", "--feature",
+                                                       f"share.version={features['share.version'][2]}")
+    assert finalized_level(tools, "share.version", features["share.version"][2]) == features["share.version"][2]
     versions = tools.ok("kafka-broker-api-versions")
     for api in ("Produce(0)", "Fetch(1)", "Metadata(3)", "OffsetCommit(8)", "ShareFetch(78)"):
         assert re.search(re.escape(api) + r": \d+ to \d+ \[usable: \d+\]", versions), api
