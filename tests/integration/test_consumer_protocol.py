@@ -25,9 +25,16 @@ PARTITIONS = 6
 
 
 def _topic(bootstrap: str) -> str:
+    """A fresh topic of `PARTITIONS`, once Metadata lists all of them: Kafka's group coordinator maps a classic
+    member's assignment through the same metadata image and drops a topic it does not know yet (an upgraded classic
+    member once kept nothing of what it owned, compat-kafka-fast in session 89)."""
     name = f"kip848-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, PARTITIONS)])[name].result(30)
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(name, 30).topics[name].partitions) < PARTITIONS:
+        assert time.monotonic() < deadline, f"{name} was created but Metadata does not list it"
+        time.sleep(0.05)
     return name
 
 
